@@ -1,0 +1,2198 @@
+/*
+ * sched.c -- one scheduling cycle: validate the snapshot, compute fair
+ * shares, allocate in order of need with backfill reservations, reclaim and
+ * preempt for jobs still blocked, and write the result.
+ *
+ * The cycle is a pure function of the snapshot.  Every loop runs in index
+ * order and every sort has a total order (ties end on the job index), so the
+ * same snapshot always yields the same bytes.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                      */
+
+void
+al_config_default(al_config_t *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->pack = AL_PACK_BIN;
+    cfg->usage_weight = 1.0;
+    cfg->reserve_depth = 4;
+    cfg->default_runtime = 24 * 3600;
+    cfg->lend_reserved = true;
+    cfg->reclaim = true;
+    cfg->preempt = true;
+    cfg->borrow = true;
+    cfg->max_reclaim_tries = 16;
+}
+
+int
+al__vec_push(al_ctx_t *c, vec_t *v, const void *elem)
+{
+    if (v->len == v->cap) {
+        size_t ncap = v->cap ? v->cap * 2 : 64;
+        void *nd;
+
+        if (ncap > SIZE_MAX / v->esz)
+            return AL_ENOMEM;
+        nd = c->a->malloc(c->a->ctx, ncap * v->esz);
+        if (nd == NULL)
+            return AL_ENOMEM;
+        if (v->len)
+            memcpy(nd, v->data, v->len * v->esz);
+        if (v->data)
+            c->a->free(c->a->ctx, v->data);
+        v->data = nd;
+        v->cap = ncap;
+    }
+    memcpy((char *)v->data + v->len * v->esz, elem, v->esz);
+    v->len++;
+    return 0;
+}
+
+void
+al__vec_free(al_ctx_t *c, vec_t *v)
+{
+    if (v->data)
+        c->a->free(c->a->ctx, v->data);
+    v->data = NULL;
+    v->len = v->cap = 0;
+}
+
+int64_t
+al_request_gpu_milli(const al_request_t *req)
+{
+    if (req->gpus > 0)
+        return (int64_t)req->gpus * AL_GPU_MILLI;
+    return req->gpu_milli > 0 ? req->gpu_milli : 0;
+}
+
+int64_t
+al__runtime(const al_ctx_t *c, const al_job_t *j)
+{
+    int64_t t = c->cfg.default_runtime;
+
+    if (j->estimate > 0)
+        t = j->estimate;
+    if (j->time_limit > 0 && (j->estimate <= 0 || j->time_limit < t))
+        t = j->time_limit;
+    return t;
+}
+
+const al_placement_t *
+al__job_place(const al_ctx_t *c, int32_t j)
+{
+    if (c->wj[j].place_off != NIL)
+        return (const al_placement_t *)c->tasks.data + c->wj[j].place_off;
+    return c->s->jobs[j].placement;
+}
+
+static void
+set_cause(char **cause, const char *msg, int64_t a, int64_t b)
+{
+    char buf[256];
+    size_t n;
+    char *p;
+
+    if (cause == NULL)
+        return;
+    /* Every caller passes a literal with two %lld conversions. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+    n = (size_t)snprintf(buf, sizeof(buf), msg, (long long)a, (long long)b);
+#pragma GCC diagnostic pop
+    if (n >= sizeof(buf))
+        n = sizeof(buf) - 1;
+    /* The cause is a plain malloc()ed string: the caller frees it with
+     * free(), whatever allocator the core used. */
+    p = malloc(n + 1);
+    if (p == NULL)
+        return;
+    memcpy(p, buf, n + 1);
+    *cause = p;
+}
+
+/* Sort keys: three unsigned words compared in order, then the index. */
+typedef struct skey {
+    uint64_t k[3];
+    int32_t idx;
+} skey_t;
+
+static int
+skey_cmp(const skey_t *a, const skey_t *b)
+{
+    int i;
+
+    for (i = 0; i < 3; i++)
+        if (a->k[i] != b->k[i])
+            return a->k[i] < b->k[i] ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Stable bottom-up merge sort with arena scratch (the core may not call
+ * qsort: glibc's allocates behind the caller's allocator). */
+static int
+skey_sort(al_ctx_t *c, skey_t *v, size_t n)
+{
+    skey_t *tmp, *src = v, *dst;
+    size_t width, i;
+
+    if (n < 2)
+        return 0;
+    /* Insertion-sort runs of 16 first. */
+    for (i = 0; i < n; i += 16) {
+        size_t end = i + 16 < n ? i + 16 : n, j;
+
+        for (j = i + 1; j < end; j++) {
+            skey_t x = v[j];
+            size_t k = j;
+
+            while (k > i && skey_cmp(&v[k - 1], &x) > 0) {
+                v[k] = v[k - 1];
+                k--;
+            }
+            v[k] = x;
+        }
+    }
+    if (n <= 16)
+        return 0;
+    tmp = al_arena_array(c->tmp, n, sizeof(*tmp));
+    if (tmp == NULL)
+        return AL_ENOMEM;
+    dst = tmp;
+    for (width = 16; width < n; width *= 2) {
+        for (i = 0; i < n; i += 2 * width) {
+            size_t lo = i, mid = i + width < n ? i + width : n,
+                   hi = i + 2 * width < n ? i + 2 * width : n;
+            size_t a = lo, b = mid, o = lo;
+
+            while (a < mid && b < hi)
+                dst[o++] = skey_cmp(&src[b], &src[a]) < 0 ? src[b++]
+                                                          : src[a++];
+            while (a < mid)
+                dst[o++] = src[a++];
+            while (b < hi)
+                dst[o++] = src[b++];
+        }
+        {
+            skey_t *t = src;
+
+            src = dst;
+            dst = t;
+        }
+    }
+    if (src != v)
+        memcpy(v, src, n * sizeof(*v));
+    return 0;
+}
+
+static uint64_t
+bias(int64_t v)
+{
+    return (uint64_t)v ^ (1ULL << 63);
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup: validation and the working state                            */
+
+static bool
+valid_placement(const al_ctx_t *c, const al_job_t *j, const al_placement_t *p)
+{
+    const al_node_t *nd;
+    uint64_t all;
+
+    if (p->node < 0 || p->node >= c->nn)
+        return false;
+    nd = &c->s->nodes[p->node];
+    all = nd->ndevices == 64 ? ~0ULL : (1ULL << nd->ndevices) - 1;
+    if ((p->devices & ~all) != 0)
+        return false;
+    if (p->gpu_milli < 0 || p->gpu_milli > AL_GPU_MILLI || p->gpu_mem < 0)
+        return false;
+    if (p->gpu_milli > 0)
+        return __builtin_popcountll(p->devices) == 1;
+    if (j->req.gpus > 0)
+        return __builtin_popcountll(p->devices) == j->req.gpus;
+    return true;
+}
+
+static int
+setup_queues(al_ctx_t *c, char **cause)
+{
+    int32_t q;
+
+    c->wq = al_arena_array(c->tmp, (size_t)c->nq + 1, sizeof(wqueue_t));
+    if (c->wq == NULL)
+        return AL_ENOMEM;
+    for (q = 0; q < c->nq; q++) {
+        const al_queue_t *qq = &c->s->queues[q];
+        wqueue_t *w = &c->wq[q];
+
+        if (qq->parent < -1 || qq->parent >= q) {
+            set_cause(cause, "queue %lld: parent %lld must be -1 or an "
+                             "earlier queue", q, qq->parent);
+            return AL_EINVAL;
+        }
+        if (qq->nmodel_quotas < 0 ||
+            (qq->nmodel_quotas > 0 && qq->model_quotas == NULL)) {
+            set_cause(cause, "queue %lld: bad model quotas (%lld)", q,
+                      qq->nmodel_quotas);
+            return AL_EINVAL;
+        }
+        w->parent = qq->parent;
+        w->depth = qq->parent < 0 ? 0 : c->wq[qq->parent].depth + 1;
+        w->leaf = true;
+        w->valid = true;
+        w->heap_pos = NIL;
+        w->usage = 0;
+        if (qq->parent >= 0)
+            c->wq[qq->parent].leaf = false;
+        if (qq->nmodel_quotas > 0) {
+            w->model_alloc = al_arena_array(c->tmp, (size_t)qq->nmodel_quotas,
+                                            sizeof(int64_t));
+            if (w->model_alloc == NULL)
+                return AL_ENOMEM;
+        }
+    }
+    /* Usage of leaves, summed up the tree (children come after parents). */
+    for (q = c->nq - 1; q >= 0; q--) {
+        if (c->wq[q].leaf)
+            c->wq[q].usage = c->s->queues[q].usage > 0 ? c->s->queues[q].usage
+                                                       : 0;
+        if (c->wq[q].parent >= 0)
+            c->wq[c->wq[q].parent].usage += c->wq[q].usage;
+    }
+    return 0;
+}
+
+static bool
+queue_ok(const al_ctx_t *c, int32_t q)
+{
+    return q >= 0 && q < c->nq && c->wq[q].leaf;
+}
+
+/* Is pending job j allowed to start at all (held, dependencies)? */
+static bool
+eligible(const al_ctx_t *c, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+
+    return jb->state == AL_JOB_PENDING &&
+           (jb->dep_state == AL_DEPS_NONE ||
+            jb->dep_state == AL_DEPS_SATISFIED) &&
+           queue_ok(c, jb->queue);
+}
+
+/* Critical path: the longest chain of estimated runtimes that hangs below
+ * each job, through its dependents.  Jobs others wait for go first. */
+static int
+critical_path(al_ctx_t *c)
+{
+    int32_t *indeg, *order, *roff, *radj, *fill, head = 0, tail = 0, j;
+    int64_t nedges = 0;
+    int d;
+
+    for (j = 0; j < c->nj; j++)
+        nedges += c->s->jobs[j].ndeps > 0 ? c->s->jobs[j].ndeps : 0;
+    if (nedges == 0)
+        return 0;
+    indeg = al_arena_array(c->tmp, (size_t)c->nj, sizeof(int32_t));
+    order = al_arena_array(c->tmp, (size_t)c->nj, sizeof(int32_t));
+    roff = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
+    fill = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
+    radj = al_arena_array(c->tmp, (size_t)nedges, sizeof(int32_t));
+    if (!indeg || !order || !roff || !fill || !radj)
+        return AL_ENOMEM;
+    /* Edges dep -> job ("job runs after dep"); we walk from sinks up, so
+     * keep for every dep the list of jobs that wait for it. */
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+
+        for (d = 0; d < jb->ndeps; d++)
+            roff[jb->deps[d].job + 1]++;
+    }
+    for (j = 0; j < c->nj; j++)
+        roff[j + 1] += roff[j];
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+
+        for (d = 0; d < jb->ndeps; d++) {
+            int32_t dep = jb->deps[d].job;
+
+            radj[roff[dep] + fill[dep]++] = j;
+        }
+        indeg[j] = 0;
+    }
+    /* Process in reverse topological order: a job is done once all the
+     * jobs waiting for it are done.  Count, per job, its waiters. */
+    for (j = 0; j < c->nj; j++)
+        indeg[j] = roff[j + 1] - roff[j];
+    for (j = 0; j < c->nj; j++)
+        if (indeg[j] == 0)
+            order[tail++] = j;
+    while (head < tail) {
+        int32_t x = order[head++];
+        const al_job_t *jb = &c->s->jobs[x];
+        int64_t own = c->wj[x].crit + al__runtime(c, jb);
+
+        for (d = 0; d < jb->ndeps; d++) {
+            int32_t dep = jb->deps[d].job;
+
+            if (own > c->wj[dep].crit)
+                c->wj[dep].crit = own;
+            if (--indeg[dep] == 0)
+                order[tail++] = dep;
+        }
+    }
+    /* Jobs on a cycle (tail < nj) keep what they got: no infinite loop. */
+    return 0;
+}
+
+static int
+setup_jobs(al_ctx_t *c, char **cause)
+{
+    int32_t j, n, t;
+    int32_t *count;
+    int64_t maxdevmem = 0;
+    int rc;
+
+    c->wj = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(wjob_t));
+    c->reasons = al_arena_array(c->tmp, (size_t)c->nj + 1,
+                                sizeof(al_reason_t));
+    count = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
+    if (c->wj == NULL || c->reasons == NULL || count == NULL)
+        return AL_ENOMEM;
+    for (n = 0; n < c->nn; n++)
+        for (t = 0; t < c->s->nodes[n].ndevices; t++)
+            if (c->s->nodes[n].devices[t].mem_bytes > maxdevmem)
+                maxdevmem = c->s->nodes[n].devices[t].mem_bytes;
+
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+        wjob_t *w = &c->wj[j];
+        const al_request_t *r = &jb->req;
+
+        w->start_dec = NIL;
+        w->place_off = NIL;
+        w->for_job = NIL;
+        w->order = NIL;
+        c->reasons[j].queue = NIL;
+        c->reasons[j].job = NIL;
+        if (r->gpus < 0 || r->gpus > AL_MAX_DEVICES || r->gpu_milli < 0 ||
+            r->gpu_milli > AL_GPU_MILLI || r->gpu_mem < 0 ||
+            r->cpu_milli < 0 || r->mem_bytes < 0 || jb->min_tasks < 1 ||
+            (jb->ndeps > 0 && jb->deps == NULL) || jb->ndeps < 0) {
+            set_cause(cause, "job %lld (index %lld): invalid request",
+                      (long long)jb->id, j);
+            return AL_EINVAL;
+        }
+        for (t = 0; t < jb->ndeps; t++)
+            if (jb->deps[t].job < 0 || jb->deps[t].job >= c->nj) {
+                set_cause(cause, "job %lld: dependency index %lld out of "
+                                 "range", (long long)jb->id, jb->deps[t].job);
+                return AL_EINVAL;
+            }
+        if (jb->topo_mode != AL_TOPO_NONE &&
+            (jb->topo_level < 0 || jb->topo_level >= c->cfg.ntopo_levels)) {
+            set_cause(cause, "job %lld: topology level %lld not configured",
+                      (long long)jb->id, jb->topo_level);
+            return AL_EINVAL;
+        }
+        if (r->gpus > 0)
+            w->task_gpu = (int64_t)r->gpus * AL_GPU_MILLI;
+        else if (r->gpu_milli > 0)
+            w->task_gpu = r->gpu_milli;
+        else if (r->gpu_mem > 0 && maxdevmem > 0)
+            w->task_gpu = (r->gpu_mem * AL_GPU_MILLI + maxdevmem - 1) /
+                          maxdevmem;
+        if (jb->state == AL_JOB_RUNNING) {
+            if (jb->ntasks < 1 || jb->placement == NULL ||
+                !queue_ok(c, jb->queue)) {
+                set_cause(cause, "running job %lld (index %lld) has no "
+                                 "placement or no leaf queue",
+                          (long long)jb->id, j);
+                return AL_EINVAL;
+            }
+            w->flags = JF_RUNNING | (jb->lent ? JF_LENT : 0);
+            w->ntasks = jb->ntasks;
+            for (t = 0; t < jb->ntasks; t++) {
+                if (!valid_placement(c, jb, &jb->placement[t])) {
+                    set_cause(cause, "running job %lld task %lld: invalid "
+                                     "placement",
+                              (long long)jb->id, t);
+                    return AL_EINVAL;
+                }
+                rc = al__take(c, j, &jb->placement[t], true);
+                if (rc != 0) {
+                    if (rc == AL_EINVAL)
+                        set_cause(cause, "running job %lld task %lld: "
+                                         "device already in use",
+                                  (long long)jb->id, t);
+                    return rc;
+                }
+                count[jb->placement[t].node]++;
+            }
+        } else if (jb->state != AL_JOB_PENDING && jb->state != AL_JOB_HELD) {
+            set_cause(cause, "job %lld: unknown state %lld", (long long)jb->id,
+                      (long long)jb->state);
+            return AL_EINVAL;
+        }
+    }
+    /* Running (job, task) pairs per node, for victim search. */
+    {
+        int32_t total = 0, *fill;
+
+        for (n = 0; n < c->nn; n++) {
+            c->wn[n].run_off = total;
+            total += count[n];
+        }
+        c->run_tasks = al_arena_array(c->tmp, (size_t)total * 2 + 2,
+                                      sizeof(int32_t));
+        fill = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
+        if (c->run_tasks == NULL || fill == NULL)
+            return AL_ENOMEM;
+        for (j = 0; j < c->nj; j++) {
+            const al_job_t *jb = &c->s->jobs[j];
+
+            if (jb->state != AL_JOB_RUNNING)
+                continue;
+            for (t = 0; t < jb->ntasks; t++) {
+                int32_t nd = jb->placement[t].node;
+                int32_t at = c->wn[nd].run_off + fill[nd]++;
+
+                c->run_tasks[2 * at] = j;
+                c->run_tasks[2 * at + 1] = t;
+            }
+        }
+        for (n = 0; n < c->nn; n++)
+            c->wn[n].nrun = fill[n];
+    }
+    /* Demand: what runs plus what could start, summed up the tree. */
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+        int64_t k;
+        int32_t q;
+
+        if (jb->state == AL_JOB_RUNNING)
+            k = jb->ntasks;
+        else if (eligible(c, j))
+            k = jb->min_tasks;
+        else
+            continue;
+        for (q = jb->queue; q != NIL; q = c->wq[q].parent) {
+            c->wq[q].demand[AL_RES_GPU] += k * c->wj[j].task_gpu;
+            c->wq[q].demand[AL_RES_CPU] += k * jb->req.cpu_milli;
+            c->wq[q].demand[AL_RES_MEM] += k * jb->req.mem_bytes;
+        }
+    }
+    rc = critical_path(c);
+    if (rc != 0)
+        return rc;
+    /* What setup took is the starting point, not something to undo. */
+    c->undo.len = 0;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue order                                                        */
+
+static double
+share_ratio(const al_ctx_t *c, int32_t q)
+{
+    const wqueue_t *w = &c->wq[q];
+    double worst = 0;
+    int r;
+
+    for (r = 0; r < AL_NRES; r++) {
+        double x;
+
+        if (w->alloc[r] <= 0)
+            continue;
+        if (w->fair[r] <= 0)
+            return 1e18 + (double)w->alloc[r];
+        x = (double)w->alloc[r] / w->fair[r];
+        if (x > worst)
+            worst = x;
+    }
+    return worst;
+}
+
+static bool
+below_deserved(const al_ctx_t *c, int32_t q)
+{
+    return c->wq[q].alloc[AL_RES_GPU] <
+           c->s->queues[q].quota[AL_RES_GPU].deserved;
+}
+
+/* Does queue a come before queue b (more in need)? */
+static bool
+queue_before(const al_ctx_t *c, int32_t a, int32_t b)
+{
+    bool da = below_deserved(c, a), db = below_deserved(c, b);
+    double ra, rb;
+
+    if (da != db)
+        return da;
+    if (c->s->queues[a].priority != c->s->queues[b].priority)
+        return c->s->queues[a].priority > c->s->queues[b].priority;
+    ra = share_ratio(c, a);
+    rb = share_ratio(c, b);
+    if (ra != rb)
+        return ra < rb;
+    return a < b;
+}
+
+typedef struct qheap {
+    int32_t *h;
+    int32_t n;
+} qheap_t;
+
+static void
+heap_swap(al_ctx_t *c, qheap_t *hp, int32_t i, int32_t k)
+{
+    int32_t t = hp->h[i];
+
+    hp->h[i] = hp->h[k];
+    hp->h[k] = t;
+    c->wq[hp->h[i]].heap_pos = i;
+    c->wq[hp->h[k]].heap_pos = k;
+}
+
+static void
+heap_down(al_ctx_t *c, qheap_t *hp, int32_t i)
+{
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i;
+
+        if (l < hp->n && queue_before(c, hp->h[l], hp->h[m]))
+            m = l;
+        if (r < hp->n && queue_before(c, hp->h[r], hp->h[m]))
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(c, hp, i, m);
+        i = m;
+    }
+}
+
+static void
+heap_up(al_ctx_t *c, qheap_t *hp, int32_t i)
+{
+    while (i > 0) {
+        int32_t p = (i - 1) / 2;
+
+        if (!queue_before(c, hp->h[i], hp->h[p]))
+            return;
+        heap_swap(c, hp, i, p);
+        i = p;
+    }
+}
+
+static void
+heap_pop(al_ctx_t *c, qheap_t *hp)
+{
+    c->wq[hp->h[0]].heap_pos = NIL;
+    hp->n--;
+    if (hp->n > 0) {
+        hp->h[0] = hp->h[hp->n];
+        c->wq[hp->h[0]].heap_pos = 0;
+        heap_down(c, hp, 0);
+    }
+}
+
+/* Every queue's position changes when allocations move; the heap is
+ * re-fixed for the queue whose allocation just changed. */
+static void
+heap_fix(al_ctx_t *c, qheap_t *hp, int32_t q)
+{
+    int32_t i = c->wq[q].heap_pos;
+
+    if (i == NIL)
+        return;
+    heap_up(c, hp, i);
+    heap_down(c, hp, c->wq[q].heap_pos);
+}
+
+/* ------------------------------------------------------------------ */
+/* Admission: quotas and limits                                       */
+
+static bool
+set_reason(al_ctx_t *c, int32_t j, al_reason_code_t code, int32_t q,
+           int32_t other, int res, int64_t amount, int64_t time)
+{
+    al_reason_t *r = &c->reasons[j];
+
+    r->code = code;
+    r->queue = q;
+    r->job = other;
+    r->res = res;
+    r->amount = amount;
+    r->time = time;
+    return false;
+}
+
+static void
+need_of(const al_ctx_t *c, int32_t j, int64_t ntasks, int64_t need[AL_NRES])
+{
+    const al_job_t *jb = &c->s->jobs[j];
+
+    need[AL_RES_GPU] = ntasks * c->wj[j].task_gpu;
+    need[AL_RES_CPU] = ntasks * jb->req.cpu_milli;
+    need[AL_RES_MEM] = ntasks * jb->req.mem_bytes;
+}
+
+static bool
+admit(al_ctx_t *c, int32_t j, int64_t ntasks)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t need[AL_NRES];
+    int32_t q;
+    int r, k;
+
+    if (c->cfg.ignore_queues)
+        return true;
+    need_of(c, j, ntasks, need);
+    for (q = jb->queue; q != NIL; q = c->wq[q].parent) {
+        const al_queue_t *qq = &c->s->queues[q];
+        const wqueue_t *w = &c->wq[q];
+
+        for (r = 0; r < AL_NRES; r++) {
+            int64_t lim = qq->quota[r].limit;
+
+            if (need[r] == 0)
+                continue;
+            if (lim >= 0 && w->alloc[r] + need[r] > lim)
+                return set_reason(c, j, AL_WHY_LIMIT, q, NIL, r, lim, 0);
+            if (!c->cfg.borrow &&
+                w->alloc[r] + need[r] > qq->quota[r].deserved)
+                return set_reason(c, j, AL_WHY_NO_BORROW, q, NIL, r,
+                                  qq->quota[r].deserved, 0);
+        }
+        if (!jb->preemptible && need[AL_RES_GPU] > 0 &&
+            w->nonpre_gpu + need[AL_RES_GPU] >
+                qq->quota[AL_RES_GPU].deserved)
+            return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
+                              qq->quota[AL_RES_GPU].deserved, 0);
+        if (jb->req.gpu_model != NULL && w->model_alloc != NULL) {
+            for (k = 0; k < qq->nmodel_quotas; k++) {
+                const al_model_quota_t *mq = &qq->model_quotas[k];
+
+                if (mq->model == NULL ||
+                    strcmp(mq->model, jb->req.gpu_model) != 0)
+                    continue;
+                if (mq->limit >= 0 &&
+                    w->model_alloc[k] + need[AL_RES_GPU] > mq->limit)
+                    return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
+                                      AL_RES_GPU, mq->limit, 0);
+            }
+        }
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Placing a gang                                                     */
+
+/* Free whole devices (not held) in the groups job j may use. */
+static int64_t
+free_devices(const al_ctx_t *c, int32_t j)
+{
+    int64_t f = 0;
+    int32_t g;
+
+    for (g = 0; g < c->ngroups; g++)
+        if (al__group_match(c, g, &c->s->jobs[j].req))
+            f += c->groups[g].free_dev;
+    return f;
+}
+
+/* Could the job ever fit on the cluster, if everything were free? */
+static bool
+ever_fits(const al_ctx_t *c, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t total = 0;
+    bool node_ok = false;
+    int32_t g;
+
+    for (g = 0; g < c->ngroups; g++) {
+        const wgroup_t *gr = &c->groups[g];
+
+        if (!al__group_match(c, g, &jb->req))
+            continue;
+        total += gr->total_dev;
+        if (gr->max_dev >= jb->req.gpus && gr->max_cpu >= jb->req.cpu_milli &&
+            gr->max_mem >= jb->req.mem_bytes &&
+            (jb->req.gpus > 0 || jb->req.gpu_milli == 0 ||
+             gr->max_dev > 0))
+            node_ok = true;
+    }
+    return node_ok && total >= (int64_t)jb->min_tasks * jb->req.gpus;
+}
+
+/* Picks the topology domain at `level` that holds n tasks most tightly. */
+static int32_t
+pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, bool ignore_holds)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int32_t d, best = NIL;
+    int64_t bestslots = INT64_MAX;
+
+    for (d = 0; d < c->ndomains[level]; d++) {
+        int32_t i, lo = c->dom_off[level][d], hi = c->dom_off[level][d + 1];
+        int64_t slots = 0;
+
+        for (i = lo; i < hi && slots < bestslots; i++) {
+            int32_t nd = c->dom_nodes[level][i];
+
+            if (c->wn[nd].group == NIL ||
+                !al__group_match(c, c->wn[nd].group, &jb->req))
+                continue;
+            slots += al__node_slots(c, nd, &jb->req, ignore_holds);
+        }
+        if (slots >= n && slots < bestslots) {
+            best = d;
+            bestslots = slots;
+        }
+    }
+    return best;
+}
+
+/* Records a START decision for job j whose placements are the last
+ * `ntasks` entries pushed on c->tasks. */
+static int
+record_start(al_ctx_t *c, int32_t j, int32_t ntasks, bool lent,
+             int32_t lent_from)
+{
+    al_decision_t d;
+    int rc;
+
+    memset(&d, 0, sizeof(d));
+    d.kind = AL_DEC_START;
+    d.job = j;
+    d.ntasks = ntasks;
+    d.lent = lent;
+    d.for_job = lent ? lent_from : NIL;
+    rc = al__job_mark(c, j);
+    if (rc != 0)
+        return rc;
+    c->wj[j].start_dec = (int32_t)c->decisions.len;
+    c->wj[j].place_off = (int32_t)(c->tasks.len - (size_t)ntasks);
+    c->wj[j].ntasks = ntasks;
+    c->wj[j].flags |= JF_STARTED | (lent ? JF_LENT : 0);
+    c->wj[j].for_job = d.for_job;
+    return al__vec_push(c, &c->decisions, &d);
+}
+
+/*
+ * Places job j's gang (min_tasks, then up to max_tasks for an elastic job)
+ * on the working state; on success records the START decision.  Returns 0,
+ * AL_ENOENT when it does not fit (state unchanged), or AL_ENOMEM.
+ * `only_nodes`, when not NULL, restricts tasks to nodes whose flag is set.
+ */
+static int
+place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
+           bool lent, int32_t lent_from)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    size_t mark = c->undo.len, tmark = c->tasks.len;
+    int32_t dom = NIL, placed = 0, want;
+    int level = -1, rc;
+
+    if (jb->topo_mode != AL_TOPO_NONE && jb->min_tasks > 1 && only_node < 0) {
+        level = jb->topo_level;
+        dom = pick_domain(c, j, level, jb->min_tasks, ignore_holds);
+        if (dom == NIL) {
+            if (jb->topo_mode == AL_TOPO_REQUIRED)
+                return AL_ENOENT;
+            level = -1;
+        }
+    }
+    want = jb->max_tasks > jb->min_tasks ? jb->max_tasks : jb->min_tasks;
+    while (placed < want) {
+        al_placement_t p;
+
+        if (placed >= jb->min_tasks && !admit(c, j, 1))
+            break;
+        rc = al__find_task(c, j, only_node, level, dom, ignore_holds, &p);
+        if (rc == AL_ENOENT && placed >= jb->min_tasks)
+            break;
+        if (rc == 0)
+            rc = al__take(c, j, &p, true);
+        if (rc == 0)
+            rc = al__vec_push(c, &c->tasks, &p);
+        if (rc != 0) {
+            al__undo_to(c, mark);
+            c->tasks.len = tmark;
+            return rc;
+        }
+        placed++;
+    }
+    rc = record_start(c, j, placed, lent, lent_from);
+    if (rc != 0) {
+        al__undo_to(c, mark);
+        c->tasks.len = tmark;
+        return rc;
+    }
+    c->stats.started++;
+    c->stats.placements += placed;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Backfill reservations                                              */
+
+typedef struct resv_int {
+    al_reservation_t r;
+    uint64_t *hold; /* per reserved node: devices held */
+    int64_t *hcpu, *hmem;
+} resv_int_t;
+
+typedef struct pass {
+    skey_t *order; /* candidates in allocation order (per queue slices) */
+    size_t norder;
+    resv_int_t *resv;
+    int32_t nresv;
+    int32_t first_blocked; /* strict order: the job everyone waits behind */
+    int64_t held_dev; /* devices reservations hold */
+    int64_t memo_version;
+    uint64_t memo[64]; /* failed request shapes at memo_version */
+} pass_t;
+
+/*
+ * May job j take back the capacity lent job x borrows?  A job started on
+ * lent capacity this cycle knows its lender.  For one that was already
+ * running, the snapshot does not say (reservations are recomputed every
+ * cycle): its capacity goes back to the first reservation of the cycle,
+ * the top-ranked blocked job, and to no lower-ranked one.
+ */
+static bool
+lent_to(const al_ctx_t *c, const pass_t *ps, int32_t x, int32_t j)
+{
+    if (c->wj[x].flags & JF_STARTED)
+        return c->wj[x].for_job == j;
+    return ps->nresv == 0;
+}
+
+/* Event kinds on the future timeline, in the order they apply at one time. */
+enum { EV_RELEASE = 0, EV_CLAIM = 1, EV_UNCLAIM = 2 };
+
+/*
+ * The future as far as the core can tell, for job j's reservation: running
+ * jobs end at start + runtime (lent ones lent from j come back at once),
+ * and the reservations already made claim their nodes at their start and
+ * give them back a runtime later.  Sorted by time, then kind.
+ */
+static int
+timeline(al_ctx_t *c, const pass_t *ps, int32_t j, skey_t **out, size_t *nout)
+{
+    size_t n = 0;
+    int32_t x, r;
+    skey_t *ev;
+
+    for (x = 0; x < c->nj; x++)
+        if ((c->wj[x].flags & (JF_RUNNING | JF_STARTED)) &&
+            !(c->wj[x].flags & JF_EVICTED))
+            n++;
+    ev = al_arena_array(c->tmp, n + 2 * (size_t)ps->nresv + 1, sizeof(*ev));
+    if (ev == NULL)
+        return AL_ENOMEM;
+    n = 0;
+    for (x = 0; x < c->nj; x++) {
+        const al_job_t *xb = &c->s->jobs[x];
+        const wjob_t *w = &c->wj[x];
+        int64_t end;
+
+        if (!(w->flags & (JF_RUNNING | JF_STARTED)) || (w->flags & JF_EVICTED))
+            continue;
+        if ((w->flags & JF_LENT) && lent_to(c, ps, x, j)) {
+            end = c->s->now; /* lent capacity comes back on demand */
+        } else if (w->flags & JF_STARTED) {
+            end = c->s->now + al__runtime(c, xb);
+        } else {
+            end = xb->start_time + al__runtime(c, xb);
+            if (end <= c->s->now)
+                end = c->s->now + 1; /* overdue: any moment now */
+        }
+        ev[n].k[0] = bias(end);
+        ev[n].k[1] = EV_RELEASE;
+        ev[n].k[2] = 0;
+        ev[n].idx = x;
+        n++;
+    }
+    for (r = 0; r < ps->nresv; r++) {
+        const al_reservation_t *rv = &ps->resv[r].r;
+
+        ev[n].k[0] = bias(rv->start);
+        ev[n].k[1] = EV_CLAIM;
+        ev[n].k[2] = 0;
+        ev[n].idx = r;
+        n++;
+        ev[n].k[0] = bias(rv->start + al__runtime(c, &c->s->jobs[rv->job]));
+        ev[n].k[1] = EV_UNCLAIM;
+        ev[n].k[2] = 0;
+        ev[n].idx = r;
+        n++;
+    }
+    *out = ev;
+    *nout = n;
+    return skey_sort(c, ev, n);
+}
+
+/* Task slots node n offers for request req given free amounts. */
+static int64_t
+sim_slots(const al_request_t *req, int64_t dev, int64_t frac, int64_t cpu,
+          int64_t mem)
+{
+    int64_t s = INT32_MAX;
+
+    if (req->cpu_milli > 0)
+        s = cpu / req->cpu_milli;
+    if (req->mem_bytes > 0 && mem / req->mem_bytes < s)
+        s = mem / req->mem_bytes;
+    if (req->gpus > 0) {
+        if (dev / req->gpus < s)
+            s = dev / req->gpus;
+    } else if (req->gpu_milli > 0 || req->gpu_mem > 0) {
+        int64_t per = req->gpu_milli > 0 ? AL_GPU_MILLI / req->gpu_milli : 1;
+
+        if (dev * per + frac < s)
+            s = dev * per + frac;
+    }
+    return s < 0 ? 0 : s;
+}
+
+/* Recomputes node n's slots after its free amounts changed. */
+static void
+resim(const al_ctx_t *c, const al_request_t *req, int32_t n, int level,
+      const int64_t *dev, const int64_t *frac, const int64_t *cpu,
+      const int64_t *mem, int64_t *slots, int64_t *total, int64_t *domsum)
+{
+    int64_t before = slots[n];
+
+    slots[n] = sim_slots(req, dev[n], frac[n], cpu[n], mem[n]);
+    *total += slots[n] - before;
+    if (level >= 0)
+        domsum[c->wn[n].topo[level]] += slots[n] - before;
+}
+
+/*
+ * Finds when and where blocked job j fits by replaying the releases of
+ * running jobs in order of their expected end, then holds what it needs on
+ * those nodes so that later jobs cannot delay it.  Returns 0 with *made set
+ * when a reservation was made, 0 with *made clear when the job can never
+ * fit, or AL_ENOMEM.
+ */
+static int
+reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    const al_request_t *req = &jb->req;
+    int64_t *dev, *frac, *cpu, *mem, *slots, *domsum = NULL;
+    int64_t total = 0, need = jb->min_tasks;
+    int level = jb->topo_mode == AL_TOPO_REQUIRED ? jb->topo_level : -1;
+    skey_t *ev;
+    size_t nev, e;
+    int32_t n, win = NIL, t;
+    int64_t when = INT64_MIN;
+    int rc;
+
+    *made = false;
+    dev = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    frac = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    cpu = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    mem = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    slots = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    if (level >= 0)
+        domsum = al_arena_array(c->tmp, (size_t)c->ndomains[level] + 1,
+                                sizeof(int64_t));
+    if (!dev || !frac || !cpu || !mem || !slots ||
+        (level >= 0 && domsum == NULL))
+        return AL_ENOMEM;
+    for (n = 0; n < c->nn; n++) {
+        const wnode_t *w = &c->wn[n];
+
+        if (!w->ready || w->group == NIL ||
+            !al__group_match(c, w->group, req) ||
+            (level >= 0 && w->topo[level] == NIL)) {
+            slots[n] = -1; /* not usable */
+            continue;
+        }
+        dev[n] = w->nfree;
+        cpu[n] = w->free_cpu;
+        mem[n] = w->free_mem;
+        frac[n] = 0;
+        if (req->gpus == 0 && (req->gpu_milli > 0 || req->gpu_mem > 0)) {
+            /* Room on shared devices counts now; fresh devices later. */
+            frac[n] = al__node_slots(c, n, req, false) -
+                      sim_slots(req, dev[n], 0, cpu[n], mem[n]);
+            if (frac[n] < 0)
+                frac[n] = 0;
+        }
+        slots[n] = sim_slots(req, dev[n], frac[n], cpu[n], mem[n]);
+        total += slots[n];
+        if (level >= 0)
+            domsum[w->topo[level]] += slots[n];
+    }
+    rc = timeline(c, ps, j, &ev, &nev);
+    if (rc != 0)
+        return rc;
+    for (e = 0; e <= nev; e++) {
+        bool ok = false;
+
+        /* Check before each new release time (and at the very end). */
+        if (e == nev || (e > 0 && ev[e].k[0] != ev[e - 1].k[0]) || e == 0) {
+            if (level >= 0) {
+                int32_t d;
+
+                for (d = 0; d < c->ndomains[level]; d++)
+                    if (domsum[d] >= need) {
+                        win = d;
+                        ok = true;
+                        break;
+                    }
+            } else {
+                ok = total >= need;
+            }
+            if (ok) {
+                when = e == 0 ? c->s->now
+                              : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
+                if (when < c->s->now)
+                    when = c->s->now;
+                break;
+            }
+        }
+        if (e == nev)
+            break;
+        if (ev[e].k[1] == EV_RELEASE) {
+            int32_t x = ev[e].idx;
+            const al_placement_t *pl = al__job_place(c, x);
+            const al_job_t *xb = &c->s->jobs[x];
+
+            for (t = 0; t < c->wj[x].ntasks; t++) {
+                const al_placement_t *p = &pl[t];
+
+                n = p->node;
+                if (slots[n] < 0)
+                    continue;
+                if (p->gpu_milli > 0) {
+                    if (req->gpu_milli > 0)
+                        frac[n] += p->gpu_milli / req->gpu_milli;
+                } else {
+                    dev[n] += __builtin_popcountll(p->devices);
+                }
+                cpu[n] += xb->req.cpu_milli;
+                mem[n] += xb->req.mem_bytes;
+                resim(c, req, n, level, dev, frac, cpu, mem, slots, &total,
+                      domsum);
+            }
+        } else {
+            /* An earlier reservation takes (or gives back) what it did
+             * not already hold. */
+            const resv_int_t *rv = &ps->resv[ev[e].idx];
+            const al_request_t *rq = &c->s->jobs[rv->r.job].req;
+            int64_t sign = ev[e].k[1] == EV_CLAIM ? -1 : 1;
+            int32_t i;
+
+            for (i = 0; i < rv->r.nnodes; i++) {
+                int64_t k = rv->r.tasks[i];
+                int64_t hd = __builtin_popcountll(rv->hold[i]);
+
+                n = rv->r.nodes[i];
+                if (slots[n] < 0)
+                    continue;
+                if (sign < 0) {
+                    dev[n] -= k * rq->gpus - hd;
+                    cpu[n] -= k * rq->cpu_milli - rv->hcpu[i];
+                    mem[n] -= k * rq->mem_bytes - rv->hmem[i];
+                } else {
+                    dev[n] += k * rq->gpus;
+                    cpu[n] += k * rq->cpu_milli;
+                    mem[n] += k * rq->mem_bytes;
+                }
+                resim(c, req, n, level, dev, frac, cpu, mem, slots, &total,
+                      domsum);
+            }
+        }
+    }
+    if (when == INT64_MIN)
+        return 0; /* never fits */
+
+    /* Choose the nodes: those with most slots at that time, fewest nodes. */
+    {
+        skey_t *cand;
+        size_t nc = 0, i;
+        int64_t left = need;
+
+        cand = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(*cand));
+        out->r.nodes = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
+        out->r.tasks = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
+        out->hold = al_arena_array(c->tmp, (size_t)need, sizeof(uint64_t));
+        out->hcpu = al_arena_array(c->tmp, (size_t)need, sizeof(int64_t));
+        out->hmem = al_arena_array(c->tmp, (size_t)need, sizeof(int64_t));
+        if (!cand || !out->r.nodes || !out->r.tasks || !out->hold ||
+            !out->hcpu || !out->hmem)
+            return AL_ENOMEM;
+        for (n = 0; n < c->nn; n++) {
+            if (slots[n] <= 0 || (level >= 0 && c->wn[n].topo[level] != win))
+                continue;
+            cand[nc].k[0] = UINT64_MAX - (uint64_t)slots[n];
+            /* Prefer nodes with least free now: hold less idle capacity. */
+            cand[nc].k[1] = (uint64_t)c->wn[n].nfree;
+            cand[nc].k[2] = 0;
+            cand[nc].idx = n;
+            nc++;
+        }
+        rc = skey_sort(c, cand, nc);
+        if (rc != 0)
+            return rc;
+        out->r.job = j;
+        out->r.start = when;
+        out->r.nnodes = 0;
+        for (i = 0; i < nc && left > 0; i++) {
+            int64_t k = UINT64_MAX - cand[i].k[0];
+            int32_t nd = cand[i].idx;
+            const wnode_t *w = &c->wn[nd];
+            int64_t needdev, spare, h;
+            int32_t at = out->r.nnodes++;
+
+            if (k > left)
+                k = left;
+            left -= k;
+            out->r.nodes[at] = nd;
+            out->r.tasks[at] = (int32_t)k;
+            /* Hold what later jobs must not take: everything free now
+             * beyond the spare the node will have at `when`. */
+            needdev = k * req->gpus;
+            spare = dev[nd] - needdev;
+            h = w->nfree - (spare > 0 ? spare : 0);
+            out->hold[at] = 0;
+            if (h > 0) {
+                uint64_t av = w->free_mask & ~w->hold_mask, m = 0;
+
+                while (h > 0 && av != 0) {
+                    uint64_t bit = av & (~av + 1);
+
+                    m |= bit;
+                    av &= av - 1;
+                    h--;
+                }
+                out->hold[at] = m;
+            }
+            spare = cpu[nd] - k * req->cpu_milli;
+            out->hcpu[at] = w->free_cpu - (spare > 0 ? spare : 0);
+            if (out->hcpu[at] < 0)
+                out->hcpu[at] = 0;
+            spare = mem[nd] - k * req->mem_bytes;
+            out->hmem[at] = w->free_mem - (spare > 0 ? spare : 0);
+            if (out->hmem[at] < 0)
+                out->hmem[at] = 0;
+        }
+    }
+    *made = true;
+    return 0;
+}
+
+static int
+apply_holds(al_ctx_t *c, const resv_int_t *rv)
+{
+    int32_t i;
+    int rc;
+
+    for (i = 0; i < rv->r.nnodes; i++) {
+        int32_t n = rv->r.nodes[i];
+
+        rc = al__hold(c, n, rv->hold[i], rv->hcpu[i], rv->hmem[i]);
+        if (rc != 0)
+            return rc;
+        c->wn[n].reserved = true;
+    }
+    return 0;
+}
+
+/* Evicts job x (all its tasks) for the sake of job `for_job`. */
+static int
+evict(al_ctx_t *c, int32_t x, int32_t for_job, al_evict_why_t why)
+{
+    const al_placement_t *pl = al__job_place(c, x);
+    wjob_t *w = &c->wj[x];
+    int32_t t;
+    int rc;
+
+    rc = al__job_mark(c, x);
+    if (rc != 0)
+        return rc;
+    for (t = 0; t < w->ntasks; t++) {
+        rc = al__give(c, x, &pl[t], true);
+        if (rc != 0)
+            return rc;
+    }
+    w->flags |= JF_EVICTED;
+    w->for_job = for_job;
+    w->why = why;
+    return 0;
+}
+
+/* Sheds the extra tasks of elastic job x (those past min_tasks). */
+static int
+shed(al_ctx_t *c, int32_t x, int32_t for_job, al_evict_why_t why)
+{
+    const al_placement_t *pl = al__job_place(c, x);
+    wjob_t *w = &c->wj[x];
+    int32_t t, keep = c->s->jobs[x].min_tasks;
+    int rc;
+
+    rc = al__job_mark(c, x);
+    if (rc != 0)
+        return rc;
+    for (t = w->ntasks - 1; t >= keep; t--) {
+        rc = al__give(c, x, &pl[t], true);
+        if (rc != 0)
+            return rc;
+    }
+    w->ntasks = keep;
+    w->flags |= JF_SHED;
+    w->for_job = for_job;
+    w->why = why;
+    return 0;
+}
+
+/*
+ * The reservation's time has come if only lent jobs stand in the way:
+ * evict the lent jobs on its nodes and start j there.  Returns 0 with
+ * *started set or clear (state unchanged when clear), or AL_ENOMEM.
+ */
+static int
+claim_lent(al_ctx_t *c, const pass_t *ps, int32_t j, const resv_int_t *rv,
+           bool *started)
+{
+    size_t mark = c->undo.len;
+    int32_t i, k;
+    int rc;
+
+    *started = false;
+    for (i = 0; i < rv->r.nnodes; i++) {
+        const wnode_t *w = &c->wn[rv->r.nodes[i]];
+
+        for (k = 0; k < w->nrun; k++) {
+            int32_t x = c->run_tasks[2 * (w->run_off + k)];
+
+            if ((c->wj[x].flags & JF_LENT) &&
+                !(c->wj[x].flags & JF_EVICTED) && lent_to(c, ps, x, j)) {
+                rc = evict(c, x, j, AL_EVICT_RESERVATION);
+                if (rc != 0)
+                    goto fail;
+            }
+        }
+    }
+    rc = place_gang(c, j, false, -1, false, NIL);
+    if (rc == 0) {
+        *started = true;
+        return 0;
+    }
+fail:
+    al__undo_to(c, mark);
+    return rc == AL_ENOENT ? 0 : rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Reclaim and preemption                                             */
+
+#define VICTIMS_MAX (4 * AL_MAX_DEVICES)
+
+typedef struct victim {
+    int32_t job;
+    bool shed; /* only the extra tasks of an elastic job */
+    int64_t dev, cpu, mem; /* what it frees on the node looked at */
+    skey_t key;
+} victim_t;
+
+/* May running job x be evicted (or shed) so that job j can start? */
+static bool
+victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
+{
+    const al_job_t *jb = &c->s->jobs[j], *xb = &c->s->jobs[x];
+    const wjob_t *w = &c->wj[x];
+    int64_t give;
+    int32_t q, a;
+
+    if (!(w->flags & JF_RUNNING) || (w->flags & (JF_EVICTED | JF_STARTED)) ||
+        !xb->preemptible)
+        return false;
+    if (shed_only && w->ntasks <= xb->min_tasks)
+        return false;
+    if (!shed_only && c->s->now - xb->start_time < xb->min_runtime)
+        return false;
+    if (xb->queue == jb->queue)
+        return c->cfg.preempt && xb->priority < jb->priority;
+    if (!c->cfg.reclaim || c->cfg.ignore_queues)
+        return false;
+    /* Lent capacity goes back to anyone who needs it. */
+    if (w->flags & JF_LENT)
+        return true;
+    q = xb->queue;
+    give = (shed_only ? (w->ntasks - xb->min_tasks) : w->ntasks) *
+           c->wj[x].task_gpu;
+    if ((double)c->wq[q].alloc[AL_RES_GPU] <= c->wq[q].fair[AL_RES_GPU] + 0.5)
+        return false;
+    /* Never take a victim's queue (or an ancestor j does not share) below
+     * its deserved quota. */
+    for (a = q; a != NIL; a = c->wq[a].parent) {
+        int32_t b;
+        bool shared = false;
+
+        for (b = jb->queue; b != NIL; b = c->wq[b].parent)
+            if (b == a)
+                shared = true;
+        if (shared)
+            break;
+        if (c->wq[a].alloc[AL_RES_GPU] - give <
+            c->s->queues[a].quota[AL_RES_GPU].deserved)
+            return false;
+    }
+    return true;
+}
+
+/* May job j reclaim from other queues: is its queue below fair share (or
+ * deserved) even after j starts? */
+static bool
+may_reclaim(const al_ctx_t *c, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t need = (int64_t)jb->min_tasks * c->wj[j].task_gpu;
+    int32_t q = jb->queue;
+    double room = c->wq[q].fair[AL_RES_GPU];
+
+    if ((double)c->s->queues[q].quota[AL_RES_GPU].deserved > room)
+        room = (double)c->s->queues[q].quota[AL_RES_GPU].deserved;
+    return (double)(c->wq[q].alloc[AL_RES_GPU] + need) <= room + 0.5;
+}
+
+static int64_t
+progress(const al_ctx_t *c, int32_t x)
+{
+    const al_job_t *xb = &c->s->jobs[x];
+    int64_t since = xb->start_time;
+
+    if (xb->checkpoint_time > since)
+        since = xb->checkpoint_time;
+    return c->s->now - since;
+}
+
+/* Cost key: lowest priority, most over-share queue, least progress lost. */
+static void
+victim_key(const al_ctx_t *c, victim_t *v)
+{
+    const al_job_t *xb = &c->s->jobs[v->job];
+    double ratio = share_ratio(c, xb->queue);
+    uint64_t rk;
+
+    if (ratio > 1e15)
+        ratio = 1e15;
+    rk = (uint64_t)(ratio * 1000.0);
+    v->key.k[0] = ((uint64_t)(v->shed ? 0 : 1) << 62) |
+                  ((uint64_t)(uint32_t)(xb->priority + 0x40000000) << 20);
+    v->key.k[1] = UINT64_MAX - rk;
+    v->key.k[2] = bias(progress(c, v->job));
+    v->key.idx = v->job;
+}
+
+/*
+ * For one task of job j, finds the node where the fewest, cheapest victims
+ * make room.  Fills vs[0..*nv) with the victims to evict and *node, or sets
+ * *node NIL when nothing works.
+ */
+static int
+pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
+             int32_t *node, victim_t *scratch)
+{
+    const al_request_t *req = &c->s->jobs[j].req;
+    skey_t bestkey;
+    int32_t n, best = NIL, bestn = 0;
+    int64_t need = req->gpus > 0 ? req->gpus : 1;
+
+    memset(&bestkey, 0xff, sizeof(bestkey));
+    for (n = 0; n < c->nn; n++) {
+        const wnode_t *w = &c->wn[n];
+        int32_t k, m = 0, i, used = 0;
+        int64_t dev, cpu, mem;
+
+        if (!w->ready || w->group == NIL || !al__group_match(c, w->group, req))
+            continue;
+        if (w->nrun == 0)
+            continue;
+        /* Collect eligible victims with tasks on this node. */
+        for (k = 0; k < w->nrun; k++) {
+            int32_t x = c->run_tasks[2 * (w->run_off + k)];
+            int32_t t = c->run_tasks[2 * (w->run_off + k) + 1];
+            const al_job_t *xb = &c->s->jobs[x];
+            bool sh = false;
+            const al_placement_t *p;
+
+            if (c->wj[x].flags & JF_EVICTED)
+                continue;
+            if (t >= c->wj[x].ntasks)
+                continue; /* already shed */
+            if (t >= xb->min_tasks && victim_ok(c, j, x, true))
+                sh = true;
+            else if (!victim_ok(c, j, x, false))
+                continue;
+            for (i = 0; i < m; i++)
+                if (scratch[i].job == x && scratch[i].shed == sh)
+                    break;
+            if (i == m) {
+                if (m == VICTIMS_MAX)
+                    continue; /* enough candidates on one node */
+                scratch[m].job = x;
+                scratch[m].shed = sh;
+                scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
+                victim_key(c, &scratch[m]);
+                m++;
+            }
+            p = &c->s->jobs[x].placement[t];
+            scratch[i].dev += p->gpu_milli > 0 ? 0
+                                               : __builtin_popcountll(
+                                                     p->devices);
+            scratch[i].cpu += xb->req.cpu_milli;
+            scratch[i].mem += xb->req.mem_bytes;
+        }
+        if (m == 0)
+            continue;
+        /* Cheapest first (insertion sort: a handful per node). */
+        for (i = 1; i < m; i++) {
+            victim_t x = scratch[i];
+            int32_t k2 = i;
+
+            while (k2 > 0 && skey_cmp(&scratch[k2 - 1].key, &x.key) > 0) {
+                scratch[k2] = scratch[k2 - 1];
+                k2--;
+            }
+            scratch[k2] = x;
+        }
+        dev = w->nfree;
+        cpu = w->free_cpu;
+        mem = w->free_mem;
+        for (i = 0; i < m; i++) {
+            if (dev >= need && cpu >= req->cpu_milli && mem >= req->mem_bytes)
+                break;
+            dev += scratch[i].dev;
+            cpu += scratch[i].cpu;
+            mem += scratch[i].mem;
+            used++;
+        }
+        if (!(dev >= need && cpu >= req->cpu_milli && mem >= req->mem_bytes))
+            continue;
+        if (used == 0)
+            continue; /* fits without victims: placement failed elsewhere */
+        {
+            /* Compare: the most expensive victim used, then how many. */
+            skey_t key = scratch[used - 1].key;
+
+            key.idx = used;
+            if (best == NIL || skey_cmp(&key, &bestkey) < 0) {
+                best = n;
+                bestkey = key;
+                bestn = used;
+                memcpy(vs, scratch, (size_t)used * sizeof(*vs));
+            }
+        }
+    }
+    *node = best;
+    *nv = bestn;
+    return 0;
+}
+
+/* Tries to start blocked job j by evicting victims.  On failure the state
+ * is unchanged.  Returns 0 (see *started) or AL_ENOMEM. */
+static int
+reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
+            bool *started)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    size_t mark = c->undo.len, tmark = c->tasks.len;
+    int32_t t, i;
+    int rc = 0;
+
+    *started = false;
+    for (t = 0; t < jb->min_tasks; t++) {
+        al_placement_t p;
+        int32_t nv, node;
+
+        rc = al__find_task(c, j, -1, -1, NIL, false, &p);
+        if (rc == AL_ENOENT) {
+            rc = pick_victims(c, j, vs, &nv, &node, scratch);
+            if (rc != 0 || node == NIL) {
+                rc = rc ? rc : AL_ENOENT;
+                goto fail;
+            }
+            for (i = 0; i < nv; i++) {
+                bool same = jb->queue == c->s->jobs[vs[i].job].queue;
+                al_evict_why_t why = same ? AL_EVICT_PREEMPT : AL_EVICT_RECLAIM;
+
+                if (c->wj[vs[i].job].flags & JF_LENT)
+                    why = AL_EVICT_RESERVATION;
+                rc = vs[i].shed ? shed(c, vs[i].job, j, why)
+                                : evict(c, vs[i].job, j, why);
+                if (rc != 0)
+                    goto fail;
+            }
+            rc = al__find_task(c, j, node, -1, NIL, false, &p);
+        }
+        if (rc == 0)
+            rc = al__take(c, j, &p, true);
+        if (rc == 0)
+            rc = al__vec_push(c, &c->tasks, &p);
+        if (rc != 0)
+            goto fail;
+    }
+    rc = record_start(c, j, jb->min_tasks, false, NIL);
+    if (rc != 0)
+        goto fail;
+    c->stats.started++;
+    c->stats.placements += jb->min_tasks;
+    *started = true;
+    return 0;
+fail:
+    al__undo_to(c, mark);
+    c->tasks.len = tmark;
+    return rc == AL_ENOENT ? 0 : rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The allocation pass                                                */
+
+
+static uint64_t
+shape_hash(const al_job_t *jb)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const uint64_t parts[] = {(uint64_t)jb->req.gpus,
+                              (uint64_t)jb->req.gpu_milli,
+                              (uint64_t)jb->req.gpu_mem,
+                              (uint64_t)jb->req.cpu_milli,
+                              (uint64_t)jb->req.mem_bytes,
+                              (uint64_t)jb->min_tasks,
+                              (uint64_t)jb->topo_mode,
+                              (uint64_t)jb->topo_level,
+                              (uint64_t)(uintptr_t)jb->req.gpu_model,
+                              (uint64_t)(uintptr_t)jb->req.pool};
+    size_t i;
+
+    for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        h ^= parts[i];
+        h *= 1099511628211ULL;
+    }
+    return h | 1;
+}
+
+/* Sets j's reason after a failed placement. */
+static void
+blocked_reason(al_ctx_t *c, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t f = free_devices(c, j);
+    int64_t need = (int64_t)jb->min_tasks * (jb->req.gpus > 0 ? jb->req.gpus : 0);
+
+    if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1 && f >= need)
+        set_reason(c, j, AL_WHY_TOPOLOGY, NIL, NIL, AL_RES_GPU, 0, 0);
+    else if (f >= need && need > 0)
+        set_reason(c, j, AL_WHY_NO_NODE, NIL, NIL, AL_RES_GPU,
+                   f * AL_GPU_MILLI, 0);
+    else
+        set_reason(c, j, AL_WHY_CAPACITY, NIL, NIL, AL_RES_GPU,
+                   f * AL_GPU_MILLI, 0);
+}
+
+/* Releases every reservation hold (pushing undo records) and returns a
+ * mark to re-apply them with rehold(). */
+static int
+unhold_all(al_ctx_t *c, pass_t *ps)
+{
+    int32_t r, i;
+    int rc;
+
+    for (r = 0; r < ps->nresv; r++)
+        for (i = 0; i < ps->resv[r].r.nnodes; i++) {
+            rc = al__unhold_all(c, ps->resv[r].r.nodes[i]);
+            if (rc != 0)
+                return rc;
+        }
+    return 0;
+}
+
+static int
+rehold(al_ctx_t *c, pass_t *ps)
+{
+    int32_t r;
+    int rc;
+
+    for (r = 0; r < ps->nresv; r++) {
+        rc = apply_holds(c, &ps->resv[r]);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The reservation (index) whose nodes the START decision of j touches. */
+static int32_t
+touched_resv(const al_ctx_t *c, const pass_t *ps, int32_t j)
+{
+    const al_placement_t *pl = al__job_place(c, j);
+    int32_t r, i, t;
+
+    for (t = 0; t < c->wj[j].ntasks; t++)
+        for (r = 0; r < ps->nresv; r++)
+            for (i = 0; i < ps->resv[r].r.nnodes; i++)
+                if (ps->resv[r].r.nodes[i] == pl[t].node &&
+                    ps->resv[r].hold[i] != 0)
+                    return r;
+    return NIL;
+}
+
+/* Tries to start candidate j.  Returns 0 (started or not: see flags and
+ * reason) or AL_ENOMEM. */
+static int
+try_start(al_ctx_t *c, pass_t *ps, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    uint64_t h = shape_hash(jb);
+    int rc;
+
+    c->stats.considered++;
+    if (!admit(c, j, jb->min_tasks))
+        return 0;
+    if (!ever_fits(c, j)) {
+        set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
+                   c->wj[j].task_gpu, 0);
+        return 0;
+    }
+    if ((int64_t)ps->memo_version != (int64_t)c->version) {
+        memset(ps->memo, 0, sizeof(ps->memo));
+        ps->memo_version = (int64_t)c->version;
+    }
+    if (jb->req.gpus > 0 &&
+        free_devices(c, j) < (int64_t)jb->min_tasks * jb->req.gpus)
+        rc = AL_ENOENT;
+    else if (ps->memo[h & 63] == h)
+        rc = AL_ENOENT;
+    else
+        rc = place_gang(c, j, false, -1, false, NIL);
+    if (rc == 0)
+        return 0;
+    if (rc != AL_ENOENT)
+        return rc;
+    ps->memo[h & 63] = h;
+    blocked_reason(c, j);
+
+    if (ps->nresv > 0) {
+        /* Reserved capacity: a job that ends before the earliest
+         * reservation starts delays nobody; a preemptible one may borrow
+         * it and leave when the reservation's job starts. */
+        bool shorter = c->s->now + al__runtime(c, jb) <= c->min_resv_start;
+        bool lend = jb->preemptible && c->cfg.lend_reserved;
+        size_t mark = c->undo.len, tmark = c->tasks.len;
+
+        if ((shorter || lend) &&
+            (jb->req.gpus == 0 ||
+             free_devices(c, j) + ps->held_dev >=
+                 (int64_t)jb->min_tasks * jb->req.gpus)) {
+            /* With every hold released the buckets show all free devices,
+             * so the normal search serves. */
+            rc = unhold_all(c, ps);
+            if (rc == 0)
+                rc = place_gang(c, j, false, -1, false, NIL);
+            if (rc == 0) {
+                int32_t r = touched_resv(c, ps, j);
+                al_decision_t *d =
+                    (al_decision_t *)c->decisions.data + c->wj[j].start_dec;
+
+                if (!shorter && r != NIL) {
+                    d->lent = true;
+                    d->for_job = ps->resv[r].r.job;
+                    c->wj[j].flags |= JF_LENT;
+                    c->wj[j].for_job = d->for_job;
+                }
+                rc = rehold(c, ps);
+                if (rc == 0) {
+                    c->reasons[j].code = AL_WHY_NONE;
+                    return 0;
+                }
+            }
+            al__undo_to(c, mark);
+            c->tasks.len = tmark;
+            if (rc != AL_ENOENT)
+                return rc;
+        }
+        if (c->reasons[j].code == AL_WHY_CAPACITY ||
+            c->reasons[j].code == AL_WHY_NO_NODE) {
+            if (free_devices(c, j) + ps->held_dev >=
+                (int64_t)jb->min_tasks * jb->req.gpus)
+                set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL,
+                           ps->resv[0].r.job, AL_RES_GPU, 0,
+                           ps->resv[0].r.start);
+        }
+    }
+    c->wj[j].flags |= JF_BLOCKED;
+
+    if (ps->nresv < c->cfg.reserve_depth &&
+        (c->reasons[j].code == AL_WHY_CAPACITY ||
+         c->reasons[j].code == AL_WHY_NO_NODE ||
+         c->reasons[j].code == AL_WHY_TOPOLOGY ||
+         c->reasons[j].code == AL_WHY_BEHIND_RESERVATION)) {
+        resv_int_t *rv = &ps->resv[ps->nresv];
+        bool made, started;
+
+        memset(rv, 0, sizeof(*rv));
+        rc = reserve(c, ps, j, rv, &made);
+        if (rc != 0)
+            return rc;
+        if (!made) {
+            set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
+                       c->wj[j].task_gpu, 0);
+            return 0;
+        }
+        if (rv->r.start <= c->s->now) {
+            rc = claim_lent(c, ps, j, rv, &started);
+            if (rc != 0)
+                return rc;
+            if (started) {
+                c->wj[j].flags &= ~JF_BLOCKED;
+                c->reasons[j].code = AL_WHY_NONE;
+                return 0;
+            }
+        }
+        rc = apply_holds(c, rv);
+        if (rc != 0)
+            return rc;
+        {
+            int32_t i;
+
+            for (i = 0; i < rv->r.nnodes; i++)
+                ps->held_dev += __builtin_popcountll(rv->hold[i]);
+        }
+        ps->nresv++;
+        c->stats.reservations++;
+        if (rv->r.start < c->min_resv_start)
+            c->min_resv_start = rv->r.start;
+        set_reason(c, j, AL_WHY_RESERVED, NIL, NIL, AL_RES_GPU, 0,
+                   rv->r.start);
+    }
+    return 0;
+}
+
+/* Builds the candidates' order: per queue (or one global list), priority
+ * class, critical path, waiting time, submit time, id. */
+static int
+build_order(al_ctx_t *c, pass_t *ps)
+{
+    int32_t j;
+    size_t n = 0;
+    int rc;
+
+    ps->order = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(skey_t));
+    if (ps->order == NULL)
+        return AL_ENOMEM;
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+        skey_t *k;
+        uint64_t q, prio, crit;
+
+        if (jb->state == AL_JOB_RUNNING)
+            continue;
+        if (jb->state == AL_JOB_HELD) {
+            set_reason(c, j, AL_WHY_HELD, NIL, NIL, 0, 0, 0);
+            continue;
+        }
+        if (!queue_ok(c, jb->queue)) {
+            set_reason(c, j, AL_WHY_BAD_QUEUE, jb->queue, NIL, 0, 0, 0);
+            continue;
+        }
+        if (jb->dep_state == AL_DEPS_WAITING) {
+            set_reason(c, j, AL_WHY_DEPS, NIL, NIL, 0, 0, 0);
+            continue;
+        }
+        if (jb->dep_state == AL_DEPS_NEVER) {
+            set_reason(c, j, AL_WHY_DEPS_NEVER, NIL, NIL, 0, 0, 0);
+            continue;
+        }
+        c->wj[j].flags |= JF_PENDING;
+        q = c->cfg.ignore_queues ? 0 : (uint64_t)jb->queue & 0xFFFFF;
+        prio = (uint64_t)(0xFFFF - (jb->priority < 0        ? 0
+                                    : jb->priority > 0xFFFF ? 0xFFFF
+                                                            : jb->priority));
+        crit = (uint64_t)(0xFFFFFFF -
+                          (c->wj[j].crit > 0xFFFFFFF ? 0xFFFFFFF
+                                                     : c->wj[j].crit));
+        k = &ps->order[n++];
+        k->k[0] = q << 44 | prio << 28 | crit;
+        /* Waiting since (earlier first: aging), then submit time. */
+        k->k[1] = bias(jb->eligible_time > 0 ? jb->eligible_time
+                                             : jb->submit_time);
+        k->k[2] = bias(jb->submit_time);
+        k->idx = j;
+    }
+    ps->norder = n;
+    rc = skey_sort(c, ps->order, n);
+    if (rc != 0)
+        return rc;
+    /* Slices per queue. */
+    if (!c->cfg.ignore_queues) {
+        size_t i;
+
+        for (i = 0; i < n; i++) {
+            int32_t q = c->s->jobs[ps->order[i].idx].queue;
+
+            if (i == 0 || c->s->jobs[ps->order[i - 1].idx].queue != q)
+                c->wq[q].job_begin = (int32_t)i;
+            c->wq[q].job_end = (int32_t)i + 1;
+            c->wq[q].next_job = c->wq[q].job_begin;
+        }
+    }
+    return 0;
+}
+
+static int
+allocate(al_ctx_t *c, pass_t *ps)
+{
+    qheap_t hp;
+    size_t i = 0;
+    int32_t q;
+    int rc;
+
+    ps->resv = al_arena_array(c->tmp, (size_t)c->cfg.reserve_depth + 1,
+                              sizeof(resv_int_t));
+    hp.h = al_arena_array(c->tmp, (size_t)c->nq + 1, sizeof(int32_t));
+    if (ps->resv == NULL || hp.h == NULL)
+        return AL_ENOMEM;
+    hp.n = 0;
+    ps->first_blocked = NIL;
+    if (!c->cfg.ignore_queues) {
+        for (q = 0; q < c->nq; q++)
+            if (c->wq[q].leaf && c->wq[q].job_end > c->wq[q].job_begin) {
+                hp.h[hp.n] = q;
+                c->wq[q].heap_pos = hp.n++;
+                heap_up(c, &hp, hp.n - 1);
+            }
+    }
+    for (;;) {
+        int32_t j;
+
+        if (c->cfg.ignore_queues) {
+            if (i >= ps->norder)
+                break;
+            j = ps->order[i++].idx;
+        } else {
+            wqueue_t *w;
+
+            if (hp.n == 0)
+                break;
+            q = hp.h[0];
+            w = &c->wq[q];
+            j = ps->order[w->next_job++].idx;
+            if (w->next_job >= w->job_end)
+                heap_pop(c, &hp);
+        }
+        if (ps->first_blocked != NIL) {
+            set_reason(c, j, AL_WHY_ORDER, NIL, ps->first_blocked, 0, 0, 0);
+            continue;
+        }
+        rc = try_start(c, ps, j);
+        if (rc != 0)
+            return rc;
+        if (c->wj[j].flags & JF_STARTED) {
+            if (!c->cfg.ignore_queues)
+                heap_fix(c, &hp, c->s->jobs[j].queue);
+        } else if (c->cfg.strict_order) {
+            ps->first_blocked = j;
+        }
+    }
+    return 0;
+}
+
+/* Reclaim and preemption for jobs the allocation pass left blocked, queues
+ * in order of need. */
+static int
+reclaim(al_ctx_t *c, pass_t *ps)
+{
+    victim_t *vs, *scratch;
+    int32_t *qs, nq = 0, q, i;
+    int rc;
+
+    if ((!c->cfg.reclaim && !c->cfg.preempt) || c->cfg.strict_order ||
+        c->cfg.max_reclaim_tries <= 0)
+        return 0;
+    vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(*vs));
+    scratch = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(*scratch));
+    qs = al_arena_array(c->tmp, (size_t)c->nq + 1, sizeof(int32_t));
+    if (vs == NULL || scratch == NULL || qs == NULL)
+        return AL_ENOMEM;
+    for (q = 0; q < c->nq; q++)
+        if (c->wq[q].leaf && c->wq[q].job_end > c->wq[q].job_begin)
+            qs[nq++] = q;
+    /* Insertion sort by need: queue counts are small. */
+    for (i = 1; i < nq; i++) {
+        int32_t x = qs[i], k = i;
+
+        while (k > 0 && queue_before(c, x, qs[k - 1])) {
+            qs[k] = qs[k - 1];
+            k--;
+        }
+        qs[k] = x;
+    }
+    for (i = 0; i < nq && c->stats.reclaim_tries < c->cfg.max_reclaim_tries;
+         i++) {
+        wqueue_t *w = &c->wq[qs[i]];
+        int32_t k;
+
+        for (k = w->job_begin; k < w->job_end &&
+                               c->stats.reclaim_tries < c->cfg.max_reclaim_tries;
+             k++) {
+            int32_t j = ps->order[k].idx;
+            const al_job_t *jb = &c->s->jobs[j];
+            int64_t size = (int64_t)jb->min_tasks * c->wj[j].task_gpu;
+            bool started, cross;
+
+            if (!(c->wj[j].flags & JF_BLOCKED) ||
+                (c->wj[j].flags & JF_STARTED))
+                continue;
+            if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1)
+                continue; /* victims are chosen per node, not per domain */
+            if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
+                continue;
+            if (!admit(c, j, jb->min_tasks))
+                continue;
+            cross = c->cfg.reclaim && may_reclaim(c, j);
+            if (!cross && !c->cfg.preempt)
+                continue;
+            c->stats.reclaim_tries++;
+            {
+                bool save = c->cfg.reclaim;
+
+                c->cfg.reclaim = cross;
+                rc = reclaim_for(c, j, vs, scratch, &started);
+                c->cfg.reclaim = save;
+            }
+            if (rc != 0)
+                return rc;
+            if (started) {
+                c->wj[j].flags &= ~JF_BLOCKED;
+                c->reasons[j].code = AL_WHY_NONE;
+            } else {
+                if (w->reclaim_fail == 0 || size < w->reclaim_fail)
+                    w->reclaim_fail = size;
+                if (cross && c->reasons[j].code != AL_WHY_RESERVED)
+                    set_reason(c, j, AL_WHY_NO_VICTIM, jb->queue, NIL,
+                               AL_RES_GPU, 0, 0);
+            }
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The result                                                         */
+
+void
+al_result_destroy(al_result_t *res)
+{
+    if (res == NULL)
+        return;
+    al_arena_destroy(res->arena);
+}
+
+static int
+build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
+{
+    al_arena_t *ar = al_arena_create(c->a);
+    al_result_t *res;
+    size_t nd = 0, i;
+    int32_t j, q, r;
+    const al_decision_t *starts = c->decisions.data;
+
+    if (ar == NULL)
+        return AL_ENOMEM;
+    res = al_arena_alloc(ar, sizeof(*res));
+    if (res == NULL)
+        goto nomem;
+    res->arena = ar;
+    for (j = 0; j < c->nj; j++)
+        if (c->wj[j].flags & (JF_EVICTED | JF_SHED))
+            nd++;
+    nd += c->decisions.len;
+    res->decisions = al_arena_array(ar, nd + 1, sizeof(al_decision_t));
+    res->reasons = al_arena_array(ar, (size_t)c->nj + 1, sizeof(al_reason_t));
+    res->queues = al_arena_array(ar, (size_t)c->nq + 1,
+                                 sizeof(al_queue_share_t));
+    res->reservations = al_arena_array(ar, (size_t)ps->nresv + 1,
+                                       sizeof(al_reservation_t));
+    res->nreservations = 0;
+    if (!res->decisions || !res->reasons || !res->queues ||
+        !res->reservations)
+        goto nomem;
+    /* Evictions first, in job order, so a shell frees before it starts. */
+    nd = 0;
+    for (j = 0; j < c->nj; j++) {
+        const wjob_t *w = &c->wj[j];
+        al_decision_t *d;
+
+        if (!(w->flags & (JF_EVICTED | JF_SHED)))
+            continue;
+        d = &res->decisions[nd++];
+        d->job = j;
+        d->why = (al_evict_why_t)w->why;
+        d->for_job = w->for_job;
+        if (w->flags & JF_EVICTED) {
+            d->kind = AL_DEC_EVICT;
+            d->ntasks = c->s->jobs[j].ntasks;
+            d->requeue = c->s->jobs[j].preemptible;
+        } else {
+            d->kind = AL_DEC_SHRINK;
+            d->ntasks = c->s->jobs[j].ntasks - w->ntasks;
+        }
+        c->stats.evicted++;
+    }
+    for (i = 0; i < c->decisions.len; i++) {
+        al_decision_t *d = &res->decisions[nd++];
+        const wjob_t *w = &c->wj[starts[i].job];
+
+        *d = starts[i];
+        d->tasks = al_arena_array(ar, (size_t)d->ntasks + 1,
+                                  sizeof(al_placement_t));
+        if (d->tasks == NULL)
+            goto nomem;
+        memcpy(d->tasks, (const al_placement_t *)c->tasks.data + w->place_off,
+               (size_t)d->ntasks * sizeof(al_placement_t));
+    }
+    res->ndecisions = (int)nd;
+    memcpy(res->reasons, c->reasons, (size_t)c->nj * sizeof(al_reason_t));
+    for (j = 0; j < c->nj; j++)
+        if (c->wj[j].flags & JF_STARTED)
+            memset(&res->reasons[j], 0, sizeof(al_reason_t)),
+                res->reasons[j].queue = NIL, res->reasons[j].job = NIL;
+    res->njobs = c->nj;
+    for (q = 0; q < c->nq; q++) {
+        for (r = 0; r < AL_NRES; r++) {
+            res->queues[q].fair[r] = c->wq[q].fair[r];
+            res->queues[q].allocated[r] = c->wq[q].alloc[r];
+            res->queues[q].demand[r] = c->wq[q].demand[r];
+        }
+        res->queues[q].nonpreempt_gpu = c->wq[q].nonpre_gpu;
+    }
+    res->nqueues = c->nq;
+    for (r = 0; r < ps->nresv; r++) {
+        al_reservation_t *rv = &res->reservations[res->nreservations];
+
+        /* A job that reclaim started later in the cycle needs none. */
+        if (c->wj[ps->resv[r].r.job].flags & JF_STARTED)
+            continue;
+        res->nreservations++;
+        *rv = ps->resv[r].r;
+        rv->nodes = al_arena_array(ar, (size_t)rv->nnodes + 1,
+                                   sizeof(int32_t));
+        rv->tasks = al_arena_array(ar, (size_t)rv->nnodes + 1,
+                                   sizeof(int32_t));
+        if (rv->nodes == NULL || rv->tasks == NULL)
+            goto nomem;
+        memcpy(rv->nodes, ps->resv[r].r.nodes,
+               (size_t)rv->nnodes * sizeof(int32_t));
+        memcpy(rv->tasks, ps->resv[r].r.tasks,
+               (size_t)rv->nnodes * sizeof(int32_t));
+    }
+    res->stats = c->stats;
+    *out = res;
+    return 0;
+nomem:
+    al_arena_destroy(ar);
+    return AL_ENOMEM;
+}
+
+/* ------------------------------------------------------------------ */
+/* The cycle                                                          */
+
+static int
+run(al_ctx_t *c, al_result_t **out, char **cause)
+{
+    pass_t ps;
+    int rc;
+
+    memset(&ps, 0, sizeof(ps));
+    ps.memo_version = -1;
+    rc = al__place_init(c);
+    if (rc == AL_EINVAL)
+        set_cause(cause, "a node has more than %lld devices (%lld)",
+                  AL_MAX_DEVICES, 0);
+    if (rc == 0)
+        rc = setup_queues(c, cause);
+    if (rc == 0)
+        rc = setup_jobs(c, cause);
+    if (rc != 0)
+        return rc;
+    if (!c->cfg.ignore_queues)
+        al__fairshare(c);
+    rc = build_order(c, &ps);
+    if (rc == 0)
+        rc = allocate(c, &ps);
+    if (rc == 0 && !c->cfg.ignore_queues)
+        rc = reclaim(c, &ps);
+    if (rc == 0)
+        rc = build_result(c, &ps, out);
+    return rc;
+}
+
+int
+al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
+{
+    al_ctx_t c;
+    al_result_t *res = NULL;
+    int rc;
+
+    if (snap == NULL || out == NULL || snap->nnodes < 0 || snap->nqueues < 0 ||
+        snap->njobs < 0 || (snap->nnodes > 0 && snap->nodes == NULL) ||
+        (snap->nqueues > 0 && snap->queues == NULL) ||
+        (snap->njobs > 0 && snap->jobs == NULL)) {
+        set_cause(cause, "snapshot is NULL or has bad counts (%lld, %lld)",
+                  snap ? snap->nnodes : 0, snap ? snap->njobs : 0);
+        return AL_EINVAL;
+    }
+    memset(&c, 0, sizeof(c));
+    c.s = snap;
+    if (snap->config != NULL)
+        c.cfg = *snap->config;
+    else
+        al_config_default(&c.cfg);
+    if (c.cfg.ntopo_levels < 0 || c.cfg.ntopo_levels > AL_MAX_TOPO_LEVELS ||
+        c.cfg.reserve_depth < 0) {
+        set_cause(cause, "config: bad topology levels (%lld) or reserve depth "
+                         "(%lld)",
+                  c.cfg.ntopo_levels, c.cfg.reserve_depth);
+        return AL_EINVAL;
+    }
+    c.a = snap->allocator ? snap->allocator : &al_default_allocator;
+    c.nn = snap->nnodes;
+    c.nq = snap->nqueues;
+    c.nj = snap->njobs;
+    c.min_resv_start = INT64_MAX;
+    c.undo.esz = sizeof(undo_t);
+    c.decisions.esz = sizeof(al_decision_t);
+    c.tasks.esz = sizeof(al_placement_t);
+    c.resv.esz = sizeof(al_reservation_t);
+    c.tmp = al_arena_create(c.a);
+    if (c.tmp == NULL)
+        return AL_ENOMEM;
+    rc = run(&c, &res, cause);
+    al__vec_free(&c, &c.undo);
+    al__vec_free(&c, &c.decisions);
+    al__vec_free(&c, &c.tasks);
+    al__vec_free(&c, &c.resv);
+    al_arena_destroy(c.tmp);
+    if (rc == 0)
+        *out = res;
+    return rc;
+}

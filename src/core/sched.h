@@ -1,0 +1,373 @@
+/*
+ * sched.h -- the door of the allot scheduling core.
+ *
+ * The core is a pure function: a snapshot of the cluster (nodes, GPUs,
+ * topology, queues, jobs, the time "now" and a configuration) goes in, and a
+ * result comes out: jobs to start (with placements), jobs to evict, the
+ * reservations made for blocked jobs, every pending job's reason, and the
+ * fair share of every queue.  The core performs no I/O, reads no clock, starts
+ * no thread and keeps no global state; it allocates only through the
+ * allocator the caller passes.  The same snapshot always yields the same
+ * result, byte for byte.
+ *
+ * Units.  Time is in whole seconds (int64_t) on the caller's clock.  GPU
+ * amounts are in milli-GPUs (1000 = one whole device), CPU in millicores,
+ * memory in bytes.  Quotas are expressed in the same units.
+ *
+ * Ownership.  The snapshot and everything it points to belong to the caller
+ * and must stay valid and unchanged during al_sched_run().  The result is
+ * allocated by the core (through snapshot->allocator or the libc default)
+ * and released with al_result_destroy(); it does not point into the
+ * snapshot except by index.
+ */
+#ifndef AL_SCHED_H
+#define AL_SCHED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+#include "error.h"
+
+/* ------------------------------------------------------------------ */
+/* Limits                                                             */
+
+#define AL_GPU_MILLI 1000       /* milli-GPUs in one whole device */
+#define AL_MAX_DEVICES 64       /* devices per node (a 64-bit mask) */
+#define AL_MAX_TOPO_LEVELS 4    /* topology levels above the node */
+#define AL_NRES 3               /* resources with quotas: gpu, cpu, mem */
+#define AL_UNLIMITED (-1)       /* a quota limit meaning "no limit" */
+
+/* Resource indices into the AL_NRES-sized arrays. */
+enum { AL_RES_GPU = 0, AL_RES_CPU = 1, AL_RES_MEM = 2 };
+
+/* Default priority classes (Run:ai's): train jobs are preemptible, build
+ * (interactive) sessions and inference services are not. */
+#define AL_PRIO_TRAIN 50
+#define AL_PRIO_BUILD 100
+#define AL_PRIO_INFERENCE 125
+
+/* ------------------------------------------------------------------ */
+/* Nodes                                                              */
+
+typedef enum al_node_state {
+    AL_NODE_READY = 0, /* accepts work */
+    AL_NODE_DRAINING,  /* keeps running work, accepts none */
+    AL_NODE_DOWN       /* holds nothing; the shell requeues its jobs */
+} al_node_state_t;
+
+/* One whole GPU device on a node. */
+typedef struct al_device {
+    int64_t mem_bytes; /* device memory */
+    int16_t numa;      /* NUMA node the device hangs off, -1 unknown */
+    int16_t nvlink;    /* NVLink/NVSwitch domain inside the node, -1 none */
+} al_device_t;
+
+typedef struct al_node {
+    const char *name;
+    const char *pool;      /* node pool; NULL or "" is the default pool */
+    const char *gpu_model; /* model of all its devices ("H100-80GB"); may be NULL */
+    /* Ordered topology path, outermost first, one value per level named in
+     * al_config_t.topo_levels (e.g. {"block-3", "rack-17"}).  Values are
+     * compared as strings; entries beyond ntopo count as unknown. */
+    const char *topo[AL_MAX_TOPO_LEVELS];
+    al_node_state_t state;
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+    int ndevices; /* 0..AL_MAX_DEVICES */
+    const al_device_t *devices;
+} al_node_t;
+
+/* ------------------------------------------------------------------ */
+/* Queues                                                             */
+
+/* Quota of one resource for one queue. */
+typedef struct al_quota {
+    int64_t deserved; /* guaranteed amount */
+    int64_t limit;    /* hard cap, AL_UNLIMITED for none */
+    double weight;    /* over-quota weight; 0 means "no surplus" */
+} al_quota_t;
+
+/* Quota for one GPU model inside a queue (optional, admin-set). */
+typedef struct al_model_quota {
+    const char *model;
+    int64_t deserved; /* milli-GPUs of this model non-preemptible work may use */
+    int64_t limit;    /* milli-GPUs of this model all work may use, or AL_UNLIMITED */
+} al_model_quota_t;
+
+/*
+ * A queue.  Queues form a tree through `parent` (an index into
+ * al_snapshot_t.queues, or -1 for a top-level queue); a parent must come
+ * before its children in the array.  Only leaves hold jobs.
+ */
+typedef struct al_queue {
+    const char *name;
+    int parent;
+    int priority;              /* higher levels get surplus first */
+    al_quota_t quota[AL_NRES]; /* indexed by AL_RES_* */
+    int nmodel_quotas;
+    const al_model_quota_t *model_quotas;
+    /* Decayed historical GPU usage in milli-GPU-seconds, kept by the shell
+     * with al_usage_decay().  Used for time-based fair share. */
+    double usage;
+} al_queue_t;
+
+/* ------------------------------------------------------------------ */
+/* Jobs                                                               */
+
+typedef enum al_job_state {
+    AL_JOB_PENDING = 0, /* waiting to be scheduled */
+    AL_JOB_RUNNING,     /* placed; `placement` and `start_time` are valid */
+    AL_JOB_HELD         /* pending but held by a user: never started */
+} al_job_state_t;
+
+/* Where a job's dependencies stand, as far as the shell knows. */
+typedef enum al_dep_state {
+    AL_DEPS_NONE = 0,  /* no dependencies */
+    AL_DEPS_WAITING,   /* some dependency has not finished yet */
+    AL_DEPS_SATISFIED, /* all dependencies met */
+    AL_DEPS_NEVER      /* a dependency ended so that this job can never run */
+} al_dep_state_t;
+
+typedef enum al_topo_mode {
+    AL_TOPO_NONE = 0,  /* no constraint */
+    AL_TOPO_PREFERRED, /* try to keep all tasks inside one domain */
+    AL_TOPO_REQUIRED   /* all tasks inside one domain or not at all */
+} al_topo_mode_t;
+
+/* The request of one task; all tasks of a gang have the same request. */
+typedef struct al_request {
+    int32_t gpus;      /* whole GPUs per task, or 0 */
+    int32_t gpu_milli; /* fraction of one GPU when gpus == 0 (1..999), or 0 */
+    int64_t gpu_mem;   /* GPU memory of a fractional task, bytes, or 0 */
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+    const char *gpu_model; /* required model, or NULL */
+    const char *pool;      /* required pool, or NULL for any */
+} al_request_t;
+
+/* Placement of one task. */
+typedef struct al_placement {
+    int32_t node;     /* index into al_snapshot_t.nodes */
+    int32_t gpu_milli; /* for a fractional task: its share of the device */
+    uint64_t devices;  /* bit i set: device i of the node is used */
+    int64_t gpu_mem;   /* for a fractional task: device memory it holds */
+} al_placement_t;
+
+/* A dependency edge: this job runs after job `job` (an index). */
+typedef struct al_dep {
+    int32_t job;
+} al_dep_t;
+
+typedef struct al_job {
+    uint64_t id;  /* the shell's id; used for tie-breaks and reasons */
+    int queue;    /* index of a leaf queue */
+    int priority; /* priority class value (AL_PRIO_*) */
+    bool preemptible;
+    int min_tasks; /* gang size; 1 for a single task */
+    int max_tasks; /* > min_tasks for an elastic job */
+    al_request_t req;
+    int64_t submit_time;
+    int64_t eligible_time;  /* since when it waits (requeue resets it); 0 = submit_time */
+    int64_t time_limit;     /* seconds, 0 = none */
+    int64_t estimate;       /* expected runtime in seconds, 0 = unknown */
+    int64_t min_runtime;    /* may not be preempted before running this long */
+    al_dep_state_t dep_state;
+    int ndeps; /* jobs this one runs after (for critical-path ordering) */
+    const al_dep_t *deps;
+    int topo_level; /* index into al_config_t.topo_levels, used if topo_mode */
+    al_topo_mode_t topo_mode;
+    al_job_state_t state;
+    /* Running jobs only. */
+    int64_t start_time;
+    int64_t checkpoint_time; /* last checkpoint, 0 = none */
+    /* Runs on capacity a reservation holds (a START decision with lent set).
+     * Lent jobs give the capacity back, by eviction, to the first-ranked
+     * blocked job whose reservation needs it. */
+    bool lent;
+    int ntasks;              /* tasks placed */
+    const al_placement_t *placement;
+} al_job_t;
+
+/* ------------------------------------------------------------------ */
+/* Configuration                                                      */
+
+typedef enum al_pack {
+    AL_PACK_BIN = 0, /* fill the fullest node that fits (default) */
+    AL_PACK_SPREAD   /* use the emptiest node */
+} al_pack_t;
+
+typedef struct al_config {
+    al_pack_t pack;
+    int ntopo_levels;                 /* 0..AL_MAX_TOPO_LEVELS */
+    const char *const *topo_levels;   /* names, outermost first ("block", "rack") */
+    /* Time-based fair share: how strongly decayed usage bends the surplus
+     * split.  0 turns it off; 1 is the default. */
+    double usage_weight;
+    /* Backfill: how many blocked jobs get a reservation per cycle (0 turns
+     * backfill reservations off, and lower-ranked jobs start freely). */
+    int reserve_depth;
+    /* Runtime assumed for a running job with neither limit nor estimate. */
+    int64_t default_runtime;
+    bool lend_reserved; /* lend reserved GPUs to preemptible jobs */
+    bool reclaim;       /* queues below fair share reclaim from others */
+    bool preempt;       /* higher priority evicts lower inside a queue */
+    bool borrow;        /* queues may exceed deserved quota (false: static split) */
+    bool strict_order;  /* stop at the first job that cannot start (FIFO) */
+    bool ignore_queues; /* one global order by priority and age, no fair share */
+    int max_reclaim_tries; /* reclaim/preempt attempts per cycle */
+} al_config_t;
+
+/* Fills *cfg with the defaults described above. */
+void al_config_default(al_config_t *cfg);
+
+/* ------------------------------------------------------------------ */
+/* Snapshot                                                           */
+
+typedef struct al_snapshot {
+    int64_t now;
+    const al_config_t *config; /* NULL: defaults */
+    const al_allocator_t *allocator; /* NULL: malloc/realloc/free */
+    int nnodes;
+    const al_node_t *nodes;
+    int nqueues;
+    const al_queue_t *queues;
+    int njobs;
+    const al_job_t *jobs;
+} al_snapshot_t;
+
+/* ------------------------------------------------------------------ */
+/* Result                                                             */
+
+typedef enum al_decision_kind {
+    AL_DEC_START = 0, /* start job with the given task placements */
+    AL_DEC_EVICT,     /* stop a running job entirely */
+    AL_DEC_SHRINK     /* stop the last `ntasks` tasks of a running elastic job */
+} al_decision_kind_t;
+
+/* Why a job was evicted. */
+typedef enum al_evict_why {
+    AL_EVICT_RECLAIM = 0, /* its queue was over fair share; another queue reclaimed */
+    AL_EVICT_PREEMPT,     /* a higher-priority job of its own queue needed room */
+    AL_EVICT_RESERVATION  /* it ran on lent capacity and the reservation's job starts */
+} al_evict_why_t;
+
+typedef struct al_decision {
+    al_decision_kind_t kind;
+    int32_t job;       /* index into snapshot jobs */
+    int32_t ntasks;    /* START: tasks placed; SHRINK: tasks to stop */
+    al_placement_t *tasks; /* START: ntasks placements */
+    al_evict_why_t why;    /* EVICT/SHRINK */
+    int32_t for_job;       /* EVICT/SHRINK: the job that needed the room; START: reservation lent from, or -1 */
+    bool requeue;          /* EVICT: put back to pending (preemptible jobs) */
+    bool lent;             /* START: runs on capacity reserved for for_job */
+} al_decision_t;
+
+/* Why a pending job did not start this cycle. */
+typedef enum al_reason_code {
+    AL_WHY_NONE = 0,        /* it started (or is not pending) */
+    AL_WHY_HELD,            /* held by a user */
+    AL_WHY_DEPS,            /* waiting for dependencies */
+    AL_WHY_DEPS_NEVER,      /* a dependency failed: can never run */
+    AL_WHY_BAD_QUEUE,       /* queue index invalid or not a leaf */
+    AL_WHY_TOO_BIG,         /* no node/domain could ever hold it */
+    AL_WHY_LIMIT,           /* queue `queue` at its `res` limit `amount` */
+    AL_WHY_MODEL_LIMIT,     /* queue `queue` at its per-model limit */
+    AL_WHY_DESERVED,        /* non-preemptible and queue `queue` would exceed deserved */
+    AL_WHY_NO_BORROW,       /* static policy: queue at deserved quota */
+    AL_WHY_CAPACITY,        /* not enough free resources anywhere now */
+    AL_WHY_NO_NODE,         /* free capacity exists but no node fits one task */
+    AL_WHY_TOPOLOGY,        /* no topology domain can hold the gang now */
+    AL_WHY_RESERVED,        /* holds a reservation starting at `time` */
+    AL_WHY_BEHIND_RESERVATION, /* would delay job `job`'s reservation */
+    AL_WHY_ORDER,           /* strict order: behind job `job` */
+    AL_WHY_NO_VICTIM        /* reclaim found no victims to free room */
+} al_reason_code_t;
+
+typedef struct al_reason {
+    al_reason_code_t code;
+    int32_t queue; /* queue concerned, or -1 */
+    int32_t job;   /* other job concerned, or -1 */
+    int32_t res;   /* AL_RES_* concerned */
+    int64_t amount; /* a quantity (limit, free GPUs, ...) */
+    int64_t time;   /* a time (reservation start) */
+} al_reason_t;
+
+/* A reservation made for a blocked job: at `start` it should fit on `nodes`. */
+typedef struct al_reservation {
+    int32_t job;
+    int32_t nnodes;
+    int64_t start;
+    int32_t *nodes;      /* node indices */
+    int32_t *tasks;      /* tasks planned on each node, parallel to nodes */
+} al_reservation_t;
+
+/* Per-queue accounting after the cycle's decisions. */
+typedef struct al_queue_share {
+    double fair[AL_NRES];       /* fair share */
+    int64_t allocated[AL_NRES]; /* in use after decisions */
+    int64_t demand[AL_NRES];    /* running + pending requests (subtree) */
+    int64_t nonpreempt_gpu;     /* milli-GPUs held by non-preemptible jobs */
+} al_queue_share_t;
+
+typedef struct al_cycle_stats {
+    int started;       /* jobs started */
+    int placements;    /* tasks placed */
+    int evicted;       /* jobs evicted or shrunk */
+    int reservations;
+    int considered;    /* pending jobs looked at */
+    int reclaim_tries;
+} al_cycle_stats_t;
+
+typedef struct al_result {
+    int ndecisions;
+    al_decision_t *decisions;
+    int nreservations;
+    al_reservation_t *reservations;
+    int njobs;
+    al_reason_t *reasons; /* one per snapshot job, indexed like it */
+    int nqueues;
+    al_queue_share_t *queues; /* one per snapshot queue */
+    al_cycle_stats_t stats;
+    /* Private: the memory the result lives in. */
+    struct al_arena *arena;
+} al_result_t;
+
+/* ------------------------------------------------------------------ */
+/* Functions                                                          */
+
+/*
+ * Runs one scheduling cycle.  On success returns 0 and stores a new result in
+ * *out, which the caller releases with al_result_destroy().  On failure
+ * returns a negative AL_E* code, leaves *out untouched and, when cause is not
+ * NULL, may store a malloc()ed message (the caller frees it) in *cause.
+ * AL_EINVAL: the snapshot is inconsistent (an index out of range, a parent
+ * after its child, a running job without placement...).  AL_ENOMEM: the
+ * allocator failed; nothing leaks.
+ */
+int al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause);
+
+/* Releases a result.  al_result_destroy(NULL) does nothing. */
+void al_result_destroy(al_result_t *res);
+
+/*
+ * Writes a human-readable explanation of reason r of job `job` into buf (at
+ * most len bytes, always NUL-terminated when len > 0), for instance "queue
+ * vision at gpu limit 16" or "waiting for reservation at +42 min".  Returns
+ * the length the full text needs, like snprintf.
+ */
+int al_reason_format(const al_snapshot_t *snap, const al_reason_t *r, char *buf,
+                     size_t len);
+
+/*
+ * Decays a usage figure: the value `usage` measured `elapsed` seconds ago,
+ * with a half-life of `half_life` seconds (<= 0: no decay).  The shell keeps
+ * al_queue_t.usage with this and adds new usage as it accrues.
+ */
+double al_usage_decay(double usage, int64_t elapsed, int64_t half_life);
+
+/* Total milli-GPUs requested by one task of job j's request. */
+int64_t al_request_gpu_milli(const al_request_t *req);
+
+#endif /* AL_SCHED_H */
