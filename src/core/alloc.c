@@ -69,8 +69,8 @@ al_arena_destroy(al_arena_t *ar)
     ar->a->free(ar->a->ctx, ar);
 }
 
-void *
-al_arena_alloc(al_arena_t *ar, size_t n)
+static void *
+arena_take(al_arena_t *ar, size_t n)
 {
     struct block *b = ar->head;
     size_t size;
@@ -101,8 +101,25 @@ al_arena_alloc(al_arena_t *ar, size_t n)
     }
     p = (char *)b + HDR + b->used;
     b->used += n;
-    memset(p, 0, n);
     return p;
+}
+
+void *
+al_arena_alloc(al_arena_t *ar, size_t n)
+{
+    void *p = arena_take(ar, n);
+
+    if (p != NULL)
+        memset(p, 0, n);
+    return p;
+}
+
+void *
+al_arena_array_raw(al_arena_t *ar, size_t n, size_t sz)
+{
+    if (sz != 0 && n > SIZE_MAX / sz)
+        return NULL;
+    return arena_take(ar, n * sz);
 }
 
 void *

@@ -39,6 +39,10 @@ void *al_arena_alloc(al_arena_t *ar, size_t n);
 /* Zeroed array of n elements of size sz, or NULL on failure or overflow. */
 void *al_arena_array(al_arena_t *ar, size_t n, size_t sz);
 
+/* Like al_arena_array() but the memory is not zeroed: for arrays the
+ * caller fills completely. */
+void *al_arena_array_raw(al_arena_t *ar, size_t n, size_t sz);
+
 /* Total bytes the arena holds from its allocator. */
 size_t al_arena_bytes(const al_arena_t *ar);
 

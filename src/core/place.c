@@ -14,10 +14,21 @@
 
 #include "sched_int.h"
 
-static int
+/* SWAR popcount: popcount64 compiles to a libgcc call on
+ * baseline x86-64 (no -mpopcnt), which showed up at 12% of a full cycle. */
+static inline int
 popcount64(uint64_t x)
 {
-    return __builtin_popcountll(x);
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+int
+al__popcount(uint64_t x)
+{
+    return popcount64(x);
 }
 
 static int
@@ -96,7 +107,12 @@ refresh(al_ctx_t *c, int32_t n)
 
     if (w->group != NIL && w->ready) {
         if (nf != w->nfree) {
+            int l;
+
             c->groups[w->group].free_dev += nf - w->nfree;
+            for (l = 0; l < c->cfg.ntopo_levels; l++)
+                if (w->topo[l] != NIL && c->dom_free[l] != NULL)
+                    c->dom_free[l][w->topo[l]] += nf - w->nfree;
             bucket_unlink(c, n);
             w->nfree = nf;
             bucket_link(c, n);
@@ -207,6 +223,14 @@ init_topology(al_ctx_t *c)
                 c->dom_nodes[level][off[d] + fill[d]++] = n;
         }
         c->dom_off[level] = off;
+        c->dom_free[level] = al_arena_array(c->tmp, (size_t)ndom + 1,
+                                            sizeof(int64_t));
+        if (c->dom_free[level] == NULL)
+            return AL_ENOMEM;
+        for (n = 0; n < c->nn; n++)
+            if (c->wn[n].topo[level] != NIL && c->wn[n].ready &&
+                c->wn[n].group != NIL)
+                c->dom_free[level][c->wn[n].topo[level]] += c->wn[n].nfree;
     }
     return 0;
 }
@@ -354,6 +378,28 @@ al__group_match(const al_ctx_t *c, int32_t g, const al_request_t *req)
         !streq(gr->model, req->gpu_model))
         return false;
     return true;
+}
+
+bool
+al__req_group(al_ctx_t *c, int32_t g, const al_request_t *req)
+{
+    if (c->ngroups > 64)
+        return al__group_match(c, g, req);
+    /* One-entry cache keyed by the request's string pointers: jobs of one
+     * shape share them, and matching compares strings. */
+    if (!c->gm_valid || c->gm_pool != req->pool ||
+        c->gm_model != req->gpu_model) {
+        int32_t k;
+
+        c->gm_mask = 0;
+        for (k = 0; k < c->ngroups; k++)
+            if (al__group_match(c, k, req))
+                c->gm_mask |= 1ULL << k;
+        c->gm_pool = req->pool;
+        c->gm_model = req->gpu_model;
+        c->gm_valid = true;
+    }
+    return (c->gm_mask >> g) & 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -558,6 +604,12 @@ al__job_mark(al_ctx_t *c, int32_t job)
     return push_undo(c, &u);
 }
 
+/*
+ * Rolls the working state back to what it was when the log was `mark` long.
+ * This does not move c->version: the state returns to one the failure memo
+ * has already seen, and no memo entry is ever written inside a segment that
+ * is later undone (try_start writes them only between operations).
+ */
 void
 al__undo_to(al_ctx_t *c, size_t mark)
 {
@@ -572,7 +624,6 @@ al__undo_to(al_ctx_t *c, size_t mark)
             apply(c, u->job, &u->p, -1);
             if (u->charge)
                 charge_queue(c, u->job, &u->p, -1);
-            c->version++;
             break;
         case U_GIVE:
             apply(c, u->job, &u->p, 1);
@@ -587,7 +638,6 @@ al__undo_to(al_ctx_t *c, size_t mark)
             w->free_cpu += u->cpu;
             w->free_mem += u->mem;
             refresh(c, u->node);
-            c->version++;
             break;
         case U_UNHOLD:
             w = &c->wn[u->node];
@@ -871,7 +921,7 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
     for (i = 0; i < nlist; i++) {
         int32_t n = list[i];
 
-        if (c->wn[n].group == NIL || !al__group_match(c, c->wn[n].group, req))
+        if (c->wn[n].group == NIL || !al__req_group(c, c->wn[n].group, req))
             continue;
         if (is_frac(req)) {
             /* Tightest shared device first, across the list. */
@@ -928,7 +978,7 @@ find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
         for (g = 0; g < c->ngroups; g++) {
             int32_t n;
 
-            if (!al__group_match(c, g, req))
+            if (!al__req_group(c, g, req))
                 continue;
             for (n = c->groups[g].shared_head; n != NIL; n = c->wn[n].snext) {
                 int32_t left;
@@ -984,7 +1034,7 @@ find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
         for (g = 0; g < c->ngroups; g++) {
             int32_t n;
 
-            if (c->groups[g].max_dev < k || !al__group_match(c, g, req))
+            if (c->groups[g].max_dev < k || !al__req_group(c, g, req))
                 continue;
             for (n = c->groups[g].bucket[k]; n != NIL; n = c->wn[n].next) {
                 if (fit_on(c, n, req, false, &p)) {

@@ -124,67 +124,85 @@ typedef struct skey {
     int32_t idx;
 } skey_t;
 
-static int
+static inline int
 skey_cmp(const skey_t *a, const skey_t *b)
 {
-    int i;
-
-    for (i = 0; i < 3; i++)
-        if (a->k[i] != b->k[i])
-            return a->k[i] < b->k[i] ? -1 : 1;
+    if (a->k[0] != b->k[0])
+        return a->k[0] < b->k[0] ? -1 : 1;
+    if (a->k[1] != b->k[1])
+        return a->k[1] < b->k[1] ? -1 : 1;
+    if (a->k[2] != b->k[2])
+        return a->k[2] < b->k[2] ? -1 : 1;
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
-/* Stable bottom-up merge sort with arena scratch (the core may not call
- * qsort: glibc's allocates behind the caller's allocator). */
+#define RADIX_BITS 11
+#define RADIX_SIZE (1u << RADIX_BITS)
+
+/*
+ * Sorts v[0..n) by (k[0], k[1], k[2], idx).  Small arrays get an insertion
+ * sort; large ones an LSD radix sort over only the key bits that differ
+ * between elements (a cycle's keys vary in a few dozen bits), which moves
+ * each element a handful of times instead of log2(n) times.  Radix passes
+ * are stable, so elements with equal keys keep their input order: callers
+ * build their arrays in ascending idx, which makes idx the last key.  The
+ * core may not call qsort: glibc's allocates behind the caller's allocator.
+ */
 static int
 skey_sort(al_ctx_t *c, skey_t *v, size_t n)
 {
     skey_t *tmp, *src = v, *dst;
-    size_t width, i;
+    uint32_t *count;
+    size_t i;
+    int w, shift;
 
-    if (n < 2)
-        return 0;
-    /* Insertion-sort runs of 16 first. */
-    for (i = 0; i < n; i += 16) {
-        size_t end = i + 16 < n ? i + 16 : n, j;
+    if (n <= 32) {
+        for (i = 1; i < n; i++) {
+            skey_t x = v[i];
+            size_t k = i;
 
-        for (j = i + 1; j < end; j++) {
-            skey_t x = v[j];
-            size_t k = j;
-
-            while (k > i && skey_cmp(&v[k - 1], &x) > 0) {
+            while (k > 0 && skey_cmp(&v[k - 1], &x) > 0) {
                 v[k] = v[k - 1];
                 k--;
             }
             v[k] = x;
         }
-    }
-    if (n <= 16)
         return 0;
-    tmp = al_arena_array(c->tmp, n, sizeof(*tmp));
-    if (tmp == NULL)
+    }
+    tmp = al_arena_array_raw(c->tmp, n, sizeof(*tmp));
+    count = al_arena_array_raw(c->tmp, RADIX_SIZE, sizeof(*count));
+    if (tmp == NULL || count == NULL)
         return AL_ENOMEM;
     dst = tmp;
-    for (width = 16; width < n; width *= 2) {
-        for (i = 0; i < n; i += 2 * width) {
-            size_t lo = i, mid = i + width < n ? i + width : n,
-                   hi = i + 2 * width < n ? i + 2 * width : n;
-            size_t a = lo, b = mid, o = lo;
+    for (w = 2; w >= 0; w--) {
+        uint64_t diff = 0, first = v[0].k[w];
 
-            while (a < mid && b < hi)
-                dst[o++] = skey_cmp(&src[b], &src[a]) < 0 ? src[b++]
-                                                          : src[a++];
-            while (a < mid)
-                dst[o++] = src[a++];
-            while (b < hi)
-                dst[o++] = src[b++];
-        }
-        {
-            skey_t *t = src;
+        for (i = 1; i < n; i++)
+            diff |= src[i].k[w] ^ first;
+        for (shift = 0; shift < 64 && (diff >> shift) != 0;
+             shift += RADIX_BITS) {
+            uint32_t sum = 0, d;
 
-            src = dst;
-            dst = t;
+            if (((diff >> shift) & (RADIX_SIZE - 1)) == 0)
+                continue;
+            memset(count, 0, RADIX_SIZE * sizeof(*count));
+            for (i = 0; i < n; i++)
+                count[(src[i].k[w] >> shift) & (RADIX_SIZE - 1)]++;
+            for (d = 0; d < RADIX_SIZE; d++) {
+                uint32_t x = count[d];
+
+                count[d] = sum;
+                sum += x;
+            }
+            for (i = 0; i < n; i++)
+                dst[count[(src[i].k[w] >> shift) & (RADIX_SIZE - 1)]++] =
+                    src[i];
+            {
+                skey_t *t = src;
+
+                src = dst;
+                dst = t;
+            }
         }
     }
     if (src != v)
@@ -216,9 +234,9 @@ valid_placement(const al_ctx_t *c, const al_job_t *j, const al_placement_t *p)
     if (p->gpu_milli < 0 || p->gpu_milli > AL_GPU_MILLI || p->gpu_mem < 0)
         return false;
     if (p->gpu_milli > 0)
-        return __builtin_popcountll(p->devices) == 1;
+        return al__popcount(p->devices) == 1;
     if (j->req.gpus > 0)
-        return __builtin_popcountll(p->devices) == j->req.gpus;
+        return al__popcount(p->devices) == j->req.gpus;
     return true;
 }
 
@@ -362,9 +380,12 @@ setup_jobs(al_ctx_t *c, char **cause)
     int64_t maxdevmem = 0;
     int rc;
 
-    c->wj = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(wjob_t));
-    c->reasons = al_arena_array(c->tmp, (size_t)c->nj + 1,
-                                sizeof(al_reason_t));
+    /* Both arrays are initialised field by field below: zeroing 100,000
+     * entries first was a measurable part of a cycle.  Reasons live in the
+     * result's arena from the start, so the result needs no copy. */
+    c->wj = al_arena_array_raw(c->tmp, (size_t)c->nj + 1, sizeof(wjob_t));
+    c->reasons = al_arena_array_raw(c->out, (size_t)c->nj + 1,
+                                    sizeof(al_reason_t));
     count = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
     if (c->wj == NULL || c->reasons == NULL || count == NULL)
         return AL_ENOMEM;
@@ -378,10 +399,12 @@ setup_jobs(al_ctx_t *c, char **cause)
         wjob_t *w = &c->wj[j];
         const al_request_t *r = &jb->req;
 
+        memset(w, 0, sizeof(*w));
         w->start_dec = NIL;
         w->place_off = NIL;
         w->for_job = NIL;
         w->order = NIL;
+        memset(&c->reasons[j], 0, sizeof(c->reasons[j]));
         c->reasons[j].queue = NIL;
         c->reasons[j].job = NIL;
         if (r->gpus < 0 || r->gpus > AL_MAX_DEVICES || r->gpu_milli < 0 ||
@@ -701,20 +724,20 @@ admit(al_ctx_t *c, int32_t j, int64_t ntasks)
 
 /* Free whole devices (not held) in the groups job j may use. */
 static int64_t
-free_devices(const al_ctx_t *c, int32_t j)
+free_devices(al_ctx_t *c, int32_t j)
 {
     int64_t f = 0;
     int32_t g;
 
     for (g = 0; g < c->ngroups; g++)
-        if (al__group_match(c, g, &c->s->jobs[j].req))
+        if (al__req_group(c, g, &c->s->jobs[j].req))
             f += c->groups[g].free_dev;
     return f;
 }
 
 /* Could the job ever fit on the cluster, if everything were free? */
 static bool
-ever_fits(const al_ctx_t *c, int32_t j)
+ever_fits(al_ctx_t *c, int32_t j)
 {
     const al_job_t *jb = &c->s->jobs[j];
     int64_t total = 0;
@@ -724,7 +747,7 @@ ever_fits(const al_ctx_t *c, int32_t j)
     for (g = 0; g < c->ngroups; g++) {
         const wgroup_t *gr = &c->groups[g];
 
-        if (!al__group_match(c, g, &jb->req))
+        if (!al__req_group(c, g, &jb->req))
             continue;
         total += gr->total_dev;
         if (gr->max_dev >= jb->req.gpus && gr->max_cpu >= jb->req.cpu_milli &&
@@ -736,29 +759,46 @@ ever_fits(const al_ctx_t *c, int32_t j)
     return node_ok && total >= (int64_t)jb->min_tasks * jb->req.gpus;
 }
 
-/* Picks the topology domain at `level` that holds n tasks most tightly. */
+/*
+ * Picks the topology domain at `level` for n tasks of job j: of the domains
+ * that can hold them all, the one with the fewest free devices, so that the
+ * emptiest domains stay whole for larger gangs.  A domain's free-device
+ * count bounds what it can hold, so most domains are judged without looking
+ * at their nodes, and a domain's scan stops once n tasks fit.
+ */
 static int32_t
 pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, bool ignore_holds)
 {
     const al_job_t *jb = &c->s->jobs[j];
     int32_t d, best = NIL;
-    int64_t bestslots = INT64_MAX;
+    int64_t bestfree = INT64_MAX;
+    int64_t needdev = n * (jb->req.gpus > 0 ? jb->req.gpus : 0);
+    bool match[64];
+    int32_t g;
 
+    for (g = 0; g < c->ngroups && g < 64; g++)
+        match[g] = al__group_match(c, g, &jb->req);
     for (d = 0; d < c->ndomains[level]; d++) {
         int32_t i, lo = c->dom_off[level][d], hi = c->dom_off[level][d + 1];
-        int64_t slots = 0;
+        int64_t slots = 0, f = c->dom_free[level][d];
 
-        for (i = lo; i < hi && slots < bestslots; i++) {
+        if (!ignore_holds && (f < needdev || f >= bestfree))
+            continue;
+        for (i = lo; i < hi && slots < n; i++) {
             int32_t nd = c->dom_nodes[level][i];
 
-            if (c->wn[nd].group == NIL ||
-                !al__group_match(c, c->wn[nd].group, &jb->req))
+            g = c->wn[nd].group;
+            if (g == NIL || !(g < 64 ? match[g]
+                                     : al__group_match(c, g, &jb->req)))
+                continue;
+            if (jb->req.gpus > 0 && !ignore_holds &&
+                c->wn[nd].nfree < jb->req.gpus)
                 continue;
             slots += al__node_slots(c, nd, &jb->req, ignore_holds);
         }
-        if (slots >= n && slots < bestslots) {
+        if (slots >= n) {
             best = d;
-            bestslots = slots;
+            bestfree = f;
         }
     }
     return best;
@@ -854,6 +894,13 @@ typedef struct resv_int {
     int64_t *hcpu, *hmem;
 } resv_int_t;
 
+#define MEMO_SIZE 256
+
+typedef struct memo {
+    uint64_t key;
+    int64_t cpu, mem; /* smallest CPU and memory that failed */
+} memo_t;
+
 typedef struct pass {
     skey_t *order; /* candidates in allocation order (per queue slices) */
     size_t norder;
@@ -862,7 +909,7 @@ typedef struct pass {
     int32_t first_blocked; /* strict order: the job everyone waits behind */
     int64_t held_dev; /* devices reservations hold */
     int64_t memo_version;
-    uint64_t memo[64]; /* failed request shapes at memo_version */
+    memo_t memo[MEMO_SIZE]; /* failed gang shapes at memo_version */
 } pass_t;
 
 /*
@@ -900,7 +947,8 @@ timeline(al_ctx_t *c, const pass_t *ps, int32_t j, skey_t **out, size_t *nout)
         if ((c->wj[x].flags & (JF_RUNNING | JF_STARTED)) &&
             !(c->wj[x].flags & JF_EVICTED))
             n++;
-    ev = al_arena_array(c->tmp, n + 2 * (size_t)ps->nresv + 1, sizeof(*ev));
+    ev = al_arena_array_raw(c->tmp, n + 2 * (size_t)ps->nresv + 1,
+                            sizeof(*ev));
     if (ev == NULL)
         return AL_ENOMEM;
     n = 0;
@@ -1004,11 +1052,12 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
     int rc;
 
     *made = false;
-    dev = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    frac = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    cpu = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    mem = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    slots = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    /* Only usable nodes' entries are written and read. */
+    dev = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    frac = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    cpu = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    mem = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    slots = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
     if (level >= 0)
         domsum = al_arena_array(c->tmp, (size_t)c->ndomains[level] + 1,
                                 sizeof(int64_t));
@@ -1085,7 +1134,7 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
                     if (req->gpu_milli > 0)
                         frac[n] += p->gpu_milli / req->gpu_milli;
                 } else {
-                    dev[n] += __builtin_popcountll(p->devices);
+                    dev[n] += al__popcount(p->devices);
                 }
                 cpu[n] += xb->req.cpu_milli;
                 mem[n] += xb->req.mem_bytes;
@@ -1102,7 +1151,7 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
 
             for (i = 0; i < rv->r.nnodes; i++) {
                 int64_t k = rv->r.tasks[i];
-                int64_t hd = __builtin_popcountll(rv->hold[i]);
+                int64_t hd = al__popcount(rv->hold[i]);
 
                 n = rv->r.nodes[i];
                 if (slots[n] < 0)
@@ -1130,7 +1179,7 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
         size_t nc = 0, i;
         int64_t left = need;
 
-        cand = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(*cand));
+        cand = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(*cand));
         out->r.nodes = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
         out->r.tasks = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
         out->hold = al_arena_array(c->tmp, (size_t)need, sizeof(uint64_t));
@@ -1457,7 +1506,7 @@ pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
             }
             p = &c->s->jobs[x].placement[t];
             scratch[i].dev += p->gpu_milli > 0 ? 0
-                                               : __builtin_popcountll(
+                                               : al__popcount(
                                                      p->devices);
             scratch[i].cpu += xb->req.cpu_milli;
             scratch[i].mem += xb->req.mem_bytes;
@@ -1568,6 +1617,14 @@ fail:
 /* The allocation pass                                                */
 
 
+/*
+ * Failure memo.  Placement only fails for lack of capacity, and capacity
+ * only shrinks until something is released (c->version moves), so a gang
+ * shape that failed stays failed: a later job of the same shape (GPUs,
+ * tasks, topology, pool, model) that asks for at least as much CPU and
+ * memory fails without a search.  This keeps a cycle over 100,000 pending
+ * jobs on a full cluster from searching 100,000 times.
+ */
 static uint64_t
 shape_hash(const al_job_t *jb)
 {
@@ -1575,8 +1632,6 @@ shape_hash(const al_job_t *jb)
     const uint64_t parts[] = {(uint64_t)jb->req.gpus,
                               (uint64_t)jb->req.gpu_milli,
                               (uint64_t)jb->req.gpu_mem,
-                              (uint64_t)jb->req.cpu_milli,
-                              (uint64_t)jb->req.mem_bytes,
                               (uint64_t)jb->min_tasks,
                               (uint64_t)jb->topo_mode,
                               (uint64_t)jb->topo_level,
@@ -1589,6 +1644,37 @@ shape_hash(const al_job_t *jb)
         h *= 1099511628211ULL;
     }
     return h | 1;
+}
+
+static void
+memo_reset(const al_ctx_t *c, pass_t *ps)
+{
+    if (ps->memo_version != (int64_t)c->version) {
+        memset(ps->memo, 0, sizeof(ps->memo));
+        ps->memo_version = (int64_t)c->version;
+    }
+}
+
+static bool
+memo_failed(const pass_t *ps, const al_job_t *jb, uint64_t h)
+{
+    const memo_t *m = &ps->memo[h % MEMO_SIZE];
+
+    return m->key == h && jb->req.cpu_milli >= m->cpu &&
+           jb->req.mem_bytes >= m->mem;
+}
+
+static void
+memo_note(pass_t *ps, const al_job_t *jb, uint64_t h)
+{
+    memo_t *m = &ps->memo[h % MEMO_SIZE];
+
+    if (m->key != h || (jb->req.cpu_milli <= m->cpu &&
+                        jb->req.mem_bytes <= m->mem)) {
+        m->key = h;
+        m->cpu = jb->req.cpu_milli;
+        m->mem = jb->req.mem_bytes;
+    }
 }
 
 /* Sets j's reason after a failed placement. */
@@ -1626,6 +1712,33 @@ unhold_all(al_ctx_t *c, pass_t *ps)
     return 0;
 }
 
+/* Devices the reservations hold right now (lent jobs shrink the holds). */
+static int64_t
+held_now(const al_ctx_t *c, const pass_t *ps)
+{
+    int64_t h = 0;
+    int32_t r, i;
+
+    for (r = 0; r < ps->nresv; r++)
+        for (i = 0; i < ps->resv[r].r.nnodes; i++) {
+            int32_t n = ps->resv[r].r.nodes[i];
+
+            /* A node in two reservations counts once: its first. */
+            if (c->wn[n].hold_mask != 0 && c->wn[n].reserved) {
+                int32_t r2, i2;
+                bool seen = false;
+
+                for (r2 = 0; r2 < r && !seen; r2++)
+                    for (i2 = 0; i2 < ps->resv[r2].r.nnodes; i2++)
+                        if (ps->resv[r2].r.nodes[i2] == n)
+                            seen = true;
+                if (!seen)
+                    h += al__popcount(c->wn[n].hold_mask);
+            }
+        }
+    return h;
+}
+
 static int
 rehold(al_ctx_t *c, pass_t *ps)
 {
@@ -1637,6 +1750,7 @@ rehold(al_ctx_t *c, pass_t *ps)
         if (rc != 0)
             return rc;
     }
+    ps->held_dev = held_now(c, ps);
     return 0;
 }
 
@@ -1673,14 +1787,11 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
                    c->wj[j].task_gpu, 0);
         return 0;
     }
-    if ((int64_t)ps->memo_version != (int64_t)c->version) {
-        memset(ps->memo, 0, sizeof(ps->memo));
-        ps->memo_version = (int64_t)c->version;
-    }
+    memo_reset(c, ps);
     if (jb->req.gpus > 0 &&
         free_devices(c, j) < (int64_t)jb->min_tasks * jb->req.gpus)
         rc = AL_ENOENT;
-    else if (ps->memo[h & 63] == h)
+    else if (memo_failed(ps, jb, h))
         rc = AL_ENOENT;
     else
         rc = place_gang(c, j, false, -1, false, NIL);
@@ -1688,7 +1799,8 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
         return 0;
     if (rc != AL_ENOENT)
         return rc;
-    ps->memo[h & 63] = h;
+    memo_reset(c, ps);
+    memo_note(ps, jb, h);
     blocked_reason(c, j);
 
     if (ps->nresv > 0) {
@@ -1771,13 +1883,8 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
         rc = apply_holds(c, rv);
         if (rc != 0)
             return rc;
-        {
-            int32_t i;
-
-            for (i = 0; i < rv->r.nnodes; i++)
-                ps->held_dev += __builtin_popcountll(rv->hold[i]);
-        }
         ps->nresv++;
+        ps->held_dev = held_now(c, ps);
         c->stats.reservations++;
         if (rv->r.start < c->min_resv_start)
             c->min_resv_start = rv->r.start;
@@ -1796,7 +1903,7 @@ build_order(al_ctx_t *c, pass_t *ps)
     size_t n = 0;
     int rc;
 
-    ps->order = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(skey_t));
+    ps->order = al_arena_array_raw(c->tmp, (size_t)c->nj + 1, sizeof(skey_t));
     if (ps->order == NULL)
         return AL_ENOMEM;
     for (j = 0; j < c->nj; j++) {
@@ -1835,7 +1942,12 @@ build_order(al_ctx_t *c, pass_t *ps)
         /* Waiting since (earlier first: aging), then submit time. */
         k->k[1] = bias(jb->eligible_time > 0 ? jb->eligible_time
                                              : jb->submit_time);
-        k->k[2] = bias(jb->submit_time);
+        /* Submit time as an offset from the waiting time: the same
+         * order for ties, and all zero (no sort pass) in the usual case
+         * where a job waits since it was submitted. */
+        k->k[2] = bias(jb->submit_time - (jb->eligible_time > 0
+                                              ? jb->eligible_time
+                                              : jb->submit_time));
         k->idx = j;
     }
     ps->norder = n;
@@ -2010,7 +2122,7 @@ al_result_destroy(al_result_t *res)
 static int
 build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
 {
-    al_arena_t *ar = al_arena_create(c->a);
+    al_arena_t *ar = c->out;
     al_result_t *res;
     size_t nd = 0, i;
     int32_t j, q, r;
@@ -2027,7 +2139,7 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
             nd++;
     nd += c->decisions.len;
     res->decisions = al_arena_array(ar, nd + 1, sizeof(al_decision_t));
-    res->reasons = al_arena_array(ar, (size_t)c->nj + 1, sizeof(al_reason_t));
+    res->reasons = c->reasons;
     res->queues = al_arena_array(ar, (size_t)c->nq + 1,
                                  sizeof(al_queue_share_t));
     res->reservations = al_arena_array(ar, (size_t)ps->nresv + 1,
@@ -2071,7 +2183,6 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
                (size_t)d->ntasks * sizeof(al_placement_t));
     }
     res->ndecisions = (int)nd;
-    memcpy(res->reasons, c->reasons, (size_t)c->nj * sizeof(al_reason_t));
     for (j = 0; j < c->nj; j++)
         if (c->wj[j].flags & JF_STARTED)
             memset(&res->reasons[j], 0, sizeof(al_reason_t)),
@@ -2107,9 +2218,9 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
     }
     res->stats = c->stats;
     *out = res;
+    c->out = NULL; /* the result owns its arena now */
     return 0;
 nomem:
-    al_arena_destroy(ar);
     return AL_ENOMEM;
 }
 
@@ -2184,14 +2295,19 @@ al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
     c.tasks.esz = sizeof(al_placement_t);
     c.resv.esz = sizeof(al_reservation_t);
     c.tmp = al_arena_create(c.a);
-    if (c.tmp == NULL)
+    c.out = al_arena_create(c.a);
+    if (c.tmp == NULL || c.out == NULL) {
+        al_arena_destroy(c.tmp);
+        al_arena_destroy(c.out);
         return AL_ENOMEM;
+    }
     rc = run(&c, &res, cause);
     al__vec_free(&c, &c.undo);
     al__vec_free(&c, &c.decisions);
     al__vec_free(&c, &c.tasks);
     al__vec_free(&c, &c.resv);
     al_arena_destroy(c.tmp);
+    al_arena_destroy(c.out); /* NULL once the result took it */
     if (rc == 0)
         *out = res;
     return rc;

@@ -117,6 +117,7 @@ typedef struct al_ctx {
     al_config_t cfg;
     const al_allocator_t *a;
     al_arena_t *tmp; /* scratch for the cycle */
+    al_arena_t *out; /* the result's memory, until the result owns it */
     int nn, nq, nj;
     wnode_t *wn;
     int32_t *dev_milli; /* used milli per device (fractional) */
@@ -125,9 +126,13 @@ typedef struct al_ctx {
     uint64_t *dom_masks;
     int ngroups;
     wgroup_t *groups;
+    bool gm_valid; /* al__req_group's cache */
+    const char *gm_pool, *gm_model;
+    uint64_t gm_mask;
     int ndomains[AL_MAX_TOPO_LEVELS];
     int32_t *dom_nodes[AL_MAX_TOPO_LEVELS]; /* CSR: nodes of each domain */
     int32_t *dom_off[AL_MAX_TOPO_LEVELS];
+    int64_t *dom_free[AL_MAX_TOPO_LEVELS]; /* free unheld devices per domain */
     int32_t *run_tasks; /* CSR of (job << 8 | task)? see place.c */
     wqueue_t *wq;
     wjob_t *wj;
@@ -149,6 +154,7 @@ void al__vec_free(al_ctx_t *c, vec_t *v);
 void al__fairshare(al_ctx_t *c);
 
 /* place.c */
+int al__popcount(uint64_t x);
 int al__place_init(al_ctx_t *c);
 int al__take(al_ctx_t *c, int32_t job, const al_placement_t *p, bool charge);
 int al__give(al_ctx_t *c, int32_t job, const al_placement_t *p, bool charge);
@@ -162,6 +168,7 @@ int al__find_task(al_ctx_t *c, int32_t job, int only_node, int topo_level,
 int64_t al__node_slots(al_ctx_t *c, int32_t node, const al_request_t *req,
                        bool ignore_holds);
 bool al__group_match(const al_ctx_t *c, int32_t g, const al_request_t *req);
+bool al__req_group(al_ctx_t *c, int32_t g, const al_request_t *req);
 
 /* The placements job j holds now: the snapshot's, or those of the START
  * decision this cycle made.  Valid until ctx->tasks grows. */
