@@ -76,6 +76,8 @@ arena_take(al_arena_t *ar, size_t n)
     size_t size;
     void *p;
 
+    if (n > SIZE_MAX - ALIGN)
+        return NULL; /* rounding up would wrap around */
     n = (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
     if (n == 0)
         n = ALIGN;

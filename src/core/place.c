@@ -383,6 +383,8 @@ al__group_match(const al_ctx_t *c, int32_t g, const al_request_t *req)
 bool
 al__req_group(al_ctx_t *c, int32_t g, const al_request_t *req)
 {
+    if ((c->forbid >> (g & 63)) & 1 && g < 64)
+        return false;
     if (c->ngroups > 64)
         return al__group_match(c, g, req);
     /* One-entry cache keyed by the request's string pointers: jobs of one
@@ -433,12 +435,17 @@ charge_queue(al_ctx_t *c, int32_t job, const al_placement_t *p, int sign)
         w->alloc[AL_RES_MEM] += sign * j->req.mem_bytes;
         if (!j->preemptible)
             w->nonpre_gpu += sign * gpu;
+        if (!(c->wj[job].flags & JF_RUNNING))
+            w->started_gpu += sign * gpu;
         if (w->model_alloc != NULL && p->node >= 0) {
             const char *model = c->s->nodes[p->node].gpu_model;
 
             for (k = 0; k < qq->nmodel_quotas; k++)
-                if (streq(qq->model_quotas[k].model, model))
+                if (streq(qq->model_quotas[k].model, model)) {
                     w->model_alloc[k] += sign * gpu;
+                    if (!j->preemptible)
+                        w->model_nonpre[k] += sign * gpu;
+                }
         }
     }
 }
@@ -949,7 +956,7 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
             int32_t n = list[i];
 
             if (c->wn[n].group == NIL ||
-                !al__group_match(c, c->wn[n].group, req))
+                !al__req_group(c, c->wn[n].group, req))
                 continue;
             if (fit_on(c, n, req, ignore_holds, &p) && better(c, n, best)) {
                 best = n;
@@ -1006,7 +1013,7 @@ find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
         memset(&bp, 0, sizeof(bp));
         for (n = 0; n < c->nn; n++) {
             if (c->wn[n].group == NIL ||
-                !al__group_match(c, c->wn[n].group, req))
+                !al__req_group(c, c->wn[n].group, req))
                 continue;
             if (fit_on(c, n, req, true, &p) && better(c, n, best)) {
                 best = n;

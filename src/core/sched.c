@@ -274,7 +274,10 @@ setup_queues(al_ctx_t *c, char **cause)
         if (qq->nmodel_quotas > 0) {
             w->model_alloc = al_arena_array(c->tmp, (size_t)qq->nmodel_quotas,
                                             sizeof(int64_t));
-            if (w->model_alloc == NULL)
+            w->model_nonpre = al_arena_array(c->tmp,
+                                             (size_t)qq->nmodel_quotas,
+                                             sizeof(int64_t));
+            if (w->model_alloc == NULL || w->model_nonpre == NULL)
                 return AL_ENOMEM;
         }
     }
@@ -693,6 +696,7 @@ admit(al_ctx_t *c, int32_t j, int64_t ntasks)
             if (lim >= 0 && w->alloc[r] + need[r] > lim)
                 return set_reason(c, j, AL_WHY_LIMIT, q, NIL, r, lim, 0);
             if (!c->cfg.borrow &&
+                (r == AL_RES_GPU || qq->quota[r].deserved > 0) &&
                 w->alloc[r] + need[r] > qq->quota[r].deserved)
                 return set_reason(c, j, AL_WHY_NO_BORROW, q, NIL, r,
                                   qq->quota[r].deserved, 0);
@@ -713,6 +717,10 @@ admit(al_ctx_t *c, int32_t j, int64_t ntasks)
                     w->model_alloc[k] + need[AL_RES_GPU] > mq->limit)
                     return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
                                       AL_RES_GPU, mq->limit, 0);
+                if (!jb->preemptible &&
+                    w->model_nonpre[k] + need[AL_RES_GPU] > mq->deserved)
+                    return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
+                                      AL_RES_GPU, mq->deserved, 0);
             }
         }
     }
@@ -760,48 +768,142 @@ ever_fits(al_ctx_t *c, int32_t j)
 }
 
 /*
- * Picks the topology domain at `level` for n tasks of job j: of the domains
- * that can hold them all, the one with the fewest free devices, so that the
- * emptiest domains stay whole for larger gangs.  A domain's free-device
- * count bounds what it can hold, so most domains are judged without looking
- * at their nodes, and a domain's scan stops once n tasks fit.
+ * Picks the topology domain at `level` for job j's gang of n tasks (up to
+ * `want` for an elastic job): of the domains that hold at least n, the one
+ * that holds the most of `want`, then the one with the fewest free devices,
+ * so that the emptiest domains stay whole for larger gangs.  A domain's
+ * free-device count bounds what it can hold, so most domains are judged
+ * without looking at their nodes, and a domain's scan stops at `want`.
  */
 static int32_t
-pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, bool ignore_holds)
+pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, int64_t want,
+            bool ignore_holds)
 {
     const al_job_t *jb = &c->s->jobs[j];
     int32_t d, best = NIL;
-    int64_t bestfree = INT64_MAX;
+    int64_t bestfree = INT64_MAX, bestk = 0;
     int64_t needdev = n * (jb->req.gpus > 0 ? jb->req.gpus : 0);
     bool match[64];
     int32_t g;
 
     for (g = 0; g < c->ngroups && g < 64; g++)
-        match[g] = al__group_match(c, g, &jb->req);
+        match[g] = al__req_group(c, g, &jb->req);
     for (d = 0; d < c->ndomains[level]; d++) {
         int32_t i, lo = c->dom_off[level][d], hi = c->dom_off[level][d + 1];
         int64_t slots = 0, f = c->dom_free[level][d];
 
-        if (!ignore_holds && (f < needdev || f >= bestfree))
+        if (!ignore_holds && f < needdev)
             continue;
-        for (i = lo; i < hi && slots < n; i++) {
+        /* Once a domain holds every task wanted, only a tighter one can
+         * beat it. */
+        if (!ignore_holds && bestk >= want && f >= bestfree)
+            continue;
+        for (i = lo; i < hi && slots < want; i++) {
             int32_t nd = c->dom_nodes[level][i];
 
             g = c->wn[nd].group;
             if (g == NIL || !(g < 64 ? match[g]
-                                     : al__group_match(c, g, &jb->req)))
+                                     : al__req_group(c, g, &jb->req)))
                 continue;
             if (jb->req.gpus > 0 && !ignore_holds &&
                 c->wn[nd].nfree < jb->req.gpus)
                 continue;
             slots += al__node_slots(c, nd, &jb->req, ignore_holds);
         }
-        if (slots >= n) {
+        if (slots > want)
+            slots = want;
+        if (slots >= n && (slots > bestk || (slots == bestk && f < bestfree))) {
             best = d;
+            bestk = slots;
             bestfree = f;
         }
     }
     return best;
+}
+
+/*
+ * After placing job j (its tasks already charged), does its queue chain
+ * still respect every limit, and non-preemptible work its deserved quota?
+ * admit() judged the request; this judges what placement really charged,
+ * which differs for fractions sized by device memory.  Sets the reason when
+ * not.
+ */
+static bool
+within_quota(al_ctx_t *c, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int32_t q;
+    int r;
+
+    if (c->cfg.ignore_queues)
+        return true;
+    for (q = jb->queue; q != NIL; q = c->wq[q].parent) {
+        const al_queue_t *qq = &c->s->queues[q];
+        const wqueue_t *w = &c->wq[q];
+
+        for (r = 0; r < AL_NRES; r++) {
+            int64_t lim = qq->quota[r].limit;
+
+            if (lim >= 0 && w->alloc[r] > lim)
+                return set_reason(c, j, AL_WHY_LIMIT, q, NIL, r, lim, 0);
+            if (!c->cfg.borrow && w->alloc[r] > qq->quota[r].deserved &&
+                (r == AL_RES_GPU || qq->quota[r].deserved > 0))
+                return set_reason(c, j, AL_WHY_NO_BORROW, q, NIL, r,
+                                  qq->quota[r].deserved, 0);
+        }
+        if (!jb->preemptible &&
+            w->nonpre_gpu > qq->quota[AL_RES_GPU].deserved)
+            return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
+                              qq->quota[AL_RES_GPU].deserved, 0);
+    }
+    return true;
+}
+
+/*
+ * Per-GPU-model limits.  A request without a model may land on any model,
+ * so the limit is enforced by placement: the groups whose model would take
+ * a queue of j's chain past its limit for that model (with `ntasks` more
+ * tasks) are forbidden while j is placed.  Returns the mask and notes the
+ * first queue that forbade something in *q and its limit in *lim.
+ */
+static uint64_t
+model_forbid(al_ctx_t *c, int32_t j, int64_t ntasks, int32_t *q, int64_t *lim)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t need = ntasks * c->wj[j].task_gpu;
+    uint64_t mask = 0;
+    int32_t a, g;
+    int k;
+
+    if (c->cfg.ignore_queues || need == 0 || c->ngroups > 64)
+        return 0;
+    for (a = jb->queue; a != NIL; a = c->wq[a].parent) {
+        const al_queue_t *qq = &c->s->queues[a];
+
+        for (k = 0; k < qq->nmodel_quotas; k++) {
+            const al_model_quota_t *mq = &qq->model_quotas[k];
+
+            bool over = mq->limit >= 0 &&
+                        c->wq[a].model_alloc[k] + need > mq->limit;
+
+            if (!jb->preemptible &&
+                c->wq[a].model_nonpre[k] + need > mq->deserved)
+                over = true;
+            if (mq->model == NULL || !over)
+                continue;
+            for (g = 0; g < c->ngroups; g++)
+                if (c->groups[g].model != NULL &&
+                    strcmp(c->groups[g].model, mq->model) == 0 &&
+                    !((mask >> g) & 1)) {
+                    mask |= 1ULL << g;
+                    if (*q == NIL) {
+                        *q = a;
+                        *lim = jb->preemptible ? mq->limit : mq->deserved;
+                    }
+                }
+        }
+    }
+    return mask;
 }
 
 /* Records a START decision for job j whose placements are the last
@@ -843,23 +945,30 @@ place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
     const al_job_t *jb = &c->s->jobs[j];
     size_t mark = c->undo.len, tmark = c->tasks.len;
     int32_t dom = NIL, placed = 0, want;
+    uint64_t forbid = c->forbid; /* extras recompute it; restored below */
     int level = -1, rc;
 
-    if (jb->topo_mode != AL_TOPO_NONE && jb->min_tasks > 1 && only_node < 0) {
+    want = jb->max_tasks > jb->min_tasks ? jb->max_tasks : jb->min_tasks;
+    if (jb->topo_mode != AL_TOPO_NONE && want > 1 && only_node < 0) {
         level = jb->topo_level;
-        dom = pick_domain(c, j, level, jb->min_tasks, ignore_holds);
+        dom = pick_domain(c, j, level, jb->min_tasks, want, ignore_holds);
         if (dom == NIL) {
             if (jb->topo_mode == AL_TOPO_REQUIRED)
                 return AL_ENOENT;
             level = -1;
         }
     }
-    want = jb->max_tasks > jb->min_tasks ? jb->max_tasks : jb->min_tasks;
     while (placed < want) {
         al_placement_t p;
 
-        if (placed >= jb->min_tasks && !admit(c, j, 1))
-            break;
+        if (placed >= jb->min_tasks) {
+            int32_t fq = NIL;
+            int64_t fl = 0;
+
+            if (!admit(c, j, 1))
+                break;
+            c->forbid = model_forbid(c, j, 1, &fq, &fl);
+        }
         rc = al__find_task(c, j, only_node, level, dom, ignore_holds, &p);
         if (rc == AL_ENOENT && placed >= jb->min_tasks)
             break;
@@ -870,9 +979,17 @@ place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
         if (rc != 0) {
             al__undo_to(c, mark);
             c->tasks.len = tmark;
+            c->forbid = forbid;
             return rc;
         }
         placed++;
+    }
+    c->forbid = forbid;
+    if (!within_quota(c, j)) {
+        /* Fractions sized by memory charge more than the request said. */
+        al__undo_to(c, mark);
+        c->tasks.len = tmark;
+        return AL_ELIMIT;
     }
     rc = record_start(c, j, placed, lent, lent_from);
     if (rc != 0) {
@@ -1068,7 +1185,7 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
         const wnode_t *w = &c->wn[n];
 
         if (!w->ready || w->group == NIL ||
-            !al__group_match(c, w->group, req) ||
+            !al__req_group(c, w->group, req) ||
             (level >= 0 && w->topo[level] == NIL)) {
             slots[n] = -1; /* not usable */
             continue;
@@ -1347,7 +1464,7 @@ claim_lent(al_ctx_t *c, const pass_t *ps, int32_t j, const resv_int_t *rv,
     }
 fail:
     al__undo_to(c, mark);
-    return rc == AL_ENOENT ? 0 : rc;
+    return rc == AL_ENOENT || rc == AL_ELIMIT ? 0 : rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1358,9 +1475,20 @@ fail:
 typedef struct victim {
     int32_t job;
     bool shed; /* only the extra tasks of an elastic job */
+    bool guarded; /* its queue's deserved quota limits what may be taken */
+    int64_t qgive; /* milli-GPUs its queue loses (all its tasks, anywhere) */
     int64_t dev, cpu, mem; /* what it frees on the node looked at */
     skey_t key;
 } victim_t;
+
+/* GPUs queue q holds in jobs that were running before this cycle: what
+ * reclaim protects down to the deserved quota (jobs this cycle started
+ * would otherwise let it evict work that ran, then count what it started). */
+static int64_t
+running_gpu(const al_ctx_t *c, int32_t q)
+{
+    return c->wq[q].alloc[AL_RES_GPU] - c->wq[q].started_gpu;
+}
 
 /* May running job x be evicted (or shed) so that job j can start? */
 static bool
@@ -1401,7 +1529,7 @@ victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
                 shared = true;
         if (shared)
             break;
-        if (c->wq[a].alloc[AL_RES_GPU] - give <
+        if (running_gpu(c, a) - give <
             c->s->queues[a].quota[AL_RES_GPU].deserved)
             return false;
     }
@@ -1452,6 +1580,80 @@ victim_key(const al_ctx_t *c, victim_t *v)
     v->key.idx = v->job;
 }
 
+/* Does queue a contain queue q (a == q or an ancestor of it)? */
+static bool
+contains(const al_ctx_t *c, int32_t a, int32_t q)
+{
+    for (; q != NIL; q = c->wq[q].parent)
+        if (q == a)
+            return true;
+    return false;
+}
+
+/* May victim v join the victims chosen[0..n) for job j without taking any
+ * queue that j does not share below its deserved GPU quota? */
+static bool
+together_ok(const al_ctx_t *c, int32_t j, const victim_t *chosen, int32_t n,
+            const victim_t *v)
+{
+    int32_t jq = c->s->jobs[j].queue, a, i;
+
+    if (!v->guarded)
+        return true;
+    for (a = c->s->jobs[v->job].queue; a != NIL; a = c->wq[a].parent) {
+        int64_t take = v->qgive;
+
+        if (contains(c, a, jq))
+            break;
+        for (i = 0; i < n; i++)
+            if (chosen[i].guarded &&
+                contains(c, a, c->s->jobs[chosen[i].job].queue))
+                take += chosen[i].qgive;
+        if (running_gpu(c, a) - take <
+            c->s->queues[a].quota[AL_RES_GPU].deserved)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Takes victims from scratch[0..m) in order until one task of job j fits
+ * on node w, moving those taken to the front; *used counts them and
+ * dev/cpu/mem say what the node then has free.  Victims are checked one by
+ * one in victim_ok(); here, together, they must not take a queue below its
+ * deserved quota either.  Returns whether the task fits.
+ */
+static bool
+accumulate(const al_ctx_t *c, int32_t j, const wnode_t *w,
+           const al_request_t *req, victim_t *scratch, int32_t m,
+           int32_t *used, int64_t *dev, int64_t *cpu, int64_t *mem)
+{
+    int64_t need = req->gpus > 0 ? req->gpus : 1;
+    int32_t i, n = 0;
+
+    *dev = w->nfree;
+    *cpu = w->free_cpu;
+    *mem = w->free_mem;
+    for (i = 0; i < m; i++) {
+        if (*dev >= need && *cpu >= req->cpu_milli && *mem >= req->mem_bytes)
+            break;
+        if (!together_ok(c, j, scratch, n, &scratch[i]))
+            continue;
+        if (i != n) {
+            victim_t t = scratch[n];
+
+            scratch[n] = scratch[i];
+            scratch[i] = t;
+        }
+        *dev += scratch[n].dev;
+        *cpu += scratch[n].cpu;
+        *mem += scratch[n].mem;
+        n++;
+    }
+    *used = n;
+    return *dev >= need && *cpu >= req->cpu_milli && *mem >= req->mem_bytes;
+}
+
 /*
  * For one task of job j, finds the node where the fewest, cheapest victims
  * make room.  Fills vs[0..*nv) with the victims to evict and *node, or sets
@@ -1472,7 +1674,7 @@ pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
         int32_t k, m = 0, i, used = 0;
         int64_t dev, cpu, mem;
 
-        if (!w->ready || w->group == NIL || !al__group_match(c, w->group, req))
+        if (!w->ready || w->group == NIL || !al__req_group(c, w->group, req))
             continue;
         if (w->nrun == 0)
             continue;
@@ -1501,6 +1703,11 @@ pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
                 scratch[m].job = x;
                 scratch[m].shed = sh;
                 scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
+                scratch[m].qgive = (sh ? c->wj[x].ntasks - xb->min_tasks
+                                       : c->wj[x].ntasks) *
+                                   c->wj[x].task_gpu;
+                scratch[m].guarded = xb->queue != c->s->jobs[j].queue &&
+                                     !(c->wj[x].flags & JF_LENT);
                 victim_key(c, &scratch[m]);
                 m++;
             }
@@ -1524,21 +1731,42 @@ pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
             }
             scratch[k2] = x;
         }
-        dev = w->nfree;
-        cpu = w->free_cpu;
-        mem = w->free_mem;
-        for (i = 0; i < m; i++) {
-            if (dev >= need && cpu >= req->cpu_milli && mem >= req->mem_bytes)
-                break;
-            dev += scratch[i].dev;
-            cpu += scratch[i].cpu;
-            mem += scratch[i].mem;
-            used++;
+        if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu,
+                        &mem)) {
+            /* Cheapest first can stall on the deserved guard (a small
+             * victim uses up what a queue may lose); try largest first. */
+            for (i = 1; i < m; i++) {
+                victim_t x = scratch[i];
+                int32_t k2 = i;
+
+                while (k2 > 0 && scratch[k2 - 1].dev < x.dev) {
+                    scratch[k2] = scratch[k2 - 1];
+                    k2--;
+                }
+                scratch[k2] = x;
+            }
+            if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu,
+                            &mem))
+                continue;
         }
-        if (!(dev >= need && cpu >= req->cpu_milli && mem >= req->mem_bytes))
-            continue;
         if (used == 0)
             continue; /* fits without victims: placement failed elsewhere */
+        /* Spare every victim the others make unnecessary, the most
+         * expensive first: cheapest-first accumulation can pick a small
+         * victim that a larger one, needed anyway, makes redundant. */
+        for (i = used - 1; i >= 0; i--) {
+            if (dev - scratch[i].dev >= need &&
+                cpu - scratch[i].cpu >= req->cpu_milli &&
+                mem - scratch[i].mem >= req->mem_bytes) {
+                dev -= scratch[i].dev;
+                cpu -= scratch[i].cpu;
+                mem -= scratch[i].mem;
+                memmove(&scratch[i], &scratch[i + 1],
+                        (size_t)(m - i - 1) * sizeof(*scratch));
+                m--;
+                used--;
+            }
+        }
         {
             /* Compare: the most expensive victim used, then how many. */
             skey_t key = scratch[used - 1].key;
@@ -1599,6 +1827,10 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
             rc = al__vec_push(c, &c->tasks, &p);
         if (rc != 0)
             goto fail;
+    }
+    if (!within_quota(c, j)) {
+        rc = AL_ENOENT;
+        goto fail;
     }
     rc = record_start(c, j, jb->min_tasks, false, NIL);
     if (rc != 0)
@@ -1773,34 +2005,30 @@ touched_resv(const al_ctx_t *c, const pass_t *ps, int32_t j)
 /* Tries to start candidate j.  Returns 0 (started or not: see flags and
  * reason) or AL_ENOMEM. */
 static int
-try_start(al_ctx_t *c, pass_t *ps, int32_t j)
+try_place(al_ctx_t *c, pass_t *ps, int32_t j)
 {
     const al_job_t *jb = &c->s->jobs[j];
     uint64_t h = shape_hash(jb);
+    bool use_memo = c->forbid == 0; /* the memo knows shapes, not masks */
     int rc;
 
-    c->stats.considered++;
-    if (!admit(c, j, jb->min_tasks))
-        return 0;
-    if (!ever_fits(c, j)) {
-        set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
-                   c->wj[j].task_gpu, 0);
-        return 0;
-    }
     memo_reset(c, ps);
     if (jb->req.gpus > 0 &&
         free_devices(c, j) < (int64_t)jb->min_tasks * jb->req.gpus)
         rc = AL_ENOENT;
-    else if (memo_failed(ps, jb, h))
+    else if (use_memo && memo_failed(ps, jb, h))
         rc = AL_ENOENT;
     else
         rc = place_gang(c, j, false, -1, false, NIL);
     if (rc == 0)
         return 0;
+    if (rc == AL_ELIMIT)
+        return 0; /* over a quota, not out of room: reason set */
     if (rc != AL_ENOENT)
         return rc;
     memo_reset(c, ps);
-    memo_note(ps, jb, h);
+    if (use_memo)
+        memo_note(ps, jb, h);
     blocked_reason(c, j);
 
     if (ps->nresv > 0) {
@@ -1839,6 +2067,8 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
             }
             al__undo_to(c, mark);
             c->tasks.len = tmark;
+            if (rc == AL_ELIMIT)
+                return 0;
             if (rc != AL_ENOENT)
                 return rc;
         }
@@ -1892,6 +2122,38 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
                    rv->r.start);
     }
     return 0;
+}
+
+/* Tries to start candidate j: admission, then placement (see try_place).
+ * Returns 0 (started or not: see flags and reason) or AL_ENOMEM. */
+static int
+try_start(al_ctx_t *c, pass_t *ps, int32_t j)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int32_t fq = NIL;
+    int64_t fl = 0;
+    int rc;
+
+    c->stats.considered++;
+    if (!admit(c, j, jb->min_tasks))
+        return 0;
+    if (!ever_fits(c, j)) {
+        set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
+                   c->wj[j].task_gpu, 0);
+        return 0;
+    }
+    c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
+    rc = try_place(c, ps, j);
+    if (rc == 0 && c->forbid != 0 && !(c->wj[j].flags & JF_STARTED) &&
+        (c->reasons[j].code == AL_WHY_CAPACITY ||
+         c->reasons[j].code == AL_WHY_NO_NODE ||
+         c->reasons[j].code == AL_WHY_TOPOLOGY ||
+         c->reasons[j].code == AL_WHY_TOO_BIG)) {
+        c->wj[j].flags &= ~JF_BLOCKED; /* reclaim cannot lift a limit */
+        set_reason(c, j, AL_WHY_MODEL_LIMIT, fq, NIL, AL_RES_GPU, fl, 0);
+    }
+    c->forbid = 0;
+    return rc;
 }
 
 /* Builds the candidates' order: per queue (or one global list), priority
@@ -2028,6 +2290,19 @@ allocate(al_ctx_t *c, pass_t *ps)
     return 0;
 }
 
+/* Is any leaf queue other than q above its GPU fair share? */
+static bool
+any_over_share(const al_ctx_t *c, int32_t q)
+{
+    int32_t k;
+
+    for (k = 0; k < c->nq; k++)
+        if (k != q && c->wq[k].leaf &&
+            (double)c->wq[k].alloc[AL_RES_GPU] > c->wq[k].fair[AL_RES_GPU] + 0.5)
+            return true;
+    return false;
+}
+
 /* Reclaim and preemption for jobs the allocation pass left blocked, queues
  * in order of need. */
 static int
@@ -2086,9 +2361,13 @@ reclaim(al_ctx_t *c, pass_t *ps)
             c->stats.reclaim_tries++;
             {
                 bool save = c->cfg.reclaim;
+                int32_t fq = NIL;
+                int64_t fl = 0;
 
                 c->cfg.reclaim = cross;
+                c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
                 rc = reclaim_for(c, j, vs, scratch, &started);
+                c->forbid = 0;
                 c->cfg.reclaim = save;
             }
             if (rc != 0)
@@ -2099,7 +2378,12 @@ reclaim(al_ctx_t *c, pass_t *ps)
             } else {
                 if (w->reclaim_fail == 0 || size < w->reclaim_fail)
                     w->reclaim_fail = size;
-                if (cross && c->reasons[j].code != AL_WHY_RESERVED)
+                /* Say so only where reclaim was the way out: another
+                 * queue is over its fair share, and the job was not
+                 * waiting on a reservation anyway. */
+                if (cross && any_over_share(c, jb->queue) &&
+                    (c->reasons[j].code == AL_WHY_CAPACITY ||
+                     c->reasons[j].code == AL_WHY_NO_NODE))
                     set_reason(c, j, AL_WHY_NO_VICTIM, jb->queue, NIL,
                                AL_RES_GPU, 0, 0);
             }

@@ -63,13 +63,15 @@ typedef struct wqueue {
     int64_t alloc[AL_NRES];
     int64_t demand[AL_NRES];
     int64_t nonpre_gpu;
+    int64_t started_gpu; /* part of alloc[GPU] started by this cycle */
     double fair[AL_NRES];
     double usage; /* subtree usage */
     /* allocation order */
     int32_t heap_pos;
     int32_t next_job; /* cursor into its slice of the order */
     int32_t job_begin, job_end;
-    int64_t *model_alloc; /* parallel to queue->model_quotas */
+    int64_t *model_alloc;  /* parallel to queue->model_quotas */
+    int64_t *model_nonpre; /* the non-preemptible part of model_alloc */
     int64_t reclaim_fail; /* smallest GPU size whose reclaim failed, or 0 */
 } wqueue_t;
 
@@ -129,6 +131,9 @@ typedef struct al_ctx {
     bool gm_valid; /* al__req_group's cache */
     const char *gm_pool, *gm_model;
     uint64_t gm_mask;
+    /* Groups the job being placed may not use (its queue chain is at a
+     * per-model limit there); see model_forbid() in sched.c. */
+    uint64_t forbid;
     int ndomains[AL_MAX_TOPO_LEVELS];
     int32_t *dom_nodes[AL_MAX_TOPO_LEVELS]; /* CSR: nodes of each domain */
     int32_t *dom_off[AL_MAX_TOPO_LEVELS];
