@@ -23,6 +23,7 @@ al_config_default(al_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->pack = AL_PACK_BIN;
     cfg->usage_weight = 1.0;
+    cfg->usage_half_life = 7 * 24 * 3600;
     cfg->reserve_depth = 4;
     cfg->default_runtime = 24 * 3600;
     cfg->lend_reserved = true;
@@ -833,7 +834,7 @@ within_quota(al_ctx_t *c, int32_t j)
 {
     const al_job_t *jb = &c->s->jobs[j];
     int32_t q;
-    int r;
+    int r, k;
 
     if (c->cfg.ignore_queues)
         return true;
@@ -855,6 +856,16 @@ within_quota(al_ctx_t *c, int32_t j)
             w->nonpre_gpu > qq->quota[AL_RES_GPU].deserved)
             return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
                               qq->quota[AL_RES_GPU].deserved, 0);
+        for (k = 0; k < qq->nmodel_quotas; k++) {
+            const al_model_quota_t *mq = &qq->model_quotas[k];
+
+            if (mq->limit >= 0 && w->model_alloc[k] > mq->limit)
+                return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
+                                  AL_RES_GPU, mq->limit, 0);
+            if (!jb->preemptible && w->model_nonpre[k] > mq->deserved)
+                return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
+                                  AL_RES_GPU, mq->deserved, 0);
+        }
     }
     return true;
 }
@@ -1504,8 +1515,8 @@ victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
         return false;
     if (shed_only && w->ntasks <= xb->min_tasks)
         return false;
-    if (!shed_only && c->s->now - xb->start_time < xb->min_runtime)
-        return false;
+    if (c->s->now - xb->start_time < xb->min_runtime)
+        return false; /* shedding loses work too */
     if (xb->queue == jb->queue)
         return c->cfg.preempt && xb->priority < jb->priority;
     if (!c->cfg.reclaim || c->cfg.ignore_queues)
@@ -1660,16 +1671,21 @@ accumulate(const al_ctx_t *c, int32_t j, const wnode_t *w,
  * *node NIL when nothing works.
  */
 static int
-pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
-             int32_t *node, victim_t *scratch)
+pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom, victim_t *vs,
+             int32_t *nv, int32_t *node, victim_t *scratch)
 {
     const al_request_t *req = &c->s->jobs[j].req;
     skey_t bestkey;
-    int32_t n, best = NIL, bestn = 0;
+    int32_t li, lo = 0, hi = c->nn, best = NIL, bestn = 0;
     int64_t need = req->gpus > 0 ? req->gpus : 1;
 
+    if (level >= 0) {
+        lo = c->dom_off[level][dom];
+        hi = c->dom_off[level][dom + 1];
+    }
     memset(&bestkey, 0xff, sizeof(bestkey));
-    for (n = 0; n < c->nn; n++) {
+    for (li = lo; li < hi; li++) {
+        int32_t n = level >= 0 ? c->dom_nodes[level][li] : li;
         const wnode_t *w = &c->wn[n];
         int32_t k, m = 0, i, used = 0;
         int64_t dev, cpu, mem;
@@ -1785,6 +1801,51 @@ pick_victims(al_ctx_t *c, int32_t j, victim_t *vs, int32_t *nv,
     return 0;
 }
 
+/*
+ * For a gang that must stay inside one topology domain: the domain where
+ * free devices plus those of eligible victims hold every task, preferring
+ * the one with most free devices already (fewest evictions).  NIL if none.
+ */
+static int32_t
+reclaim_domain(al_ctx_t *c, int32_t j, int level)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t g = jb->req.gpus > 0 ? jb->req.gpus : 1, bestfree = -1;
+    int32_t d, best = NIL;
+
+    for (d = 0; d < c->ndomains[level]; d++) {
+        int32_t i, lo = c->dom_off[level][d], hi = c->dom_off[level][d + 1];
+        int64_t pot = 0, f = 0;
+
+        for (i = lo; i < hi; i++) {
+            int32_t n = c->dom_nodes[level][i], k;
+            const wnode_t *w = &c->wn[n];
+            int64_t vdev = 0;
+
+            if (!w->ready || w->group == NIL ||
+                !al__req_group(c, w->group, &jb->req))
+                continue;
+            for (k = 0; k < w->nrun; k++) {
+                int32_t x = c->run_tasks[2 * (w->run_off + k)];
+                int32_t t = c->run_tasks[2 * (w->run_off + k) + 1];
+                const al_placement_t *p = &c->s->jobs[x].placement[t];
+
+                if ((c->wj[x].flags & JF_EVICTED) || t >= c->wj[x].ntasks ||
+                    p->gpu_milli > 0 || !victim_ok(c, j, x, false))
+                    continue;
+                vdev += al__popcount(p->devices);
+            }
+            pot += (w->nfree + vdev) / g;
+            f += w->nfree;
+        }
+        if (pot >= jb->min_tasks && f > bestfree) {
+            best = d;
+            bestfree = f;
+        }
+    }
+    return best;
+}
+
 /* Tries to start blocked job j by evicting victims.  On failure the state
  * is unchanged.  Returns 0 (see *started) or AL_ENOMEM. */
 static int
@@ -1793,17 +1854,23 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
 {
     const al_job_t *jb = &c->s->jobs[j];
     size_t mark = c->undo.len, tmark = c->tasks.len;
-    int32_t t, i;
-    int rc = 0;
+    int32_t t, i, dom = NIL;
+    int level = -1, rc = 0;
 
     *started = false;
+    if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1) {
+        level = jb->topo_level;
+        dom = reclaim_domain(c, j, level);
+        if (dom == NIL)
+            return 0;
+    }
     for (t = 0; t < jb->min_tasks; t++) {
         al_placement_t p;
         int32_t nv, node;
 
-        rc = al__find_task(c, j, -1, -1, NIL, false, &p);
+        rc = al__find_task(c, j, -1, level, dom, false, &p);
         if (rc == AL_ENOENT) {
-            rc = pick_victims(c, j, vs, &nv, &node, scratch);
+            rc = pick_victims(c, j, level, dom, vs, &nv, &node, scratch);
             if (rc != 0 || node == NIL) {
                 rc = rc ? rc : AL_ENOENT;
                 goto fail;
@@ -2345,16 +2412,22 @@ reclaim(al_ctx_t *c, pass_t *ps)
             const al_job_t *jb = &c->s->jobs[j];
             int64_t size = (int64_t)jb->min_tasks * c->wj[j].task_gpu;
             bool started, cross;
+            al_reason_t keep;
 
             if (!(c->wj[j].flags & JF_BLOCKED) ||
                 (c->wj[j].flags & JF_STARTED))
                 continue;
-            if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1)
-                continue; /* victims are chosen per node, not per domain */
             if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
                 continue;
-            if (!admit(c, j, jb->min_tasks))
+            /* Quotas may have moved since the job was blocked.  Whatever
+             * admit() or a failed reclaim_for() notes on the way, the job
+             * keeps the reason its allocation pass gave it. */
+            keep = c->reasons[j];
+            if (!admit(c, j, jb->min_tasks)) {
+                c->reasons[j] = keep; /* no reclaim; the reason stands */
                 continue;
+            }
+            c->reasons[j] = keep;
             cross = c->cfg.reclaim && may_reclaim(c, j);
             if (!cross && !c->cfg.preempt)
                 continue;
@@ -2376,6 +2449,7 @@ reclaim(al_ctx_t *c, pass_t *ps)
                 c->wj[j].flags &= ~JF_BLOCKED;
                 c->reasons[j].code = AL_WHY_NONE;
             } else {
+                c->reasons[j] = keep;
                 if (w->reclaim_fail == 0 || size < w->reclaim_fail)
                     w->reclaim_fail = size;
                 /* Say so only where reclaim was the way out: another
@@ -2467,10 +2541,23 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
                (size_t)d->ntasks * sizeof(al_placement_t));
     }
     res->ndecisions = (int)nd;
-    for (j = 0; j < c->nj; j++)
-        if (c->wj[j].flags & JF_STARTED)
-            memset(&res->reasons[j], 0, sizeof(al_reason_t)),
-                res->reasons[j].queue = NIL, res->reasons[j].job = NIL;
+    for (j = 0; j < c->nj; j++) {
+        al_reason_t *rs = &res->reasons[j];
+
+        if (c->wj[j].flags & JF_STARTED) {
+            memset(rs, 0, sizeof(*rs));
+            rs->queue = NIL;
+            rs->job = NIL;
+        } else if (rs->code == AL_WHY_BEHIND_RESERVATION && rs->job >= 0 &&
+                   (c->wj[rs->job].flags & JF_STARTED)) {
+            /* The reservation it stood behind was met by reclaim later in
+             * the cycle: what it waits for now is room. */
+            rs->code = AL_WHY_CAPACITY;
+            rs->job = NIL;
+            rs->amount = 0;
+            rs->time = 0;
+        }
+    }
     res->njobs = c->nj;
     for (q = 0; q < c->nq; q++) {
         for (r = 0; r < AL_NRES; r++) {

@@ -205,6 +205,10 @@ typedef struct al_config {
     /* Time-based fair share: how strongly decayed usage bends the surplus
      * split.  0 turns it off; 1 is the default. */
     double usage_weight;
+    /* Half-life of queue usage in seconds (default 7 days).  The core does
+     * not read it: the shells decay al_queue_t.usage with al_usage_decay()
+     * and this value, so that both keep one policy in one place. */
+    int64_t usage_half_life;
     /* Backfill: how many blocked jobs get a reservation per cycle (0 turns
      * backfill reservations off, and lower-ranked jobs start freely). */
     int reserve_depth;
