@@ -363,6 +363,7 @@ al__place_init(al_ctx_t *c)
         c->groups[w->group].free_dev += w->nfree;
         bucket_link(c, n);
     }
+    c->ndev = ndev_total;
     rc = init_topology(c);
     return rc;
 }
@@ -413,14 +414,19 @@ push_undo(al_ctx_t *c, const undo_t *u)
     return al__vec_push(c, &c->undo, u);
 }
 
+int64_t
+al__placed_gpu(const al_placement_t *p)
+{
+    return p->gpu_milli > 0 ? p->gpu_milli
+                            : (int64_t)popcount64(p->devices) * AL_GPU_MILLI;
+}
+
 /* Charges (sign 1) or refunds (sign -1) job j's use to its queue chain. */
 static void
 charge_queue(al_ctx_t *c, int32_t job, const al_placement_t *p, int sign)
 {
     const al_job_t *j = &c->s->jobs[job];
-    int64_t gpu = p->gpu_milli > 0 ? p->gpu_milli
-                                   : (int64_t)popcount64(p->devices) *
-                                         AL_GPU_MILLI;
+    int64_t gpu = al__placed_gpu(p);
     int32_t q;
 
     if (j->queue < 0 || j->queue >= c->nq)
@@ -695,20 +701,18 @@ is_frac(const al_request_t *req)
     return req->gpus == 0 && (req->gpu_milli > 0 || req->gpu_mem > 0);
 }
 
-/* Whole devices available to new work on node w. */
+/* Whole devices available to new work on node w: free and not held. */
 static uint64_t
-avail_mask(const wnode_t *w, bool ignore_holds)
+avail_mask(const wnode_t *w)
 {
-    return ignore_holds ? w->free_mask : (w->free_mask & ~w->hold_mask);
+    return w->free_mask & ~w->hold_mask;
 }
 
+/* free_cpu and free_mem already exclude what reservations hold. */
 static bool
-cpu_mem_fit(const wnode_t *w, const al_request_t *req, bool ignore_holds)
+cpu_mem_fit(const wnode_t *w, const al_request_t *req)
 {
-    int64_t cpu = w->free_cpu + (ignore_holds ? w->hold_cpu : 0);
-    int64_t mem = w->free_mem + (ignore_holds ? w->hold_mem : 0);
-
-    return cpu >= req->cpu_milli && mem >= req->mem_bytes;
+    return w->free_cpu >= req->cpu_milli && w->free_mem >= req->mem_bytes;
 }
 
 /* Picks g devices from avail on node w, preferring one NVLink/NUMA domain
@@ -777,7 +781,7 @@ pick_devices(const al_ctx_t *c, const wnode_t *w, uint64_t avail, int g)
  * task (shared devices first).  Returns the device or -1. */
 static int
 frac_device(const al_ctx_t *c, int32_t n, const al_request_t *req,
-            bool shared_only, bool ignore_holds, int32_t *left)
+            bool shared_only, int32_t *left)
 {
     const wnode_t *w = &c->wn[n];
     uint64_t m = w->shared_mask;
@@ -803,7 +807,7 @@ frac_device(const al_ctx_t *c, int32_t n, const al_request_t *req,
     }
     /* A fresh device: the one in the domain with fewest free devices. */
     {
-        uint64_t av = avail_mask(w, ignore_holds);
+        uint64_t av = avail_mask(w);
         uint64_t pick;
 
         if (av == 0)
@@ -823,22 +827,22 @@ frac_device(const al_ctx_t *c, int32_t n, const al_request_t *req,
 /* Fills p for task on node n if it fits there; returns true if so. */
 static bool
 fit_on(const al_ctx_t *c, int32_t n, const al_request_t *req,
-       bool ignore_holds, al_placement_t *p)
+       al_placement_t *p)
 {
     const wnode_t *w = &c->wn[n];
 
-    if (!w->ready || w->group == NIL || !cpu_mem_fit(w, req, ignore_holds))
+    if (!w->ready || w->group == NIL || !cpu_mem_fit(w, req))
         return false;
     memset(p, 0, sizeof(*p));
     p->node = n;
     if (req->gpus > 0) {
-        p->devices = pick_devices(c, w, avail_mask(w, ignore_holds),
+        p->devices = pick_devices(c, w, avail_mask(w),
                                   req->gpus);
         return p->devices != 0;
     }
     if (is_frac(req)) {
         int32_t left;
-        int d = frac_device(c, n, req, false, ignore_holds, &left);
+        int d = frac_device(c, n, req, false, &left);
 
         if (d < 0)
             return false;
@@ -851,16 +855,13 @@ fit_on(const al_ctx_t *c, int32_t n, const al_request_t *req,
 }
 
 int64_t
-al__node_slots(al_ctx_t *c, int32_t n, const al_request_t *req,
-               bool ignore_holds)
+al__node_slots(al_ctx_t *c, int32_t n, const al_request_t *req)
 {
     const wnode_t *w = &c->wn[n];
-    int64_t slots = INT32_MAX, cpu, mem;
+    int64_t slots = INT32_MAX, cpu = w->free_cpu, mem = w->free_mem;
 
     if (!w->ready || w->group == NIL)
         return 0;
-    cpu = w->free_cpu + (ignore_holds ? w->hold_cpu : 0);
-    mem = w->free_mem + (ignore_holds ? w->hold_mem : 0);
     if (req->cpu_milli > 0)
         slots = cpu / req->cpu_milli;
     else if (cpu < 0)
@@ -870,14 +871,14 @@ al__node_slots(al_ctx_t *c, int32_t n, const al_request_t *req,
     else if (mem < 0)
         slots = 0;
     if (req->gpus > 0) {
-        int64_t g = popcount64(avail_mask(w, ignore_holds)) / req->gpus;
+        int64_t g = popcount64(avail_mask(w)) / req->gpus;
 
         if (g < slots)
             slots = g;
     } else if (is_frac(req)) {
         /* Room on shared devices plus fresh ones, counted per device. */
         int64_t f = 0;
-        uint64_t m = w->shared_mask | avail_mask(w, ignore_holds);
+        uint64_t m = w->shared_mask | avail_mask(w);
 
         while (m != 0) {
             int d = __builtin_ctzll(m);
@@ -918,7 +919,7 @@ better(const al_ctx_t *c, int32_t a, int32_t cur)
 /* Scans an explicit node list (one node, or a topology domain). */
 static int
 find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
-             int32_t nlist, bool ignore_holds, al_placement_t *out)
+             int32_t nlist, al_placement_t *out)
 {
     int32_t i, best = NIL;
     al_placement_t p, bp;
@@ -934,17 +935,17 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
             /* Tightest shared device first, across the list. */
             int32_t left;
 
-            if (!cpu_mem_fit(&c->wn[n], req, ignore_holds) || !c->wn[n].ready)
+            if (!cpu_mem_fit(&c->wn[n], req) || !c->wn[n].ready)
                 continue;
-            if (frac_device(c, n, req, true, ignore_holds, &left) >= 0 &&
+            if (frac_device(c, n, req, true, &left) >= 0 &&
                 left < bestleft) {
                 bestleft = left;
                 best = n;
-                fit_on(c, n, req, ignore_holds, &bp);
+                fit_on(c, n, req, &bp);
             }
             continue;
         }
-        if (!fit_on(c, n, req, ignore_holds, &p))
+        if (!fit_on(c, n, req, &p))
             continue;
         if (better(c, n, best)) {
             best = n;
@@ -958,7 +959,7 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
             if (c->wn[n].group == NIL ||
                 !al__req_group(c, c->wn[n].group, req))
                 continue;
-            if (fit_on(c, n, req, ignore_holds, &p) && better(c, n, best)) {
+            if (fit_on(c, n, req, &p) && better(c, n, best)) {
                 best = n;
                 bp = p;
             }
@@ -972,8 +973,7 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
 
 /* Searches the buckets of every matching group. */
 static int
-find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
-                al_placement_t *out)
+find_in_buckets(al_ctx_t *c, const al_request_t *req, al_placement_t *out)
 {
     int k, kmax = AL_MAX_DEVICES, kmin, step;
     int32_t g;
@@ -990,40 +990,20 @@ find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
             for (n = c->groups[g].shared_head; n != NIL; n = c->wn[n].snext) {
                 int32_t left;
 
-                if (!cpu_mem_fit(&c->wn[n], req, ignore_holds))
+                if (!cpu_mem_fit(&c->wn[n], req))
                     continue;
-                if (frac_device(c, n, req, true, ignore_holds, &left) >= 0 &&
+                if (frac_device(c, n, req, true, &left) >= 0 &&
                     (left < bestleft || (left == bestleft && n < best))) {
                     best = n;
                     bestleft = left;
                 }
             }
         }
-        if (best != NIL && fit_on(c, best, req, ignore_holds, out))
+        if (best != NIL && fit_on(c, best, req, out))
             return 0;
         kmin = 1; /* a fresh device */
     } else {
         kmin = req->gpus;
-    }
-    if (ignore_holds) {
-        /* Buckets count unheld devices only: fall back to a full scan. */
-        int32_t n, best = NIL;
-        al_placement_t bp;
-
-        memset(&bp, 0, sizeof(bp));
-        for (n = 0; n < c->nn; n++) {
-            if (c->wn[n].group == NIL ||
-                !al__req_group(c, c->wn[n].group, req))
-                continue;
-            if (fit_on(c, n, req, true, &p) && better(c, n, best)) {
-                best = n;
-                bp = p;
-            }
-        }
-        if (best == NIL)
-            return AL_ENOENT;
-        *out = bp;
-        return 0;
     }
     if (req->gpus == 0 && !is_frac(req)) {
         /* CPU-only: nodes with fewest free GPUs first, keep GPUs free. */
@@ -1044,7 +1024,7 @@ find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
             if (c->groups[g].max_dev < k || !al__req_group(c, g, req))
                 continue;
             for (n = c->groups[g].bucket[k]; n != NIL; n = c->wn[n].next) {
-                if (fit_on(c, n, req, false, &p)) {
+                if (fit_on(c, n, req, &p)) {
                     *out = p;
                     return 0;
                 }
@@ -1056,21 +1036,20 @@ find_in_buckets(al_ctx_t *c, const al_request_t *req, bool ignore_holds,
 
 int
 al__find_task(al_ctx_t *c, int32_t job, int only_node, int topo_level,
-              int32_t topo_dom, bool ignore_holds, al_placement_t *out)
+              int32_t topo_dom, al_placement_t *out)
 {
     const al_request_t *req = &c->s->jobs[job].req;
 
     if (only_node >= 0) {
         int32_t one = only_node;
 
-        return find_in_list(c, req, &one, 1, ignore_holds, out);
+        return find_in_list(c, req, &one, 1, out);
     }
     if (topo_level >= 0 && topo_dom != NIL) {
         const int32_t *off = c->dom_off[topo_level];
 
         return find_in_list(c, req, c->dom_nodes[topo_level] + off[topo_dom],
-                            off[topo_dom + 1] - off[topo_dom], ignore_holds,
-                            out);
+                            off[topo_dom + 1] - off[topo_dom], out);
     }
-    return find_in_buckets(c, req, ignore_holds, out);
+    return find_in_buckets(c, req, out);
 }

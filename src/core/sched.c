@@ -777,8 +777,7 @@ ever_fits(al_ctx_t *c, int32_t j)
  * without looking at their nodes, and a domain's scan stops at `want`.
  */
 static int32_t
-pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, int64_t want,
-            bool ignore_holds)
+pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, int64_t want)
 {
     const al_job_t *jb = &c->s->jobs[j];
     int32_t d, best = NIL;
@@ -793,11 +792,11 @@ pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, int64_t want,
         int32_t i, lo = c->dom_off[level][d], hi = c->dom_off[level][d + 1];
         int64_t slots = 0, f = c->dom_free[level][d];
 
-        if (!ignore_holds && f < needdev)
+        if (f < needdev)
             continue;
         /* Once a domain holds every task wanted, only a tighter one can
          * beat it. */
-        if (!ignore_holds && bestk >= want && f >= bestfree)
+        if (bestk >= want && f >= bestfree)
             continue;
         for (i = lo; i < hi && slots < want; i++) {
             int32_t nd = c->dom_nodes[level][i];
@@ -806,10 +805,9 @@ pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, int64_t want,
             if (g == NIL || !(g < 64 ? match[g]
                                      : al__req_group(c, g, &jb->req)))
                 continue;
-            if (jb->req.gpus > 0 && !ignore_holds &&
-                c->wn[nd].nfree < jb->req.gpus)
+            if (jb->req.gpus > 0 && c->wn[nd].nfree < jb->req.gpus)
                 continue;
-            slots += al__node_slots(c, nd, &jb->req, ignore_holds);
+            slots += al__node_slots(c, nd, &jb->req);
         }
         if (slots > want)
             slots = want;
@@ -946,12 +944,12 @@ record_start(al_ctx_t *c, int32_t j, int32_t ntasks, bool lent,
 /*
  * Places job j's gang (min_tasks, then up to max_tasks for an elastic job)
  * on the working state; on success records the START decision.  Returns 0,
- * AL_ENOENT when it does not fit (state unchanged), or AL_ENOMEM.
- * `only_nodes`, when not NULL, restricts tasks to nodes whose flag is set.
+ * AL_ENOENT when it does not fit, AL_ELIMIT when what placement charged
+ * exceeds a quota (reason set), or AL_ENOMEM; the state is unchanged
+ * unless it returns 0.
  */
 static int
-place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
-           bool lent, int32_t lent_from)
+place_gang(al_ctx_t *c, int32_t j)
 {
     const al_job_t *jb = &c->s->jobs[j];
     size_t mark = c->undo.len, tmark = c->tasks.len;
@@ -960,9 +958,9 @@ place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
     int level = -1, rc;
 
     want = jb->max_tasks > jb->min_tasks ? jb->max_tasks : jb->min_tasks;
-    if (jb->topo_mode != AL_TOPO_NONE && want > 1 && only_node < 0) {
+    if (jb->topo_mode != AL_TOPO_NONE && want > 1) {
         level = jb->topo_level;
-        dom = pick_domain(c, j, level, jb->min_tasks, want, ignore_holds);
+        dom = pick_domain(c, j, level, jb->min_tasks, want);
         if (dom == NIL) {
             if (jb->topo_mode == AL_TOPO_REQUIRED)
                 return AL_ENOENT;
@@ -980,7 +978,7 @@ place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
                 break;
             c->forbid = model_forbid(c, j, 1, &fq, &fl);
         }
-        rc = al__find_task(c, j, only_node, level, dom, ignore_holds, &p);
+        rc = al__find_task(c, j, -1, level, dom, &p);
         if (rc == AL_ENOENT && placed >= jb->min_tasks)
             break;
         if (rc == 0)
@@ -1002,7 +1000,7 @@ place_gang(al_ctx_t *c, int32_t j, bool ignore_holds, int32_t only_node,
         c->tasks.len = tmark;
         return AL_ELIMIT;
     }
-    rc = record_start(c, j, placed, lent, lent_from);
+    rc = record_start(c, j, placed, false, NIL);
     if (rc != 0) {
         al__undo_to(c, mark);
         c->tasks.len = tmark;
@@ -1121,41 +1119,139 @@ timeline(al_ctx_t *c, const pass_t *ps, int32_t j, skey_t **out, size_t *nout)
     return skey_sort(c, ev, n);
 }
 
-/* Task slots node n offers for request req given free amounts. */
+/*
+ * The cluster as the reservation sweep sees it at some future time: per
+ * node, free whole devices, CPU, memory and (for a fractional request) the
+ * tasks that fit on partly used devices; per device, the milli-GPUs still
+ * used by fractional tasks, so that a device comes back whole when its last
+ * fraction ends.
+ */
+typedef struct tsim {
+    const al_request_t *req;
+    int level;      /* topology level the gang must stay in, or -1 */
+    int64_t m;      /* milli-GPUs one fractional task takes, or 0 */
+    int64_t per;    /* fractional tasks on one fresh device */
+    int64_t *dev, *frac, *cpu, *mem, *slots, *domsum;
+    int32_t *dm;    /* used milli per device */
+    int64_t total;  /* sum of slots */
+} tsim_t;
+
 static int64_t
-sim_slots(const al_request_t *req, int64_t dev, int64_t frac, int64_t cpu,
-          int64_t mem)
+sim_slots(const tsim_t *ts, int32_t n)
 {
+    const al_request_t *req = ts->req;
     int64_t s = INT32_MAX;
 
     if (req->cpu_milli > 0)
-        s = cpu / req->cpu_milli;
-    if (req->mem_bytes > 0 && mem / req->mem_bytes < s)
-        s = mem / req->mem_bytes;
+        s = ts->cpu[n] / req->cpu_milli;
+    if (req->mem_bytes > 0 && ts->mem[n] / req->mem_bytes < s)
+        s = ts->mem[n] / req->mem_bytes;
     if (req->gpus > 0) {
-        if (dev / req->gpus < s)
-            s = dev / req->gpus;
-    } else if (req->gpu_milli > 0 || req->gpu_mem > 0) {
-        int64_t per = req->gpu_milli > 0 ? AL_GPU_MILLI / req->gpu_milli : 1;
-
-        if (dev * per + frac < s)
-            s = dev * per + frac;
+        if (ts->dev[n] / req->gpus < s)
+            s = ts->dev[n] / req->gpus;
+    } else if (ts->m > 0) {
+        if (ts->dev[n] * ts->per + ts->frac[n] < s)
+            s = ts->dev[n] * ts->per + ts->frac[n];
     }
     return s < 0 ? 0 : s;
 }
 
 /* Recomputes node n's slots after its free amounts changed. */
 static void
-resim(const al_ctx_t *c, const al_request_t *req, int32_t n, int level,
-      const int64_t *dev, const int64_t *frac, const int64_t *cpu,
-      const int64_t *mem, int64_t *slots, int64_t *total, int64_t *domsum)
+resim(const al_ctx_t *c, tsim_t *ts, int32_t n)
 {
-    int64_t before = slots[n];
+    int64_t before = ts->slots[n];
 
-    slots[n] = sim_slots(req, dev[n], frac[n], cpu[n], mem[n]);
-    *total += slots[n] - before;
-    if (level >= 0)
-        domsum[c->wn[n].topo[level]] += slots[n] - before;
+    ts->slots[n] = sim_slots(ts, n);
+    ts->total += ts->slots[n] - before;
+    if (ts->level >= 0)
+        ts->domsum[c->wn[n].topo[ts->level]] += ts->slots[n] - before;
+}
+
+/* Fractional tasks that fit in the room left on a device using u milli. */
+static int64_t
+frac_room(const tsim_t *ts, int64_t u)
+{
+    return ts->m > 0 && u > 0 ? (AL_GPU_MILLI - u) / ts->m : 0;
+}
+
+/* Running job x's tasks end: give their resources back in the sweep. */
+static void
+sim_release(const al_ctx_t *c, tsim_t *ts, int32_t x)
+{
+    const al_placement_t *pl = al__job_place(c, x);
+    const al_job_t *xb = &c->s->jobs[x];
+    int32_t t;
+
+    for (t = 0; t < c->wj[x].ntasks; t++) {
+        const al_placement_t *p = &pl[t];
+        int32_t n = p->node;
+
+        if (ts->slots[n] < 0)
+            continue;
+        if (p->gpu_milli > 0) {
+            int32_t di = c->wn[n].dev_off + __builtin_ctzll(p->devices);
+            int64_t old = ts->dm[di];
+
+            ts->frac[n] -= frac_room(ts, old);
+            ts->dm[di] -= p->gpu_milli;
+            if (ts->dm[di] <= 0) {
+                ts->dm[di] = 0;
+                ts->dev[n]++; /* its last fraction ended */
+            } else {
+                ts->frac[n] += frac_room(ts, ts->dm[di]);
+            }
+        } else {
+            ts->dev[n] += al__popcount(p->devices);
+        }
+        ts->cpu[n] += xb->req.cpu_milli;
+        ts->mem[n] += xb->req.mem_bytes;
+        resim(c, ts, n);
+    }
+}
+
+/* An earlier reservation takes (sign -1) or gives back (+1) its nodes. */
+static void
+sim_claim(const al_ctx_t *c, tsim_t *ts, const resv_int_t *rv, int sign)
+{
+    const al_request_t *rq = &c->s->jobs[rv->r.job].req;
+    int32_t i;
+
+    for (i = 0; i < rv->r.nnodes; i++) {
+        int64_t k = rv->r.tasks[i];
+        int32_t n = rv->r.nodes[i];
+
+        if (ts->slots[n] < 0)
+            continue;
+        if (sign < 0) {
+            /* It takes what it did not already hold. */
+            ts->dev[n] -= k * rq->gpus - al__popcount(rv->hold[i]);
+            ts->cpu[n] -= k * rq->cpu_milli - rv->hcpu[i];
+            ts->mem[n] -= k * rq->mem_bytes - rv->hmem[i];
+        } else {
+            ts->dev[n] += k * rq->gpus;
+            ts->cpu[n] += k * rq->cpu_milli;
+            ts->mem[n] += k * rq->mem_bytes;
+        }
+        resim(c, ts, n);
+    }
+}
+
+/* Does the gang fit somewhere in the sweep's current state?  Sets *win to
+ * the domain for a topology-bound gang. */
+static bool
+sim_fits(const al_ctx_t *c, const tsim_t *ts, int64_t need, int32_t *win)
+{
+    int32_t d;
+
+    if (ts->level < 0)
+        return ts->total >= need;
+    for (d = 0; d < c->ndomains[ts->level]; d++)
+        if (ts->domsum[d] >= need) {
+            *win = d;
+            return true;
+        }
+    return false;
 }
 
 /*
@@ -1170,133 +1266,87 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
 {
     const al_job_t *jb = &c->s->jobs[j];
     const al_request_t *req = &jb->req;
-    int64_t *dev, *frac, *cpu, *mem, *slots, *domsum = NULL;
-    int64_t total = 0, need = jb->min_tasks;
-    int level = jb->topo_mode == AL_TOPO_REQUIRED ? jb->topo_level : -1;
+    int64_t need = jb->min_tasks;
+    int64_t *dev, *cpu, *mem, *slots;
+    tsim_t ts;
     skey_t *ev;
     size_t nev, e;
-    int32_t n, win = NIL, t;
+    int32_t n, win = NIL;
     int64_t when = INT64_MIN;
     int rc;
 
     *made = false;
+    memset(&ts, 0, sizeof(ts));
+    ts.req = req;
+    ts.level = jb->topo_mode == AL_TOPO_REQUIRED ? jb->topo_level : -1;
+    if (req->gpus == 0 && (req->gpu_milli > 0 || req->gpu_mem > 0)) {
+        ts.m = c->wj[j].task_gpu > 0 ? c->wj[j].task_gpu : 1;
+        ts.per = AL_GPU_MILLI / ts.m;
+    }
     /* Only usable nodes' entries are written and read. */
-    dev = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    frac = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    cpu = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    mem = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    slots = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
-    if (level >= 0)
-        domsum = al_arena_array(c->tmp, (size_t)c->ndomains[level] + 1,
-                                sizeof(int64_t));
-    if (!dev || !frac || !cpu || !mem || !slots ||
-        (level >= 0 && domsum == NULL))
+    ts.dev = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    ts.frac = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    ts.cpu = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    ts.mem = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    ts.slots = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(int64_t));
+    ts.dm = al_arena_array_raw(c->tmp, (size_t)c->ndev + 1, sizeof(int32_t));
+    if (ts.level >= 0)
+        ts.domsum = al_arena_array(c->tmp, (size_t)c->ndomains[ts.level] + 1,
+                                   sizeof(int64_t));
+    if (!ts.dev || !ts.frac || !ts.cpu || !ts.mem || !ts.slots || !ts.dm ||
+        (ts.level >= 0 && ts.domsum == NULL))
         return AL_ENOMEM;
+    memcpy(ts.dm, c->dev_milli, (size_t)c->ndev * sizeof(int32_t));
+    dev = ts.dev;
+    cpu = ts.cpu;
+    mem = ts.mem;
+    slots = ts.slots;
     for (n = 0; n < c->nn; n++) {
         const wnode_t *w = &c->wn[n];
 
         if (!w->ready || w->group == NIL ||
             !al__req_group(c, w->group, req) ||
-            (level >= 0 && w->topo[level] == NIL)) {
+            (ts.level >= 0 && w->topo[ts.level] == NIL)) {
             slots[n] = -1; /* not usable */
             continue;
         }
         dev[n] = w->nfree;
         cpu[n] = w->free_cpu;
         mem[n] = w->free_mem;
-        frac[n] = 0;
-        if (req->gpus == 0 && (req->gpu_milli > 0 || req->gpu_mem > 0)) {
-            /* Room on shared devices counts now; fresh devices later. */
-            frac[n] = al__node_slots(c, n, req, false) -
-                      sim_slots(req, dev[n], 0, cpu[n], mem[n]);
-            if (frac[n] < 0)
-                frac[n] = 0;
+        if (ts.m > 0) {
+            uint64_t sm = w->shared_mask;
+
+            while (sm != 0) {
+                ts.frac[n] +=
+                    frac_room(&ts, ts.dm[w->dev_off + __builtin_ctzll(sm)]);
+                sm &= sm - 1;
+            }
         }
-        slots[n] = sim_slots(req, dev[n], frac[n], cpu[n], mem[n]);
-        total += slots[n];
-        if (level >= 0)
-            domsum[w->topo[level]] += slots[n];
+        slots[n] = sim_slots(&ts, n);
+        ts.total += slots[n];
+        if (ts.level >= 0)
+            ts.domsum[w->topo[ts.level]] += slots[n];
     }
     rc = timeline(c, ps, j, &ev, &nev);
     if (rc != 0)
         return rc;
     for (e = 0; e <= nev; e++) {
-        bool ok = false;
-
-        /* Check before each new release time (and at the very end). */
-        if (e == nev || (e > 0 && ev[e].k[0] != ev[e - 1].k[0]) || e == 0) {
-            if (level >= 0) {
-                int32_t d;
-
-                for (d = 0; d < c->ndomains[level]; d++)
-                    if (domsum[d] >= need) {
-                        win = d;
-                        ok = true;
-                        break;
-                    }
-            } else {
-                ok = total >= need;
-            }
-            if (ok) {
-                when = e == 0 ? c->s->now
-                              : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
-                if (when < c->s->now)
-                    when = c->s->now;
-                break;
-            }
+        /* Check once all events of one time are in (and at the end). */
+        if ((e == 0 || e == nev || ev[e].k[0] != ev[e - 1].k[0]) &&
+            sim_fits(c, &ts, need, &win)) {
+            when = e == 0 ? c->s->now
+                          : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
+            if (when < c->s->now)
+                when = c->s->now;
+            break;
         }
         if (e == nev)
             break;
-        if (ev[e].k[1] == EV_RELEASE) {
-            int32_t x = ev[e].idx;
-            const al_placement_t *pl = al__job_place(c, x);
-            const al_job_t *xb = &c->s->jobs[x];
-
-            for (t = 0; t < c->wj[x].ntasks; t++) {
-                const al_placement_t *p = &pl[t];
-
-                n = p->node;
-                if (slots[n] < 0)
-                    continue;
-                if (p->gpu_milli > 0) {
-                    if (req->gpu_milli > 0)
-                        frac[n] += p->gpu_milli / req->gpu_milli;
-                } else {
-                    dev[n] += al__popcount(p->devices);
-                }
-                cpu[n] += xb->req.cpu_milli;
-                mem[n] += xb->req.mem_bytes;
-                resim(c, req, n, level, dev, frac, cpu, mem, slots, &total,
-                      domsum);
-            }
-        } else {
-            /* An earlier reservation takes (or gives back) what it did
-             * not already hold. */
-            const resv_int_t *rv = &ps->resv[ev[e].idx];
-            const al_request_t *rq = &c->s->jobs[rv->r.job].req;
-            int64_t sign = ev[e].k[1] == EV_CLAIM ? -1 : 1;
-            int32_t i;
-
-            for (i = 0; i < rv->r.nnodes; i++) {
-                int64_t k = rv->r.tasks[i];
-                int64_t hd = al__popcount(rv->hold[i]);
-
-                n = rv->r.nodes[i];
-                if (slots[n] < 0)
-                    continue;
-                if (sign < 0) {
-                    dev[n] -= k * rq->gpus - hd;
-                    cpu[n] -= k * rq->cpu_milli - rv->hcpu[i];
-                    mem[n] -= k * rq->mem_bytes - rv->hmem[i];
-                } else {
-                    dev[n] += k * rq->gpus;
-                    cpu[n] += k * rq->cpu_milli;
-                    mem[n] += k * rq->mem_bytes;
-                }
-                resim(c, req, n, level, dev, frac, cpu, mem, slots, &total,
-                      domsum);
-            }
-        }
+        if (ev[e].k[1] == EV_RELEASE)
+            sim_release(c, &ts, ev[e].idx);
+        else
+            sim_claim(c, &ts, &ps->resv[ev[e].idx],
+                      ev[e].k[1] == EV_CLAIM ? -1 : 1);
     }
     if (when == INT64_MIN)
         return 0; /* never fits */
@@ -1317,7 +1367,8 @@ reserve(al_ctx_t *c, const pass_t *ps, int32_t j, resv_int_t *out, bool *made)
             !out->hcpu || !out->hmem)
             return AL_ENOMEM;
         for (n = 0; n < c->nn; n++) {
-            if (slots[n] <= 0 || (level >= 0 && c->wn[n].topo[level] != win))
+            if (slots[n] <= 0 ||
+                (ts.level >= 0 && c->wn[n].topo[ts.level] != win))
                 continue;
             cand[nc].k[0] = UINT64_MAX - (uint64_t)slots[n];
             /* Prefer nodes with least free now: hold less idle capacity. */
@@ -1468,7 +1519,7 @@ claim_lent(al_ctx_t *c, const pass_t *ps, int32_t j, const resv_int_t *rv,
             }
         }
     }
-    rc = place_gang(c, j, false, -1, false, NIL);
+    rc = place_gang(c, j);
     if (rc == 0) {
         *started = true;
         return 0;
@@ -1501,6 +1552,21 @@ running_gpu(const al_ctx_t *c, int32_t q)
     return c->wq[q].alloc[AL_RES_GPU] - c->wq[q].started_gpu;
 }
 
+/* Milli-GPUs that running job x's tasks from `from` on hold: what its
+ * queue is charged for them (a fraction sized by memory may hold more than
+ * it asked for). */
+static int64_t
+held_gpu(const al_ctx_t *c, int32_t x, int32_t from)
+{
+    const al_placement_t *pl = al__job_place(c, x);
+    int64_t g = 0;
+    int32_t t;
+
+    for (t = from; t < c->wj[x].ntasks; t++)
+        g += al__placed_gpu(&pl[t]);
+    return g;
+}
+
 /* May running job x be evicted (or shed) so that job j can start? */
 static bool
 victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
@@ -1525,8 +1591,7 @@ victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
     if (w->flags & JF_LENT)
         return true;
     q = xb->queue;
-    give = (shed_only ? (w->ntasks - xb->min_tasks) : w->ntasks) *
-           c->wj[x].task_gpu;
+    give = held_gpu(c, x, shed_only ? xb->min_tasks : 0);
     if ((double)c->wq[q].alloc[AL_RES_GPU] <= c->wq[q].fair[AL_RES_GPU] + 0.5)
         return false;
     /* Never take a victim's queue (or an ancestor j does not share) below
@@ -1719,9 +1784,7 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom, victim_t *vs,
                 scratch[m].job = x;
                 scratch[m].shed = sh;
                 scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
-                scratch[m].qgive = (sh ? c->wj[x].ntasks - xb->min_tasks
-                                       : c->wj[x].ntasks) *
-                                   c->wj[x].task_gpu;
+                scratch[m].qgive = held_gpu(c, x, sh ? xb->min_tasks : 0);
                 scratch[m].guarded = xb->queue != c->s->jobs[j].queue &&
                                      !(c->wj[x].flags & JF_LENT);
                 victim_key(c, &scratch[m]);
@@ -1868,7 +1931,7 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
         al_placement_t p;
         int32_t nv, node;
 
-        rc = al__find_task(c, j, -1, level, dom, false, &p);
+        rc = al__find_task(c, j, -1, level, dom, &p);
         if (rc == AL_ENOENT) {
             rc = pick_victims(c, j, level, dom, vs, &nv, &node, scratch);
             if (rc != 0 || node == NIL) {
@@ -1886,7 +1949,7 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
                 if (rc != 0)
                     goto fail;
             }
-            rc = al__find_task(c, j, node, -1, NIL, false, &p);
+            rc = al__find_task(c, j, node, -1, NIL, &p);
         }
         if (rc == 0)
             rc = al__take(c, j, &p, true);
@@ -2086,7 +2149,7 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
     else if (use_memo && memo_failed(ps, jb, h))
         rc = AL_ENOENT;
     else
-        rc = place_gang(c, j, false, -1, false, NIL);
+        rc = place_gang(c, j);
     if (rc == 0)
         return 0;
     if (rc == AL_ELIMIT)
@@ -2114,7 +2177,7 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
              * so the normal search serves. */
             rc = unhold_all(c, ps);
             if (rc == 0)
-                rc = place_gang(c, j, false, -1, false, NIL);
+                rc = place_gang(c, j);
             if (rc == 0) {
                 int32_t r = touched_resv(c, ps, j);
                 al_decision_t *d =

@@ -121,6 +121,7 @@ typedef struct al_ctx {
     al_arena_t *tmp; /* scratch for the cycle */
     al_arena_t *out; /* the result's memory, until the result owns it */
     int nn, nq, nj;
+    int32_t ndev; /* devices of all nodes */
     wnode_t *wn;
     int32_t *dev_milli; /* used milli per device (fractional) */
     int64_t *dev_gmem;  /* used memory per device (fractional) */
@@ -160,6 +161,8 @@ void al__fairshare(al_ctx_t *c);
 
 /* place.c */
 int al__popcount(uint64_t x);
+/* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
+int64_t al__placed_gpu(const al_placement_t *p);
 int al__place_init(al_ctx_t *c);
 int al__take(al_ctx_t *c, int32_t job, const al_placement_t *p, bool charge);
 int al__give(al_ctx_t *c, int32_t job, const al_placement_t *p, bool charge);
@@ -169,9 +172,8 @@ int al__unhold_all(al_ctx_t *c, int32_t node);
 void al__undo_to(al_ctx_t *c, size_t mark);
 int al__job_mark(al_ctx_t *c, int32_t job);
 int al__find_task(al_ctx_t *c, int32_t job, int only_node, int topo_level,
-                  int32_t topo_dom, bool ignore_holds, al_placement_t *out);
-int64_t al__node_slots(al_ctx_t *c, int32_t node, const al_request_t *req,
-                       bool ignore_holds);
+                  int32_t topo_dom, al_placement_t *out);
+int64_t al__node_slots(al_ctx_t *c, int32_t node, const al_request_t *req);
 bool al__group_match(const al_ctx_t *c, int32_t g, const al_request_t *req);
 bool al__req_group(al_ctx_t *c, int32_t g, const al_request_t *req);
 
