@@ -18,7 +18,8 @@
  * and must stay valid and unchanged during al_sched_run().  The result is
  * allocated by the core (through snapshot->allocator or the libc default)
  * and released with al_result_destroy(); it does not point into the
- * snapshot except by index.
+ * snapshot except by index.  The result keeps a pointer to the allocator
+ * struct, which must therefore outlive the result, not only the call.
  */
 #ifndef AL_SCHED_H
 #define AL_SCHED_H

@@ -67,6 +67,8 @@ typedef struct wqueue {
     double fair[AL_NRES];
     double usage; /* subtree usage */
     /* allocation order */
+    bool below;    /* below its deserved GPUs (cached by queue_rekey) */
+    double ratio;  /* dominant share over fair share (likewise) */
     int32_t heap_pos;
     int32_t next_job; /* cursor into its slice of the order */
     int32_t job_begin, job_end;
@@ -94,7 +96,6 @@ typedef struct wjob {
     int64_t task_gpu;  /* milli-GPUs per task */
     int64_t crit;      /* critical-path length downstream, seconds */
     int32_t place_off; /* started: first placement in ctx->tasks, else NIL */
-    int32_t order;     /* position in the allocation order */
 } wjob_t;
 
 /* One undo record. */
