@@ -114,6 +114,11 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
     case AL_WHY_ORDER:
         return snprintf(buf, len, "behind job %" PRIu64 " in strict order",
                         other);
+    case AL_WHY_YIELDED:
+        return snprintf(buf, len,
+                        "gave way to job %" PRIu64
+                        " of queue %s, which is below its fair share",
+                        other, queue_name(s, r->queue));
     case AL_WHY_NO_VICTIM:
         return snprintf(buf, len,
                         "queue %s is below its fair share but no running "

@@ -975,9 +975,11 @@ place_gang(al_ctx_t *c, int32_t j)
         }
     }
     while (placed < want) {
+        bool extra = placed >= jb->min_tasks;
+        size_t emark = c->undo.len;
         al_placement_t p;
 
-        if (placed >= jb->min_tasks) {
+        if (extra) {
             int32_t fq = NIL;
             int64_t fl = 0;
 
@@ -986,7 +988,7 @@ place_gang(al_ctx_t *c, int32_t j)
             c->forbid = model_forbid(c, j, 1, &fq, &fl);
         }
         rc = al__find_task(c, j, -1, level, dom, &p);
-        if (rc == AL_ENOENT && placed >= jb->min_tasks)
+        if (rc == AL_ENOENT && extra)
             break;
         if (rc == 0)
             rc = al__take(c, j, &p, true);
@@ -999,14 +1001,23 @@ place_gang(al_ctx_t *c, int32_t j)
             return rc;
         }
         placed++;
+        if (placed == jb->min_tasks && !within_quota(c, j)) {
+            /* Fractions sized by memory charge more than the request
+             * said: the gang itself is over a quota. */
+            al__undo_to(c, mark);
+            c->tasks.len = tmark;
+            c->forbid = forbid;
+            return AL_ELIMIT;
+        }
+        if (extra && !within_quota(c, j)) {
+            /* This extra task went over: the job starts without it. */
+            al__undo_to(c, emark);
+            c->tasks.len--;
+            placed--;
+            break;
+        }
     }
     c->forbid = forbid;
-    if (!within_quota(c, j)) {
-        /* Fractions sized by memory charge more than the request said. */
-        al__undo_to(c, mark);
-        c->tasks.len = tmark;
-        return AL_ELIMIT;
-    }
     rc = record_start(c, j, placed, false, NIL);
     if (rc != 0) {
         al__undo_to(c, mark);
@@ -1042,6 +1053,7 @@ typedef struct pass {
     int32_t first_blocked; /* strict order: the job everyone waits behind */
     int64_t held_dev; /* devices reservations hold */
     int64_t *sim_dev;  /* reserve()'s sweep arrays, taken on first use */
+    struct victim *vs, *scratch; /* reclaim_one()'s, likewise */
     int32_t *sim_dm;
     int64_t memo_version;
     memo_t memo[MEMO_SIZE]; /* failed gang shapes at memo_version */
@@ -1487,6 +1499,14 @@ evict(al_ctx_t *c, int32_t x, int32_t for_job, al_evict_why_t why)
     w->flags |= JF_EVICTED;
     w->for_job = for_job;
     w->why = why;
+    c->nevicted++;
+    if (w->flags & JF_STARTED) {
+        /* Un-started: no decision for it survives; say why it waits.  (If
+         * the reclaim is undone, the job is started again and a started
+         * job's reason is cleared when the result is written.) */
+        set_reason(c, x, AL_WHY_YIELDED, c->s->jobs[for_job].queue, for_job,
+                   AL_RES_GPU, 0, 0);
+    }
     return 0;
 }
 
@@ -1509,6 +1529,7 @@ shed(al_ctx_t *c, int32_t x, int32_t for_job, al_evict_why_t why)
     }
     w->ntasks = keep;
     w->flags |= JF_SHED;
+    c->nevicted++;
     w->for_job = for_job;
     w->why = why;
     return 0;
@@ -1599,9 +1620,22 @@ victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
     int64_t give;
     int32_t q, a;
 
-    if (!(w->flags & JF_RUNNING) || (w->flags & (JF_EVICTED | JF_STARTED)) ||
+    if (!(w->flags & (JF_RUNNING | JF_STARTED)) || (w->flags & JF_EVICTED) ||
         !xb->preemptible)
         return false;
+    if (w->flags & JF_STARTED) {
+        /* Started earlier in this cycle: un-starting it loses no work, so
+         * it needs no min_runtime and costs its queue nothing it ran.  A
+         * job that evicted others to start keeps its place: its victims
+         * made room for it, not for whoever comes next. */
+        if (shed_only || (w->flags & JF_RECLAIMER))
+            return false;
+        if (xb->queue == jb->queue)
+            return c->cfg.preempt && xb->priority < jb->priority;
+        return c->cfg.reclaim && !c->cfg.ignore_queues &&
+               (double)c->wq[xb->queue].alloc[AL_RES_GPU] >
+                   c->wq[xb->queue].fair[AL_RES_GPU] + 0.5;
+    }
     if (shed_only && w->ntasks <= xb->min_tasks)
         return false;
     if (c->s->now - xb->start_time < xb->min_runtime)
@@ -1672,8 +1706,12 @@ victim_key(const al_ctx_t *c, victim_t *v)
     if (ratio > 1e15)
         ratio = 1e15;
     rk = (uint64_t)(ratio * 1000.0);
-    v->key.k[0] = ((uint64_t)(v->shed ? 0 : 1) << 62) |
-                  ((uint64_t)(uint32_t)(xb->priority + 0x40000000) << 20);
+    /* Un-starting a job this cycle started is free; shedding extra tasks
+     * is cheaper than evicting a whole job. */
+    v->key.k[0] =
+        ((uint64_t)((c->wj[v->job].flags & JF_STARTED) ? 0 : 1) << 63) |
+        ((uint64_t)(v->shed ? 0 : 1) << 62) |
+        ((uint64_t)(uint32_t)(xb->priority + 0x40000000) << 20);
     v->key.k[1] = UINT64_MAX - rk;
     v->key.k[2] = bias(progress(c, v->job));
     v->key.idx = v->job;
@@ -1713,6 +1751,55 @@ together_ok(const al_ctx_t *c, int32_t j, const victim_t *chosen, int32_t n,
             return false;
     }
     return true;
+}
+
+/* The tasks this cycle started so far, by node (CSR of (job, task)). */
+typedef struct started {
+    int32_t *off; /* nn + 1 */
+    int32_t *ent;
+} started_t;
+
+static int
+started_by_node(al_ctx_t *c, started_t *st)
+{
+    const al_decision_t *d = c->decisions.data;
+    int32_t n, *fill;
+    size_t i, total = 0;
+
+    st->off = al_arena_array(c->tmp, (size_t)c->nn + 2, sizeof(int32_t));
+    fill = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
+    if (st->off == NULL || fill == NULL)
+        return AL_ENOMEM;
+    for (i = 0; i < c->decisions.len; i++) {
+        const al_placement_t *pl = al__job_place(c, d[i].job);
+        int32_t t;
+
+        if (c->wj[d[i].job].flags & JF_EVICTED)
+            continue;
+        for (t = 0; t < c->wj[d[i].job].ntasks; t++) {
+            st->off[pl[t].node + 1]++;
+            total++;
+        }
+    }
+    for (n = 0; n < c->nn; n++)
+        st->off[n + 1] += st->off[n];
+    st->ent = al_arena_array_raw(c->tmp, 2 * total + 2, sizeof(int32_t));
+    if (st->ent == NULL)
+        return AL_ENOMEM;
+    for (i = 0; i < c->decisions.len; i++) {
+        const al_placement_t *pl = al__job_place(c, d[i].job);
+        int32_t t;
+
+        if (c->wj[d[i].job].flags & JF_EVICTED)
+            continue;
+        for (t = 0; t < c->wj[d[i].job].ntasks; t++) {
+            int32_t at = st->off[pl[t].node] + fill[pl[t].node]++;
+
+            st->ent[2 * at] = d[i].job;
+            st->ent[2 * at + 1] = t;
+        }
+    }
+    return 0;
 }
 
 /*
@@ -1759,8 +1846,9 @@ accumulate(const al_ctx_t *c, int32_t j, const wnode_t *w,
  * *node NIL when nothing works.
  */
 static int
-pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom, victim_t *vs,
-             int32_t *nv, int32_t *node, victim_t *scratch)
+pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
+             const started_t *st, victim_t *vs, int32_t *nv, int32_t *node,
+             victim_t *scratch)
 {
     const al_request_t *req = &c->s->jobs[j].req;
     skey_t bestkey;
@@ -1780,12 +1868,15 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom, victim_t *vs,
 
         if (!w->ready || w->group == NIL || !al__req_group(c, w->group, req))
             continue;
-        if (w->nrun == 0)
+        if (w->nrun == 0 && st->off[n] == st->off[n + 1])
             continue;
-        /* Collect eligible victims with tasks on this node. */
-        for (k = 0; k < w->nrun; k++) {
-            int32_t x = c->run_tasks[2 * (w->run_off + k)];
-            int32_t t = c->run_tasks[2 * (w->run_off + k) + 1];
+        /* Collect eligible victims with tasks on this node: what ran
+         * before the cycle, then what the cycle started. */
+        for (k = 0; k < w->nrun + (st->off[n + 1] - st->off[n]); k++) {
+            bool ran = k < w->nrun;
+            int32_t e = ran ? w->run_off + k : st->off[n] + (k - w->nrun);
+            int32_t x = ran ? c->run_tasks[2 * e] : st->ent[2 * e];
+            int32_t t = ran ? c->run_tasks[2 * e + 1] : st->ent[2 * e + 1];
             const al_job_t *xb = &c->s->jobs[x];
             bool sh = false;
             const al_placement_t *p;
@@ -1809,11 +1900,12 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom, victim_t *vs,
                 scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
                 scratch[m].qgive = held_gpu(c, x, sh ? xb->min_tasks : 0);
                 scratch[m].guarded = xb->queue != c->s->jobs[j].queue &&
-                                     !(c->wj[x].flags & JF_LENT);
+                                     !(c->wj[x].flags & (JF_LENT |
+                                                         JF_STARTED));
                 victim_key(c, &scratch[m]);
                 m++;
             }
-            p = &c->s->jobs[x].placement[t];
+            p = &al__job_place(c, x)[t];
             scratch[i].dev += p->gpu_milli > 0 ? 0
                                                : al__popcount(
                                                      p->devices);
@@ -1956,7 +2048,12 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
 
         rc = al__find_task(c, j, -1, level, dom, &p);
         if (rc == AL_ENOENT) {
-            rc = pick_victims(c, j, level, dom, vs, &nv, &node, scratch);
+            started_t st;
+
+            rc = started_by_node(c, &st);
+            if (rc == 0)
+                rc = pick_victims(c, j, level, dom, &st, vs, &nv, &node,
+                                  scratch);
             if (rc != 0 || node == NIL) {
                 rc = rc ? rc : AL_ENOENT;
                 goto fail;
@@ -1988,6 +2085,7 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
     rc = record_start(c, j, jb->min_tasks, false, NIL);
     if (rc != 0)
         goto fail;
+    c->wj[j].flags |= JF_RECLAIMER;
     c->stats.started++;
     c->stats.placements += jb->min_tasks;
     *started = true;
@@ -2154,6 +2252,72 @@ touched_resv(const al_ctx_t *c, const pass_t *ps, int32_t j)
     return NIL;
 }
 
+/* Is any leaf queue other than q above its GPU fair share? */
+static bool
+any_over_share(const al_ctx_t *c, int32_t q)
+{
+    int32_t k;
+
+    for (k = 0; k < c->nq; k++)
+        if (k != q && c->wq[k].leaf &&
+            (double)c->wq[k].alloc[AL_RES_GPU] > c->wq[k].fair[AL_RES_GPU] + 0.5)
+            return true;
+    return false;
+}
+
+/*
+ * Reclaim and preemption for job j, which just failed to find room: called
+ * from the allocation pass at once, before any job of a queue in less need
+ * takes idle capacity that the eviction would have joined (which made the
+ * next cycle evict what this one had just started).  Bounded by
+ * max_reclaim_tries per cycle, and per queue by the smallest gang that
+ * already failed.  Returns 0 (see *started) or AL_ENOMEM.
+ */
+static int
+reclaim_one(al_ctx_t *c, pass_t *ps, int32_t j, bool *started)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    wqueue_t *w = &c->wq[jb->queue];
+    int64_t size = (int64_t)jb->min_tasks * c->wj[j].task_gpu;
+    al_reason_t keep = c->reasons[j];
+    bool cross, save = c->cfg.reclaim;
+    int rc;
+
+    *started = false;
+    if ((!c->cfg.reclaim && !c->cfg.preempt) || c->cfg.strict_order ||
+        c->cfg.ignore_queues ||
+        c->stats.reclaim_tries >= c->cfg.max_reclaim_tries)
+        return 0;
+    if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
+        return 0;
+    cross = c->cfg.reclaim && may_reclaim(c, j);
+    if (!cross && !c->cfg.preempt)
+        return 0;
+    if (ps->vs == NULL) {
+        ps->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
+        ps->scratch = al_arena_array(c->tmp, VICTIMS_MAX + 1,
+                                     sizeof(victim_t));
+        if (ps->vs == NULL || ps->scratch == NULL)
+            return AL_ENOMEM;
+    }
+    c->stats.reclaim_tries++;
+    c->cfg.reclaim = cross;
+    rc = reclaim_for(c, j, ps->vs, ps->scratch, started);
+    c->cfg.reclaim = save;
+    if (rc != 0 || *started)
+        return rc;
+    /* What reclaim_for() noted on its way does not replace the reason. */
+    c->reasons[j] = keep;
+    if (w->reclaim_fail == 0 || size < w->reclaim_fail)
+        w->reclaim_fail = size;
+    /* Say so only where reclaim was the way out: another queue is over
+     * its fair share. */
+    if (cross && any_over_share(c, jb->queue) &&
+        (keep.code == AL_WHY_CAPACITY || keep.code == AL_WHY_NO_NODE))
+        set_reason(c, j, AL_WHY_NO_VICTIM, jb->queue, NIL, AL_RES_GPU, 0, 0);
+    return 0;
+}
+
 /* Tries to start candidate j.  Returns 0 (started or not: see flags and
  * reason) or AL_ENOMEM. */
 static int
@@ -2236,6 +2400,19 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
         }
     }
     c->wj[j].flags |= JF_BLOCKED;
+
+    {
+        bool started;
+
+        rc = reclaim_one(c, ps, j, &started);
+        if (rc != 0)
+            return rc;
+        if (started) {
+            c->wj[j].flags &= ~JF_BLOCKED;
+            c->reasons[j].code = AL_WHY_NONE;
+            return 0;
+        }
+    }
 
     if (ps->nresv < c->cfg.reserve_depth &&
         (c->reasons[j].code == AL_WHY_CAPACITY ||
@@ -2386,6 +2563,51 @@ build_order(al_ctx_t *c, pass_t *ps)
     return 0;
 }
 
+/*
+ * Evictions free more than their reclaimer takes (devices come in whole
+ * jobs), and the room appears after jobs ranked below the reclaimer were
+ * already turned away.  Give every job still blocked for room one more
+ * try, in rank order, so that no GPU stays idle that a waiting job fits.
+ */
+static int
+second_chance(al_ctx_t *c, pass_t *ps)
+{
+    size_t i;
+    int rc;
+
+    if (c->cfg.strict_order)
+        return 0;
+    for (i = 0; i < ps->norder; i++) {
+        int32_t j = ps->order[i].idx;
+        const al_job_t *jb = &c->s->jobs[j];
+        al_reason_t keep = c->reasons[j];
+        int32_t fq = NIL;
+        int64_t fl = 0;
+
+        if ((c->wj[j].flags & (JF_BLOCKED | JF_STARTED | JF_EVICTED)) !=
+            JF_BLOCKED)
+            continue;
+        if (jb->req.gpus > 0 &&
+            free_devices(c, j) < (int64_t)jb->min_tasks * jb->req.gpus)
+            continue;
+        if (!admit(c, j, jb->min_tasks)) {
+            c->reasons[j] = keep;
+            continue;
+        }
+        c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
+        rc = place_gang(c, j);
+        c->forbid = 0;
+        if (rc == 0) {
+            c->wj[j].flags &= ~JF_BLOCKED;
+            continue;
+        }
+        c->reasons[j] = keep;
+        if (rc != AL_ENOENT && rc != AL_ELIMIT)
+            return rc;
+    }
+    return 0;
+}
+
 static int
 allocate(al_ctx_t *c, pass_t *ps)
 {
@@ -2455,118 +2677,7 @@ allocate(al_ctx_t *c, pass_t *ps)
             ps->first_blocked = j;
         }
     }
-    return 0;
-}
-
-/* Is any leaf queue other than q above its GPU fair share? */
-static bool
-any_over_share(const al_ctx_t *c, int32_t q)
-{
-    int32_t k;
-
-    for (k = 0; k < c->nq; k++)
-        if (k != q && c->wq[k].leaf &&
-            (double)c->wq[k].alloc[AL_RES_GPU] > c->wq[k].fair[AL_RES_GPU] + 0.5)
-            return true;
-    return false;
-}
-
-/* Reclaim and preemption for jobs the allocation pass left blocked, queues
- * in order of need. */
-static int
-reclaim(al_ctx_t *c, pass_t *ps)
-{
-    victim_t *vs, *scratch;
-    int32_t *qs, nq = 0, q, i;
-    int rc;
-
-    if ((!c->cfg.reclaim && !c->cfg.preempt) || c->cfg.strict_order ||
-        c->cfg.max_reclaim_tries <= 0)
-        return 0;
-    vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(*vs));
-    scratch = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(*scratch));
-    qs = al_arena_array(c->tmp, (size_t)c->nq + 1, sizeof(int32_t));
-    if (vs == NULL || scratch == NULL || qs == NULL)
-        return AL_ENOMEM;
-    for (q = 0; q < c->nq; q++)
-        if (c->wq[q].leaf && c->wq[q].job_end > c->wq[q].job_begin) {
-            queue_rekey(c, q);
-            qs[nq++] = q;
-        }
-    /* Insertion sort by need: queue counts are small. */
-    for (i = 1; i < nq; i++) {
-        int32_t x = qs[i], k = i;
-
-        while (k > 0 && queue_before(c, x, qs[k - 1])) {
-            qs[k] = qs[k - 1];
-            k--;
-        }
-        qs[k] = x;
-    }
-    for (i = 0; i < nq && c->stats.reclaim_tries < c->cfg.max_reclaim_tries;
-         i++) {
-        wqueue_t *w = &c->wq[qs[i]];
-        int32_t k;
-
-        for (k = w->job_begin; k < w->job_end &&
-                               c->stats.reclaim_tries < c->cfg.max_reclaim_tries;
-             k++) {
-            int32_t j = ps->order[k].idx;
-            const al_job_t *jb = &c->s->jobs[j];
-            int64_t size = (int64_t)jb->min_tasks * c->wj[j].task_gpu;
-            bool started, cross;
-            al_reason_t keep;
-
-            if (!(c->wj[j].flags & JF_BLOCKED) ||
-                (c->wj[j].flags & JF_STARTED))
-                continue;
-            if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
-                continue;
-            /* Quotas may have moved since the job was blocked.  Whatever
-             * admit() or a failed reclaim_for() notes on the way, the job
-             * keeps the reason its allocation pass gave it. */
-            keep = c->reasons[j];
-            if (!admit(c, j, jb->min_tasks)) {
-                c->reasons[j] = keep; /* no reclaim; the reason stands */
-                continue;
-            }
-            c->reasons[j] = keep;
-            cross = c->cfg.reclaim && may_reclaim(c, j);
-            if (!cross && !c->cfg.preempt)
-                continue;
-            c->stats.reclaim_tries++;
-            {
-                bool save = c->cfg.reclaim;
-                int32_t fq = NIL;
-                int64_t fl = 0;
-
-                c->cfg.reclaim = cross;
-                c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
-                rc = reclaim_for(c, j, vs, scratch, &started);
-                c->forbid = 0;
-                c->cfg.reclaim = save;
-            }
-            if (rc != 0)
-                return rc;
-            if (started) {
-                c->wj[j].flags &= ~JF_BLOCKED;
-                c->reasons[j].code = AL_WHY_NONE;
-            } else {
-                c->reasons[j] = keep;
-                if (w->reclaim_fail == 0 || size < w->reclaim_fail)
-                    w->reclaim_fail = size;
-                /* Say so only where reclaim was the way out: another
-                 * queue is over its fair share, and the job was not
-                 * waiting on a reservation anyway. */
-                if (cross && any_over_share(c, jb->queue) &&
-                    (c->reasons[j].code == AL_WHY_CAPACITY ||
-                     c->reasons[j].code == AL_WHY_NO_NODE))
-                    set_reason(c, j, AL_WHY_NO_VICTIM, jb->queue, NIL,
-                               AL_RES_GPU, 0, 0);
-            }
-        }
-    }
-    return 0;
+    return c->nevicted > 0 ? second_chance(c, ps) : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2599,6 +2710,7 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
         if (c->wj[j].flags & (JF_EVICTED | JF_SHED))
             nd++;
     nd += c->decisions.len;
+    /* A job started and un-started in this cycle has no decision at all. */
     res->decisions = al_arena_array(ar, nd + 1, sizeof(al_decision_t));
     res->reasons = c->reasons;
     res->queues = al_arena_array(ar, (size_t)c->nq + 1,
@@ -2615,7 +2727,7 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
         const wjob_t *w = &c->wj[j];
         al_decision_t *d;
 
-        if (!(w->flags & (JF_EVICTED | JF_SHED)))
+        if (!(w->flags & (JF_EVICTED | JF_SHED)) || (w->flags & JF_STARTED))
             continue;
         d = &res->decisions[nd++];
         d->job = j;
@@ -2632,9 +2744,15 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
         c->stats.evicted++;
     }
     for (i = 0; i < c->decisions.len; i++) {
-        al_decision_t *d = &res->decisions[nd++];
+        al_decision_t *d;
         const wjob_t *w = &c->wj[starts[i].job];
 
+        if (w->flags & JF_EVICTED) {
+            c->stats.started--;
+            c->stats.placements -= w->ntasks;
+            continue;
+        }
+        d = &res->decisions[nd++];
         *d = starts[i];
         d->tasks = al_arena_array(ar, (size_t)d->ntasks + 1,
                                   sizeof(al_placement_t));
@@ -2647,7 +2765,8 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
     for (j = 0; j < c->nj; j++) {
         al_reason_t *rs = &res->reasons[j];
 
-        if (c->wj[j].flags & JF_STARTED) {
+        if ((c->wj[j].flags & JF_STARTED) &&
+            !(c->wj[j].flags & JF_EVICTED)) {
             memset(rs, 0, sizeof(*rs));
             rs->queue = NIL;
             rs->job = NIL;
@@ -2724,8 +2843,6 @@ run(al_ctx_t *c, al_result_t **out, char **cause)
     rc = build_order(c, &ps);
     if (rc == 0)
         rc = allocate(c, &ps);
-    if (rc == 0 && !c->cfg.ignore_queues)
-        rc = reclaim(c, &ps);
     if (rc == 0)
         rc = build_result(c, &ps, out);
     return rc;

@@ -84,7 +84,8 @@ enum {
     JF_EVICTED = 1 << 3,   /* evicted by this cycle */
     JF_SHED = 1 << 4,      /* extra tasks shed by this cycle */
     JF_LENT = 1 << 5,      /* running on lent capacity (snapshot or started) */
-    JF_BLOCKED = 1 << 6    /* failed for capacity: may reclaim */
+    JF_BLOCKED = 1 << 6,   /* failed for capacity: may reclaim */
+    JF_RECLAIMER = 1 << 7  /* started by evicting others: never un-started */
 };
 
 typedef struct wjob {
@@ -149,6 +150,7 @@ typedef struct al_ctx {
     vec_t resv;       /* al_reservation_t (nodes/tasks in tmp) */
     al_reason_t *reasons;
     uint64_t version; /* bumps whenever capacity grows */
+    int64_t nevicted; /* evictions and shrinks tried (undone ones too) */
     int64_t min_resv_start; /* earliest reservation start, INT64_MAX none */
     al_cycle_stats_t stats;
 } al_ctx_t;
