@@ -31,6 +31,7 @@ al_config_default(al_config_t *cfg)
     cfg->preempt = true;
     cfg->borrow = true;
     cfg->max_reclaim_tries = 16;
+    cfg->starve_after = 12 * 3600;
 }
 
 int
@@ -1039,6 +1040,7 @@ typedef struct resv_int {
 } resv_int_t;
 
 #define MEMO_SIZE 256
+#define AL_STARVE_MAX 16 /* starving jobs considered first, at most */
 
 typedef struct memo {
     uint64_t key;
@@ -2608,6 +2610,60 @@ second_chance(al_ctx_t *c, pass_t *ps)
     return 0;
 }
 
+/*
+ * Anti-starvation: the jobs that have waited longer than starve_after, the
+ * oldest first and at most reserve_depth of them, are considered before the
+ * order of need.  Each starts, reclaims or takes one of the first
+ * reservations, so a gang of a queue above its fair share cannot be passed
+ * over forever by the steady small jobs of queues below theirs.
+ */
+static int
+starving_first(al_ctx_t *c, pass_t *ps)
+{
+    int32_t pick[AL_STARVE_MAX], np = 0, k, j;
+    int64_t since[AL_STARVE_MAX];
+    int want = c->cfg.reserve_depth < AL_STARVE_MAX ? c->cfg.reserve_depth
+                                                    : AL_STARVE_MAX;
+    size_t i;
+    int rc;
+
+    if (c->cfg.starve_after <= 0 || c->cfg.strict_order ||
+        c->cfg.ignore_queues || want <= 0)
+        return 0;
+    for (i = 0; i < ps->norder; i++) {
+        const al_job_t *jb;
+        int64_t t;
+
+        j = ps->order[i].idx;
+        jb = &c->s->jobs[j];
+        t = jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time;
+        if (c->s->now - t < c->cfg.starve_after)
+            continue;
+        if (np == want && (t > since[np - 1] ||
+                           (t == since[np - 1] && j > pick[np - 1])))
+            continue;
+        /* Insert into the small sorted list, oldest (then lowest index)
+         * first. */
+        k = np < want ? np++ : np - 1;
+        while (k > 0 && (since[k - 1] > t ||
+                         (since[k - 1] == t && pick[k - 1] > j))) {
+            since[k] = since[k - 1];
+            pick[k] = pick[k - 1];
+            k--;
+        }
+        since[k] = t;
+        pick[k] = j;
+    }
+    for (k = 0; k < np; k++) {
+        j = pick[k];
+        c->wj[j].flags |= JF_TRIED;
+        rc = try_start(c, ps, j);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 static int
 allocate(al_ctx_t *c, pass_t *ps)
 {
@@ -2623,6 +2679,10 @@ allocate(al_ctx_t *c, pass_t *ps)
         return AL_ENOMEM;
     hp.n = 0;
     ps->first_blocked = NIL;
+    /* Before the heap is built: starting jobs moves queues' keys. */
+    rc = starving_first(c, ps);
+    if (rc != 0)
+        return rc;
     if (!c->cfg.ignore_queues) {
         for (q = 0; q < c->nq; q++)
             if (c->wq[q].leaf && c->wq[q].job_end > c->wq[q].job_begin) {
@@ -2663,6 +2723,8 @@ allocate(al_ctx_t *c, pass_t *ps)
             if (w->next_job >= w->job_end)
                 heap_pop(c, &hp);
         }
+        if (c->wj[j].flags & JF_TRIED)
+            continue; /* considered first, as a starving job */
         if (ps->first_blocked != NIL) {
             set_reason(c, j, AL_WHY_ORDER, NIL, ps->first_blocked, 0, 0, 0);
             continue;

@@ -220,8 +220,18 @@ typedef struct al_config {
     bool preempt;       /* higher priority evicts lower inside a queue */
     bool borrow;        /* queues may exceed deserved quota (false: static split) */
     bool strict_order;  /* stop at the first job that cannot start (FIFO) */
-    bool ignore_queues; /* one global order by priority and age, no fair share */
+    /* One global order by priority and age: no fair share (all fair values
+     * are 0), no quotas, limits or deserved checks, no reclaim and no
+     * preemption. */
+    bool ignore_queues;
     int max_reclaim_tries; /* reclaim/preempt attempts per cycle */
+    /* Anti-starvation: pending jobs that have waited this long (seconds;
+     * 0 turns it off) are considered first, oldest first, before the
+     * order of need, up to reserve_depth of them: they start, reclaim or
+     * get the first reservations.  Fair-share order alone can leave the
+     * big gangs of a queue above its share waiting without a reservation
+     * for as long as other queues keep submitting. */
+    int64_t starve_after;
 } al_config_t;
 
 /* Fills *cfg with the defaults described above. */

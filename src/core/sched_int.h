@@ -85,7 +85,8 @@ enum {
     JF_SHED = 1 << 4,      /* extra tasks shed by this cycle */
     JF_LENT = 1 << 5,      /* running on lent capacity (snapshot or started) */
     JF_BLOCKED = 1 << 6,   /* failed for capacity: may reclaim */
-    JF_RECLAIMER = 1 << 7  /* started by evicting others: never un-started */
+    JF_RECLAIMER = 1 << 7, /* started by evicting others: never un-started */
+    JF_TRIED = 1 << 8      /* considered ahead of the order (starving) */
 };
 
 typedef struct wjob {
