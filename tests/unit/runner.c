@@ -22,10 +22,10 @@ static const struct {
     const char *module;
     const al_test_t *tests;
 } registry[] = {
-    {"error", test_error},
-    {"alloc", test_alloc},
-    {"sched", test_sched},
-    {"invariants", test_invariants},
+    { "error", test_error },
+    { "alloc", test_alloc },
+    { "sched", test_sched },
+    { "invariants", test_invariants },
 };
 
 int
@@ -33,12 +33,13 @@ main(int argc, char **argv)
 {
     const char *filter = argc > 1 ? argv[1] : NULL;
     char full[256];
-    int passed = 0, failed = 0;
-    size_t m;
+    /* volatile: setjmp/longjmp may clobber non-volatile locals. */
+    volatile int passed = 0, failed = 0;
+    volatile size_t m;
 
     al_test_verbose = getenv("AL_TEST_VERBOSE") != NULL;
     for (m = 0; m < sizeof(registry) / sizeof(registry[0]); m++) {
-        const al_test_t *t;
+        const al_test_t *volatile t;
 
         for (t = registry[m].tests; t->name != NULL; t++) {
             snprintf(full, sizeof(full), "%s/%s", registry[m].module, t->name);
@@ -57,5 +58,7 @@ main(int argc, char **argv)
         }
     }
     printf("%d passed, %d failed\n", passed, failed);
+    /* Flush now: LeakSanitizer's exit does not flush stdio. */
+    fflush(stdout);
     return failed == 0 && passed > 0 ? 0 : 1;
 }

@@ -1,4 +1,5 @@
-/* test_error.c -- the error space: every code has a distinct name and message. */
+/* test_error.c -- the error space: every code has a distinct name and message.
+ */
 #include "error.h"
 #include "test.h"
 
@@ -32,7 +33,7 @@ codes_distinct(void)
 }
 
 const al_test_t test_error[] = {
-    {"names_and_messages", names_and_messages},
-    {"codes_distinct", codes_distinct},
-    {NULL, NULL},
+    { "names_and_messages", names_and_messages },
+    { "codes_distinct", codes_distinct },
+    { NULL, NULL },
 };

@@ -1,0 +1,64 @@
+/*
+ * sim_int.h -- internals shared between the files of the simulator.
+ *
+ * Memory: the simulator is a shell, so it aborts on out-of-memory through
+ * al__xmalloc and friends (STYLE rule 7) instead of threading AL_ENOMEM
+ * through every parser.
+ */
+#ifndef AL_SIM_INT_H
+#define AL_SIM_INT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void *al__xmalloc(size_t n);
+void *al__xcalloc(size_t n, size_t sz);
+void *al__xrealloc(void *p, size_t n);
+char *al__xstrdup(const char *s);
+char *al__xstrndup(const char *s, size_t n);
+
+/* A growable NUL-terminated string. */
+typedef struct al_buf {
+    char *s;
+    size_t len, cap;
+} al_buf_t;
+
+void al__buf_printf(al_buf_t *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void al__buf_vprintf(al_buf_t *b, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+/*
+ * Collects parse errors: at most AL_MAX_ERRORS messages are kept, the rest
+ * are counted and summarised as "... and N more".
+ */
+#define AL_MAX_ERRORS 20
+typedef struct al_errs {
+    al_buf_t buf;
+    int n;
+} al_errs_t;
+
+void al__err(al_errs_t *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Returns the collected text (malloc()ed) and resets e. */
+char *al__err_take(al_errs_t *e);
+
+/* Reads a whole file; returns 0, or AL_EIO with a message in *cause. */
+int al__read_file(const char *path, char **data, size_t *len, char **cause);
+
+/* Parses a whole decimal integer / finite number; 0 or -1. */
+int al__parse_i64(const char *s, int64_t *v);
+int al__parse_num(const char *s, double *v);
+
+/* FNV-1a 64-bit hash of a string: stable across runs and machines. */
+uint64_t al__hash(const char *s);
+
+/*
+ * Splits a line of "key=value" words.  Calls fn(ctx, key, value) for each;
+ * the first bare word (no '=') is passed with key NULL.
+ */
+typedef void (*al_kv_fn)(void *ctx, const char *key, const char *val);
+void al__kv_split(char *line, al_kv_fn fn, void *ctx);
+
+#endif /* AL_SIM_INT_H */

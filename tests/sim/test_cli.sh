@@ -1,0 +1,82 @@
+#!/bin/sh
+# test_cli.sh ALLOT DATA_DIR -- drives the `allot sim` binary: malformed
+# input is refused with exit status 1 and a message naming file, line and
+# field; usage errors exit 2; the same inputs give identical output (JSON,
+# time series and report) byte for byte.
+set -u
+ALLOT=$1
+DATA=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+pass=0
+check() { # name, condition result
+    if [ "$2" -eq 0 ]; then pass=$((pass + 1)); echo "ok   $1"
+    else fail=$((fail + 1)); echo "FAIL $1"; fi
+}
+
+"$ALLOT" sim --trace "$DATA/bad.csv" --nodes 1 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+check "malformed trace exits 1" $([ $rc -eq 1 ]; echo $?)
+grep -q "bad.csv:3: field 'duration_s'" "$TMP/err"
+check "message names line 3 and duration_s" $?
+grep -q "bad.csv:4: field 'num_gpus'" "$TMP/err"
+check "message names line 4 and num_gpus" $?
+check "nothing printed on stdout" $([ ! -s "$TMP/out" ]; echo $?)
+
+"$ALLOT" sim --trace "$TMP/missing.csv" --nodes 1 2>"$TMP/err"
+check "missing trace exits 1" $([ $? -eq 1 ]; echo $?)
+
+"$ALLOT" sim --nodes 1 2>/dev/null
+check "no --trace exits 2" $([ $? -eq 2 ]; echo $?)
+"$ALLOT" sim --trace "$DATA/small.csv" --nodes 1 --policy nope 2>/dev/null
+check "unknown policy exits 2" $([ $? -eq 2 ]; echo $?)
+"$ALLOT" sim --trace "$DATA/small.csv" --nodes 0 2>/dev/null
+check "zero nodes exits 2" $([ $? -eq 2 ]; echo $?)
+
+printf 'group name=x count=two gpus=8\n' >"$TMP/c.txt"
+"$ALLOT" sim --trace "$DATA/small.csv" --cluster "$TMP/c.txt" 2>"$TMP/err"
+rc=$?
+check "malformed cluster file exits 1" $([ $rc -eq 1 ]; echo $?)
+grep -q "c.txt:1: field 'count'" "$TMP/err"
+check "cluster message names line and field" $?
+
+run() { # out-prefix, extra args
+    p=$1; shift
+    "$ALLOT" sim --trace "$DATA/small.csv" --no-timing --quiet --json \
+        --policy all --timeseries "$TMP/$p.csv" --report "$TMP/$p.html" \
+        "$@" >"$TMP/$p.json"
+}
+run a --nodes 4 --gpus-per-node 8 --queues 3
+check "run succeeds" $?
+run b --nodes 4 --gpus-per-node 8 --queues 3
+cmp -s "$TMP/a.json" "$TMP/b.json"
+check "identical JSON on the same inputs" $?
+cmp -s "$TMP/a.allot.csv" "$TMP/b.allot.csv"
+check "identical time series" $?
+cmp -s "$TMP/a.html" "$TMP/b.html"
+check "identical report" $?
+check "one JSON line per policy" $([ "$(wc -l <"$TMP/a.json")" -eq 6 ]; echo $?)
+grep -q '"completed":12' "$TMP/a.json"
+check "all jobs complete" $?
+for f in jobs completed unschedulable avg_jct_s p50_jct_s p95_jct_s p99_jct_s \
+    avg_queue_s p95_queue_s worst_queue_avg_queue_s makespan_s \
+    gpu_alloc_ratio wastage_ratio preemptions lost_gpu_hours jain_fairness \
+    sim_wall_s cycles avg_cycle_ms per_queue per_size; do
+    grep -q "\"$f\":" "$TMP/a.json" || { echo "  missing field $f"; fail=$((fail + 1)); }
+done
+grep -q "<svg" "$TMP/a.html"
+check "report has plots" $?
+
+"$ALLOT" sim --trace "$DATA/small.csv" --cluster "$DATA/cluster.txt" \
+    --queues-file "$DATA/queues.txt" --quiet >"$TMP/t.txt"
+check "cluster and queues files" $?
+grep -q "vision" "$TMP/t.txt"
+check "table names the queues" $?
+"$ALLOT" sim --trace "$DATA/small.csv" --nodes 2 --queues-from user \
+    --trace-filter-queue nlp --json --quiet >"$TMP/f.json"
+grep -q '"jobs":4,' "$TMP/f.json"
+check "queue filter keeps 4 nlp jobs" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

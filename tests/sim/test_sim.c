@@ -1,0 +1,585 @@
+/*
+ * test_sim.c -- tests of the simulator library: the parsers, and tiny traces
+ * whose job completion times are worked out by hand in the comments.  Every
+ * run goes through the real scheduling core.
+ *
+ * The runner ends with the line "N passed, N failed" and exits non-zero on
+ * failure (STYLE rule 13).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+static int failed_asserts;
+
+#define FAIL_AT() fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__)
+
+#define ASSERT_INT(a, op, b)                                                   \
+    do {                                                                       \
+        long long a_ = (long long)(a), b_ = (long long)(b);                    \
+        if (!(a_ op b_)) {                                                     \
+            FAIL_AT();                                                         \
+            fprintf(stderr, "%s %s %s: %lld vs %lld\n", #a, #op, #b, a_, b_);  \
+            failed_asserts++;                                                  \
+        }                                                                      \
+    } while (0)
+
+#define ASSERT_NEAR(a, b, eps)                                                 \
+    do {                                                                       \
+        double a_ = (a), b_ = (b);                                             \
+        if (!(fabs(a_ - b_) <= (eps))) {                                       \
+            FAIL_AT();                                                         \
+            fprintf(stderr, "%s == %s: %.6f vs %.6f\n", #a, #b, a_, b_);       \
+            failed_asserts++;                                                  \
+        }                                                                      \
+    } while (0)
+
+#define ASSERT_STR_HAS(hay, needle)                                            \
+    do {                                                                       \
+        const char *h_ = (hay), *n_ = (needle);                                \
+        if (h_ == NULL || strstr(h_, n_) == NULL) {                            \
+            FAIL_AT();                                                         \
+            fprintf(stderr, "'%s' should contain '%s'\n", h_ ? h_ : "(null)",  \
+                    n_);                                                       \
+            failed_asserts++;                                                  \
+        }                                                                      \
+    } while (0)
+
+#define HEADER                                                                 \
+    "job_id,submit_time_s,duration_s,num_gpus,num_cpus,user,queue,status\n"
+
+static al_trace_t *
+trace(const char *text)
+{
+    al_trace_t *t = NULL;
+    char *cause = NULL;
+    int rc = al_trace_parse("t.csv", text, strlen(text), NULL, &t, &cause);
+    if (rc != 0) {
+        fprintf(stderr, "  unexpected parse error: %s\n", cause);
+        free(cause);
+        failed_asserts++;
+        return NULL;
+    }
+    return t;
+}
+
+/* Runs trace text on nodes x gpus under policy; fills *s; returns the
+ * result (caller destroys) or NULL. */
+static al_sim_result_t *
+run(const char *text, int nodes, int gpus, al_policy_t pol,
+    const char *queues_file, al_sim_summary_t *s)
+{
+    al_trace_t *t = trace(text);
+    al_cluster_t *c = al_cluster_homogeneous(nodes, gpus, NULL, 0, 96, 1024);
+    al_queues_t *q = NULL;
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.policy = pol;
+    if (queues_file) {
+        char *cause = NULL;
+        if (al_queues_parse("q.txt", queues_file, strlen(queues_file), &q,
+                            &cause) != 0) {
+            fprintf(stderr, "  queues: %s\n", cause);
+            free(cause);
+            failed_asserts++;
+        }
+        o.qmode = AL_QMODE_FILE;
+        o.qfile = q;
+    }
+    al_sim_result_t *r = NULL;
+    char *cause = NULL;
+    if (t == NULL || c == NULL || al_sim_run(t, c, &o, &r, &cause) != 0) {
+        fprintf(stderr, "  run failed: %s\n", cause ? cause : "?");
+        free(cause);
+        failed_asserts++;
+        al_trace_destroy(t);
+        al_cluster_destroy(c);
+        al_queues_destroy(q);
+        return NULL;
+    }
+    al_report_summary(r, s);
+    al_cluster_destroy(c);
+    al_queues_destroy(q);
+    return r;
+}
+
+/* The result keeps a pointer to its trace; free both. */
+static void
+done(al_sim_result_t *r)
+{
+    if (r == NULL)
+        return;
+    al_trace_t *t = (al_trace_t *)r->trace;
+    al_sim_result_destroy(r);
+    al_trace_destroy(t);
+}
+
+static int64_t
+jct(const al_sim_result_t *r, int i)
+{
+    return r->jobs[i].end - r->trace->jobs[i].submit;
+}
+
+/* ------------------------------------------------------------------ */
+
+static void
+test_trace_ok(void)
+{
+    al_trace_t *t = trace(HEADER "b,20,5,0.5,2,u1,\"q,1\",Done\r\n"
+                                 "a,10,7,8,,,q2,\n"
+                                 "\n"
+                                 "c,10,0,0,1.5,u2,q2,");
+    if (t == NULL)
+        return;
+    ASSERT_INT(t->njobs, ==, 3);
+    /* sorted by submit time, then line */
+    ASSERT_STR_HAS(t->jobs[0].id, "a");
+    ASSERT_STR_HAS(t->jobs[1].id, "c");
+    ASSERT_INT(t->jobs[0].gpu_milli, ==, 8000);
+    ASSERT_INT(t->jobs[2].gpu_milli, ==, 500);
+    ASSERT_INT(t->jobs[2].cpu_milli, ==, 2000);
+    ASSERT_INT(t->jobs[1].cpu_milli, ==, 1500);
+    ASSERT_STR_HAS(t->jobs[2].queue, "q,1");
+    ASSERT_INT(t->jobs[2].line, ==, 2);
+    al_trace_destroy(t);
+
+    /* The queue filter keeps one queue column value. */
+    const char *text = HEADER "a,1,1,1,,,c1,\nb,1,1,1,,,c2,\nc,2,1,1,,,c1,\n";
+    char *cause = NULL;
+    ASSERT_INT(al_trace_parse("t", text, strlen(text), "c1", &t, &cause), ==,
+               0);
+    ASSERT_INT(t->njobs, ==, 2);
+    ASSERT_INT(t->nrows, ==, 3);
+    al_trace_destroy(t);
+}
+
+static void
+expect_error(const char *text, const char *msg)
+{
+    al_trace_t *t = (al_trace_t *)0x1;
+    char *cause = NULL;
+    int rc = al_trace_parse("bad.csv", text, strlen(text), NULL, &t, &cause);
+    ASSERT_INT(rc, ==, AL_EPARSE);
+    ASSERT_INT(t == (al_trace_t *)0x1, ==, 1); /* untouched */
+    ASSERT_STR_HAS(cause, msg);
+    free(cause);
+}
+
+static void
+test_trace_errors(void)
+{
+    expect_error("", "bad.csv:1: empty file");
+    expect_error("job_id,submit_time_s,num_gpus\n",
+                 "lacks column 'duration_s'");
+    expect_error(HEADER "a,1,x,1,,,,\n",
+                 "bad.csv:2: field 'duration_s': expected a non-negative");
+    expect_error(HEADER "a,1,1,1,,,,\nb,-5,1,1,,,,\n",
+                 "bad.csv:3: field 'submit_time_s'");
+    expect_error(HEADER "a,1,1,1.5,,,,\n", "field 'num_gpus': a fraction");
+    expect_error(HEADER "a,1,1,nan,,,,\n", "field 'num_gpus'");
+    expect_error(HEADER "a,1,1,1,,,\n", "bad.csv:2: expected 8 fields, got 7");
+    expect_error(HEADER ",1,1,1,,,,\n", "field 'job_id': empty");
+    expect_error(HEADER "a,1,1,1,lots,,,\n", "field 'num_cpus'");
+    expect_error(HEADER "\"a,1,1,1,,,,\n", "unterminated quoted field");
+    /* Every bad row is reported, not just the first. */
+    expect_error(HEADER "a,x,1,1,,,,\nb,1,y,1,,,,\n",
+                 "bad.csv:2: field 'submit_time_s'");
+    expect_error(HEADER "a,x,1,1,,,,\nb,1,y,1,,,,\n",
+                 "bad.csv:3: field 'duration_s'");
+}
+
+static void
+test_cluster_and_queues_files(void)
+{
+    const char *text = "# two groups\n"
+                       "group name=big count=2 gpus=8 model=H100 "
+                       "nodes_per_rack=1 cpus=64\n"
+                       "name=small count=3 gpus=2\n";
+    al_cluster_t *c = NULL;
+    char *cause = NULL;
+    ASSERT_INT(al_cluster_parse("c", text, strlen(text), &c, &cause), ==, 0);
+    if (c) {
+        ASSERT_INT(c->nnodes, ==, 5);
+        ASSERT_INT(c->gpu_capacity, ==, 22000);
+        ASSERT_INT(c->racks, ==, 1);
+        ASSERT_INT(c->nodes[0].cpu_milli, ==, 64000);
+        ASSERT_STR_HAS(c->nodes[1].topo[0], "big-rack1");
+        ASSERT_INT(c->nodes[4].ndevices, ==, 2);
+        al_cluster_destroy(c);
+    }
+    const char *bad = "group count=x gpus=8\nname=a gpus=1 colour=red\n";
+    ASSERT_INT(al_cluster_parse("c.txt", bad, strlen(bad), &c, &cause), ==,
+               AL_EPARSE);
+    ASSERT_STR_HAS(cause, "c.txt:1: field 'count'");
+    ASSERT_STR_HAS(cause, "c.txt:2: unknown key 'colour'");
+    ASSERT_STR_HAS(cause, "c.txt:2: field 'count': missing");
+    free(cause);
+
+    const char *qt = "queue name=r deserved=4\nqueue name=a parent=r "
+                     "deserved=3 limit=8\nqueue name=b parent=r deserved=1\n";
+    al_queues_t *q = NULL;
+    ASSERT_INT(al_queues_parse("q", qt, strlen(qt), &q, &cause), ==, 0);
+    if (q) {
+        ASSERT_INT(q->nqueues, ==, 3);
+        ASSERT_INT(q->queues[2].parent, ==, 0);
+        ASSERT_NEAR(q->queues[1].limit, 8, 1e-9);
+        al_queues_destroy(q);
+    }
+    const char *qbad = "queue name=r deserved=1\nqueue name=a parent=x\n"
+                       "queue name=b parent=r deserved=5\n";
+    ASSERT_INT(al_queues_parse("q.txt", qbad, strlen(qbad), &q, &cause), ==,
+               AL_EPARSE);
+    ASSERT_STR_HAS(cause, "q.txt:2: field 'parent'");
+    free(cause);
+}
+
+/*
+ * Two jobs, one GPU.  a: submit 0, runs 100 s; b: submit 10, runs 50 s.
+ * b waits for a: starts at 100, ends at 150.  JCTs 100 and 140, avg 120;
+ * queueing 0 and 90.  The GPU is busy 150 of 150 s.
+ */
+static void
+test_two_jobs_one_gpu(void)
+{
+    static const al_policy_t pols[] = { AL_POLICY_ALLOT, AL_POLICY_FIFO,
+                                        AL_POLICY_BACKFILL, AL_POLICY_STATIC };
+    for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
+        al_sim_summary_t s;
+        al_sim_result_t *r = run(HEADER "a,0,100,1,,,,\nb,10,50,1,,,,\n", 1, 1,
+                                 pols[k], NULL, &s);
+        if (r == NULL)
+            continue;
+        ASSERT_INT(s.completed, ==, 2);
+        ASSERT_INT(jct(r, 0), ==, 100);
+        ASSERT_INT(jct(r, 1), ==, 140);
+        ASSERT_NEAR(s.avg_jct, 120, 1e-9);
+        ASSERT_NEAR(s.avg_queue, 45, 1e-9);
+        ASSERT_NEAR(s.makespan, 150, 1e-9);
+        ASSERT_NEAR(s.gpu_alloc_ratio, 1.0, 1e-9);
+        ASSERT_NEAR(s.wastage_ratio, 0, 1e-9);
+        done(r);
+    }
+}
+
+/*
+ * Backfill.  One node, 4 GPUs.  A: t=0, 2 GPUs, 100 s.  B: t=1, 4 GPUs,
+ * 100 s (blocked until A ends).  C: t=2, 2 GPUs, 50 s.
+ * fifo: C waits behind B: A 0-100, B 100-200, C 200-250 -> JCTs 100, 199,
+ *   248.  From t=2 to 100 two GPUs idle while C could run: wastage 98/250.
+ * backfill: B's reservation is at A's estimate, 0 + 2 x 100 = 200; C's
+ *   estimate 2 + 2 x 50 = 102 <= 200, so C starts at 2: A 0-100, C 2-52,
+ *   B 100-200 -> JCTs 100, 199, 50.  From 52 to 100 two GPUs idle but no
+ *   pending job fits on two GPUs: no wastage.
+ */
+static void
+test_backfill(void)
+{
+    const char *t = HEADER "A,0,100,2,,,,\nB,1,100,4,,,,\nC,2,50,2,,,,\n";
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(t, 1, 4, AL_POLICY_FIFO, NULL, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 0), ==, 100);
+        ASSERT_INT(jct(r, 1), ==, 199);
+        ASSERT_INT(jct(r, 2), ==, 248);
+        ASSERT_NEAR(s.wastage_ratio, 98.0 / 250, 1e-9);
+        ASSERT_NEAR(s.wastage_gpu_ratio, 2 * 98.0 / (4 * 250), 1e-9);
+        done(r);
+    }
+    static const al_policy_t pols[] = { AL_POLICY_BACKFILL, AL_POLICY_ALLOT };
+    for (int k = 0; k < 2; k++) {
+        r = run(t, 1, 4, pols[k], NULL, &s);
+        if (r == NULL)
+            continue;
+        ASSERT_INT(jct(r, 0), ==, 100);
+        ASSERT_INT(jct(r, 1), ==, 199);
+        ASSERT_INT(jct(r, 2), ==, 50);
+        ASSERT_NEAR(s.avg_jct, 349.0 / 3, 1e-9);
+        ASSERT_NEAR(s.wastage_ratio, 0, 1e-9);
+        done(r);
+    }
+}
+
+/*
+ * Reclaim with checkpoint loss.  One node, 2 GPUs; queues qa and qb each
+ * deserve 1 GPU.  a1, a2 (qa): t=0, 1 GPU, 10000 s each: qa borrows qb's
+ * GPU.  b1 (qb): t=4000, 1 GPU, 1000 s.  allot reclaims one a-job at 4000:
+ * it ran 4000 s, its checkpoint at 3600 s keeps 3600 s and 400 s are lost.
+ * b1 runs 4000-5000 (JCT 1000); the evicted job restarts at 5000 with
+ * 6400 s left and ends at 11400; the other ends at 10000.
+ * avg JCT (10000 + 11400 + 1000) / 3; lost 400 GPU-s.
+ * static: qa may not borrow: a2 waits for a1, 10000-20000; b1 4000-5000.
+ * fifo: no reclaim: b1 waits until 10000 -> JCT 7000.
+ */
+static void
+test_reclaim_checkpoint(void)
+{
+    const char *t = HEADER "a1,0,10000,1,,,qa,\na2,0,10000,1,,,qa,\n"
+                           "b1,4000,1000,1,,,qb,\n";
+    const char *qf = "queue name=qa deserved=1\nqueue name=qb deserved=1\n";
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(t, 1, 2, AL_POLICY_ALLOT, qf, &s);
+    if (r) {
+        ASSERT_INT(s.completed, ==, 3);
+        ASSERT_INT(s.preemptions, ==, 1);
+        ASSERT_INT(jct(r, 2), ==, 1000);
+        ASSERT_INT(jct(r, 0) + jct(r, 1), ==, 21400);
+        ASSERT_NEAR(s.avg_jct, 22400.0 / 3, 1e-9);
+        ASSERT_NEAR(s.lost_gpu_hours, 400.0 / 3600, 1e-9);
+        done(r);
+    }
+    r = run(t, 1, 2, AL_POLICY_STATIC, qf, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 0) + jct(r, 1), ==, 30000);
+        ASSERT_INT(jct(r, 2), ==, 1000);
+        ASSERT_INT(s.preemptions, ==, 0);
+        done(r);
+    }
+    r = run(t, 1, 2, AL_POLICY_FIFO, qf, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 2), ==, 7000);
+        ASSERT_INT(s.preemptions, ==, 0);
+        done(r);
+    }
+}
+
+/*
+ * Tiresias.  One GPU.  a: t=0, 10000 s; b: t=5000, 1000 s.  At 5000 a has
+ * attained 5000 GPU-s (above the first threshold, 3600) and b none: b
+ * preempts a.  a's checkpoint at 3600 keeps 3600 s, 1400 s lost.  b runs
+ * 5000-6000; a restarts at 6000 with 6400 s left, ends at 12400.
+ */
+static void
+test_tiresias(void)
+{
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(HEADER "a,0,10000,1,,,,\nb,5000,1000,1,,,,\n", 1,
+                             1, AL_POLICY_TIRESIAS, NULL, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 0), ==, 12400);
+        ASSERT_INT(jct(r, 1), ==, 1000);
+        ASSERT_INT(s.preemptions, ==, 1);
+        ASSERT_NEAR(s.lost_gpu_hours, 1400.0 / 3600, 1e-9);
+        done(r);
+    }
+}
+
+/*
+ * Oracle SJF.  One GPU, three jobs submitted at 0, 1, 2 running 300, 200,
+ * 100 s.  The first starts at once; then the shortest: 2 at 300-400, 1 at
+ * 400-600.  JCTs 300, 599, 398.
+ */
+static void
+test_sjf_oracle(void)
+{
+    al_sim_summary_t s;
+    al_sim_result_t *r =
+        run(HEADER "x,0,300,1,,,,\ny,1,200,1,,,,\nz,2,100,1,,,,\n", 1, 1,
+            AL_POLICY_SJF, NULL, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 0), ==, 300);
+        ASSERT_INT(jct(r, 1), ==, 599);
+        ASSERT_INT(jct(r, 2), ==, 398);
+        done(r);
+    }
+}
+
+/*
+ * Unschedulable.  Two queues deserve 1 GPU each of 2; a 2-GPU job can never
+ * start under static (it exceeds its queue's share) and a 4-GPU job under
+ * any policy; both are left out of the JCT figures.
+ */
+static void
+test_unschedulable(void)
+{
+    const char *t = HEADER "big,0,100,2,,,qa,\nhuge,0,100,4,,,qa,\n"
+                           "s,5,100,1,,,qb,\n";
+    const char *qf = "queue name=qa deserved=1\nqueue name=qb deserved=1\n";
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(t, 1, 2, AL_POLICY_STATIC, qf, &s);
+    if (r) {
+        ASSERT_INT(s.unschedulable, ==, 2);
+        ASSERT_INT(s.completed, ==, 1);
+        ASSERT_NEAR(s.avg_jct, 100, 1e-9);
+        done(r);
+    }
+    r = run(t, 1, 2, AL_POLICY_ALLOT, qf, &s);
+    if (r) {
+        ASSERT_INT(s.unschedulable, ==, 1);
+        ASSERT_INT(s.completed, ==, 2);
+        done(r);
+    }
+    /* fifo: the impossible job must not block the line forever. */
+    r = run(t, 1, 2, AL_POLICY_FIFO, qf, &s);
+    if (r) {
+        ASSERT_INT(s.unschedulable, ==, 1);
+        ASSERT_INT(s.completed, ==, 2);
+        done(r);
+    }
+}
+
+/* Gangs: a 16-GPU job on 8-GPU nodes is two tasks of 8. */
+static void
+test_gang(void)
+{
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(HEADER "g,0,100,16,,,,\nh,0,100,8,,,,\n", 3, 8,
+                             AL_POLICY_ALLOT, NULL, &s);
+    if (r) {
+        ASSERT_INT(s.completed, ==, 2);
+        ASSERT_INT(jct(r, 0), ==, 100);
+        ASSERT_INT(jct(r, 1), ==, 100);
+        ASSERT_NEAR(s.gpu_alloc_ratio, 1.0, 1e-9);
+        done(r);
+    }
+}
+
+/*
+ * The FGD placement workload: resampling is deterministic per seed, reaches
+ * the GPU target, and pods that do not fit on arrival are dropped.  One node
+ * of 2 GPUs; pods of 0.5, 1 and 2 GPUs drawn to 1.3 x 2 GPUs.
+ */
+static void
+test_fill(void)
+{
+    al_trace_t *t =
+        trace(HEADER "a,0,10,0.5,,,,\nb,0,10,1,,,,\nc,0,10,2,,,,\n");
+    if (t == NULL)
+        return;
+    al_trace_t *x = al_trace_resample(t, 42, 2600, 1000000);
+    al_trace_t *y = al_trace_resample(t, 42, 2600, 1000000);
+    int64_t sum = 0;
+    ASSERT_INT(x->njobs, ==, y->njobs);
+    ASSERT_INT(x->njobs, >=, 3); /* every pod at least once */
+    for (int i = 0; i < x->njobs; i++) {
+        ASSERT_INT(strcmp(x->jobs[i].id, y->jobs[i].id), ==, 0);
+        ASSERT_INT(x->jobs[i].submit, ==, i);
+        sum += x->jobs[i].gpu_milli;
+    }
+    ASSERT_INT(sum, >=, 2600);
+    ASSERT_INT(sum - x->jobs[x->njobs - 1].gpu_milli, <, 2600 + 2000);
+    al_cluster_t *c = al_cluster_homogeneous(1, 2, NULL, 0, 96, 1024);
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.qmode = AL_QMODE_HASH;
+    o.nqueues = 1;
+    o.drop_unplaced = true;
+    al_sim_result_t *r = NULL;
+    char *cause = NULL;
+    ASSERT_INT(al_sim_run(x, c, &o, &r, &cause), ==, 0);
+    if (r) {
+        int placed = 0;
+        int64_t milli = 0;
+        for (int i = 0; i < r->njobs; i++) {
+            /* placed on arrival or never */
+            ASSERT_INT(r->jobs[i].first_start < 0 ||
+                           r->jobs[i].first_start == x->jobs[i].submit,
+                       ==, 1);
+            ASSERT_INT(r->jobs[i].unschedulable, ==,
+                       r->jobs[i].first_start < 0);
+            if (r->jobs[i].first_start >= 0) {
+                placed++;
+                milli += x->jobs[i].gpu_milli;
+            }
+        }
+        ASSERT_INT(placed, >=, 1);
+        ASSERT_INT(milli, <=, 2000);
+        ASSERT_NEAR(r->alloc_at_end, (double)milli / 2000, 1e-9);
+        ASSERT_INT(r->alloc_at_full >= 0 && r->alloc_at_full <= 1, ==, 1);
+        al_sim_result_destroy(r);
+    }
+    free(cause);
+    al_cluster_destroy(c);
+    al_trace_destroy(x);
+    al_trace_destroy(y);
+    al_trace_destroy(t);
+}
+
+/*
+ * Accounting invariants over a random trace (fixed seed) under every
+ * policy: each completed job's JCT is its queueing time + its duration + the
+ * run time it lost to evictions; nothing starts before its submit time;
+ * allocation never exceeds capacity; every job completes or is
+ * unschedulable.
+ */
+static void
+test_invariants(void)
+{
+    char *text = malloc(64 * 1024);
+    if (text == NULL)
+        return;
+    size_t len = (size_t)snprintf(text, 64 * 1024, "%s", HEADER);
+    uint64_t x = 12345;
+    static const int sizes[] = { 1, 1, 1, 2, 4, 8, 16 };
+    int64_t t = 0;
+    for (int i = 0; i < 300; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        t += (int64_t)(x >> 33) % 900;
+        int g = sizes[(x >> 20) % 7];
+        int64_t d = 60 + (int64_t)(x >> 40) % 20000;
+        len += (size_t)snprintf(text + len, 64 * 1024 - len,
+                                "j%d,%lld,%lld,%d,,u%d,q%d,\n", i, (long long)t,
+                                (long long)d, g, (int)(x >> 12) % 5,
+                                (int)(x >> 16) % 3);
+    }
+    for (int p = 0; p < AL_POLICY_COUNT; p++) {
+        al_sim_summary_t s;
+        al_sim_result_t *r = run(text, 3, 8, (al_policy_t)p, NULL, &s);
+        if (r == NULL)
+            continue;
+        ASSERT_INT(s.completed + s.unschedulable, ==, 300);
+        ASSERT_INT(s.gpu_alloc_ratio <= 1.0 + 1e-9, ==, 1);
+        for (int i = 0; i < r->njobs; i++) {
+            const al_sim_job_t *j = &r->jobs[i];
+            const al_trace_job_t *tj = &r->trace->jobs[i];
+            if (j->end < 0)
+                continue;
+            ASSERT_INT(j->first_start, >=, tj->submit);
+            ASSERT_INT(j->end - tj->submit, ==,
+                       j->pending + tj->duration + j->lost / tj->gpu_milli);
+        }
+        done(r);
+    }
+    free(text);
+}
+
+static const struct test {
+    const char *name;
+    void (*fn)(void);
+} tests[] = {
+    { "trace_ok", test_trace_ok },
+    { "trace_errors", test_trace_errors },
+    { "cluster_and_queues_files", test_cluster_and_queues_files },
+    { "two_jobs_one_gpu", test_two_jobs_one_gpu },
+    { "backfill", test_backfill },
+    { "reclaim_checkpoint", test_reclaim_checkpoint },
+    { "tiresias", test_tiresias },
+    { "sjf_oracle", test_sjf_oracle },
+    { "unschedulable", test_unschedulable },
+    { "gang", test_gang },
+    { "fill", test_fill },
+    { "invariants", test_invariants },
+};
+
+int
+main(int argc, char **argv)
+{
+    int passed = 0, failed = 0;
+    for (size_t i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
+        if (argc > 1 && strcmp(argv[1], tests[i].name) != 0)
+            continue;
+        int before = failed_asserts;
+        tests[i].fn();
+        if (failed_asserts > before) {
+            printf("FAIL %s\n", tests[i].name);
+            failed++;
+        } else {
+            printf("ok   %s\n", tests[i].name);
+            passed++;
+        }
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed > 0;
+}

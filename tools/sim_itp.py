@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Replay the Microsoft ITP clusters 01-05 through `allot sim` under every
+policy, at the paper's size and the contended size of issue 3, and print the
+results as Markdown tables (the ones in docs/simulation.md).
+
+    tools/sim_itp.py [--allot build-rel/src/cli/allot] [--traces DIR]
+                     [--clusters 01,02,...] [--sizes paper,contended]
+                     [--policies all] [--out DIR]
+
+Each row comes from exactly this command (printed above each table):
+
+    allot sim --trace TRACES/elasticflow-itp/common.csv \
+        --trace-filter-queue clusterNN --nodes N --gpus-per-node 8 \
+        --queues 8 --policy P --json
+
+The JSON of every run is kept in --out (default build-rel/itp/).
+Standard library only.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZES = {  # nodes of 8 GPUs: (paper, contended)
+    "01": (64, 8), "02": (64, 13), "03": (64, 22), "04": (128, 77),
+    "05": (64, 2),
+}
+POLICIES = ["allot", "fifo", "static", "backfill", "tiresias", "sjf-oracle"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--allot", default=os.path.join(
+        HERE, "..", "build-rel", "src", "cli", "allot"))
+    ap.add_argument("--traces", default=os.path.join(
+        HERE, "..", "..", "shared", "traces"))
+    ap.add_argument("--clusters", default="01,02,03,04,05")
+    ap.add_argument("--sizes", default="contended,paper")
+    ap.add_argument("--policies", default=",".join(POLICIES))
+    ap.add_argument("--out", default=os.path.join(HERE, "..", "build-rel",
+                                                  "itp"))
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    trace = os.path.join(a.traces, "elasticflow-itp", "common.csv")
+    for size in a.sizes.split(","):
+        print(f"\n### ITP, {size} size, --queues 8\n")
+        print("| cluster | nodes x 8 | policy | done | unsched. | avg JCT (h) "
+              "| p95 queueing (h) | worst-queue avg queueing (h) "
+              "| gpu_alloc_ratio | wastage_ratio | preemptions | sim s |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for c in a.clusters.split(","):
+            nodes = SIZES[c][0 if size == "paper" else 1]
+            cmd = [a.allot, "sim", "--trace", trace, "--trace-filter-queue",
+                   f"cluster{c}", "--nodes", str(nodes), "--gpus-per-node",
+                   "8", "--queues", "8", "--policy", a.policies, "--json",
+                   "--quiet"]
+            out = subprocess.run(cmd, check=True, capture_output=True,
+                                 text=True).stdout
+            path = os.path.join(a.out, f"cluster{c}-{size}.jsonl")
+            with open(path, "w") as f:
+                f.write(out)
+            for line in out.splitlines():
+                s = json.loads(line)
+                print(f"| {c} | {nodes} | {s['policy']} | {s['completed']} "
+                      f"| {s['unschedulable']} | {s['avg_jct_s'] / 3600:.2f} "
+                      f"| {s['p95_queue_s'] / 3600:.2f} "
+                      f"| {s['worst_queue_avg_queue_s'] / 3600:.2f} "
+                      f"| {s['gpu_alloc_ratio']:.3f} "
+                      f"| {s['wastage_ratio']:.4f} | {s['preemptions']} "
+                      f"| {s['sim_wall_s']:.2f} |")
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
