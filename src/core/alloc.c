@@ -19,8 +19,8 @@ default_free(void *ctx, void *ptr)
     free(ptr);
 }
 
-const al_allocator_t al_default_allocator = {default_malloc, default_free,
-                                             NULL};
+const al_allocator_t al_default_allocator = { default_malloc, default_free,
+                                              NULL };
 
 /* Blocks are chained; each hands out memory from its tail. */
 struct block {

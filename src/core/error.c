@@ -5,8 +5,8 @@ const char *
 al_strerror(int err)
 {
     switch (err) {
-#define AL_ERR_MSG(name, val, msg)                                           \
-    case AL_##name:                                                          \
+#define AL_ERR_MSG(name, val, msg)                                             \
+    case AL_##name:                                                            \
         return msg;
         AL_ERRNO_MAP(AL_ERR_MSG)
 #undef AL_ERR_MSG
@@ -20,8 +20,8 @@ const char *
 al_err_name(int err)
 {
     switch (err) {
-#define AL_ERR_NAME(name, val, msg)                                          \
-    case AL_##name:                                                          \
+#define AL_ERR_NAME(name, val, msg)                                            \
+    case AL_##name:                                                            \
         return #name;
         AL_ERRNO_MAP(AL_ERR_NAME)
 #undef AL_ERR_NAME

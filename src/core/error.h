@@ -8,20 +8,20 @@
 #ifndef AL_ERROR_H
 #define AL_ERROR_H
 
-#define AL_ERRNO_MAP(X)                                                      \
-    X(ENOMEM, -1, "out of memory")                                           \
-    X(EINVAL, -2, "invalid argument")                                        \
-    X(ERANGE, -3, "value out of range")                                      \
-    X(ENOENT, -4, "no such object")                                          \
-    X(EEXIST, -5, "object already exists")                                   \
-    X(EIO, -6, "input/output error")                                         \
-    X(EPARSE, -7, "malformed input")                                         \
-    X(ELIMIT, -8, "limit exceeded")                                          \
-    X(EBUSY, -9, "resource busy")                                            \
-    X(ENOTSUP, -10, "operation not supported")                               \
-    X(EPERM, -11, "permission denied")                                       \
-    X(EAUTH, -12, "authentication required")                                 \
-    X(ETIMEDOUT, -13, "timed out")                                           \
+#define AL_ERRNO_MAP(X)                                                        \
+    X(ENOMEM, -1, "out of memory")                                             \
+    X(EINVAL, -2, "invalid argument")                                          \
+    X(ERANGE, -3, "value out of range")                                        \
+    X(ENOENT, -4, "no such object")                                            \
+    X(EEXIST, -5, "object already exists")                                     \
+    X(EIO, -6, "input/output error")                                           \
+    X(EPARSE, -7, "malformed input")                                           \
+    X(ELIMIT, -8, "limit exceeded")                                            \
+    X(EBUSY, -9, "resource busy")                                              \
+    X(ENOTSUP, -10, "operation not supported")                                 \
+    X(EPERM, -11, "permission denied")                                         \
+    X(EAUTH, -12, "authentication required")                                   \
+    X(ETIMEDOUT, -13, "timed out")                                             \
     X(EUNAVAIL, -14, "service unavailable")
 
 enum {

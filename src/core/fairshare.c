@@ -170,7 +170,7 @@ al__fairshare(al_ctx_t *c)
     int32_t q, *kids = NULL;
     double *weff = NULL;
     bool *open = NULL;
-    double total[AL_NRES] = {0, 0, 0};
+    double total[AL_NRES] = { 0, 0, 0 };
     int n, r;
 
     /* Capacity: every node that is not down. */

@@ -223,8 +223,8 @@ init_topology(al_ctx_t *c)
                 c->dom_nodes[level][off[d] + fill[d]++] = n;
         }
         c->dom_off[level] = off;
-        c->dom_free[level] = al_arena_array(c->tmp, (size_t)ndom + 1,
-                                            sizeof(int64_t));
+        c->dom_free[level] =
+            al_arena_array(c->tmp, (size_t)ndom + 1, sizeof(int64_t));
         if (c->dom_free[level] == NULL)
             return AL_ENOMEM;
         for (n = 0; n < c->nn; n++)
@@ -263,14 +263,14 @@ al__place_init(al_ctx_t *c)
             return AL_EINVAL;
         ndev_total += s->nodes[n].ndevices;
     }
-    c->dev_milli = al_arena_array(c->tmp, (size_t)ndev_total + 1,
-                                  sizeof(int32_t));
-    c->dev_gmem = al_arena_array(c->tmp, (size_t)ndev_total + 1,
-                                 sizeof(int64_t));
-    c->dev_cap = al_arena_array(c->tmp, (size_t)ndev_total + 1,
-                                sizeof(int64_t));
-    c->dom_masks = al_arena_array(c->tmp, (size_t)ndev_total + 1,
-                                  sizeof(uint64_t));
+    c->dev_milli =
+        al_arena_array(c->tmp, (size_t)ndev_total + 1, sizeof(int32_t));
+    c->dev_gmem =
+        al_arena_array(c->tmp, (size_t)ndev_total + 1, sizeof(int64_t));
+    c->dev_cap =
+        al_arena_array(c->tmp, (size_t)ndev_total + 1, sizeof(int64_t));
+    c->dom_masks =
+        al_arena_array(c->tmp, (size_t)ndev_total + 1, sizeof(uint64_t));
     if (c->dev_milli == NULL || c->dev_gmem == NULL || c->dev_cap == NULL ||
         c->dom_masks == NULL)
         return AL_ENOMEM;
@@ -285,8 +285,7 @@ al__place_init(al_ctx_t *c)
         w->prev = w->next = w->sprev = w->snext = NIL;
         w->ndev = nd->ndevices;
         w->dev_off = ndev_total;
-        w->free_mask = nd->ndevices == 64 ? ~0ULL
-                                          : (1ULL << nd->ndevices) - 1;
+        w->free_mask = nd->ndevices == 64 ? ~0ULL : (1ULL << nd->ndevices) - 1;
         w->free_cpu = nd->cpu_milli;
         w->free_mem = nd->mem_bytes;
         w->ready = nd->state == AL_NODE_READY;
@@ -304,8 +303,8 @@ al__place_init(al_ctx_t *c)
         w->ndom = 0;
         if (by_nvlink || by_numa) {
             for (d = 0; d < nd->ndevices; d++) {
-                int32_t id = by_nvlink ? nd->devices[d].nvlink
-                                       : nd->devices[d].numa;
+                int32_t id =
+                    by_nvlink ? nd->devices[d].nvlink : nd->devices[d].numa;
                 int k;
 
                 if (id < 0)
@@ -326,8 +325,8 @@ al__place_init(al_ctx_t *c)
 
         g = find_group(c, nd);
         if (g == NIL) {
-            int32_t *b = al_arena_array(c->tmp, AL_MAX_DEVICES + 1,
-                                        sizeof(int32_t));
+            int32_t *b =
+                al_arena_array(c->tmp, AL_MAX_DEVICES + 1, sizeof(int32_t));
 
             if (b == NULL)
                 return AL_ENOMEM;
@@ -373,7 +372,8 @@ al__group_match(const al_ctx_t *c, int32_t g, const al_request_t *req)
 {
     const wgroup_t *gr = &c->groups[g];
 
-    if (req->pool != NULL && req->pool[0] != '\0' && !streq(gr->pool, req->pool))
+    if (req->pool != NULL && req->pool[0] != '\0' &&
+        !streq(gr->pool, req->pool))
         return false;
     if (req->gpu_model != NULL && req->gpu_model[0] != '\0' &&
         !streq(gr->model, req->gpu_model))
@@ -685,8 +685,8 @@ frac_milli(const al_ctx_t *c, const al_request_t *req, int32_t di)
     int64_t m = req->gpu_milli;
 
     if (req->gpu_mem > 0 && c->dev_cap[di] > 0) {
-        int64_t bym = (req->gpu_mem * AL_GPU_MILLI + c->dev_cap[di] - 1) /
-                      c->dev_cap[di];
+        int64_t bym =
+            (req->gpu_mem * AL_GPU_MILLI + c->dev_cap[di] - 1) / c->dev_cap[di];
         if (bym > m)
             m = bym;
     }
@@ -742,8 +742,8 @@ pick_devices(const al_ctx_t *c, const wnode_t *w, uint64_t avail, int g)
             int bk = -1, bf = 0;
 
             for (k = 0; k < w->ndom; k++) {
-                int f = popcount64(avail & c->dom_masks[w->dom_off + k] &
-                                   ~used);
+                int f =
+                    popcount64(avail & c->dom_masks[w->dom_off + k] & ~used);
                 if (f > bf) {
                     bk = k;
                     bf = f;
@@ -826,8 +826,7 @@ frac_device(const al_ctx_t *c, int32_t n, const al_request_t *req,
 
 /* Fills p for task on node n if it fits there; returns true if so. */
 static bool
-fit_on(const al_ctx_t *c, int32_t n, const al_request_t *req,
-       al_placement_t *p)
+fit_on(const al_ctx_t *c, int32_t n, const al_request_t *req, al_placement_t *p)
 {
     const wnode_t *w = &c->wn[n];
 
@@ -836,8 +835,7 @@ fit_on(const al_ctx_t *c, int32_t n, const al_request_t *req,
     memset(p, 0, sizeof(*p));
     p->node = n;
     if (req->gpus > 0) {
-        p->devices = pick_devices(c, w, avail_mask(w),
-                                  req->gpus);
+        p->devices = pick_devices(c, w, avail_mask(w), req->gpus);
         return p->devices != 0;
     }
     if (is_frac(req)) {
@@ -888,10 +886,10 @@ al__node_slots(al_ctx_t *c, int32_t n, const al_request_t *req)
             m &= m - 1;
             if (need > 0) {
                 int64_t byms = (AL_GPU_MILLI - c->dev_milli[di]) / need;
-                int64_t bymem = req->gpu_mem > 0
-                                    ? (c->dev_cap[di] - c->dev_gmem[di]) /
-                                          req->gpu_mem
-                                    : byms;
+                int64_t bymem =
+                    req->gpu_mem > 0
+                        ? (c->dev_cap[di] - c->dev_gmem[di]) / req->gpu_mem
+                        : byms;
                 f += byms < bymem ? byms : bymem;
             }
         }
@@ -916,6 +914,219 @@ better(const al_ctx_t *c, int32_t a, int32_t cur)
     return a < cur;
 }
 
+/* ------------------------------------------------------------------ */
+/* Fragmentation-aware placement (AL_PACK_FRAG)                       */
+
+/*
+ * The workload profile: the task shapes of running and waiting jobs, with
+ * their shares, the AL_PROFILE_MAX most common kept.  Built once a cycle.
+ */
+int
+al__profile(al_ctx_t *c)
+{
+    wshape_t *all;
+    double *w, total = 0;
+    int32_t j, n = 0, k, i;
+
+    c->nprofile = 0;
+    if (c->cfg.pack != AL_PACK_FRAG)
+        return 0;
+    all = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(*all));
+    w = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(*w));
+    if (all == NULL || w == NULL)
+        return AL_ENOMEM;
+    /* Distinct shapes with their task counts: a linear probe over the few
+     * kinds a cluster runs (the list stays short; jobs are many). */
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+        wshape_t sh;
+        double tasks;
+
+        if (jb->state == AL_JOB_RUNNING)
+            tasks = jb->ntasks;
+        else if (jb->state == AL_JOB_PENDING &&
+                 (jb->dep_state == AL_DEPS_NONE ||
+                  jb->dep_state == AL_DEPS_SATISFIED))
+            tasks = jb->min_tasks;
+        else
+            continue;
+        memset(&sh, 0, sizeof(sh));
+        sh.gpus = jb->req.gpus;
+        sh.milli = jb->req.gpus > 0 ? 0 : (int32_t)c->wj[j].task_gpu;
+        sh.cpu = jb->req.cpu_milli;
+        sh.mem = jb->req.mem_bytes;
+        for (i = 0; i < n; i++)
+            if (all[i].gpus == sh.gpus && all[i].milli == sh.milli &&
+                all[i].cpu == sh.cpu && all[i].mem == sh.mem)
+                break;
+        if (i == n) {
+            if (n == 4096)
+                continue; /* a long tail adds nothing to the estimate */
+            all[n++] = sh;
+        }
+        w[i] += tasks;
+        total += tasks;
+    }
+    /* Keep the most common shapes (selection: K is small). */
+    for (k = 0; k < AL_PROFILE_MAX && k < n; k++) {
+        int32_t best = k;
+
+        for (i = k + 1; i < n; i++)
+            if (w[i] > w[best])
+                best = i;
+        if (best != k) {
+            wshape_t t = all[k];
+            double tw = w[k];
+
+            all[k] = all[best];
+            w[k] = w[best];
+            all[best] = t;
+            w[best] = tw;
+        }
+        c->profile[k] = all[k];
+        c->profile[k].p = total > 0 ? w[k] / total : 0;
+    }
+    c->nprofile = k;
+    return 0;
+}
+
+/*
+ * Expected fragmentation of a node (FGD): for each shape m of the profile,
+ * the free GPU milli that m could not use there, weighted by m's share.
+ * `fr` holds each usable device's free milli (1000: whole device free),
+ * cpu/mem what the node has free.
+ */
+static double
+node_frag(const al_ctx_t *c, const int32_t *fr, int nd, int64_t cpu,
+          int64_t mem)
+{
+    int64_t all = 0, partial = 0;
+    int full = 0, i, k;
+    double f = 0;
+
+    for (i = 0; i < nd; i++) {
+        all += fr[i];
+        if (fr[i] == AL_GPU_MILLI)
+            full++;
+        else
+            partial += fr[i];
+    }
+    for (k = 0; k < c->nprofile; k++) {
+        const wshape_t *m = &c->profile[k];
+        int64_t x = 0;
+
+        if (cpu < m->cpu || mem < m->mem) {
+            x = all;
+        } else if (m->gpus > 0) {
+            x = full < m->gpus ? all : partial;
+        } else if (m->milli > 0) {
+            for (i = 0; i < nd; i++)
+                if (fr[i] < m->milli)
+                    x += fr[i];
+        }
+        f += m->p * (double)x;
+    }
+    return f;
+}
+
+/* Free milli of node n's devices that new work may use. */
+static int
+node_free(const al_ctx_t *c, int32_t n, int32_t *fr)
+{
+    const wnode_t *w = &c->wn[n];
+    uint64_t av = avail_mask(w);
+    int d;
+
+    for (d = 0; d < w->ndev; d++) {
+        if (av & (1ULL << d))
+            fr[d] = AL_GPU_MILLI;
+        else if (w->shared_mask & (1ULL << d))
+            fr[d] = AL_GPU_MILLI - c->dev_milli[w->dev_off + d];
+        else
+            fr[d] = 0;
+    }
+    return w->ndev;
+}
+
+/*
+ * Places one GPU task on the node (and device) where the expected
+ * fragmentation grows least; ties go to the fuller node, then the lower
+ * index.  Considers the nodes of `list` (or every node when list is NULL).
+ */
+static int
+frag_pick(al_ctx_t *c, const al_request_t *req, const int32_t *list,
+          int32_t nlist, al_placement_t *out)
+{
+    int32_t i, best = NIL, fr[AL_MAX_DEVICES];
+    double bestd = 0;
+    al_placement_t bp;
+
+    memset(&bp, 0, sizeof(bp));
+    for (i = 0; i < (list ? nlist : c->nn); i++) {
+        int32_t n = list ? list[i] : i;
+        const wnode_t *w = &c->wn[n];
+        al_placement_t p;
+        double before, after;
+        int nd, d;
+
+        if (!w->ready || w->group == NIL || !al__req_group(c, w->group, req) ||
+            !cpu_mem_fit(w, req))
+            continue;
+        if (req->gpus > 0 && w->nfree < req->gpus)
+            continue;
+        nd = node_free(c, n, fr);
+        before = node_frag(c, fr, nd, w->free_cpu, w->free_mem);
+        memset(&p, 0, sizeof(p));
+        p.node = n;
+        if (req->gpus > 0) {
+            uint64_t m;
+
+            p.devices = pick_devices(c, w, avail_mask(w), req->gpus);
+            if (p.devices == 0)
+                continue;
+            for (m = p.devices; m != 0; m &= m - 1)
+                fr[__builtin_ctzll(m)] = 0;
+            after = node_frag(c, fr, nd, w->free_cpu - req->cpu_milli,
+                              w->free_mem - req->mem_bytes);
+            if (best == NIL || after - before < bestd ||
+                (after - before == bestd && better(c, n, best))) {
+                best = n;
+                bestd = after - before;
+                bp = p;
+            }
+            continue;
+        }
+        /* A fraction: every device with room is a candidate. */
+        for (d = 0; d < nd; d++) {
+            int32_t di = w->dev_off + d, need, old = fr[d];
+
+            if (fr[d] == 0)
+                continue;
+            need = frac_milli(c, req, di);
+            if (need > fr[d] || need <= 0 ||
+                c->dev_cap[di] - c->dev_gmem[di] < req->gpu_mem)
+                continue;
+            fr[d] = old - need;
+            after = node_frag(c, fr, nd, w->free_cpu - req->cpu_milli,
+                              w->free_mem - req->mem_bytes);
+            fr[d] = old;
+            if (best == NIL || after - before < bestd ||
+                (after - before == bestd && better(c, n, best))) {
+                best = n;
+                bestd = after - before;
+                bp = p;
+                bp.devices = 1ULL << d;
+                bp.gpu_milli = need;
+                bp.gpu_mem = req->gpu_mem;
+            }
+        }
+    }
+    if (best == NIL)
+        return AL_ENOENT;
+    *out = bp;
+    return 0;
+}
+
 /* Scans an explicit node list (one node, or a topology domain). */
 static int
 find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
@@ -937,8 +1148,7 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
 
             if (!cpu_mem_fit(&c->wn[n], req) || !c->wn[n].ready)
                 continue;
-            if (frac_device(c, n, req, true, &left) >= 0 &&
-                left < bestleft) {
+            if (frac_device(c, n, req, true, &left) >= 0 && left < bestleft) {
                 bestleft = left;
                 best = n;
                 fit_on(c, n, req, &bp);
@@ -956,8 +1166,7 @@ find_in_list(al_ctx_t *c, const al_request_t *req, const int32_t *list,
         for (i = 0; i < nlist; i++) {
             int32_t n = list[i];
 
-            if (c->wn[n].group == NIL ||
-                !al__req_group(c, c->wn[n].group, req))
+            if (c->wn[n].group == NIL || !al__req_group(c, c->wn[n].group, req))
                 continue;
             if (fit_on(c, n, req, &p) && better(c, n, best)) {
                 best = n;
@@ -1040,6 +1249,20 @@ al__find_task(al_ctx_t *c, int32_t job, int only_node, int topo_level,
 {
     const al_request_t *req = &c->s->jobs[job].req;
 
+    if (c->nprofile > 0 && (req->gpus > 0 || is_frac(req))) {
+        if (only_node >= 0) {
+            int32_t one = only_node;
+
+            return frag_pick(c, req, &one, 1, out);
+        }
+        if (topo_level >= 0 && topo_dom != NIL) {
+            const int32_t *off = c->dom_off[topo_level];
+
+            return frag_pick(c, req, c->dom_nodes[topo_level] + off[topo_dom],
+                             off[topo_dom + 1] - off[topo_dom], out);
+        }
+        return frag_pick(c, req, NULL, 0, out);
+    }
     if (only_node >= 0) {
         int32_t one = only_node;
 

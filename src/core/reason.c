@@ -9,7 +9,7 @@
 
 #include "sched_int.h"
 
-static const char *const res_names[AL_NRES] = {"gpu", "cpu", "memory"};
+static const char *const res_names[AL_NRES] = { "gpu", "cpu", "memory" };
 
 static const char *
 queue_name(const al_snapshot_t *s, int32_t q)
@@ -69,8 +69,7 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
     case AL_WHY_DEPS:
         return snprintf(buf, len, "waiting for dependencies");
     case AL_WHY_DEPS_NEVER:
-        return snprintf(buf, len,
-                        "a dependency failed: the job can never run");
+        return snprintf(buf, len, "a dependency failed: the job can never run");
     case AL_WHY_BAD_QUEUE:
         return snprintf(buf, len, "queue %s does not exist or is not a leaf",
                         queue_name(s, r->queue));
@@ -105,11 +104,13 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
         return snprintf(buf, len,
                         "no topology domain can hold all tasks together now");
     case AL_WHY_RESERVED:
-        return snprintf(buf, len, "waiting for reservation at %s", t);
+        return snprintf(buf, len,
+                        "waiting for reservation at %s (when running jobs "
+                        "reach their time limits or estimates)",
+                        t);
     case AL_WHY_BEHIND_RESERVATION:
         return snprintf(buf, len,
-                        "would delay the reservation of job %" PRIu64
-                        " at %s",
+                        "would delay the reservation of job %" PRIu64 " at %s",
                         other, t);
     case AL_WHY_ORDER:
         return snprintf(buf, len, "behind job %" PRIu64 " in strict order",

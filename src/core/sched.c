@@ -104,7 +104,7 @@ set_cause(char **cause, const char *msg, int64_t a, int64_t b)
 
     if (cause == NULL)
         return;
-    /* Every caller passes a literal with two %lld conversions. */
+        /* Every caller passes a literal with two %lld conversions. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
     n = (size_t)snprintf(buf, sizeof(buf), msg, (long long)a, (long long)b);
@@ -255,8 +255,10 @@ setup_queues(al_ctx_t *c, char **cause)
         wqueue_t *w = &c->wq[q];
 
         if (qq->parent < -1 || qq->parent >= q) {
-            set_cause(cause, "queue %lld: parent %lld must be -1 or an "
-                             "earlier queue", q, qq->parent);
+            set_cause(cause,
+                      "queue %lld: parent %lld must be -1 or an "
+                      "earlier queue",
+                      q, qq->parent);
             return AL_EINVAL;
         }
         if (qq->nmodel_quotas < 0 ||
@@ -276,8 +278,7 @@ setup_queues(al_ctx_t *c, char **cause)
         if (qq->nmodel_quotas > 0) {
             w->model_alloc = al_arena_array(c->tmp, (size_t)qq->nmodel_quotas,
                                             sizeof(int64_t));
-            w->model_nonpre = al_arena_array(c->tmp,
-                                             (size_t)qq->nmodel_quotas,
+            w->model_nonpre = al_arena_array(c->tmp, (size_t)qq->nmodel_quotas,
                                              sizeof(int64_t));
             if (w->model_alloc == NULL || w->model_nonpre == NULL)
                 return AL_ENOMEM;
@@ -286,8 +287,8 @@ setup_queues(al_ctx_t *c, char **cause)
     /* Usage of leaves, summed up the tree (children come after parents). */
     for (q = c->nq - 1; q >= 0; q--) {
         if (c->wq[q].leaf)
-            c->wq[q].usage = c->s->queues[q].usage > 0 ? c->s->queues[q].usage
-                                                       : 0;
+            c->wq[q].usage =
+                c->s->queues[q].usage > 0 ? c->s->queues[q].usage : 0;
         if (c->wq[q].parent >= 0)
             c->wq[c->wq[q].parent].usage += c->wq[q].usage;
     }
@@ -389,8 +390,8 @@ setup_jobs(al_ctx_t *c, char **cause)
      * entries first was a measurable part of a cycle.  Reasons live in the
      * result's arena from the start, so the result needs no copy. */
     c->wj = al_arena_array_raw(c->tmp, (size_t)c->nj + 1, sizeof(wjob_t));
-    c->reasons = al_arena_array_raw(c->out, (size_t)c->nj + 1,
-                                    sizeof(al_reason_t));
+    c->reasons =
+        al_arena_array_raw(c->out, (size_t)c->nj + 1, sizeof(al_reason_t));
     count = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
     if (c->wj == NULL || c->reasons == NULL || count == NULL)
         return AL_ENOMEM;
@@ -412,8 +413,8 @@ setup_jobs(al_ctx_t *c, char **cause)
         c->reasons[j].queue = NIL;
         c->reasons[j].job = NIL;
         if (r->gpus < 0 || r->gpus > AL_MAX_DEVICES || r->gpu_milli < 0 ||
-            r->gpu_milli > AL_GPU_MILLI || r->gpu_mem < 0 ||
-            r->cpu_milli < 0 || r->mem_bytes < 0 || jb->min_tasks < 1 ||
+            r->gpu_milli > AL_GPU_MILLI || r->gpu_mem < 0 || r->cpu_milli < 0 ||
+            r->mem_bytes < 0 || jb->min_tasks < 1 ||
             (jb->ndeps > 0 && jb->deps == NULL) || jb->ndeps < 0) {
             set_cause(cause, "job %lld (index %lld): invalid request",
                       (long long)jb->id, j);
@@ -421,8 +422,10 @@ setup_jobs(al_ctx_t *c, char **cause)
         }
         for (t = 0; t < jb->ndeps; t++)
             if (jb->deps[t].job < 0 || jb->deps[t].job >= c->nj) {
-                set_cause(cause, "job %lld: dependency index %lld out of "
-                                 "range", (long long)jb->id, jb->deps[t].job);
+                set_cause(cause,
+                          "job %lld: dependency index %lld out of "
+                          "range",
+                          (long long)jb->id, jb->deps[t].job);
                 return AL_EINVAL;
             }
         if (jb->topo_mode != AL_TOPO_NONE &&
@@ -436,13 +439,14 @@ setup_jobs(al_ctx_t *c, char **cause)
         else if (r->gpu_milli > 0)
             w->task_gpu = r->gpu_milli;
         else if (r->gpu_mem > 0 && maxdevmem > 0)
-            w->task_gpu = (r->gpu_mem * AL_GPU_MILLI + maxdevmem - 1) /
-                          maxdevmem;
+            w->task_gpu =
+                (r->gpu_mem * AL_GPU_MILLI + maxdevmem - 1) / maxdevmem;
         if (jb->state == AL_JOB_RUNNING) {
             if (jb->ntasks < 1 || jb->placement == NULL ||
                 !queue_ok(c, jb->queue)) {
-                set_cause(cause, "running job %lld (index %lld) has no "
-                                 "placement or no leaf queue",
+                set_cause(cause,
+                          "running job %lld (index %lld) has no "
+                          "placement or no leaf queue",
                           (long long)jb->id, j);
                 return AL_EINVAL;
             }
@@ -450,16 +454,18 @@ setup_jobs(al_ctx_t *c, char **cause)
             w->ntasks = jb->ntasks;
             for (t = 0; t < jb->ntasks; t++) {
                 if (!valid_placement(c, jb, &jb->placement[t])) {
-                    set_cause(cause, "running job %lld task %lld: invalid "
-                                     "placement",
+                    set_cause(cause,
+                              "running job %lld task %lld: invalid "
+                              "placement",
                               (long long)jb->id, t);
                     return AL_EINVAL;
                 }
                 rc = al__take(c, j, &jb->placement[t], true);
                 if (rc != 0) {
                     if (rc == AL_EINVAL)
-                        set_cause(cause, "running job %lld task %lld: "
-                                         "device already in use",
+                        set_cause(cause,
+                                  "running job %lld task %lld: "
+                                  "device already in use",
                                   (long long)jb->id, t);
                     return rc;
                 }
@@ -479,8 +485,8 @@ setup_jobs(al_ctx_t *c, char **cause)
             c->wn[n].run_off = total;
             total += count[n];
         }
-        c->run_tasks = al_arena_array(c->tmp, (size_t)total * 2 + 2,
-                                      sizeof(int32_t));
+        c->run_tasks =
+            al_arena_array(c->tmp, (size_t)total * 2 + 2, sizeof(int32_t));
         fill = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
         if (c->run_tasks == NULL || fill == NULL)
             return AL_ENOMEM;
@@ -519,6 +525,8 @@ setup_jobs(al_ctx_t *c, char **cause)
         }
     }
     rc = critical_path(c);
+    if (rc == 0)
+        rc = al__profile(c);
     if (rc != 0)
         return rc;
     /* What setup took is the starting point, not something to undo. */
@@ -711,8 +719,7 @@ admit(al_ctx_t *c, int32_t j, int64_t ntasks)
                                   qq->quota[r].deserved, 0);
         }
         if (!jb->preemptible && need[AL_RES_GPU] > 0 &&
-            w->nonpre_gpu + need[AL_RES_GPU] >
-                qq->quota[AL_RES_GPU].deserved)
+            w->nonpre_gpu + need[AL_RES_GPU] > qq->quota[AL_RES_GPU].deserved)
             return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
                               qq->quota[AL_RES_GPU].deserved, 0);
         if (jb->req.gpu_model != NULL && w->model_alloc != NULL) {
@@ -769,8 +776,7 @@ ever_fits(al_ctx_t *c, int32_t j)
         total += gr->total_dev;
         if (gr->max_dev >= jb->req.gpus && gr->max_cpu >= jb->req.cpu_milli &&
             gr->max_mem >= jb->req.mem_bytes &&
-            (jb->req.gpus > 0 || jb->req.gpu_milli == 0 ||
-             gr->max_dev > 0))
+            (jb->req.gpus > 0 || jb->req.gpu_milli == 0 || gr->max_dev > 0))
             node_ok = true;
     }
     return node_ok && total >= (int64_t)jb->min_tasks * jb->req.gpus;
@@ -810,8 +816,8 @@ pick_domain(al_ctx_t *c, int32_t j, int level, int64_t n, int64_t want)
             int32_t nd = c->dom_nodes[level][i];
 
             g = c->wn[nd].group;
-            if (g == NIL || !(g < 64 ? match[g]
-                                     : al__req_group(c, g, &jb->req)))
+            if (g == NIL ||
+                !(g < 64 ? match[g] : al__req_group(c, g, &jb->req)))
                 continue;
             if (jb->req.gpus > 0 && c->wn[nd].nfree < jb->req.gpus)
                 continue;
@@ -858,19 +864,18 @@ within_quota(al_ctx_t *c, int32_t j)
                 return set_reason(c, j, AL_WHY_NO_BORROW, q, NIL, r,
                                   qq->quota[r].deserved, 0);
         }
-        if (!jb->preemptible &&
-            w->nonpre_gpu > qq->quota[AL_RES_GPU].deserved)
+        if (!jb->preemptible && w->nonpre_gpu > qq->quota[AL_RES_GPU].deserved)
             return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
                               qq->quota[AL_RES_GPU].deserved, 0);
         for (k = 0; k < qq->nmodel_quotas; k++) {
             const al_model_quota_t *mq = &qq->model_quotas[k];
 
             if (mq->limit >= 0 && w->model_alloc[k] > mq->limit)
-                return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
-                                  AL_RES_GPU, mq->limit, 0);
+                return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL, AL_RES_GPU,
+                                  mq->limit, 0);
             if (!jb->preemptible && w->model_nonpre[k] > mq->deserved)
-                return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL,
-                                  AL_RES_GPU, mq->deserved, 0);
+                return set_reason(c, j, AL_WHY_MODEL_LIMIT, q, NIL, AL_RES_GPU,
+                                  mq->deserved, 0);
         }
     }
     return true;
@@ -900,8 +905,8 @@ model_forbid(al_ctx_t *c, int32_t j, int64_t ntasks, int32_t *q, int64_t *lim)
         for (k = 0; k < qq->nmodel_quotas; k++) {
             const al_model_quota_t *mq = &qq->model_quotas[k];
 
-            bool over = mq->limit >= 0 &&
-                        c->wq[a].model_alloc[k] + need > mq->limit;
+            bool over =
+                mq->limit >= 0 && c->wq[a].model_alloc[k] + need > mq->limit;
 
             if (!jb->preemptible &&
                 c->wq[a].model_nonpre[k] + need > mq->deserved)
@@ -1053,8 +1058,8 @@ typedef struct pass {
     resv_int_t *resv;
     int32_t nresv;
     int32_t first_blocked; /* strict order: the job everyone waits behind */
-    int64_t held_dev; /* devices reservations hold */
-    int64_t *sim_dev;  /* reserve()'s sweep arrays, taken on first use */
+    int64_t held_dev;      /* devices reservations hold */
+    int64_t *sim_dev;      /* reserve()'s sweep arrays, taken on first use */
     struct victim *vs, *scratch; /* reclaim_one()'s, likewise */
     int32_t *sim_dm;
     int64_t memo_version;
@@ -1096,8 +1101,7 @@ timeline(al_ctx_t *c, const pass_t *ps, int32_t j, skey_t **out, size_t *nout)
         if ((c->wj[x].flags & (JF_RUNNING | JF_STARTED)) &&
             !(c->wj[x].flags & JF_EVICTED))
             n++;
-    ev = al_arena_array_raw(c->tmp, n + 2 * (size_t)ps->nresv + 1,
-                            sizeof(*ev));
+    ev = al_arena_array_raw(c->tmp, n + 2 * (size_t)ps->nresv + 1, sizeof(*ev));
     if (ev == NULL)
         return AL_ENOMEM;
     n = 0;
@@ -1151,12 +1155,12 @@ timeline(al_ctx_t *c, const pass_t *ps, int32_t j, skey_t **out, size_t *nout)
  */
 typedef struct tsim {
     const al_request_t *req;
-    int level;      /* topology level the gang must stay in, or -1 */
-    int64_t m;      /* milli-GPUs one fractional task takes, or 0 */
-    int64_t per;    /* fractional tasks on one fresh device */
+    int level;   /* topology level the gang must stay in, or -1 */
+    int64_t m;   /* milli-GPUs one fractional task takes, or 0 */
+    int64_t per; /* fractional tasks on one fresh device */
     int64_t *dev, *frac, *cpu, *mem, *slots, *domsum;
-    int32_t *dm;    /* used milli per device */
-    int64_t total;  /* sum of slots */
+    int32_t *dm;   /* used milli per device */
+    int64_t total; /* sum of slots */
 } tsim_t;
 
 static int64_t
@@ -1315,10 +1319,10 @@ reserve(al_ctx_t *c, pass_t *ps, int32_t j, resv_int_t *out, bool *made)
         for (l = 0; l < c->cfg.ntopo_levels; l++)
             if ((size_t)c->ndomains[l] + 1 > nd)
                 nd = (size_t)c->ndomains[l] + 1;
-        ps->sim_dev = al_arena_array_raw(c->tmp, 6 * nn + nd + 1,
-                                         sizeof(int64_t));
-        ps->sim_dm = al_arena_array_raw(c->tmp, (size_t)c->ndev + 1,
-                                        sizeof(int32_t));
+        ps->sim_dev =
+            al_arena_array_raw(c->tmp, 6 * nn + nd + 1, sizeof(int64_t));
+        ps->sim_dm =
+            al_arena_array_raw(c->tmp, (size_t)c->ndev + 1, sizeof(int32_t));
         if (ps->sim_dev == NULL || ps->sim_dm == NULL)
             return AL_ENOMEM;
     }
@@ -1341,8 +1345,7 @@ reserve(al_ctx_t *c, pass_t *ps, int32_t j, resv_int_t *out, bool *made)
     for (n = 0; n < c->nn; n++) {
         const wnode_t *w = &c->wn[n];
 
-        if (!w->ready || w->group == NIL ||
-            !al__req_group(c, w->group, req) ||
+        if (!w->ready || w->group == NIL || !al__req_group(c, w->group, req) ||
             (ts.level >= 0 && w->topo[ts.level] == NIL)) {
             slots[n] = -1; /* not usable */
             continue;
@@ -1371,8 +1374,8 @@ reserve(al_ctx_t *c, pass_t *ps, int32_t j, resv_int_t *out, bool *made)
         /* Check once all events of one time are in (and at the end). */
         if ((e == 0 || e == nev || ev[e].k[0] != ev[e - 1].k[0]) &&
             sim_fits(c, &ts, need, &win)) {
-            when = e == 0 ? c->s->now
-                          : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
+            when =
+                e == 0 ? c->s->now : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
             if (when < c->s->now)
                 when = c->s->now;
             break;
@@ -1557,8 +1560,8 @@ claim_lent(al_ctx_t *c, const pass_t *ps, int32_t j, const resv_int_t *rv,
         for (k = 0; k < w->nrun; k++) {
             int32_t x = c->run_tasks[2 * (w->run_off + k)];
 
-            if ((c->wj[x].flags & JF_LENT) &&
-                !(c->wj[x].flags & JF_EVICTED) && lent_to(c, ps, x, j)) {
+            if ((c->wj[x].flags & JF_LENT) && !(c->wj[x].flags & JF_EVICTED) &&
+                lent_to(c, ps, x, j)) {
                 rc = evict(c, x, j, AL_EVICT_RESERVATION);
                 if (rc != 0)
                     goto fail;
@@ -1582,8 +1585,8 @@ fail:
 
 typedef struct victim {
     int32_t job;
-    bool shed; /* only the extra tasks of an elastic job */
-    bool guarded; /* its queue's deserved quota limits what may be taken */
+    bool shed;     /* only the extra tasks of an elastic job */
+    bool guarded;  /* its queue's deserved quota limits what may be taken */
     int64_t qgive; /* milli-GPUs its queue loses (all its tasks, anywhere) */
     int64_t dev, cpu, mem; /* what it frees on the node looked at */
     skey_t key;
@@ -1813,8 +1816,8 @@ started_by_node(al_ctx_t *c, started_t *st)
  */
 static bool
 accumulate(const al_ctx_t *c, int32_t j, const wnode_t *w,
-           const al_request_t *req, victim_t *scratch, int32_t m,
-           int32_t *used, int64_t *dev, int64_t *cpu, int64_t *mem)
+           const al_request_t *req, victim_t *scratch, int32_t m, int32_t *used,
+           int64_t *dev, int64_t *cpu, int64_t *mem)
 {
     int64_t need = req->gpus > 0 ? req->gpus : 1;
     int32_t i, n = 0;
@@ -1902,15 +1905,12 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
                 scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
                 scratch[m].qgive = held_gpu(c, x, sh ? xb->min_tasks : 0);
                 scratch[m].guarded = xb->queue != c->s->jobs[j].queue &&
-                                     !(c->wj[x].flags & (JF_LENT |
-                                                         JF_STARTED));
+                                     !(c->wj[x].flags & (JF_LENT | JF_STARTED));
                 victim_key(c, &scratch[m]);
                 m++;
             }
             p = &al__job_place(c, x)[t];
-            scratch[i].dev += p->gpu_milli > 0 ? 0
-                                               : al__popcount(
-                                                     p->devices);
+            scratch[i].dev += p->gpu_milli > 0 ? 0 : al__popcount(p->devices);
             scratch[i].cpu += xb->req.cpu_milli;
             scratch[i].mem += xb->req.mem_bytes;
         }
@@ -1927,8 +1927,7 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
             }
             scratch[k2] = x;
         }
-        if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu,
-                        &mem)) {
+        if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu, &mem)) {
             /* Cheapest first can stall on the deserved guard (a small
              * victim uses up what a queue may lose); try largest first. */
             for (i = 1; i < m; i++) {
@@ -1941,8 +1940,7 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
                 }
                 scratch[k2] = x;
             }
-            if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu,
-                            &mem))
+            if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu, &mem))
                 continue;
         }
         if (used == 0)
@@ -2101,7 +2099,6 @@ fail:
 /* ------------------------------------------------------------------ */
 /* The allocation pass                                                */
 
-
 /*
  * Failure memo.  Placement only fails for lack of capacity, and capacity
  * only shrinks until something is released (c->version moves), so a gang
@@ -2114,14 +2111,14 @@ static uint64_t
 shape_hash(const al_job_t *jb)
 {
     uint64_t h = 1469598103934665603ULL;
-    const uint64_t parts[] = {(uint64_t)jb->req.gpus,
-                              (uint64_t)jb->req.gpu_milli,
-                              (uint64_t)jb->req.gpu_mem,
-                              (uint64_t)jb->min_tasks,
-                              (uint64_t)jb->topo_mode,
-                              (uint64_t)jb->topo_level,
-                              (uint64_t)(uintptr_t)jb->req.gpu_model,
-                              (uint64_t)(uintptr_t)jb->req.pool};
+    const uint64_t parts[] = { (uint64_t)jb->req.gpus,
+                               (uint64_t)jb->req.gpu_milli,
+                               (uint64_t)jb->req.gpu_mem,
+                               (uint64_t)jb->min_tasks,
+                               (uint64_t)jb->topo_mode,
+                               (uint64_t)jb->topo_level,
+                               (uint64_t)(uintptr_t)jb->req.gpu_model,
+                               (uint64_t)(uintptr_t)jb->req.pool };
     size_t i;
 
     for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
@@ -2154,8 +2151,8 @@ memo_note(pass_t *ps, const al_job_t *jb, uint64_t h)
 {
     memo_t *m = &ps->memo[h % MEMO_SIZE];
 
-    if (m->key != h || (jb->req.cpu_milli <= m->cpu &&
-                        jb->req.mem_bytes <= m->mem)) {
+    if (m->key != h ||
+        (jb->req.cpu_milli <= m->cpu && jb->req.mem_bytes <= m->mem)) {
         m->key = h;
         m->cpu = jb->req.cpu_milli;
         m->mem = jb->req.mem_bytes;
@@ -2167,13 +2164,14 @@ static void
 blocked_reason(al_ctx_t *c, int32_t j, int64_t f)
 {
     const al_job_t *jb = &c->s->jobs[j];
-    int64_t need = (int64_t)jb->min_tasks * (jb->req.gpus > 0 ? jb->req.gpus : 0);
+    int64_t need =
+        (int64_t)jb->min_tasks * (jb->req.gpus > 0 ? jb->req.gpus : 0);
 
     if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1 && f >= need)
         set_reason(c, j, AL_WHY_TOPOLOGY, NIL, NIL, AL_RES_GPU, 0, 0);
     else if (f >= need && need > 0)
-        set_reason(c, j, AL_WHY_NO_NODE, NIL, NIL, AL_RES_GPU,
-                   f * AL_GPU_MILLI, 0);
+        set_reason(c, j, AL_WHY_NO_NODE, NIL, NIL, AL_RES_GPU, f * AL_GPU_MILLI,
+                   0);
     else
         set_reason(c, j, AL_WHY_CAPACITY, NIL, NIL, AL_RES_GPU,
                    f * AL_GPU_MILLI, 0);
@@ -2262,7 +2260,8 @@ any_over_share(const al_ctx_t *c, int32_t q)
 
     for (k = 0; k < c->nq; k++)
         if (k != q && c->wq[k].leaf &&
-            (double)c->wq[k].alloc[AL_RES_GPU] > c->wq[k].fair[AL_RES_GPU] + 0.5)
+            (double)c->wq[k].alloc[AL_RES_GPU] >
+                c->wq[k].fair[AL_RES_GPU] + 0.5)
             return true;
     return false;
 }
@@ -2297,8 +2296,7 @@ reclaim_one(al_ctx_t *c, pass_t *ps, int32_t j, bool *started)
         return 0;
     if (ps->vs == NULL) {
         ps->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
-        ps->scratch = al_arena_array(c->tmp, VICTIMS_MAX + 1,
-                                     sizeof(victim_t));
+        ps->scratch = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
         if (ps->vs == NULL || ps->scratch == NULL)
             return AL_ENOMEM;
     }
@@ -2361,8 +2359,7 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
 
         if ((shorter || lend) &&
             (jb->req.gpus == 0 ||
-             fdev + ps->held_dev >=
-                 (int64_t)jb->min_tasks * jb->req.gpus)) {
+             fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)) {
             /* With every hold released the buckets show all free devices,
              * so the normal search serves. */
             rc = unhold_all(c, ps);
@@ -2394,8 +2391,7 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
         }
         if (c->reasons[j].code == AL_WHY_CAPACITY ||
             c->reasons[j].code == AL_WHY_NO_NODE) {
-            if (fdev + ps->held_dev >=
-                (int64_t)jb->min_tasks * jb->req.gpus)
+            if (fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)
                 set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL,
                            ps->resv[0].r.job, AL_RES_GPU, 0,
                            ps->resv[0].r.start);
@@ -2451,8 +2447,7 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
         c->stats.reservations++;
         if (rv->r.start < c->min_resv_start)
             c->min_resv_start = rv->r.start;
-        set_reason(c, j, AL_WHY_RESERVED, NIL, NIL, AL_RES_GPU, 0,
-                   rv->r.start);
+        set_reason(c, j, AL_WHY_RESERVED, NIL, NIL, AL_RES_GPU, 0, rv->r.start);
     }
     return 0;
 }
@@ -2529,20 +2524,20 @@ build_order(al_ctx_t *c, pass_t *ps)
         prio = (uint64_t)(0xFFFF - (jb->priority < 0        ? 0
                                     : jb->priority > 0xFFFF ? 0xFFFF
                                                             : jb->priority));
-        crit = (uint64_t)(0xFFFFFFF -
-                          (c->wj[j].crit > 0xFFFFFFF ? 0xFFFFFFF
-                                                     : c->wj[j].crit));
+        crit =
+            (uint64_t)(0xFFFFFFF -
+                       (c->wj[j].crit > 0xFFFFFFF ? 0xFFFFFFF : c->wj[j].crit));
         k = &ps->order[n++];
         k->k[0] = q << 44 | prio << 28 | crit;
         /* Waiting since (earlier first: aging), then submit time. */
-        k->k[1] = bias(jb->eligible_time > 0 ? jb->eligible_time
-                                             : jb->submit_time);
+        k->k[1] =
+            bias(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
         /* Submit time as an offset from the waiting time: the same
          * order for ties, and all zero (no sort pass) in the usual case
          * where a job waits since it was submitted. */
-        k->k[2] = bias(jb->submit_time - (jb->eligible_time > 0
-                                              ? jb->eligible_time
-                                              : jb->submit_time));
+        k->k[2] =
+            bias(jb->submit_time -
+                 (jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time));
         k->idx = j;
     }
     ps->norder = n;
@@ -2639,14 +2634,14 @@ starving_first(al_ctx_t *c, pass_t *ps)
         t = jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time;
         if (c->s->now - t < c->cfg.starve_after)
             continue;
-        if (np == want && (t > since[np - 1] ||
-                           (t == since[np - 1] && j > pick[np - 1])))
+        if (np == want &&
+            (t > since[np - 1] || (t == since[np - 1] && j > pick[np - 1])))
             continue;
         /* Insert into the small sorted list, oldest (then lowest index)
          * first. */
         k = np < want ? np++ : np - 1;
-        while (k > 0 && (since[k - 1] > t ||
-                         (since[k - 1] == t && pick[k - 1] > j))) {
+        while (k > 0 &&
+               (since[k - 1] > t || (since[k - 1] == t && pick[k - 1] > j))) {
             since[k] = since[k - 1];
             pick[k] = pick[k - 1];
             k--;
@@ -2775,13 +2770,12 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
     /* A job started and un-started in this cycle has no decision at all. */
     res->decisions = al_arena_array(ar, nd + 1, sizeof(al_decision_t));
     res->reasons = c->reasons;
-    res->queues = al_arena_array(ar, (size_t)c->nq + 1,
-                                 sizeof(al_queue_share_t));
-    res->reservations = al_arena_array(ar, (size_t)ps->nresv + 1,
-                                       sizeof(al_reservation_t));
+    res->queues =
+        al_arena_array(ar, (size_t)c->nq + 1, sizeof(al_queue_share_t));
+    res->reservations =
+        al_arena_array(ar, (size_t)ps->nresv + 1, sizeof(al_reservation_t));
     res->nreservations = 0;
-    if (!res->decisions || !res->reasons || !res->queues ||
-        !res->reservations)
+    if (!res->decisions || !res->reasons || !res->queues || !res->reservations)
         goto nomem;
     /* Evictions first, in job order, so a shell frees before it starts. */
     nd = 0;
@@ -2816,8 +2810,8 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
         }
         d = &res->decisions[nd++];
         *d = starts[i];
-        d->tasks = al_arena_array(ar, (size_t)d->ntasks + 1,
-                                  sizeof(al_placement_t));
+        d->tasks =
+            al_arena_array(ar, (size_t)d->ntasks + 1, sizeof(al_placement_t));
         if (d->tasks == NULL)
             goto nomem;
         memcpy(d->tasks, (const al_placement_t *)c->tasks.data + w->place_off,
@@ -2827,8 +2821,7 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
     for (j = 0; j < c->nj; j++) {
         al_reason_t *rs = &res->reasons[j];
 
-        if ((c->wj[j].flags & JF_STARTED) &&
-            !(c->wj[j].flags & JF_EVICTED)) {
+        if ((c->wj[j].flags & JF_STARTED) && !(c->wj[j].flags & JF_EVICTED)) {
             memset(rs, 0, sizeof(*rs));
             rs->queue = NIL;
             rs->job = NIL;
@@ -2860,10 +2853,8 @@ build_result(al_ctx_t *c, const pass_t *ps, al_result_t **out)
             continue;
         res->nreservations++;
         *rv = ps->resv[r].r;
-        rv->nodes = al_arena_array(ar, (size_t)rv->nnodes + 1,
-                                   sizeof(int32_t));
-        rv->tasks = al_arena_array(ar, (size_t)rv->nnodes + 1,
-                                   sizeof(int32_t));
+        rv->nodes = al_arena_array(ar, (size_t)rv->nnodes + 1, sizeof(int32_t));
+        rv->tasks = al_arena_array(ar, (size_t)rv->nnodes + 1, sizeof(int32_t));
         if (rv->nodes == NULL || rv->tasks == NULL)
             goto nomem;
         memcpy(rv->nodes, ps->resv[r].r.nodes,
@@ -2933,8 +2924,9 @@ al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
         al_config_default(&c.cfg);
     if (c.cfg.ntopo_levels < 0 || c.cfg.ntopo_levels > AL_MAX_TOPO_LEVELS ||
         c.cfg.reserve_depth < 0) {
-        set_cause(cause, "config: bad topology levels (%lld) or reserve depth "
-                         "(%lld)",
+        set_cause(cause,
+                  "config: bad topology levels (%lld) or reserve depth "
+                  "(%lld)",
                   c.cfg.ntopo_levels, c.cfg.reserve_depth);
         return AL_EINVAL;
     }

@@ -34,11 +34,11 @@
 /* ------------------------------------------------------------------ */
 /* Limits                                                             */
 
-#define AL_GPU_MILLI 1000       /* milli-GPUs in one whole device */
-#define AL_MAX_DEVICES 64       /* devices per node (a 64-bit mask) */
-#define AL_MAX_TOPO_LEVELS 4    /* topology levels above the node */
-#define AL_NRES 3               /* resources with quotas: gpu, cpu, mem */
-#define AL_UNLIMITED (-1)       /* a quota limit meaning "no limit" */
+#define AL_GPU_MILLI 1000    /* milli-GPUs in one whole device */
+#define AL_MAX_DEVICES 64    /* devices per node (a 64-bit mask) */
+#define AL_MAX_TOPO_LEVELS 4 /* topology levels above the node */
+#define AL_NRES 3            /* resources with quotas: gpu, cpu, mem */
+#define AL_UNLIMITED (-1)    /* a quota limit meaning "no limit" */
 
 /* Resource indices into the AL_NRES-sized arrays. */
 enum { AL_RES_GPU = 0, AL_RES_CPU = 1, AL_RES_MEM = 2 };
@@ -67,8 +67,9 @@ typedef struct al_device {
 
 typedef struct al_node {
     const char *name;
-    const char *pool;      /* node pool; NULL or "" is the default pool */
-    const char *gpu_model; /* model of all its devices ("H100-80GB"); may be NULL */
+    const char *pool; /* node pool; NULL or "" is the default pool */
+    const char
+        *gpu_model; /* model of all its devices ("H100-80GB"); may be NULL */
     /* Ordered topology path, outermost first, one value per level named in
      * al_config_t.topo_levels (e.g. {"block-3", "rack-17"}).  Values are
      * compared as strings; entries beyond ntopo count as unknown. */
@@ -93,8 +94,10 @@ typedef struct al_quota {
 /* Quota for one GPU model inside a queue (optional, admin-set). */
 typedef struct al_model_quota {
     const char *model;
-    int64_t deserved; /* milli-GPUs of this model non-preemptible work may use */
-    int64_t limit;    /* milli-GPUs of this model all work may use, or AL_UNLIMITED */
+    int64_t
+        deserved; /* milli-GPUs of this model non-preemptible work may use */
+    int64_t
+        limit; /* milli-GPUs of this model all work may use, or AL_UNLIMITED */
 } al_model_quota_t;
 
 /*
@@ -150,7 +153,7 @@ typedef struct al_request {
 
 /* Placement of one task. */
 typedef struct al_placement {
-    int32_t node;     /* index into al_snapshot_t.nodes */
+    int32_t node;      /* index into al_snapshot_t.nodes */
     int32_t gpu_milli; /* for a fractional task: its share of the device */
     uint64_t devices;  /* bit i set: device i of the node is used */
     int64_t gpu_mem;   /* for a fractional task: device memory it holds */
@@ -170,10 +173,11 @@ typedef struct al_job {
     int max_tasks; /* > min_tasks for an elastic job */
     al_request_t req;
     int64_t submit_time;
-    int64_t eligible_time;  /* since when it waits (requeue resets it); 0 = submit_time */
-    int64_t time_limit;     /* seconds, 0 = none */
-    int64_t estimate;       /* expected runtime in seconds, 0 = unknown */
-    int64_t min_runtime;    /* may not be preempted before running this long */
+    int64_t eligible_time; /* since when it waits (requeue resets it); 0 =
+                              submit_time */
+    int64_t time_limit;    /* seconds, 0 = none */
+    int64_t estimate;      /* expected runtime in seconds, 0 = unknown */
+    int64_t min_runtime;   /* may not be preempted before running this long */
     al_dep_state_t dep_state;
     int ndeps; /* jobs this one runs after (for critical-path ordering) */
     const al_dep_t *deps;
@@ -187,7 +191,7 @@ typedef struct al_job {
      * Lent jobs give the capacity back, by eviction, to the first-ranked
      * blocked job whose reservation needs it. */
     bool lent;
-    int ntasks;              /* tasks placed */
+    int ntasks; /* tasks placed */
     const al_placement_t *placement;
 } al_job_t;
 
@@ -196,13 +200,19 @@ typedef struct al_job {
 
 typedef enum al_pack {
     AL_PACK_BIN = 0, /* fill the fullest node that fits (default) */
-    AL_PACK_SPREAD   /* use the emptiest node */
+    AL_PACK_SPREAD,  /* use the emptiest node */
+    /* Fragmentation-aware (FGD, Weng et al., USENIX ATC '23): put each GPU
+     * task where it least increases the expected fragmentation of the
+     * node, judged against the mix of task shapes the cluster runs and
+     * waits for.  Best for clusters with many fractional tasks. */
+    AL_PACK_FRAG
 } al_pack_t;
 
 typedef struct al_config {
     al_pack_t pack;
-    int ntopo_levels;                 /* 0..AL_MAX_TOPO_LEVELS */
-    const char *const *topo_levels;   /* names, outermost first ("block", "rack") */
+    int ntopo_levels; /* 0..AL_MAX_TOPO_LEVELS */
+    const char *const
+        *topo_levels; /* names, outermost first ("block", "rack") */
     /* Time-based fair share: how strongly decayed usage bends the surplus
      * split.  0 turns it off; 1 is the default. */
     double usage_weight;
@@ -218,8 +228,8 @@ typedef struct al_config {
     bool lend_reserved; /* lend reserved GPUs to preemptible jobs */
     bool reclaim;       /* queues below fair share reclaim from others */
     bool preempt;       /* higher priority evicts lower inside a queue */
-    bool borrow;        /* queues may exceed deserved quota (false: static split) */
-    bool strict_order;  /* stop at the first job that cannot start (FIFO) */
+    bool borrow; /* queues may exceed deserved quota (false: static split) */
+    bool strict_order; /* stop at the first job that cannot start (FIFO) */
     /* One global order by priority and age: no fair share (all fair values
      * are 0), no quotas, limits or deserved checks, no reclaim and no
      * preemption. */
@@ -242,7 +252,7 @@ void al_config_default(al_config_t *cfg);
 
 typedef struct al_snapshot {
     int64_t now;
-    const al_config_t *config; /* NULL: defaults */
+    const al_config_t *config;       /* NULL: defaults */
     const al_allocator_t *allocator; /* NULL: malloc/realloc/free */
     int nnodes;
     const al_node_t *nodes;
@@ -258,55 +268,59 @@ typedef struct al_snapshot {
 typedef enum al_decision_kind {
     AL_DEC_START = 0, /* start job with the given task placements */
     AL_DEC_EVICT,     /* stop a running job entirely */
-    AL_DEC_SHRINK     /* stop the last `ntasks` tasks of a running elastic job */
+    AL_DEC_SHRINK /* stop the last `ntasks` tasks of a running elastic job */
 } al_decision_kind_t;
 
 /* Why a job was evicted. */
 typedef enum al_evict_why {
-    AL_EVICT_RECLAIM = 0, /* its queue was over fair share; another queue reclaimed */
-    AL_EVICT_PREEMPT,     /* a higher-priority job of its own queue needed room */
-    AL_EVICT_RESERVATION  /* it ran on lent capacity and the reservation's job starts */
+    AL_EVICT_RECLAIM =
+        0, /* its queue was over fair share; another queue reclaimed */
+    AL_EVICT_PREEMPT, /* a higher-priority job of its own queue needed room */
+    AL_EVICT_RESERVATION /* it ran on lent capacity and the reservation's job
+                            starts */
 } al_evict_why_t;
 
 typedef struct al_decision {
     al_decision_kind_t kind;
-    int32_t job;       /* index into snapshot jobs */
-    int32_t ntasks;    /* START: tasks placed; SHRINK: tasks to stop */
+    int32_t job;           /* index into snapshot jobs */
+    int32_t ntasks;        /* START: tasks placed; SHRINK: tasks to stop */
     al_placement_t *tasks; /* START: ntasks placements */
     al_evict_why_t why;    /* EVICT/SHRINK */
-    int32_t for_job;       /* EVICT/SHRINK: the job that needed the room; START: reservation lent from, or -1 */
+    int32_t for_job;       /* EVICT/SHRINK: the job that needed the room; START:
+                              reservation lent from, or -1 */
     bool requeue;          /* EVICT: put back to pending (preemptible jobs) */
     bool lent;             /* START: runs on capacity reserved for for_job */
 } al_decision_t;
 
 /* Why a pending job did not start this cycle. */
 typedef enum al_reason_code {
-    AL_WHY_NONE = 0,        /* it started (or is not pending) */
-    AL_WHY_HELD,            /* held by a user */
-    AL_WHY_DEPS,            /* waiting for dependencies */
-    AL_WHY_DEPS_NEVER,      /* a dependency failed: can never run */
-    AL_WHY_BAD_QUEUE,       /* queue index invalid or not a leaf */
-    AL_WHY_TOO_BIG,         /* no node/domain could ever hold it */
-    AL_WHY_LIMIT,           /* queue `queue` at its `res` limit `amount` */
-    AL_WHY_MODEL_LIMIT,     /* queue `queue` at its per-model limit */
-    AL_WHY_DESERVED,        /* non-preemptible and queue `queue` would exceed deserved */
-    AL_WHY_NO_BORROW,       /* static policy: queue at deserved quota */
-    AL_WHY_CAPACITY,        /* not enough free resources anywhere now */
-    AL_WHY_NO_NODE,         /* free capacity exists but no node fits one task */
-    AL_WHY_TOPOLOGY,        /* no topology domain can hold the gang now */
-    AL_WHY_RESERVED,        /* holds a reservation starting at `time` */
+    AL_WHY_NONE = 0,    /* it started (or is not pending) */
+    AL_WHY_HELD,        /* held by a user */
+    AL_WHY_DEPS,        /* waiting for dependencies */
+    AL_WHY_DEPS_NEVER,  /* a dependency failed: can never run */
+    AL_WHY_BAD_QUEUE,   /* queue index invalid or not a leaf */
+    AL_WHY_TOO_BIG,     /* no node/domain could ever hold it */
+    AL_WHY_LIMIT,       /* queue `queue` at its `res` limit `amount` */
+    AL_WHY_MODEL_LIMIT, /* queue `queue` at its per-model limit */
+    AL_WHY_DESERVED,  /* non-preemptible and queue `queue` would exceed deserved
+                       */
+    AL_WHY_NO_BORROW, /* static policy: queue at deserved quota */
+    AL_WHY_CAPACITY,  /* not enough free resources anywhere now */
+    AL_WHY_NO_NODE,   /* free capacity exists but no node fits one task */
+    AL_WHY_TOPOLOGY,  /* no topology domain can hold the gang now */
+    AL_WHY_RESERVED,  /* holds a reservation starting at `time` */
     AL_WHY_BEHIND_RESERVATION, /* would delay job `job`'s reservation */
-    AL_WHY_ORDER,           /* strict order: behind job `job` */
-    AL_WHY_NO_VICTIM,       /* reclaim found no victims to free room */
-    AL_WHY_YIELDED          /* placed, then gave way within the cycle to job
-                               `job`, whose queue is below its fair share */
+    AL_WHY_ORDER,              /* strict order: behind job `job` */
+    AL_WHY_NO_VICTIM,          /* reclaim found no victims to free room */
+    AL_WHY_YIELDED             /* placed, then gave way within the cycle to job
+                                  `job`, whose queue is below its fair share */
 } al_reason_code_t;
 
 typedef struct al_reason {
     al_reason_code_t code;
-    int32_t queue; /* queue concerned, or -1 */
-    int32_t job;   /* other job concerned, or -1 */
-    int32_t res;   /* AL_RES_* concerned */
+    int32_t queue;  /* queue concerned, or -1 */
+    int32_t job;    /* other job concerned, or -1 */
+    int32_t res;    /* AL_RES_* concerned */
     int64_t amount; /* a quantity (limit, free GPUs, ...) */
     int64_t time;   /* a time (reservation start) */
 } al_reason_t;
@@ -316,8 +330,8 @@ typedef struct al_reservation {
     int32_t job;
     int32_t nnodes;
     int64_t start;
-    int32_t *nodes;      /* node indices */
-    int32_t *tasks;      /* tasks planned on each node, parallel to nodes */
+    int32_t *nodes; /* node indices */
+    int32_t *tasks; /* tasks planned on each node, parallel to nodes */
 } al_reservation_t;
 
 /* Per-queue accounting after the cycle's decisions. */
@@ -329,11 +343,11 @@ typedef struct al_queue_share {
 } al_queue_share_t;
 
 typedef struct al_cycle_stats {
-    int started;       /* jobs started */
-    int placements;    /* tasks placed */
-    int evicted;       /* jobs evicted or shrunk */
+    int started;    /* jobs started */
+    int placements; /* tasks placed */
+    int evicted;    /* jobs evicted or shrunk */
     int reservations;
-    int considered;    /* pending jobs looked at */
+    int considered; /* pending jobs looked at */
     int reclaim_tries;
 } al_cycle_stats_t;
 

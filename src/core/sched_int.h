@@ -14,6 +14,17 @@
 
 #define NIL (-1)
 
+/* One task shape of the workload profile that AL_PACK_FRAG judges
+ * fragmentation against. */
+typedef struct wshape {
+    int32_t gpus;  /* whole GPUs, or 0 */
+    int32_t milli; /* fraction of one GPU when gpus == 0, or 0 (CPU-only) */
+    int64_t cpu, mem;
+    double p; /* share of tasks with this shape */
+} wshape_t;
+
+#define AL_PROFILE_MAX 24 /* shapes kept, the most common first */
+
 /* A growable array on the caller's allocator (never the arena, so that
  * growth does not waste arena memory). */
 typedef struct vec {
@@ -28,9 +39,9 @@ typedef struct wnode {
     uint64_t hold_mask;   /* free devices held for a reservation */
     int64_t free_cpu, free_mem;
     int64_t hold_cpu, hold_mem;
-    int32_t group;  /* (pool, model) group, or NIL when not schedulable */
-    int32_t nfree;  /* popcount(free_mask & ~hold_mask): its bucket */
-    int32_t prev, next; /* bucket list links */
+    int32_t group;        /* (pool, model) group, or NIL when not schedulable */
+    int32_t nfree;        /* popcount(free_mask & ~hold_mask): its bucket */
+    int32_t prev, next;   /* bucket list links */
     int32_t sprev, snext; /* shared list links (nodes with shared devices) */
     int32_t dev_off;      /* first device in the ctx device arrays */
     int32_t ndev;
@@ -67,14 +78,14 @@ typedef struct wqueue {
     double fair[AL_NRES];
     double usage; /* subtree usage */
     /* allocation order */
-    bool below;    /* below its deserved GPUs (cached by queue_rekey) */
-    double ratio;  /* dominant share over fair share (likewise) */
+    bool below;   /* below its deserved GPUs (cached by queue_rekey) */
+    double ratio; /* dominant share over fair share (likewise) */
     int32_t heap_pos;
     int32_t next_job; /* cursor into its slice of the order */
     int32_t job_begin, job_end;
     int64_t *model_alloc;  /* parallel to queue->model_quotas */
     int64_t *model_nonpre; /* the non-preemptible part of model_alloc */
-    int64_t reclaim_fail; /* smallest GPU size whose reclaim failed, or 0 */
+    int64_t reclaim_fail;  /* smallest GPU size whose reclaim failed, or 0 */
 } wqueue_t;
 
 enum {
@@ -102,12 +113,12 @@ typedef struct wjob {
 
 /* One undo record. */
 typedef struct undo {
-    int8_t kind;    /* U_* */
-    bool charge;    /* U_TAKE/U_GIVE: the queue chain was charged */
-    int32_t job;    /* U_TAKE/U_GIVE/U_JOB */
-    int32_t node;   /* U_HOLD/U_UNHOLD */
+    int8_t kind;      /* U_* */
+    bool charge;      /* U_TAKE/U_GIVE: the queue chain was charged */
+    int32_t job;      /* U_TAKE/U_GIVE/U_JOB */
+    int32_t node;     /* U_HOLD/U_UNHOLD */
     al_placement_t p; /* U_TAKE/U_GIVE */
-    uint64_t mask;  /* U_HOLD/U_UNHOLD: devices */
+    uint64_t mask;    /* U_HOLD/U_UNHOLD: devices */
     int64_t cpu, mem;
     /* U_JOB: the job's state before, and the decision vectors' lengths. */
     uint32_t flags;
@@ -146,12 +157,14 @@ typedef struct al_ctx {
     wqueue_t *wq;
     wjob_t *wj;
     vec_t undo;
-    vec_t decisions;  /* al_decision_t */
-    vec_t tasks;      /* al_placement_t backing START decisions */
-    vec_t resv;       /* al_reservation_t (nodes/tasks in tmp) */
+    vec_t decisions; /* al_decision_t */
+    vec_t tasks;     /* al_placement_t backing START decisions */
+    vec_t resv;      /* al_reservation_t (nodes/tasks in tmp) */
     al_reason_t *reasons;
-    uint64_t version; /* bumps whenever capacity grows */
-    int64_t nevicted; /* evictions and shrinks tried (undone ones too) */
+    wshape_t profile[AL_PROFILE_MAX]; /* AL_PACK_FRAG's workload */
+    int nprofile;
+    uint64_t version;       /* bumps whenever capacity grows */
+    int64_t nevicted;       /* evictions and shrinks tried (undone ones too) */
     int64_t min_resv_start; /* earliest reservation start, INT64_MAX none */
     al_cycle_stats_t stats;
 } al_ctx_t;
@@ -164,6 +177,7 @@ void al__vec_free(al_ctx_t *c, vec_t *v);
 void al__fairshare(al_ctx_t *c);
 
 /* place.c */
+int al__profile(al_ctx_t *c);
 int al__popcount(uint64_t x);
 /* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
 int64_t al__placed_gpu(const al_placement_t *p);
