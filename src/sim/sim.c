@@ -134,6 +134,7 @@ al_sim_opts_default(al_sim_opts_t *o)
     o->estimate_factor = 2.0;
     o->usage_half_life = (int64_t)7 * 86400;
     o->usage_weight = -1;
+    o->pack = -1;
     /* Tiresias' discretised 2D-LAS: levels split at 1 and 10 GPU-hours. */
     o->tiresias_thresholds[0] = 3600;
     o->tiresias_thresholds[1] = 36000;
@@ -1248,6 +1249,8 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     if (opts->usage_weight >= 0)
         s->cfg.usage_weight = opts->usage_weight;
     s->pol->configure(&s->cfg);
+    if (opts->pack >= 0)
+        s->cfg.pack = (al_pack_t)opts->pack;
     s->njobs = trace->njobs;
     s->jobs = al__xcalloc((size_t)s->njobs + 1, sizeof(sjob_t));
     setup_queues(s);

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "sched.h"
+#include "core/sched.h"
 
 /* ------------------------------------------------------------------ */
 /* Trace                                                              */
@@ -209,6 +209,7 @@ typedef struct al_sim_opts {
     double estimate_factor;   /* estimate = duration x factor */
     int64_t usage_half_life;  /* seconds, for al_usage_decay */
     double usage_weight;      /* al_config_t.usage_weight; < 0: default */
+    int pack;                 /* al_config_t.pack; < 0: the policy's */
     int64_t tick;             /* extra cycle period while work pends, 0 off */
     double tiresias_thresholds[4]; /* attained GPU-seconds per level */
     int ntiresias;

@@ -1,0 +1,649 @@
+/*
+ * cli_sim.c -- `allot sim`: replay a trace through the scheduling core.
+ *
+ * Options come from one table (name, kind, bounds, help), so the parser, the
+ * help text and docs/simulation.md cannot drift apart.  Exit status: 0 on
+ * success, 1 when an input file is malformed or the run fails, 2 on a usage
+ * error.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "sim.h"
+
+typedef struct args {
+    const char *trace, *filter_queue, *cluster, *gpu_model, *queues_file;
+    const char *queues_from, *policy, *report, *timeseries, *title;
+    const char *tiresias, *seeds, *jobs_csv, *pack;
+    int64_t nodes, gpus_per_node, nodes_per_rack, cpus_per_node, mem_gib;
+    int64_t queues, checkpoint, half_life, tick;
+    double estimate_factor, usage_weight, fill;
+    bool json, progress, quiet, no_timing, help;
+} args_t;
+
+typedef enum kind { O_STR, O_INT, O_NUM, O_FLAG } kind_t;
+
+typedef struct option {
+    const char *name;
+    kind_t kind;
+    size_t off;
+    double lo, hi;
+    const char *arg;
+    const char *help;
+} option_t;
+
+#define A(f) offsetof(args_t, f)
+
+static const option_t options[] = {
+    { "--trace", O_STR, A(trace), 0, 0, "FILE",
+      "trace in the common CSV format (required)" },
+    { "--trace-filter-queue", O_STR, A(filter_queue), 0, 0, "Q",
+      "keep only rows whose queue column is Q (e.g. cluster04)" },
+    { "--nodes", O_INT, A(nodes), 1, 1000000, "N",
+      "homogeneous cluster of N nodes" },
+    { "--gpus-per-node", O_INT, A(gpus_per_node), 0, 64, "G",
+      "GPUs per node (default 8)" },
+    { "--gpu-model", O_STR, A(gpu_model), 0, 0, "M", "GPU model name" },
+    { "--nodes-per-rack", O_INT, A(nodes_per_rack), 0, 1000000, "R",
+      "nodes per rack (a topology level; default none)" },
+    { "--cpus-per-node", O_INT, A(cpus_per_node), 0, 10000000, "C",
+      "CPU cores per node (default 96)" },
+    { "--mem-per-node-gib", O_INT, A(mem_gib), 0, 1000000000, "GIB",
+      "memory per node (default 1024)" },
+    { "--cluster", O_STR, A(cluster), 0, 0, "FILE",
+      "heterogeneous cluster: node groups (see docs/simulation.md)" },
+    { "--queues", O_INT, A(queues), 1, 100000, "N",
+      "N synthetic queues by a stable hash of job_id, each deserving 1/N" },
+    { "--queues-file", O_STR, A(queues_file), 0, 0, "FILE",
+      "queue hierarchy with deserved/weight/limit" },
+    { "--queues-from", O_STR, A(queues_from), 0, 0, "queue|user",
+      "trace column naming each job's queue (default queue)" },
+    { "--policy", O_STR, A(policy), 0, 0, "P[,P...]",
+      "allot (default), fifo, static, backfill, tiresias, sjf-oracle, all" },
+    { "--checkpoint-interval", O_INT, A(checkpoint), 0, 1e12, "S",
+      "seconds between checkpoints; 0 = none (default 1800)" },
+    { "--estimate-factor", O_NUM, A(estimate_factor), 0.01, 1000, "F",
+      "runtime estimate = duration x F (default 2)" },
+    { "--usage-half-life", O_INT, A(half_life), 0, 1e12, "S",
+      "half-life of queue usage history (default 604800)" },
+    { "--usage-weight", O_NUM, A(usage_weight), 0, 1000, "W",
+      "how strongly decayed usage bends fair share (core default 1; 0 off)" },
+    { "--pack", O_STR, A(pack), 0, 0, "bin|spread|frag",
+      "placement: bin-packing (default), spread, or fragmentation-aware "
+      "(FGD)" },
+    { "--tick", O_INT, A(tick), 0, 1e9, "S",
+      "also run a cycle every S seconds while jobs pend (default 0: only "
+      "on events)" },
+    { "--tiresias-thresholds", O_STR, A(tiresias), 0, 0, "A[,B..]",
+      "attained GPU-seconds at which Tiresias jobs drop a level (default "
+      "3600,36000)" },
+    { "--fill", O_NUM, A(fill), 1, 100, "RATIO",
+      "placement experiment (FGD's method): pods in shuffled order, never "
+      "leaving, until requested GPUs reach RATIO x capacity" },
+    { "--seeds", O_STR, A(seeds), 0, 0, "A-B|A,B,..",
+      "seeds of --fill runs (default 42-51)" },
+    { "--json", O_FLAG, A(json), 0, 0, NULL,
+      "print one JSON object per policy instead of tables" },
+    { "--report", O_STR, A(report), 0, 0, "FILE", "write an HTML report" },
+    { "--title", O_STR, A(title), 0, 0, "TEXT", "title of the HTML report" },
+    { "--timeseries", O_STR, A(timeseries), 0, 0, "FILE",
+      "write a CSV time series (FILE.<policy>.csv with several policies)" },
+    { "--jobs-csv", O_STR, A(jobs_csv), 0, 0, "FILE",
+      "write one row per job (FILE.<policy>.csv with several policies)" },
+    { "--progress", O_FLAG, A(progress), 0, 0, NULL,
+      "progress on stderr even when it is not a terminal" },
+    { "--quiet", O_FLAG, A(quiet), 0, 0, NULL, "no progress on stderr" },
+    { "--no-timing", O_FLAG, A(no_timing), 0, 0, NULL,
+      "write 0 for wall-clock figures, so output is byte-for-byte "
+      "reproducible" },
+    { "--help", O_FLAG, A(help), 0, 0, NULL, "this text" },
+};
+
+#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+
+static void
+help(FILE *f)
+{
+    fprintf(f, "usage: allot sim --trace FILE.csv [options]\n\n");
+    for (size_t i = 0; i < NOPTIONS; i++) {
+        char left[64];
+        snprintf(left, sizeof left, "%s%s%s", options[i].name,
+                 options[i].arg ? " " : "",
+                 options[i].arg ? options[i].arg : "");
+        fprintf(f, "  %-34s %s\n", left, options[i].help);
+    }
+}
+
+static int
+set_option(args_t *a, const option_t *o, const char *val)
+{
+    void *p = (char *)a + o->off;
+    char *end;
+    switch (o->kind) {
+    case O_STR:
+        *(const char **)p = val;
+        return 0;
+    case O_FLAG:
+        *(bool *)p = true;
+        return 0;
+    case O_INT: {
+        long long v = strtoll(val, &end, 10);
+        if (*val == '\0' || *end != '\0' || v < o->lo || v > o->hi) {
+            fprintf(stderr,
+                    "allot sim: %s: expected a whole number in [%.0f, %.0f], "
+                    "got '%s'\n",
+                    o->name, o->lo, o->hi, val);
+            return -1;
+        }
+        *(int64_t *)p = v;
+        return 0;
+    }
+    case O_NUM: {
+        double v = strtod(val, &end);
+        if (*val == '\0' || *end != '\0' || !(v >= o->lo && v <= o->hi)) {
+            fprintf(stderr,
+                    "allot sim: %s: expected a number in [%g, %g], got "
+                    "'%s'\n",
+                    o->name, o->lo, o->hi, val);
+            return -1;
+        }
+        *(double *)p = v;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+static int
+parse_args(int argc, char **argv, args_t *a)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        const option_t *o = NULL;
+        for (size_t k = 0; k < NOPTIONS && o == NULL; k++)
+            if (strlen(options[k].name) == nlen &&
+                strncmp(options[k].name, arg, nlen) == 0)
+                o = &options[k];
+        if (o == NULL) {
+            fprintf(stderr, "allot sim: unknown option '%s' (try --help)\n",
+                    arg);
+            return -1;
+        }
+        const char *val = NULL;
+        if (o->kind == O_FLAG) {
+            if (eq) {
+                fprintf(stderr, "allot sim: %s takes no value\n", o->name);
+                return -1;
+            }
+        } else if (eq) {
+            val = eq + 1;
+        } else if (i + 1 < argc) {
+            val = argv[++i];
+        } else {
+            fprintf(stderr, "allot sim: %s needs a value (%s)\n", o->name,
+                    o->arg);
+            return -1;
+        }
+        if (set_option(a, o, val) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Splits a comma list of policies; returns the count or -1. */
+static int
+parse_policies(const char *list, al_policy_t *out, int max)
+{
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        char name[32];
+        if (len == 0 || len >= sizeof name) {
+            fprintf(stderr, "allot sim: --policy: bad list '%s'\n", list);
+            return -1;
+        }
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if (strcmp(name, "all") == 0) {
+            for (int k = 0; k < AL_POLICY_COUNT && n < max; k++)
+                out[n++] = (al_policy_t)k;
+        } else {
+            int k = al_policy_find(name);
+            if (k < 0) {
+                fprintf(stderr,
+                        "allot sim: --policy: unknown policy '%s' (allot, "
+                        "fifo, static, backfill, tiresias, sjf-oracle)\n",
+                        name);
+                return -1;
+            }
+            if (n == max) {
+                fprintf(stderr, "allot sim: --policy: too many policies\n");
+                return -1;
+            }
+            out[n++] = (al_policy_t)k;
+        }
+        p += len + (c ? 1 : 0);
+    }
+    if (n == 0) {
+        fprintf(stderr, "allot sim: --policy: empty list\n");
+        return -1;
+    }
+    return n;
+}
+
+static int
+parse_thresholds(const char *list, al_sim_opts_t *o)
+{
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        double v = strtod(p, &end);
+        if (end == p || (*end != ',' && *end != '\0') || !(v > 0) || n == 4 ||
+            (n > 0 && v <= o->tiresias_thresholds[n - 1])) {
+            fprintf(stderr,
+                    "allot sim: --tiresias-thresholds: expected up to 4 "
+                    "increasing positive numbers, got '%s'\n",
+                    list);
+            return -1;
+        }
+        o->tiresias_thresholds[n++] = v;
+        p = *end ? end + 1 : end;
+    }
+    o->ntiresias = n;
+    return 0;
+}
+
+/* FILE.csv -> FILE.<policy>.csv when several policies write time series. */
+static char *
+per_policy_path(const char *path, const char *policy, bool several)
+{
+    size_t len = strlen(path) + strlen(policy) + 2;
+    char *out = malloc(len + 1);
+    if (out == NULL)
+        abort();
+    if (!several) {
+        snprintf(out, len + 1, "%s", path);
+        return out;
+    }
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (dot == NULL || (slash && dot < slash))
+        dot = path + strlen(path);
+    snprintf(out, len + 1, "%.*s.%s%s", (int)(dot - path), path, policy, dot);
+    return out;
+}
+
+/* Parses "42-51" or "1,2,3" into seeds; returns the count or -1. */
+static int
+parse_seeds(const char *list, uint64_t *out, int max)
+{
+    int n = 0;
+    const char *p = list;
+    while (*p) {
+        char *end;
+        unsigned long long a = strtoull(p, &end, 10), b = a;
+        if (end == p)
+            return -1;
+        if (*end == '-') {
+            p = end + 1;
+            b = strtoull(p, &end, 10);
+            if (end == p || b < a || b - a > 10000)
+                return -1;
+        }
+        for (unsigned long long x = a; x <= b; x++) {
+            if (n == max)
+                return -1;
+            out[n++] = x;
+        }
+        if (*end != ',' && *end != '\0')
+            return -1;
+        p = *end ? end + 1 : end;
+    }
+    return n > 0 ? n : -1;
+}
+
+/*
+ * --fill: FGD's placement experiment.  For each policy and seed, the pods
+ * are resampled to RATIO x capacity, arrive one a second and never leave; a
+ * pod the core does not place on arrival is dropped.  Prints per run the
+ * allocation share when arrived demand reached 100% of capacity and at the
+ * end, then the mean over seeds.
+ */
+static int
+run_fill(const args_t *a, const al_trace_t *tr, const al_cluster_t *cl,
+         al_sim_opts_t *o, const al_policy_t *pols, int npol)
+{
+    uint64_t seeds[1024];
+    int nseeds = parse_seeds(a->seeds ? a->seeds : "42-51", seeds, 1024);
+    if (nseeds < 0) {
+        fprintf(stderr, "allot sim: --seeds: expected A-B or A,B,...\n");
+        return 2;
+    }
+    o->drop_unplaced = true;
+    for (int k = 0; k < npol; k++) {
+        double sum_full = 0, sum_end = 0;
+        for (int i = 0; i < nseeds; i++) {
+            al_trace_t *rs = al_trace_resample(
+                tr, seeds[i], (int64_t)(a->fill * (double)cl->gpu_capacity),
+                (int64_t)1 << 40);
+            al_sim_result_t *r = NULL;
+            char *cause = NULL;
+            o->policy = pols[k];
+            int rc = al_sim_run(rs, cl, o, &r, &cause);
+            if (rc < 0) {
+                fprintf(stderr, "allot sim: policy %s seed %llu: %s\n",
+                        al_policy_name(pols[k]), (unsigned long long)seeds[i],
+                        cause ? cause : "");
+                free(cause);
+                al_trace_destroy(rs);
+                return 1;
+            }
+            int placed = 0;
+            for (int j = 0; j < r->njobs; j++)
+                placed += r->jobs[j].first_start >= 0;
+            /* RATIO >= 1, so demand reaches capacity unless the trace asks
+             * for no GPUs at all. */
+            if (r->alloc_at_full < 0)
+                r->alloc_at_full = r->alloc_at_end;
+            sum_full += r->alloc_at_full;
+            sum_end += r->alloc_at_end;
+            if (a->json)
+                printf("{\"policy\":\"%s\",\"seed\":%llu,\"pods\":%d,"
+                       "\"placed\":%d,\"failed\":%d,\"capacity_gpus\":%.0f,"
+                       "\"alloc_at_100\":%.6f,\"alloc_at_end\":%.6f,"
+                       "\"arrived_end\":%.6f,\"sim_wall_s\":%.3f}\n",
+                       al_policy_name(pols[k]), (unsigned long long)seeds[i],
+                       r->njobs, placed, r->njobs - placed,
+                       (double)cl->gpu_capacity / 1000, r->alloc_at_full,
+                       r->alloc_at_end, r->arrived_end,
+                       a->no_timing ? 0 : r->wall_s);
+            else
+                printf("%-10s seed %-4llu pods %6d placed %6d  allocated "
+                       "%.2f%% at 100%% arrived, %.2f%% at %.0f%%  (%.1fs)\n",
+                       al_policy_name(pols[k]), (unsigned long long)seeds[i],
+                       r->njobs, placed, 100 * r->alloc_at_full,
+                       100 * r->alloc_at_end, 100 * r->arrived_end,
+                       a->no_timing ? 0 : r->wall_s);
+            fflush(stdout);
+            al_sim_result_destroy(r);
+            al_trace_destroy(rs);
+        }
+        if (a->json)
+            printf("{\"policy\":\"%s\",\"seeds\":%d,"
+                   "\"mean_alloc_at_100\":%.6f,\"mean_alloc_at_end\":%.6f}\n",
+                   al_policy_name(pols[k]), nseeds, sum_full / nseeds,
+                   sum_end / nseeds);
+        else
+            printf("%-10s mean of %d seeds: %.2f%% at 100%% arrived, %.2f%% "
+                   "at the end\n",
+                   al_policy_name(pols[k]), nseeds, 100 * sum_full / nseeds,
+                   100 * sum_end / nseeds);
+    }
+    return 0;
+}
+
+static void
+print_error(const char *what, char *cause)
+{
+    fprintf(stderr, "allot sim: %s\n%s\n", what, cause ? cause : "");
+    free(cause);
+}
+
+/* Checks the arguments and fills the options and policies; 0 or an exit
+ * status. */
+static int
+check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
+{
+    if (a->trace == NULL) {
+        fprintf(stderr, "allot sim: --trace FILE is required (try --help)\n");
+        return 2;
+    }
+    if ((a->cluster != NULL) == (a->nodes > 0)) {
+        fprintf(stderr, "allot sim: give either --nodes N (with "
+                        "--gpus-per-node) or --cluster FILE\n");
+        return 2;
+    }
+    if ((a->queues > 0) + (a->queues_file != NULL) + (a->queues_from != NULL) >
+        1) {
+        fprintf(stderr, "allot sim: --queues, --queues-file and "
+                        "--queues-from exclude each other\n");
+        return 2;
+    }
+    al_sim_opts_default(o);
+    if (a->queues_from != NULL && strcmp(a->queues_from, "user") == 0) {
+        o->qmode = AL_QMODE_USER;
+    } else if (a->queues_from != NULL && strcmp(a->queues_from, "queue") != 0) {
+        fprintf(stderr, "allot sim: --queues-from: expected queue or user\n");
+        return 2;
+    }
+    if (a->queues > 0) {
+        o->qmode = AL_QMODE_HASH;
+        o->nqueues = (int)a->queues;
+    }
+    if (a->tiresias && parse_thresholds(a->tiresias, o) < 0)
+        return 2;
+    *npol = parse_policies(a->policy, pols, 16);
+    if (*npol < 0)
+        return 2;
+    o->checkpoint = a->checkpoint;
+    o->estimate_factor = a->estimate_factor;
+    o->usage_half_life = a->half_life;
+    o->usage_weight = a->usage_weight;
+    if (a->pack != NULL) {
+        static const char *const packs[] = { "bin", "spread", "frag" };
+        size_t i;
+
+        for (i = 0; i < sizeof(packs) / sizeof(packs[0]); i++)
+            if (strcmp(a->pack, packs[i]) == 0)
+                o->pack = (int)i;
+        if (o->pack < 0) {
+            fprintf(stderr,
+                    "allot sim: --pack: expected bin, spread or "
+                    "frag, got '%s'\n",
+                    a->pack);
+            return 2;
+        }
+    }
+    o->tick = a->tick;
+    o->no_timing = a->no_timing;
+    o->progress = !a->quiet && (a->progress || isatty(2));
+    return 0;
+}
+
+typedef struct inputs {
+    al_trace_t *tr;
+    al_cluster_t *cl;
+    al_queues_t *qf;
+} inputs_t;
+
+/* Reads every input file; all are checked before anything runs.  Returns 0
+ * or an exit status. */
+static int
+load_inputs(const args_t *a, al_sim_opts_t *o, inputs_t *in)
+{
+    char *cause = NULL;
+    if (al_trace_load(a->trace, a->filter_queue, &in->tr, &cause) < 0) {
+        print_error("the trace is malformed; nothing was run:", cause);
+        return 1;
+    }
+    if (a->cluster) {
+        if (al_cluster_load(a->cluster, &in->cl, &cause) < 0) {
+            print_error("the cluster file is malformed:", cause);
+            return 1;
+        }
+    } else {
+        in->cl = al_cluster_homogeneous((int)a->nodes, (int)a->gpus_per_node,
+                                        a->gpu_model, (int)a->nodes_per_rack,
+                                        (int)a->cpus_per_node, a->mem_gib);
+        if (in->cl == NULL) {
+            fprintf(stderr, "allot sim: bad cluster size\n");
+            return 2;
+        }
+    }
+    if (a->queues_file) {
+        if (al_queues_load(a->queues_file, &in->qf, &cause) < 0) {
+            print_error("the queues file is malformed:", cause);
+            return 1;
+        }
+        o->qmode = AL_QMODE_FILE;
+        o->qfile = in->qf;
+    }
+    if (in->tr->njobs == 0) {
+        fprintf(stderr, "allot sim: %s: no jobs%s%s\n", a->trace,
+                a->filter_queue ? " with queue " : "",
+                a->filter_queue ? a->filter_queue : "");
+        return 1;
+    }
+    return 0;
+}
+
+/* Writes r's rows to path (with the policy's name in it when several
+ * policies run); 0 or -1. */
+static int
+write_jobs_csv(const char *path, const al_sim_result_t *r, bool several)
+{
+    char *p = per_policy_path(path, al_policy_name(r->policy), several);
+    FILE *f = fopen(p, "w");
+    if (f == NULL) {
+        perror(p);
+        free(p);
+        return -1;
+    }
+    al_report_jobs_csv(f, r);
+    int rc = fclose(f);
+    if (rc != 0)
+        perror(p);
+    free(p);
+    return rc == 0 ? 0 : -1;
+}
+
+/* Runs one policy and prints its figures; 0 or an exit status. */
+static int
+run_policy(const args_t *a, const inputs_t *in, al_sim_opts_t *o, bool several,
+           al_sim_result_t **res)
+{
+    FILE *ts = NULL;
+    char *cause = NULL;
+    if (a->timeseries) {
+        char *path =
+            per_policy_path(a->timeseries, al_policy_name(o->policy), several);
+        ts = fopen(path, "w");
+        if (ts == NULL)
+            perror(path);
+        free(path);
+        if (ts == NULL)
+            return 1;
+    }
+    o->timeseries = ts;
+    int rc = al_sim_run(in->tr, in->cl, o, res, &cause);
+    o->timeseries = NULL;
+    if (ts != NULL && fclose(ts) != 0) {
+        perror(a->timeseries);
+        if (rc == 0)
+            return 1;
+    }
+    if (rc < 0) {
+        char what[96];
+        snprintf(what, sizeof what,
+                 "policy %s: the run failed (%s):", al_policy_name(o->policy),
+                 al_err_name(rc));
+        print_error(what, cause);
+        return 1;
+    }
+    if (a->no_timing) {
+        (*res)->wall_s = 0;
+        (*res)->core_ms = 0;
+    }
+    if (a->jobs_csv && write_jobs_csv(a->jobs_csv, *res, several) < 0)
+        return 1;
+    if (a->json)
+        al_report_json(stdout, *res);
+    else
+        al_report_table(stdout, *res);
+    fflush(stdout);
+    return 0;
+}
+
+static int
+write_report(const args_t *a, al_sim_result_t *const *res, int n)
+{
+    FILE *f = fopen(a->report, "w");
+    if (f == NULL) {
+        perror(a->report);
+        return 1;
+    }
+    char title[512];
+    snprintf(title, sizeof title, "allot sim: %s%s%s", a->trace,
+             a->filter_queue ? " / " : "",
+             a->filter_queue ? a->filter_queue : "");
+    al_report_html(f, a->title ? a->title : title,
+                   (const al_sim_result_t *const *)res, n);
+    if (fclose(f) != 0) {
+        perror(a->report);
+        return 1;
+    }
+    return 0;
+}
+
+int
+al_cli_sim(int argc, char **argv)
+{
+    args_t a = { 0 };
+    a.gpus_per_node = 8;
+    a.cpus_per_node = 96;
+    a.mem_gib = 1024;
+    a.checkpoint = 1800;
+    a.estimate_factor = 2.0;
+    a.half_life = (int64_t)7 * 86400;
+    a.usage_weight = -1;
+    a.policy = "allot";
+    if (parse_args(argc, argv, &a) < 0)
+        return 2;
+    if (a.help) {
+        help(stdout);
+        return 0;
+    }
+    al_sim_opts_t o;
+    al_policy_t pols[16];
+    int npol = 0;
+    int status = check_args(&a, &o, pols, &npol);
+    if (status != 0)
+        return status;
+
+    inputs_t in = { 0 };
+    al_sim_result_t *res[16] = { 0 };
+    status = load_inputs(&a, &o, &in);
+    if (status == 0 && a.fill > 0) {
+        /* One queue unless the user asked otherwise: reclaim between
+         * queues would evict pods, which never happens in FGD's method. */
+        if (a.queues == 0 && a.queues_file == NULL && a.queues_from == NULL) {
+            o.qmode = AL_QMODE_HASH;
+            o.nqueues = 1;
+        }
+        o.progress = false;
+        status = run_fill(&a, in.tr, in.cl, &o, pols, npol);
+    } else if (status == 0) {
+        for (int k = 0; k < npol && status == 0; k++) {
+            o.policy = pols[k];
+            status = run_policy(&a, &in, &o, npol > 1, &res[k]);
+        }
+        if (status == 0 && a.report)
+            status = write_report(&a, res, npol);
+    }
+    for (int k = 0; k < 16; k++)
+        al_sim_result_destroy(res[k]);
+    al_queues_destroy(in.qf);
+    al_cluster_destroy(in.cl);
+    al_trace_destroy(in.tr);
+    return status;
+}
