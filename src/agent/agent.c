@@ -1,0 +1,904 @@
+/*
+ * agent.c -- `allot agent`: registration, the sync loop and the task table.
+ *
+ * Single-threaded.  A SIGCHLD handler writes a byte to a self-pipe; the
+ * pipe also interrupts the long-poll, so a task's exit is reported within
+ * milliseconds.  Task keys are (job, task index, restart count): a
+ * requeued job's new run is a different task from its old one.
+ *
+ * Files under the state directory, per task "J.T.R": tasks/J.T.R.log
+ * (stdout and stderr) and tasks/J.T.R.state (the monitor's pid, written
+ * at launch, and the exit status, appended by the monitor).  The .state and
+ * .exit files are removed once the controller has the exit status and the
+ * whole log; until then they let a restarted agent adopt or report the
+ * task instead of starting it again.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "agent_int.h"
+#include "buf.h"
+#include "clock.h"
+#include "core/error.h"
+#include "fs.h"
+#include "http.h"
+#include "json.h"
+#include "log.h"
+#include "opt.h"
+#include "platform.h"
+#include "ucfg.h"
+#include "xmalloc.h"
+
+#define LOG_CHUNK ((size_t)256 * 1024)
+#define IDLE_POLL_MS 25000
+#define BUSY_POLL_MS 1000
+
+extern char **environ;
+
+enum { T_WAITING = 0, T_RUNNING, T_EXITED };
+static const char *const task_state_names[] = {
+    [T_WAITING] = "waiting", [T_RUNNING] = "running", [T_EXITED] = "exited"
+};
+
+typedef struct task {
+    unsigned long long job;
+    int index, restart;
+    int state;
+    pid_t pid;     /* the monitor (process group leader) */
+    bool adopted;  /* started by an earlier agent: not our child */
+    int64_t start; /* an adopted monitor's start time (see adopt()) */
+    uint64_t devices;
+    int exit_code, signal;
+    bool desired;
+    bool killing;
+    int64_t kill_at;   /* monotonic ms for SIGKILL */
+    int64_t log_acked; /* bytes the controller has */
+    bool acked_exit;   /* the controller saw the exit */
+    json_t *spec;      /* the desired entry it was started from */
+} task_t;
+
+typedef struct agent {
+    al_url_t url;
+    const char *token;
+    char *name;
+    char *addr;
+    char *state_dir;
+    char *task_dir;
+    al_platform_info_t plat;
+    int64_t grace_ms;
+    task_t *tasks;
+    int ntasks, cap;
+    bool registered;
+    bool run_as_user; /* root agent: run tasks as their submitter */
+} agent_t;
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t stopping;
+
+static void
+on_sigchld(int sig)
+{
+    int e = errno;
+    ssize_t w = write(sig_pipe[1], "c", 1);
+    (void)w;
+    errno = e;
+}
+
+static void
+on_stop(int sig)
+{
+    int e = errno;
+    stopping = 1;
+    ssize_t w = write(sig_pipe[1], "s", 1);
+    (void)w;
+    errno = e;
+}
+
+static void
+drain_pipe(void)
+{
+    char buf[256];
+    while (read(sig_pipe[0], buf, sizeof buf) > 0)
+        ;
+}
+
+static char *
+task_file(const agent_t *a, const task_t *t, const char *ext)
+{
+    return al_xasprintf("%s/%llu.%d.%d.%s", a->task_dir, t->job, t->index,
+                        t->restart, ext);
+}
+
+static task_t *
+find_task(agent_t *a, unsigned long long job, int index, int restart)
+{
+    for (int i = 0; i < a->ntasks; i++)
+        if (a->tasks[i].job == job && a->tasks[i].index == index &&
+            a->tasks[i].restart == restart)
+            return &a->tasks[i];
+    return NULL;
+}
+
+static task_t *
+add_task(agent_t *a, unsigned long long job, int index, int restart)
+{
+    if (a->ntasks == a->cap) {
+        a->cap = a->cap ? 2 * a->cap : 16;
+        a->tasks = al_xreallocarray(a->tasks, (size_t)a->cap, sizeof *a->tasks);
+    }
+    task_t *t = &a->tasks[a->ntasks++];
+    memset(t, 0, sizeof *t);
+    t->job = job;
+    t->index = index;
+    t->restart = restart;
+    return t;
+}
+
+static void
+remove_task(agent_t *a, task_t *t)
+{
+    static const char *const exts[] = { "state", "script" };
+    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
+        char *p = task_file(a, t, exts[i]);
+        unlink(p);
+        free(p);
+    }
+    json_decref(t->spec);
+    *t = a->tasks[--a->ntasks];
+}
+
+/* Reads the exit status line of J.T.R.state; true if present. */
+static bool
+read_exit(const agent_t *a, task_t *t)
+{
+    char *p = task_file(a, t, "state"), *data;
+    size_t n;
+    bool ok = false;
+    if (al_fs_read_file(p, &data, &n) == 0) {
+        char *line = strchr(data, '\n'), *e1, *e2;
+        line = line != NULL ? line + 1 : data + n;
+        long code = strtol(line, &e1, 10), sig = strtol(e1, &e2, 10);
+        ok = e1 != line && e2 != e1 && *e2 == '\n';
+        if (ok) {
+            t->exit_code = (int)code;
+            t->signal = (int)sig;
+        }
+        free(data);
+    }
+    free(p);
+    return ok;
+}
+
+static int64_t
+file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Processes                                                          */
+
+/* A task's monitor is gone; status is its wait status, or -1 when it was
+ * not our child. */
+static void
+mark_exited(agent_t *a, task_t *t, int status)
+{
+    t->state = T_EXITED;
+    if (!read_exit(a, t)) {
+        /* No record: the monitor failed before the task ran (its exit
+         * code says why), or it was killed with the task. */
+        bool coded = status >= 0 && WIFEXITED(status);
+        t->exit_code = coded ? WEXITSTATUS(status) : 0;
+        t->signal = coded                                ? 0
+                    : status >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
+                                                         : SIGKILL;
+    }
+    al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
+            t->restart, t->exit_code, t->signal);
+}
+
+static void
+reap(agent_t *a)
+{
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            break;
+        for (int i = 0; i < a->ntasks; i++) {
+            task_t *t = &a->tasks[i];
+            if (t->pid == pid && t->state == T_RUNNING && !t->adopted) {
+                mark_exited(a, t, st);
+                break;
+            }
+        }
+    }
+    /* Adopted monitors are not our children: poll them. */
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->state == T_RUNNING && t->adopted &&
+            al_platform_proc_start(t->pid) != t->start)
+            mark_exited(a, t, -1);
+    }
+}
+
+static void
+escalate(agent_t *a)
+{
+    int64_t now = al_clock_mono_ms();
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->state == T_RUNNING && t->killing && now >= t->kill_at) {
+            al_info("task %llu.%d.%d: grace period over, SIGKILL", t->job,
+                    t->index, t->restart);
+            kill(-t->pid, SIGKILL);
+            t->kill_at = now + 1000;
+        }
+    }
+}
+
+static void
+stop_task(agent_t *a, task_t *t)
+{
+    if (t->state != T_RUNNING || t->killing)
+        return;
+    al_info("task %llu.%d.%d no longer wanted: SIGTERM, SIGKILL in %lld ms",
+            t->job, t->index, t->restart, (long long)a->grace_ms);
+    kill(-t->pid, SIGTERM);
+    t->killing = true;
+    t->kill_at = al_clock_mono_ms() + a->grace_ms;
+}
+
+static char *
+env_entry(const char *k, const char *v)
+{
+    return al_xasprintf("%s=%s", k, v);
+}
+
+typedef struct env {
+    char **v;
+    size_t n, cap;
+} env_t;
+
+static void
+env_push(env_t *e, char *entry)
+{
+    if (e->n + 1 >= e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 64;
+        e->v = al_xreallocarray(e->v, e->cap, sizeof *e->v);
+    }
+    e->v[e->n++] = entry;
+    e->v[e->n] = NULL;
+}
+
+/* What allot tells a task, from its desired entry. */
+static const struct {
+    const char *var, *key;
+} task_ints[] = {
+    { .var = "ALLOT_JOB_ID", .key = "job" },
+    { .var = "ALLOT_TASK_INDEX", .key = "task" },
+    { .var = "ALLOT_RESTART_COUNT", .key = "restart" },
+    { .var = "RANK", .key = "rank" },
+    { .var = "WORLD_SIZE", .key = "world_size" },
+    { .var = "LOCAL_RANK", .key = "local_rank" },
+    { .var = "MASTER_PORT", .key = "master_port" },
+};
+
+/* The task's environment: the agent's own without its ALLOT_* settings,
+ * then the job's, then allot's variables; every name once, the last
+ * setting winning.  gpus is the CUDA_VISIBLE_DEVICES list. */
+static char **
+task_env(const agent_t *a, json_t *s, const char *gpus)
+{
+    env_t e = { NULL, 0, 0 };
+    for (char **p = environ; *p != NULL; p++)
+        if (strncmp(*p, "ALLOT_", 6) != 0)
+            env_push(&e, al_xstrdup(*p));
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(s, "env"), k, v)
+    {
+        if (json_is_string(v))
+            env_push(&e, env_entry(k, json_string_value(v)));
+    }
+    env_push(&e, env_entry("CUDA_VISIBLE_DEVICES", gpus));
+    env_push(&e, env_entry("ALLOT_NODE", a->name));
+    if (a->plat.emulated)
+        env_push(&e, env_entry("ALLOT_EMULATED_GPUS", "1"));
+    for (size_t i = 0; i < sizeof task_ints / sizeof task_ints[0]; i++) {
+        char num[32];
+        snprintf(num, sizeof num, "%lld",
+                 (long long)al_json_int(s, task_ints[i].key, 0));
+        env_push(&e, env_entry(task_ints[i].var, num));
+    }
+    env_push(&e, env_entry("MASTER_ADDR", al_json_str(s, "master_addr", "")));
+    /* Not every program takes the last of two settings: drop the earlier
+     * ones. */
+    size_t w = 0;
+    for (size_t i = 0; i < e.n; i++) {
+        size_t klen = strcspn(e.v[i], "=");
+        bool later = false;
+        for (size_t j = i + 1; j < e.n && !later; j++)
+            later = strncmp(e.v[i], e.v[j], klen + 1) == 0;
+        if (later)
+            free(e.v[i]);
+        else
+            e.v[w++] = e.v[i];
+    }
+    e.v[w] = NULL;
+    return e.v;
+}
+
+/* Records that a task could not even be started. */
+static void
+fail_task(agent_t *a, task_t *t, const char *why)
+{
+    char *lp = task_file(a, t, "log"), *ep = task_file(a, t, "state");
+    FILE *f = fopen(lp, "a");
+    if (f != NULL) {
+        fprintf(f, "allot: %s\n", why);
+        fclose(f);
+    }
+    al_fs_write_file(ep, "0 -1 0\n127 0\n", 13, 0644, 0);
+    t->state = T_EXITED;
+    t->exit_code = 127;
+    free(lp);
+    free(ep);
+}
+
+static void
+start_task(agent_t *a, task_t *t)
+{
+    json_t *s = t->spec;
+    json_t *cmd = json_object_get(s, "command");
+    size_t argc = json_array_size(cmd);
+    if (argc == 0) {
+        fail_task(a, t, "the job has no command");
+        return;
+    }
+    char **argv = al_xcalloc(argc + 1, sizeof *argv);
+    for (size_t i = 0; i < argc; i++)
+        argv[i] = (char *)json_string_value(json_array_get(cmd, i));
+    /* A job script travels whole: write it beside the task's log and run
+     * that copy (execvp() hands a file without "#!" to /bin/sh). */
+    const char *script = al_json_str(s, "script", NULL);
+    char *sp = task_file(a, t, "script");
+    if (script != NULL) {
+        if (al_fs_write_file(sp, script, strlen(script), 0700, 0) != 0)
+            al_warn("task %llu.%d.%d: cannot write %s", t->job, t->index,
+                    t->restart, sp);
+        argv[0] = sp;
+    }
+    al_buf_t gpus = AL_BUF_INIT;
+    json_t *g = json_object_get(s, "gpus");
+    for (size_t i = 0; i < json_array_size(g); i++) {
+        /* Real devices by UUID, which CUDA accepts and which cannot be
+         * confused by device ordering; emulated ones by index. */
+        json_int_t d = json_integer_value(json_array_get(g, i));
+        if (!a->plat.emulated && d >= 0 && d < a->plat.ngpus)
+            al_buf_printf(&gpus, "%s%s", i ? "," : "", a->plat.gpus[d].uuid);
+        else
+            al_buf_printf(&gpus, "%s%lld", i ? "," : "", (long long)d);
+    }
+    char **envp = task_env(a, s, al_buf_cstr(&gpus));
+    char *lp = task_file(a, t, "log"), *sp2 = task_file(a, t, "state");
+    al__launch_t l = {
+        .argv = argv,
+        .cwd = al_json_str(s, "cwd", NULL),
+        .envp = envp,
+        .log_path = lp,
+        .state_path = sp2,
+        .devices = t->devices,
+        .user = a->run_as_user ? al_json_str(s, "user", NULL) : NULL,
+    };
+    char *cause = NULL;
+    pid_t pid = al__launch(&l, &cause);
+    if (pid < 0) {
+        /* Not started: the next sync tries again. */
+        al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart, cause);
+        free(cause);
+    } else {
+        t->pid = pid;
+        t->state = T_RUNNING;
+        al_info("task %llu.%d.%d started: pid %ld, gpus [%s]", t->job, t->index,
+                t->restart, (long)pid, al_buf_cstr(&gpus));
+    }
+    for (char **e = envp; *e != NULL; e++)
+        free(*e);
+    free(envp);
+    free(argv);
+    free(sp);
+    free(lp);
+    free(sp2);
+    al_buf_fini(&gpus);
+}
+
+/* Parses "J.T.R.state"; false if name is anything else. */
+static bool
+parse_task_name(const char *name, unsigned long long *job, int *index,
+                int *restart)
+{
+    char *e1, *e2, *e3;
+    if (name[0] < '0' || name[0] > '9')
+        return false;
+    unsigned long long j = strtoull(name, &e1, 10);
+    if (*e1 != '.' || e1[1] < '0' || e1[1] > '9')
+        return false;
+    long t = strtol(e1 + 1, &e2, 10);
+    if (*e2 != '.' || e2[1] < '0' || e2[1] > '9')
+        return false;
+    long r = strtol(e2 + 1, &e3, 10);
+    if (strcmp(e3, ".state") != 0 || t > 1 << 20 || r > 1 << 20)
+        return false;
+    *job = j;
+    *index = (int)t;
+    *restart = (int)r;
+    return true;
+}
+
+/* Adopts the tasks an earlier agent left in the state directory. */
+static void
+adopt(agent_t *a)
+{
+    DIR *d = opendir(a->task_dir);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        unsigned long long job;
+        int index, restart;
+        if (!parse_task_name(e->d_name, &job, &index, &restart))
+            continue;
+        task_t *t = add_task(a, job, index, restart);
+        char *p = task_file(a, t, "state"), *data;
+        size_t n;
+        long pid = 0;
+        long long start = -1;
+        if (al_fs_read_file(p, &data, &n) == 0) {
+            char *e1, *e2;
+            pid = strtol(data, &e1, 10);
+            start = strtoll(e1, &e2, 10);
+            t->devices = strtoull(e2, NULL, 10);
+            free(data);
+        }
+        free(p);
+        t->pid = (pid_t)pid;
+        t->start = start;
+        t->adopted = true;
+        /* Alive means the same process: its pid and its start time. */
+        if (read_exit(a, t)) {
+            t->state = T_EXITED;
+        } else if (pid > 0 && start >= 0 &&
+                   al_platform_proc_start(pid) == start) {
+            t->state = T_RUNNING;
+        } else {
+            t->state = T_EXITED;
+            t->signal = SIGKILL;
+        }
+        al_info("adopted task %llu.%d.%d (%s)", job, index, restart,
+                task_state_names[t->state]);
+    }
+    closedir(d);
+}
+
+/* ------------------------------------------------------------------ */
+/* Protocol                                                           */
+
+static int
+call(agent_t *a, const char *path, json_t *body, int timeout_ms,
+     al_http_resp_t *resp, json_t **out, char **cause)
+{
+    char *text = al_json_dump(body);
+    int rc =
+        al_http_request(&a->url, "POST", path, a->token, text, strlen(text),
+                        timeout_ms, sig_pipe[0], resp, cause);
+    free(text);
+    if (rc != 0)
+        return rc;
+    *out = al_json_parse(resp->body.data ? resp->body.data : "", resp->body.len,
+                         NULL);
+    return 0;
+}
+
+static int
+do_register(agent_t *a)
+{
+    json_t *gpus = json_array();
+    for (int i = 0; i < a->plat.ngpus; i++) {
+        const al_gpu_info_t *g = &a->plat.gpus[i];
+        json_array_append_new(gpus,
+                              json_pack("{s:s, s:s, s:I, s:i, s:i}", "uuid",
+                                        g->uuid, "model", g->model, "mem_bytes",
+                                        (json_int_t)g->mem_bytes, "numa",
+                                        g->numa, "nvlink", g->nvlink));
+    }
+    json_t *body =
+        json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "name", a->name, "addr",
+                  a->addr, "cpu_milli", (json_int_t)a->plat.cpu_milli,
+                  "mem_bytes", (json_int_t)a->plat.mem_bytes, "emulated",
+                  a->plat.emulated, "gpus", gpus);
+    al_http_resp_t resp;
+    json_t *out = NULL;
+    char *cause = NULL;
+    int rc = call(a, "/v1/agent/register", body, 10000, &resp, &out, &cause);
+    json_decref(body);
+    if (rc != 0) {
+        if (rc != AL_EBUSY)
+            al_warn("register: %s", cause ? cause : al_strerror(rc));
+        free(cause);
+        return rc;
+    }
+    if (resp.status != 200) {
+        al_error("register refused (%d): %s", resp.status,
+                 al_json_str(out, "message", al_buf_cstr(&resp.body)));
+        rc = resp.status == 401 || resp.status == 403 ? AL_EAUTH : AL_EIO;
+    } else {
+        a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
+        a->registered = true;
+        al_info("registered as node %s with %s (%d GPUs%s)", a->name,
+                a->url.host, a->plat.ngpus,
+                a->plat.emulated ? ", emulated" : "");
+    }
+    json_decref(out);
+    al_http_resp_fini(&resp);
+    return rc;
+}
+
+/* The report of one task, with the next chunk of its log. */
+static json_t *
+report_task(agent_t *a, task_t *t, bool *more)
+{
+    json_t *o = json_pack("{s:I, s:i, s:i, s:s, s:I}", "job",
+                          (json_int_t)t->job, "task", t->index, "restart",
+                          t->restart, "state", task_state_names[t->state],
+                          "log_off", (json_int_t)t->log_acked);
+    if (t->state == T_EXITED) {
+        json_object_set_new(o, "exit_code", json_integer(t->exit_code));
+        json_object_set_new(o, "signal", json_integer(t->signal));
+    }
+    char *lp = task_file(a, t, "log");
+    int fd = open(lp, O_RDONLY | O_CLOEXEC);
+    free(lp);
+    if (fd >= 0) {
+        char *buf = al_xmalloc(LOG_CHUNK);
+        ssize_t n = pread(fd, buf, LOG_CHUNK, t->log_acked);
+        if (n > 0) {
+            char *b64 = al_b64_encode(buf, (size_t)n);
+            json_object_set_new(o, "log", json_string(b64));
+            free(b64);
+            *more = true;
+        }
+        free(buf);
+        close(fd);
+    }
+    return o;
+}
+
+static void
+apply(agent_t *a, json_t *out)
+{
+    json_t *acks = json_object_get(out, "acks");
+    for (size_t i = 0; i < json_array_size(acks); i++) {
+        json_t *k = json_array_get(acks, i);
+        task_t *t = find_task(a, (unsigned long long)al_json_int(k, "job", 0),
+                              (int)al_json_int(k, "task", -1),
+                              (int)al_json_int(k, "restart", -1));
+        if (t == NULL)
+            continue;
+        t->log_acked = al_json_int(k, "log_off", t->log_acked);
+        if (t->state == T_EXITED)
+            t->acked_exit = true;
+    }
+    a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
+    for (int i = 0; i < a->ntasks; i++)
+        a->tasks[i].desired = false;
+    json_t *want = json_object_get(out, "tasks");
+    for (size_t i = 0; i < json_array_size(want); i++) {
+        json_t *d = json_array_get(want, i);
+        unsigned long long job = (unsigned long long)al_json_int(d, "job", 0);
+        int index = (int)al_json_int(d, "task", -1);
+        int restart = (int)al_json_int(d, "restart", -1);
+        task_t *t = find_task(a, job, index, restart);
+        if (t == NULL) {
+            t = add_task(a, job, index, restart);
+            t->state = T_WAITING;
+            t->log_acked = al_json_int(d, "log_off", 0);
+        }
+        t->desired = true;
+        if (t->spec == NULL) {
+            t->spec = json_incref(d);
+            json_t *g = json_object_get(d, "gpus");
+            for (size_t k = 0; k < json_array_size(g); k++) {
+                json_int_t dev = json_integer_value(json_array_get(g, k));
+                if (dev >= 0 && dev < 64)
+                    t->devices |= (uint64_t)1 << dev;
+            }
+        }
+    }
+    /* Stop what is not wanted; forget what is over and fully reported. */
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->desired)
+            continue;
+        if (t->state == T_RUNNING) {
+            stop_task(a, t);
+        } else if (t->state == T_WAITING) {
+            remove_task(a, t);
+            i--;
+        } else if (t->state == T_EXITED && t->acked_exit) {
+            char *lp = task_file(a, t, "log");
+            int64_t size = file_size(lp);
+            free(lp);
+            if (t->log_acked >= size) {
+                remove_task(a, t);
+                i--;
+            }
+        }
+    }
+    /* Start waiting tasks whose GPUs are free (a task being stopped keeps
+     * its GPUs until it has exited). */
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->state != T_WAITING || !t->desired)
+            continue;
+        uint64_t busy = 0;
+        for (int k = 0; k < a->ntasks; k++)
+            if (a->tasks[k].state == T_RUNNING)
+                busy |= a->tasks[k].devices;
+        if ((busy & t->devices) == 0)
+            start_task(a, t);
+    }
+}
+
+/* One sync: report, wait for the answer, apply it.  Returns 0 or an error
+ * (AL_EBUSY: interrupted by a child's exit or a signal). */
+static int
+sync_once(agent_t *a)
+{
+    json_t *tasks = json_array();
+    bool more = false, running = false, exited_unacked = false;
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        json_array_append_new(tasks, report_task(a, t, &more));
+        running = running || t->state == T_RUNNING;
+        exited_unacked =
+            exited_unacked || (t->state == T_EXITED && !t->acked_exit);
+    }
+    int64_t wait = more || exited_unacked ? 0
+                   : running              ? BUSY_POLL_MS
+                                          : IDLE_POLL_MS;
+    int64_t now = al_clock_mono_ms();
+    for (int i = 0; i < a->ntasks; i++)
+        if (a->tasks[i].killing && a->tasks[i].kill_at - now < wait)
+            wait = a->tasks[i].kill_at > now ? a->tasks[i].kill_at - now : 0;
+    json_t *body = json_pack("{s:s, s:o, s:I}", "node", a->name, "tasks", tasks,
+                             "wait_ms", (json_int_t)wait);
+    al_http_resp_t resp;
+    json_t *out = NULL;
+    char *cause = NULL;
+    int rc =
+        call(a, "/v1/agent/sync", body, (int)wait + 15000, &resp, &out, &cause);
+    json_decref(body);
+    if (rc != 0) {
+        if (rc != AL_EBUSY)
+            al_warn("sync: %s", cause ? cause : al_strerror(rc));
+        free(cause);
+        return rc;
+    }
+    if (resp.status == 409) {
+        a->registered = false;
+    } else if (resp.status != 200 || !json_is_object(out)) {
+        al_warn("sync refused (%d): %s", resp.status,
+                al_json_str(out, "message", al_buf_cstr(&resp.body)));
+        rc = AL_EIO;
+    } else {
+        apply(a, out);
+    }
+    json_decref(out);
+    al_http_resp_fini(&resp);
+    return rc;
+}
+
+/* Sleeps up to ms, waking early on a child's exit or a stop signal. */
+static void
+nap(int64_t ms)
+{
+    struct pollfd p = { sig_pipe[0], POLLIN, 0 };
+    poll(&p, 1, (int)ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* `allot agent`                                                      */
+
+static const char agent_usage[] =
+    "usage: allot agent --server URL [--join-token T | --join-token-file F]\n"
+    "                   [--name NAME] [--addr ADDR (default: hostname)]\n"
+    "                   [--state DIR]\n"
+    "                   [--fake-gpus NxMODEL] [--fallback-gpus NxMODEL]\n"
+    "                   [--cpus N] [--log-level L]\n"
+    "                   [--run-as-user]\n"
+    "--run-as-user: when root, run each task as the Unix user who submitted\n"
+    "it (the user must exist on the node).\n"
+    "The join token may also come from ALLOT_JOIN_TOKEN.  --fake-gpus\n"
+    "declares emulated GPUs; --fallback-gpus does so only when NVML finds\n"
+    "no GPU.\n";
+
+static int
+run(agent_t *a)
+{
+    int64_t backoff = 200;
+    while (!stopping) {
+        reap(a);
+        escalate(a);
+        int rc;
+        if (!a->registered) {
+            rc = do_register(a);
+            if (rc == AL_EAUTH)
+                return AL_EXIT_FAIL;
+        } else {
+            rc = sync_once(a);
+        }
+        if (rc == AL_EBUSY) {
+            drain_pipe();
+            continue;
+        }
+        if (rc != 0) {
+            nap(backoff);
+            drain_pipe();
+            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+        } else {
+            backoff = 200;
+        }
+    }
+    return 0;
+}
+
+static int
+setup_signals(void)
+{
+    if (pipe(sig_pipe) != 0)
+        return AL_EIO;
+    for (int i = 0; i < 2; i++) {
+        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sa.sa_handler = on_sigchld;
+    sigaction(SIGCHLD, &sa, NULL);
+    sa.sa_flags = SA_RESTART;
+    sa.sa_handler = on_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+int
+al_agent_main(int argc, char **argv)
+{
+    const char *server = NULL, *token = getenv("ALLOT_JOIN_TOKEN"),
+               *token_file = NULL, *name = NULL, *addr = NULL, *state = NULL,
+               *fake = NULL, *fallback = NULL, *cpus = NULL;
+    const char *level_name = "info";
+    bool run_as_user = false, help = false;
+    const al_opt_t opts[] = {
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
+        { .name = "--join-token", .kind = AL_OPT_STR, .dst = &token },
+        { .name = "--join-token-file", .kind = AL_OPT_STR, .dst = &token_file },
+        { .name = "--name", .kind = AL_OPT_STR, .dst = &name },
+        { .name = "--addr", .kind = AL_OPT_STR, .dst = &addr },
+        { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
+        { .name = "--fake-gpus", .kind = AL_OPT_STR, .dst = &fake },
+        { .name = "--fallback-gpus", .kind = AL_OPT_STR, .dst = &fallback },
+        { .name = "--cpus", .kind = AL_OPT_STR, .dst = &cpus },
+        { .name = "--run-as-user", .kind = AL_OPT_FLAG, .dst = &run_as_user },
+        { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level_name },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    int npos;
+    int rc =
+        al_opt_parse("agent", NULL, opts, argc, argv, false, NULL, 0, &npos);
+    int level = al_log_level_parse(level_name);
+    if (rc != 0 || help || level < 0 || server == NULL) {
+        fputs(agent_usage, help ? stdout : stderr);
+        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    }
+    al_log_setup("agent", (al_log_level_t)level);
+
+    agent_t a;
+    memset(&a, 0, sizeof a);
+    a.grace_ms = 10000;
+    a.run_as_user = run_as_user;
+    char *cause = NULL, *filetoken = NULL;
+    if (al_url_parse(server, &a.url, &cause) != 0) {
+        fprintf(stderr, "allot agent: %s\n", cause);
+        free(cause);
+        return AL_EXIT_USAGE;
+    }
+    if (token_file != NULL) {
+        size_t n;
+        if (al_fs_read_file(token_file, &filetoken, &n) != 0) {
+            fprintf(stderr, "allot agent: cannot read %s\n", token_file);
+            return AL_EXIT_FAIL;
+        }
+        filetoken[strcspn(filetoken, "\r\n")] = '\0';
+        token = filetoken;
+    }
+    if (token == NULL) {
+        fprintf(stderr, "allot agent: no join token: pass --join-token or "
+                        "set ALLOT_JOIN_TOKEN (the server wrote it to "
+                        "STATE/join-token)\n");
+        return AL_EXIT_USAGE;
+    }
+    a.token = token;
+    if (al_platform_probe(&a.plat) != 0) {
+        fprintf(stderr, "allot agent: cannot read the machine's resources\n");
+        return AL_EXIT_FAIL;
+    }
+    a.name = al_xstrdup(name ? name : a.plat.hostname);
+    /* Other nodes reach this one (MASTER_ADDR of a gang) by its hostname
+     * unless told otherwise. */
+    a.addr = al_xstrdup(addr ? addr : a.plat.hostname);
+    if (fake == NULL && a.plat.ngpus == 0)
+        fake = fallback;
+    if (fake != NULL &&
+        al_platform_fake_gpus(&a.plat, fake, a.name, &cause) != 0) {
+        fprintf(stderr, "allot agent: %s\n", cause);
+        free(cause);
+        return AL_EXIT_USAGE;
+    }
+    if (cpus != NULL) {
+        double c = strtod(cpus, NULL);
+        if (c <= 0) {
+            fprintf(stderr, "allot agent: --cpus wants a positive number\n");
+            return AL_EXIT_USAGE;
+        }
+        a.plat.cpu_milli = (int64_t)(c * 1000);
+    }
+    if (state != NULL) {
+        a.state_dir = al_xstrdup(state);
+    } else {
+        char *d = al_ucfg_data_dir();
+        a.state_dir = al_xasprintf("%s/agent-%s", d, a.name);
+        free(d);
+    }
+    a.task_dir = al_xasprintf("%s/tasks", a.state_dir);
+    if (al_fs_mkdir_p(a.task_dir, 0700) != 0) {
+        fprintf(stderr, "allot agent: cannot create %s: %s\n", a.task_dir,
+                strerror(errno));
+        return AL_EXIT_FAIL;
+    }
+    if (setup_signals() != 0) {
+        fprintf(stderr, "allot agent: cannot set up signals\n");
+        return AL_EXIT_FAIL;
+    }
+    adopt(&a);
+    rc = run(&a);
+    /* Tasks keep running in their own sessions; a restarted agent adopts
+     * them from the state directory. */
+    al_info("stopping; %d task(s) left to the next agent", a.ntasks);
+    for (int i = 0; i < a.ntasks; i++)
+        json_decref(a.tasks[i].spec);
+    free(a.tasks);
+    free(a.name);
+    free(a.addr);
+    free(a.state_dir);
+    free(a.task_dir);
+    free(filetoken);
+    return rc;
+}

@@ -1,0 +1,45 @@
+/* fake.c -- emulated GPUs for machines without any, and for tests. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "platform.h"
+#include "xmalloc.h"
+
+int
+al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
+                      const char *node, char **cause)
+{
+    char *end;
+    long n = strtol(spec, &end, 10);
+    const char *model = end + 1;
+    if (end == spec || (*end != 'x' && *end != 'X') || n < 0 ||
+        n > AL_PLATFORM_MAX_GPUS || *model == '\0' ||
+        strlen(model) >= sizeof info->gpus[0].model) {
+        *cause = al_xasprintf("--fake-gpus wants COUNTxMODEL (at most %d "
+                              "devices), e.g. 8xH100-80GB, not '%s'",
+                              AL_PLATFORM_MAX_GPUS, spec);
+        return AL_EINVAL;
+    }
+    int64_t mem = (int64_t)16 << 30;
+    const char *dash = strrchr(model, '-');
+    if (dash != NULL) {
+        char *e;
+        long gb = strtol(dash + 1, &e, 10);
+        if (e != dash + 1 && gb > 0 &&
+            (strcmp(e, "GB") == 0 || strcmp(e, "G") == 0))
+            mem = (int64_t)gb << 30;
+    }
+    info->ngpus = (int)n;
+    info->emulated = true;
+    for (int i = 0; i < info->ngpus; i++) {
+        al_gpu_info_t *g = &info->gpus[i];
+        snprintf(g->uuid, sizeof g->uuid, "GPU-emulated-%.60s-%d", node, i);
+        snprintf(g->model, sizeof g->model, "%s", model);
+        g->mem_bytes = mem;
+        g->numa = i < info->ngpus / 2 ? 0 : 1;
+        g->nvlink = 0;
+    }
+    return 0;
+}

@@ -1,0 +1,54 @@
+/* linux.c -- the real machine: hostname, CPUs and memory from sysconf. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_int.h"
+#include "core/error.h"
+#include "fs.h"
+#include "platform.h"
+
+int64_t
+al_platform_proc_start(long pid)
+{
+    char path[64], *data;
+    size_t n;
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    if (al_fs_read_file(path, &data, &n) != 0)
+        return -1;
+    /* Fields after the command name, which may hold spaces: the state is
+     * field 3 and the start time field 22. */
+    const char *p = strrchr(data, ')');
+    int64_t start = -1;
+    /* A zombie has ended; nobody may ever reap it (a container's init). */
+    if (p != NULL && (p[1] != ' ' || p[2] == 'Z' || p[2] == 'X'))
+        p = NULL;
+    for (int field = 2; p != NULL && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    if (p != NULL) {
+        char *end;
+        long long v = strtoll(p + 1, &end, 10);
+        if (end != p + 1)
+            start = v;
+    }
+    free(data);
+    return start;
+}
+
+int
+al_platform_probe(al_platform_info_t *info)
+{
+    memset(info, 0, sizeof *info);
+    if (gethostname(info->hostname, sizeof info->hostname - 1) != 0)
+        strcpy(info->hostname, "localhost");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+    if (cpus <= 0 || pages <= 0 || psize <= 0)
+        return AL_EIO;
+    info->cpu_milli = (int64_t)cpus * 1000;
+    info->mem_bytes = (int64_t)pages * (int64_t)psize;
+    info->ngpus = 0;
+    al__nvml_probe(info);
+    return 0;
+}

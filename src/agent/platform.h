@@ -1,0 +1,52 @@
+/*
+ * platform.h -- the agent's one door to the machine: what the node has
+ * (CPUs, memory, GPUs).  linux.c reads the real machine; fake.c declares
+ * emulated GPUs ("--fake-gpus 8xH100-80GB") for machines without any and
+ * for tests.  linux.c finds GPUs through NVML (nvml.c: dlopen of
+ * libnvidia-ml.so.1, or of $ALLOT_NVML_LIB), so allot builds and runs
+ * without NVIDIA's driver.
+ */
+#ifndef AL_PLATFORM_H
+#define AL_PLATFORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define AL_PLATFORM_MAX_GPUS 64
+
+typedef struct al_gpu_info {
+    char uuid[96];
+    char model[64];
+    int64_t mem_bytes;
+    int numa;   /* -1 unknown */
+    int nvlink; /* NVLink/NVSwitch domain, -1 none */
+} al_gpu_info_t;
+
+typedef struct al_platform_info {
+    char hostname[256];
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+    bool emulated; /* the GPUs are declared, not real */
+    int ngpus;
+    al_gpu_info_t gpus[AL_PLATFORM_MAX_GPUS];
+} al_platform_info_t;
+
+/* Fills *info from the machine: hostname, online CPUs, physical memory and
+ * the GPUs NVML reports (none without it).  Returns 0 or AL_EIO. */
+int al_platform_probe(al_platform_info_t *info);
+
+/* Replaces the GPUs of *info by emulated ones described by spec, "NxMODEL"
+ * where MODEL may end in "-<size>GB" giving each device's memory (default
+ * 16 GB): "8xH100-80GB".  Devices 0..N/2-1 sit on NUMA node 0, the rest on
+ * 1; all share NVLink domain 0.  node names the UUIDs.  Returns 0, or
+ * AL_EINVAL with a message in *cause (caller frees). */
+int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
+                          const char *node, char **cause);
+
+/* When process pid started (clock ticks since boot), or -1 if there is no
+ * such process or it has ended (a zombie).  With the pid it names a process for
+ * good: a restarted agent tells its tasks' monitors from unrelated processes
+ * that reuse their pids. */
+int64_t al_platform_proc_start(long pid);
+
+#endif /* AL_PLATFORM_H */

@@ -1,0 +1,166 @@
+/* cli_client.c -- options, server/token resolution and API calls. */
+#include "cli_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "json.h"
+#include "ucfg.h"
+#include "xmalloc.h"
+
+int
+al_client_init(al_client_t *c, const char *server, const char *token)
+{
+    memset(c, 0, sizeof c[0]);
+    char *path = al_ucfg_path();
+    if (server == NULL)
+        server = getenv("ALLOT_SERVER");
+    if (token == NULL)
+        token = getenv("ALLOT_TOKEN");
+    c->server = server ? al_xstrdup(server) : al_ucfg_get(path, "server");
+    c->token = token ? al_xstrdup(token) : al_ucfg_get(path, "token");
+    free(path);
+    if (c->server == NULL)
+        c->server = al_xstrdup(AL_CLI_DEFAULT_SERVER);
+    char *cause = NULL;
+    if (al_url_parse(c->server, &c->url, &cause) != 0) {
+        fprintf(stderr,
+                "allot: %s (from --server, ALLOT_SERVER or the "
+                "config file)\n",
+                cause);
+        free(cause);
+        al_client_fini(c);
+        return AL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+void
+al_client_fini(al_client_t *c)
+{
+    free(c->server);
+    free(c->token);
+    c->server = c->token = NULL;
+}
+
+int
+al_client_call(al_client_t *c, const char *method, const char *path,
+               json_t *body, json_t **out, char **raw, size_t *rawlen)
+{
+    char *text = body ? al_json_dump(body) : NULL;
+    al_http_resp_t resp;
+    char *cause = NULL;
+    int rc = al_http_request(&c->url, method, path, c->token, text,
+                             text ? strlen(text) : 0, 60000, -1, &resp, &cause);
+    free(text);
+    if (rc != 0) {
+        fprintf(stderr,
+                "allot: cannot reach the server at %s: %s\n"
+                "       start one with `allot dev`, or point ALLOT_SERVER "
+                "at it\n",
+                c->server, cause ? cause : al_strerror(rc));
+        free(cause);
+        return AL_EXIT_FAIL;
+    }
+    json_t *v = al_json_parse(resp.body.data ? resp.body.data : "",
+                              resp.body.len, NULL);
+    if (resp.status < 200 || resp.status > 299) {
+        const char *msg = al_json_str(v, "message", al_buf_cstr(&resp.body));
+        const char *code = al_json_str(v, "error", "error");
+        fprintf(stderr, "allot: %s (HTTP %d %s)\n", msg, resp.status, code);
+        if (resp.status == 401)
+            fprintf(stderr, "       set ALLOT_TOKEN, pass --token, or run "
+                            "`allot dev`, which writes one to your "
+                            "config\n");
+        json_decref(v);
+        al_http_resp_fini(&resp);
+        return AL_EXIT_FAIL;
+    }
+    *out = v;
+    if (raw != NULL) {
+        *rawlen = resp.body.len;
+        *raw = al_buf_steal(&resp.body);
+    }
+    al_http_resp_fini(&resp);
+    return 0;
+}
+
+void
+al_cli_age(int64_t ms, char *buf, size_t len)
+{
+    int64_t s = ms / 1000;
+    if (s < 0)
+        s = 0;
+    if (s < 120)
+        snprintf(buf, len, "%llds", (long long)s);
+    else if (s < 7200)
+        snprintf(buf, len, "%lldm", (long long)(s / 60));
+    else if (s < 172800)
+        snprintf(buf, len, "%lldh", (long long)(s / 3600));
+    else
+        snprintf(buf, len, "%lldd", (long long)(s / 86400));
+}
+
+int
+al_cli_parse_mem(const char *s, int64_t *bytes)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0)
+        return -1;
+    static const struct {
+        const char *suffix;
+        int shift;
+    } units[] = {
+        { .suffix = "", .shift = 20 },    { .suffix = "K", .shift = 10 },
+        { .suffix = "KB", .shift = 10 },  { .suffix = "KiB", .shift = 10 },
+        { .suffix = "M", .shift = 20 },   { .suffix = "MB", .shift = 20 },
+        { .suffix = "MiB", .shift = 20 }, { .suffix = "G", .shift = 30 },
+        { .suffix = "GB", .shift = 30 },  { .suffix = "GiB", .shift = 30 },
+        { .suffix = "T", .shift = 40 },   { .suffix = "TB", .shift = 40 },
+        { .suffix = "TiB", .shift = 40 },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (strcmp(end, units[i].suffix) == 0) {
+            *bytes = (int64_t)(v * (double)((int64_t)1 << units[i].shift));
+            return 0;
+        }
+    }
+    return -1;
+}
+
+int
+al_cli_parse_duration(const char *s, int64_t *seconds)
+{
+    static const struct {
+        char suffix;
+        int64_t scale;
+    } units[] = {
+        { .suffix = '\0', .scale = 1 },    { .suffix = 's', .scale = 1 },
+        { .suffix = 'm', .scale = 60 },    { .suffix = 'h', .scale = 3600 },
+        { .suffix = 'd', .scale = 86400 },
+    };
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v < 0 || v > 1e9 || (end[0] != '\0' && end[1] != '\0'))
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (end[0] == units[i].suffix) {
+            *seconds = (int64_t)(v * (double)units[i].scale + 0.5);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+void
+al_cli_print_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY);
+    if (s != NULL) {
+        puts(s);
+        free(s);
+    }
+}

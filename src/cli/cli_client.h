@@ -1,0 +1,50 @@
+/*
+ * cli_client.h -- what the client subcommands share: option tables, the
+ * server URL and token (flags, then ALLOT_SERVER / ALLOT_TOKEN, then the
+ * user's config file), calls to the API with errors printed the same way
+ * everywhere, and small formatting helpers.
+ */
+#ifndef AL_CLI_CLIENT_H
+#define AL_CLI_CLIENT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "http.h"
+#include "opt.h"
+
+#define AL_CLI_DEFAULT_SERVER "http://127.0.0.1:7070"
+
+typedef struct al_client {
+    al_url_t url;
+    char *server;
+    char *token;
+} al_client_t;
+
+/* Resolves the server and token; server/token may be NULL (not given on
+ * the command line).  0 or AL_EXIT_USAGE after printing why. */
+int al_client_init(al_client_t *c, const char *server, const char *token);
+void al_client_fini(al_client_t *c);
+
+/*
+ * Calls the API.  On a 2xx answer returns 0 and the parsed JSON in *out
+ * (caller decrefs; NULL for a non-JSON body, whose text goes to raw when
+ * raw is not NULL).  Otherwise prints the error ("allot: MESSAGE") and
+ * returns AL_EXIT_FAIL.
+ */
+int al_client_call(al_client_t *c, const char *method, const char *path,
+                   json_t *body, json_t **out, char **raw, size_t *rawlen);
+
+/* "3m", "2h", "5d" for a duration in ms. */
+void al_cli_age(int64_t ms, char *buf, size_t len);
+/* Parses "4G", "512M", "100K", "2T" (binary units) or a plain number of
+ * MiB.  0 or -1 if malformed. */
+int al_cli_parse_mem(const char *s, int64_t *bytes);
+/* Parses a duration: seconds, or a number with s, m, h or d ("90",
+ * "30m", "1.5h").  0 or -1 if malformed. */
+int al_cli_parse_duration(const char *s, int64_t *seconds);
+/* Prints v as indented JSON on stdout. */
+void al_cli_print_json(const json_t *v);
+
+#endif /* AL_CLI_CLIENT_H */

@@ -1,0 +1,176 @@
+/* cli_cluster.c -- `allot nodes`, `allot queues`, `allot token create`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "cli_client.h"
+#include "json.h"
+
+/* Options every read command takes. */
+struct read_opts {
+    const char *server, *token;
+    bool json, help;
+};
+
+static int
+parse_read(const char *cmd, int argc, char **argv, struct read_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    const al_opt_t opts[] = {
+        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &o->json },
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &o->server },
+        { .name = "--token", .kind = AL_OPT_STR, .dst = &o->token },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &o->help },
+        { .name = NULL },
+    };
+    int npos,
+        rc = al_opt_parse(cmd, NULL, opts, argc, argv, false, NULL, 0, &npos);
+    if (rc != 0 || o->help) {
+        fprintf(o->help ? stdout : stderr,
+                "usage: allot %s [--json] [--server URL] [--token T]\n", cmd);
+        return o->help ? -1 : AL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* GETs path and returns member `key` of the answer (new reference). */
+static int
+fetch(const struct read_opts *o, const char *path, const char *key,
+      json_t **out)
+{
+    al_client_t c;
+    int rc = al_client_init(&c, o->server, o->token);
+    if (rc != 0)
+        return rc;
+    json_t *v = NULL;
+    rc = al_client_call(&c, "GET", path, NULL, &v, NULL, NULL);
+    al_client_fini(&c);
+    if (rc != 0)
+        return rc;
+    *out = json_incref(json_object_get(v, key));
+    json_decref(v);
+    return 0;
+}
+
+int
+al_cli_nodes(int argc, char **argv)
+{
+    struct read_opts o;
+    json_t *nodes;
+    int rc = parse_read("nodes", argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? AL_EXIT_OK : rc;
+    if ((rc = fetch(&o, "/v1/nodes", "nodes", &nodes)) != 0)
+        return rc;
+    if (o.json) {
+        al_cli_print_json(nodes);
+        json_decref(nodes);
+        return AL_EXIT_OK;
+    }
+    printf("%-16s %-9s %-9s %-20s %6s %9s\n", "NAME", "STATE", "GPUS", "MODEL",
+           "CPUS", "MEM");
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        json_t *gpus = json_object_get(n, "gpus");
+        char g[32], model[96];
+        snprintf(g, sizeof g, "%lld/%zu",
+                 (long long)al_json_int(n, "gpus_used", 0),
+                 json_array_size(gpus));
+        snprintf(model, sizeof model, "%s%s",
+                 json_array_size(gpus)
+                     ? al_json_str(json_array_get(gpus, 0), "model", "?")
+                     : "-",
+                 al_json_bool(n, "emulated", false) ? " (emulated)" : "");
+        printf("%-16s %-9s %-9s %-20s %6.1f %8lldG\n",
+               al_json_str(n, "name", ""), al_json_str(n, "state", ""), g,
+               model, (double)al_json_int(n, "cpu_milli", 0) / 1000.0,
+               (long long)(al_json_int(n, "mem_bytes", 0) >> 30));
+    }
+    json_decref(nodes);
+    return AL_EXIT_OK;
+}
+
+int
+al_cli_queues(int argc, char **argv)
+{
+    struct read_opts o;
+    json_t *queues;
+    int rc = parse_read("queues", argc, argv, &o);
+    if (rc != 0)
+        return rc < 0 ? AL_EXIT_OK : rc;
+    if ((rc = fetch(&o, "/v1/queues", "queues", &queues)) != 0)
+        return rc;
+    if (o.json) {
+        al_cli_print_json(queues);
+        json_decref(queues);
+        return AL_EXIT_OK;
+    }
+    printf("%-16s %-12s %8s %8s %8s %8s %8s %8s\n", "QUEUE", "PARENT",
+           "GPU-DES", "GPU-FAIR", "GPU-USED", "GPU-LIM", "CPU-DES", "CPU-USED");
+    for (size_t i = 0; i < json_array_size(queues); i++) {
+        json_t *q = json_array_get(queues, i);
+        json_t *qg = json_object_get(json_object_get(q, "quota"), "gpu");
+        json_t *qc = json_object_get(json_object_get(q, "quota"), "cpu");
+        double lim = al_json_num(qg, "limit", -1);
+        char limtext[32];
+        if (lim < 0)
+            snprintf(limtext, sizeof limtext, "-");
+        else
+            snprintf(limtext, sizeof limtext, "%.1f", lim);
+        printf("%-16s %-12s %8.1f %8.1f %8.1f %8s %8.1f %8.1f\n",
+               al_json_str(q, "name", ""), al_json_str(q, "parent", "-"),
+               al_json_num(qg, "deserved", 0),
+               al_json_num(json_object_get(q, "fair_share"), "gpu", 0),
+               al_json_num(json_object_get(q, "allocated"), "gpu", 0), limtext,
+               al_json_num(qc, "deserved", 0),
+               al_json_num(json_object_get(q, "allocated"), "cpu", 0));
+    }
+    json_decref(queues);
+    return AL_EXIT_OK;
+}
+
+int
+al_cli_token(int argc, char **argv)
+{
+    const char *user = NULL, *role = "user", *server = NULL, *token = NULL;
+    bool json = false, help = false;
+    const al_opt_t opts[] = {
+        { .name = "--user", .kind = AL_OPT_STR, .dst = &user },
+        { .name = "--role", .kind = AL_OPT_STR, .dst = &role },
+        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
+        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    char *pos[1];
+    int npos, rc = al_opt_parse("token", NULL, opts, argc, argv, false, pos, 1,
+                                &npos);
+    if (rc != 0 || help || npos != 1 || strcmp(pos[0], "create") != 0 ||
+        user == NULL) {
+        fputs("usage: allot token create --user NAME [--role "
+              "user|admin|agent] [--json]\n"
+              "Creates a token (admins only) and prints it once; it is "
+              "stored only as a salted hash.\n",
+              help ? stdout : stderr);
+        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    }
+    al_client_t c;
+    if ((rc = al_client_init(&c, server, token)) != 0)
+        return rc;
+    json_t *body = json_pack("{s:s, s:s}", "user", user, "role", role);
+    json_t *out = NULL;
+    rc = al_client_call(&c, "POST", "/v1/tokens", body, &out, NULL, NULL);
+    json_decref(body);
+    al_client_fini(&c);
+    if (rc != 0)
+        return rc;
+    if (json)
+        al_cli_print_json(out);
+    else
+        printf("%s\n", al_json_str(out, "token", ""));
+    json_decref(out);
+    return AL_EXIT_OK;
+}

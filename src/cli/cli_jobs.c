@@ -1,0 +1,398 @@
+/* cli_jobs.c -- `allot ls`, `show`, `cancel`, `hold`, `release`, `logs`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli.h"
+#include "cli_client.h"
+#include "clock.h"
+#include "json.h"
+
+static bool
+job_id_ok(const char *s)
+{
+    if (*s == '\0' || strlen(s) > 19)
+        return false;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return false;
+    return true;
+}
+
+static void
+gpus_text(const json_t *j, char *buf, size_t len)
+{
+    long long tasks = al_json_int(j, "tasks", 1);
+    long long g = al_json_int(j, "gpus", 0);
+    long long m = al_json_int(j, "gpu_milli", 0);
+    if (g > 0)
+        snprintf(buf, len, "%lld", g * tasks);
+    else if (m > 0)
+        snprintf(buf, len, "%.2f", (double)(m * tasks) / 1000.0);
+    else
+        snprintf(buf, len, "0");
+}
+
+/* Distinct node names of a running job, comma-separated. */
+static void
+nodes_text(const json_t *j, al_buf_t *out)
+{
+    json_t *pl = json_object_get(j, "placement");
+    for (size_t i = 0; i < json_array_size(pl); i++) {
+        const char *n = al_json_str(json_array_get(pl, i), "node", "?");
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen =
+                strcmp(n, al_json_str(json_array_get(pl, k), "node", "")) == 0;
+        if (!seen) {
+            if (out->len > 0)
+                al_buf_putc(out, ',');
+            al_buf_puts(out, n);
+        }
+    }
+}
+
+static const char ls_usage[] =
+    "usage: allot ls [--all | --state S[,S...]] [--queue Q] [--user U]\n"
+    "                [--limit N] [--json] [--server URL] [--token T]\n"
+    "Lists pending, held and running jobs (--all: every job).  The last\n"
+    "column shows where a job runs, or why it waits.\n";
+
+int
+al_cli_ls(int argc, char **argv)
+{
+    const char *state = NULL, *queue = NULL, *user = NULL, *limit = NULL,
+               *server = NULL, *token = NULL;
+    bool all = false, json = false, help = false;
+    const al_opt_t opts[] = {
+        { .name = "--all", .kind = AL_OPT_FLAG, .dst = &all },
+        { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
+        { .name = "--queue", .kind = AL_OPT_STR, .dst = &queue },
+        { .name = "--user", .kind = AL_OPT_STR, .dst = &user },
+        { .name = "--limit", .kind = AL_OPT_STR, .dst = &limit },
+        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
+        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    int npos,
+        rc = al_opt_parse("ls", NULL, opts, argc, argv, false, NULL, 0, &npos);
+    if (rc != 0 || help) {
+        fputs(ls_usage, help ? stdout : stderr);
+        return help ? AL_EXIT_OK : rc;
+    }
+    long max = limit ? strtol(limit, NULL, 10) : 100000;
+    if (max <= 0) {
+        fputs("allot ls: --limit wants a positive number\n", stderr);
+        return AL_EXIT_USAGE;
+    }
+    al_client_t c;
+    if ((rc = al_client_init(&c, server, token)) != 0)
+        return rc;
+    json_t *jobs = json_array();
+    long long after = 0;
+    while ((long)json_array_size(jobs) < max) {
+        al_buf_t path = AL_BUF_INIT;
+        al_buf_printf(&path, "/v1/jobs?limit=%ld&after=%lld",
+                      max - (long)json_array_size(jobs) > 1000
+                          ? 1000
+                          : max - (long)json_array_size(jobs),
+                      after);
+        if (state != NULL || !all)
+            al_buf_printf(&path, "&state=%s", state ? state : "active");
+        if (queue != NULL)
+            al_buf_printf(&path, "&queue=%s", queue);
+        if (user != NULL)
+            al_buf_printf(&path, "&user=%s", user);
+        json_t *out = NULL;
+        rc = al_client_call(&c, "GET", al_buf_cstr(&path), NULL, &out, NULL,
+                            NULL);
+        al_buf_fini(&path);
+        if (rc != 0)
+            break;
+        json_array_extend(jobs, json_object_get(out, "jobs"));
+        json_t *next = json_object_get(out, "next");
+        after = json_is_integer(next) ? json_integer_value(next) : 0;
+        json_decref(out);
+        if (after == 0)
+            break;
+    }
+    al_client_fini(&c);
+    if (rc != 0) {
+        json_decref(jobs);
+        return rc;
+    }
+    if (json) {
+        al_cli_print_json(jobs);
+        json_decref(jobs);
+        return AL_EXIT_OK;
+    }
+    printf("%-7s %-16s %-10s %-10s %-9s %-9s %5s %5s  %s\n", "ID", "NAME",
+           "USER", "QUEUE", "CLASS", "STATE", "GPUS", "AGE", "NODES/REASON");
+    int64_t now = al_clock_ms();
+    for (size_t i = 0; i < json_array_size(jobs); i++) {
+        json_t *j = json_array_get(jobs, i);
+        char g[32], age[32];
+        gpus_text(j, g, sizeof g);
+        al_cli_age(now - al_json_int(j, "submit_ms", now), age, sizeof age);
+        const char *st = al_json_str(j, "state", "?");
+        al_buf_t last = AL_BUF_INIT;
+        if (strcmp(st, "running") == 0)
+            nodes_text(j, &last);
+        else
+            al_buf_puts(&last, al_json_str(j, "reason", ""));
+        printf("%-7lld %-16.16s %-10.10s %-10.10s %-9s %-9s %5s %5s  %s\n",
+               (long long)al_json_int(j, "id", 0), al_json_str(j, "name", ""),
+               al_json_str(j, "user", ""), al_json_str(j, "queue", ""),
+               al_json_str(j, "class", ""), st, g, age, al_buf_cstr(&last));
+        al_buf_fini(&last);
+    }
+    json_decref(jobs);
+    return AL_EXIT_OK;
+}
+
+static const char show_usage[] =
+    "usage: allot show [--json] [--server URL] [--token T] JOBID\n";
+
+static void
+print_time(const char *label, int64_t ms)
+{
+    if (ms <= 0)
+        return;
+    time_t t = (time_t)(ms / 1000);
+    struct tm tm;
+    char buf[64];
+    localtime_r(&t, &tm);
+    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+    printf("%-10s %s\n", label, buf);
+}
+
+int
+al_cli_show(int argc, char **argv)
+{
+    const char *server = NULL, *token = NULL;
+    bool json = false, help = false;
+    const al_opt_t opts[] = {
+        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
+        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    char *pos[1];
+    int npos,
+        rc = al_opt_parse("show", NULL, opts, argc, argv, false, pos, 1, &npos);
+    if (rc != 0 || help || npos != 1 || !job_id_ok(pos[0])) {
+        fputs(show_usage, help ? stdout : stderr);
+        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    }
+    al_client_t c;
+    if ((rc = al_client_init(&c, server, token)) != 0)
+        return rc;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%s", pos[0]);
+    json_t *j = NULL;
+    rc = al_client_call(&c, "GET", path, NULL, &j, NULL, NULL);
+    al_client_fini(&c);
+    if (rc != 0)
+        return rc;
+    if (json) {
+        al_cli_print_json(j);
+        json_decref(j);
+        return AL_EXIT_OK;
+    }
+    char g[32];
+    gpus_text(j, g, sizeof g);
+    printf("%-10s %lld\n", "id", (long long)al_json_int(j, "id", 0));
+    static const char *const strs[] = { "name",  "user",  "queue",
+                                        "class", "state", "reason" };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if (al_json_str(j, strs[i], NULL) != NULL)
+            printf("%-10s %s\n", strs[i], al_json_str(j, strs[i], ""));
+    printf("%-10s %lld x (%lld GPU%s, %.2f CPU, %lld MiB)\n", "tasks",
+           (long long)al_json_int(j, "tasks", 1),
+           (long long)al_json_int(j, "gpus", 0),
+           al_json_int(j, "gpus", 0) == 1 ? "" : "s",
+           (double)al_json_int(j, "cpu_milli", 0) / 1000.0,
+           (long long)(al_json_int(j, "mem_bytes", 0) >> 20));
+    printf("%-10s %s\n", "gpus", g);
+    json_t *cmd = json_object_get(j, "command");
+    printf("%-10s", "command");
+    for (size_t i = 0; i < json_array_size(cmd); i++)
+        printf(" %s", json_string_value(json_array_get(cmd, i)));
+    printf("\n");
+    if (al_json_str(j, "cwd", NULL) != NULL)
+        printf("%-10s %s\n", "cwd", al_json_str(j, "cwd", ""));
+    print_time("submitted", al_json_int(j, "submit_ms", 0));
+    print_time("started", al_json_int(j, "start_ms", 0));
+    print_time("ended", al_json_int(j, "end_ms", 0));
+    printf("%-10s %lld\n", "restarts",
+           (long long)al_json_int(j, "restart_count", 0));
+    const char *st = al_json_str(j, "state", "");
+    if (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0)
+        printf("%-10s %lld%s\n", "exit code",
+               (long long)al_json_int(j, "exit_code", 0),
+               al_json_int(j, "signal", 0) ? " (killed by a signal)" : "");
+    json_t *pl = json_object_get(j, "placement");
+    for (size_t i = 0; i < json_array_size(pl); i++) {
+        json_t *p = json_array_get(pl, i);
+        al_buf_t gl = AL_BUF_INIT;
+        json_t *ga = json_object_get(p, "gpus");
+        for (size_t k = 0; k < json_array_size(ga); k++)
+            al_buf_printf(&gl, "%s%lld", k ? "," : "",
+                          (long long)json_integer_value(json_array_get(ga, k)));
+        printf("task %-5lld on %s, GPUs [%s]\n",
+               (long long)al_json_int(p, "task", 0),
+               al_json_str(p, "node", "?"), al_buf_cstr(&gl));
+        al_buf_fini(&gl);
+    }
+    json_t *h = json_object_get(j, "history");
+    if (json_array_size(h) > 0)
+        printf("history:\n");
+    for (size_t i = 0; i < json_array_size(h); i++) {
+        json_t *e = json_array_get(h, i);
+        time_t t = (time_t)(al_json_int(e, "time_ms", 0) / 1000);
+        struct tm tm;
+        char buf[32];
+        localtime_r(&t, &tm);
+        strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+        printf("  %s %-10s %s\n", buf, al_json_str(e, "event", ""),
+               al_json_str(e, "detail", ""));
+    }
+    json_decref(j);
+    return AL_EXIT_OK;
+}
+
+/* cancel, hold and release: POST /v1/jobs/ID/<verb> for each id. */
+static int
+job_verb(const char *verb, const char *done, int argc, char **argv)
+{
+    const char *server = NULL, *token = NULL;
+    bool help = false;
+    const al_opt_t opts[] = {
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
+        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    char *pos[256];
+    int npos,
+        rc = al_opt_parse(verb, NULL, opts, argc, argv, false, pos, 256, &npos);
+    bool ok = rc == 0 && npos > 0;
+    for (int i = 0; ok && i < npos; i++)
+        ok = job_id_ok(pos[i]);
+    if (!ok || help) {
+        FILE *f = help ? stdout : stderr;
+        fprintf(f, "usage: allot %s [--server URL] [--token T] JOBID...\n",
+                verb);
+        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    }
+    al_client_t c;
+    if ((rc = al_client_init(&c, server, token)) != 0)
+        return rc;
+    int status = AL_EXIT_OK;
+    for (int i = 0; i < npos; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/jobs/%s/%s", pos[i], verb);
+        json_t *out = NULL;
+        if (al_client_call(&c, "POST", path, NULL, &out, NULL, NULL) != 0) {
+            status = AL_EXIT_FAIL;
+            continue;
+        }
+        printf("%s job %s\n", done, pos[i]);
+        json_decref(out);
+    }
+    al_client_fini(&c);
+    return status;
+}
+
+int
+al_cli_cancel(int argc, char **argv)
+{
+    return job_verb("cancel", "cancelled", argc, argv);
+}
+
+int
+al_cli_hold(int argc, char **argv)
+{
+    return job_verb("hold", "held", argc, argv);
+}
+
+int
+al_cli_release(int argc, char **argv)
+{
+    return job_verb("release", "released", argc, argv);
+}
+
+static const char logs_usage[] =
+    "usage: allot logs [-f] [--task N] [--server URL] [--token T] JOBID\n"
+    "Prints a task's output (stdout and stderr); -f follows it until the\n"
+    "job ends.\n";
+
+int
+al_cli_logs(int argc, char **argv)
+{
+    const char *server = NULL, *token = NULL, *task = "0";
+    bool follow = false, follow2 = false, help = false;
+    const al_opt_t opts[] = {
+        { .name = "-f", .kind = AL_OPT_FLAG, .dst = &follow },
+        { .name = "--follow", .kind = AL_OPT_FLAG, .dst = &follow2 },
+        { .name = "--task", .kind = AL_OPT_STR, .dst = &task },
+        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
+        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    char *pos[1];
+    int npos,
+        rc = al_opt_parse("logs", NULL, opts, argc, argv, false, pos, 1, &npos);
+    if (rc != 0 || help || npos != 1 || !job_id_ok(pos[0]) ||
+        !job_id_ok(task)) {
+        fputs(logs_usage, help ? stdout : stderr);
+        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    }
+    follow = follow || follow2;
+    al_client_t c;
+    if ((rc = al_client_init(&c, server, token)) != 0)
+        return rc;
+    long long off = 0;
+    for (;;) {
+        /* Read the state first: output fetched after seeing an ended job
+         * is complete. */
+        bool ended = true;
+        if (follow) {
+            char jp[64];
+            snprintf(jp, sizeof jp, "/v1/jobs/%s", pos[0]);
+            json_t *j = NULL;
+            if ((rc = al_client_call(&c, "GET", jp, NULL, &j, NULL, NULL)) != 0)
+                break;
+            const char *st = al_json_str(j, "state", "");
+            ended = strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0 ||
+                    strcmp(st, "cancelled") == 0;
+            json_decref(j);
+        }
+        char path[128];
+        snprintf(path, sizeof path, "/v1/jobs/%s/logs?task=%s&offset=%lld",
+                 pos[0], task, off);
+        json_t *out = NULL;
+        char *raw = NULL;
+        size_t len = 0;
+        if ((rc = al_client_call(&c, "GET", path, NULL, &out, &raw, &len)) != 0)
+            break;
+        json_decref(out);
+        fwrite(raw, 1, len, stdout);
+        fflush(stdout);
+        free(raw);
+        off += (long long)len;
+        if (!follow || (ended && len == 0))
+            break;
+        if (len == 0)
+            al_clock_sleep_ms(300);
+    }
+    al_client_fini(&c);
+    return rc;
+}

@@ -1,0 +1,28 @@
+/* fs.h -- small file-system helpers shared by the server, agent and CLI. */
+#ifndef AL_FS_H
+#define AL_FS_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Creates a directory and its parents (like mkdir -p).  0 or AL_EIO. */
+int al_fs_mkdir_p(const char *path, mode_t mode);
+/* Flags of al_fs_write_file(). */
+enum {
+    /* Atomic and durable: a temporary file, fsync, rename.  Readers see
+     * the old or the new contents, and the new survive a machine crash.
+     * Tokens and configs want it; a task's small bookkeeping files, which
+     * need only outlive a crash of the agent and are read when their
+     * writer is gone, do not want its cost per task. */
+    AL_FS_SYNC = 1
+};
+
+/* Writes a whole file with the given mode: in place (truncated first), or
+ * as flags say.  0 or AL_EIO. */
+int al_fs_write_file(const char *path, const void *data, size_t n, mode_t mode,
+                     int flags);
+/* Reads a whole file into a malloc()ed NUL-terminated buffer (caller frees).
+ * 0, AL_ENOENT or AL_EIO; nothing stored on error. */
+int al_fs_read_file(const char *path, char **data, size_t *n);
+
+#endif /* AL_FS_H */

@@ -1,0 +1,48 @@
+/*
+ * http.h -- a minimal HTTP/1.1 client for the agent and the CLI: plain
+ * http:// URLs, one request per connection ("Connection: close"), bodies
+ * read to the end (Content-Length or chunked).  A request can be cut short
+ * by a timeout or by an "interrupt" descriptor becoming readable, which the
+ * agent uses to leave a long-poll as soon as one of its tasks exits.
+ */
+#ifndef AL_HTTP_H
+#define AL_HTTP_H
+
+#include <stddef.h>
+
+#include "buf.h"
+
+typedef struct al_url {
+    char host[256];
+    char port[16];
+    char prefix[256]; /* path prefix without trailing '/', often "" */
+} al_url_t;
+
+/* Parses "http://host[:port][/prefix]".  Returns 0 or AL_EINVAL with a
+ * message in *cause (caller frees) when cause is not NULL. */
+int al_url_parse(const char *url, al_url_t *u, char **cause);
+
+typedef struct al_http_resp {
+    int status;
+    al_buf_t body;
+} al_http_resp_t;
+
+/* Releases the body of a response. */
+void al_http_resp_fini(al_http_resp_t *r);
+
+/*
+ * Sends `method path` (path starts with '/', after u->prefix) with an
+ * optional bearer token and JSON body, and reads the whole response into
+ * *resp (initialised by this function; release with al_http_resp_fini()).
+ * timeout_ms <= 0 means none.  Returns 0 when a response arrived, whatever
+ * its status; AL_EUNAVAIL when the server cannot be reached, AL_ETIMEDOUT,
+ * AL_EBUSY when intr_fd (if >= 0) became readable, AL_EPARSE for a
+ * malformed response.  On error *resp is untouched and *cause may hold a
+ * message.
+ */
+int al_http_request(const al_url_t *u, const char *method, const char *path,
+                    const char *token, const char *body, size_t bodylen,
+                    int timeout_ms, int intr_fd, al_http_resp_t *resp,
+                    char **cause);
+
+#endif /* AL_HTTP_H */

@@ -1,0 +1,120 @@
+/* ucfg.c -- the user's config file and data directory. */
+#include "ucfg.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "core/error.h"
+#include "fs.h"
+#include "xmalloc.h"
+
+static char *
+xdg_path(const char *env, const char *fallback, const char *leaf)
+{
+    const char *base = getenv(env);
+    if (base != NULL && base[0] == '/')
+        return al_xasprintf("%s/allot%s", base, leaf);
+    const char *home = getenv("HOME");
+    return al_xasprintf("%s/%s/allot%s", home ? home : "/tmp", fallback, leaf);
+}
+
+char *
+al_ucfg_path(void)
+{
+    return xdg_path("XDG_CONFIG_HOME", ".config", "/config");
+}
+
+char *
+al_ucfg_data_dir(void)
+{
+    return xdg_path("XDG_DATA_HOME", ".local/share", "");
+}
+
+/* If line is "key = value", returns value's start and its length in *vlen. */
+static const char *
+match_key(const char *line, size_t len, const char *key, size_t *vlen)
+{
+    size_t klen = strlen(key);
+    while (len > 0 && (*line == ' ' || *line == '\t'))
+        line++, len--;
+    if (len < klen || strncmp(line, key, klen) != 0)
+        return NULL;
+    const char *p = line + klen, *end = line + len;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == end || *p != '=')
+        return NULL;
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+        end--;
+    *vlen = (size_t)(end - p);
+    return p;
+}
+
+char *
+al_ucfg_get(const char *path, const char *key)
+{
+    char *data;
+    size_t n;
+    if (al_fs_read_file(path, &data, &n) != 0)
+        return NULL;
+    char *val = NULL;
+    for (char *l = data; *l != '\0';) {
+        size_t len = strcspn(l, "\n");
+        size_t vlen;
+        const char *v = l[0] == '#' ? NULL : match_key(l, len, key, &vlen);
+        if (v != NULL) {
+            free(val);
+            val = al_xstrndup(v, vlen);
+        }
+        l += len;
+        if (*l == '\n')
+            l++;
+    }
+    free(data);
+    return val;
+}
+
+int
+al_ucfg_set(const char *path, const char *key, const char *value)
+{
+    char *data = NULL;
+    size_t n = 0;
+    al_buf_t out = AL_BUF_INIT;
+    int found = 0;
+    if (al_fs_read_file(path, &data, &n) == 0) {
+        for (char *l = data; *l != '\0';) {
+            size_t len = strcspn(l, "\n"), vlen;
+            if (l[0] != '#' && match_key(l, len, key, &vlen) != NULL) {
+                if (!found)
+                    al_buf_printf(&out, "%s = %s\n", key, value);
+                found = 1;
+            } else {
+                al_buf_append(&out, l, len);
+                al_buf_putc(&out, '\n');
+            }
+            l += len;
+            if (*l == '\n')
+                l++;
+        }
+        free(data);
+    }
+    if (!found)
+        al_buf_printf(&out, "%s = %s\n", key, value);
+    char *dir = al_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    int rc = 0;
+    if (slash != NULL && slash != dir) {
+        *slash = '\0';
+        rc = al_fs_mkdir_p(dir, 0700);
+    }
+    free(dir);
+    if (rc == 0)
+        rc = al_fs_write_file(path, al_buf_cstr(&out), out.len, 0600,
+                              AL_FS_SYNC);
+    al_buf_fini(&out);
+    return rc;
+}

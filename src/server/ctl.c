@@ -1,0 +1,747 @@
+/*
+ * ctl.c -- the control loop: the one thread that owns the controller's
+ * state.  Each iteration takes every request queued by the HTTP threads,
+ * handles them, marks silent nodes down, runs a scheduling cycle when one
+ * is due, writes what changed to the store in one transaction, and only
+ * after the commit releases the replies (durable before acknowledged) and
+ * answers the long-polls of the nodes whose desired tasks changed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "clock.h"
+#include "core/error.h"
+#include "fs.h"
+#include "json.h"
+#include "log.h"
+#include "server_int.h"
+#include "xmalloc.h"
+
+const char *const al__jstate_names[JS_COUNT] = {
+    [JS_PENDING] = "pending", [JS_HELD] = "held",
+    [JS_RUNNING] = "running", [JS_COMPLETED] = "completed",
+    [JS_FAILED] = "failed",   [JS_CANCELLED] = "cancelled",
+};
+
+int
+al__jstate_parse(const char *s)
+{
+    for (int i = 0; i < JS_COUNT; i++)
+        if (strcmp(s, al__jstate_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const al__jclass_t al__jclasses[] = {
+    { .name = "train", .priority = AL_PRIO_TRAIN, .preemptible = true },
+    { .name = "build", .priority = AL_PRIO_BUILD, .preemptible = false },
+    { .name = "inference",
+      .priority = AL_PRIO_INFERENCE,
+      .preemptible = false },
+};
+const int al__njclasses = sizeof al__jclasses / sizeof al__jclasses[0];
+
+void
+al__job_free(al__job_t *j)
+{
+    if (j == NULL)
+        return;
+    free(j->name);
+    free(j->user);
+    free(j->queue);
+    free(j->gpu_model);
+    free(j->spec);
+    free(j->after);
+    free(j->reason);
+    free(j->tasks);
+    free(j);
+}
+
+json_t *
+al__job_spec(const al__job_t *j)
+{
+    json_t *v = j->spec ? al_json_parse(j->spec, strlen(j->spec), NULL) : NULL;
+    if (!json_is_object(v)) {
+        json_decref(v);
+        v = json_object();
+    }
+    return v;
+}
+
+void
+al__node_fini(al__node_t *n)
+{
+    free(n->name);
+    free(n->addr);
+    for (int i = 0; i < n->ngpus; i++) {
+        free(n->gpus[i].uuid);
+        free(n->gpus[i].model);
+    }
+    free(n->gpus);
+    free(n->devices);
+}
+
+al__job_t *
+al__ctl_job(al_ctl_t *ctl, uint64_t id)
+{
+    if (id == 0 || id > ctl->njobs)
+        return NULL;
+    return ctl->jobs[id - 1];
+}
+
+void
+al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
+{
+    if (j->id > ctl->jobs_cap) {
+        uint64_t cap = ctl->jobs_cap ? ctl->jobs_cap : 1024;
+        while (cap < j->id)
+            cap *= 2;
+        /* The table holds pointers: each element is sizeof(void *). */
+        ctl->jobs = al_xreallocarray(ctl->jobs, cap, sizeof(void *));
+        memset(ctl->jobs + ctl->jobs_cap, 0,
+               (cap - ctl->jobs_cap) * sizeof(void *));
+        ctl->jobs_cap = cap;
+    }
+    ctl->jobs[j->id - 1] = j;
+    if (j->id > ctl->njobs)
+        ctl->njobs = j->id;
+}
+
+al__queue_t *
+al__ctl_queue(al_ctl_t *ctl, const char *name)
+{
+    for (int i = 0; i < ctl->nqueues; i++)
+        if (strcmp(ctl->queues[i].name, name) == 0)
+            return &ctl->queues[i];
+    return NULL;
+}
+
+int
+al__ctl_node_index(al_ctl_t *ctl, const char *name)
+{
+    for (int i = 0; i < ctl->nnodes; i++)
+        if (strcmp(ctl->nodes[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+void
+al__ctl_touch(al_ctl_t *ctl)
+{
+    if (!ctl->sched_dirty) {
+        /* Coalesce changes for a few ms, and for longer when cycles are
+         * expensive (a large backlog), so that cycles take at most about a
+         * third of the loop's time while requests pour in. */
+        int64_t wait = ctl->opts.coalesce_ms;
+        if (2 * ctl->cycle_ms > wait)
+            wait = 2 * ctl->cycle_ms;
+        ctl->sched_dirty = true;
+        ctl->sched_due = al_clock_mono_ms() + wait;
+    }
+}
+
+void
+al__ctl_dirty(al_ctl_t *ctl, al__job_t *j)
+{
+    if (j->dirty)
+        return;
+    j->dirty = true;
+    if (ctl->ndirty == ctl->dirty_cap) {
+        ctl->dirty_cap = ctl->dirty_cap ? 2 * ctl->dirty_cap : 256;
+        /* An array of pointers: each element is sizeof(void *). */
+        ctl->dirty =
+            al_xreallocarray(ctl->dirty, ctl->dirty_cap, sizeof(void *));
+    }
+    ctl->dirty[ctl->ndirty++] = j;
+}
+
+static void
+mark_nodes_changed(al_ctl_t *ctl, const al__job_t *j)
+{
+    if (j->tasks == NULL)
+        return;
+    for (int t = 0; t < j->ntasks; t++)
+        if (j->tasks[t].node >= 0 && j->tasks[t].node < ctl->nnodes)
+            ctl->nodes[j->tasks[t].node].changed = true;
+}
+
+static void
+running_add(al_ctl_t *ctl, al__job_t *j)
+{
+    if (ctl->nrunning == ctl->running_cap) {
+        ctl->running_cap = ctl->running_cap ? 2 * ctl->running_cap : 256;
+        /* An array of pointers: each element is sizeof(void *). */
+        ctl->running =
+            al_xreallocarray(ctl->running, ctl->running_cap, sizeof(void *));
+    }
+    j->run_idx = ctl->nrunning;
+    ctl->running[ctl->nrunning++] = j;
+}
+
+static void
+running_remove(al_ctl_t *ctl, al__job_t *j)
+{
+    al__job_t *last = ctl->running[--ctl->nrunning];
+    ctl->running[j->run_idx] = last;
+    last->run_idx = j->run_idx;
+}
+
+void
+al__ctl_index_running(al_ctl_t *ctl)
+{
+    ctl->nrunning = 0;
+    for (uint64_t i = 0; i < ctl->njobs; i++)
+        if (ctl->jobs[i] != NULL && ctl->jobs[i]->state == JS_RUNNING)
+            running_add(ctl, ctl->jobs[i]);
+}
+
+void
+al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
+                  const char *event, const char *detail)
+{
+    int64_t now = al_clock_ms();
+    if (j->state == JS_RUNNING || st == JS_RUNNING)
+        mark_nodes_changed(ctl, j);
+    if (j->state == JS_RUNNING && st != JS_RUNNING)
+        running_remove(ctl, j);
+    else if (j->state != JS_RUNNING && st == JS_RUNNING)
+        running_add(ctl, j);
+    j->state = st;
+    j->why_valid = false;
+    if (st >= JS_COMPLETED) {
+        j->end_ms = now;
+        free(j->reason);
+        j->reason = detail != NULL ? al_xstrdup(detail) : NULL;
+    }
+    al__ctl_dirty(ctl, j);
+    al__store_event(ctl, j->id, now, event, detail);
+    al__ctl_touch(ctl);
+}
+
+void
+al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
+                const char *detail)
+{
+    mark_nodes_changed(ctl, j);
+    free(j->tasks);
+    j->tasks = NULL;
+    j->restart_count++;
+    j->eligible_ms = al_clock_ms();
+    j->start_ms = 0;
+    al__ctl_set_state(ctl, j, JS_PENDING, event, detail);
+}
+
+/* The size of the server's copy of a task's log, or 0. */
+static int64_t
+log_size(al_ctl_t *ctl, uint64_t job, int task, int restart)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/logs/%llu.%d.%d.log", ctl->state_dir,
+             (unsigned long long)job, task, restart);
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
+json_t *
+al__ctl_desired(al_ctl_t *ctl, int n)
+{
+    json_t *tasks = json_array();
+    for (size_t i = 0; i < ctl->nrunning; i++) {
+        al__job_t *j = ctl->running[i];
+        if (j->tasks == NULL)
+            continue;
+        const char *master = NULL;
+        int n0 = j->tasks[0].node;
+        if (n0 >= 0 && n0 < ctl->nnodes)
+            master = ctl->nodes[n0].addr;
+        int local = 0;
+        json_t *spec = NULL;
+        for (int t = 0; t < j->ntasks; t++) {
+            const al__task_t *tk = &j->tasks[t];
+            if (tk->node != n)
+                continue;
+            int local_rank = local++;
+            if (tk->done)
+                continue;
+            json_t *gpus = json_array();
+            for (int d = 0; d < AL_MAX_DEVICES; d++)
+                if (tk->devices & ((uint64_t)1 << d))
+                    json_array_append_new(gpus, json_integer(d));
+            if (spec == NULL)
+                spec = al__job_spec(j);
+            json_t *o = json_pack(
+                "{s:I, s:i, s:i, s:o, s:i, s:I, s:I,"
+                " s:i, s:i, s:i, s:s, s:i, s:I, s:s}",
+                "job", (json_int_t)j->id, "task", t, "restart",
+                j->restart_count, "gpus", gpus, "gpu_milli", tk->gpu_milli,
+                "cpu_milli", (json_int_t)j->cpu_milli, "mem_bytes",
+                (json_int_t)j->mem_bytes, "rank", t, "world_size", j->ntasks,
+                "local_rank", local_rank, "master_addr",
+                master ? master : "127.0.0.1", "master_port",
+                29500 + (int)(j->id % 20000), "log_off",
+                (json_int_t)log_size(ctl, j->id, t, j->restart_count), "user",
+                j->user);
+            json_object_update(o, spec); /* command, cwd, env, script */
+            json_array_append_new(tasks, o);
+        }
+        json_decref(spec);
+    }
+    return json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
+                     (json_int_t)ctl->opts.grace_ms);
+}
+
+/* ------------------------------------------------------------------ */
+/* Start-up                                                           */
+
+static int
+write_secret(al_ctl_t *ctl, const char *leaf, const char *secret, char **cause)
+{
+    char *path = al_xasprintf("%s/%s", ctl->state_dir, leaf);
+    char *text = al_xasprintf("%s\n", secret);
+    int rc = al_fs_write_file(path, text, strlen(text), 0600, AL_FS_SYNC);
+    if (rc != 0)
+        *cause = al_xasprintf("cannot write %s", path);
+    free(text);
+    free(path);
+    return rc;
+}
+
+/* First start: the admin and join tokens and the default queue. */
+static int
+bootstrap(al_ctl_t *ctl, char **cause)
+{
+    int rc = 0;
+    if (al__store_begin(ctl) != 0) {
+        *cause = al_xasprintf("store: cannot begin a transaction");
+        return AL_EIO;
+    }
+    if (ctl->ntokens == 0) {
+        static const struct {
+            const char *user, *file;
+            int role;
+        } first[] = {
+            { .user = "admin", .file = "admin-token", .role = ROLE_ADMIN },
+            { .user = "agent", .file = "join-token", .role = ROLE_AGENT },
+        };
+        for (size_t i = 0; rc == 0 && i < sizeof first / sizeof first[0]; i++) {
+            al__token_t t;
+            char *secret = al__token_create(first[i].user, first[i].role, &t);
+            rc = write_secret(ctl, first[i].file, secret, cause);
+            free(secret);
+            if (rc == 0)
+                rc = al__store_put_token(ctl, &t);
+            ctl->tokens = al_xreallocarray(ctl->tokens,
+                                           (size_t)ctl->ntokens + 1, sizeof t);
+            ctl->tokens[ctl->ntokens++] = t;
+        }
+        if (rc == 0)
+            al_info("created the admin token (%s/admin-token) and the join "
+                    "token (%s/join-token)",
+                    ctl->state_dir, ctl->state_dir);
+    }
+    if (rc == 0 && ctl->nqueues == 0) {
+        al__queue_t q;
+        memset(&q, 0, sizeof q);
+        q.name = al_xstrdup("default");
+        for (int r = 0; r < AL_NRES; r++) {
+            q.quota[r].deserved = 0;
+            q.quota[r].limit = AL_UNLIMITED;
+            q.quota[r].weight = 1.0;
+        }
+        ctl->queues = al_xmalloc(sizeof q);
+        ctl->queues[ctl->nqueues++] = q;
+        ctl->queue_gen++;
+        rc = al__store_put_queue(ctl, &q);
+    }
+    if (rc == 0)
+        rc = al__store_commit(ctl);
+    if (rc != 0) {
+        al__store_rollback(ctl);
+        if (*cause == NULL)
+            *cause = al_xasprintf("store: cannot write the first state");
+    }
+    return rc;
+}
+
+static void *loop_main(void *arg);
+
+int
+al__ctl_start(al_ctl_t *ctl, char **cause)
+{
+    pthread_mutex_init(&ctl->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&ctl->cv, &ca);
+    pthread_cond_init(&ctl->done_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    ctl->inbox_tail = &ctl->inbox;
+    char *logs = al_xasprintf("%s/logs", ctl->state_dir);
+    int rc = al_fs_mkdir_p(logs, 0700);
+    free(logs);
+    if (rc != 0) {
+        *cause = al_xasprintf("cannot create %s/logs: %s", ctl->state_dir,
+                              strerror(errno));
+        return rc;
+    }
+    if ((rc = al__store_open(ctl, cause)) != 0)
+        return rc;
+    if ((rc = al__store_load(ctl, cause)) == 0)
+        al__ctl_index_running(ctl);
+    if (rc != 0 || (rc = bootstrap(ctl, cause)) != 0) {
+        al__store_close(ctl);
+        return rc;
+    }
+    int64_t now = al_clock_mono_ms();
+    for (int i = 0; i < ctl->nnodes; i++)
+        ctl->nodes[i].last_seen = now; /* give agents time to come back */
+    ctl->usage_last = al_clock_ms() / 1000;
+    al__ctl_touch(ctl);
+    if (pthread_create(&ctl->thread, NULL, loop_main, ctl) != 0) {
+        *cause = al_xasprintf("cannot start the control loop");
+        al__store_close(ctl);
+        return AL_EIO;
+    }
+    return 0;
+}
+
+void
+al__ctl_stop(al_ctl_t *ctl)
+{
+    pthread_mutex_lock(&ctl->mu);
+    ctl->stop = true;
+    pthread_cond_signal(&ctl->cv);
+    pthread_mutex_unlock(&ctl->mu);
+    pthread_join(ctl->thread, NULL);
+    al__store_close(ctl);
+    for (uint64_t i = 0; i < ctl->njobs; i++)
+        al__job_free(ctl->jobs[i]);
+    free(ctl->jobs);
+    free(ctl->running);
+    free(ctl->dirty);
+    for (int i = 0; i < ctl->nqueues; i++) {
+        free(ctl->queues[i].name);
+        free(ctl->queues[i].parent);
+    }
+    free(ctl->queues);
+    for (int i = 0; i < ctl->nnodes; i++)
+        al__node_fini(&ctl->nodes[i]);
+    free(ctl->nodes);
+    for (int i = 0; i < ctl->ntokens; i++)
+        free(ctl->tokens[i].user);
+    free(ctl->tokens);
+    pthread_cond_destroy(&ctl->cv);
+    pthread_cond_destroy(&ctl->done_cv);
+    pthread_mutex_destroy(&ctl->mu);
+}
+
+/* ------------------------------------------------------------------ */
+/* Requests                                                           */
+
+void
+al__ctl_submit(al_ctl_t *ctl, al__req_t *req)
+{
+    pthread_mutex_lock(&ctl->mu);
+    if (ctl->stop) {
+        pthread_mutex_unlock(&ctl->mu);
+        al__reply_error(req, 503, "unavailable", "the server is stopping");
+        return;
+    }
+    req->next = NULL;
+    *ctl->inbox_tail = req;
+    ctl->inbox_tail = &req->next;
+    pthread_cond_signal(&ctl->cv);
+    while (!req->done)
+        pthread_cond_wait(&ctl->done_cv, &ctl->mu);
+    pthread_mutex_unlock(&ctl->mu);
+}
+
+/* Authenticates and runs one request; the handler may park it. */
+static void
+handle(al_ctl_t *ctl, al__req_t *req)
+{
+    const al__route_t *rt = req->route;
+    if (rt->role != ROLE_NONE) {
+        const al__token_t *t = al__token_check(ctl, req->token);
+        if (t == NULL) {
+            al__reply_error(req, 401, "unauthorized",
+                            "missing or invalid bearer token; set "
+                            "ALLOT_TOKEN or run `allot dev`");
+            return;
+        }
+        req->user = t->user;
+        req->role = t->role;
+        /* Agents may only use agent routes, and only agents may. */
+        bool ok = rt->role == ROLE_AGENT ? t->role == ROLE_AGENT
+                  : rt->role == ROLE_ADMIN
+                      ? t->role == ROLE_ADMIN
+                      : (t->role == ROLE_USER || t->role == ROLE_ADMIN);
+        if (!ok) {
+            al__reply_error(req, 403, "forbidden",
+                            "this call needs the %s role; your token "
+                            "has the %s role",
+                            al__role_name(rt->role), al__role_name(t->role));
+            return;
+        }
+    }
+    rt->fn(ctl, req);
+}
+
+/* Marks nodes silent past the timeout down and requeues their jobs. */
+static void
+check_nodes(al_ctl_t *ctl, int64_t mono)
+{
+    for (int i = 0; i < ctl->nnodes; i++) {
+        al__node_t *n = &ctl->nodes[i];
+        if (n->state == NS_DOWN ||
+            mono - n->last_seen < ctl->opts.node_timeout_ms)
+            continue;
+        al_warn("node %s silent for %lld ms: marked down, its jobs requeued",
+                n->name, (long long)(mono - n->last_seen));
+        n->state = NS_DOWN;
+        n->dirty = true;
+        /* Backwards: a requeue takes the job out of ctl->running. */
+        for (size_t k = ctl->nrunning; k-- > 0;) {
+            al__job_t *j = ctl->running[k];
+            if (j->tasks == NULL)
+                continue;
+            for (int t = 0; t < j->ntasks; t++) {
+                if (j->tasks[t].node == i && !j->tasks[t].done) {
+                    char *d = al_xasprintf("node %s down", n->name);
+                    al__ctl_requeue(ctl, j, "requeued", d);
+                    free(d);
+                    break;
+                }
+            }
+        }
+        al__ctl_touch(ctl);
+    }
+}
+
+static int
+flush(al_ctl_t *ctl)
+{
+    int rc = 0;
+    for (size_t i = 0; i < ctl->ndirty; i++) {
+        al__job_t *j = ctl->dirty[i];
+        j->dirty = false;
+        if (rc == 0)
+            rc = al__store_put_job(ctl, j);
+    }
+    ctl->ndirty = 0;
+    for (int i = 0; i < ctl->nnodes; i++) {
+        if (ctl->nodes[i].dirty) {
+            ctl->nodes[i].dirty = false;
+            if (rc == 0)
+                rc = al__store_put_node(ctl, &ctl->nodes[i]);
+        }
+    }
+    return rc;
+}
+
+void
+al__ctl_complete(al_ctl_t *ctl, al__req_t *req)
+{
+    req->next = ctl->ready;
+    ctl->ready = req;
+}
+
+/* Drops the whole in-memory state and loads it again from the store: after
+ * a failed commit, memory may hold changes the store does not. */
+static void
+reload(al_ctl_t *ctl)
+{
+    for (uint64_t i = 0; i < ctl->njobs; i++)
+        al__job_free(ctl->jobs[i]);
+    memset(ctl->jobs, 0, ctl->jobs_cap * sizeof(void *));
+    ctl->njobs = 0;
+    ctl->ndirty = 0;
+    ctl->nrunning = 0;
+    for (int i = 0; i < ctl->nqueues; i++) {
+        free(ctl->queues[i].name);
+        free(ctl->queues[i].parent);
+    }
+    ctl->nqueues = 0;
+    /* Answer the parked long-polls before their nodes go. */
+    for (int i = 0; i < ctl->nnodes; i++) {
+        al__req_t *p = ctl->nodes[i].parked;
+        if (p != NULL) {
+            al__reply_error(p, 503, "unavailable", "the store was reloaded");
+            al__ctl_complete(ctl, p);
+        }
+        al__node_fini(&ctl->nodes[i]);
+    }
+    ctl->nnodes = 0;
+    for (int i = 0; i < ctl->ntokens; i++)
+        free(ctl->tokens[i].user);
+    ctl->ntokens = 0;
+    char *cause = NULL;
+    if (al__store_load(ctl, &cause) != 0) {
+        al_error("store reload failed: %s", cause ? cause : "?");
+        free(cause);
+        ctl->store_failed = true;
+        return;
+    }
+    al__ctl_index_running(ctl);
+    int64_t now = al_clock_mono_ms();
+    for (int i = 0; i < ctl->nnodes; i++)
+        ctl->nodes[i].last_seen = now;
+    ctl->store_failed = false;
+    al__ctl_touch(ctl);
+}
+
+/* Waits for requests, a due cycle, a parked poll's deadline or stop.
+ * Returns the batch of requests taken from the inbox and sets *stop. */
+static al__req_t *
+wait_for_work(al_ctl_t *ctl, bool *stop)
+{
+    int64_t now = al_clock_mono_ms();
+    int64_t wake = ctl->sched_last + ctl->opts.sched_interval_ms;
+    if (ctl->sched_dirty && ctl->sched_due < wake)
+        wake = ctl->sched_due;
+    for (int i = 0; i < ctl->nnodes; i++)
+        if (ctl->nodes[i].parked != NULL &&
+            ctl->nodes[i].parked->deadline < wake)
+            wake = ctl->nodes[i].parked->deadline;
+    pthread_mutex_lock(&ctl->mu);
+    while (ctl->inbox == NULL && !ctl->stop && now < wake) {
+        struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
+        pthread_cond_timedwait(&ctl->cv, &ctl->mu, &ts);
+        now = al_clock_mono_ms();
+    }
+    al__req_t *batch = ctl->inbox;
+    ctl->inbox = NULL;
+    ctl->inbox_tail = &ctl->inbox;
+    *stop = ctl->stop;
+    pthread_mutex_unlock(&ctl->mu);
+    return batch;
+}
+
+static void
+handle_batch(al_ctl_t *ctl, al__req_t *batch, bool txn)
+{
+    for (al__req_t *r = batch, *next; r != NULL; r = next) {
+        next = r->next;
+        if (!txn && r->route->role != ROLE_NONE) {
+            al__reply_error(r, 503, "unavailable",
+                            "the state store is unavailable");
+            al__ctl_complete(ctl, r);
+            continue;
+        }
+        handle(ctl, r);
+        if (r->deadline == 0 || r->status != 0)
+            al__ctl_complete(ctl, r);
+    }
+}
+
+/* Ends the running jobs past their time limit (their agents stop them). */
+static void
+check_time_limits(al_ctl_t *ctl)
+{
+    int64_t now = al_clock_ms();
+    for (size_t i = ctl->nrunning; i-- > 0;) {
+        al__job_t *j = ctl->running[i];
+        if (j->time_limit <= 0 || now - j->start_ms < j->time_limit * 1000)
+            continue;
+        char *d = al_xasprintf("time limit of %lld s reached",
+                               (long long)j->time_limit);
+        al__ctl_set_state(ctl, j, JS_FAILED, "timeout", d);
+        free(d);
+    }
+}
+
+/* Node timeouts, the scheduling cycle when due, and the commit. */
+static void
+maintain(al_ctl_t *ctl, bool stop)
+{
+    int64_t now = al_clock_mono_ms();
+    check_nodes(ctl, now);
+    if (!stop && ((ctl->sched_dirty && now >= ctl->sched_due) ||
+                  now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {
+        ctl->sched_dirty = false;
+        ctl->sched_last = now;
+        check_time_limits(ctl);
+        al__cycle_run(ctl);
+        ctl->cycle_ms = al_clock_mono_ms() - now;
+    }
+    if (flush(ctl) == 0 && al__store_commit(ctl) == 0)
+        return;
+    al_error("store commit failed; answering 503 and reloading the state "
+             "from the store");
+    al__store_rollback(ctl);
+    for (al__req_t *r = ctl->ready; r != NULL; r = r->next) {
+        if (!r->mutating)
+            continue;
+        json_decref(r->resp);
+        r->resp = NULL;
+        al__reply_error(r, 503, "unavailable",
+                        "the state store failed to commit");
+    }
+    ctl->store_failed = true;
+}
+
+/* Answers the long-polls whose node changed or whose time is up. */
+static void
+answer_polls(al_ctl_t *ctl, bool stop)
+{
+    int64_t now = al_clock_mono_ms();
+    for (int i = 0; i < ctl->nnodes; i++) {
+        al__node_t *n = &ctl->nodes[i];
+        al__req_t *p = n->parked;
+        if (p != NULL &&
+            (n->changed || now >= p->deadline || stop || ctl->store_failed)) {
+            p->status = 200;
+            p->resp = al__ctl_desired(ctl, i);
+            n->parked = NULL;
+            al__ctl_complete(ctl, p);
+        }
+        n->changed = false;
+    }
+}
+
+/* Wakes the HTTP threads whose replies are ready (and, when stopping,
+ * answers what is still in the inbox). */
+static void
+release(al_ctl_t *ctl, bool stop)
+{
+    if (ctl->ready == NULL && !stop)
+        return;
+    pthread_mutex_lock(&ctl->mu);
+    for (al__req_t *r = ctl->ready; r != NULL; r = r->next)
+        r->done = true;
+    if (stop) {
+        for (al__req_t *r = ctl->inbox; r != NULL; r = r->next) {
+            al__reply_error(r, 503, "unavailable", "the server is stopping");
+            r->done = true;
+        }
+        ctl->inbox = NULL;
+        ctl->inbox_tail = &ctl->inbox;
+    }
+    pthread_cond_broadcast(&ctl->done_cv);
+    pthread_mutex_unlock(&ctl->mu);
+}
+
+static void *
+loop_main(void *arg)
+{
+    al_ctl_t *ctl = arg;
+    for (;;) {
+        bool stop;
+        al__req_t *batch = wait_for_work(ctl, &stop);
+        ctl->ready = NULL;
+        if (ctl->store_failed)
+            reload(ctl);
+        bool txn = !ctl->store_failed && al__store_begin(ctl) == 0;
+        handle_batch(ctl, batch, txn);
+        if (txn)
+            maintain(ctl, stop);
+        answer_polls(ctl, stop);
+        release(ctl, stop);
+        if (stop)
+            return NULL;
+    }
+}

@@ -1,0 +1,436 @@
+/*
+ * cycle.c -- one scheduling cycle: build an al_snapshot_t from the
+ * controller's memory, run the core, apply its decisions (start, evict),
+ * and keep every pending job's reason and every queue's share for the API.
+ * Runs on the loop thread, inside the iteration's store transaction.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "server_int.h"
+#include "xmalloc.h"
+
+/* Queue order for the snapshot: a parent before its children.  Fills
+ * order[] (snapshot index -> ctl index) and map[] (ctl index -> snapshot
+ * index); a queue whose parent is unknown (or in a cycle) becomes a top
+ * level queue. */
+static void
+order_queues(const al_ctl_t *ctl, int *order, int *map, int *parent)
+{
+    int n = ctl->nqueues, done = 0;
+    for (int i = 0; i < n; i++)
+        map[i] = -1;
+    for (bool progress = true; progress && done < n;) {
+        progress = false;
+        for (int i = 0; i < n; i++) {
+            if (map[i] >= 0)
+                continue;
+            const char *pname = ctl->queues[i].parent;
+            int p = -1;
+            bool known = false;
+            if (pname != NULL && pname[0] != '\0') {
+                for (int k = 0; k < n; k++) {
+                    if (strcmp(ctl->queues[k].name, pname) == 0) {
+                        known = true;
+                        p = k;
+                        break;
+                    }
+                }
+            }
+            if (known && map[p] < 0)
+                continue; /* parent not placed yet */
+            parent[done] = known ? map[p] : -1;
+            map[i] = done;
+            order[done++] = i;
+            progress = true;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (map[i] < 0) {
+            parent[done] = -1;
+            map[i] = done;
+            order[done++] = i;
+        }
+    }
+}
+
+static char *
+placement_text(const al_ctl_t *ctl, const al__job_t *j)
+{
+    char buf[1024];
+    size_t off = 0;
+    buf[0] = '\0';
+    for (int t = 0; t < j->ntasks && off < sizeof buf - 64; t++) {
+        const al__task_t *tk = &j->tasks[t];
+        off += (size_t)snprintf(buf + off, sizeof buf - off, "%stask %d on %s",
+                                t ? "; " : "", t, ctl->nodes[tk->node].name);
+        int first = 1;
+        for (int d = 0; d < AL_MAX_DEVICES && off < sizeof buf - 8; d++) {
+            if (tk->devices & ((uint64_t)1 << d)) {
+                off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%d",
+                                        first ? " gpus " : ",", d);
+                first = 0;
+            }
+        }
+    }
+    return al_xstrdup(buf);
+}
+
+static const char *const evict_why[] = {
+    [AL_EVICT_RECLAIM] = "reclaimed by another queue",
+    [AL_EVICT_PREEMPT] = "preempted by a higher priority job",
+    [AL_EVICT_RESERVATION] = "ran on lent capacity; the reservation starts",
+};
+
+/* The snapshot being built and the arrays it points into; everything is
+ * released by build_fini(). */
+typedef struct build {
+    al_snapshot_t snap;
+    al_config_t cfg;
+    int *qorder, *qmap, *qparent;
+    bool *has_child;
+    al_queue_t *sq;
+    al_node_t *sn;
+    al_job_t *sj;
+    al__job_t **act; /* snapshot job index -> controller job */
+    al_placement_t *pl;
+    al_dep_t *deps;
+    size_t nj;
+} build_t;
+
+static void
+build_queues(const al_ctl_t *ctl, build_t *b)
+{
+    int nq = ctl->nqueues;
+    b->qorder = al_xcalloc((size_t)nq + 1, sizeof *b->qorder);
+    b->qmap = al_xcalloc((size_t)nq + 1, sizeof *b->qmap);
+    b->qparent = al_xcalloc((size_t)nq + 1, sizeof *b->qparent);
+    order_queues(ctl, b->qorder, b->qmap, b->qparent);
+    b->sq = al_xcalloc((size_t)nq + 1, sizeof *b->sq);
+    b->has_child = al_xcalloc((size_t)nq + 1, sizeof *b->has_child);
+    for (int i = 0; i < nq; i++) {
+        const al__queue_t *q = &ctl->queues[b->qorder[i]];
+        b->sq[i].name = q->name;
+        b->sq[i].parent = b->qparent[i];
+        b->sq[i].priority = q->priority;
+        memcpy(b->sq[i].quota, q->quota, sizeof b->sq[i].quota);
+        b->sq[i].usage = q->usage;
+        if (b->qparent[i] >= 0)
+            b->has_child[b->qparent[i]] = true;
+    }
+}
+
+static void
+build_nodes(const al_ctl_t *ctl, build_t *b)
+{
+    b->sn = al_xcalloc((size_t)ctl->nnodes + 1, sizeof *b->sn);
+    for (int i = 0; i < ctl->nnodes; i++) {
+        const al__node_t *n = &ctl->nodes[i];
+        al_node_t *s = &b->sn[i];
+        s->name = n->name;
+        s->gpu_model = n->ngpus > 0 ? n->gpus[0].model : NULL;
+        s->state = n->state == NS_DOWN ? AL_NODE_DOWN
+                   : n->drained        ? AL_NODE_DRAINING
+                                       : AL_NODE_READY;
+        s->cpu_milli = n->cpu_milli;
+        s->mem_bytes = n->mem_bytes;
+        s->ndevices = n->ngpus;
+        s->devices = n->devices;
+    }
+}
+
+/* The snapshot index of job j's queue, or -1 (unknown, or not a leaf).
+ * The queue's index is cached in the job until the queues change. */
+static int
+job_queue(const al_ctl_t *ctl, const build_t *b, al__job_t *j)
+{
+    if (j->qgen != ctl->queue_gen + 1) {
+        j->qidx = -1;
+        for (int k = 0; k < ctl->nqueues; k++)
+            if (strcmp(ctl->queues[k].name, j->queue) == 0)
+                j->qidx = k;
+        j->qgen = ctl->queue_gen + 1; /* 0 never matches: new jobs look */
+    }
+    if (j->qidx < 0)
+        return -1;
+    int qi = b->qmap[j->qidx];
+    return b->has_child[qi] ? -1 : qi;
+}
+
+static al_dep_state_t
+dep_state(al_ctl_t *ctl, const al__job_t *j)
+{
+    if (j->nafter == 0)
+        return AL_DEPS_NONE;
+    al_dep_state_t st = AL_DEPS_SATISFIED;
+    for (int d = 0; d < j->nafter; d++) {
+        const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
+        if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
+            return AL_DEPS_NEVER;
+        if (dj->state != JS_COMPLETED)
+            st = AL_DEPS_WAITING;
+    }
+    return st;
+}
+
+/* Fills snapshot job s from controller job j; placements go to b->pl. */
+static void
+fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
+{
+    al_job_t *s = &b->sj[b->nj];
+    const al__jclass_t *c = &al__jclasses[j->cls];
+    s->id = j->id;
+    s->queue = qi;
+    s->priority = c->priority;
+    s->preemptible = c->preemptible;
+    s->min_tasks = s->max_tasks = j->ntasks;
+    s->req.gpus = j->gpus;
+    s->req.gpu_milli = j->gpus == 0 ? j->gpu_milli : 0;
+    s->req.cpu_milli = j->cpu_milli;
+    s->req.mem_bytes = j->mem_bytes;
+    s->req.gpu_model = j->gpu_model;
+    s->submit_time = j->submit_ms / 1000;
+    s->eligible_time = j->eligible_ms / 1000;
+    s->time_limit = j->time_limit;
+    s->state = j->state == JS_RUNNING ? AL_JOB_RUNNING
+               : j->state == JS_HELD  ? AL_JOB_HELD
+                                      : AL_JOB_PENDING;
+    s->dep_state = dep_state(ctl, j);
+    if (j->state == JS_RUNNING) {
+        s->start_time = j->start_ms / 1000;
+        s->ntasks = j->ntasks;
+        s->placement = &b->pl[*npl];
+        for (int t = 0; t < j->ntasks; t++, (*npl)++) {
+            b->pl[*npl].node = j->tasks[t].node;
+            b->pl[*npl].gpu_milli = j->tasks[t].gpu_milli;
+            b->pl[*npl].devices = j->tasks[t].devices;
+            b->pl[*npl].gpu_mem = j->tasks[t].gpu_mem;
+        }
+    }
+    j->snap = (int)b->nj;
+    b->act[b->nj++] = j;
+}
+
+/* Active jobs (pending, held, running) in id order, so that the snapshot
+ * and therefore the decisions are deterministic. */
+static void
+build_jobs(al_ctl_t *ctl, build_t *b)
+{
+    size_t cap = 0, ntask = 0, ndep = 0;
+    for (uint64_t i = 0; i < ctl->njobs; i++) {
+        al__job_t *j = ctl->jobs[i];
+        if (j == NULL)
+            continue;
+        j->snap = -1;
+        if (j->state <= JS_RUNNING) {
+            cap++;
+            ntask += (size_t)j->ntasks;
+            ndep += (size_t)j->nafter;
+        }
+    }
+    b->sj = al_xcalloc(cap + 1, sizeof *b->sj);
+    /* An array of pointers: sizeof(void *) is the size of each element. */
+    b->act = al_xcalloc(cap + 1, sizeof(void *));
+    b->pl = al_xcalloc(ntask + 1, sizeof *b->pl);
+    b->deps = al_xcalloc(ndep + 1, sizeof *b->deps);
+    size_t npl = 0, nd = 0;
+    for (uint64_t i = 0; i < ctl->njobs; i++) {
+        al__job_t *j = ctl->jobs[i];
+        if (j == NULL || j->state > JS_RUNNING)
+            continue;
+        int qi = job_queue(ctl, b, j);
+        if (qi < 0) {
+            /* The core would reject the whole snapshot. */
+            j->why_valid = false;
+            free(j->reason);
+            j->reason = al_xasprintf("queue %s does not exist or is not a "
+                                     "leaf",
+                                     j->queue);
+            continue;
+        }
+        if (j->state == JS_RUNNING &&
+            (j->tasks == NULL || j->tasks[0].node < 0))
+            continue;
+        fill_job(ctl, b, j, qi, &npl);
+    }
+    /* Dependency edges by snapshot index (for critical-path ordering). */
+    for (size_t i = 0; i < b->nj; i++) {
+        const al__job_t *j = b->act[i];
+        b->sj[i].deps = &b->deps[nd];
+        for (int d = 0; d < j->nafter; d++) {
+            const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
+            if (dj != NULL && dj->snap >= 0) {
+                b->deps[nd++].job = dj->snap;
+                b->sj[i].ndeps++;
+            }
+        }
+    }
+}
+
+static void
+build_fini(build_t *b)
+{
+    free(b->qorder);
+    free(b->qmap);
+    free(b->qparent);
+    free(b->sq);
+    free(b->has_child);
+    free(b->sn);
+    free(b->sj);
+    free(b->act);
+    free(b->pl);
+    free(b->deps);
+}
+
+/* Evictions first, so that a node's desired set drops the victims in the
+ * same reply that adds the jobs taking their place. */
+static void
+apply_evictions(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
+{
+    for (int i = 0; i < res->ndecisions; i++) {
+        const al_decision_t *d = &res->decisions[i];
+        if (d->kind != AL_DEC_EVICT || d->job < 0 || (size_t)d->job >= b->nj)
+            continue;
+        al__job_t *j = b->act[d->job];
+        if (j->state != JS_RUNNING)
+            continue;
+        const char *why =
+            d->why <= AL_EVICT_RESERVATION ? evict_why[d->why] : "evicted";
+        char *detail =
+            d->for_job >= 0 && (size_t)d->for_job < b->nj
+                ? al_xasprintf("%s (for job %llu)", why,
+                               (unsigned long long)b->act[d->for_job]->id)
+                : al_xstrdup(why);
+        if (d->requeue)
+            al__ctl_requeue(ctl, j, "preempted", detail);
+        else
+            al__ctl_set_state(ctl, j, JS_FAILED, "evicted", detail);
+        free(detail);
+    }
+}
+
+static void
+apply_starts(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
+             int64_t now_ms)
+{
+    for (int i = 0; i < res->ndecisions; i++) {
+        const al_decision_t *d = &res->decisions[i];
+        if (d->kind != AL_DEC_START || d->job < 0 || (size_t)d->job >= b->nj)
+            continue;
+        al__job_t *j = b->act[d->job];
+        if (j->state != JS_PENDING || d->ntasks <= 0)
+            continue;
+        free(j->tasks);
+        j->ntasks = d->ntasks;
+        j->tasks = al_xcalloc((size_t)d->ntasks, sizeof *j->tasks);
+        for (int t = 0; t < d->ntasks; t++) {
+            j->tasks[t].node = d->tasks[t].node;
+            j->tasks[t].devices = d->tasks[t].devices;
+            j->tasks[t].gpu_milli = d->tasks[t].gpu_milli;
+            j->tasks[t].gpu_mem = d->tasks[t].gpu_mem;
+        }
+        j->start_ms = now_ms;
+        free(j->reason);
+        j->reason = NULL;
+        char *detail = placement_text(ctl, j);
+        al__ctl_set_state(ctl, j, JS_RUNNING, "started", detail);
+        free(detail);
+    }
+}
+
+/* Reasons of the jobs still waiting, and the queues' shares: kept in
+ * memory for the API (a reason changes too often to be worth a write). */
+static void
+keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
+{
+    for (size_t i = 0; i < b->nj && (int)i < res->njobs; i++) {
+        al__job_t *j = b->act[i];
+        if (j->state != JS_PENDING && j->state != JS_HELD)
+            continue;
+        /* Formatting thousands of unchanged reasons every few ms is most
+         * of a cycle's cost: compare the reason's content first. */
+        al_reason_t key = res->reasons[i];
+        key.queue = key.queue >= 0 && key.queue < res->nqueues
+                        ? b->qorder[key.queue]
+                        : -1;
+        key.job = key.job >= 0 && (size_t)key.job < b->nj
+                      ? (int32_t)b->act[key.job]->id
+                      : -1;
+        if (j->why_valid && j->reason != NULL &&
+            memcmp(&key, &j->why, sizeof key) == 0)
+            continue;
+        j->why = key;
+        j->why_valid = true;
+        char buf[256];
+        al_reason_format(&b->snap, &res->reasons[i], buf, sizeof buf);
+        if (j->reason == NULL || strcmp(j->reason, buf) != 0) {
+            free(j->reason);
+            j->reason = al_xstrdup(buf);
+        }
+    }
+    for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++)
+        ctl->queues[b->qorder[i]].share = res->queues[i];
+}
+
+/* Decayed usage for time-based fair share (one-day half-life). */
+static void
+accrue_usage(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
+             int64_t now)
+{
+    int64_t elapsed = now - ctl->usage_last;
+    if (elapsed <= 0)
+        return;
+    for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++) {
+        al__queue_t *q = &ctl->queues[b->qorder[i]];
+        q->usage =
+            al_usage_decay(q->usage, elapsed, 86400) +
+            (double)res->queues[i].allocated[AL_RES_GPU] * (double)elapsed;
+    }
+    ctl->usage_last = now;
+}
+
+void
+al__cycle_run(al_ctl_t *ctl)
+{
+    int64_t now_ms = al_clock_ms(), now = now_ms / 1000;
+    build_t b;
+    memset(&b, 0, sizeof b);
+    build_queues(ctl, &b);
+    build_nodes(ctl, &b);
+    build_jobs(ctl, &b);
+    al_config_default(&b.cfg);
+    b.snap = (al_snapshot_t){
+        .now = now,
+        .config = &b.cfg,
+        .allocator = NULL,
+        .nnodes = ctl->nnodes,
+        .nodes = b.sn,
+        .nqueues = ctl->nqueues,
+        .queues = b.sq,
+        .njobs = (int)b.nj,
+        .jobs = b.sj,
+    };
+    al_result_t *res = NULL;
+    char *cause = NULL;
+    int rc = al_sched_run(&b.snap, &res, &cause);
+    ctl->cycles++;
+    if (rc != 0) {
+        al_error("scheduling cycle failed: %s%s%s", al_err_name(rc),
+                 cause ? ": " : "", cause ? cause : "");
+        free(cause);
+    } else {
+        apply_evictions(ctl, &b, res);
+        apply_starts(ctl, &b, res, now_ms);
+        keep_reasons(ctl, &b, res);
+        accrue_usage(ctl, &b, res, now);
+        if (res->stats.started > 0 || res->stats.evicted > 0)
+            al_debug("cycle: %d started, %d evicted, %d considered",
+                     res->stats.started, res->stats.evicted,
+                     res->stats.considered);
+    }
+    al_result_destroy(res);
+    build_fini(&b);
+}

@@ -1,0 +1,393 @@
+/*
+ * server.c -- `allot server`: options, the HTTP intake and start/stop.
+ *
+ * libmicrohttpd runs one thread per connection.  The access handler
+ * collects the body (refusing more than max_body bytes with 413), matches
+ * the route table, parses the JSON body and the query arguments, and hands
+ * the request to the control loop; the loop thread runs the handler and
+ * wakes this thread once the reply is durable.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "core/error.h"
+#include "fs.h"
+#include "json.h"
+#include "log.h"
+#include "opt.h"
+#include "server_int.h"
+#include "xmalloc.h"
+
+struct al_server {
+    al_ctl_t ctl;
+    struct MHD_Daemon *mhd;
+    int port;
+};
+
+void
+al_server_opts_default(al_server_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->listen = "127.0.0.1:7070";
+    o->state_dir = "allot-state";
+    o->node_timeout_ms = 30000;
+    o->sched_interval_ms = 1000;
+    o->coalesce_ms = 2;
+    o->grace_ms = 10000;
+    o->max_body = 1 << 20;
+    o->sync_full = 1;
+}
+
+/* Per-connection state between the calls of the access handler. */
+struct conn {
+    al_buf_t body;
+    bool too_large;
+};
+
+static enum MHD_Result
+send_reply(struct MHD_Connection *c, int status, const char *ctype, char *data,
+           size_t len)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    MHD_add_response_header(r, "Content-Type", ctype);
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result
+send_json(struct MHD_Connection *c, int status, json_t *body)
+{
+    char *text = al_json_dump(body);
+    size_t len = strlen(text);
+    /* Newline-terminated for people using curl. */
+    text = al_xrealloc(text, len + 2);
+    text[len] = '\n';
+    text[len + 1] = '\0';
+    return send_reply(c, status, "application/json", text, len + 1);
+}
+
+static enum MHD_Result
+send_error(struct MHD_Connection *c, int status, const char *code,
+           const char *msg)
+{
+    json_t *o = json_pack("{s:s, s:s}", "error", code, "message", msg);
+    enum MHD_Result r = send_json(c, status, o);
+    json_decref(o);
+    return r;
+}
+
+static enum MHD_Result
+collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+            const char *value)
+{
+    al__req_t *req = cls;
+    if (req->nargs == AL_MAX_ARGS)
+        return MHD_NO;
+    req->argk[req->nargs] = al_xstrdup(key);
+    req->argv[req->nargs] = al_xstrdup(value ? value : "");
+    req->nargs++;
+    return MHD_YES;
+}
+
+static void
+req_free(al__req_t *req)
+{
+    free(req->cap[0]);
+    free(req->cap[1]);
+    for (int i = 0; i < req->nargs; i++) {
+        free(req->argk[i]);
+        free(req->argv[i]);
+    }
+    free(req->token);
+    json_decref(req->body);
+    json_decref(req->resp);
+    free(req->text);
+}
+
+static enum MHD_Result
+dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
+         const char *method, struct conn *cn)
+{
+    al__req_t req;
+    memset(&req, 0, sizeof req);
+    bool path_ok;
+    req.route = al__route_match(method, url, req.cap, &path_ok);
+    if (req.route == NULL)
+        return path_ok ? send_error(c, 405, "method_not_allowed",
+                                    "method not allowed on this path")
+                       : send_error(c, 404, "not_found", "no such endpoint");
+    if (cn->body.len > 0) {
+        char *cause = NULL;
+        req.body = al_json_parse(cn->body.data, cn->body.len, &cause);
+        if (req.body == NULL) {
+            enum MHD_Result r = send_error(c, 400, "bad_request", cause);
+            free(cause);
+            req_free(&req);
+            return r;
+        }
+    }
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
+    const char *auth =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0)
+        req.token = al_xstrdup(auth + 7);
+
+    al__ctl_submit(&s->ctl, &req);
+
+    enum MHD_Result r;
+    if (req.text != NULL) {
+        r = send_reply(c, req.status ? req.status : 200,
+                       "text/plain; charset=utf-8", req.text, req.text_len);
+        req.text = NULL; /* MHD frees it */
+    } else if (req.resp != NULL) {
+        r = send_json(c, req.status, req.resp);
+    } else {
+        r = send_error(c, 500, "internal", "no reply");
+    }
+    req_free(&req);
+    return r;
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+           const char *method, const char *version, const char *upload,
+           size_t *upload_size, void **con_cls)
+{
+    al_server_t *s = cls;
+    struct conn *cn = *con_cls;
+    if (cn == NULL) {
+        cn = al_xcalloc(1, sizeof *cn);
+        *con_cls = cn;
+        const char *cl =
+            MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl != NULL && strtoull(cl, NULL, 10) > s->ctl.opts.max_body) {
+            cn->too_large = true;
+            char msg[128];
+            snprintf(msg, sizeof msg, "request body over %zu bytes",
+                     s->ctl.opts.max_body);
+            return send_error(c, 413, "too_large", msg);
+        }
+        return MHD_YES;
+    }
+    if (*upload_size > 0) {
+        if (!cn->too_large &&
+            cn->body.len + *upload_size <= s->ctl.opts.max_body)
+            al_buf_append(&cn->body, upload, *upload_size);
+        else
+            cn->too_large = true;
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (cn->too_large) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "request body over %zu bytes",
+                 s->ctl.opts.max_body);
+        return send_error(c, 413, "too_large", msg);
+    }
+    return dispatch(s, c, url, method, cn);
+}
+
+static void
+on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+             enum MHD_RequestTerminationCode toe)
+{
+    struct conn *cn = *con_cls;
+    if (cn == NULL)
+        return;
+    al_buf_fini(&cn->body);
+    free(cn);
+    *con_cls = NULL;
+}
+
+static int
+parse_listen(const char *listen, struct sockaddr_in *sa, char **cause)
+{
+    const char *colon = strrchr(listen, ':');
+    char host[64];
+    memset(sa, 0, sizeof *sa);
+    sa->sin_family = AF_INET;
+    if (colon == NULL || (size_t)(colon - listen) >= sizeof host) {
+        *cause = al_xasprintf("--listen wants HOST:PORT, not '%s'", listen);
+        return AL_EINVAL;
+    }
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
+    char *end;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || colon[1] == '\0' || port > 65535) {
+        *cause = al_xasprintf("bad port in --listen '%s'", listen);
+        return AL_EINVAL;
+    }
+    sa->sin_port = htons((uint16_t)port);
+    if (host[0] == '\0' || strcmp(host, "*") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_ANY);
+    else if (strcmp(host, "localhost") == 0)
+        sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
+        *cause = al_xasprintf("--listen host must be an IPv4 address, not "
+                              "'%s'",
+                              host);
+        return AL_EINVAL;
+    }
+    return 0;
+}
+
+int
+al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
+{
+    struct sockaddr_in sa;
+    int rc = parse_listen(o->listen, &sa, cause);
+    if (rc != 0)
+        return rc;
+    if (al_fs_mkdir_p(o->state_dir, 0700) != 0) {
+        *cause = al_xasprintf("cannot create state directory %s: %s",
+                              o->state_dir, strerror(errno));
+        return AL_EIO;
+    }
+    al_server_t *s = al_xcalloc(1, sizeof *s);
+    s->ctl.opts = *o;
+    s->ctl.state_dir = al_xstrdup(o->state_dir);
+    if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
+        free(s->ctl.state_dir);
+        free(s);
+        return rc;
+    }
+    s->mhd = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    if (s->mhd == NULL) {
+        *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
+        al__ctl_stop(&s->ctl);
+        free(s->ctl.state_dir);
+        free(s);
+        return AL_EIO;
+    }
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = di != NULL ? di->port : ntohs(sa.sin_port);
+    /* STATE/url tells scripts and tests where the server listens, which
+     * matters when it picked its port itself (--listen HOST:0). */
+    char host[INET_ADDRSTRLEN] = "127.0.0.1";
+    if (sa.sin_addr.s_addr != htonl(INADDR_ANY))
+        inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
+    char *url = al_xasprintf("http://%s:%d\n", host, s->port);
+    char *path = al_xasprintf("%s/url", o->state_dir);
+    if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
+        al_warn("cannot write %s", path);
+    free(path);
+    free(url);
+    *out = s;
+    return 0;
+}
+
+int
+al_server_port(const al_server_t *s)
+{
+    return s->port;
+}
+
+void
+al_server_stop(al_server_t *s)
+{
+    if (s == NULL)
+        return;
+    /* The loop first, so that it answers every waiting HTTP thread; then
+     * the listener, which joins those threads. */
+    al__ctl_stop(&s->ctl);
+    MHD_stop_daemon(s->mhd);
+    free(s->ctl.state_dir);
+    free(s);
+}
+
+/* ------------------------------------------------------------------ */
+/* `allot server`                                                     */
+
+static const char server_usage[] =
+    "usage: allot server [--listen HOST:PORT] [--state DIR]\n"
+    "                    [--node-timeout MS] [--grace MS] [--max-body BYTES]\n"
+    "                    [--sync normal|full] [--log-level LEVEL]\n";
+
+int
+al_server_main(int argc, char **argv)
+{
+    al_server_opts_t o;
+    al_server_opts_default(&o);
+    const char *sync = "full", *level = "info";
+    int64_t max_body = (int64_t)o.max_body;
+    bool help = false;
+    const al_opt_t opts[] = {
+        { .name = "--listen", .kind = AL_OPT_STR, .dst = &o.listen },
+        { .name = "--state", .kind = AL_OPT_STR, .dst = &o.state_dir },
+        { .name = "--node-timeout",
+          .kind = AL_OPT_INT,
+          .dst = &o.node_timeout_ms,
+          .min = 100,
+          .max = INT64_C(86400000) },
+        { .name = "--grace",
+          .kind = AL_OPT_INT,
+          .dst = &o.grace_ms,
+          .min = 0,
+          .max = INT64_C(86400000) },
+        { .name = "--max-body",
+          .kind = AL_OPT_INT,
+          .dst = &max_body,
+          .min = 1024,
+          .max = INT64_C(1) << 30 },
+        { .name = "--sync", .kind = AL_OPT_STR, .dst = &sync },
+        { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level },
+        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        { .name = NULL },
+    };
+    int npos;
+    int rc =
+        al_opt_parse("server", NULL, opts, argc, argv, false, NULL, 0, &npos);
+    int lvl = al_log_level_parse(level);
+    bool sync_ok = strcmp(sync, "full") == 0 || strcmp(sync, "normal") == 0;
+    if (rc != 0 || help || lvl < 0 || !sync_ok) {
+        fputs(server_usage, help ? stdout : stderr);
+        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    }
+    o.max_body = (size_t)max_body;
+    o.sync_full = strcmp(sync, "full") == 0;
+    al_log_setup("server", (al_log_level_t)lvl);
+
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    /* Threads inherit the mask: only sigwait() below sees these. */
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN);
+
+    al_server_t *s;
+    char *cause = NULL;
+    if (al_server_start(&o, &s, &cause) != 0) {
+        fprintf(stderr, "allot server: %s\n", cause ? cause : "failed");
+        free(cause);
+        return AL_EXIT_FAIL;
+    }
+    al_info("listening on http://%.*s:%d (state %s)",
+            (int)(strrchr(o.listen, ':') - o.listen), o.listen,
+            al_server_port(s), o.state_dir);
+    int sig;
+    sigwait(&set, &sig);
+    al_info("signal %d: stopping", sig);
+    al_server_stop(s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return AL_EXIT_OK;
+}

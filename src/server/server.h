@@ -1,0 +1,51 @@
+/*
+ * server.h -- the door of the allot controller (`allot server`).
+ *
+ * The controller keeps the cluster's state (jobs, queues, nodes, tokens) in
+ * memory, owned by one thread -- the control loop -- and in a SQLite store
+ * under its state directory.  HTTP threads (libmicrohttpd) parse requests
+ * and hand them to the loop through a queue; the loop applies them, commits
+ * the store, and only then releases the replies (durable before
+ * acknowledged).  The loop runs the scheduling core on every change,
+ * coalesced within a few milliseconds, and on a timer, and answers the
+ * agents' long-poll syncs with the tasks that should run on their node.
+ */
+#ifndef AL_SERVER_H
+#define AL_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct al_server_opts {
+    const char *listen;        /* "HOST:PORT"; port 0 picks a free one */
+    const char *state_dir;     /* created if missing */
+    int64_t node_timeout_ms;   /* a node silent this long is marked down */
+    int64_t sched_interval_ms; /* scheduling cycle at least this often */
+    int64_t coalesce_ms;       /* wait this long after a change to batch more */
+    int64_t grace_ms;          /* SIGTERM..SIGKILL grace told to agents */
+    size_t max_body;           /* request body limit in bytes */
+    int sync_full;             /* SQLite synchronous=FULL (else NORMAL) */
+} al_server_opts_t;
+
+/* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */
+void al_server_opts_default(al_server_opts_t *o);
+
+typedef struct al_server al_server_t;
+
+/*
+ * Opens the store (creating the admin and join tokens on first start),
+ * starts the control loop and the HTTP listener, and writes the URL it
+ * listens on to STATE/url.  Returns 0 and the server
+ * in *out, or a negative AL_E* code with a malloc()ed message in *cause.
+ */
+int al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause);
+/* The port actually bound. */
+int al_server_port(const al_server_t *s);
+/* Stops the listener and the loop and releases everything; NULL is a no-op. */
+void al_server_stop(al_server_t *s);
+
+/* `allot server [options]`: runs until SIGINT/SIGTERM.  Returns an exit
+ * status (0 ok, 1 failure, 2 usage). */
+int al_server_main(int argc, char **argv);
+
+#endif /* AL_SERVER_H */

@@ -1,0 +1,316 @@
+/*
+ * server_int.h -- internals shared by the files of the controller:
+ *   server.c  options, HTTP intake (libmicrohttpd threads), start/stop
+ *   ctl.c     the control loop: the single owner of the state below
+ *   api.c     the route table and its handlers (run on the loop thread)
+ *   store.c   the SQLite store
+ *   auth.c    bearer tokens (salted SHA-256, constant-time compare)
+ *
+ * Threads.  Everything in al_ctl_t except `mu`, `cv`, `inbox` and `stop`
+ * belongs to the loop thread.  HTTP threads only build an al__req_t, push it
+ * on the inbox under `mu` and wait on `cv` until the loop marks it done.
+ * There is one lock and it is never held while calling out.
+ */
+#ifndef AL_SERVER_INT_H
+#define AL_SERVER_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/sched.h"
+#include "server.h"
+
+/* ------------------------------------------------------------------ */
+/* Jobs                                                               */
+
+typedef enum al__jstate {
+    JS_PENDING = 0,
+    JS_HELD,
+    JS_RUNNING,
+    JS_COMPLETED,
+    JS_FAILED,
+    JS_CANCELLED,
+    JS_COUNT
+} al__jstate_t;
+
+extern const char *const al__jstate_names[JS_COUNT];
+/* JS_* of a name, or -1. */
+int al__jstate_parse(const char *s);
+
+/* A job class: its name, priority value and whether it may be preempted. */
+typedef struct al__jclass {
+    const char *name;
+    int priority;
+    bool preemptible;
+} al__jclass_t;
+
+extern const al__jclass_t al__jclasses[];
+extern const int al__njclasses;
+
+typedef struct al__task {
+    int node; /* index into ctl->nodes */
+    int32_t gpu_milli;
+    uint64_t devices;
+    int64_t gpu_mem;
+    bool done;
+    int exit_code;
+    int signal;
+} al__task_t;
+
+typedef struct al__job {
+    uint64_t id;
+    char *name;
+    char *user;
+    char *queue;
+    int cls; /* index into al__jclasses */
+    int ntasks;
+    int32_t gpus;      /* whole GPUs per task */
+    int32_t gpu_milli; /* fraction when gpus == 0 */
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+    int64_t time_limit; /* seconds, 0 none */
+    char *gpu_model;    /* or NULL */
+    /* What runs, as compact JSON text: {"command": [...], "cwd": ...,
+     * "env": {...}, "script": ...}.  Text, not a jansson tree, because it
+     * is read only when the job starts or is shown, and a tree costs
+     * several times the memory of every pending job. */
+    char *spec;
+    int nafter;
+    uint64_t *after;
+    al__jstate_t state;
+    int64_t submit_ms, start_ms, end_ms, eligible_ms;
+    int restart_count;
+    int exit_code; /* first non-zero task exit, or 0 */
+    int signal;
+    char *reason;      /* why it waits or how it ended; may be NULL */
+    al__task_t *tasks; /* ntasks entries while running (and after) */
+    bool dirty;        /* to be written at the next commit */
+    int snap;          /* index in the current snapshot, or -1 */
+    /* What `reason` was formatted from, with snapshot indices turned into
+     * a queue index and a job id: formatting is skipped while it holds. */
+    al_reason_t why;
+    bool why_valid;
+    size_t run_idx; /* its place in ctl->running while running */
+    /* Index of its queue in ctl->queues, valid while qgen matches. */
+    int qidx;
+    uint64_t qgen;
+} al__job_t;
+
+/* ------------------------------------------------------------------ */
+/* Queues and nodes                                                   */
+
+typedef struct al__queue {
+    char *name;
+    char *parent; /* or NULL */
+    int priority;
+    al_quota_t quota[AL_NRES];
+    double usage;           /* decayed milli-GPU-seconds */
+    al_queue_share_t share; /* from the last cycle */
+} al__queue_t;
+
+enum { NS_READY = 0, NS_DRAINING, NS_DOWN };
+
+typedef struct al__gpu {
+    char *uuid;
+    char *model;
+    int64_t mem_bytes;
+    int numa, nvlink;
+} al__gpu_t;
+
+typedef struct al__req al__req_t;
+struct al_ctl;
+
+typedef struct al__node {
+    char *name;
+    char *addr;
+    bool emulated;
+    bool drained; /* admin asked to drain */
+    int state;    /* NS_* */
+    int64_t cpu_milli, mem_bytes;
+    int ngpus;
+    al__gpu_t *gpus;
+    al_device_t *devices; /* ngpus entries, for the snapshot */
+    int64_t last_seen;    /* monotonic ms of the last sync */
+    bool changed;         /* its desired task set changed this iteration */
+    al__req_t *parked;    /* a long-poll sync waiting for a change */
+    bool dirty;
+} al__node_t;
+
+/* ------------------------------------------------------------------ */
+/* Tokens                                                             */
+
+enum { ROLE_NONE = 0, ROLE_USER, ROLE_ADMIN, ROLE_AGENT };
+
+typedef struct al__token {
+    char id[17];
+    char *user;
+    int role;
+    unsigned char salt[16];
+    unsigned char hash[32];
+    int64_t created_ms;
+} al__token_t;
+
+/* ------------------------------------------------------------------ */
+/* Requests                                                           */
+
+typedef struct al__route al__route_t;
+
+#define AL_MAX_ARGS 16
+
+struct al__req {
+    /* Filled by the HTTP thread. */
+    const al__route_t *route;
+    char *cap[2]; /* path segments matched by '*' */
+    int nargs;
+    char *argk[AL_MAX_ARGS], *argv[AL_MAX_ARGS];
+    char *token;  /* bearer token, or NULL */
+    json_t *body; /* parsed JSON body, or NULL */
+    /* Filled by the loop. */
+    const char *user; /* owned by the token table; valid during handling */
+    int role;
+    int status;
+    json_t *resp; /* JSON reply, or NULL when `text` is used */
+    char *text;   /* plain-text reply (logs) */
+    size_t text_len;
+    bool mutating;    /* changed state: reply only after the commit */
+    int64_t deadline; /* parked long-poll: monotonic ms */
+    bool done;
+    al__req_t *next;
+};
+
+typedef void (*al__handler_t)(struct al_ctl *ctl, al__req_t *req);
+
+struct al__route {
+    const char *method;
+    const char *path; /* segments; '*' captures one */
+    int role;         /* least role needed: ROLE_NONE for open routes */
+    al__handler_t fn;
+};
+
+extern const al__route_t al__routes[];
+extern const int al__nroutes;
+
+/* Returns the route for method+path and its captures, or NULL; *path_ok
+ * tells whether some route had the path under another method (405). */
+const al__route_t *al__route_match(const char *method, const char *path,
+                                   char **cap, bool *path_ok);
+
+/* ------------------------------------------------------------------ */
+/* The controller                                                     */
+
+typedef struct al_ctl {
+    al_server_opts_t opts;
+    char *state_dir;
+
+    /* Shared with the HTTP threads, under mu (and `stop` below). */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;      /* the loop waits here for work */
+    pthread_cond_t done_cv; /* HTTP threads wait here for replies */
+    al__req_t *inbox, **inbox_tail;
+
+    /* Owned by the loop thread. */
+    pthread_t thread;
+    sqlite3 *db;
+    sqlite3_stmt *st_job, *st_event;
+    al__job_t **jobs; /* jobs[id - 1]; ids are dense from 1 */
+    uint64_t njobs, jobs_cap;
+    al__queue_t *queues;
+    al__node_t *nodes;
+    al__token_t *tokens;
+    al__req_t *ready; /* replies to release after this iteration's commit */
+    /* The running jobs, in no order: what agents' syncs, node views and
+     * time limits look at, without scanning every job ever submitted. */
+    al__job_t **running;
+    size_t nrunning, running_cap;
+    al__job_t **dirty; /* jobs to write at the next commit */
+    size_t ndirty, dirty_cap;
+    int64_t sched_due;  /* monotonic ms of the next coalesced cycle */
+    int64_t sched_last; /* monotonic ms of the last cycle */
+    int64_t usage_last; /* wall seconds of the last usage accrual */
+    int64_t cycles;
+    int64_t cycle_ms;   /* how long the last cycle took */
+    uint64_t queue_gen; /* bumped whenever ctl->queues changes shape */
+    int nqueues, nnodes, ntokens;
+    bool sched_dirty;
+    bool store_failed;
+    bool stop; /* under mu */
+} al_ctl_t;
+
+/* ctl.c */
+int al__ctl_start(al_ctl_t *ctl, char **cause);
+void al__ctl_stop(al_ctl_t *ctl);
+/* Hands a request to the loop and waits for its reply. */
+void al__ctl_submit(al_ctl_t *ctl, al__req_t *req);
+al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
+/* Puts job j in the table at its id, growing the table as needed. */
+void al__ctl_put_job(al_ctl_t *ctl, al__job_t *j);
+al__queue_t *al__ctl_queue(al_ctl_t *ctl, const char *name);
+int al__ctl_node_index(al_ctl_t *ctl, const char *name);
+/* Records that the state changed and a scheduling cycle is due. */
+void al__ctl_touch(al_ctl_t *ctl);
+/* Moves a job to a new state, frees or keeps its tasks, marks the nodes it
+ * ran on as changed and records an event. */
+void al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
+                       const char *event, const char *detail);
+/* Requeues a running job (preemption, node loss): same id, restart+1. */
+void al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
+                     const char *detail);
+/* Queues a reply for release after the commit (parked requests). */
+void al__ctl_complete(al_ctl_t *ctl, al__req_t *req);
+/* Rebuilds ctl->running from the job table (after loading it). */
+void al__ctl_index_running(al_ctl_t *ctl);
+/* Queues job j to be written at the next commit. */
+void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
+/* Builds the reply to an agent's sync for node n. */
+json_t *al__ctl_desired(al_ctl_t *ctl, int n);
+void al__job_free(al__job_t *j);
+/* The job's spec as a new JSON object (an empty one if unreadable). */
+json_t *al__job_spec(const al__job_t *j);
+void al__node_fini(al__node_t *n);
+
+/* cycle.c: builds a snapshot, runs the core and applies its decisions. */
+void al__cycle_run(al_ctl_t *ctl);
+
+/* api.c */
+json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
+/* Loads a job from its internal JSON; NULL if malformed. */
+al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
+json_t *al__queue_json(const al__queue_t *q, bool with_share);
+int al__queue_from_json(const json_t *o, al__queue_t *q, char **cause);
+json_t *al__node_json(const al_ctl_t *ctl, const al__node_t *n);
+int al__node_from_json(const json_t *o, al__node_t *n, char **cause);
+void al__reply_error(al__req_t *req, int status, const char *code,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+const char *al__req_arg(const al__req_t *req, const char *key);
+
+/* store.c: all calls from the loop thread. */
+int al__store_open(al_ctl_t *ctl, char **cause);
+void al__store_close(al_ctl_t *ctl);
+int al__store_begin(al_ctl_t *ctl);
+int al__store_commit(al_ctl_t *ctl);
+void al__store_rollback(al_ctl_t *ctl);
+int al__store_put_job(al_ctl_t *ctl, const al__job_t *j);
+int al__store_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
+                    const char *detail);
+/* The history of a job as a JSON array of {time, event, detail}. */
+json_t *al__store_history(al_ctl_t *ctl, uint64_t job);
+int al__store_put_queue(al_ctl_t *ctl, const al__queue_t *q);
+int al__store_del_queue(al_ctl_t *ctl, const char *name);
+int al__store_put_node(al_ctl_t *ctl, const al__node_t *n);
+int al__store_put_token(al_ctl_t *ctl, const al__token_t *t);
+/* Loads jobs, queues, nodes and tokens into the (empty) controller. */
+int al__store_load(al_ctl_t *ctl, char **cause);
+
+/* auth.c */
+/* Creates a token for user with role; returns the secret text (caller
+ * frees) and the stored record in *t. */
+char *al__token_create(const char *user, int role, al__token_t *t);
+/* Finds the token matching `text`; NULL if none. */
+const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
+const char *al__role_name(int role);
+
+#endif /* AL_SERVER_INT_H */

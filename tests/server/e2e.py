@@ -1,0 +1,871 @@
+#!/usr/bin/env python3
+"""End-to-end tests of allot's server, agents and CLI on loopback.
+
+Usage: e2e.py SCENARIO PATH/TO/allot
+
+Each scenario starts real processes (one `allot server`, agents with
+emulated GPUs) on a private port with private state directories under a
+temporary directory, drives them through the CLI and the HTTP API, and
+checks what happened.  Processes are always stopped; the directory (with
+every process's log) is removed on success and kept, with its path printed,
+on failure.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def wait_for(pred, timeout, what):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.02)
+    raise Fail("timed out waiting for " + what)
+
+
+class Cluster:
+    def __init__(self, allot, root):
+        self.allot = allot
+        self.root = root
+        self.port = 0  # the server picks a free one; see start_server()
+        self.url = None
+        self.state = os.path.join(root, "server")
+        self.server = None
+        self.agents = {}
+        self.procs = []
+        self.env = dict(os.environ)
+        self.env["HOME"] = root  # keep the user's config out of it
+        self.env.pop("XDG_CONFIG_HOME", None)
+        self.env.pop("XDG_DATA_HOME", None)
+
+    # -- processes -------------------------------------------------------
+    def spawn(self, name, args, env=None):
+        log = open(os.path.join(self.root, name + ".log"), "ab")
+        p = subprocess.Popen([self.allot] + args, stdout=log,
+                             stderr=subprocess.STDOUT,
+                             env=dict(self.env, **(env or {})),
+                             start_new_session=True)
+        log.close()
+        self.procs.append(p)
+        return p
+
+    def start_server(self, *extra):
+        """Starts the server; the first time on a port it picks itself
+        (read back from STATE/url, so parallel tests never race for one),
+        after a restart on the same port, where the agents look for it."""
+        urlfile = os.path.join(self.state, "url")
+        if os.path.exists(urlfile):
+            os.unlink(urlfile)
+        self.server = self.spawn("server", [
+            "server", "--listen", "127.0.0.1:%d" % self.port, "--state",
+            self.state, "--grace", "2000", "--log-level", "debug"
+        ] + list(extra))
+        wait_for(lambda: os.path.exists(urlfile), 10, "STATE/url")
+        self.url = open(urlfile).read().strip()
+        self.port = int(self.url.rsplit(":", 1)[1])
+        self.env["ALLOT_SERVER"] = self.url
+        wait_for(lambda: self.healthz() is not None, 10, "the server")
+        self.admin = open(os.path.join(self.state, "admin-token")).read().strip()
+        self.join = open(os.path.join(self.state, "join-token")).read().strip()
+        self.env["ALLOT_TOKEN"] = self.admin
+
+    def kill_server(self, sig=signal.SIGKILL):
+        self.server.send_signal(sig)
+        self.server.wait(10)
+
+    def start_agent(self, name, gpus="8xH100-80GB", env=None):
+        fake = ["--fake-gpus", gpus] if gpus else []
+        self.agents[name] = self.spawn("agent-" + name, [
+            "agent", "--server", self.url, "--join-token", self.join,
+            "--name", name, "--addr", "127.0.0.1", "--state",
+            os.path.join(self.root, "agent-" + name)
+        ] + fake, env)
+        wait_for(lambda: any(n["name"] == name and n["state"] == "ready"
+                             for n in self.api("GET", "/v1/nodes")[1]["nodes"]),
+                 10, "agent " + name + " to register")
+
+    def stop(self):
+        """Stops every process; returns the daemons that did not exit 0 on
+        SIGTERM (under ASan that includes leaks found at exit)."""
+        bad = []
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            if p.returncode is not None and p.returncode < 0:
+                continue  # killed on purpose by the scenario
+            try:
+                if p.wait(10) != 0:
+                    bad.append("%s exited %d" % (" ".join(p.args[1:3]),
+                                                 p.returncode))
+            except subprocess.TimeoutExpired:
+                bad.append("%s ignored SIGTERM" % " ".join(p.args[1:3]))
+        for p in self.procs:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                p.wait(10)
+        # Tasks run in their own sessions: kill any left behind by any
+        # agent under the root (allot dev's included).
+        for tdir, _, files in os.walk(self.root):
+            if os.path.basename(tdir) != "tasks":
+                continue
+            for f in files:
+                if f.endswith(".state"):
+                    try:
+                        pid, start = open(os.path.join(tdir, f)).read() \
+                            .split()[:2]
+                        # Only the monitor we started: same pid and start
+                        # time (field 22 of /proc/PID/stat), never pid 0
+                        # (our own process group) or a recycled pid.
+                        stat = open("/proc/%s/stat" % pid).read()
+                        if int(pid) > 1 and \
+                                stat.rsplit(")", 1)[1].split()[19] == start:
+                            os.killpg(int(pid), signal.SIGKILL)
+                    except (ValueError, IndexError, OSError):
+                        pass
+        return bad
+
+    # -- API and CLI -----------------------------------------------------
+    def healthz(self):
+        try:
+            return self.api("GET", "/v1/healthz", token=None)[1]
+        except (OSError, Fail):
+            return None
+
+    def api(self, method, path, body=None, token="admin", raw=None,
+            headers=None):
+        tok = self.admin if token == "admin" else token
+        data = raw if raw is not None else (
+            json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.url + path, data=data,
+                                     method=method)
+        if tok:
+            req.add_header("Authorization", "Bearer " + tok)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        for k, v in (headers or {}).items():
+            req.add_header(k, v)
+        try:
+            with urllib.request.urlopen(req, timeout=30) as r:
+                text = r.read()
+                status = r.status
+        except urllib.error.HTTPError as e:
+            text = e.read()
+            status = e.code
+        try:
+            return status, json.loads(text)
+        except ValueError:
+            return status, text.decode(errors="replace")
+
+    def cli(self, *args, token=None, ok=True):
+        env = dict(self.env)
+        if token is not None:
+            env["ALLOT_TOKEN"] = token
+        p = subprocess.run([self.allot] + list(args), capture_output=True,
+                           text=True, env=env, timeout=60, cwd=self.root)
+        if ok and p.returncode != 0:
+            raise Fail("allot %s: exit %d: %s" % (" ".join(args),
+                                                  p.returncode, p.stderr))
+        return p
+
+    def job(self, jid):
+        s, j = self.api("GET", "/v1/jobs/%d" % jid)
+        check(s == 200, "GET job %d: %s %s" % (jid, s, j))
+        return j
+
+    def wait_state(self, jid, states, timeout=20):
+        states = (states,) if isinstance(states, str) else states
+        return wait_for(lambda: (lambda j: j if j["state"] in states
+                                 else None)(self.job(jid)),
+                        timeout, "job %d to be %s" % (jid, "/".join(states)))
+
+    def submit(self, *args, **kw):
+        p = self.cli("submit", *args, **kw)
+        return int(p.stdout.strip())
+
+
+# -- scenarios -------------------------------------------------------------
+
+def scenario_run(c):
+    """Jobs submitted through the CLI run on agents with emulated GPUs."""
+    c.start_server()
+    for n in ("n1", "n2", "n3"):
+        c.start_agent(n, "4xA100-40GB")
+    nodes = json.loads(c.cli("nodes", "--json").stdout)
+    check(len(nodes) == 3 and all(len(n["gpus"]) == 4 and n["emulated"]
+                                  for n in nodes), "three nodes of 4 GPUs")
+    check("(emulated)" in c.cli("nodes").stdout, "nodes says emulated")
+
+    a = c.submit("--gpus", "2", "--name", "two", "--", "sh", "-c",
+                 "echo CVD=$CUDA_VISIBLE_DEVICES JOB=$ALLOT_JOB_ID "
+                 "TASK=$ALLOT_TASK_INDEX RESTART=$ALLOT_RESTART_COUNT "
+                 "CWD=$(pwd) FOO=$FOO", "--env", "FOO=bar")
+    j = c.wait_state(a, "completed")
+    out = c.cli("logs", str(a)).stdout
+    gpus = ",".join(str(g) for g in j["placement"][0]["gpus"])
+    check(len(j["placement"][0]["gpus"]) == 2, "two GPUs placed")
+    check("CVD=%s " % gpus in out, "CUDA_VISIBLE_DEVICES=%s in %r" %
+          (gpus, out))
+    check("JOB=%d TASK=0 RESTART=0" % a in out, "allot variables: " + out)
+    check("CWD=%s" % c.root in out, "cwd as submitted: " + out)
+    check("FOO=bar" not in out, "--env after the command is the command's")
+
+    b = c.submit("--gpus", "1", "--env", "FOO=bar", "--", "sh", "-c",
+                 "echo FOO=$FOO")
+    c.wait_state(b, "completed")
+    check("FOO=bar" in c.cli("logs", str(b)).stdout, "--env reaches the job")
+
+    # A gang of 3 tasks x 4 GPUs spans the three nodes.
+    g = c.submit("--gpus", "4", "--tasks", "3", "--name", "gang", "--",
+                 "sh", "-c", "echo R=$RANK W=$WORLD_SIZE L=$LOCAL_RANK "
+                 "M=$MASTER_ADDR:$MASTER_PORT")
+    j = c.wait_state(g, "completed")
+    check(len({p["node"] for p in j["placement"]}) == 3, "gang on 3 nodes")
+    for t in range(3):
+        out = c.cli("logs", "--task", str(t), str(g)).stdout
+        check("R=%d W=3 L=0 M=127.0.0.1:" % t in out, "gang env: " + out)
+
+    # logs -f follows a running job to its end.
+    fj = c.submit("--", "sh", "-c", "echo first; sleep 1.5; echo second")
+    c.wait_state(fj, "running")
+    t0 = time.monotonic()
+    out = c.cli("logs", "-f", str(fj)).stdout
+    check(out == "first\nsecond\n" and time.monotonic() - t0 >= 1,
+          "logs -f: %r" % out)
+
+    # A failing job reports its exit code.
+    f = c.submit("--", "sh", "-c", "exit 7")
+    j = c.wait_state(f, "failed")
+    check(j["exit_code"] == 7, "exit code 7, got %s" % j["exit_code"])
+
+    # Cancel a running job: SIGTERM reaches it, it ends cancelled.
+    k = c.submit("--gpus", "1", "--", "sh", "-c",
+                 "trap 'echo TERM; exit 0' TERM; echo up; "
+                 "while :; do sleep 0.05; done")
+    c.wait_state(k, "running")
+    wait_for(lambda: "up" in c.cli("logs", str(k)).stdout, 10, "job output")
+    check("cancelled job %d" % k in c.cli("cancel", str(k)).stdout, "cancel")
+    c.wait_state(k, "cancelled")
+    wait_for(lambda: "TERM" in c.cli("logs", str(k)).stdout, 10,
+             "SIGTERM to reach the job")
+    p = c.cli("cancel", str(k), ok=False)
+    check(p.returncode == 1 and "already cancelled" in p.stderr,
+          "second cancel fails with 1")
+
+    # A job that ignores SIGTERM is killed after the grace period.
+    s = c.submit("--", "sh", "-c", "trap '' TERM; echo up; sleep 60")
+    c.wait_state(s, "running")
+    wait_for(lambda: "up" in c.cli("logs", str(s)).stdout, 10, "job output")
+    t0 = time.monotonic()
+    c.cli("cancel", str(s))
+    wait_for(lambda: not any(n["gpus_used"] for n in
+                             c.api("GET", "/v1/nodes")[1]["nodes"]) and
+             not os.path.exists(os.path.join(
+                 c.root, "agent-n1", "tasks", "%d.0.0.state" % s)) and
+             not os.path.exists(os.path.join(
+                 c.root, "agent-n2", "tasks", "%d.0.0.state" % s)) and
+             not os.path.exists(os.path.join(
+                 c.root, "agent-n3", "tasks", "%d.0.0.state" % s)),
+             15, "the stubborn task to be killed")
+    check(time.monotonic() - t0 >= 1.5, "grace period respected")
+
+    # Hold and release; --after.
+    h = c.submit("--hold", "--", "true")
+    check(c.job(h)["state"] == "held", "held at submit")
+    d = c.submit("--after", str(h), "--", "true")
+    time.sleep(0.2)
+    check(c.job(d)["state"] == "pending", "dependent waits")
+    c.cli("release", str(h))
+    c.wait_state(h, "completed")
+    c.wait_state(d, "completed")
+
+    # Read commands: table and --json.
+    out = c.cli("ls", "--all").stdout
+    check(out.startswith("ID") and "gang" in out and "completed" in out,
+          "ls --all table: " + out)
+    lj = json.loads(c.cli("ls", "--all", "--json").stdout)
+    check(len(lj) == 9 and lj[0]["id"] == a, "ls --json lists all 9 jobs")
+    sj = json.loads(c.cli("show", "--json", str(g)).stdout)
+    check([e["event"] for e in sj["history"]][:2] == ["submitted", "started"]
+          and sj["history"][-1]["event"] == "completed", "history")
+    check("history:" in c.cli("show", str(g)).stdout, "show text")
+    qj = json.loads(c.cli("queues", "--json").stdout)
+    check(qj[0]["name"] == "default", "queues --json")
+    # Pagination and filters.
+    s_, page = c.api("GET", "/v1/jobs?limit=2")
+    check(s_ == 200 and len(page["jobs"]) == 2 and page["next"] == a + 1,
+          "first page")
+    s_, page = c.api("GET", "/v1/jobs?limit=2&after=%d" % page["next"])
+    check([j["id"] for j in page["jobs"]] == [a + 2, a + 3], "second page")
+    s_, page = c.api("GET", "/v1/jobs?state=failed")
+    check([j["id"] for j in page["jobs"]] == [f], "state filter")
+
+    # Admin commands: queues and node draining.
+    out = c.cli("queue", "set", "research", "--deserved", "gpu=4,mem=64G",
+                "--limit", "gpu=8", "--weight", "gpu=2").stdout
+    check("set queue research" in out, "queue set: " + out)
+    q = [x for x in json.loads(c.cli("queues", "--json").stdout)
+         if x["name"] == "research"][0]
+    check(q["quota"]["gpu"] == {"deserved": 4, "limit": 8, "weight": 2} and
+          q["quota"]["mem"]["deserved"] == 64 << 30, "quota: %s" % q)
+    c.cli("queue", "set", "research", "--deserved", "gpu=2")
+    q = [x for x in json.loads(c.cli("queues", "--json").stdout)
+         if x["name"] == "research"][0]
+    check(q["quota"]["gpu"]["deserved"] == 2 and
+          q["quota"]["gpu"]["limit"] == -1, "queue set replaces")
+    check(c.cli("queue", "set", "x", "--deserved", "tpu=1",
+                ok=False).returncode == 2, "bad resource exits 2")
+    c.cli("queue", "delete", "research")
+    check("research" not in c.cli("queues").stdout, "queue deleted")
+    check("draining" in c.cli("node", "drain", "n1").stdout, "drain")
+    dj = c.submit("--gpus", "4", "--tasks", "3", "--", "true")
+    time.sleep(0.5)
+    check(c.job(dj)["state"] == "pending", "no gang while n1 drains")
+    check("ready" in c.cli("node", "resume", "n1").stdout, "resume")
+    c.wait_state(dj, "completed")
+    alice = c.api("POST", "/v1/tokens", {"user": "alice"})[1]["token"]
+    p = c.cli("node", "drain", "n1", token=alice, ok=False)
+    check(p.returncode == 1 and "403" in p.stderr, "users cannot drain")
+
+    # Usage errors exit 2; unreachable server exits 1.
+    check(c.cli("submit", "--gpus", "x", "--", "true", ok=False).returncode
+          == 2, "bad flag exits 2")
+    check(c.cli("ls", "--bogus", ok=False).returncode == 2, "unknown option")
+    p = c.cli("ls", "--server", "http://127.0.0.1:1", ok=False)
+    check(p.returncode == 1 and "cannot reach" in p.stderr, "unreachable")
+
+
+def scenario_auth(c):
+    """401, 403, 400, 404, 405, 409 and 413 answers, as JSON errors."""
+    c.start_server("--max-body", "4096")
+    s, b = c.api("GET", "/v1/healthz", token=None)
+    check(s == 200 and b["ok"], "healthz is open")
+    for tok in (None, "al_0000000000000000_00000000000000000000000000000000",
+                "garbage", c.admin[:-1] + ("0" if c.admin[-1] != "0" else "1")):
+        s, b = c.api("GET", "/v1/jobs", token=tok)
+        check(s == 401 and b["error"] == "unauthorized", "401 for %r" % tok)
+    p = c.cli("ls", token="nope", ok=False)
+    check(p.returncode == 1 and "401" in p.stderr, "CLI reports 401")
+
+    s, b = c.api("POST", "/v1/tokens", {"user": "alice", "role": "user"})
+    check(s == 201 and b["token"].startswith("al_"), "token create")
+    alice = b["token"]
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    check(bob.startswith("al_"), "token create through the CLI")
+    db = open(os.path.join(c.state, "allot.db"), "rb").read()
+    check(alice.encode() not in db and alice[20:].encode() not in db,
+          "tokens are not stored in clear")
+    s, b = c.api("GET", "/v1/whoami", token=alice)
+    check(s == 200 and b == {"user": "alice", "role": "user"}, "whoami")
+
+    # 403: users cannot administer, agents' token is not a user token.
+    s, b = c.api("POST", "/v1/queues", {"name": "q"}, token=alice)
+    check(s == 403 and b["error"] == "forbidden", "403 queue create")
+    s, b = c.api("POST", "/v1/nodes/x/drain", token=alice)
+    check(s == 403, "403 drain")
+    s, b = c.api("GET", "/v1/jobs", token=c.join)
+    check(s == 403, "join token is not a user token")
+    s, b = c.api("POST", "/v1/agent/sync", {"node": "x"}, token=alice)
+    check(s == 403, "user token is not a join token")
+
+    # Users see and cancel only their own jobs.
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"]}, token=alice)
+    check(s == 201 and b["user"] == "alice", "alice submits")
+    aj = b["id"]
+    s, b = c.api("POST", "/v1/jobs/%d/cancel" % aj, token=bob)
+    check(s == 403, "bob cannot cancel alice's job")
+    s, b = c.api("GET", "/v1/jobs/%d" % aj, token=bob)
+    check(s == 403, "bob cannot read alice's job")
+    s, b = c.api("GET", "/v1/jobs", token=bob)
+    check(s == 200 and b["jobs"] == [], "bob lists only his jobs")
+    s, b = c.api("GET", "/v1/jobs?user=alice", token=bob)
+    check(s == 403, "bob cannot list alice's jobs")
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"], "user": "eve"},
+                 token=alice)
+    check(s == 403, "only admins submit for others")
+    s, b = c.api("POST", "/v1/jobs/%d/cancel" % aj, token=alice)
+    check(s == 200 and b["state"] == "cancelled", "alice cancels hers")
+    s, b = c.api("POST", "/v1/jobs/%d/cancel" % aj, token=alice)
+    check(s == 409 and b["error"] == "conflict", "409 cancelling twice")
+
+    # 400: malformed bodies and fields.
+    bad = [
+        b"{not json", b"[1,2]", b'{"command": []}', b'{"command": "ls"}',
+        b'{"command": ["x"], "gpus": -1}', b'{"command": ["x"], "gpus": 65}',
+        b'{"command": ["x"], "tasks": 0}', b'{"command": ["x"], "class": "z"}',
+        b'{"command": ["x"], "queue": "nope"}',
+        b'{"command": ["x"], "after": [999]}',
+        b'{"command": ["x"], "env": {"A": 1}}',
+        b'{"command": ["x"], "gpu_fraction": 1.5}',
+        b'{"command": ["x"], "command": ["y"]}',
+    ]
+    for raw in bad:
+        s, b = c.api("POST", "/v1/jobs", raw=raw)
+        check(s == 400 and b["error"] == "bad_request" and b["message"],
+              "400 for %r: %s %s" % (raw, s, b))
+    s, b = c.api("GET", "/v1/jobs?state=bogus")
+    check(s == 400, "400 bad state filter")
+    s, b = c.api("GET", "/v1/jobs?limit=0")
+    check(s == 400, "400 bad limit")
+
+    # 404 and 405.
+    check(c.api("GET", "/v1/jobs/12345")[0] == 404, "404 job")
+    check(c.api("GET", "/v1/jobs/abc")[0] == 404, "404 bad id")
+    check(c.api("GET", "/v1/nothing")[0] == 404, "404 route")
+    check(c.api("DELETE", "/v1/jobs")[0] == 405, "405")
+
+    # 413: body over --max-body, with and without Content-Length.
+    big = json.dumps({"command": ["echo", "x" * 8000]}).encode()
+    s, b = c.api("POST", "/v1/jobs", raw=big)
+    check(s == 413 and b["error"] == "too_large", "413: %s %s" % (s, b))
+    with socket.create_connection(("127.0.0.1", c.port)) as sk:
+        sk.sendall(b"POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: "
+                   b"Bearer " + c.admin.encode() +
+                   b"\r\nTransfer-Encoding: chunked\r\n\r\n")
+        chunk = b"x" * 3000
+        try:
+            for _ in range(3):
+                sk.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            sk.sendall(b"0\r\n\r\n")
+        except OSError:
+            pass
+        resp = sk.recv(4096)
+    check(b" 413 " in resp.split(b"\r\n")[0], "413 chunked: %r" % resp[:80])
+
+    # Random bodies and paths: only 2xx or 4xx answers, and the server
+    # stays up (under ASan this also checks memory safety).
+    import random
+    rnd = random.Random(4)
+    values = [None, True, 0, -1, 7, 2 ** 62, 1.5, "", "x", "default", [],
+              ["true"], [1], {}, {"A": "b"}, {"A": 1}, "../../etc"]
+    keys = ["command", "name", "queue", "class", "tasks", "gpus",
+            "gpu_fraction", "cpu_milli", "mem_bytes", "time_limit", "after",
+            "cwd", "env", "hold", "user", "script", "gpu_model", "zzz"]
+    for _ in range(300):
+        body = {k: rnd.choice(values) for k in rnd.sample(keys, 5)}
+        if rnd.random() < 0.5:
+            body["command"] = ["true"]
+        method, path = rnd.choice([
+            ("POST", "/v1/jobs"), ("POST", "/v1/queues"),
+            ("PUT", "/v1/queues/q%d" % rnd.randint(0, 2)),
+            ("POST", "/v1/tokens"), ("POST", "/v1/jobs/%d/hold" % rnd.randint(0, 9)),
+            ("GET", "/v1/jobs?limit=%s&after=%s&state=%s" % (
+                rnd.choice(["1", "0", "x", "1000"]), rnd.choice(["", "3", "-1"]),
+                rnd.choice(["active", "held", "x", ""]))),
+            ("GET", "/v1/jobs/%d/logs?task=%s" % (rnd.randint(0, 9),
+                                                   rnd.choice(["0", "9", "x"]))),
+        ])
+        st, b = c.api(method, path, body)
+        check(200 <= st < 300 or 400 <= st < 500,
+              "%s %s %s -> %s %s" % (method, path, body, st, b))
+    check(c.healthz() is not None, "server up after random requests")
+
+    # Queues: admin CRUD with 409 on duplicates and busy queues.
+    s, b = c.api("POST", "/v1/queues", {"name": "research",
+                                         "quota": {"gpu": {"deserved": 4}}})
+    check(s == 201 and b["quota"]["gpu"]["deserved"] == 4, "queue create")
+    check(c.api("POST", "/v1/queues", {"name": "research"})[0] == 409,
+          "409 duplicate queue")
+    s, b = c.api("PUT", "/v1/queues/research",
+                 {"quota": {"gpu": {"deserved": 2, "limit": 6}}})
+    check(s == 200 and b["quota"]["gpu"]["limit"] == 6, "queue update")
+    check(c.api("PUT", "/v1/queues/nope", {})[0] == 404, "404 queue")
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                       "queue": "research", "gpus": 1})
+    check(s == 201, "submit to research")
+    check(c.api("DELETE", "/v1/queues/research")[0] == 409,
+          "409 deleting a busy queue")
+    c.api("POST", "/v1/jobs/%d/cancel" % b["id"])
+    check(c.api("DELETE", "/v1/queues/research")[0] == 200, "queue delete")
+
+
+def scenario_crash(c):
+    """kill -9 of the server under load: every 201 survives, runs once."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    c.start_agent("n2", "8xH100-80GB")
+    marks = os.path.join(c.root, "marks")
+    os.mkdir(marks)
+    accepted = []
+    import threading
+    stop = threading.Event()
+
+    def submitter():
+        while not stop.is_set():
+            try:
+                s, b = c.api("POST", "/v1/jobs", {
+                    "command": ["sh", "-c", "echo x >> %s/$ALLOT_JOB_ID; "
+                                "sleep 0.2" % marks],
+                    "gpus": 1})
+            except OSError:
+                return
+            if s != 201:
+                return
+            accepted.append(b["id"])
+
+    threads = [threading.Thread(target=submitter) for _ in range(4)]
+    for t in threads:
+        t.start()
+    wait_for(lambda: len(accepted) >= 40, 20, "40 accepted submissions")
+    c.kill_server(signal.SIGKILL)
+    stop.set()
+    for t in threads:
+        t.join(30)
+    n = len(accepted)
+    c.start_server()
+    s, b = c.api("GET", "/v1/jobs?limit=1000")
+    ids = {j["id"] for j in b["jobs"]}
+    missing = [i for i in accepted if i not in ids]
+    check(not missing, "accepted jobs lost in the crash: %s" % missing[:10])
+    for i in accepted:
+        c.wait_state(i, "completed", timeout=60)
+    for i in accepted:
+        lines = open(os.path.join(marks, str(i))).read().count("x")
+        check(lines == 1, "job %d ran %d times" % (i, lines))
+    print("  %d jobs accepted before kill -9; all present, each ran once" % n)
+
+
+def scenario_agent_restart(c):
+    """An agent killed and restarted adopts its tasks: none lost or doubled."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+    marks = os.path.join(c.root, "marks")
+    os.mkdir(marks)
+    j = c.submit("--gpus", "1", "--", "sh", "-c",
+                 "echo start >> %s/run; sleep 2; echo done" % marks)
+    c.wait_state(j, "running")
+    wait_for(lambda: os.path.exists(os.path.join(marks, "run")), 10,
+             "the task to start")
+    c.agents["n1"].send_signal(signal.SIGKILL)
+    c.agents["n1"].wait(10)
+    time.sleep(0.3)
+    c.start_agent("n1", "2xH100-80GB")
+    j = c.wait_state(j, "completed", timeout=30)
+    check(open(os.path.join(marks, "run")).read().count("start") == 1,
+          "the task ran exactly once")
+    check("done" in c.cli("logs", str(j["id"])).stdout, "whole log shipped")
+
+
+def scenario_node_down(c):
+    """A node silent past the timeout is marked down; its job is requeued
+    with the same id and runs elsewhere."""
+    c.start_server("--node-timeout", "2500")
+    c.start_agent("n1", "1xH100-80GB")
+    j = c.submit("--gpus", "1", "--", "sh", "-c",
+                 "echo run $ALLOT_RESTART_COUNT; sleep 30")
+    c.wait_state(j, "running")
+    # Stop the agent (its task keeps running in its own session: kill it).
+    c.agents["n1"].send_signal(signal.SIGKILL)
+    c.agents["n1"].wait(10)
+    c.start_agent("n2", "1xH100-80GB")
+    wait_for(lambda: any(n["name"] == "n1" and n["state"] == "down"
+                         for n in c.api("GET", "/v1/nodes")[1]["nodes"]),
+             10, "n1 to be marked down")
+    jj = c.wait_state(j, "running", timeout=10)
+    wait_for(lambda: c.job(j)["placement"][0]["node"] == "n2", 10,
+             "the job to run on n2")
+    check(c.job(j)["restart_count"] == 1, "restart count 1")
+    wait_for(lambda: "run 1" in c.cli("logs", str(j)).stdout, 10,
+             "ALLOT_RESTART_COUNT=1 in the new run")
+    # n1 comes back: it must kill its stale task, not keep it.
+    c.start_agent("n1", "1xH100-80GB")
+    stale = os.path.join(c.root, "agent-n1", "tasks", "%d.0.0.state" % j)
+    wait_for(lambda: not os.path.exists(stale), 15,
+             "the stale task on n1 to be stopped")
+    check(c.job(j)["state"] == "running", "the job still runs on n2")
+    c.cli("cancel", str(j))
+
+
+def scenario_reclaim(c):
+    """The guaranteed-quota story: Susan runs on all 8 GPUs; Joe gets his
+    deserved 2 back by reclaim; Susan's evicted job is requeued with the
+    same id; Jemma's build session is never touched."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    for q in ("susan", "joe", "jemma"):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+        check(s == 201, "queue %s" % q)
+    jemma = c.submit("--queue", "jemma", "--class", "build", "--gpus", "2",
+                     "--", "sleep", "60")
+    c.wait_state(jemma, "running")
+    susan = [c.submit("--queue", "susan", "--gpus", "2", "--", "sh", "-c",
+                      "echo run $ALLOT_RESTART_COUNT; sleep 60")
+             for _ in range(3)]
+    for j in susan:
+        c.wait_state(j, "running")
+    joe = c.submit("--queue", "joe", "--gpus", "2", "--", "sleep", "60")
+    c.wait_state(joe, "running", timeout=15)
+    states = [c.job(j) for j in susan]
+    evicted = [j for j in states if j["restart_count"] == 1]
+    check(len(evicted) == 1, "one of Susan's jobs evicted: %s" %
+          [(j["id"], j["state"], j["restart_count"]) for j in states])
+    check(evicted[0]["state"] == "pending", "evicted job requeued, pending")
+    check(any(e["event"] == "preempted"
+              for e in c.job(evicted[0]["id"])["history"]),
+          "preemption in the history")
+    check(c.job(jemma)["state"] == "running" and
+          c.job(jemma)["restart_count"] == 0, "Jemma untouched")
+    for j in [jemma, joe] + susan:
+        c.cli("cancel", str(j), ok=False)
+
+
+def scenario_dev(c):
+    """`allot dev` starts a controller and an agent and configures the CLI."""
+    env = dict(c.env)
+    env.pop("ALLOT_SERVER", None)
+    env.pop("ALLOT_TOKEN", None)
+    log = open(os.path.join(c.root, "dev.log"), "wb")
+    t0 = time.monotonic()
+    p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0"],
+                         stdout=subprocess.PIPE, stderr=log, env=env,
+                         start_new_session=True)
+    c.procs.append(p)
+    line = p.stdout.readline().decode()
+    check(line.startswith("allot dev: ready at http://127.0.0.1:"),
+          "dev prints the URL: %r" % line)
+    c.port = int(line.split()[-1].rsplit(":", 1)[1])
+    ready = time.monotonic() - t0
+    cfg = open(os.path.join(c.root, ".config", "allot", "config")).read()
+    check("server = http://127.0.0.1:%d" % c.port in cfg and "token = al_"
+          in cfg, "config written")
+    r = subprocess.run([c.allot, "submit", "--gpus", "1", "--", "sh", "-c",
+                        "echo dev $CUDA_VISIBLE_DEVICES"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, "submit with the config: " + r.stderr)
+    jid = r.stdout.strip()
+
+    def done():
+        r = subprocess.run([c.allot, "show", "--json", jid], env=env,
+                           capture_output=True, text=True, timeout=30)
+        return r.returncode == 0 and json.loads(r.stdout)["state"] == \
+            "completed"
+    wait_for(done, 20, "the dev job to complete")
+    r = subprocess.run([c.allot, "logs", jid], env=env, capture_output=True,
+                       text=True, timeout=30)
+    check(r.stdout.startswith("dev "), "dev job log: %r" % r.stdout)
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(10) == 0, "dev exits cleanly on SIGTERM")
+    print("  allot dev ready in %.2f s" % ready)
+
+
+def scenario_script(c):
+    """`allot submit job.sh`: #ALLOT directives, overrides, clear errors;
+    time limits."""
+    c.start_server()
+    c.start_agent("n1", "4xH100-80GB")
+    script = os.path.join(c.root, "job.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\n"
+                "# a training job\n"
+                "#ALLOT --gpus 2 --name trainer\n"
+                "#ALLOT --env MODE=fast\n"
+                "\n"
+                "echo script $1 MODE=$MODE CVD=$CUDA_VISIBLE_DEVICES\n"
+                "#ALLOT --gpus 4\n")  # after the first command: ignored
+    j = c.submit(script, "arg1")
+    jj = c.wait_state(j, "completed")
+    check(jj["name"] == "trainer" and jj["gpus"] == 2,
+          "directives applied: %s %s" % (jj["name"], jj["gpus"]))
+    out = c.cli("logs", str(j)).stdout
+    check("script arg1 MODE=fast CVD=0,1" in out or
+          "script arg1 MODE=fast CVD=2,3" in out, "script ran: %r" % out)
+    j = c.submit("--gpus", "1", "--name", "override", script)
+    jj = c.wait_state(j, "completed")
+    check(jj["name"] == "override" and jj["gpus"] == 1,
+          "the command line overrides directives")
+    # After --, a file is a command, not a script to send.
+    os.chmod(script, 0o755)
+    j = c.submit("--", script, "x")
+    jj = c.wait_state(j, "completed")
+    check("script" not in jj and jj["gpus"] == 0, "-- runs a command")
+
+    bad = os.path.join(c.root, "bad.sh")
+    with open(bad, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --gpuz 2\n#ALLOT --gpus many\n"
+                "#ALLOT --env NOEQUALS\n#ALLOT --mem 4Q\ntrue\n")
+    p = c.cli("submit", bad, ok=False)
+    check(p.returncode == 2, "bad directives exit 2")
+    for line, what in ((2, "unknown option '--gpuz'"), (3, "--gpus wants"),
+                       (4, "--env wants"), (5, "--mem wants")):
+        check("%s:%d: %s" % (bad, line, what) in p.stderr,
+              "line %d reported: %r" % (line, p.stderr))
+    s_, b = c.api("GET", "/v1/jobs?limit=1000")
+    check(len(b["jobs"]) == 3, "nothing submitted from a bad script")
+
+    # A job past its time limit is stopped and marked failed.
+    t = c.submit("--time", "1", "--", "sleep", "30")
+    jj = c.wait_state(t, "failed", timeout=15)
+    check(any(e["event"] == "timeout" for e in jj["history"]), "timeout")
+
+
+def scenario_nvml(c):
+    """The agent finds GPUs through NVML (a fake libnvidia-ml) and gives a
+    job their UUIDs; without a working NVML it offers none."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    c.start_server()
+    c.start_agent("gpu", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "8"})
+    c.start_agent("broken", None, {"ALLOT_NVML_LIB": lib,
+                                   "FAKE_NVML_FAIL": "1"})
+    c.start_agent("none", None, {"ALLOT_NVML_LIB": "/nonexistent/nvml.so"})
+    nodes = {n["name"]: n for n in json.loads(c.cli("nodes", "--json").stdout)}
+    g = nodes["gpu"]
+    check(len(g["gpus"]) == 8 and not g["emulated"], "8 real GPUs: %s" % g)
+    check(g["gpus"][0]["model"] == "A100-SXM4-40GB" and
+          g["gpus"][0]["mem_bytes"] == 40 << 30 and
+          [x["numa"] for x in g["gpus"]] == [0, 0, 0, 0, 1, 1, 1, 1],
+          "model, memory and NUMA from NVML: %s" % g["gpus"][0])
+    check(nodes["broken"]["gpus"] == [] and nodes["none"]["gpus"] == [],
+          "no GPUs without a working NVML")
+    j = c.submit("--gpus", "2", "--", "sh", "-c",
+                 "echo CVD=$CUDA_VISIBLE_DEVICES EMU=$ALLOT_EMULATED_GPUS")
+    jj = c.wait_state(j, "completed")
+    uuids = ",".join(g["gpus"][d]["uuid"] for d in jj["placement"][0]["gpus"])
+    out = c.cli("logs", str(j)).stdout
+    check("CVD=%s EMU=" % uuids in out and uuids.startswith("GPU-fa4e"),
+          "CUDA_VISIBLE_DEVICES holds the UUIDs: %r" % out)
+    # --gpu-model: the NVML model runs, another waits with a reason.
+    m = c.submit("--gpus", "1", "--gpu-model", "A100-SXM4-40GB", "--", "true")
+    c.wait_state(m, "completed")
+    h = c.submit("--gpus", "1", "--gpu-model", "H100-80GB", "--", "true")
+    jj = wait_for(lambda: (lambda j: j if j.get("reason") else None)(
+        c.job(h)), 10, "a reason for the H100 job")
+    check(jj["state"] == "pending", "no H100 here: %s" % jj)
+
+
+def scenario_demo(c):
+    """`allot dev --demo` shows borrowing and reclaim on the dev node."""
+    env = dict(c.env)
+    env.pop("ALLOT_SERVER", None)
+    env.pop("ALLOT_TOKEN", None)
+    log = open(os.path.join(c.root, "dev.log"), "wb")
+    p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0",
+                          "--demo"], stdout=subprocess.PIPE, stderr=log,
+                         env=env, start_new_session=True)
+    c.procs.append(p)
+    lines = [p.stdout.readline().decode() for _ in range(7)]
+    check(lines[-1].startswith("demo: joe submitted"), "demo: %r" % lines)
+
+    def jobs():
+        r = subprocess.run([c.allot, "ls", "--all", "--json"], env=env,
+                           capture_output=True, text=True, timeout=30)
+        return json.loads(r.stdout) if r.returncode == 0 else []
+
+    def reclaimed():
+        js = jobs()
+        joe = [j for j in js if j["user"] == "joe"]
+        susan = [j for j in js if j["user"] == "susan"]
+        return (joe and joe[0]["state"] == "running" and
+                sum(j["restart_count"] for j in susan) == 1 and
+                all(j["state"] == "running" for j in js
+                    if j["user"] == "jemma"))
+    wait_for(reclaimed, 15, "joe's job to run by reclaim")
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(10) == 0, "dev exits cleanly")
+
+
+def scenario_store(c):
+    """The store unavailable (another process holds its lock past the busy
+    timeout): 503 with a JSON error and nothing half-done; then recovery."""
+    import sqlite3
+    import threading
+    c.start_server()
+    a = c.submit("--", "true")
+    db = sqlite3.connect(os.path.join(c.state, "allot.db"),
+                         isolation_level=None, timeout=5,
+                         check_same_thread=False)
+    db.execute("BEGIN EXCLUSIVE")
+    # The loop waits up to 5 s (busy timeout) for the lock, possibly in an
+    # iteration that began just before the request came: hold it longer
+    # than two such waits.
+    release = threading.Timer(12.0, lambda: db.execute("ROLLBACK"))
+    release.start()
+    try:
+        st, b = c.api("POST", "/v1/jobs", {"command": ["true"]})
+        check(st == 503 and b["error"] == "unavailable",
+              "503 while the store is locked: %s %s" % (st, b))
+    finally:
+        release.join()
+    db.close()
+    st, b = c.api("POST", "/v1/jobs", {"command": ["true"]})
+    check(st == 201 and b["id"] == a + 1, "recovered: %s %s" % (st, b))
+    st, b = c.api("GET", "/v1/jobs")
+    check([j["id"] for j in b["jobs"]] == [a, a + 1],
+          "the refused job left no trace")
+
+
+SCENARIOS = {
+    "run": scenario_run,
+    "auth": scenario_auth,
+    "crash": scenario_crash,
+    "agent_restart": scenario_agent_restart,
+    "node_down": scenario_node_down,
+    "reclaim": scenario_reclaim,
+    "dev": scenario_dev,
+    "script": scenario_script,
+    "nvml": scenario_nvml,
+    "demo": scenario_demo,
+    "store": scenario_store,
+}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
+        print("usage: e2e.py {%s} ALLOT" % ",".join(SCENARIOS),
+              file=sys.stderr)
+        return 2
+    name, allot = sys.argv[1], os.path.abspath(sys.argv[2])
+    root = tempfile.mkdtemp(prefix="allot-e2e-%s-" % name)
+    c = Cluster(allot, root)
+    ok = False
+    try:
+        SCENARIOS[name](c)
+        ok = True
+    except Fail as e:
+        print("FAIL %s: %s" % (name, e), file=sys.stderr)
+    except Exception:
+        traceback.print_exc()
+    finally:
+        bad = c.stop()
+    if ok and bad:
+        print("FAIL %s: %s" % (name, "; ".join(bad)), file=sys.stderr)
+        ok = False
+    if ok:
+        shutil.rmtree(root, ignore_errors=True)
+        print("ok %s" % name)
+        return 0
+    print("logs kept in %s" % root, file=sys.stderr)
+    for f in sorted(os.listdir(root)):
+        if f.endswith(".log"):
+            print("---- %s (tail)" % f, file=sys.stderr)
+            with open(os.path.join(root, f), errors="replace") as fh:
+                sys.stderr.write("".join(fh.readlines()[-25:]))
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,364 @@
+/*
+ * test_shell.c -- unit tests of the pieces the shells share or parse with:
+ * URLs, base64, the user's config file, buffers, the CLI's option parser
+ * and size parser, the controller's route table and its tokens.  Same
+ * framework as tests/unit (test.h); its own small runner (shell_runner.c)
+ * because it links the server and the CLI's client code.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "cli_client.h"
+#include "core/error.h"
+#include "json.h"
+#include "opt.h"
+#include "platform.h"
+#include "server_int.h"
+#include "test.h"
+#include "ucfg.h"
+
+static void
+url_parse(void)
+{
+    al_url_t u;
+    ASSERT_EQ(al_url_parse("http://127.0.0.1:7070", &u, NULL), 0);
+    ASSERT_STR_EQ(u.host, "127.0.0.1");
+    ASSERT_STR_EQ(u.port, "7070");
+    ASSERT_STR_EQ(u.prefix, "");
+    ASSERT_EQ(al_url_parse("http://ctl.example/allot/", &u, NULL), 0);
+    ASSERT_STR_EQ(u.host, "ctl.example");
+    ASSERT_STR_EQ(u.port, "80");
+    ASSERT_STR_EQ(u.prefix, "/allot");
+    ASSERT_EQ(al_url_parse("localhost:1", &u, NULL), 0);
+    ASSERT_STR_EQ(u.port, "1");
+    static const char *const bad[] = {
+        "https://x",  "http://",       "http://:80", "http://h:",
+        "http://h:x", "http://h:80x/", "ftp://h",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *cause = NULL;
+        ASSERT_EQ(al_url_parse(bad[i], &u, &cause), AL_EINVAL);
+        ASSERT(cause != NULL);
+        free(cause);
+    }
+}
+
+static void
+base64(void)
+{
+    unsigned char in[64];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (unsigned char)(i * 37 + 11);
+    for (size_t n = 0; n <= 10; n++) {
+        char *s = al_b64_encode(in, n);
+        unsigned char *out = NULL;
+        size_t len = 99;
+        ASSERT_EQ(al_b64_decode(s, &out, &len), 0);
+        ASSERT_EQ(len, n);
+        ASSERT(memcmp(in, out, n) == 0);
+        free(s);
+        free(out);
+    }
+    unsigned char *out = NULL;
+    size_t len = 0;
+    ASSERT_EQ(al_b64_decode("abc", &out, &len), AL_EPARSE);
+    ASSERT_EQ(al_b64_decode("a*c=", &out, &len), AL_EPARSE);
+    ASSERT(out == NULL);
+}
+
+static void
+json_dup_keys(void)
+{
+    char *cause = NULL;
+    json_t *v = al_json_parse("{\"a\":1,\"a\":2}", 13, &cause);
+    ASSERT(v == NULL);
+    ASSERT(cause != NULL);
+    free(cause);
+    v = al_json_parse("{\"a\":1}", 7, NULL);
+    ASSERT_EQ(al_json_int(v, "a", 0), 1);
+    ASSERT_EQ(al_json_int(v, "b", 5), 5);
+    ASSERT_STR_EQ(al_json_str(v, "a", "dflt"), "dflt");
+    json_decref(v);
+}
+
+static void
+buffer(void)
+{
+    al_buf_t b = AL_BUF_INIT;
+    ASSERT_STR_EQ(al_buf_cstr(&b), "");
+    for (int i = 0; i < 1000; i++)
+        al_buf_printf(&b, "%d,", i);
+    ASSERT_EQ(b.len, strlen(b.data));
+    ASSERT(strncmp(b.data, "0,1,2,", 6) == 0);
+    char *s = al_buf_steal(&b);
+    ASSERT(b.data == NULL && b.len == 0);
+    free(s);
+}
+
+static void
+user_config(void)
+{
+    char dir[] = "/tmp/allot-ucfg-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/sub/config", dir);
+    ASSERT(al_ucfg_get(path, "server") == NULL);
+    ASSERT_EQ(al_ucfg_set(path, "server", "http://a:1"), 0);
+    ASSERT_EQ(al_ucfg_set(path, "token", "t1"), 0);
+    ASSERT_EQ(al_ucfg_set(path, "server", "http://b:2"), 0);
+    char *v = al_ucfg_get(path, "server");
+    ASSERT_STR_EQ(v, "http://b:2");
+    free(v);
+    v = al_ucfg_get(path, "token");
+    ASSERT_STR_EQ(v, "t1");
+    free(v);
+    /* Comments and unknown lines survive a set. */
+    FILE *f = fopen(path, "a");
+    ASSERT(f != NULL);
+    fputs("# server = http://commented:3\n  other =  x  \n", f);
+    fclose(f);
+    ASSERT_EQ(al_ucfg_set(path, "token", "t2"), 0);
+    v = al_ucfg_get(path, "other");
+    ASSERT_STR_EQ(v, "x");
+    free(v);
+    v = al_ucfg_get(path, "server");
+    ASSERT_STR_EQ(v, "http://b:2");
+    free(v);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/sub", dir);
+    rmdir(path);
+    rmdir(dir);
+}
+
+static void
+cli_options(void)
+{
+    const char *gpus = NULL, *queue = NULL;
+    bool json = false;
+    const al_opt_t opts[] = {
+        { .name = "--gpus", .kind = AL_OPT_STR, .dst = &gpus },
+        { .name = "--queue", .kind = AL_OPT_STR, .dst = &queue },
+        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
+        { .name = NULL },
+    };
+    char a0[] = "x", a1[] = "--gpus", a2[] = "2", a3[] = "--queue=q",
+         a4[] = "--json", a5[] = "cmd", a6[] = "--gpus", a7[] = "9";
+    char *argv[] = { a0, a1, a2, a3, a4, a5, a6, a7, NULL };
+    int first = -1;
+    ASSERT_EQ(al_opt_parse("t", NULL, opts, 8, argv, true, NULL, 0, &first), 0);
+    ASSERT_STR_EQ(gpus, "2"); /* the command's own --gpus is not ours */
+    ASSERT_STR_EQ(queue, "q");
+    ASSERT(json);
+    ASSERT_EQ(first, 5);
+    char *pos[2];
+    int npos = -1;
+    ASSERT_EQ(al_opt_parse("t", NULL, opts, 8, argv, false, pos, 2, &npos), 0);
+    ASSERT_STR_EQ(gpus, "9");
+    ASSERT_EQ(npos, 1);
+    char b1[] = "--nope";
+    char *bad[] = { a0, b1, NULL };
+    ASSERT_EQ(al_opt_parse("t", "f:1", opts, 2, bad, false, pos, 2, &npos),
+              AL_EXIT_USAGE);
+    char c1[] = "--gpus";
+    char *novalue[] = { a0, c1, NULL };
+    ASSERT_EQ(al_opt_parse("t", NULL, opts, 2, novalue, false, pos, 2, &npos),
+              AL_EXIT_USAGE);
+    int64_t n = -1;
+    const al_opt_t iopts[] = {
+        { .name = "--n", .kind = AL_OPT_INT, .dst = &n, .min = 1, .max = 9 },
+        { .name = NULL },
+    };
+    char e1[] = "--n=9", e2[] = "--n", e3[] = "10", e4[] = "x";
+    char *iok[] = { a0, e1, NULL };
+    ASSERT_EQ(al_opt_parse("t", NULL, iopts, 2, iok, false, pos, 2, &npos), 0);
+    ASSERT_EQ(n, 9);
+    char *ibig[] = { a0, e2, e3, NULL };
+    ASSERT_EQ(al_opt_parse("t", NULL, iopts, 3, ibig, false, pos, 2, &npos),
+              AL_EXIT_USAGE);
+    char *inan[] = { a0, e2, e4, NULL };
+    ASSERT_EQ(al_opt_parse("t", NULL, iopts, 3, inan, false, pos, 2, &npos),
+              AL_EXIT_USAGE);
+    ASSERT_EQ(n, 9);
+    char d1[] = "--json=1";
+    char *flagvalue[] = { a0, d1, NULL };
+    ASSERT_EQ(al_opt_parse("t", NULL, opts, 2, flagvalue, false, pos, 2, &npos),
+              AL_EXIT_USAGE);
+}
+
+static void
+cli_sizes(void)
+{
+    static const struct {
+        const char *in;
+        int64_t bytes;
+    } ok[] = {
+        { "4G", (int64_t)4 << 30 },    { "512M", (int64_t)512 << 20 },
+        { "100", (int64_t)100 << 20 }, { "1.5GiB", (int64_t)3 << 29 },
+        { "2T", (int64_t)2 << 40 },    { "8K", 8192 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t b = -1;
+        ASSERT_EQ(al_cli_parse_mem(ok[i].in, &b), 0);
+        ASSERT_EQ(b, ok[i].bytes);
+    }
+    static const char *const bad[] = { "", "G", "4Q", "-1G", "4 G" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t b = 0;
+        ASSERT_EQ(al_cli_parse_mem(bad[i], &b), -1);
+    }
+}
+
+static void
+cli_durations(void)
+{
+    static const struct {
+        const char *in;
+        int64_t secs;
+    } ok[] = {
+        { "90", 90 },     { "45s", 45 },    { "30m", 1800 },
+        { "1.5h", 5400 }, { "2d", 172800 },
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        int64_t s = -1;
+        ASSERT_EQ(al_cli_parse_duration(ok[i].in, &s), 0);
+        ASSERT_EQ(s, ok[i].secs);
+    }
+    static const char *const bad[] = { "", "m", "5x", "5mm", "-3" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t s = 0;
+        ASSERT_EQ(al_cli_parse_duration(bad[i], &s), -1);
+    }
+}
+
+static void
+routes(void)
+{
+    char *cap[2];
+    bool path_ok;
+    const al__route_t *r =
+        al__route_match("POST", "/v1/jobs/42/cancel", cap, &path_ok);
+    ASSERT(r != NULL);
+    ASSERT_STR_EQ(r->path, "/v1/jobs/*/cancel");
+    ASSERT_STR_EQ(cap[0], "42");
+    free(cap[0]);
+    free(cap[1]);
+    r = al__route_match("GET", "/v1/jobs/", cap, &path_ok);
+    ASSERT(r != NULL && strcmp(r->path, "/v1/jobs") == 0);
+    r = al__route_match("DELETE", "/v1/jobs", cap, &path_ok);
+    ASSERT(r == NULL && path_ok); /* 405, not 404 */
+    r = al__route_match("GET", "/v1/jobs//cancel", cap, &path_ok);
+    ASSERT(r == NULL && !path_ok);
+    r = al__route_match("GET", "/v1/jobsx", cap, &path_ok);
+    ASSERT(r == NULL && !path_ok);
+    r = al__route_match("GET", "/v2/jobs", cap, &path_ok);
+    ASSERT(r == NULL);
+    /* Every route matches its own path, with "x" for each capture. */
+    for (int i = 0; i < al__nroutes; i++) {
+        char path[128];
+        size_t o = 0;
+        for (const char *p = al__routes[i].path; *p && o < 120; p++)
+            path[o++] = *p == '*' ? 'x' : *p;
+        path[o] = '\0';
+        r = al__route_match(al__routes[i].method, path, cap, &path_ok);
+        ASSERT(r == &al__routes[i]);
+        free(cap[0]);
+        free(cap[1]);
+    }
+}
+
+static void
+tokens(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    al__token_t t[2];
+    char *a = al__token_create("alice", ROLE_USER, &t[0]);
+    char *b = al__token_create("bob", ROLE_ADMIN, &t[1]);
+    ctl.tokens = t;
+    ctl.ntokens = 2;
+    ASSERT_EQ(strlen(a), 52);
+    ASSERT(strstr(a, t[0].id) != NULL);
+    ASSERT(al__token_check(&ctl, a) == &t[0]);
+    ASSERT(al__token_check(&ctl, b) == &t[1]);
+    ASSERT_STR_EQ(al__token_check(&ctl, b)->user, "bob");
+    /* Any change to the secret, the id, or the length fails. */
+    char *c = strdup(a);
+    c[51] = c[51] == '0' ? '1' : '0';
+    ASSERT(al__token_check(&ctl, c) == NULL);
+    memcpy(c, b, 20); /* bob's id with alice's secret */
+    c[51] = a[51];
+    ASSERT(al__token_check(&ctl, c) == NULL);
+    c[40] = '\0';
+    ASSERT(al__token_check(&ctl, c) == NULL);
+    ASSERT(al__token_check(&ctl, NULL) == NULL);
+    ASSERT(al__token_check(&ctl, "") == NULL);
+    free(a);
+    free(b);
+    free(c);
+    free(t[0].user);
+    free(t[1].user);
+}
+
+static void
+proc_start(void)
+{
+    int64_t me = al_platform_proc_start((long)getpid());
+    ASSERT_GE(me, 0);
+    ASSERT_EQ(al_platform_proc_start((long)getpid()), me);
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    ASSERT_GT(child, 0);
+    /* Ended but not reaped: a zombie counts as gone. */
+    for (int i = 0; i < 200; i++) {
+        if (al_platform_proc_start((long)child) < 0)
+            break;
+        usleep(5000);
+    }
+    ASSERT_EQ(al_platform_proc_start((long)child), -1);
+    int st;
+    ASSERT_EQ(waitpid(child, &st, 0), child);
+    ASSERT_EQ(al_platform_proc_start((long)child), -1);
+}
+
+static void
+fake_gpus(void)
+{
+    al_platform_info_t info;
+    memset(&info, 0, sizeof info);
+    char *cause = NULL;
+    ASSERT_EQ(al_platform_fake_gpus(&info, "8xH100-80GB", "n1", &cause), 0);
+    ASSERT_EQ(info.ngpus, 8);
+    ASSERT(info.emulated);
+    ASSERT_STR_EQ(info.gpus[7].model, "H100-80GB");
+    ASSERT_EQ(info.gpus[0].mem_bytes, (int64_t)80 << 30);
+    ASSERT_EQ(info.gpus[3].numa, 0);
+    ASSERT_EQ(info.gpus[4].numa, 1);
+    static const char *const bad[] = { "8", "x", "8x", "65xA", "-1xA" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(al_platform_fake_gpus(&info, bad[i], "n1", &cause),
+                  AL_EINVAL);
+        free(cause);
+        cause = NULL;
+    }
+}
+
+const al_test_t test_shell[] = {
+    { "url_parse", url_parse },
+    { "base64", base64 },
+    { "json_dup_keys", json_dup_keys },
+    { "buffer", buffer },
+    { "user_config", user_config },
+    { "cli_options", cli_options },
+    { "cli_sizes", cli_sizes },
+    { "cli_durations", cli_durations },
+    { "routes", routes },
+    { "tokens", tokens },
+    { "proc_start", proc_start },
+    { "fake_gpus", fake_gpus },
+    { NULL, NULL },
+};
