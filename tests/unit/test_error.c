@@ -1,6 +1,6 @@
 /* test_error.c -- the error space: every code has a distinct name and message.
  */
-#include "error.h"
+#include "core/error.h"
 #include "test.h"
 
 static void

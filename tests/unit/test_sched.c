@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "core/sched.h"
 #include "snap.h"
 #include "test.h"
 
