@@ -406,6 +406,9 @@ setup_jobs(al_ctx_t *c, char **cause)
         const al_request_t *r = &jb->req;
 
         memset(w, 0, sizeof(*w));
+        w->min_tasks = jb->min_tasks;
+        w->cpu = jb->req.cpu_milli;
+        w->mem = jb->req.mem_bytes;
         w->start_dec = NIL;
         w->place_off = NIL;
         w->for_job = NIL;
@@ -461,6 +464,9 @@ setup_jobs(al_ctx_t *c, char **cause)
                     return AL_EINVAL;
                 }
                 rc = al__take(c, j, &jb->placement[t], true);
+                w->held += al__placed_gpu(&jb->placement[t]);
+                if (t >= jb->min_tasks)
+                    w->held_extra += al__placed_gpu(&jb->placement[t]);
                 if (rc != 0) {
                     if (rc == AL_EINVAL)
                         set_cause(cause,
@@ -1607,10 +1613,22 @@ running_gpu(const al_ctx_t *c, int32_t q)
 static int64_t
 held_gpu(const al_ctx_t *c, int32_t x, int32_t from)
 {
-    const al_placement_t *pl = al__job_place(c, x);
+    const al_placement_t *pl;
     int64_t g = 0;
     int32_t t;
 
+    /* The victim search asks this for every running job, again and again:
+     * the two answers it needs for jobs that ran before the cycle were
+     * summed once in setup_jobs(). */
+    if ((c->wj[x].flags & (JF_RUNNING | JF_STARTED)) == JF_RUNNING) {
+        if (from == 0)
+            return (c->wj[x].flags & JF_SHED)
+                       ? c->wj[x].held - c->wj[x].held_extra
+                       : c->wj[x].held;
+        if (from == c->wj[x].min_tasks && !(c->wj[x].flags & JF_SHED))
+            return c->wj[x].held_extra;
+    }
+    pl = al__job_place(c, x);
     for (t = from; t < c->wj[x].ntasks; t++)
         g += al__placed_gpu(&pl[t]);
     return g;
@@ -1758,6 +1776,26 @@ together_ok(const al_ctx_t *c, int32_t j, const victim_t *chosen, int32_t n,
     return true;
 }
 
+/*
+ * victim_ok() for one pick_victims() call: the answer depends only on the
+ * two jobs and on queue allocations, which do not move during a pick, and a
+ * victim is met once per node it has tasks on.  c->vepoch changes per pick.
+ */
+static bool
+victim_ok_cached(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
+{
+    uint8_t bit = shed_only ? 1 : 2, known = (uint8_t)(bit << 2);
+
+    if (c->vstamp[x] != c->vepoch) {
+        c->vstamp[x] = c->vepoch;
+        c->vok[x] = 0;
+    }
+    if (!(c->vok[x] & known))
+        c->vok[x] |=
+            (uint8_t)(known | (victim_ok(c, j, x, shed_only) ? bit : 0));
+    return (c->vok[x] & bit) != 0;
+}
+
 /* The tasks this cycle started so far, by node (CSR of (job, task)). */
 typedef struct started {
     int32_t *off; /* nn + 1 */
@@ -1865,6 +1903,7 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
         hi = c->dom_off[level][dom + 1];
     }
     memset(&bestkey, 0xff, sizeof(bestkey));
+    c->vepoch++;
     for (li = lo; li < hi; li++) {
         int32_t n = level >= 0 ? c->dom_nodes[level][li] : li;
         const wnode_t *w = &c->wn[n];
@@ -1882,7 +1921,6 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
             int32_t e = ran ? w->run_off + k : st->off[n] + (k - w->nrun);
             int32_t x = ran ? c->run_tasks[2 * e] : st->ent[2 * e];
             int32_t t = ran ? c->run_tasks[2 * e + 1] : st->ent[2 * e + 1];
-            const al_job_t *xb = &c->s->jobs[x];
             bool sh = false;
             const al_placement_t *p;
 
@@ -1890,9 +1928,11 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
                 continue;
             if (t >= c->wj[x].ntasks)
                 continue; /* already shed */
-            if (t >= xb->min_tasks && victim_ok(c, j, x, true))
+            /* Only wj[] here: the job structs are big and scattered, and
+             * this loop meets every running task of the cluster. */
+            if (t >= c->wj[x].min_tasks && victim_ok_cached(c, j, x, true))
                 sh = true;
-            else if (!victim_ok(c, j, x, false))
+            else if (!victim_ok_cached(c, j, x, false))
                 continue;
             for (i = 0; i < m; i++)
                 if (scratch[i].job == x && scratch[i].shed == sh)
@@ -1903,16 +1943,29 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
                 scratch[m].job = x;
                 scratch[m].shed = sh;
                 scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
-                scratch[m].qgive = held_gpu(c, x, sh ? xb->min_tasks : 0);
-                scratch[m].guarded = xb->queue != c->s->jobs[j].queue &&
-                                     !(c->wj[x].flags & (JF_LENT | JF_STARTED));
-                victim_key(c, &scratch[m]);
+                scratch[m].qgive = held_gpu(c, x, sh ? c->wj[x].min_tasks : 0);
+                scratch[m].guarded =
+                    c->s->jobs[x].queue != c->s->jobs[j].queue &&
+                    !(c->wj[x].flags & (JF_LENT | JF_STARTED));
+                /* The key is the same on every node: compute it once a
+                 * pick (as a whole-job victim; shedding clears bit 62). */
+                if (!(c->vok[x] & 16)) {
+                    victim_t whole = scratch[m];
+
+                    whole.shed = false;
+                    victim_key(c, &whole);
+                    c->vkey[x] = whole.key;
+                    c->vok[x] |= 16;
+                }
+                scratch[m].key = c->vkey[x];
+                if (sh)
+                    scratch[m].key.k[0] &= ~(1ULL << 62);
                 m++;
             }
             p = &al__job_place(c, x)[t];
             scratch[i].dev += p->gpu_milli > 0 ? 0 : al__popcount(p->devices);
-            scratch[i].cpu += xb->req.cpu_milli;
-            scratch[i].mem += xb->req.mem_bytes;
+            scratch[i].cpu += c->wj[x].cpu;
+            scratch[i].mem += c->wj[x].mem;
         }
         if (m == 0)
             continue;
@@ -1991,6 +2044,7 @@ reclaim_domain(al_ctx_t *c, int32_t j, int level)
     int64_t g = jb->req.gpus > 0 ? jb->req.gpus : 1, bestfree = -1;
     int32_t d, best = NIL;
 
+    c->vepoch++;
     for (d = 0; d < c->ndomains[level]; d++) {
         int32_t i, lo = c->dom_off[level][d], hi = c->dom_off[level][d + 1];
         int64_t pot = 0, f = 0;
@@ -2009,7 +2063,7 @@ reclaim_domain(al_ctx_t *c, int32_t j, int level)
                 const al_placement_t *p = &c->s->jobs[x].placement[t];
 
                 if ((c->wj[x].flags & JF_EVICTED) || t >= c->wj[x].ntasks ||
-                    p->gpu_milli > 0 || !victim_ok(c, j, x, false))
+                    p->gpu_milli > 0 || !victim_ok_cached(c, j, x, false))
                     continue;
                 vdev += al__popcount(p->devices);
             }
@@ -2034,6 +2088,7 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
     size_t mark = c->undo.len, tmark = c->tasks.len;
     int32_t t, i, dom = NIL;
     int level = -1, rc = 0;
+    started_t st = { NULL, NULL };
 
     *started = false;
     if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1) {
@@ -2048,9 +2103,9 @@ reclaim_for(al_ctx_t *c, int32_t j, victim_t *vs, victim_t *scratch,
 
         rc = al__find_task(c, j, -1, level, dom, &p);
         if (rc == AL_ENOENT) {
-            started_t st;
-
-            rc = started_by_node(c, &st);
+            /* What this cycle started stays the same while j's own tasks
+             * are placed (j is recorded at the end). */
+            rc = st.off == NULL ? started_by_node(c, &st) : 0;
             if (rc == 0)
                 rc = pick_victims(c, j, level, dom, &st, vs, &nv, &node,
                                   scratch);
@@ -2297,7 +2352,11 @@ reclaim_one(al_ctx_t *c, pass_t *ps, int32_t j, bool *started)
     if (ps->vs == NULL) {
         ps->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
         ps->scratch = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
-        if (ps->vs == NULL || ps->scratch == NULL)
+        c->vstamp = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
+        c->vok = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(uint8_t));
+        c->vkey = al_arena_array_raw(c->tmp, (size_t)c->nj + 1, sizeof(skey_t));
+        if (ps->vs == NULL || ps->scratch == NULL || c->vstamp == NULL ||
+            c->vok == NULL || c->vkey == NULL)
             return AL_ENOMEM;
     }
     c->stats.reclaim_tries++;
@@ -2580,6 +2639,7 @@ second_chance(al_ctx_t *c, pass_t *ps)
         al_reason_t keep = c->reasons[j];
         int32_t fq = NIL;
         int64_t fl = 0;
+        uint64_t h;
 
         if ((c->wj[j].flags & (JF_BLOCKED | JF_STARTED | JF_EVICTED)) !=
             JF_BLOCKED)
@@ -2587,12 +2647,18 @@ second_chance(al_ctx_t *c, pass_t *ps)
         if (jb->req.gpus > 0 &&
             free_devices(c, j) < (int64_t)jb->min_tasks * jb->req.gpus)
             continue;
+        h = shape_hash(jb);
+        memo_reset(c, ps);
+        if (memo_failed(ps, jb, h))
+            continue;
         if (!admit(c, j, jb->min_tasks)) {
             c->reasons[j] = keep;
             continue;
         }
         c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
         rc = place_gang(c, j);
+        if (rc == AL_ENOENT && c->forbid == 0)
+            memo_note(ps, jb, h);
         c->forbid = 0;
         if (rc == 0) {
             c->wj[j].flags &= ~JF_BLOCKED;

@@ -109,6 +109,12 @@ typedef struct wjob {
     int64_t task_gpu;  /* milli-GPUs per task */
     int64_t crit;      /* critical-path length downstream, seconds */
     int32_t place_off; /* started: first placement in ctx->tasks, else NIL */
+    /* Copies of the job's fields that the victim search reads for every
+     * running task: wj[] is small and dense, the job structs are not. */
+    int32_t min_tasks;
+    int64_t cpu, mem;
+    int64_t held;       /* running: milli-GPUs its placements hold */
+    int64_t held_extra; /* running: the part held by tasks past min_tasks */
 } wjob_t;
 
 /* One undo record. */
@@ -163,8 +169,12 @@ typedef struct al_ctx {
     al_reason_t *reasons;
     wshape_t profile[AL_PROFILE_MAX]; /* AL_PACK_FRAG's workload */
     int nprofile;
-    uint64_t version;       /* bumps whenever capacity grows */
-    int64_t nevicted;       /* evictions and shrinks tried (undone ones too) */
+    uint64_t version;  /* bumps whenever capacity grows */
+    int64_t nevicted;  /* evictions and shrinks tried (undone ones too) */
+    int32_t *vstamp;   /* victim_ok_cached(): per job, the pick it was judged */
+    uint8_t *vok;      /*   in, its answers, and (16) whether vkey is set */
+    struct skey *vkey; /* its cost key, computed once a pick */
+    int32_t vepoch;
     int64_t min_resv_start; /* earliest reservation start, INT64_MAX none */
     al_cycle_stats_t stats;
 } al_ctx_t;
