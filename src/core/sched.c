@@ -30,7 +30,7 @@ al_config_default(al_config_t *cfg)
     cfg->reclaim = true;
     cfg->preempt = true;
     cfg->borrow = true;
-    cfg->max_reclaim_tries = 16;
+    cfg->max_reclaim_tries = 8;
     cfg->starve_after = 12 * 3600;
 }
 
@@ -273,6 +273,7 @@ setup_queues(al_ctx_t *c, char **cause)
         w->valid = true;
         w->heap_pos = NIL;
         w->usage = 0;
+        w->min_prio = INT_MAX;
         if (qq->parent >= 0)
             c->wq[qq->parent].leaf = false;
         if (qq->nmodel_quotas > 0) {
@@ -454,6 +455,8 @@ setup_jobs(al_ctx_t *c, char **cause)
                 return AL_EINVAL;
             }
             w->flags = JF_RUNNING | (jb->lent ? JF_LENT : 0);
+            if (jb->preemptible && jb->priority < c->wq[jb->queue].min_prio)
+                c->wq[jb->queue].min_prio = jb->priority;
             w->ntasks = jb->ntasks;
             for (t = 0; t < jb->ntasks; t++) {
                 if (!valid_placement(c, jb, &jb->placement[t])) {
@@ -956,6 +959,9 @@ record_start(al_ctx_t *c, int32_t j, int32_t ntasks, bool lent,
     c->wj[j].place_off = (int32_t)(c->tasks.len - (size_t)ntasks);
     c->wj[j].ntasks = ntasks;
     c->wj[j].flags |= JF_STARTED | (lent ? JF_LENT : 0);
+    if (c->s->jobs[j].preemptible &&
+        c->s->jobs[j].priority < c->wq[c->s->jobs[j].queue].min_prio)
+        c->wq[c->s->jobs[j].queue].min_prio = c->s->jobs[j].priority;
     c->wj[j].for_job = d.for_job;
     return al__vec_push(c, &c->decisions, &d);
 }
@@ -2347,7 +2353,8 @@ reclaim_one(al_ctx_t *c, pass_t *ps, int32_t j, bool *started)
     if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
         return 0;
     cross = c->cfg.reclaim && may_reclaim(c, j);
-    if (!cross && !c->cfg.preempt)
+    /* Preemption needs a preemptible job of lower priority in the queue. */
+    if (!cross && (!c->cfg.preempt || jb->priority <= w->min_prio))
         return 0;
     if (ps->vs == NULL) {
         ps->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));

@@ -86,6 +86,8 @@ typedef struct wqueue {
     int64_t *model_alloc;  /* parallel to queue->model_quotas */
     int64_t *model_nonpre; /* the non-preemptible part of model_alloc */
     int64_t reclaim_fail;  /* smallest GPU size whose reclaim failed, or 0 */
+    int min_prio; /* lowest priority of its preemptible running or started
+                     jobs (never raised within a cycle), INT_MAX if none */
 } wqueue_t;
 
 enum {
