@@ -102,28 +102,8 @@ al_queues_parse(const char *name, const char *buf, size_t len,
     int nq = 0;
     size_t off = 0;
     int line = 0;
-    while (off < len) {
-        const char *p = buf + off;
-        const char *nl = memchr(p, '\n', len - off);
-        size_t n = nl ? (size_t)(nl - p) : len - off;
-        off += n + (nl ? 1 : 0);
-        line++;
-        char *l = al__xstrndup(p, n);
-        if (strlen(l) != n) {
-            al__err(&errs, "%s:%d: NUL byte in line", name, line);
-            free(l);
-            continue;
-        }
-        char *hash = strchr(l, '#');
-        if (hash)
-            *hash = '\0';
-        for (char *q = l; *q; q++)
-            if (*q == '\r' || *q == ',')
-                *q = ' ';
-        if (strspn(l, " \t") == strlen(l)) {
-            free(l);
-            continue;
-        }
+    char *l;
+    while ((l = al__kv_line(name, buf, len, &off, &line, &errs)) != NULL) {
         struct qctx x = { .errs = &errs, .file = name, .line = line };
         x.q.parent = -1;
         x.q.weight = 1;

@@ -44,6 +44,16 @@ void al__err(al_errs_t *e, const char *fmt, ...)
 /* Returns the collected text (malloc()ed) and resets e. */
 char *al__err_take(al_errs_t *e);
 
+/*
+ * The next meaningful line of a `key=value` file (--cluster, --queues-file):
+ * what follows '#' is cut, CR and commas become spaces, blank lines are
+ * skipped.  Returns the line, malloc()ed (the caller frees it), with its
+ * 1-based number in *line, or NULL at the end of buf.  *off is the reading
+ * position.  A line holding a NUL byte is reported in errs and skipped.
+ */
+char *al__kv_line(const char *name, const char *buf, size_t len, size_t *off,
+                  int *line, al_errs_t *errs);
+
 /* Reads a whole file; returns 0, or AL_EIO with a message in *cause. */
 int al__read_file(const char *path, char **data, size_t *len, char **cause);
 

@@ -229,3 +229,34 @@ al__kv_split(char *line, al_kv_fn fn, void *ctx)
         }
     }
 }
+
+char *
+al__kv_line(const char *name, const char *buf, size_t len, size_t *off,
+            int *line, al_errs_t *errs)
+{
+    while (*off < len) {
+        const char *p = buf + *off;
+        const char *nl = memchr(p, '\n', len - *off);
+        size_t n = nl ? (size_t)(nl - p) : len - *off;
+        *off += n + (nl ? 1 : 0);
+        (*line)++;
+        char *l = al__xstrndup(p, n);
+        if (strlen(l) != n) {
+            al__err(errs, "%s:%d: NUL byte in line", name, *line);
+            free(l);
+            continue;
+        }
+        char *hash = strchr(l, '#');
+        if (hash)
+            *hash = '\0';
+        for (char *q = l; *q; q++)
+            if (*q == '\r' || *q == ',')
+                *q = ' ';
+        if (strspn(l, " \t") == strlen(l)) {
+            free(l);
+            continue;
+        }
+        return l;
+    }
+    return NULL;
+}
