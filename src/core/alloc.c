@@ -137,3 +137,69 @@ al_arena_bytes(const al_arena_t *ar)
 {
     return ar->total;
 }
+
+/* ------------------------------------------------------------------ */
+/* The block cache                                                    */
+
+#define CACHE_HDR 16 /* keeps user memory 16-byte aligned; byte 0: class */
+
+static void *
+cache_malloc(void *ctx, size_t size)
+{
+    al_block_cache_t *bc = ctx;
+    int c = 12; /* 4 KiB at least */
+    unsigned char *p;
+
+    while (c < AL_CACHE_CLASSES - 1 && ((size_t)1 << c) < size + CACHE_HDR)
+        c++;
+    if (size > SIZE_MAX - CACHE_HDR || ((size_t)1 << c) < size + CACHE_HDR)
+        return NULL;
+    if (bc->nfree[c] > 0)
+        p = bc->free[c][--bc->nfree[c]];
+    else if ((p = malloc((size_t)1 << c)) == NULL)
+        return NULL;
+    p[0] = (unsigned char)c;
+    return p + CACHE_HDR;
+}
+
+static void
+cache_free(void *ctx, void *ptr)
+{
+    al_block_cache_t *bc = ctx;
+    unsigned char *p;
+    int c;
+
+    if (ptr == NULL)
+        return;
+    p = (unsigned char *)ptr - CACHE_HDR;
+    c = p[0];
+    if (bc->nfree[c] < AL_CACHE_KEEP)
+        bc->free[c][bc->nfree[c]++] = p;
+    else
+        free(p);
+}
+
+void
+al_block_cache_init(al_block_cache_t *bc)
+{
+    memset(bc, 0, sizeof(*bc));
+}
+
+al_allocator_t
+al_block_cache_allocator(al_block_cache_t *bc)
+{
+    al_allocator_t a = { cache_malloc, cache_free, bc };
+
+    return a;
+}
+
+void
+al_block_cache_fini(al_block_cache_t *bc)
+{
+    int c, k;
+
+    for (c = 0; c < AL_CACHE_CLASSES; c++)
+        for (k = 0; k < bc->nfree[c]; k++)
+            free(bc->free[c][k]);
+    al_block_cache_init(bc);
+}

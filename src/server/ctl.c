@@ -380,6 +380,8 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     pthread_cond_init(&ctl->done_cv, &ca);
     pthread_condattr_destroy(&ca);
     ctl->inbox_tail = &ctl->inbox;
+    al_block_cache_init(&ctl->core_cache);
+    ctl->core_alloc = al_block_cache_allocator(&ctl->core_cache);
     char *logs = al_xasprintf("%s/logs", ctl->state_dir);
     int rc = al_fs_mkdir_p(logs, 0700);
     free(logs);
@@ -417,6 +419,7 @@ al__ctl_stop(al_ctl_t *ctl)
     pthread_cond_signal(&ctl->cv);
     pthread_mutex_unlock(&ctl->mu);
     pthread_join(ctl->thread, NULL);
+    al_block_cache_fini(&ctl->core_cache);
     al__store_close(ctl);
     for (uint64_t i = 0; i < ctl->njobs; i++)
         al__job_free(ctl->jobs[i]);

@@ -405,7 +405,7 @@ al__cycle_run(al_ctl_t *ctl)
     b.snap = (al_snapshot_t){
         .now = now,
         .config = &b.cfg,
-        .allocator = NULL,
+        .allocator = &ctl->core_alloc,
         .nnodes = ctl->nnodes,
         .nodes = b.sn,
         .nqueues = ctl->nqueues,

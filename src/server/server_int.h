@@ -231,7 +231,11 @@ typedef struct al_ctl {
     int64_t sched_last; /* monotonic ms of the last cycle */
     int64_t usage_last; /* wall seconds of the last usage accrual */
     int64_t cycles;
-    int64_t cycle_ms;   /* how long the last cycle took */
+    int64_t cycle_ms; /* how long the last cycle took */
+    /* The core allocates through this cache (loop thread only): its arena
+     * blocks stay faulted in from one cycle to the next. */
+    al_block_cache_t core_cache;
+    al_allocator_t core_alloc;
     uint64_t queue_gen; /* bumped whenever ctl->queues changes shape */
     int nqueues, nnodes, ntokens;
     bool sched_dirty;

@@ -167,62 +167,6 @@ typedef struct sjob {
     al_placement_t *place;
 } sjob_t;
 
-/*
- * A caching allocator for the core.  Each cycle's result lives in arena
- * blocks of 256 KiB and more; handing them straight back to libc made it
- * return the memory to the kernel and fault it in again every cycle (half
- * the run time in the kernel on the openb placement experiment).  Blocks are
- * rounded up to a power of two and kept on a free list per size.
- */
-#define CACHE_CLASSES 48
-#define CACHE_KEEP 16
-#define CACHE_HDR 16
-
-typedef struct block_cache {
-    void *free[CACHE_CLASSES][CACHE_KEEP];
-    int nfree[CACHE_CLASSES];
-} block_cache_t;
-
-static void *
-cache_malloc(void *ctx, size_t size)
-{
-    block_cache_t *bc = ctx;
-    int c = 12; /* 4 KiB at least */
-    while (c < CACHE_CLASSES - 1 && ((size_t)1 << c) < size + CACHE_HDR)
-        c++;
-    if (((size_t)1 << c) < size + CACHE_HDR)
-        return NULL;
-    unsigned char *p;
-    if (bc->nfree[c] > 0)
-        p = bc->free[c][--bc->nfree[c]];
-    else if ((p = malloc((size_t)1 << c)) == NULL)
-        return NULL;
-    p[0] = (unsigned char)c;
-    return p + CACHE_HDR;
-}
-
-static void
-cache_free(void *ctx, void *ptr)
-{
-    block_cache_t *bc = ctx;
-    if (ptr == NULL)
-        return;
-    unsigned char *p = (unsigned char *)ptr - CACHE_HDR;
-    int c = p[0];
-    if (bc->nfree[c] < CACHE_KEEP)
-        bc->free[c][bc->nfree[c]++] = p;
-    else
-        free(p);
-}
-
-static void
-cache_fini(block_cache_t *bc)
-{
-    for (int c = 0; c < CACHE_CLASSES; c++)
-        for (int k = 0; k < bc->nfree[c]; k++)
-            free(bc->free[c][k]);
-}
-
 enum { EV_END = 0, EV_PRIO };
 
 typedef struct event {
@@ -273,7 +217,7 @@ typedef struct sim {
     al_job_t *sj;
     int *smap;
     int capsj;
-    block_cache_t cache;
+    al_block_cache_t cache; /* the core allocates here (core/alloc.h) */
     al_allocator_t allocator;
     /* metrics */
     al_sim_result_t *r;
@@ -1227,7 +1171,7 @@ sim_free(sim_t *s)
     free(s->smap);
     free(s->ts_t);
     free(s->ts_a);
-    cache_fini(&s->cache);
+    al_block_cache_fini(&s->cache);
 }
 
 /* Builds the state and the empty result of a run. */
@@ -1240,7 +1184,7 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     s->cl = cluster;
     s->o = opts;
     s->pol = &policies[opts->policy];
-    s->allocator = (al_allocator_t){ cache_malloc, cache_free, &s->cache };
+    s->allocator = al_block_cache_allocator(&s->cache);
     al_config_default(&s->cfg);
     if (cluster->racks) {
         s->cfg.ntopo_levels = 1;

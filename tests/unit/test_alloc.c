@@ -298,7 +298,56 @@ fail_every_call(void)
     }
 }
 
+/* The block cache hands a freed block back for the next request of its size
+ * class, keeps memory aligned, refuses absurd sizes, and serves the core: a
+ * second cycle through it takes no new memory from libc. */
+static void
+block_cache(void)
+{
+    al_block_cache_t bc;
+    al_allocator_t a;
+    void *p, *q, *r;
+    int c, kept = 0;
+
+    al_block_cache_init(&bc);
+    a = al_block_cache_allocator(&bc);
+    p = a.malloc(a.ctx, 5000);
+    ASSERT(p != NULL);
+    ASSERT_EQ((uintptr_t)p % 16, 0);
+    memset(p, 0xab, 5000);
+    a.free(a.ctx, p);
+    q = a.malloc(a.ctx, 6000); /* same class (8 KiB): the same block */
+    ASSERT(q == p);
+    r = a.malloc(a.ctx, 6000); /* none kept now: a new one */
+    ASSERT(r != NULL && r != q);
+    a.free(a.ctx, q);
+    a.free(a.ctx, r);
+    a.free(a.ctx, NULL);
+    ASSERT(a.malloc(a.ctx, SIZE_MAX - 4) == NULL);
+    for (c = 0; c < AL_CACHE_CLASSES; c++)
+        kept += bc.nfree[c];
+    ASSERT_EQ(kept, 2);
+    {
+        al_arena_t *ar = al_arena_create(&a);
+        void *x;
+
+        ASSERT(ar != NULL);
+        x = al_arena_alloc(ar, 1000);
+        ASSERT(x != NULL);
+        al_arena_destroy(ar);
+        ar = al_arena_create(&a);
+        ASSERT(ar != NULL);
+        /* The arena's block comes back from the cache. */
+        ASSERT(al_arena_alloc(ar, 1000) == x);
+        al_arena_destroy(ar);
+    }
+    al_block_cache_fini(&bc);
+    for (c = 0; c < AL_CACHE_CLASSES; c++)
+        ASSERT_EQ(bc.nfree[c], 0);
+}
+
 const al_test_t test_alloc[] = {
+    { "block_cache", block_cache },
     { "basics", basics },
     { "alignment", alignment },
     { "zeroing", zeroing },
