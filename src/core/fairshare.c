@@ -50,7 +50,7 @@ cap_of(const al_ctx_t *c, int32_t q, int r)
 /* Splits `amount` of resource r among the children kids[0..nk). */
 static void
 split(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount,
-      double *weff, bool *open)
+      const double *weff, bool *open)
 {
     double dsum = 0, left = amount;
     int i;

@@ -23,15 +23,15 @@ al_config_default(al_config_t *cfg)
     memset(cfg, 0, sizeof(*cfg));
     cfg->pack = AL_PACK_BIN;
     cfg->usage_weight = 1.0;
-    cfg->usage_half_life = 7 * 24 * 3600;
+    cfg->usage_half_life = (int64_t)7 * 24 * 3600;
     cfg->reserve_depth = 4;
-    cfg->default_runtime = 24 * 3600;
+    cfg->default_runtime = (int64_t)24 * 3600;
     cfg->lend_reserved = true;
     cfg->reclaim = true;
     cfg->preempt = true;
     cfg->borrow = true;
     cfg->max_reclaim_tries = 8;
-    cfg->starve_after = 12 * 3600;
+    cfg->starve_after = (int64_t)12 * 3600;
 }
 
 int
@@ -495,7 +495,7 @@ setup_jobs(al_ctx_t *c, char **cause)
             total += count[n];
         }
         c->run_tasks =
-            al_arena_array(c->tmp, (size_t)total * 2 + 2, sizeof(int32_t));
+            al_arena_array(c->tmp, (size_t)total + 1, sizeof(al_jt_t));
         fill = al_arena_array(c->tmp, (size_t)c->nn + 1, sizeof(int32_t));
         if (c->run_tasks == NULL || fill == NULL)
             return AL_ENOMEM;
@@ -508,8 +508,8 @@ setup_jobs(al_ctx_t *c, char **cause)
                 int32_t nd = jb->placement[t].node;
                 int32_t at = c->wn[nd].run_off + fill[nd]++;
 
-                c->run_tasks[2 * at] = j;
-                c->run_tasks[2 * at + 1] = t;
+                c->run_tasks[at].job = j;
+                c->run_tasks[at].task = t;
             }
         }
         for (n = 0; n < c->nn; n++)
@@ -1570,7 +1570,7 @@ claim_lent(al_ctx_t *c, const pass_t *ps, int32_t j, const resv_int_t *rv,
         const wnode_t *w = &c->wn[rv->r.nodes[i]];
 
         for (k = 0; k < w->nrun; k++) {
-            int32_t x = c->run_tasks[2 * (w->run_off + k)];
+            int32_t x = c->run_tasks[w->run_off + k].job;
 
             if ((c->wj[x].flags & JF_LENT) && !(c->wj[x].flags & JF_EVICTED) &&
                 lent_to(c, ps, x, j)) {
@@ -1805,7 +1805,7 @@ victim_ok_cached(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
 /* The tasks this cycle started so far, by node (CSR of (job, task)). */
 typedef struct started {
     int32_t *off; /* nn + 1 */
-    int32_t *ent;
+    al_jt_t *ent;
 } started_t;
 
 static int
@@ -1832,7 +1832,7 @@ started_by_node(al_ctx_t *c, started_t *st)
     }
     for (n = 0; n < c->nn; n++)
         st->off[n + 1] += st->off[n];
-    st->ent = al_arena_array_raw(c->tmp, 2 * total + 2, sizeof(int32_t));
+    st->ent = al_arena_array_raw(c->tmp, total + 1, sizeof(al_jt_t));
     if (st->ent == NULL)
         return AL_ENOMEM;
     for (i = 0; i < c->decisions.len; i++) {
@@ -1844,8 +1844,8 @@ started_by_node(al_ctx_t *c, started_t *st)
         for (t = 0; t < c->wj[d[i].job].ntasks; t++) {
             int32_t at = st->off[pl[t].node] + fill[pl[t].node]++;
 
-            st->ent[2 * at] = d[i].job;
-            st->ent[2 * at + 1] = t;
+            st->ent[at].job = d[i].job;
+            st->ent[at].task = t;
         }
     }
     return 0;
@@ -1925,8 +1925,8 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
         for (k = 0; k < w->nrun + (st->off[n + 1] - st->off[n]); k++) {
             bool ran = k < w->nrun;
             int32_t e = ran ? w->run_off + k : st->off[n] + (k - w->nrun);
-            int32_t x = ran ? c->run_tasks[2 * e] : st->ent[2 * e];
-            int32_t t = ran ? c->run_tasks[2 * e + 1] : st->ent[2 * e + 1];
+            int32_t x = ran ? c->run_tasks[e].job : st->ent[e].job;
+            int32_t t = ran ? c->run_tasks[e].task : st->ent[e].task;
             bool sh = false;
             const al_placement_t *p;
 
@@ -2064,8 +2064,8 @@ reclaim_domain(al_ctx_t *c, int32_t j, int level)
                 !al__req_group(c, w->group, &jb->req))
                 continue;
             for (k = 0; k < w->nrun; k++) {
-                int32_t x = c->run_tasks[2 * (w->run_off + k)];
-                int32_t t = c->run_tasks[2 * (w->run_off + k) + 1];
+                int32_t x = c->run_tasks[w->run_off + k].job;
+                int32_t t = c->run_tasks[w->run_off + k].task;
                 const al_placement_t *p = &c->s->jobs[x].placement[t];
 
                 if ((c->wj[x].flags & JF_EVICTED) || t >= c->wj[x].ntasks ||

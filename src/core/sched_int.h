@@ -32,6 +32,12 @@ typedef struct vec {
     size_t len, cap, esz;
 } vec_t;
 
+/* A task of a job: (job index, task index). */
+typedef struct al_jt {
+    int32_t job;
+    int32_t task;
+} al_jt_t;
+
 /* Working state of one node. */
 typedef struct wnode {
     uint64_t free_mask;   /* devices with no user at all */
@@ -161,7 +167,7 @@ typedef struct al_ctx {
     int32_t *dom_nodes[AL_MAX_TOPO_LEVELS]; /* CSR: nodes of each domain */
     int32_t *dom_off[AL_MAX_TOPO_LEVELS];
     int64_t *dom_free[AL_MAX_TOPO_LEVELS]; /* free unheld devices per domain */
-    int32_t *run_tasks; /* CSR of (job << 8 | task)? see place.c */
+    al_jt_t *run_tasks; /* running (job, task) pairs, grouped by node */
     wqueue_t *wq;
     wjob_t *wj;
     vec_t undo;
