@@ -244,7 +244,10 @@ typedef struct al_config {
     int64_t starve_after;
 } al_config_t;
 
-/* Fills *cfg with the defaults described above. */
+/* Fills *cfg with the defaults: bin-packing, no topology levels,
+ * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
+ * 24 h, lend_reserved, reclaim, preempt and borrow on, strict_order and
+ * ignore_queues off, max_reclaim_tries 8, starve_after 12 h. */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */
