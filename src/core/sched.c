@@ -2398,9 +2398,9 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
     int rc;
 
     memo_reset(c, ps);
-    if (jb->req.gpus > 0 && fdev < (int64_t)jb->min_tasks * jb->req.gpus)
-        rc = AL_ENOENT;
-    else if (use_memo && memo_failed(ps, jb, h))
+    /* Too few free devices, or a shape that already failed: no search. */
+    if ((jb->req.gpus > 0 && fdev < (int64_t)jb->min_tasks * jb->req.gpus) ||
+        (use_memo && memo_failed(ps, jb, h)))
         rc = AL_ENOENT;
     else
         rc = place_gang(c, j);
