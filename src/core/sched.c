@@ -2482,6 +2482,7 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
         (c->reasons[j].code == AL_WHY_CAPACITY ||
          c->reasons[j].code == AL_WHY_NO_NODE ||
          c->reasons[j].code == AL_WHY_TOPOLOGY ||
+         c->reasons[j].code == AL_WHY_NO_VICTIM ||
          c->reasons[j].code == AL_WHY_BEHIND_RESERVATION)) {
         resv_int_t *rv = &ps->resv[ps->nresv];
         bool made, started;

@@ -2530,7 +2530,130 @@ result_accounting(void)
     snap_destroy(s);
 }
 
+/* ------------------------------------------------------------------ */
+/* Anti-starvation, un-starting, fragmentation-aware placement        */
+
+/*
+ * A job that has waited past starve_after is considered before the order of
+ * need, so it takes the only reservation.  One node of 8, full with a job of
+ * queue a that min_runtime protects; a (deserved 4) waits with `old`, 13 h
+ * old; b (deserved 4, below it) with `young`.  In the order of need b goes
+ * first and young would take the reservation.
+ */
+static void
+starving_job_first(void)
+{
+    snap_t *s = scenario();
+    int a, b, r, old, young;
+    al_result_t *res;
+
+    snap_node(s, "n0", 8);
+    a = snap_queue(s, "a", -1, 4000, 1, AL_UNLIMITED);
+    b = snap_queue(s, "b", -1, 4000, 1, AL_UNLIMITED);
+    r = snap_job(s, a, 1, 8);
+    snap_job_ref(s, r)->min_runtime = 1000000;
+    snap_place(s, r, 100000 - 60, 0, 0xFF);
+    old = snap_job(s, a, 1, 4);
+    snap_job_ref(s, old)->submit_time = 100000 - 13 * 3600;
+    young = snap_job(s, b, 1, 4);
+    snap_job_ref(s, young)->submit_time = 100000 - 60;
+    snap_set_now(s, 100000);
+    snap_config(s)->starve_after = 12 * 3600;
+    res = snap_run(s);
+    ASSERT_REASON(res, old, AL_WHY_RESERVED);
+    ASSERT(res->reasons[young].code != AL_WHY_RESERVED);
+    ASSERT_EQ(res->nreservations, 1);
+    ASSERT_EQ(res->reservations[0].job, old);
+    al_result_destroy(res);
+
+    /* Without it, the order of need rules: young gets the reservation. */
+    snap_config(s)->starve_after = 0;
+    res = snap_run(s);
+    ASSERT_REASON(res, young, AL_WHY_RESERVED);
+    ASSERT(res->reasons[old].code != AL_WHY_RESERVED);
+    al_result_destroy(res);
+    snap_destroy(s);
+}
+
+/*
+ * A job the same cycle started is the cheapest victim: it gives way, with
+ * no decision at all, to a job of a queue below its fair share.  8 GPUs;
+ * b (deserved 2) runs 2 and wants 3 more; a (deserved 0) wants 4.  Fair
+ * shares come out a 3, b 5; a is furthest below its share, so a1 starts
+ * first, taking a GPU of b's share; b1 then reclaims by un-starting a1.
+ */
+static void
+yield_within_cycle(void)
+{
+    snap_t *s = scenario();
+    int a, b, b0, a1, b1;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    a = snap_queue(s, "a", -1, 0, 1, AL_UNLIMITED);
+    b = snap_queue(s, "b", -1, 2000, 1, AL_UNLIMITED);
+    b0 = snap_job(s, b, 1, 2);
+    snap_place(s, b0, 0, 0, 0x03);
+    a1 = snap_job(s, a, 1, 4);
+    b1 = snap_job(s, b, 1, 3);
+    snap_set_now(s, 1000);
+    r = snap_run(s);
+    ASSERT_DBL_NEAR(r->queues[a].fair[AL_RES_GPU], 3000, 1);
+    ASSERT_DBL_NEAR(r->queues[b].fair[AL_RES_GPU], 5000, 1);
+    ASSERT_STARTED(r, b1, 1);
+    ASSERT_NOT_STARTED(r, a1);
+    ASSERT(res_find(r, a1, AL_DEC_EVICT) == NULL);
+    ASSERT_EQ(res_count(r, AL_DEC_EVICT), 0);
+    ASSERT_REASON(r, a1, AL_WHY_YIELDED);
+    ASSERT_EQ(r->reasons[a1].job, b1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
+ * AL_PACK_FRAG puts a task where the node's expected fragmentation grows
+ * least, judged against the shapes that run and wait.  Node a has 2 free
+ * GPUs but only 6 cores left; node b 3 free GPUs and cores to spare.  A
+ * 1-GPU task with 4 cores: bin-packing takes a (fuller); FGD takes b, since
+ * on a the last GPU would be stranded without the cores to use it.
+ */
+static void
+pack_frag(void)
+{
+    snap_t *s = scenario();
+    int q, ra, rb, j;
+    al_result_t *r;
+
+    snap_node(s, "a", 8);
+    snap_node(s, "b", 8);
+    snap_node_ref(s, 0)->cpu_milli = 10000;
+    snap_node_ref(s, 1)->cpu_milli = 64000;
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    ra = snap_job(s, q, 1, 6);
+    snap_job_ref(s, ra)->req.cpu_milli = 4000;
+    snap_place(s, ra, 0, 0, 0x3F);
+    rb = snap_job(s, q, 1, 5);
+    snap_place(s, rb, 0, 1, 0x1F);
+    j = snap_job(s, q, 1, 1);
+    snap_job_ref(s, j)->req.cpu_milli = 4000;
+    snap_set_now(s, 100);
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(res_find(r, j, AL_DEC_START)->tasks[0].node, 0);
+    al_result_destroy(r);
+
+    snap_config(s)->pack = AL_PACK_FRAG;
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(res_find(r, j, AL_DEC_START)->tasks[0].node, 1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 const al_test_t test_sched[] = {
+    { "starving_job_first", starving_job_first },
+    { "yield_within_cycle", yield_within_cycle },
+    { "pack_frag", pack_frag },
     { "config_defaults", config_defaults },
     { "usage_decay", usage_decay },
     { "request_gpu_milli", request_gpu_milli },
