@@ -1491,7 +1491,6 @@ apply_holds(al_ctx_t *c, const resv_int_t *rv)
         rc = al__hold(c, n, rv->hold[i], rv->hcpu[i], rv->hmem[i]);
         if (rc != 0)
             return rc;
-        c->wn[n].reserved = true;
     }
     return 0;
 }
@@ -2267,7 +2266,7 @@ held_now(const al_ctx_t *c, const pass_t *ps)
             int32_t n = ps->resv[r].r.nodes[i];
 
             /* A node in two reservations counts once: its first. */
-            if (c->wn[n].hold_mask != 0 && c->wn[n].reserved) {
+            if (c->wn[n].hold_mask != 0) {
                 int32_t r2, i2;
                 bool seen = false;
 
@@ -2586,7 +2585,6 @@ build_order(al_ctx_t *c, pass_t *ps)
             set_reason(c, j, AL_WHY_DEPS_NEVER, NIL, NIL, 0, 0, 0);
             continue;
         }
-        c->wj[j].flags |= JF_PENDING;
         q = c->cfg.ignore_queues ? 0 : (uint64_t)jb->queue & 0xFFFFF;
         prio = (uint64_t)(0xFFFF - (jb->priority < 0        ? 0
                                     : jb->priority > 0xFFFF ? 0xFFFF
@@ -3012,7 +3010,6 @@ al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
     c.undo.esz = sizeof(undo_t);
     c.decisions.esz = sizeof(al_decision_t);
     c.tasks.esz = sizeof(al_placement_t);
-    c.resv.esz = sizeof(al_reservation_t);
     c.tmp = al_arena_create(c.a);
     c.out = al_arena_create(c.a);
     if (c.tmp == NULL || c.out == NULL) {
@@ -3024,7 +3021,6 @@ al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
     al__vec_free(&c, &c.undo);
     al__vec_free(&c, &c.decisions);
     al__vec_free(&c, &c.tasks);
-    al__vec_free(&c, &c.resv);
     al_arena_destroy(c.tmp);
     al_arena_destroy(c.out); /* NULL once the result took it */
     if (rc == 0)

@@ -56,7 +56,6 @@ typedef struct wnode {
     int32_t run_off, nrun; /* running (job, task) pairs in ctx->run_tasks */
     bool ready;
     bool in_shared;
-    bool reserved; /* part of some reservation */
 } wnode_t;
 
 /* A group of nodes with one pool and one GPU model. */
@@ -97,7 +96,6 @@ typedef struct wqueue {
 } wqueue_t;
 
 enum {
-    JF_PENDING = 1 << 0,   /* candidate this cycle */
     JF_RUNNING = 1 << 1,   /* running in the snapshot */
     JF_STARTED = 1 << 2,   /* started by this cycle */
     JF_EVICTED = 1 << 3,   /* evicted by this cycle */
@@ -173,7 +171,6 @@ typedef struct al_ctx {
     vec_t undo;
     vec_t decisions; /* al_decision_t */
     vec_t tasks;     /* al_placement_t backing START decisions */
-    vec_t resv;      /* al_reservation_t (nodes/tasks in tmp) */
     al_reason_t *reasons;
     wshape_t profile[AL_PROFILE_MAX]; /* AL_PACK_FRAG's workload */
     int nprofile;
