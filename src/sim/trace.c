@@ -30,6 +30,10 @@ static const struct column {
 
 /* Largest GPU count a row may ask for. */
 #define MAX_GPUS 1000000
+/* Times and durations beyond a century are typos or garbage; bounding them
+ * keeps every later sum (submit + duration x estimate factor, up to 1000)
+ * far inside int64_t. */
+#define MAX_SECONDS 3155760000LL
 
 /* Fields of one line, unquoted into a scratch buffer. */
 typedef struct fields {
@@ -164,16 +168,18 @@ parse_numbers(parser_t *ps, const char *const *v, al_trace_job_t *j)
     const char *name = ps->name;
     int line = ps->line, before = ps->errs.n;
     al_errs_t *errs = &ps->errs;
-    if (al__parse_i64(v[C_SUBMIT], &j->submit) < 0 || j->submit < 0)
+    if (al__parse_i64(v[C_SUBMIT], &j->submit) < 0 || j->submit < 0 ||
+        j->submit > MAX_SECONDS)
         al__err(errs,
-                "%s:%d: field 'submit_time_s': expected a non-negative "
-                "whole number of seconds, got '%s'",
-                name, line, v[C_SUBMIT]);
-    if (al__parse_i64(v[C_DUR], &j->duration) < 0 || j->duration < 0)
+                "%s:%d: field 'submit_time_s': expected a whole number of "
+                "seconds between 0 and %lld (a century), got '%s'",
+                name, line, (long long)MAX_SECONDS, v[C_SUBMIT]);
+    if (al__parse_i64(v[C_DUR], &j->duration) < 0 || j->duration < 0 ||
+        j->duration > MAX_SECONDS)
         al__err(errs,
-                "%s:%d: field 'duration_s': expected a non-negative "
-                "whole number of seconds, got '%s'",
-                name, line, v[C_DUR]);
+                "%s:%d: field 'duration_s': expected a whole number of "
+                "seconds between 0 and %lld (a century), got '%s'",
+                name, line, (long long)MAX_SECONDS, v[C_DUR]);
     double g = 0;
     if (al__parse_num(v[C_GPUS], &g) < 0 || g < 0 || g > MAX_GPUS)
         al__err(errs,

@@ -175,9 +175,14 @@ test_trace_errors(void)
     expect_error("job_id,submit_time_s,num_gpus\n",
                  "lacks column 'duration_s'");
     expect_error(HEADER "a,1,x,1,,,,\n",
-                 "bad.csv:2: field 'duration_s': expected a non-negative");
+                 "bad.csv:2: field 'duration_s': expected a whole number");
     expect_error(HEADER "a,1,1,1,,,,\nb,-5,1,1,,,,\n",
                  "bad.csv:3: field 'submit_time_s'");
+    expect_error(HEADER "a,1,3155760001,1,,,,\n",
+                 "bad.csv:2: field 'duration_s': expected a whole number of "
+                 "seconds between 0 and 3155760000");
+    expect_error(HEADER "a,9223372036854775807,1,1,,,,\n",
+                 "bad.csv:2: field 'submit_time_s'");
     expect_error(HEADER "a,1,1,1.5,,,,\n", "field 'num_gpus': a fraction");
     expect_error(HEADER "a,1,1,nan,,,,\n", "field 'num_gpus'");
     expect_error(HEADER "a,1,1,1,,,\n", "bad.csv:2: expected 8 fields, got 7");
