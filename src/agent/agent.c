@@ -53,6 +53,7 @@ static const char *const task_state_names[] = {
 typedef struct task {
     unsigned long long job;
     int index, restart;
+    int slot; /* its files are tasks/SLOT.{state,log,script}; -1: none yet */
     int state;
     pid_t pid;     /* the monitor (process group leader) */
     bool adopted;  /* started by an earlier agent: not our child */
@@ -69,6 +70,7 @@ typedef struct task {
 
 typedef struct agent {
     al_url_t url;
+    al_http_conn_t conn; /* kept open between syncs */
     const char *token;
     char *name;
     char *addr;
@@ -78,6 +80,13 @@ typedef struct agent {
     int64_t grace_ms;
     task_t *tasks;
     int ntasks, cap;
+    /* Task file slots: a task's files are reused by a later task once the
+     * controller has all of its output, so that short tasks cost no file
+     * creation or removal (on ext4, allocating inodes among recently
+     * deleted ones is what dominated the agent's time). */
+    int *free_slots;
+    int nfree, free_cap, nslots;
+    char *logbuf; /* LOG_CHUNK bytes for reading logs, once needed */
     bool registered;
     bool run_as_user; /* root agent: run tasks as their submitter */
 } agent_t;
@@ -115,8 +124,27 @@ drain_pipe(void)
 static char *
 task_file(const agent_t *a, const task_t *t, const char *ext)
 {
-    return al_xasprintf("%s/%llu.%d.%d.%s", a->task_dir, t->job, t->index,
-                        t->restart, ext);
+    return al_xasprintf("%s/%d.%s", a->task_dir, t->slot, ext);
+}
+
+/* Gives t a slot: a free one, else a new one. */
+static void
+take_slot(agent_t *a, task_t *t)
+{
+    if (t->slot >= 0)
+        return;
+    t->slot = a->nfree > 0 ? a->free_slots[--a->nfree] : a->nslots++;
+}
+
+static void
+free_slot(agent_t *a, int slot)
+{
+    if (a->nfree == a->free_cap) {
+        a->free_cap = a->free_cap ? 2 * a->free_cap : 64;
+        a->free_slots = al_xreallocarray(a->free_slots, (size_t)a->free_cap,
+                                         sizeof *a->free_slots);
+    }
+    a->free_slots[a->nfree++] = slot;
 }
 
 static task_t *
@@ -141,17 +169,28 @@ add_task(agent_t *a, unsigned long long job, int index, int restart)
     t->job = job;
     t->index = index;
     t->restart = restart;
+    t->slot = -1;
     return t;
 }
 
+/* Forgets t; its slot's files are emptied for the next task (the log
+ * first: an empty state file is what marks the slot free). */
 static void
 remove_task(agent_t *a, task_t *t)
 {
-    static const char *const exts[] = { "state", "script" };
-    for (size_t i = 0; i < sizeof exts / sizeof exts[0]; i++) {
-        char *p = task_file(a, t, exts[i]);
-        unlink(p);
-        free(p);
+    if (t->slot >= 0) {
+        char *lp = task_file(a, t, "log"), *sp = task_file(a, t, "script"),
+             *ep = task_file(a, t, "state");
+        if ((truncate(lp, 0) == 0 || errno == ENOENT) &&
+            (unlink(sp) == 0 || errno == ENOENT) &&
+            (truncate(ep, 0) == 0 || errno == ENOENT))
+            free_slot(a, t->slot);
+        else
+            al_warn("cannot empty the files of slot %d: %s", t->slot,
+                    strerror(errno));
+        free(lp);
+        free(sp);
+        free(ep);
     }
     json_decref(t->spec);
     *t = a->tasks[--a->ntasks];
@@ -344,13 +383,17 @@ task_env(const agent_t *a, json_t *s, const char *gpus)
 static void
 fail_task(agent_t *a, task_t *t, const char *why)
 {
+    take_slot(a, t);
     char *lp = task_file(a, t, "log"), *ep = task_file(a, t, "state");
     FILE *f = fopen(lp, "a");
     if (f != NULL) {
         fprintf(f, "allot: %s\n", why);
         fclose(f);
     }
-    al_fs_write_file(ep, "0 -1 0\n127 0\n", 13, 0644, 0);
+    char *rec = al_xasprintf("%llu %d %d 0 -1 0\n127 0\n", t->job, t->index,
+                             t->restart);
+    al_fs_write_file(ep, rec, strlen(rec), 0644, 0);
+    free(rec);
     t->state = T_EXITED;
     t->exit_code = 127;
     free(lp);
@@ -367,6 +410,7 @@ start_task(agent_t *a, task_t *t)
         fail_task(a, t, "the job has no command");
         return;
     }
+    take_slot(a, t);
     char **argv = al_xcalloc(argc + 1, sizeof *argv);
     for (size_t i = 0; i < argc; i++)
         argv[i] = (char *)json_string_value(json_array_get(cmd, i));
@@ -393,7 +437,10 @@ start_task(agent_t *a, task_t *t)
     }
     char **envp = task_env(a, s, al_buf_cstr(&gpus));
     char *lp = task_file(a, t, "log"), *sp2 = task_file(a, t, "state");
+    char ident[96];
+    snprintf(ident, sizeof ident, "%llu %d %d", t->job, t->index, t->restart);
     al__launch_t l = {
+        .ident = ident,
         .argv = argv,
         .cwd = al_json_str(s, "cwd", NULL),
         .envp = envp,
@@ -424,30 +471,23 @@ start_task(agent_t *a, task_t *t)
     al_buf_fini(&gpus);
 }
 
-/* Parses "J.T.R.state"; false if name is anything else. */
+/* Parses "SLOT.state"; false if name is anything else. */
 static bool
-parse_task_name(const char *name, unsigned long long *job, int *index,
-                int *restart)
+parse_slot_name(const char *name, int *slot)
 {
-    char *e1, *e2, *e3;
+    char *e;
     if (name[0] < '0' || name[0] > '9')
         return false;
-    unsigned long long j = strtoull(name, &e1, 10);
-    if (*e1 != '.' || e1[1] < '0' || e1[1] > '9')
+    long v = strtol(name, &e, 10);
+    if (strcmp(e, ".state") != 0 || v > 1 << 24)
         return false;
-    long t = strtol(e1 + 1, &e2, 10);
-    if (*e2 != '.' || e2[1] < '0' || e2[1] > '9')
-        return false;
-    long r = strtol(e2 + 1, &e3, 10);
-    if (strcmp(e3, ".state") != 0 || t > 1 << 20 || r > 1 << 20)
-        return false;
-    *job = j;
-    *index = (int)t;
-    *restart = (int)r;
+    *slot = (int)v;
     return true;
 }
 
-/* Adopts the tasks an earlier agent left in the state directory. */
+/* Adopts the tasks an earlier agent left in the state directory: each
+ * non-empty SLOT.state holds "JOB TASK RESTART PID START DEVICES" and,
+ * once the task ended, "CODE SIGNAL".  Empty ones are free slots. */
 static void
 adopt(agent_t *a)
 {
@@ -455,24 +495,39 @@ adopt(agent_t *a)
     if (d == NULL)
         return;
     struct dirent *e;
+    int maxslot = -1;
+    char *used = NULL;
+    size_t nused = 0;
     while ((e = readdir(d)) != NULL) {
-        unsigned long long job;
-        int index, restart;
-        if (!parse_task_name(e->d_name, &job, &index, &restart))
+        int slot;
+        if (!parse_slot_name(e->d_name, &slot))
             continue;
-        task_t *t = add_task(a, job, index, restart);
-        char *p = task_file(a, t, "state"), *data;
-        size_t n;
-        long pid = 0;
+        if (slot > maxslot)
+            maxslot = slot;
+        char *p = al_xasprintf("%s/%s", a->task_dir, e->d_name), *data = NULL;
+        size_t n = 0;
+        unsigned long long job = 0, devices = 0;
+        long index = -1, restart = -1, pid = 0;
         long long start = -1;
-        if (al_fs_read_file(p, &data, &n) == 0) {
-            char *e1, *e2;
-            pid = strtol(data, &e1, 10);
-            start = strtoll(e1, &e2, 10);
-            t->devices = strtoull(e2, NULL, 10);
-            free(data);
-        }
+        int got = 0;
+        if (al_fs_read_file(p, &data, &n) == 0 && n > 0)
+            got = sscanf(data, "%llu %ld %ld %ld %lld %llu", &job, &index,
+                         &restart, &pid, &start, &devices);
+        free(data);
         free(p);
+        if (got != 6 || index < 0 || restart < 0 || index > 1 << 20 ||
+            restart > 1 << 20)
+            continue; /* free (or unreadable): reused */
+        if ((size_t)slot >= nused) {
+            size_t nn = (size_t)slot + 64;
+            used = al_xrealloc(used, nn);
+            memset(used + nused, 0, nn - nused);
+            nused = nn;
+        }
+        used[slot] = 1;
+        task_t *t = add_task(a, job, (int)index, (int)restart);
+        t->slot = slot;
+        t->devices = devices;
         t->pid = (pid_t)pid;
         t->start = start;
         t->adopted = true;
@@ -486,10 +541,15 @@ adopt(agent_t *a)
             t->state = T_EXITED;
             t->signal = SIGKILL;
         }
-        al_info("adopted task %llu.%d.%d (%s)", job, index, restart,
+        al_info("adopted task %llu.%ld.%ld (%s)", job, index, restart,
                 task_state_names[t->state]);
     }
     closedir(d);
+    a->nslots = maxslot + 1;
+    for (int i = maxslot; i >= 0; i--)
+        if ((size_t)i >= nused || !used[i])
+            free_slot(a, i);
+    free(used);
 }
 
 /* ------------------------------------------------------------------ */
@@ -500,9 +560,9 @@ call(agent_t *a, const char *path, json_t *body, int timeout_ms,
      al_http_resp_t *resp, json_t **out, char **cause)
 {
     char *text = al_json_dump(body);
-    int rc =
-        al_http_request(&a->url, "POST", path, a->token, text, strlen(text),
-                        timeout_ms, sig_pipe[0], resp, cause);
+    int rc = al_http_conn_request(&a->conn, "POST", path, a->token, text,
+                                  strlen(text), timeout_ms, sig_pipe[0], resp,
+                                  cause);
     free(text);
     if (rc != 0)
         return rc;
@@ -567,19 +627,22 @@ report_task(agent_t *a, task_t *t, bool *more)
         json_object_set_new(o, "exit_code", json_integer(t->exit_code));
         json_object_set_new(o, "signal", json_integer(t->signal));
     }
-    char *lp = task_file(a, t, "log");
-    int fd = open(lp, O_RDONLY | O_CLOEXEC);
+    /* Most tasks have nothing new to say: look before reading. */
+    char *lp = t->slot >= 0 ? task_file(a, t, "log") : NULL;
+    int fd = lp != NULL && file_size(lp) > t->log_acked
+                 ? open(lp, O_RDONLY | O_CLOEXEC)
+                 : -1;
     free(lp);
     if (fd >= 0) {
-        char *buf = al_xmalloc(LOG_CHUNK);
-        ssize_t n = pread(fd, buf, LOG_CHUNK, t->log_acked);
+        if (a->logbuf == NULL)
+            a->logbuf = al_xmalloc(LOG_CHUNK);
+        ssize_t n = pread(fd, a->logbuf, LOG_CHUNK, t->log_acked);
         if (n > 0) {
-            char *b64 = al_b64_encode(buf, (size_t)n);
+            char *b64 = al_b64_encode(a->logbuf, (size_t)n);
             json_object_set_new(o, "log", json_string(b64));
             free(b64);
             *more = true;
         }
-        free(buf);
         close(fd);
     }
     return o;
@@ -830,6 +893,7 @@ al_agent_main(int argc, char **argv)
         free(cause);
         return AL_EXIT_USAGE;
     }
+    al_http_conn_init(&a.conn, &a.url);
     if (token_file != NULL) {
         size_t n;
         if (al_fs_read_file(token_file, &filetoken, &n) != 0) {
@@ -889,12 +953,15 @@ al_agent_main(int argc, char **argv)
     }
     adopt(&a);
     rc = run(&a);
+    al_http_conn_close(&a.conn);
     /* Tasks keep running in their own sessions; a restarted agent adopts
      * them from the state directory. */
     al_info("stopping; %d task(s) left to the next agent", a.ntasks);
     for (int i = 0; i < a.ntasks; i++)
         json_decref(a.tasks[i].spec);
     free(a.tasks);
+    free(a.free_slots);
+    free(a.logbuf);
     free(a.name);
     free(a.addr);
     free(a.state_dir);

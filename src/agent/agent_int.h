@@ -12,12 +12,14 @@ int al__nvml_probe(al_platform_info_t *info);
 
 /* What a task needs to start. */
 typedef struct al__launch {
+    const char *ident;    /* "JOB TASK RESTART", first in the record */
     char *const *argv;    /* NULL-terminated; argv[0] searched in PATH */
     const char *cwd;      /* or NULL: the agent's */
     char *const *envp;    /* NULL-terminated */
     const char *log_path; /* stdout and stderr, appended */
-    /* The task's record: the monitor writes "PID START DEVICES\n" (its pid
-     * and start time, the task's GPU mask) before the task starts, so that
+    /* The task's record: the monitor writes "IDENT PID START DEVICES\n"
+     * (its pid and start time, the task's GPU mask), replacing what was
+     * there, before the task starts, so that
      * an agent restarted at any moment finds every task it launched, and
      * appends "CODE SIGNAL\n" when the task has ended.  One file, not two:
      * creating and removing files per task is what costs most when tasks

@@ -1,5 +1,6 @@
 /*
- * cli_dev.c -- `allot dev`: a controller and one agent on this machine.
+ * cli_dev.c -- `allot dev`: a controller and one agent on this machine (or
+ * several, each an emulated node, with --nodes N).
  * The controller runs in this process; the agent is this same program run
  * as `allot agent` in a child process (fork and exec at once).  State lives
  * under the user's data directory; the admin token and URL go to the user's
@@ -29,17 +30,19 @@ extern char **environ;
 static const char dev_usage[] =
     "usage: allot dev [--listen HOST:PORT] [--state DIR] [--fake-gpus "
     "NxMODEL]\n"
-    "                 [--name NODE] [--no-agent] [--demo] [--log-level L]\n"
+    "                 [--name NODE] [--nodes N] [--no-agent] [--demo]\n"
+    "                 [--log-level L]\n"
     "Starts a controller and an agent (with the GPUs NVML finds, else\n"
     "emulated " DEV_FAKE_GPUS ", or those of --fake-gpus), writes the\n"
     "server URL and admin token to your config file and runs until\n"
-    "interrupted.  --demo\n"
+    "interrupted.  --nodes N starts N agents, nodes NODE-0 .. NODE-N-1,\n"
+    "each with emulated GPUs (a cluster on one machine).  --demo\n"
     "also creates three queues and a small workload that shows idle GPUs\n"
     "lent to one queue and reclaimed by another.\n";
 
-/* Waits up to ms for the controller to list at least one node. */
+/* Waits up to ms for the controller to list at least `want` nodes. */
 static bool
-wait_for_node(const char *url, int64_t ms)
+wait_for_nodes(const char *url, int want, int64_t ms)
 {
     al_url_t u;
     if (al_url_parse(url, &u, NULL) != 0)
@@ -50,7 +53,7 @@ wait_for_node(const char *url, int64_t ms)
         if (al_http_request(&u, "GET", "/v1/healthz", NULL, NULL, 0, 1000, -1,
                             &r, NULL) == 0) {
             json_t *v = al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL);
-            bool ok = al_json_int(v, "nodes", 0) > 0;
+            bool ok = al_json_int(v, "nodes", 0) >= want;
             json_decref(v);
             al_http_resp_fini(&r);
             if (ok)
@@ -151,17 +154,69 @@ run_demo(const char *url, const char *token)
     fflush(stdout);
 }
 
+/*
+ * Starts `allot agent` (this program) for node `name` with state in dir;
+ * emulated GPUs `gpus`, only when NVML finds none if fallback.  This
+ * process has threads, so the child only restores the signal mask `old`
+ * and execs (async-signal-safe calls).  Returns the pid or -1.
+ */
+static pid_t
+spawn_agent(const char *url, const char *join, const char *name,
+            const char *gpus, bool fallback, const char *dir, const char *level,
+            const sigset_t *old)
+{
+    /* execv() wants char *const[]: writable copies. */
+    char *args[] = {
+        al_xstrdup("allot"),
+        al_xstrdup("agent"),
+        al_xstrdup("--server"),
+        al_xstrdup(url),
+        al_xstrdup("--join-token-file"),
+        al_xstrdup(join),
+        al_xstrdup("--addr"),
+        al_xstrdup("127.0.0.1"),
+        al_xstrdup("--name"),
+        al_xstrdup(name),
+        al_xstrdup(fallback ? "--fallback-gpus" : "--fake-gpus"),
+        al_xstrdup(gpus),
+        al_xstrdup("--state"),
+        al_xstrdup(dir),
+        al_xstrdup("--log-level"),
+        al_xstrdup(level),
+        NULL,
+    };
+    sigset_t all, cur;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &cur);
+    pid_t pid = fork();
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, old, NULL);
+        execv("/proc/self/exe", args);
+        _exit(127);
+    }
+    pthread_sigmask(SIG_SETMASK, &cur, NULL);
+    for (char **p = args; *p != NULL; p++)
+        free(*p);
+    return pid < 0 ? -1 : pid;
+}
+
 int
 al_cli_dev(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:7070", *state = NULL, *fake = NULL,
                *name = "local", *level = "info";
     bool no_agent = false, demo = false, help = false;
+    int64_t nodes = 1;
     const al_opt_t opts[] = {
         { .name = "--listen", .kind = AL_OPT_STR, .dst = &listen },
         { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
         { .name = "--fake-gpus", .kind = AL_OPT_STR, .dst = &fake },
         { .name = "--name", .kind = AL_OPT_STR, .dst = &name },
+        { .name = "--nodes",
+          .kind = AL_OPT_INT,
+          .dst = &nodes,
+          .min = 1,
+          .max = 256 },
         { .name = "--no-agent", .kind = AL_OPT_FLAG, .dst = &no_agent },
         { .name = "--demo", .kind = AL_OPT_FLAG, .dst = &demo },
         { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level },
@@ -223,62 +278,34 @@ al_cli_dev(int argc, char **argv)
         status = AL_EXIT_FAIL;
     }
 
-    pid_t agent = -1;
+    int nagents = 0;
+    pid_t *agents = al_xcalloc((size_t)nodes, sizeof *agents);
     if (status == 0 && !no_agent) {
         char *join = al_xasprintf("%s/join-token", sdir);
-        /* execv() wants char *const[]; these copies are writable. */
-        char a_allot[] = "allot", a_agent[] = "agent", a_server[] = "--server",
-             a_join[] = "--join-token-file", a_name[] = "--name",
-             a_fake[] = "--fake-gpus", a_fallback[] = "--fallback-gpus",
-             a_state[] = "--state", a_level[] = "--log-level",
-             a_addr[] = "--addr", a_local[] = "127.0.0.1";
-        /* Real GPUs when NVML finds some, else emulated ones, unless the
-         * user asked for emulated ones. */
-        char *nm = al_xstrdup(name),
-             *fk = al_xstrdup(fake != NULL ? fake : DEV_FAKE_GPUS),
-             *lv = al_xstrdup(level);
-        char *const av[] = {
-            a_allot,
-            a_agent,
-            a_server,
-            url,
-            a_join,
-            join,
-            a_addr,
-            a_local,
-            a_name,
-            nm,
-            fake != NULL ? a_fake : a_fallback,
-            fk,
-            a_state,
-            adir,
-            a_level,
-            lv,
-            NULL,
-        };
-        /* Fork with care: this process has threads, so the child only
-         * restores the signal mask and execs (async-signal-safe calls). */
-        sigset_t all, cur;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &cur);
-        agent = fork();
-        if (agent == 0) {
-            sigprocmask(SIG_SETMASK, &old, NULL);
-            execv("/proc/self/exe", av);
-            _exit(127);
+        for (int i = 0; i < nodes; i++) {
+            /* One node keeps the plain name and directory; several are
+             * NAME-I, each with emulated GPUs and a directory of its own. */
+            char *nm =
+                nodes == 1 ? al_xstrdup(name) : al_xasprintf("%s-%d", name, i);
+            char *dir =
+                nodes == 1 ? al_xstrdup(adir) : al_xasprintf("%s/%s", adir, nm);
+            const char *gpus = fake != NULL ? fake : DEV_FAKE_GPUS;
+            pid_t pid =
+                spawn_agent(url, join, nm, gpus, fake == NULL && nodes == 1,
+                            dir, level, &old);
+            free(nm);
+            free(dir);
+            if (pid < 0) {
+                fprintf(stderr, "allot dev: cannot start the agent\n");
+                status = AL_EXIT_FAIL;
+                break;
+            }
+            agents[nagents++] = pid;
         }
-        pthread_sigmask(SIG_SETMASK, &cur, NULL);
-        if (agent < 0) {
-            fprintf(stderr, "allot dev: cannot start the agent\n");
-            status = AL_EXIT_FAIL;
-        }
-        free(nm);
-        free(fk);
-        free(lv);
         free(join);
     }
-    if (status == 0 && agent > 0 && !wait_for_node(url, 5000))
-        fprintf(stderr, "allot dev: the agent has not registered yet\n");
+    if (status == 0 && nagents > 0 && !wait_for_nodes(url, nagents, 5000))
+        fprintf(stderr, "allot dev: not every agent has registered yet\n");
     if (status == 0) {
         printf("allot dev: ready at %s\n"
                "  state:  %s\n"
@@ -287,15 +314,16 @@ al_cli_dev(int argc, char **argv)
                "allot submit -- echo hello; allot ls --all\n",
                url, sdir, cfg);
         fflush(stdout);
-        if (demo && agent > 0)
+        if (demo && nagents > 0)
             run_demo(url, tok);
         int sig;
         sigwait(&set, &sig);
     }
-    if (agent > 0) {
-        kill(agent, SIGTERM);
-        waitpid(agent, NULL, 0);
-    }
+    for (int i = 0; i < nagents; i++)
+        kill(agents[i], SIGTERM);
+    for (int i = 0; i < nagents; i++)
+        waitpid(agents[i], NULL, 0);
+    free(agents);
     al_server_stop(srv);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     free(tok);

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,106 +171,274 @@ dechunk(const char *p, size_t n, al_buf_t *out)
     }
 }
 
+/* Sends the whole request; a send error is not fatal, since the server may
+ * answer early (413) and close: the caller reads what came. */
+static int
+send_all(int fd, const al_buf_t *req, int64_t deadline, int intr_fd, bool *sent)
+{
+    size_t off = 0;
+    *sent = false;
+    while (off < req->len) {
+        int rc = wait_fd(fd, POLLOUT, deadline, intr_fd);
+        if (rc != 0)
+            return rc;
+        ssize_t w = send(fd, req->data + off, req->len - off, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return 0;
+        off += (size_t)w;
+    }
+    *sent = true;
+    return 0;
+}
+
+/* What the head of a response says about its body. */
+typedef struct head {
+    long status;
+    size_t hlen;    /* bytes up to and including the blank line */
+    long long clen; /* Content-Length, or -1 */
+    bool chunked, close;
+} head_t;
+
+/* True when word occurs, ignoring case, in [l, eol). */
+static bool
+line_has(const char *l, const char *eol, const char *word)
+{
+    size_t n = strlen(word);
+    for (; l + n <= eol; l++)
+        if (strncasecmp(l, word, n) == 0)
+            return true;
+    return false;
+}
+
+/* Parses the head in in[0..len), which holds its end.  0 or AL_EPARSE. */
+static int
+parse_head(const char *in, const char *hdr_end, head_t *h)
+{
+    char *end = NULL;
+    memset(h, 0, sizeof *h);
+    h->clen = -1;
+    if (strncmp(in, "HTTP/1.", 7) != 0 || in[8] != ' ')
+        return AL_EPARSE;
+    h->status = strtol(in + 9, &end, 10);
+    if (end == NULL || h->status < 100 || h->status > 999 || *end != ' ')
+        return AL_EPARSE;
+    h->close = in[7] == '0'; /* HTTP/1.0 closes unless told otherwise */
+    for (const char *l = strstr(in, "\r\n") + 2; l < hdr_end;
+         l = strstr(l, "\r\n") + 2) {
+        const char *eol = strstr(l, "\r\n");
+        if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 &&
+            line_has(l, eol, "chunked"))
+            h->chunked = true;
+        else if (strncasecmp(l, "Content-Length:", 15) == 0)
+            h->clen = strtoll(l + 15, NULL, 10);
+        else if (strncasecmp(l, "Connection:", 11) == 0)
+            h->close = line_has(l, eol, "close");
+    }
+    if (h->clen < -1)
+        return AL_EPARSE;
+    h->hlen = (size_t)(hdr_end + 4 - in);
+    return 0;
+}
+
+/* True when in[0..n) holds a whole chunked body. */
+static bool
+chunked_done(const char *p, size_t n)
+{
+    const char *end = p + n;
+    for (;;) {
+        char *e;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (nl == NULL)
+            return false;
+        unsigned long len = strtoul(p, &e, 16);
+        if (e == p)
+            return true; /* malformed: stop reading, dechunk() says so */
+        p = nl + 1;
+        if (len == 0) /* the last chunk, then trailers up to a blank line */
+            return (end - p >= 2 && p[0] == '\r' && p[1] == '\n') ||
+                   strstr(p, "\r\n\r\n") != NULL;
+        if ((size_t)(end - p) < len + 2)
+            return false;
+        p += len + 2;
+    }
+}
+
+/* Reads one response into *in; sets *h.  Returns 0, or an error; *got
+ * tells whether any byte arrived (a reused connection the server closed
+ * while idle yields nothing). */
+static int
+read_response(int fd, int64_t deadline, int intr_fd, al_buf_t *in, head_t *h,
+              bool *got)
+{
+    const char *hdr_end = NULL;
+    *got = false;
+    for (;;) {
+        if (hdr_end == NULL && in->len > 0)
+            hdr_end = strstr(in->data, "\r\n\r\n");
+        if (hdr_end != NULL && h->hlen == 0) {
+            if (parse_head(in->data, hdr_end, h) != 0)
+                return AL_EPARSE;
+        }
+        if (h->hlen > 0) {
+            size_t blen = in->len - h->hlen;
+            if (h->chunked && chunked_done(in->data + h->hlen, blen))
+                return 0;
+            if (!h->chunked && h->clen >= 0 && blen >= (size_t)h->clen)
+                return 0;
+            if (h->status == 204 || h->status == 304 ||
+                (h->status >= 100 && h->status < 200))
+                return 0;
+        }
+        int rc = wait_fd(fd, POLLIN, deadline, intr_fd);
+        if (rc != 0)
+            return rc;
+        al_buf_reserve(in, 65536);
+        ssize_t r = recv(fd, in->data + in->len, in->cap - in->len - 1, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && in->len == 0)
+            return AL_EUNAVAIL;
+        if (r <= 0) {
+            /* End of stream: the body runs to here (no length given). */
+            if (h->hlen == 0)
+                return in->len == 0 ? AL_EUNAVAIL : AL_EPARSE;
+            h->close = true;
+            if (!h->chunked && h->clen >= 0 &&
+                in->len - h->hlen < (size_t)h->clen)
+                return AL_EPARSE;
+            return 0;
+        }
+        *got = true;
+        in->len += (size_t)r;
+        in->data[in->len] = '\0';
+    }
+}
+
+void
+al_http_conn_init(al_http_conn_t *c, const al_url_t *u)
+{
+    c->url = *u;
+    c->fd = -1;
+}
+
+void
+al_http_conn_close(al_http_conn_t *c)
+{
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+}
+
+/* One exchange on c (connecting when it has no connection); keep says
+ * whether to ask for the connection to stay open. */
+static int
+exchange(al_http_conn_t *c, bool keep, const al_buf_t *req, int64_t deadline,
+         int intr_fd, al_http_resp_t *resp, char **cause)
+{
+    const al_url_t *u = &c->url;
+    int rc;
+    /* A reused connection may have been closed by the server while idle;
+     * then, and only if nothing at all came back, try once on a new one. */
+    for (int attempt = 0;; attempt++) {
+        bool reused = c->fd >= 0, sent, got = false;
+        if (!reused && (rc = connect_to(u, &c->fd, cause)) != 0)
+            return rc;
+        al_buf_t in = AL_BUF_INIT;
+        head_t h;
+        memset(&h, 0, sizeof h);
+        rc = send_all(c->fd, req, deadline, intr_fd, &sent);
+        if (rc == 0)
+            rc = read_response(c->fd, deadline, intr_fd, &in, &h, &got);
+        if (rc == AL_EUNAVAIL && reused && !got && attempt == 0) {
+            al_buf_fini(&in);
+            al_http_conn_close(c);
+            continue;
+        }
+        if (rc == 0) {
+            al_http_resp_t r;
+            r.status = (int)h.status;
+            al_buf_init(&r.body);
+            const char *b = in.data + h.hlen;
+            size_t blen = in.len - h.hlen;
+            if (h.chunked) {
+                if (dechunk(b, blen, &r.body) != 0) {
+                    al_buf_fini(&r.body);
+                    rc = set_cause(cause, AL_EPARSE,
+                                   "malformed chunked body from ", u->host);
+                }
+            } else {
+                if (h.clen >= 0 && (size_t)h.clen < blen)
+                    blen = (size_t)h.clen;
+                al_buf_append(&r.body, b, blen);
+            }
+            if (rc == 0)
+                *resp = r;
+        } else if (rc == AL_EPARSE) {
+            set_cause(cause, AL_EPARSE, "malformed HTTP response from ",
+                      u->host);
+        } else if (rc == AL_EUNAVAIL) {
+            set_cause(cause, AL_EUNAVAIL, "connection error: ",
+                      errno != 0 ? strerror(errno) : "closed");
+        }
+        if (rc != 0 || !keep || h.close)
+            al_http_conn_close(c);
+        al_buf_fini(&in);
+        break;
+    }
+    if (rc == AL_ETIMEDOUT && cause != NULL && *cause == NULL)
+        *cause = al_xasprintf("request to %s:%s timed out", u->host, u->port);
+    return rc;
+}
+
+static void
+build_request(al_buf_t *req, const al_url_t *u, bool keep, const char *method,
+              const char *path, const char *token, const char *body,
+              size_t bodylen)
+{
+    al_buf_printf(req, "%s %s%s HTTP/1.1\r\nHost: %s:%s\r\n", method, u->prefix,
+                  path, u->host, u->port);
+    al_buf_puts(req, keep ? "User-Agent: allot\r\n"
+                          : "Connection: close\r\nUser-Agent: allot\r\n");
+    if (token != NULL && token[0] != '\0')
+        al_buf_printf(req, "Authorization: Bearer %s\r\n", token);
+    if (body != NULL)
+        al_buf_printf(req,
+                      "Content-Type: application/json\r\n"
+                      "Content-Length: %zu\r\n",
+                      bodylen);
+    al_buf_puts(req, "\r\n");
+    if (body != NULL)
+        al_buf_append(req, body, bodylen);
+}
+
+int
+al_http_conn_request(al_http_conn_t *c, const char *method, const char *path,
+                     const char *token, const char *body, size_t bodylen,
+                     int timeout_ms, int intr_fd, al_http_resp_t *resp,
+                     char **cause)
+{
+    int64_t deadline = timeout_ms > 0 ? al_clock_mono_ms() + timeout_ms : 0;
+    al_buf_t req = AL_BUF_INIT;
+    build_request(&req, &c->url, true, method, path, token, body, bodylen);
+    int rc = exchange(c, true, &req, deadline, intr_fd, resp, cause);
+    al_buf_fini(&req);
+    return rc;
+}
+
 int
 al_http_request(const al_url_t *u, const char *method, const char *path,
                 const char *token, const char *body, size_t bodylen,
                 int timeout_ms, int intr_fd, al_http_resp_t *resp, char **cause)
 {
     int64_t deadline = timeout_ms > 0 ? al_clock_mono_ms() + timeout_ms : 0;
-    int fd, rc;
-    if ((rc = connect_to(u, &fd, cause)) != 0)
-        return rc;
-
-    al_buf_t req = AL_BUF_INIT, in = AL_BUF_INIT;
-    al_buf_printf(&req, "%s %s%s HTTP/1.1\r\nHost: %s:%s\r\n", method,
-                  u->prefix, path, u->host, u->port);
-    al_buf_puts(&req, "Connection: close\r\nUser-Agent: allot\r\n");
-    if (token != NULL && token[0] != '\0')
-        al_buf_printf(&req, "Authorization: Bearer %s\r\n", token);
-    if (body != NULL)
-        al_buf_printf(&req,
-                      "Content-Type: application/json\r\n"
-                      "Content-Length: %zu\r\n",
-                      bodylen);
-    al_buf_puts(&req, "\r\n");
-    if (body != NULL)
-        al_buf_append(&req, body, bodylen);
-
-    size_t off = 0;
-    while (off < req.len) {
-        if ((rc = wait_fd(fd, POLLOUT, deadline, intr_fd)) != 0)
-            goto out;
-        ssize_t w = send(fd, req.data + off, req.len - off, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            /* The server may answer early (413) and close; read it. */
-            break;
-        }
-        off += (size_t)w;
-    }
-    for (;;) {
-        if ((rc = wait_fd(fd, POLLIN, deadline, intr_fd)) != 0)
-            goto out;
-        al_buf_reserve(&in, 65536);
-        ssize_t r = recv(fd, in.data + in.len, in.cap - in.len - 1, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            if (in.len > 0)
-                break;
-            rc = set_cause(cause, AL_EUNAVAIL,
-                           "connection error: ", strerror(errno));
-            goto out;
-        }
-        if (r == 0)
-            break;
-        in.len += (size_t)r;
-        in.data[in.len] = '\0';
-    }
-
-    rc = set_cause(cause, AL_EPARSE, "malformed HTTP response from ", u->host);
-    const char *hdr_end = in.data != NULL ? strstr(in.data, "\r\n\r\n") : NULL;
-    char *end = NULL;
-    long status = 0;
-    if (hdr_end != NULL && strncmp(in.data, "HTTP/1.", 7) == 0 &&
-        in.data[8] == ' ')
-        status = strtol(in.data + 9, &end, 10);
-    if (end == NULL || status < 100 || status > 999 || *end != ' ')
-        goto out;
-    if (cause != NULL) {
-        free(*cause);
-        *cause = NULL;
-    }
-    const char *bstart = hdr_end + 4;
-    size_t blen = in.len - (size_t)(bstart - in.data);
-    int chunked = 0;
-    for (const char *l = strstr(in.data, "\r\n") + 2; l < hdr_end;
-         l = strstr(l, "\r\n") + 2) {
-        if (strncasecmp(l, "Transfer-Encoding:", 18) == 0 &&
-            strstr(l, "chunked") != NULL && strstr(l, "chunked") < hdr_end)
-            chunked = 1;
-    }
-    al_http_resp_t r;
-    r.status = (int)status;
-    al_buf_init(&r.body);
-    if (chunked) {
-        if (dechunk(bstart, blen, &r.body) != 0) {
-            al_buf_fini(&r.body);
-            rc = set_cause(cause, AL_EPARSE, "malformed chunked body from ",
-                           u->host);
-            goto out;
-        }
-    } else {
-        al_buf_append(&r.body, bstart, blen);
-    }
-    *resp = r;
-    rc = 0;
-out:
-    if (rc == AL_ETIMEDOUT && cause != NULL && *cause == NULL)
-        *cause = al_xasprintf("request to %s:%s timed out", u->host, u->port);
-    close(fd);
+    al_http_conn_t c;
+    al_http_conn_init(&c, u);
+    al_buf_t req = AL_BUF_INIT;
+    build_request(&req, u, false, method, path, token, body, bodylen);
+    int rc = exchange(&c, false, &req, deadline, intr_fd, resp, cause);
+    al_http_conn_close(&c);
     al_buf_fini(&req);
-    al_buf_fini(&in);
     return rc;
 }

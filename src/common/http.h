@@ -1,7 +1,8 @@
 /*
  * http.h -- a minimal HTTP/1.1 client for the agent and the CLI: plain
- * http:// URLs, one request per connection ("Connection: close"), bodies
- * read to the end (Content-Length or chunked).  A request can be cut short
+ * http:// URLs, one request per connection ("Connection: close") or many
+ * over a kept connection (al_http_conn_t), bodies read by Content-Length,
+ * chunked encoding or to the end of the stream.  A request can be cut short
  * by a timeout or by an "interrupt" descriptor becoming readable, which the
  * agent uses to leave a long-poll as soon as one of its tasks exits.
  */
@@ -44,5 +45,26 @@ int al_http_request(const al_url_t *u, const char *method, const char *path,
                     const char *token, const char *body, size_t bodylen,
                     int timeout_ms, int intr_fd, al_http_resp_t *resp,
                     char **cause);
+
+/*
+ * A connection kept open across requests (HTTP/1.1 keep-alive), for
+ * clients that talk often: the agent's sync loop, benchmarks.  Not
+ * thread-safe; one request at a time.  A request on a connection the server
+ * closed while it was idle is sent again once on a new connection, only
+ * when nothing at all came back on the old one.
+ */
+typedef struct al_http_conn {
+    al_url_t url;
+    int fd; /* -1 when not connected */
+} al_http_conn_t;
+
+void al_http_conn_init(al_http_conn_t *c, const al_url_t *u);
+/* Closes the connection, if any; c may be used again. */
+void al_http_conn_close(al_http_conn_t *c);
+/* As al_http_request(), over c; errors close the connection. */
+int al_http_conn_request(al_http_conn_t *c, const char *method,
+                         const char *path, const char *token, const char *body,
+                         size_t bodylen, int timeout_ms, int intr_fd,
+                         al_http_resp_t *resp, char **cause);
 
 #endif /* AL_HTTP_H */

@@ -33,6 +33,22 @@ def check(cond, what):
         raise Fail(what)
 
 
+def task_record(root, agent, job):
+    """True while an agent's state directory holds a record of a task of
+    job: a tasks/SLOT.state file whose first field is the job id (slots are
+    reused; an empty file is a free slot)."""
+    tdir = os.path.join(root, agent, "tasks")
+    for f in os.listdir(tdir) if os.path.isdir(tdir) else []:
+        if f.endswith(".state"):
+            try:
+                words = open(os.path.join(tdir, f)).read().split()
+            except OSError:
+                continue
+            if words and words[0] == str(job):
+                return True
+    return False
+
+
 def wait_for(pred, timeout, what):
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -135,8 +151,9 @@ class Cluster:
             for f in files:
                 if f.endswith(".state"):
                     try:
+                        # "JOB TASK RESTART PID START DEVICES"
                         pid, start = open(os.path.join(tdir, f)).read() \
-                            .split()[:2]
+                            .split()[3:5]
                         # Only the monitor we started: same pid and start
                         # time (field 22 of /proc/PID/stat), never pid 0
                         # (our own process group) or a recycled pid.
@@ -283,12 +300,8 @@ def scenario_run(c):
     c.cli("cancel", str(s))
     wait_for(lambda: not any(n["gpus_used"] for n in
                              c.api("GET", "/v1/nodes")[1]["nodes"]) and
-             not os.path.exists(os.path.join(
-                 c.root, "agent-n1", "tasks", "%d.0.0.state" % s)) and
-             not os.path.exists(os.path.join(
-                 c.root, "agent-n2", "tasks", "%d.0.0.state" % s)) and
-             not os.path.exists(os.path.join(
-                 c.root, "agent-n3", "tasks", "%d.0.0.state" % s)),
+             not any(task_record(c.root, n, s)
+                     for n in ("agent-n1", "agent-n2", "agent-n3")),
              15, "the stubborn task to be killed")
     check(time.monotonic() - t0 >= 1.5, "grace period respected")
 

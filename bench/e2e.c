@@ -1,0 +1,554 @@
+/*
+ * e2e.c -- bench/e2e: the running system's speed, end to end.
+ *
+ * Each case starts a fresh `allot dev` (controller + agents with emulated
+ * GPUs, SQLite store with synchronous=FULL: a 201 is durable) on loopback in
+ * a private state directory, drives its HTTP API from C client threads over
+ * kept-alive connections, and prints one JSON line.  Not a test: it fails
+ * only when the system misbehaves (a submission refused, a job lost or
+ * failed).  See bench/README.md for the cases and the targets.
+ *
+ *   bench/e2e [--case throughput|latency|memory] [--jobs N] [--clients N]
+ *             [--nodes N] [--allot PATH] [--keep]
+ *
+ * With no arguments every case runs (well within 10 minutes).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "clock.h"
+#include "fs.h"
+#include "http.h"
+#include "json.h"
+#include "xmalloc.h"
+
+#ifndef ALLOT_BIN
+#define ALLOT_BIN "allot"
+#endif
+
+extern char **environ;
+
+typedef struct opts {
+    const char *cse, *allot;
+    int jobs, clients, nodes;
+    bool keep;
+} opts_t;
+
+/* A running `allot dev`. */
+typedef struct dev {
+    pid_t pid;
+    char dir[256];
+    al_url_t url;
+    char *token;
+} dev_t_;
+
+static int64_t
+now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t
+real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench/e2e: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+/* Resident set size of pid in KiB ("VmRSS" or "VmHWM"), or -1. */
+static long
+proc_kib(pid_t pid, const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (f == NULL)
+        return -1;
+    size_t n = strlen(field);
+    while (fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, field, n) == 0 && line[n] == ':')
+            v = strtol(line + n + 1, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static int
+dev_start(const opts_t *o, int nodes, dev_t_ *d)
+{
+    memset(d, 0, sizeof *d);
+    snprintf(d->dir, sizeof d->dir, "/tmp/allot-e2e-XXXXXX");
+    if (mkdtemp(d->dir) == NULL)
+        die("cannot create a directory in /tmp: %s", strerror(errno));
+    char *state = al_xasprintf("%s/state", d->dir);
+    char *cfg = al_xasprintf("%s/config", d->dir);
+    char *logp = al_xasprintf("%s/dev.log", d->dir);
+    char nbuf[16];
+    snprintf(nbuf, sizeof nbuf, "%d", nodes);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* The CLI config allot dev writes goes to the private directory,
+         * not the user's. */
+        setenv("XDG_CONFIG_HOME", cfg, 1);
+        setenv("XDG_DATA_HOME", d->dir, 1);
+        FILE *lf = freopen(logp, "w", stdout);
+        if (lf == NULL || dup2(fileno(stdout), 2) < 0)
+            _exit(126);
+        if (nodes > 0)
+            execl(o->allot, "allot", "dev", "--listen", "127.0.0.1:0",
+                  "--state", state, "--nodes", nbuf, "--fake-gpus",
+                  "8xH100-80GB", "--log-level", "warn", (char *)NULL);
+        else
+            execl(o->allot, "allot", "dev", "--listen", "127.0.0.1:0",
+                  "--state", state, "--no-agent", "--log-level", "warn",
+                  (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    d->pid = pid;
+    /* Ready when the log says so and the server answers with every node. */
+    char *urlp = al_xasprintf("%s/url", state);
+    char *tokp = al_xasprintf("%s/admin-token", state);
+    int64_t end = al_clock_mono_ms() + 20000;
+    bool ready = false;
+    while (!ready && al_clock_mono_ms() < end) {
+        al_clock_sleep_ms(20);
+        char *log = NULL, *url = NULL;
+        size_t n;
+        if (al_fs_read_file(logp, &log, &n) == 0 &&
+            strstr(log, "ready at") != NULL &&
+            al_fs_read_file(urlp, &url, &n) == 0 &&
+            al_fs_read_file(tokp, &d->token, &n) == 0) {
+            url[strcspn(url, "\r\n")] = '\0';
+            d->token[strcspn(d->token, "\r\n")] = '\0';
+            ready = al_url_parse(url, &d->url, NULL) == 0;
+        }
+        free(log);
+        free(url);
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            die("allot dev exited early; see %s", logp);
+    }
+    free(urlp);
+    free(tokp);
+    free(state);
+    free(cfg);
+    free(logp);
+    if (!ready)
+        die("allot dev was not ready within 20 s (%s)", d->dir);
+    return 0;
+}
+
+/* Stops allot dev; returns the CPU seconds it and everything it started
+ * (agents, their monitors, the tasks: all waited for) used. */
+static double
+dev_stop(const opts_t *o, dev_t_ *d)
+{
+    kill(d->pid, SIGTERM);
+    int st;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    while (wait4(d->pid, &st, 0, &ru) < 0 && errno == EINTR)
+        ;
+    if (!o->keep) {
+        char *cmd = al_xasprintf("rm -rf '%s'", d->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "bench/e2e: could not remove %s\n", d->dir);
+        free(cmd);
+    } else {
+        fprintf(stderr, "bench/e2e: kept %s\n", d->dir);
+    }
+    free(d->token);
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* One API call on a kept connection; the parsed body or NULL.  Dies when
+ * the server cannot be reached. */
+static json_t *
+api(al_http_conn_t *c, const char *token, const char *method, const char *path,
+    const char *body, int *status)
+{
+    al_http_resp_t r;
+    char *cause = NULL;
+    if (al_http_conn_request(c, method, path, token, body,
+                             body ? strlen(body) : 0, 60000, -1, &r,
+                             &cause) != 0)
+        die("request failed: %s", cause ? cause : "?");
+    *status = r.status;
+    json_t *v = r.body.len > 0 && r.body.data[0] == '{'
+                    ? al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL)
+                    : json_stringn(al_buf_cstr(&r.body), r.body.len); /* logs */
+    al_http_resp_fini(&r);
+    return v;
+}
+
+/* ------------------------------------------------------------------ */
+/* Submitting clients                                                 */
+
+typedef struct client {
+    pthread_t th;
+    const dev_t_ *d;
+    const char *body;
+    int n;          /* jobs to submit */
+    int64_t *lat;   /* per-request latency, us */
+    uint64_t first; /* lowest job id it got */
+    int refused;
+} client_t;
+
+static void *
+client_main(void *arg)
+{
+    client_t *c = arg;
+    al_http_conn_t conn;
+    al_http_conn_init(&conn, &c->d->url);
+    c->first = UINT64_MAX;
+    for (int i = 0; i < c->n; i++) {
+        int64_t t0 = now_us();
+        int st;
+        json_t *v = api(&conn, c->d->token, "POST", "/v1/jobs", c->body, &st);
+        c->lat[i] = now_us() - t0;
+        if (st != 201) {
+            c->refused++;
+        } else {
+            uint64_t id = (uint64_t)al_json_int(v, "id", 0);
+            if (id < c->first)
+                c->first = id;
+        }
+        json_decref(v);
+    }
+    al_http_conn_close(&conn);
+    return NULL;
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static double
+pct_ms(int64_t *v, int n, double p)
+{
+    if (n == 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, cmp_i64);
+    int k = (int)(p * (n - 1) + 0.5);
+    return (double)v[k] / 1000.0;
+}
+
+/* Submits o->jobs jobs with `body` from o->clients threads; returns the
+ * wall time in us and fills lat (o->jobs entries). */
+static int64_t
+submit_all(const opts_t *o, const dev_t_ *d, const char *body, int64_t *lat,
+           int *refused)
+{
+    client_t *cl = al_xcalloc((size_t)o->clients, sizeof *cl);
+    int off = 0;
+    int64_t t0 = now_us();
+    for (int i = 0; i < o->clients; i++) {
+        cl[i].d = d;
+        cl[i].body = body;
+        cl[i].n = o->jobs / o->clients + (i < o->jobs % o->clients);
+        cl[i].lat = lat + off;
+        off += cl[i].n;
+        if (pthread_create(&cl[i].th, NULL, client_main, &cl[i]) != 0)
+            die("pthread_create: %s", strerror(errno));
+    }
+    *refused = 0;
+    for (int i = 0; i < o->clients; i++) {
+        pthread_join(cl[i].th, NULL);
+        *refused += cl[i].refused;
+    }
+    int64_t wall = now_us() - t0;
+    free(cl);
+    return wall;
+}
+
+/* Jobs in `state` (a filter of GET /v1/jobs), counted by paging. */
+static int
+count_jobs(al_http_conn_t *c, const dev_t_ *d, const char *state, int limit)
+{
+    int st;
+    char path[128];
+    snprintf(path, sizeof path, "/v1/jobs?state=%s&limit=%d", state, limit);
+    json_t *v = api(c, d->token, "GET", path, NULL, &st);
+    int n = (int)json_array_size(json_object_get(v, "jobs"));
+    json_decref(v);
+    return n;
+}
+
+static void
+print_head(const opts_t *o)
+{
+    char cpu[256] = "?", line[512];
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+        if (strncmp(line, "model name", 10) == 0) {
+            snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+            cpu[strcspn(cpu, "\n")] = '\0';
+            break;
+        }
+    if (f != NULL)
+        fclose(f);
+    double load = 0;
+    f = fopen("/proc/loadavg", "r");
+    if (f != NULL && fscanf(f, "%lf", &load) != 1)
+        load = 0;
+    if (f != NULL)
+        fclose(f);
+    printf("{\"bench\":\"e2e\",\"cpu\":\"%s\",\"cpus\":%ld,\"load1\":%.2f,"
+           "\"allot\":\"%s\",\"buildtype\":\"%s\"}\n",
+           cpu, sysconf(_SC_NPROCESSORS_ONLN), load, o->allot, BENCH_BUILDTYPE);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ */
+/* Cases                                                              */
+
+/* o->jobs trivial jobs (`true`) from o->clients clients against allot dev
+ * with o->nodes emulated nodes: durable submits per second, and jobs
+ * executed per second until the last one completed. */
+static void
+case_throughput(const opts_t *o)
+{
+    dev_t_ d;
+    dev_start(o, o->nodes, &d);
+    const char *body = "{\"command\":[\"true\"],\"name\":\"e2e\"}";
+    int64_t *lat = al_xcalloc((size_t)o->jobs, sizeof *lat);
+    int refused;
+    int64_t t0 = now_us();
+    int64_t wall = submit_all(o, &d, body, lat, &refused);
+    if (refused > 0)
+        die("%d submissions refused", refused);
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    int64_t deadline = al_clock_mono_ms() + 300000;
+    while (count_jobs(&c, &d, "active", 1) > 0) {
+        if (al_clock_mono_ms() > deadline)
+            die("jobs still active after 300 s");
+        al_clock_sleep_ms(5);
+    }
+    int64_t done = now_us() - t0;
+    int failed = count_jobs(&c, &d, "failed,cancelled", 1000);
+    long rss = proc_kib(d.pid, "VmRSS"), hwm = proc_kib(d.pid, "VmHWM");
+    al_http_conn_close(&c);
+    double cpu = dev_stop(o, &d);
+    printf("{\"case\":\"throughput\",\"jobs\":%d,\"clients\":%d,\"nodes\":%d,"
+           "\"submits_per_s\":%.0f,\"submit_p50_ms\":%.2f,"
+           "\"submit_p99_ms\":%.2f,\"jobs_per_s\":%.0f,\"failed\":%d,"
+           "\"cpu_ms_per_job\":%.3f,"
+           "\"server_rss_mb\":%.1f,\"server_peak_rss_mb\":%.1f}\n",
+           o->jobs, o->clients, o->nodes, o->jobs / (wall / 1e6),
+           pct_ms(lat, o->jobs, 0.5), pct_ms(lat, o->jobs, 0.99),
+           o->jobs / (done / 1e6), failed, cpu * 1000 / o->jobs, rss / 1024.0,
+           hwm / 1024.0);
+    fflush(stdout);
+    free(lat);
+    if (failed > 0)
+        die("%d jobs failed", failed);
+}
+
+/* Idle cluster: one job at a time, from the moment the client sends the
+ * submission to the moment the job's own process runs (it prints the
+ * realtime clock first thing: this program with --stamp). */
+static void
+case_latency(const opts_t *o, const char *self)
+{
+    dev_t_ d;
+    dev_start(o, o->nodes, &d);
+    int n = o->jobs < 200 ? o->jobs : 200;
+    int64_t *lat = al_xcalloc((size_t)n, sizeof *lat);
+    int64_t *bind = al_xcalloc((size_t)n, sizeof *bind);
+    json_t *cmd = json_pack("{s:[s,s],s:s}", "command", self, "--stamp", "name",
+                            "e2e-latency");
+    char *body = al_json_dump(cmd);
+    json_decref(cmd);
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    for (int i = 0; i < n; i++) {
+        int st;
+        int64_t sent = real_ns();
+        json_t *v = api(&c, d.token, "POST", "/v1/jobs", body, &st);
+        if (st != 201)
+            die("submission refused: %s", al_json_str(v, "message", "?"));
+        uint64_t id = (uint64_t)al_json_int(v, "id", 0);
+        json_decref(v);
+        char path[96];
+        snprintf(path, sizeof path, "/v1/jobs/%llu", (unsigned long long)id);
+        const char *state = "pending";
+        int64_t deadline = al_clock_mono_ms() + 30000;
+        json_t *j = NULL;
+        for (;;) {
+            j = api(&c, d.token, "GET", path, NULL, &st);
+            state = al_json_str(j, "state", "?");
+            if (strcmp(state, "completed") == 0 ||
+                strcmp(state, "failed") == 0 || al_clock_mono_ms() > deadline)
+                break;
+            json_decref(j);
+            al_clock_sleep_ms(2);
+        }
+        if (strcmp(state, "completed") != 0)
+            die("a latency job ended %s", state);
+        bind[i] =
+            (al_json_int(j, "start_ms", 0) - al_json_int(j, "submit_ms", 0)) *
+            1000;
+        json_decref(j);
+        /* The log arrives with (or just after) the exit report. */
+        snprintf(path, sizeof path, "/v1/jobs/%llu/logs",
+                 (unsigned long long)id);
+        long long stamp = 0;
+        for (int k = 0; k < 500 && stamp == 0; k++) {
+            json_t *lg = api(&c, d.token, "GET", path, NULL, &st);
+            if (json_is_string(lg))
+                stamp = atoll(json_string_value(lg));
+            json_decref(lg);
+            if (stamp == 0)
+                al_clock_sleep_ms(2);
+        }
+        if (stamp == 0)
+            die("no stamp in the log of job %s", path);
+        lat[i] = (stamp - sent) / 1000;
+    }
+    al_http_conn_close(&c);
+    free(body);
+    printf("{\"case\":\"latency\",\"jobs\":%d,\"nodes\":%d,"
+           "\"latency_p50_ms\":%.2f,\"latency_p99_ms\":%.2f,"
+           "\"bind_p50_ms\":%.1f,\"server_rss_mb\":%.1f}\n",
+           n, o->nodes, pct_ms(lat, n, 0.5), pct_ms(lat, n, 0.99),
+           pct_ms(bind, n, 0.5), proc_kib(d.pid, "VmRSS") / 1024.0);
+    fflush(stdout);
+    free(lat);
+    free(bind);
+    dev_stop(o, &d);
+}
+
+/* A controller without nodes: every job stays pending.  Server memory per
+ * pending job = growth of its resident set / jobs, after the store and a
+ * first scheduling cycle over the backlog. */
+static void
+case_memory(const opts_t *o)
+{
+    dev_t_ d;
+    dev_start(o, 0, &d);
+    opts_t m = *o;
+    m.jobs = o->jobs * 5;
+    const char *body =
+        "{\"command\":[\"python3\",\"train.py\",\"--epochs\",\"10\"],"
+        "\"name\":\"resnet50-sweep\",\"gpus\":1,\"cpu_milli\":4000}";
+    al_clock_sleep_ms(1200); /* a cycle on the empty store */
+    long before = proc_kib(d.pid, "VmRSS");
+    int64_t *lat = al_xcalloc((size_t)m.jobs, sizeof *lat);
+    int refused;
+    int64_t wall = submit_all(&m, &d, body, lat, &refused);
+    if (refused > 0)
+        die("%d submissions refused", refused);
+    al_clock_sleep_ms(1500); /* at least one timer cycle over the backlog */
+    long after = proc_kib(d.pid, "VmRSS");
+    printf("{\"case\":\"memory\",\"pending\":%d,\"clients\":%d,"
+           "\"submits_per_s\":%.0f,\"submit_p99_ms\":%.2f,"
+           "\"server_rss_mb\":%.1f,\"bytes_per_pending_job\":%.0f}\n",
+           m.jobs, m.clients, m.jobs / (wall / 1e6), pct_ms(lat, m.jobs, 0.99),
+           after / 1024.0, (double)(after - before) * 1024.0 / m.jobs);
+    fflush(stdout);
+    free(lat);
+    dev_stop(o, &d);
+}
+
+static void
+usage(void)
+{
+    fputs("usage: bench/e2e [--case throughput|latency|memory] [--jobs N]\n"
+          "                 [--clients N] [--nodes N] [--allot PATH] "
+          "[--keep]\n",
+          stderr);
+    exit(2);
+}
+
+int
+main(int argc, char **argv)
+{
+    if (argc == 2 && strcmp(argv[1], "--stamp") == 0) {
+        /* A latency job: its first act is to say when it began. */
+        printf("%lld\n", (long long)real_ns());
+        return 0;
+    }
+    opts_t o = { .cse = NULL,
+                 .allot = ALLOT_BIN,
+                 .jobs = 10000,
+                 .clients = 8,
+                 .nodes = 4,
+                 .keep = false };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--keep") == 0) {
+            o.keep = true;
+            continue;
+        }
+        if (v == NULL)
+            usage();
+        i++;
+        if (strcmp(a, "--case") == 0)
+            o.cse = v;
+        else if (strcmp(a, "--allot") == 0)
+            o.allot = v;
+        else if (strcmp(a, "--jobs") == 0 && (o.jobs = atoi(v)) > 0)
+            continue;
+        else if (strcmp(a, "--clients") == 0 && (o.clients = atoi(v)) > 0)
+            continue;
+        else if (strcmp(a, "--nodes") == 0 && (o.nodes = atoi(v)) > 0)
+            continue;
+        else
+            usage();
+    }
+    if (o.cse != NULL && strcmp(o.cse, "throughput") != 0 &&
+        strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0)
+        usage();
+    if (access(o.allot, X_OK) != 0)
+        die("cannot run %s (build it, or pass --allot PATH)", o.allot);
+    signal(SIGPIPE, SIG_IGN);
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        die("cannot find %s", "/proc/self/exe");
+    self[n] = '\0';
+    print_head(&o);
+    if (o.cse == NULL || strcmp(o.cse, "latency") == 0)
+        case_latency(&o, self);
+    if (o.cse == NULL || strcmp(o.cse, "throughput") == 0)
+        case_throughput(&o);
+    if (o.cse == NULL || strcmp(o.cse, "memory") == 0)
+        case_memory(&o);
+    return 0;
+}
