@@ -6,12 +6,16 @@
  * milliseconds.  Task keys are (job, task index, restart count): a
  * requeued job's new run is a different task from its old one.
  *
- * Files under the state directory, per task "J.T.R": tasks/J.T.R.log
- * (stdout and stderr) and tasks/J.T.R.state (the monitor's pid, written
- * at launch, and the exit status, appended by the monitor).  The .state and
- * .exit files are removed once the controller has the exit status and the
- * whole log; until then they let a restarted agent adopt or report the
- * task instead of starting it again.
+ * Tasks start through the spawner (spawner.c), a small process that is
+ * their parent and tells us when one ends.
+ *
+ * Files under the state directory, per task slot S: tasks/S.log (stdout
+ * and stderr), tasks/S.state (the task's record: who it is, its pid and
+ * start time, written at launch, and its exit status, written by the
+ * spawner; see AL__REC_LEN), tasks/S.script for job scripts.  A slot is
+ * freed for the next task once the controller has the exit status and the
+ * whole log; until then the record lets a restarted agent adopt or report
+ * the task instead of starting it again.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -55,9 +59,9 @@ typedef struct task {
     int index, restart;
     int slot; /* its files are tasks/SLOT.{state,log,script}; -1: none yet */
     int state;
-    pid_t pid;     /* the monitor (process group leader) */
+    pid_t pid;     /* the task (process group leader) */
     bool adopted;  /* started by an earlier agent: not our child */
-    int64_t start; /* an adopted monitor's start time (see adopt()) */
+    int64_t start; /* an adopted task's start time (see adopt()) */
     uint64_t devices;
     int exit_code, signal;
     bool desired;
@@ -87,6 +91,7 @@ typedef struct agent {
     int *free_slots;
     int nfree, free_cap, nslots;
     char *logbuf; /* LOG_CHUNK bytes for reading logs, once needed */
+    al__spawner_t spawner;
     bool registered;
     bool run_as_user; /* root agent: run tasks as their submitter */
 } agent_t;
@@ -173,6 +178,13 @@ add_task(agent_t *a, unsigned long long job, int index, int restart)
     return t;
 }
 
+static int64_t
+file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+}
+
 /* Forgets t; its slot's files are emptied for the next task (the log
  * first: an empty state file is what marks the slot free). */
 static void
@@ -181,13 +193,21 @@ remove_task(agent_t *a, task_t *t)
     if (t->slot >= 0) {
         char *lp = task_file(a, t, "log"), *sp = task_file(a, t, "script"),
              *ep = task_file(a, t, "state");
-        if ((truncate(lp, 0) == 0 || errno == ENOENT) &&
+        /* Most short tasks print nothing: an empty log needs no
+         * truncate(), which costs a journal transaction on ext4.  The
+         * record is marked free, not truncated (see AL__REC_LEN). */
+        int fd = -1;
+        if ((file_size(lp) == 0 || truncate(lp, 0) == 0 || errno == ENOENT) &&
             (unlink(sp) == 0 || errno == ENOENT) &&
-            (truncate(ep, 0) == 0 || errno == ENOENT))
+            ((fd = open(ep, O_WRONLY | O_CLOEXEC)) < 0
+                 ? errno == ENOENT
+                 : pwrite(fd, "-", 1, 0) == 1))
             free_slot(a, t->slot);
         else
             al_warn("cannot empty the files of slot %d: %s", t->slot,
                     strerror(errno));
+        if (fd >= 0)
+            close(fd);
         free(lp);
         free(sp);
         free(ep);
@@ -196,47 +216,72 @@ remove_task(agent_t *a, task_t *t)
     *t = a->tasks[--a->ntasks];
 }
 
-/* Reads the exit status line of J.T.R.state; true if present. */
+/* Reads the record of t's slot into rec (AL__REC_LEN bytes, NUL added);
+ * false when it is shorter. */
+static bool
+read_record(const agent_t *a, const task_t *t, char *rec)
+{
+    char *p = task_file(a, t, "state");
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    free(p);
+    if (fd < 0)
+        return false;
+    ssize_t n = pread(fd, rec, AL__REC_LEN, 0);
+    close(fd);
+    if (n != AL__REC_LEN)
+        return false;
+    rec[AL__REC_LEN] = '\0';
+    return true;
+}
+
+/* Reads the exit part of t's record; true if present. */
 static bool
 read_exit(const agent_t *a, task_t *t)
 {
-    char *p = task_file(a, t, "state"), *data;
-    size_t n;
-    bool ok = false;
-    if (al_fs_read_file(p, &data, &n) == 0) {
-        char *line = strchr(data, '\n'), *e1, *e2;
-        line = line != NULL ? line + 1 : data + n;
-        long code = strtol(line, &e1, 10), sig = strtol(e1, &e2, 10);
-        ok = e1 != line && e2 != e1 && *e2 == '\n';
-        if (ok) {
-            t->exit_code = (int)code;
-            t->signal = (int)sig;
-        }
-        free(data);
-    }
-    free(p);
-    return ok;
+    char rec[AL__REC_LEN + 1], *e1, *e2;
+    if (!read_record(a, t, rec))
+        return false;
+    const char *line = rec + AL__REC_ID;
+    long code = strtol(line, &e1, 10), sig = strtol(e1, &e2, 10);
+    if (e1 == line || e2 == e1)
+        return false;
+    t->exit_code = (int)code;
+    t->signal = (int)sig;
+    return true;
 }
 
-static int64_t
-file_size(const char *path)
+/* Writes a whole record for t (a task that could not start). */
+static void
+write_record(const agent_t *a, const task_t *t, const char *exit_line)
 {
-    struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+    char rec[AL__REC_LEN], line[AL__REC_ID];
+    snprintf(line, sizeof line, "%llu %d %d 0 -1 %llu", t->job, t->index,
+             t->restart, (unsigned long long)t->devices);
+    memset(rec, ' ', sizeof rec);
+    memcpy(rec, line, strlen(line));
+    rec[AL__REC_ID - 1] = '\n';
+    memcpy(rec + AL__REC_ID, exit_line, strlen(exit_line));
+    rec[AL__REC_LEN - 1] = '\n';
+    char *p = task_file(a, t, "state");
+    int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || pwrite(fd, rec, sizeof rec, 0) != (ssize_t)sizeof rec)
+        al_warn("cannot write %s: %s", p, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(p);
 }
 
 /* ------------------------------------------------------------------ */
 /* Processes                                                          */
 
-/* A task's monitor is gone; status is its wait status, or -1 when it was
- * not our child. */
+/* A task is gone; status is its wait status, or -1 when unknown. */
 static void
 mark_exited(agent_t *a, task_t *t, int status)
 {
     t->state = T_EXITED;
     if (!read_exit(a, t)) {
-        /* No record: the monitor failed before the task ran (its exit
-         * code says why), or it was killed with the task. */
+        /* No exit in the record: the spawner was killed before it could
+         * write one. */
         bool coded = status >= 0 && WIFEXITED(status);
         t->exit_code = coded ? WEXITSTATUS(status) : 0;
         t->signal = coded                                ? 0
@@ -247,23 +292,89 @@ mark_exited(agent_t *a, task_t *t, int status)
             t->restart, t->exit_code, t->signal);
 }
 
+/* The spawner is gone: the tasks it started are nobody's children we can
+ * wait for, so watch them as adopted ones (pid and start time from their
+ * records), then start another spawner. */
+static void
+respawn(agent_t *a)
+{
+    al__spawner_t *sp = &a->spawner;
+    pid_t mpid;
+    int mst;
+    /* What it told us first: those tasks have ended. */
+    while (sp->pid > 0 && al__spawner_reaped(sp, &mpid, &mst) == 1)
+        for (int i = 0; i < a->ntasks; i++)
+            if (a->tasks[i].pid == mpid && a->tasks[i].state == T_RUNNING &&
+                !a->tasks[i].adopted)
+                mark_exited(a, &a->tasks[i], mst);
+    if (sp->sock >= 0)
+        close(sp->sock);
+    if (sp->exit_fd >= 0)
+        close(sp->exit_fd);
+    sp->sock = sp->exit_fd = -1;
+    sp->pid = -1;
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->state != T_RUNNING || t->adopted)
+            continue;
+        char *p = task_file(a, t, "state"), *data = NULL;
+        size_t n;
+        unsigned long long j;
+        long ti, r, pid;
+        long long start = -1;
+        if (al_fs_read_file(p, &data, &n) == 0 &&
+            sscanf(data, "%llu %ld %ld %ld %lld", &j, &ti, &r, &pid, &start) ==
+                5 &&
+            pid == t->pid)
+            t->start = start;
+        free(data);
+        free(p);
+        t->adopted = true;
+    }
+    if (al__spawner_start(sp, sig_pipe[1]) != 0) {
+        al_error("cannot start a spawner: %s", strerror(errno));
+        sp->pid = -1;
+    }
+}
+
+/* The running task of pid that the spawner tells us about. */
+static task_t *
+find_child(agent_t *a, pid_t pid)
+{
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->pid == pid && t->state == T_RUNNING && !t->adopted)
+            return t;
+    }
+    return NULL;
+}
+
 static void
 reap(agent_t *a)
 {
+    pid_t mpid;
+    int mst;
+    while (a->spawner.pid > 0 &&
+           al__spawner_reaped(&a->spawner, &mpid, &mst) == 1) {
+        task_t *t = find_child(a, mpid);
+        if (t != NULL)
+            mark_exited(a, t, mst);
+    }
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, WNOHANG);
         if (pid <= 0)
             break;
-        for (int i = 0; i < a->ntasks; i++) {
-            task_t *t = &a->tasks[i];
-            if (t->pid == pid && t->state == T_RUNNING && !t->adopted) {
-                mark_exited(a, t, st);
-                break;
-            }
+        if (pid == a->spawner.pid) {
+            al_warn("the spawner exited (status %d); starting another", st);
+            respawn(a);
+            continue;
         }
+        task_t *t = find_child(a, pid);
+        if (t != NULL)
+            mark_exited(a, t, st);
     }
-    /* Adopted monitors are not our children: poll them. */
+    /* Adopted tasks are not the spawner's children: poll them. */
     for (int i = 0; i < a->ntasks; i++) {
         task_t *t = &a->tasks[i];
         if (t->state == T_RUNNING && t->adopted &&
@@ -390,10 +501,7 @@ fail_task(agent_t *a, task_t *t, const char *why)
         fprintf(f, "allot: %s\n", why);
         fclose(f);
     }
-    char *rec = al_xasprintf("%llu %d %d 0 -1 0\n127 0\n", t->job, t->index,
-                             t->restart);
-    al_fs_write_file(ep, rec, strlen(rec), 0644, 0);
-    free(rec);
+    write_record(a, t, "127 0");
     t->state = T_EXITED;
     t->exit_code = 127;
     free(lp);
@@ -450,7 +558,13 @@ start_task(agent_t *a, task_t *t)
         .user = a->run_as_user ? al_json_str(s, "user", NULL) : NULL,
     };
     char *cause = NULL;
-    pid_t pid = al__launch(&l, &cause);
+    pid_t pid = al__spawner_launch(&a->spawner, &l, &cause);
+    if (pid == AL_EUNAVAIL) {
+        free(cause);
+        cause = NULL;
+        respawn(a);
+        pid = al__spawner_launch(&a->spawner, &l, &cause);
+    }
     if (pid < 0) {
         /* Not started: the next sync tries again. */
         al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart, cause);
@@ -485,9 +599,8 @@ parse_slot_name(const char *name, int *slot)
     return true;
 }
 
-/* Adopts the tasks an earlier agent left in the state directory: each
- * non-empty SLOT.state holds "JOB TASK RESTART PID START DEVICES" and,
- * once the task ended, "CODE SIGNAL".  Empty ones are free slots. */
+/* Adopts the tasks an earlier agent left in the state directory: the
+ * records (see AL__REC_LEN) of slots in use. */
 static void
 adopt(agent_t *a)
 {
@@ -510,7 +623,8 @@ adopt(agent_t *a)
         long index = -1, restart = -1, pid = 0;
         long long start = -1;
         int got = 0;
-        if (al_fs_read_file(p, &data, &n) == 0 && n > 0)
+        if (al_fs_read_file(p, &data, &n) == 0 && n >= AL__REC_LEN &&
+            data[0] != '-')
             got = sscanf(data, "%llu %ld %ld %ld %lld %llu", &job, &index,
                          &restart, &pid, &start, &devices);
         free(data);
@@ -951,8 +1065,16 @@ al_agent_main(int argc, char **argv)
         fprintf(stderr, "allot agent: cannot set up signals\n");
         return AL_EXIT_FAIL;
     }
+    a.spawner.pid = -1;
+    a.spawner.sock = a.spawner.exit_fd = -1;
+    if (al__spawner_start(&a.spawner, sig_pipe[1]) != 0) {
+        fprintf(stderr, "allot agent: cannot start the spawner: %s\n",
+                strerror(errno));
+        return AL_EXIT_FAIL;
+    }
     adopt(&a);
     rc = run(&a);
+    al__spawner_stop(&a.spawner);
     al_http_conn_close(&a.conn);
     /* Tasks keep running in their own sessions; a restarted agent adopts
      * them from the state directory. */

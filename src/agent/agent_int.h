@@ -10,33 +10,58 @@
  * returns the number of GPUs found (0 without NVML). */
 int al__nvml_probe(al_platform_info_t *info);
 
+/*
+ * A task's record, tasks/SLOT.state, is AL__REC_LEN bytes: the line
+ * "JOB TASK RESTART PID START DEVICES" (the task's pid, which leads its
+ * process group, its start time, its GPU mask) padded with spaces to
+ * AL__REC_ID bytes, then "CODE SIGNAL" once it has ended (spaces before).
+ * A slot whose record begins with '-' is free.  Fixed places, written with
+ * pwrite(): no truncation, no new file per task.
+ */
+#define AL__REC_ID 96
+#define AL__REC_LEN 128
+
 /* What a task needs to start. */
 typedef struct al__launch {
-    const char *ident;    /* "JOB TASK RESTART", first in the record */
-    char *const *argv;    /* NULL-terminated; argv[0] searched in PATH */
-    const char *cwd;      /* or NULL: the agent's */
-    char *const *envp;    /* NULL-terminated */
-    const char *log_path; /* stdout and stderr, appended */
-    /* The task's record: the monitor writes "IDENT PID START DEVICES\n"
-     * (its pid and start time, the task's GPU mask), replacing what was
-     * there, before the task starts, so that
-     * an agent restarted at any moment finds every task it launched, and
-     * appends "CODE SIGNAL\n" when the task has ended.  One file, not two:
-     * creating and removing files per task is what costs most when tasks
-     * are short. */
-    const char *state_path;
+    const char *ident;      /* "JOB TASK RESTART", first in the record */
+    char *const *argv;      /* NULL-terminated; argv[0] searched in PATH */
+    const char *cwd;        /* or NULL: the agent's */
+    char *const *envp;      /* NULL-terminated */
+    const char *log_path;   /* stdout and stderr, appended */
+    const char *state_path; /* the record */
     unsigned long long devices;
     const char *user; /* run as this user when root, or NULL */
 } al__launch_t;
 
 /*
- * Starts a task: forks a monitor in a new session (so the task and all it
- * spawns form one process group, pgid = the monitor's pid), which forks
- * and execs the task, waits for it, appends its status to state_path and
- * exits.  Signals are blocked around fork() and restored in the children;
- * inherited descriptors are closed.  Returns the monitor's pid, or -1 with
- * a message in *cause.
+ * Starts a task in a new session (its pid is its process group) with
+ * vfork() (fork() when it must become another user), signals blocked
+ * around it and restored in the child, descriptors closed; writes its
+ * record.  Returns the task's pid with the record's descriptor (kept open
+ * to write the exit) in *state_fd, or -1 with a message in *cause.  Runs
+ * in the spawner, which is the task's parent.
  */
-pid_t al__launch(const al__launch_t *l, char **cause);
+pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
+/* Writes the exit part of a record from a wait status.  0 or -1. */
+int al__record_exit(int state_fd, int status);
+
+/* spawner.c: a small process, the parent of the tasks (see there why). */
+typedef struct al__spawner {
+    pid_t pid;   /* -1: none (tasks are launched from the agent itself) */
+    int sock;    /* requests and replies */
+    int exit_fd; /* {pid, wait status} of ended tasks */
+} al__spawner_t;
+
+/* Forks the spawner, which writes a byte to wake_fd whenever a record
+ * waits in exit_fd.  0 or AL_EIO. */
+int al__spawner_start(al__spawner_t *s, int wake_fd);
+/* Closes the connection (the spawner exits) and waits for it. */
+void al__spawner_stop(al__spawner_t *s);
+/* Starts a task through the spawner: its pid; -1 with *cause when it
+ * could not start; AL_EUNAVAIL when the spawner is gone. */
+pid_t al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause);
+/* One ended task ({pid, wait status}; its record has the exit already),
+ * without blocking: 1, or 0 if none. */
+int al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status);
 
 #endif /* AL_AGENT_INT_H */

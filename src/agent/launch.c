@@ -1,4 +1,4 @@
-/* launch.c -- starting a task under its monitor (fork with care). */
+/* launch.c -- starting a task (vfork with care) and keeping its record. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -76,25 +76,12 @@ close_from(int lowfd)
         close(fd);
 }
 
-static void
-write_all(int fd, const char *s)
-{
-    size_t n = strlen(s);
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w <= 0)
-            return;
-        s += w;
-        n -= (size_t)w;
-    }
-}
-
 /*
  * In the task's process: become the user, set up, exec.  Never returns.
  * Without a user to become, this runs in a vfork()ed child that shares the
- * monitor's memory until it execs, so it allocates nothing and changes no
+ * spawner's memory until it execs, so it allocates nothing and changes no
  * global: signal dispositions and the mask are per process, descriptors
- * per process, and the monitor set `environ` to the task's before.
+ * per process, and the parent set `environ` to the task's before.
  */
 static _Noreturn void
 exec_task(const al__launch_t *l, int logfd, const sigset_t *mask, bool vforked)
@@ -113,7 +100,7 @@ exec_task(const al__launch_t *l, int logfd, const sigset_t *mask, bool vforked)
     if (!vforked)
         close_from(3);
     else if (!close_range_from(3))
-        _exit(125); /* the monitor checked that close_range works */
+        _exit(125); /* the parent checked that close_range works */
     if (l->user != NULL && geteuid() == 0) {
         struct passwd *pw = getpwnam(l->user);
         if (pw == NULL || initgroups(pw->pw_name, pw->pw_gid) != 0 ||
@@ -136,77 +123,105 @@ exec_task(const al__launch_t *l, int logfd, const sigset_t *mask, bool vforked)
 
 /* True when close_range(2) is not available (an old kernel). */
 static bool
-syscall_close_range_missing(void)
+close_range_missing(void)
 {
     return !close_range_from(1 << 30);
 }
 
-/* The monitor: waits for the task and records how it ended. */
-static void
-monitor(const al__launch_t *l, const sigset_t *mask)
+/* Writes n bytes of p at off; 0 or -1. */
+static int
+pwrite_all(int fd, const char *p, size_t n, off_t off)
 {
-    /* Termination signals are for the task; the monitor outlives it to
-     * record its status (SIGKILL still takes both). */
-    signal(SIGTERM, SIG_IGN);
-    signal(SIGINT, SIG_IGN);
-    signal(SIGHUP, SIG_IGN);
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGPIPE, SIG_DFL);
-    close_from(3);
-    char text[192];
-    snprintf(text, sizeof text, "%s %ld %lld %llu\n", l->ident, (long)getpid(),
-             (long long)al_platform_proc_start((long)getpid()), l->devices);
-    if (al_fs_write_file(l->state_path, text, strlen(text), 0644, 0) != 0)
-        _exit(125);
-    int logfd = open(l->log_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (logfd < 0)
-        _exit(125);
-    environ = (char **)l->envp;
-    /* Becoming another user needs the user database (which allocates):
-     * fork.  Otherwise vfork(), which copies no page tables: with short
-     * tasks, copying and tearing down the monitor's address space was what
-     * cost most.  The child may only use what exec_task() allows, and
-     * needs close_range(2) (tried here, on nothing: fds from 1 << 30). */
-    bool use_vfork =
-        !(l->user != NULL && geteuid() == 0) && !syscall_close_range_missing();
-    pid_t pid = use_vfork ? vfork() : fork();
-    if (pid < 0) {
-        write_all(logfd, "allot: fork failed\n");
-        _exit(125);
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+        off += w;
     }
-    if (pid == 0)
-        exec_task(l, logfd, mask, use_vfork);
-    close(logfd);
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    int code = WIFEXITED(st) ? WEXITSTATUS(st) : 0;
-    int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    snprintf(text, sizeof text, "%d %d\n", code, sig);
-    int fd = open(l->state_path, O_WRONLY | O_APPEND);
-    if (fd >= 0) {
-        write_all(fd, text);
-        close(fd);
-    }
-    _exit(sig ? 128 + sig : code);
+    return 0;
+}
+
+/* Formats a record field: text padded with spaces to len - 1, then '\n'. */
+static void
+pad_line(char *dst, size_t len, const char *text)
+{
+    size_t n = strlen(text);
+    if (n > len - 1)
+        n = len - 1;
+    memcpy(dst, text, n);
+    memset(dst + n, ' ', len - 1 - n);
+    dst[len - 1] = '\n';
 }
 
 pid_t
-al__launch(const al__launch_t *l, char **cause)
+al__launch(const al__launch_t *l, int *state_fd, char **cause)
 {
+    /* Neither file is truncated: on ext4 a truncate to zero makes the next
+     * close() of a written file flush it to disk.  A slot's state file is
+     * overwritten whole; its log was emptied when the slot was freed. */
+    int sfd = open(l->state_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    int logfd =
+        open(l->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (sfd < 0 || logfd < 0) {
+        *cause = al_xasprintf("cannot open %s: %s",
+                              sfd < 0 ? l->state_path : l->log_path,
+                              strerror(errno));
+        if (sfd >= 0)
+            close(sfd);
+        if (logfd >= 0)
+            close(logfd);
+        return -1;
+    }
+    /* Becoming another user needs the user database (which allocates):
+     * fork.  Otherwise vfork(): no page tables copied, the cheapest way to
+     * start a process.  The child may only do what exec_task() allows;
+     * environ is swapped here and back (this process is single-threaded). */
+    bool use_vfork =
+        !(l->user != NULL && geteuid() == 0) && !close_range_missing();
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    pid_t pid = fork();
+    char **saved_env = environ;
+    environ = (char **)l->envp;
+    pid_t pid = use_vfork ? vfork() : fork();
     if (pid == 0) {
-        setsid();
-        monitor(l, &old);
+        setsid(); /* the task and all it starts: one process group */
+        exec_task(l, logfd, &old, use_vfork);
     }
     int err = errno;
+    environ = saved_env;
     sigprocmask(SIG_SETMASK, &old, NULL);
+    close(logfd);
     if (pid < 0) {
+        close(sfd);
         *cause = al_xasprintf("fork: %s", strerror(err));
         return -1;
     }
+    /* The record, the exit part blank.  vfork() returned: the child has
+     * exec()ed (or failed) and its start time is known. */
+    char line[AL__REC_ID + 64], rec[AL__REC_LEN];
+    snprintf(line, sizeof line, "%s %ld %lld %llu", l->ident, (long)pid,
+             (long long)al_platform_proc_start((long)pid), l->devices);
+    pad_line(rec, AL__REC_ID, line);
+    pad_line(rec + AL__REC_ID, AL__REC_LEN - AL__REC_ID, "");
+    if (pwrite_all(sfd, rec, sizeof rec, 0) != 0)
+        kill(-pid, SIGKILL); /* it could not be found again after a restart:
+                                do not let it run; its end is reported */
+    *state_fd = sfd;
     return pid;
+}
+
+int
+al__record_exit(int state_fd, int status)
+{
+    char text[32], rec[AL__REC_LEN - AL__REC_ID];
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    snprintf(text, sizeof text, "%d %d", code, sig);
+    pad_line(rec, sizeof rec, text);
+    return pwrite_all(state_fd, rec, sizeof rec, AL__REC_ID);
 }

@@ -1,4 +1,6 @@
 /* linux.c -- the real machine: hostname, CPUs and memory from sysconf. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +14,20 @@
 int64_t
 al_platform_proc_start(long pid)
 {
-    char path[64], *data;
-    size_t n;
+    /* No heap: a task's monitor calls this right after fork(), and in a
+     * copy-on-write child every page malloc() touches is a page copied. */
+    char path[64], data[4096];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    if (al_fs_read_file(path, &data, &n) != 0)
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return -1;
+    ssize_t n;
+    while ((n = read(fd, data, sizeof data - 1)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (n <= 0)
+        return -1;
+    data[n] = '\0';
     /* Fields after the command name, which may hold spaces: the state is
      * field 3 and the start time field 22. */
     const char *p = strrchr(data, ')');
@@ -32,7 +43,6 @@ al_platform_proc_start(long pid)
         if (end != p + 1)
             start = v;
     }
-    free(data);
     return start;
 }
 

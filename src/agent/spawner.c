@@ -1,0 +1,364 @@
+/*
+ * spawner.c -- a small process, forked once when the agent starts, that
+ * starts the tasks and is their parent.
+ *
+ * Why: fork() copies the page tables of the process that calls it, and
+ * after it every page either side writes is copied once more.  The agent's
+ * heap grows with its work (JSON, buffers); forking a monitor per task from
+ * it cost more than the task when tasks are short.  The spawner is forked
+ * while the agent is still small, stays small, and starts each task with
+ * vfork(), which copies nothing.  Being the tasks' parent, it also does
+ * what a monitor per task did: it waits for each and writes how it ended
+ * into the task's record (al__record_exit), which outlives both processes.
+ *
+ * Protocol over a socketpair (stream, both ends blocking): the agent sends
+ * a request (u32 length, then the launch: u64 devices, u32 argc, u32 envc,
+ * then NUL-terminated strings ident, log_path, state_path, cwd, user, the
+ * argv and the envp; cwd and user empty for none); the spawner starts the
+ * task (al__launch) and answers an i32: its pid, or -errno.  It writes a
+ * {pid, wait status} record to a pipe the agent reads for every task that
+ * ended, with a byte to the agent's wake-up descriptor.
+ *
+ * When the agent's end of the socket closes (the agent stopped or died),
+ * the spawner stays while it has tasks, records their ends, and exits
+ * after the last: a restarted agent finds them in the records (adoption)
+ * and starts a spawner of its own.  If the spawner itself is killed, its
+ * running tasks' ends are unknown and reported as killed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent_int.h"
+#include "buf.h"
+#include "core/error.h"
+#include "xmalloc.h"
+
+#define MAX_REQUEST (16u << 20)
+
+static int chld_pipe[2] = { -1, -1 };
+
+static void
+on_chld(int sig)
+{
+    (void)sig;
+    int e = errno;
+    ssize_t w = write(chld_pipe[1], "c", 1);
+    (void)w;
+    errno = e;
+}
+
+static int
+io_all(int fd, void *p, size_t n, bool out)
+{
+    char *c = p;
+    while (n > 0) {
+        ssize_t r = out ? send(fd, c, n, MSG_NOSIGNAL) : read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        c += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+/* Points *s at the next string of [*p, end); false when none is left. */
+static bool
+next_str(char **p, const char *end, const char **s)
+{
+    char *z = memchr(*p, '\0', (size_t)(end - *p));
+    if (z == NULL)
+        return false;
+    *s = *p;
+    *p = z + 1;
+    return true;
+}
+
+/* Decodes a request in place; false when it is malformed. */
+static bool
+decode(char *buf, size_t n, al__launch_t *l, char ***argv, char ***envp)
+{
+    uint64_t dev;
+    uint32_t argc, envc;
+    if (n < 16)
+        return false;
+    memcpy(&dev, buf, 8);
+    memcpy(&argc, buf + 8, 4);
+    memcpy(&envc, buf + 12, 4);
+    char *p = buf + 16, *end = buf + n;
+    const char *cwd, *user;
+    if (argc == 0 || argc > n || envc > n || !next_str(&p, end, &l->ident) ||
+        !next_str(&p, end, &l->log_path) ||
+        !next_str(&p, end, &l->state_path) || !next_str(&p, end, &cwd) ||
+        !next_str(&p, end, &user))
+        return false;
+    l->devices = dev;
+    l->cwd = cwd[0] != '\0' ? cwd : NULL;
+    l->user = user[0] != '\0' ? user : NULL;
+    *argv = al_xcalloc((size_t)argc + 1, sizeof **argv);
+    *envp = al_xcalloc((size_t)envc + 1, sizeof **envp);
+    bool ok = true;
+    for (uint32_t i = 0; ok && i < argc; i++)
+        ok = next_str(&p, end, (const char **)&(*argv)[i]);
+    for (uint32_t i = 0; ok && i < envc; i++)
+        ok = next_str(&p, end, (const char **)&(*envp)[i]);
+    l->argv = *argv;
+    l->envp = *envp;
+    return ok;
+}
+
+/* The running tasks: pid and the descriptor of its record. */
+typedef struct child {
+    pid_t pid;
+    int state_fd;
+} child_t;
+
+static child_t *children;
+static int nchildren, children_cap;
+
+static void
+reap_tasks(int exit_fd, int wake_fd)
+{
+    for (;;) {
+        int st;
+        pid_t pid = waitpid(-1, &st, WNOHANG);
+        if (pid <= 0)
+            return;
+        for (int i = 0; i < nchildren; i++)
+            if (children[i].pid == pid) {
+                al__record_exit(children[i].state_fd, st);
+                close(children[i].state_fd);
+                children[i] = children[--nchildren];
+                break;
+            }
+        if (wake_fd < 0)
+            continue; /* nobody to tell: the record says it */
+        int32_t rec[2] = { (int32_t)pid, (int32_t)st };
+        /* 8 bytes: atomic on a pipe; the agent drains it often. */
+        while (write(exit_fd, rec, sizeof rec) < 0 && errno == EINTR)
+            ;
+        ssize_t w = write(wake_fd, "c", 1);
+        (void)w;
+    }
+}
+
+/* Keeps only fds a, b and c (moved to 100, 101, 102) open. */
+static void
+keep_only(int *a, int *b, int *c)
+{
+    *a = fcntl(*a, F_DUPFD_CLOEXEC, 100);
+    *b = fcntl(*b, F_DUPFD_CLOEXEC, 101);
+    *c = fcntl(*c, F_DUPFD_CLOEXEC, 102);
+    for (int fd = 3; fd < 100; fd++)
+        close(fd);
+    for (int fd = 103; fd < 1024; fd++)
+        if (fd != *a && fd != *b && fd != *c)
+            close(fd);
+}
+
+static _Noreturn void
+spawner_main(int sock, int exit_fd, int wake_fd)
+{
+    keep_only(&sock, &exit_fd, &wake_fd);
+    if (sock < 0 || exit_fd < 0 || wake_fd < 0)
+        _exit(1);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    if (pipe(chld_pipe) != 0)
+        _exit(1);
+    for (int i = 0; i < 2; i++) {
+        fcntl(chld_pipe[i], F_SETFL, fcntl(chld_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(chld_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sa.sa_handler = on_chld;
+    sigaction(SIGCHLD, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    al_buf_t req = AL_BUF_INIT;
+    for (;;) {
+        /* Once the agent is gone (sock -1), poll() skips the entry. */
+        struct pollfd p[2] = { { chld_pipe[0], POLLIN, 0 },
+                               { sock, POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            _exit(1);
+        if (p[0].revents & POLLIN) {
+            char b[64];
+            while (read(chld_pipe[0], b, sizeof b) > 0)
+                ;
+        }
+        reap_tasks(exit_fd, wake_fd);
+        if (sock < 0 && nchildren == 0)
+            _exit(0);
+        if (sock < 0 || (p[1].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
+            continue;
+        uint32_t len;
+        if (io_all(sock, &len, sizeof len, false) != 0 || len > MAX_REQUEST ||
+            (al_buf_reserve(&req, len + 1),
+             io_all(sock, req.data, len, false) != 0)) {
+            /* The agent is gone: stay for the running tasks only. */
+            close(sock);
+            close(wake_fd);
+            sock = wake_fd = -1;
+            if (nchildren == 0)
+                _exit(0);
+            continue;
+        }
+        al__launch_t l;
+        memset(&l, 0, sizeof l);
+        char **argv = NULL, **envp = NULL;
+        int32_t reply;
+        if (!decode(req.data, len, &l, &argv, &envp)) {
+            reply = -EINVAL;
+        } else {
+            char *cause = NULL;
+            int sfd = -1;
+            pid_t pid = al__launch(&l, &sfd, &cause);
+            reply = pid > 0 ? (int32_t)pid : -EAGAIN;
+            free(cause);
+            if (pid > 0) {
+                if (nchildren == children_cap) {
+                    children_cap = children_cap ? 2 * children_cap : 64;
+                    children = al_xreallocarray(children, (size_t)children_cap,
+                                                sizeof *children);
+                }
+                children[nchildren++] = (child_t){ pid, sfd };
+            }
+        }
+        free(argv);
+        free(envp);
+        if (io_all(sock, &reply, sizeof reply, true) != 0)
+            _exit(0);
+    }
+}
+
+int
+al__spawner_start(al__spawner_t *s, int wake_fd)
+{
+    int sv[2], ep[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+        return AL_EIO;
+    if (pipe(ep) != 0) {
+        close(sv[0]);
+        close(sv[1]);
+        return AL_EIO;
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        close(ep[0]);
+        spawner_main(sv[1], ep[1], wake_fd);
+    }
+    close(sv[1]);
+    close(ep[1]);
+    if (pid < 0) {
+        close(sv[0]);
+        close(ep[0]);
+        return AL_EIO;
+    }
+    fcntl(ep[0], F_SETFL, fcntl(ep[0], F_GETFL) | O_NONBLOCK);
+    fcntl(ep[0], F_SETFD, FD_CLOEXEC);
+    s->pid = pid;
+    s->sock = sv[0];
+    s->exit_fd = ep[0];
+    return 0;
+}
+
+void
+al__spawner_stop(al__spawner_t *s)
+{
+    /* It stays while tasks run (see the top); otherwise it exits at
+     * once, and is waited for briefly so that no zombie is left. */
+    if (s->sock >= 0)
+        close(s->sock);
+    if (s->exit_fd >= 0)
+        close(s->exit_fd);
+    for (int i = 0; s->pid > 0 && i < 100; i++) {
+        pid_t r = waitpid(s->pid, NULL, WNOHANG);
+        if (r == s->pid || (r < 0 && errno != EINTR))
+            break;
+        struct timespec ts = { 0, 2000000 };
+        nanosleep(&ts, NULL);
+    }
+    s->sock = s->exit_fd = -1;
+    s->pid = -1;
+}
+
+static void
+put_str(al_buf_t *b, const char *s)
+{
+    al_buf_append(b, s != NULL ? s : "", strlen(s != NULL ? s : "") + 1);
+}
+
+pid_t
+al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause)
+{
+    uint32_t argc = 0, envc = 0;
+    while (l->argv[argc] != NULL)
+        argc++;
+    while (l->envp[envc] != NULL)
+        envc++;
+    al_buf_t b = AL_BUF_INIT;
+    uint32_t len = 0;
+    uint64_t dev = l->devices;
+    al_buf_append(&b, &len, 4);
+    al_buf_append(&b, &dev, 8);
+    al_buf_append(&b, &argc, 4);
+    al_buf_append(&b, &envc, 4);
+    put_str(&b, l->ident);
+    put_str(&b, l->log_path);
+    put_str(&b, l->state_path);
+    put_str(&b, l->cwd);
+    put_str(&b, l->user);
+    for (uint32_t i = 0; i < argc; i++)
+        put_str(&b, l->argv[i]);
+    for (uint32_t i = 0; i < envc; i++)
+        put_str(&b, l->envp[i]);
+    len = (uint32_t)(b.len - 4);
+    memcpy(b.data, &len, 4);
+    int32_t reply = 0;
+    int rc = len > MAX_REQUEST ? -1 : 0;
+    if (rc == 0)
+        rc = io_all(s->sock, b.data, b.len, true);
+    if (rc == 0)
+        rc = io_all(s->sock, &reply, sizeof reply, false);
+    al_buf_fini(&b);
+    if (rc != 0) {
+        *cause = al_xasprintf("the spawner is gone");
+        return AL_EUNAVAIL;
+    }
+    if (reply <= 0) {
+        *cause = al_xasprintf("cannot start the task's monitor: %s",
+                              strerror(-reply));
+        return -1;
+    }
+    return (pid_t)reply;
+}
+
+int
+al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status)
+{
+    int32_t rec[2];
+    ssize_t r = read(s->exit_fd, rec, sizeof rec);
+    if (r != (ssize_t)sizeof rec)
+        return 0;
+    *pid = (pid_t)rec[0];
+    *status = (int)rec[1];
+    return 1;
+}
