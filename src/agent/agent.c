@@ -904,9 +904,11 @@ static const char agent_usage[] =
     "                   [--state DIR]\n"
     "                   [--fake-gpus NxMODEL] [--fallback-gpus NxMODEL]\n"
     "                   [--cpus N] [--log-level L]\n"
-    "                   [--run-as-user]\n"
-    "--run-as-user: when root, run each task as the Unix user who submitted\n"
-    "it (the user must exist on the node).\n"
+    "                   [--no-run-as-user]\n"
+    "A root agent runs each task as the Unix user who submitted it (who\n"
+    "must exist on the node; the task fails otherwise); --no-run-as-user\n"
+    "runs tasks as the agent's own user, as an agent that is not root\n"
+    "always does.\n"
     "The join token may also come from ALLOT_JOIN_TOKEN.  --fake-gpus\n"
     "declares emulated GPUs; --fallback-gpus does so only when NVML finds\n"
     "no GPU.\n";
@@ -971,7 +973,7 @@ al_agent_main(int argc, char **argv)
                *token_file = NULL, *name = NULL, *addr = NULL, *state = NULL,
                *fake = NULL, *fallback = NULL, *cpus = NULL;
     const char *level_name = "info";
-    bool run_as_user = false, help = false;
+    bool no_run_as_user = false, run_as_user = false, help = false;
     const al_opt_t opts[] = {
         { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
         { .name = "--join-token", .kind = AL_OPT_STR, .dst = &token },
@@ -982,6 +984,10 @@ al_agent_main(int argc, char **argv)
         { .name = "--fake-gpus", .kind = AL_OPT_STR, .dst = &fake },
         { .name = "--fallback-gpus", .kind = AL_OPT_STR, .dst = &fallback },
         { .name = "--cpus", .kind = AL_OPT_STR, .dst = &cpus },
+        { .name = "--no-run-as-user",
+          .kind = AL_OPT_FLAG,
+          .dst = &no_run_as_user },
+        /* The default when root; accepted for scripts written before. */
         { .name = "--run-as-user", .kind = AL_OPT_FLAG, .dst = &run_as_user },
         { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level_name },
         { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
@@ -1000,7 +1006,12 @@ al_agent_main(int argc, char **argv)
     agent_t a;
     memset(&a, 0, sizeof a);
     a.grace_ms = 10000;
-    a.run_as_user = run_as_user;
+    a.run_as_user = geteuid() == 0 && !no_run_as_user;
+    if (run_as_user && no_run_as_user) {
+        fputs("allot agent: --run-as-user and --no-run-as-user conflict\n",
+              stderr);
+        return AL_EXIT_USAGE;
+    }
     char *cause = NULL, *filetoken = NULL;
     if (al_url_parse(server, &a.url, &cause) != 0) {
         fprintf(stderr, "allot agent: %s\n", cause);

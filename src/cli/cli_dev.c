@@ -183,6 +183,8 @@ spawn_agent(const char *url, const char *join, const char *name,
         al_xstrdup(dir),
         al_xstrdup("--log-level"),
         al_xstrdup(level),
+        /* One user's machine: tasks run as whoever runs allot dev. */
+        al_xstrdup("--no-run-as-user"),
         NULL,
     };
     sigset_t all, cur;

@@ -12,6 +12,7 @@ on failure.
 """
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -109,13 +110,18 @@ class Cluster:
         self.server.send_signal(sig)
         self.server.wait(10)
 
-    def start_agent(self, name, gpus="8xH100-80GB", env=None):
+    def start_agent(self, name, gpus="8xH100-80GB", env=None,
+                    as_user=False):
+        """as_user: run tasks as their submitters (the default of a root
+        agent); the other scenarios submit as users that are not Unix
+        accounts here."""
         fake = ["--fake-gpus", gpus] if gpus else []
+        who = [] if as_user else ["--no-run-as-user"]
         self.agents[name] = self.spawn("agent-" + name, [
             "agent", "--server", self.url, "--join-token", self.join,
             "--name", name, "--addr", "127.0.0.1", "--state",
             os.path.join(self.root, "agent-" + name)
-        ] + fake, env)
+        ] + fake + who, env)
         wait_for(lambda: any(n["name"] == name and n["state"] == "ready"
                              for n in self.api("GET", "/v1/nodes")[1]["nodes"]),
                  10, "agent " + name + " to register")
@@ -831,6 +837,42 @@ def scenario_store(c):
           "the refused job left no trace")
 
 
+def scenario_run_as_user(c):
+    """A root agent runs each task as the Unix user who submitted it."""
+    if os.geteuid() != 0:
+        print("skipped: needs root (to create a user and switch to it)")
+        sys.exit(77)
+    user = "allot-e2e"
+    if subprocess.run(["id", "-u", user], capture_output=True).returncode:
+        subprocess.run(["useradd", "--no-create-home", "--shell",
+                        "/usr/sbin/nologin", user], check=True)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB", as_user=True)
+    tok = c.api("POST", "/v1/tokens", {"user": user})[1]["token"]
+    # The job runs in the directory it was submitted from (the CLI's,
+    # c.root): let the user enter it, and write in work/.
+    work = os.path.join(c.root, "work")
+    os.mkdir(work)
+    os.chmod(c.root, 0o755)
+    os.chmod(work, 0o777)
+    p = c.cli("submit", "--", "sh", "-c", "id -un; touch work/mine",
+              token=tok)
+    jid = int(p.stdout.split()[-1])
+    j = c.wait_state(jid, "completed")
+    check(c.cli("logs", str(jid)).stdout.split()[0] == user,
+          "the task ran as its submitter")
+    check(pwd.getpwuid(os.stat(os.path.join(work, "mine")).st_uid).pw_name
+          == user, "its files belong to the submitter")
+    # A submitter without an account on the node: the task fails and says
+    # why (never runs as root).
+    p = c.cli("submit", "--", "id", "-un")
+    jid = int(p.stdout.split()[-1])
+    j = c.wait_state(jid, "failed")
+    check("cannot run as user" in c.cli("logs", str(jid)).stdout,
+          "an unknown user is refused, with a reason")
+    check(j["exit_code"] == 126, "exit code 126")
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -843,6 +885,7 @@ SCENARIOS = {
     "nvml": scenario_nvml,
     "demo": scenario_demo,
     "store": scenario_store,
+    "run_as_user": scenario_run_as_user,
 }
 
 
