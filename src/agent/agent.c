@@ -46,6 +46,7 @@
 #define LOG_CHUNK ((size_t)256 * 1024)
 #define IDLE_POLL_MS 25000
 #define BUSY_POLL_MS 1000
+#define TELEMETRY_MS 10000 /* how often real GPUs are sampled and reported */
 
 extern char **environ;
 
@@ -90,7 +91,8 @@ typedef struct agent {
      * deleted ones is what dominated the agent's time). */
     int *free_slots;
     int nfree, free_cap, nslots;
-    char *logbuf; /* LOG_CHUNK bytes for reading logs, once needed */
+    char *logbuf;       /* LOG_CHUNK bytes for reading logs, once needed */
+    int64_t sampled_at; /* monotonic ms of the last telemetry sample */
     al__spawner_t spawner;
     bool registered;
     bool run_as_user; /* root agent: run tasks as their submitter */
@@ -840,6 +842,39 @@ apply(agent_t *a, json_t *out)
 
 /* One sync: report, wait for the answer, apply it.  Returns 0 or an error
  * (AL_EBUSY: interrupted by a child's exit or a signal). */
+/* Real GPUs' telemetry, at most every TELEMETRY_MS: an array of {index,
+ * util, mem_util, mem_used, temp_c, power_mw} (fields the driver does not
+ * give left out), or NULL when none is due. */
+static json_t *
+telemetry(agent_t *a, int64_t now)
+{
+    if (a->plat.nvml == NULL || a->plat.emulated ||
+        (a->sampled_at != 0 && now - a->sampled_at < TELEMETRY_MS))
+        return NULL;
+    a->sampled_at = now;
+    json_t *arr = json_array();
+    for (int i = 0; i < a->plat.ngpus; i++) {
+        al_gpu_sample_t g;
+        if (al_platform_sample(&a->plat, i, &g) != 0)
+            continue;
+        json_t *o = json_pack("{s:i}", "index", i);
+        const struct {
+            const char *key;
+            int64_t v;
+        } f[] = {
+            { "util", g.util_pct },     { "mem_util", g.mem_util_pct },
+            { "mem_used", g.mem_used }, { "temp_c", g.temp_c },
+            { "power_mw", g.power_mw },
+        };
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (f[k].v >= 0)
+                json_object_set_new(o, f[k].key,
+                                    json_integer((json_int_t)f[k].v));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
 static int
 sync_once(agent_t *a)
 {
@@ -859,8 +894,14 @@ sync_once(agent_t *a)
     for (int i = 0; i < a->ntasks; i++)
         if (a->tasks[i].killing && a->tasks[i].kill_at - now < wait)
             wait = a->tasks[i].kill_at > now ? a->tasks[i].kill_at - now : 0;
+    json_t *gpus = telemetry(a, now);
+    if (a->plat.nvml != NULL && !a->plat.emulated &&
+        wait > a->sampled_at + TELEMETRY_MS - now)
+        wait = a->sampled_at + TELEMETRY_MS - now;
     json_t *body = json_pack("{s:s, s:o, s:I}", "node", a->name, "tasks", tasks,
-                             "wait_ms", (json_int_t)wait);
+                             "wait_ms", (json_int_t)(wait > 0 ? wait : 0));
+    if (gpus != NULL)
+        json_object_set_new(body, "gpus", gpus);
     al_http_resp_t resp;
     json_t *out = NULL;
     char *cause = NULL;
@@ -909,6 +950,9 @@ static const char agent_usage[] =
     "must exist on the node; the task fails otherwise); --no-run-as-user\n"
     "runs tasks as the agent's own user, as an agent that is not root\n"
     "always does.\n"
+    "allot agent --probe [--fake-gpus ...] prints what this node would\n"
+    "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
+    "telemetry sample) as JSON and exits.\n"
     "The join token may also come from ALLOT_JOIN_TOKEN.  --fake-gpus\n"
     "declares emulated GPUs; --fallback-gpus does so only when NVML finds\n"
     "no GPU.\n";
@@ -966,6 +1010,54 @@ setup_signals(void)
     return 0;
 }
 
+/* `allot agent --probe`: what this node would register, and one sample. */
+static int
+probe_main(const char *fake, const char *fallback, const char *name)
+{
+    al_platform_info_t plat;
+    char *cause = NULL;
+    if (al_platform_probe(&plat) != 0) {
+        fprintf(stderr, "allot agent: cannot read the machine's resources\n");
+        return AL_EXIT_FAIL;
+    }
+    if (fake == NULL && plat.ngpus == 0)
+        fake = fallback;
+    if (fake != NULL &&
+        al_platform_fake_gpus(&plat, fake, name ? name : plat.hostname,
+                              &cause) != 0) {
+        fprintf(stderr, "allot agent: %s\n", cause);
+        free(cause);
+        return AL_EXIT_USAGE;
+    }
+    json_t *gpus = json_array();
+    for (int i = 0; i < plat.ngpus; i++) {
+        const al_gpu_info_t *g = &plat.gpus[i];
+        al_gpu_sample_t t;
+        json_t *o = json_pack("{s:i, s:s, s:s, s:I, s:i, s:i}", "index", i,
+                              "uuid", g->uuid, "model", g->model, "mem_bytes",
+                              (json_int_t)g->mem_bytes, "numa", g->numa,
+                              "nvlink", g->nvlink);
+        if (al_platform_sample(&plat, i, &t) == 0)
+            json_object_set_new(
+                o, "sample",
+                json_pack("{s:i, s:i, s:I, s:i, s:I}", "util", t.util_pct,
+                          "mem_util", t.mem_util_pct, "mem_used",
+                          (json_int_t)t.mem_used, "temp_c", t.temp_c,
+                          "power_mw", (json_int_t)t.power_mw));
+        json_array_append_new(gpus, o);
+    }
+    json_t *out = json_pack(
+        "{s:s, s:I, s:I, s:b, s:o}", "hostname", plat.hostname, "cpu_milli",
+        (json_int_t)plat.cpu_milli, "mem_bytes", (json_int_t)plat.mem_bytes,
+        "emulated", plat.emulated, "gpus", gpus);
+    char *text = json_dumps(out, JSON_INDENT(2));
+    puts(text);
+    free(text);
+    json_decref(out);
+    al_platform_close(&plat);
+    return AL_EXIT_OK;
+}
+
 int
 al_agent_main(int argc, char **argv)
 {
@@ -973,7 +1065,8 @@ al_agent_main(int argc, char **argv)
                *token_file = NULL, *name = NULL, *addr = NULL, *state = NULL,
                *fake = NULL, *fallback = NULL, *cpus = NULL;
     const char *level_name = "info";
-    bool no_run_as_user = false, run_as_user = false, help = false;
+    bool no_run_as_user = false, run_as_user = false, help = false,
+         probe = false;
     const al_opt_t opts[] = {
         { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
         { .name = "--join-token", .kind = AL_OPT_STR, .dst = &token },
@@ -990,6 +1083,7 @@ al_agent_main(int argc, char **argv)
         /* The default when root; accepted for scripts written before. */
         { .name = "--run-as-user", .kind = AL_OPT_FLAG, .dst = &run_as_user },
         { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level_name },
+        { .name = "--probe", .kind = AL_OPT_FLAG, .dst = &probe },
         { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
         { .name = NULL },
     };
@@ -997,6 +1091,8 @@ al_agent_main(int argc, char **argv)
     int rc =
         al_opt_parse("agent", NULL, opts, argc, argv, false, NULL, 0, &npos);
     int level = al_log_level_parse(level_name);
+    if (rc == 0 && probe && !help)
+        return probe_main(fake, fallback, name);
     if (rc != 0 || help || level < 0 || server == NULL) {
         fputs(agent_usage, help ? stdout : stderr);
         return help ? AL_EXIT_OK : AL_EXIT_USAGE;
@@ -1086,6 +1182,7 @@ al_agent_main(int argc, char **argv)
     adopt(&a);
     rc = run(&a);
     al__spawner_stop(&a.spawner);
+    al_platform_close(&a.plat);
     al_http_conn_close(&a.conn);
     /* Tasks keep running in their own sessions; a restarted agent adopts
      * them from the state directory. */

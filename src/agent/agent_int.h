@@ -6,9 +6,13 @@
 
 #include "platform.h"
 
-/* nvml.c: fills info->gpus from NVML when the driver's library loads;
- * returns the number of GPUs found (0 without NVML). */
+/* nvml.c: fills info->gpus from NVML when the driver's library loads and
+ * keeps it open in info->nvml; returns the number of GPUs found (0 without
+ * NVML). */
 int al__nvml_probe(al_platform_info_t *info);
+/* Telemetry of GPU i (see al_platform_sample()). */
+int al__nvml_sample(struct al__nvml *nv, int i, al_gpu_sample_t *s);
+void al__nvml_close(struct al__nvml *nv);
 
 /*
  * A task's record, tasks/SLOT.state, is AL__REC_LEN bytes: the line

@@ -31,6 +31,7 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
             (strcmp(e, "GB") == 0 || strcmp(e, "G") == 0))
             mem = (int64_t)gb << 30;
     }
+    al_platform_close(info); /* real GPUs, if any, are not used */
     info->ngpus = (int)n;
     info->emulated = true;
     for (int i = 0; i < info->ngpus; i++) {

@@ -62,3 +62,16 @@ al_platform_probe(al_platform_info_t *info)
     al__nvml_probe(info);
     return 0;
 }
+
+int
+al_platform_sample(al_platform_info_t *info, int i, al_gpu_sample_t *s)
+{
+    return al__nvml_sample(info->emulated ? NULL : info->nvml, i, s);
+}
+
+void
+al_platform_close(al_platform_info_t *info)
+{
+    al__nvml_close(info->nvml);
+    info->nvml = NULL;
+}

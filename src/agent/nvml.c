@@ -1,9 +1,14 @@
 /*
- * nvml.c -- GPU discovery through NVML, loaded with dlopen() so that allot
- * has no build-time dependency on NVIDIA's driver.  Only the handful of
- * entry points used here are declared, with the types of nvml.h.  The
- * library is libnvidia-ml.so.1, or the path in ALLOT_NVML_LIB (tests point
- * it at a fake NVML built under tests/).
+ * nvml.c -- GPUs through NVML, loaded with dlopen() so that allot has no
+ * build-time dependency on NVIDIA's driver.  Only the entry points used
+ * here are declared, with the types of nvml.h.  The library is
+ * libnvidia-ml.so.1, or the path in ALLOT_NVML_LIB (tests point it at a
+ * fake NVML built under tests/).
+ *
+ * At probe: count, UUID, model, memory, NUMA node and NVLink topology (the
+ * link graph: GPUs joined by active links, directly or through NVSwitches,
+ * form one NVLink domain).  The library stays loaded afterwards for
+ * telemetry samples (utilisation, memory used, temperature, power).
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -12,14 +17,26 @@
 #include <string.h>
 
 #include "agent_int.h"
+#include "core/error.h"
 #include "log.h"
 #include "platform.h"
+#include "xmalloc.h"
+
+#define NVML_MAX_LINKS 18 /* NVML_NVLINK_MAX_LINKS */
 
 typedef int nvml_return_t; /* nvmlReturn_t: 0 is NVML_SUCCESS */
 typedef struct nvml_device *nvml_device_t;
 typedef struct nvml_memory {
     unsigned long long total, free, used;
 } nvml_memory_t;
+typedef struct nvml_utilization {
+    unsigned int gpu, memory; /* percent */
+} nvml_utilization_t;
+typedef struct nvml_pci_info { /* nvmlPciInfo_t */
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+} nvml_pci_info_t;
 
 struct nvml {
     nvml_return_t (*init)(void);
@@ -29,9 +46,22 @@ struct nvml {
     nvml_return_t (*name)(nvml_device_t, char *, unsigned int);
     nvml_return_t (*uuid)(nvml_device_t, char *, unsigned int);
     nvml_return_t (*memory)(nvml_device_t, nvml_memory_t *);
-    /* Optional: absent from older drivers. */
+    /* Optional: absent from older drivers (or fakes). */
     nvml_return_t (*numa)(nvml_device_t, unsigned int *);
     nvml_return_t (*nvlink)(nvml_device_t, unsigned int, int *);
+    nvml_return_t (*pci)(nvml_device_t, nvml_pci_info_t *);
+    nvml_return_t (*remote_pci)(nvml_device_t, unsigned int, nvml_pci_info_t *);
+    nvml_return_t (*util)(nvml_device_t, nvml_utilization_t *);
+    nvml_return_t (*temp)(nvml_device_t, int, unsigned int *);
+    nvml_return_t (*power)(nvml_device_t, unsigned int *);
+};
+
+/* What stays open after the probe, for samples. */
+struct al__nvml {
+    void *lib;
+    struct nvml f;
+    int n;
+    nvml_device_t dev[AL_PLATFORM_MAX_GPUS]; /* by the agent's GPU index */
 };
 
 /* The symbols, required ones first; `offset` is where each goes. */
@@ -49,6 +79,12 @@ static const struct {
     { "nvmlDeviceGetMemoryInfo", offsetof(struct nvml, memory), 1 },
     { "nvmlDeviceGetNumaNodeId", offsetof(struct nvml, numa), 0 },
     { "nvmlDeviceGetNvLinkState", offsetof(struct nvml, nvlink), 0 },
+    { "nvmlDeviceGetPciInfo_v3", offsetof(struct nvml, pci), 0 },
+    { "nvmlDeviceGetNvLinkRemotePciInfo_v2", offsetof(struct nvml, remote_pci),
+      0 },
+    { "nvmlDeviceGetUtilizationRates", offsetof(struct nvml, util), 0 },
+    { "nvmlDeviceGetTemperature", offsetof(struct nvml, temp), 0 },
+    { "nvmlDeviceGetPowerUsage", offsetof(struct nvml, power), 0 },
 };
 
 /* Model names as NVML gives them ("NVIDIA H100 80GB HBM3") become the
@@ -73,6 +109,89 @@ short_model(const char *in, char *out, size_t len)
     out[o] = '\0';
 }
 
+/* Union-find over the GPUs, plus one extra element for "an NVSwitch". */
+static int
+find(int *up, int i)
+{
+    while (up[i] != i) {
+        up[i] = up[up[i]];
+        i = up[i];
+    }
+    return i;
+}
+
+static void
+join(int *up, int a, int b)
+{
+    a = find(up, a);
+    b = find(up, b);
+    if (a != b)
+        up[a < b ? b : a] = a < b ? a : b;
+}
+
+/* The GPU among ours at PCI address p, or -1 (an NVSwitch, say). */
+static int
+gpu_at(const nvml_pci_info_t *pci, int n, const nvml_pci_info_t *p)
+{
+    for (int i = 0; i < n; i++)
+        if (pci[i].domain == p->domain && pci[i].bus == p->bus &&
+            pci[i].device == p->device)
+            return i;
+    return -1;
+}
+
+/*
+ * NVLink domains from the link graph: GPUs joined by an active link, or
+ * both linked to NVSwitches (one fabric per node), share a domain; a GPU
+ * without active links has none (-1).  Domains are numbered from 0 by
+ * their lowest GPU.  Without the PCI entry points, every GPU with an
+ * active link 0 is put in domain 0 (NVSwitch systems).
+ */
+static void
+nvlink_domains(const struct al__nvml *nv, al_platform_info_t *info)
+{
+    const struct nvml *f = &nv->f;
+    int n = nv->n, sw = n; /* element n stands for the switch fabric */
+    int up[AL_PLATFORM_MAX_GPUS + 1];
+    bool linked[AL_PLATFORM_MAX_GPUS] = { false };
+    nvml_pci_info_t pci[AL_PLATFORM_MAX_GPUS];
+    bool graph = f->pci != NULL && f->remote_pci != NULL;
+    for (int i = 0; i <= n; i++)
+        up[i] = i;
+    for (int i = 0; graph && i < n; i++)
+        if (f->pci(nv->dev[i], &pci[i]) != 0)
+            graph = false;
+    for (int i = 0; i < n && f->nvlink != NULL; i++) {
+        for (unsigned int l = 0; l < (graph ? NVML_MAX_LINKS : 1u); l++) {
+            int active = 0;
+            if (f->nvlink(nv->dev[i], l, &active) != 0 || !active)
+                continue;
+            linked[i] = true;
+            nvml_pci_info_t r;
+            if (!graph) {
+                join(up, i, sw);
+            } else if (f->remote_pci(nv->dev[i], l, &r) == 0) {
+                int peer = gpu_at(pci, n, &r);
+                join(up, i, peer >= 0 ? peer : sw);
+            }
+        }
+    }
+    int label[AL_PLATFORM_MAX_GPUS + 1];
+    for (int i = 0; i <= n; i++)
+        label[i] = -1;
+    int next = 0;
+    for (int i = 0; i < n; i++) {
+        if (!linked[i]) {
+            info->gpus[i].nvlink = -1;
+            continue;
+        }
+        int r = find(up, i);
+        if (label[r] < 0)
+            label[r] = next++;
+        info->gpus[i].nvlink = label[r];
+    }
+}
+
 int
 al__nvml_probe(al_platform_info_t *info)
 {
@@ -80,23 +199,26 @@ al__nvml_probe(al_platform_info_t *info)
     void *lib = dlopen(path ? path : "libnvidia-ml.so.1", RTLD_NOW);
     if (lib == NULL)
         return 0; /* no driver: no GPUs */
-    struct nvml f;
-    memset(&f, 0, sizeof f);
+    struct al__nvml *nv = al_xcalloc(1, sizeof *nv);
+    struct nvml *f = &nv->f;
+    nv->lib = lib;
     for (size_t i = 0; i < sizeof symbols / sizeof symbols[0]; i++) {
         void *sym = dlsym(lib, symbols[i].name);
         if (sym == NULL && symbols[i].required) {
             al_warn("NVML: %s lacks %s; GPUs not used", path ? path : "NVML",
                     symbols[i].name);
             dlclose(lib);
+            free(nv);
             return 0;
         }
         /* POSIX guarantees function pointers survive this round trip. */
-        memcpy((char *)&f + symbols[i].offset, &sym, sizeof sym);
+        memcpy((char *)f + symbols[i].offset, &sym, sizeof sym);
     }
     unsigned int n = 0;
-    if (f.init() != 0 || f.count(&n) != 0) {
+    if (f->init() != 0 || f->count(&n) != 0) {
         al_warn("NVML: initialisation failed; GPUs not used");
         dlclose(lib);
+        free(nv);
         return 0;
     }
     if (n > AL_PLATFORM_MAX_GPUS)
@@ -107,22 +229,59 @@ al__nvml_probe(al_platform_info_t *info)
         char name[96];
         nvml_memory_t mem;
         al_gpu_info_t *g = &info->gpus[found];
-        if (f.handle(i, &d) != 0 || f.name(d, name, sizeof name) != 0 ||
-            f.uuid(d, g->uuid, sizeof g->uuid) != 0 || f.memory(d, &mem) != 0)
+        if (f->handle(i, &d) != 0 || f->name(d, name, sizeof name) != 0 ||
+            f->uuid(d, g->uuid, sizeof g->uuid) != 0 || f->memory(d, &mem) != 0)
             continue;
         short_model(name, g->model, sizeof g->model);
         g->mem_bytes = (int64_t)mem.total;
         unsigned int numa;
-        g->numa = f.numa != NULL && f.numa(d, &numa) == 0 ? (int)numa : -1;
-        int active = 0;
-        /* One NVLink domain per node: devices with an active link share
-         * it (NVSwitch systems); finer topology needs the link graph. */
-        g->nvlink =
-            f.nvlink != NULL && f.nvlink(d, 0, &active) == 0 && active ? 0 : -1;
-        found++;
+        g->numa = f->numa != NULL && f->numa(d, &numa) == 0 ? (int)numa : -1;
+        nv->dev[found++] = d;
     }
+    nv->n = found;
     info->ngpus = found;
-    f.shutdown();
-    dlclose(lib);
+    nvlink_domains(nv, info);
+    if (found == 0) {
+        f->shutdown();
+        dlclose(lib);
+        free(nv);
+        return 0;
+    }
+    info->nvml = nv;
     return found;
+}
+
+int
+al__nvml_sample(struct al__nvml *nv, int i, al_gpu_sample_t *s)
+{
+    s->util_pct = s->mem_util_pct = s->temp_c = -1;
+    s->mem_used = s->power_mw = -1;
+    if (nv == NULL || i < 0 || i >= nv->n)
+        return AL_ENOTSUP;
+    const struct nvml *f = &nv->f;
+    nvml_device_t d = nv->dev[i];
+    nvml_utilization_t u;
+    nvml_memory_t m;
+    unsigned int v;
+    if (f->util != NULL && f->util(d, &u) == 0) {
+        s->util_pct = (int)u.gpu;
+        s->mem_util_pct = (int)u.memory;
+    }
+    if (f->memory(d, &m) == 0)
+        s->mem_used = (int64_t)m.used;
+    if (f->temp != NULL && f->temp(d, 0 /* NVML_TEMPERATURE_GPU */, &v) == 0)
+        s->temp_c = (int)v;
+    if (f->power != NULL && f->power(d, &v) == 0)
+        s->power_mw = (int64_t)v;
+    return 0;
+}
+
+void
+al__nvml_close(struct al__nvml *nv)
+{
+    if (nv == NULL)
+        return;
+    nv->f.shutdown();
+    dlclose(nv->lib);
+    free(nv);
 }

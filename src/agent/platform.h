@@ -29,11 +29,28 @@ typedef struct al_platform_info {
     bool emulated; /* the GPUs are declared, not real */
     int ngpus;
     al_gpu_info_t gpus[AL_PLATFORM_MAX_GPUS];
+    struct al__nvml *nvml; /* NVML kept open for samples, or NULL */
 } al_platform_info_t;
+
+/* A GPU's telemetry; -1 where the driver does not say. */
+typedef struct al_gpu_sample {
+    int util_pct;     /* time a kernel ran, last sample period */
+    int mem_util_pct; /* time memory was read or written */
+    int temp_c;
+    int64_t mem_used; /* bytes */
+    int64_t power_mw;
+} al_gpu_sample_t;
 
 /* Fills *info from the machine: hostname, online CPUs, physical memory and
  * the GPUs NVML reports (none without it).  Returns 0 or AL_EIO. */
 int al_platform_probe(al_platform_info_t *info);
+
+/* Samples GPU i's telemetry: 0, or AL_ENOTSUP for emulated GPUs (and
+ * without NVML), *s all -1 then. */
+int al_platform_sample(al_platform_info_t *info, int i, al_gpu_sample_t *s);
+
+/* Releases what al_platform_probe() kept open (NVML). */
+void al_platform_close(al_platform_info_t *info);
 
 /* Replaces the GPUs of *info by emulated ones described by spec, "NxMODEL"
  * where MODEL may end in "-<size>GB" giving each device's memory (default
@@ -44,9 +61,9 @@ int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
                           const char *node, char **cause);
 
 /* When process pid started (clock ticks since boot), or -1 if there is no
- * such process or it has ended (a zombie).  With the pid it names a process for
- * good: a restarted agent tells its tasks' monitors from unrelated processes
- * that reuse their pids. */
+ * such process or it has ended (a zombie).  With the pid it names a process
+ * for good: a restarted agent tells its tasks from unrelated processes that
+ * reuse their pids. */
 int64_t al_platform_proc_start(long pid);
 
 #endif /* AL_PLATFORM_H */

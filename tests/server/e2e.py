@@ -751,7 +751,24 @@ def scenario_nvml(c):
     c.start_agent("broken", None, {"ALLOT_NVML_LIB": lib,
                                    "FAKE_NVML_FAIL": "1"})
     c.start_agent("none", None, {"ALLOT_NVML_LIB": "/nonexistent/nvml.so"})
+    c.start_agent("pairs", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "4",
+                                  "FAKE_NVML_NVLINK": "pairs"})
     nodes = {n["name"]: n for n in json.loads(c.cli("nodes", "--json").stdout)}
+    # NVLink domains from the link graph: an NVSwitch joins all, pairs of
+    # directly linked GPUs make a domain each.
+    check([x["nvlink"] for x in nodes["gpu"]["gpus"]] == [0] * 8,
+          "one NVLink domain through the switch: %s" % nodes["gpu"]["gpus"])
+    check([x["nvlink"] for x in nodes["pairs"]["gpus"]] == [0, 0, 1, 1],
+          "NVLink pairs: %s" % nodes["pairs"]["gpus"])
+    # allot agent --probe says what a node offers, with a telemetry sample.
+    p = subprocess.run([c.allot, "agent", "--probe"], capture_output=True,
+                       text=True, timeout=30,
+                       env=dict(c.env, ALLOT_NVML_LIB=lib, FAKE_NVML_GPUS="2"))
+    pr = json.loads(p.stdout)
+    check(p.returncode == 0 and not pr["emulated"] and
+          pr["gpus"][1]["sample"]["util"] == 10 and
+          pr["gpus"][1]["sample"]["power_mw"] == 101000,
+          "--probe: %s" % p.stdout)
     g = nodes["gpu"]
     check(len(g["gpus"]) == 8 and not g["emulated"], "8 real GPUs: %s" % g)
     check(g["gpus"][0]["model"] == "A100-SXM4-40GB" and
@@ -763,7 +780,8 @@ def scenario_nvml(c):
     j = c.submit("--gpus", "2", "--", "sh", "-c",
                  "echo CVD=$CUDA_VISIBLE_DEVICES EMU=$ALLOT_EMULATED_GPUS")
     jj = c.wait_state(j, "completed")
-    uuids = ",".join(g["gpus"][d]["uuid"] for d in jj["placement"][0]["gpus"])
+    on = nodes[jj["placement"][0]["node"]]
+    uuids = ",".join(on["gpus"][d]["uuid"] for d in jj["placement"][0]["gpus"])
     out = c.cli("logs", str(j)).stdout
     check("CVD=%s EMU=" % uuids in out and uuids.startswith("GPU-fa4e"),
           "CUDA_VISIBLE_DEVICES holds the UUIDs: %r" % out)

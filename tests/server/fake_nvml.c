@@ -2,7 +2,11 @@
  * fake_nvml.c -- a stand-in for libnvidia-ml.so.1 so that CI exercises the
  * agent's NVML code path (src/agent/nvml.c) without a GPU.  It reports
  * $FAKE_NVML_GPUS devices (default 2) named "NVIDIA A100-SXM4 40GB" with
- * 40 GiB each; $FAKE_NVML_FAIL makes nvmlInit_v2 fail.
+ * 40 GiB each, 4 to a NUMA node; $FAKE_NVML_FAIL makes nvmlInit_v2 fail.
+ * NVLink ($FAKE_NVML_NVLINK): "switch" (default: link 0 of every device
+ * goes to an NVSwitch), "pairs" (links 0 and 1 join devices 2k and 2k+1),
+ * "none".  Telemetry: device i is 10*i % 100 busy, uses i GiB, is at
+ * 30+i degrees and draws 100+i watts.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,14 @@ typedef struct nvml_device *nvml_device_t;
 typedef struct nvml_memory {
     unsigned long long total, free, used;
 } nvml_memory_t;
+typedef struct nvml_utilization {
+    unsigned int gpu, memory;
+} nvml_utilization_t;
+typedef struct nvml_pci_info {
+    char bus_id_legacy[16];
+    unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
+    char bus_id[32];
+} nvml_pci_info_t;
 
 /* The entry points, as the agent looks them up by name. */
 int nvmlInit_v2(void);
@@ -23,6 +35,12 @@ int nvmlDeviceGetUUID(nvml_device_t d, char *buf, unsigned int len);
 int nvmlDeviceGetMemoryInfo(nvml_device_t d, nvml_memory_t *m);
 int nvmlDeviceGetNumaNodeId(nvml_device_t d, unsigned int *node);
 int nvmlDeviceGetNvLinkState(nvml_device_t d, unsigned int link, int *on);
+int nvmlDeviceGetPciInfo_v3(nvml_device_t d, nvml_pci_info_t *p);
+int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_device_t d, unsigned int link,
+                                        nvml_pci_info_t *p);
+int nvmlDeviceGetUtilizationRates(nvml_device_t d, nvml_utilization_t *u);
+int nvmlDeviceGetTemperature(nvml_device_t d, int sensor, unsigned int *t);
+int nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw);
 
 enum { OK = 0, ERR_INVALID = 2, ERR_UNINITIALIZED = 1 };
 
@@ -102,8 +120,8 @@ nvmlDeviceGetMemoryInfo(nvml_device_t d, nvml_memory_t *m)
     if (index_of(d) < 0)
         return ERR_INVALID;
     m->total = 40ULL << 30;
-    m->free = m->total;
-    m->used = 0;
+    m->used = (unsigned long long)index_of(d) << 30;
+    m->free = m->total - m->used;
     return OK;
 }
 
@@ -117,11 +135,84 @@ nvmlDeviceGetNumaNodeId(nvml_device_t d, unsigned int *node)
     return OK;
 }
 
+static const char *
+topology(void)
+{
+    const char *t = getenv("FAKE_NVML_NVLINK");
+    return t != NULL ? t : "switch";
+}
+
 int
 nvmlDeviceGetNvLinkState(nvml_device_t d, unsigned int link, int *on)
 {
-    if (index_of(d) < 0)
+    long i = index_of(d);
+    if (i < 0 || link >= 18)
         return ERR_INVALID;
-    *on = 1;
+    if (strcmp(topology(), "pairs") == 0)
+        *on = link < 2 && (i ^ 1) < (long)count();
+    else
+        *on = strcmp(topology(), "switch") == 0 && link == 0;
+    return OK;
+}
+
+static void
+pci_of(long bus, nvml_pci_info_t *p)
+{
+    memset(p, 0, sizeof *p);
+    p->bus = (unsigned int)bus;
+    snprintf(p->bus_id, sizeof p->bus_id, "00000000:%02lX:00.0", bus);
+}
+
+int
+nvmlDeviceGetPciInfo_v3(nvml_device_t d, nvml_pci_info_t *p)
+{
+    long i = index_of(d);
+    if (i < 0)
+        return ERR_INVALID;
+    pci_of(0x10 + i, p);
+    return OK;
+}
+
+int
+nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_device_t d, unsigned int link,
+                                    nvml_pci_info_t *p)
+{
+    long i = index_of(d);
+    int on = 0;
+    if (i < 0 || nvmlDeviceGetNvLinkState(d, link, &on) != OK || !on)
+        return ERR_INVALID;
+    /* A peer GPU, or the NVSwitch at bus 0xF0. */
+    pci_of(strcmp(topology(), "pairs") == 0 ? 0x10 + (i ^ 1) : 0xF0, p);
+    return OK;
+}
+
+int
+nvmlDeviceGetUtilizationRates(nvml_device_t d, nvml_utilization_t *u)
+{
+    long i = index_of(d);
+    if (i < 0)
+        return ERR_INVALID;
+    u->gpu = (unsigned int)(10 * i % 100);
+    u->memory = (unsigned int)(5 * i % 100);
+    return OK;
+}
+
+int
+nvmlDeviceGetTemperature(nvml_device_t d, int sensor, unsigned int *t)
+{
+    long i = index_of(d);
+    if (i < 0 || sensor != 0)
+        return ERR_INVALID;
+    *t = (unsigned int)(30 + i);
+    return OK;
+}
+
+int
+nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw)
+{
+    long i = index_of(d);
+    if (i < 0)
+        return ERR_INVALID;
+    *mw = (unsigned int)((100 + i) * 1000);
     return OK;
 }
