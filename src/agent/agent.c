@@ -990,18 +990,11 @@ run(agent_t *a)
 static int
 setup_signals(void)
 {
-    if (pipe(sig_pipe) != 0)
+    if (al__chld_pipe(sig_pipe, on_sigchld) != 0)
         return AL_EIO;
-    for (int i = 0; i < 2; i++) {
-        fcntl(sig_pipe[i], F_SETFL, fcntl(sig_pipe[i], F_GETFL) | O_NONBLOCK);
-        fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
-    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sa.sa_handler = on_sigchld;
-    sigaction(SIGCHLD, &sa, NULL);
     sa.sa_flags = SA_RESTART;
     sa.sa_handler = on_stop;
     sigaction(SIGTERM, &sa, NULL);

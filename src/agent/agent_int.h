@@ -49,6 +49,11 @@ pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
 /* Writes the exit part of a record from a wait status.  0 or -1. */
 int al__record_exit(int state_fd, int status);
 
+/* A self-pipe for SIGCHLD: p[] non-blocking and close-on-exec, handler
+ * (which writes a byte to p[1]) installed with SA_RESTART | SA_NOCLDSTOP.
+ * 0 or -1. */
+int al__chld_pipe(int p[2], void (*handler)(int));
+
 /* spawner.c: a small process, the parent of the tasks (see there why). */
 typedef struct al__spawner {
     pid_t pid;   /* -1: none (tasks are launched from the agent itself) */

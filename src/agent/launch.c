@@ -225,3 +225,20 @@ al__record_exit(int state_fd, int status)
     pad_line(rec, sizeof rec, text);
     return pwrite_all(state_fd, rec, sizeof rec, AL__REC_ID);
 }
+
+int
+al__chld_pipe(int p[2], void (*handler)(int))
+{
+    if (pipe(p) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++) {
+        fcntl(p[i], F_SETFL, fcntl(p[i], F_GETFL) | O_NONBLOCK);
+        fcntl(p[i], F_SETFD, FD_CLOEXEC);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    sa.sa_handler = handler;
+    return sigaction(SIGCHLD, &sa, NULL);
+}

@@ -176,18 +176,8 @@ spawner_main(int sock, int exit_fd, int wake_fd)
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-    if (pipe(chld_pipe) != 0)
+    if (al__chld_pipe(chld_pipe, on_chld) != 0)
         _exit(1);
-    for (int i = 0; i < 2; i++) {
-        fcntl(chld_pipe[i], F_SETFL, fcntl(chld_pipe[i], F_GETFL) | O_NONBLOCK);
-        fcntl(chld_pipe[i], F_SETFD, FD_CLOEXEC);
-    }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    sa.sa_handler = on_chld;
-    sigaction(SIGCHLD, &sa, NULL);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
