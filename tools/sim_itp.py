@@ -13,9 +13,17 @@ Each row comes from exactly this command (printed above each table):
         --trace-filter-queue clusterNN --nodes N --gpus-per-node 8 \
         --queues 8 --policy P --json
 
-The JSON of every run is kept in --out (default build-rel/itp/).
+(with --jobs-csv DIR/clusterNN-SIZE-jobs.csv, one file per policy). The
+JSON of every run is kept in --out (default build-rel/itp/).
+
+A policy that leaves jobs unschedulable (static: a job larger than its
+queue's share) averages its JCT over fewer, smaller jobs.  After each table
+a second one compares allot with such a policy on the same jobs: those the
+other policy completed.
+
 Standard library only.
 """
+import csv
 import argparse
 import json
 import os
@@ -44,6 +52,7 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     trace = os.path.join(a.traces, "elasticflow-itp", "common.csv")
+    same = []
     for size in a.sizes.split(","):
         print(f"\n### ITP, {size} size, --queues 8\n")
         print("| cluster | nodes x 8 | policy | done | unsched. | avg JCT (h) "
@@ -52,17 +61,22 @@ def main():
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in a.clusters.split(","):
             nodes = SIZES[c][0 if size == "paper" else 1]
+            jobs = os.path.join(a.out, f"cluster{c}-{size}-jobs.csv")
             cmd = [a.allot, "sim", "--trace", trace, "--trace-filter-queue",
                    f"cluster{c}", "--nodes", str(nodes), "--gpus-per-node",
                    "8", "--queues", "8", "--policy", a.policies, "--json",
-                   "--quiet"]
+                   "--quiet", "--jobs-csv", jobs]
             out = subprocess.run(cmd, check=True, capture_output=True,
                                  text=True).stdout
             path = os.path.join(a.out, f"cluster{c}-{size}.jsonl")
             with open(path, "w") as f:
                 f.write(out)
-            for line in out.splitlines():
-                s = json.loads(line)
+            runs = [json.loads(line) for line in out.splitlines()]
+            several = len(runs) > 1
+            for s in runs:
+                if s["unschedulable"] > 0 and "allot" in a.policies.split(","):
+                    same.append((c, nodes, s["policy"],
+                                 same_jobs(jobs, s["policy"], several)))
                 print(f"| {c} | {nodes} | {s['policy']} | {s['completed']} "
                       f"| {s['unschedulable']} | {s['avg_jct_s'] / 3600:.2f} "
                       f"| {s['p95_queue_s'] / 3600:.2f} "
@@ -71,6 +85,44 @@ def main():
                       f"| {s['wastage_ratio']:.4f} | {s['preemptions']} "
                       f"| {s['sim_wall_s']:.2f} |")
             sys.stdout.flush()
+        if same:
+            print(f"\nOn the same jobs ({size} size): avg JCT (h) over the "
+                  "jobs the other policy completed\n")
+            print("| cluster | nodes x 8 | policy | its jobs | its avg JCT "
+                  "| allot's avg JCT on them | allot's avg JCT on the jobs it "
+                  "left unschedulable |")
+            print("|---|---|---|---|---|---|---|")
+            for c, nodes, pol, (n, theirs, ours, rest) in same:
+                print(f"| {c} | {nodes} | {pol} | {n} | {theirs / 3600:.2f} "
+                      f"| {ours / 3600:.2f} | {rest / 3600:.2f} |")
+        same.clear()
+
+
+def policy_csv(path, policy, several):
+    """Where allot sim --jobs-csv wrote policy's rows (its name before the
+    extension when several policies ran)."""
+    if not several:
+        return path
+    base, ext = os.path.splitext(path)
+    return f"{base}.{policy}{ext}"
+
+
+def same_jobs(path, policy, several):
+    """(jobs `policy` completed, its avg JCT on them, allot's avg JCT on
+    them, allot's avg JCT on the jobs `policy` left unschedulable)."""
+    def rows(p):
+        with open(policy_csv(path, p, several), newline="") as f:
+            return {r["job_id"]: r for r in csv.DictReader(f)}
+    theirs, ours = rows(policy), rows("allot")
+    done = [k for k, r in theirs.items() if r["jct_s"] != ""]
+    left = [k for k, r in theirs.items() if r["unschedulable"] == "1"
+            and ours[k]["jct_s"] != ""]
+
+    def avg(xs):
+        return sum(xs) / len(xs) if xs else 0.0
+    return (len(done), avg([float(theirs[k]["jct_s"]) for k in done]),
+            avg([float(ours[k]["jct_s"]) for k in done if ours[k]["jct_s"]]),
+            avg([float(ours[k]["jct_s"]) for k in left]))
 
 
 if __name__ == "__main__":
