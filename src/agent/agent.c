@@ -376,12 +376,18 @@ reap(agent_t *a)
         if (t != NULL)
             mark_exited(a, t, st);
     }
-    /* Adopted tasks are not the spawner's children: poll them. */
+    /* Adopted tasks are not our spawner's children: poll them.  One that
+     * ended is a zombie until its parent (an earlier spawner) has written
+     * its exit into the record and reaped it: wait for that. */
     for (int i = 0; i < a->ntasks; i++) {
         task_t *t = &a->tasks[i];
-        if (t->state == T_RUNNING && t->adopted &&
-            al_platform_proc_start(t->pid) != t->start)
-            mark_exited(a, t, -1);
+        int64_t start = -1;
+        if (t->state != T_RUNNING || !t->adopted)
+            continue;
+        int st = al_platform_proc_state(t->pid, &start);
+        if (start == t->start && (st == 1 || (st == 0 && !read_exit(a, t))))
+            continue;
+        mark_exited(a, t, -1);
     }
 }
 

@@ -46,8 +46,8 @@ typedef struct al__launch {
  * in the spawner, which is the task's parent.
  */
 pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
-/* Writes the exit part of a record from a wait status.  0 or -1. */
-int al__record_exit(int state_fd, int status);
+/* Writes the exit part of a record: exit code, or signal.  0 or -1. */
+int al__record_exit(int state_fd, int code, int sig);
 
 /* A self-pipe for SIGCHLD: p[] non-blocking and close-on-exec, handler
  * (which writes a byte to p[1]) installed with SA_RESTART | SA_NOCLDSTOP.

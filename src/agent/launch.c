@@ -216,11 +216,9 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
 }
 
 int
-al__record_exit(int state_fd, int status)
+al__record_exit(int state_fd, int code, int sig)
 {
     char text[32], rec[AL__REC_LEN - AL__REC_ID];
-    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-    int sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
     snprintf(text, sizeof text, "%d %d", code, sig);
     pad_line(rec, sizeof rec, text);
     return pwrite_all(state_fd, rec, sizeof rec, AL__REC_ID);

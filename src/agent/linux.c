@@ -1,6 +1,7 @@
 /* linux.c -- the real machine: hostname, CPUs and memory from sysconf. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,11 +12,11 @@
 #include "fs.h"
 #include "platform.h"
 
-int64_t
-al_platform_proc_start(long pid)
+int
+al_platform_proc_state(long pid, int64_t *start)
 {
-    /* No heap: a task's monitor calls this right after fork(), and in a
-     * copy-on-write child every page malloc() touches is a page copied. */
+    /* No heap: the spawner calls this right after vfork(), and a forked
+     * process pays for every page malloc() touches. */
     char path[64], data[4096];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -31,19 +32,25 @@ al_platform_proc_start(long pid)
     /* Fields after the command name, which may hold spaces: the state is
      * field 3 and the start time field 22. */
     const char *p = strrchr(data, ')');
-    int64_t start = -1;
-    /* A zombie has ended; nobody may ever reap it (a container's init). */
-    if (p != NULL && (p[1] != ' ' || p[2] == 'Z' || p[2] == 'X'))
-        p = NULL;
+    if (p == NULL || p[1] != ' ')
+        return -1;
+    bool ended = p[2] == 'Z' || p[2] == 'X';
     for (int field = 2; p != NULL && field < 22; field++)
         p = strchr(p + 1, ' ');
-    if (p != NULL) {
-        char *end;
-        long long v = strtoll(p + 1, &end, 10);
-        if (end != p + 1)
-            start = v;
-    }
-    return start;
+    char *end;
+    long long v = p != NULL ? strtoll(p + 1, &end, 10) : -1;
+    if (p == NULL || end == p + 1)
+        return -1;
+    *start = v;
+    return ended ? 0 : 1;
+}
+
+int64_t
+al_platform_proc_start(long pid)
+{
+    int64_t start = -1;
+    /* A zombie has ended; nobody may ever reap it (a container's init). */
+    return al_platform_proc_state(pid, &start) == 1 ? start : -1;
 }
 
 int

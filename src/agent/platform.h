@@ -65,5 +65,8 @@ int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
  * for good: a restarted agent tells its tasks from unrelated processes that
  * reuse their pids. */
 int64_t al_platform_proc_start(long pid);
+/* 1 when pid runs, 0 when it has ended but not been reaped (a zombie),
+ * -1 when there is no such process; *start gets its start time. */
+int al_platform_proc_state(long pid, int64_t *start);
 
 #endif /* AL_PLATFORM_H */

@@ -130,17 +130,27 @@ static void
 reap_tasks(int exit_fd, int wake_fd)
 {
     for (;;) {
-        int st;
-        pid_t pid = waitpid(-1, &st, WNOHANG);
-        if (pid <= 0)
+        /* Look first (WNOWAIT), record, then reap: while the ended task is
+         * a zombie its record may still lack the exit, but once it is gone
+         * the record has it.  An agent watching the pid relies on that. */
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+            si.si_pid == 0)
             return;
+        pid_t pid = si.si_pid;
+        int st = 0;
         for (int i = 0; i < nchildren; i++)
             if (children[i].pid == pid) {
-                al__record_exit(children[i].state_fd, st);
+                int code = si.si_code == CLD_EXITED ? si.si_status : 0;
+                int sig = si.si_code == CLD_EXITED ? 0 : si.si_status;
+                al__record_exit(children[i].state_fd, code, sig);
                 close(children[i].state_fd);
                 children[i] = children[--nchildren];
                 break;
             }
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
         if (wake_fd < 0)
             continue; /* nobody to tell: the record says it */
         int32_t rec[2] = { (int32_t)pid, (int32_t)st };
