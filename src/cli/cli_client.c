@@ -108,7 +108,8 @@ al_cli_parse_mem(const char *s, int64_t *bytes)
 {
     char *end;
     double v = strtod(s, &end);
-    if (end == s || v < 0)
+    /* !(v >= 0) also refuses "nan", which strtod accepts. */
+    if (end == s || !(v >= 0))
         return -1;
     static const struct {
         const char *suffix;
@@ -124,7 +125,12 @@ al_cli_parse_mem(const char *s, int64_t *bytes)
     };
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(end, units[i].suffix) == 0) {
-            *bytes = (int64_t)(v * (double)((int64_t)1 << units[i].shift));
+            double b = v * (double)((int64_t)1 << units[i].shift);
+            /* Checked before converting: a double beyond int64_t's range
+             * (or "inf") does not convert (undefined behaviour). */
+            if (!(b < 0x1p62))
+                return -1;
+            *bytes = (int64_t)b;
             return 0;
         }
     }
@@ -144,7 +150,8 @@ al_cli_parse_duration(const char *s, int64_t *seconds)
     };
     char *end;
     double v = strtod(s, &end);
-    if (end == s || v < 0 || v > 1e9 || (end[0] != '\0' && end[1] != '\0'))
+    /* !(v >= 0) also refuses "nan", which strtod accepts. */
+    if (end == s || !(v >= 0) || v > 1e9 || (end[0] != '\0' && end[1] != '\0'))
         return -1;
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (end[0] == units[i].suffix) {

@@ -93,9 +93,9 @@ al_fs_read_file(const char *path, char **data, size_t *n)
         if (r == 0)
             break;
         b.len += (size_t)r;
-        b.data[b.len] = '\0';
     }
     close(fd);
+    b.data[b.len] = '\0'; /* an empty file too: callers use it as text */
     *n = b.len;
     *data = al_buf_steal(&b);
     return 0;

@@ -1,6 +1,7 @@
 /* ucfg.c -- the user's config file and data directory. */
 #include "ucfg.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,25 +56,55 @@ match_key(const char *line, size_t len, const char *key, size_t *vlen)
 }
 
 char *
-al_ucfg_get(const char *path, const char *key)
+al_ucfg_lookup(const char *text, size_t n, const char *key)
 {
-    char *data;
-    size_t n;
-    if (al_fs_read_file(path, &data, &n) != 0)
-        return NULL;
+    n = strnlen(text, n); /* the file ends at a NUL, as it always did */
     char *val = NULL;
-    for (char *l = data; *l != '\0';) {
-        size_t len = strcspn(l, "\n");
+    for (const char *l = text, *end = text + n; l < end;) {
+        const char *nl = memchr(l, '\n', (size_t)(end - l));
+        size_t len = nl != NULL ? (size_t)(nl - l) : (size_t)(end - l);
         size_t vlen;
         const char *v = l[0] == '#' ? NULL : match_key(l, len, key, &vlen);
         if (v != NULL) {
             free(val);
             val = al_xstrndup(v, vlen);
         }
-        l += len;
-        if (*l == '\n')
-            l++;
+        l += len + (nl != NULL);
     }
+    return val;
+}
+
+void
+al_ucfg_rewrite(const char *text, size_t n, const char *key, const char *value,
+                al_buf_t *out)
+{
+    n = strnlen(text, n);
+    bool found = false;
+    for (const char *l = text, *end = text + n; l < end;) {
+        const char *nl = memchr(l, '\n', (size_t)(end - l));
+        size_t len = nl != NULL ? (size_t)(nl - l) : (size_t)(end - l), vlen;
+        if (l[0] != '#' && match_key(l, len, key, &vlen) != NULL) {
+            if (!found)
+                al_buf_printf(out, "%s = %s\n", key, value);
+            found = true;
+        } else {
+            al_buf_append(out, l, len);
+            al_buf_putc(out, '\n');
+        }
+        l += len + (nl != NULL);
+    }
+    if (!found)
+        al_buf_printf(out, "%s = %s\n", key, value);
+}
+
+char *
+al_ucfg_get(const char *path, const char *key)
+{
+    char *data;
+    size_t n;
+    if (al_fs_read_file(path, &data, &n) != 0)
+        return NULL;
+    char *val = al_ucfg_lookup(data, n, key);
     free(data);
     return val;
 }
@@ -84,26 +115,12 @@ al_ucfg_set(const char *path, const char *key, const char *value)
     char *data = NULL;
     size_t n = 0;
     al_buf_t out = AL_BUF_INIT;
-    int found = 0;
     if (al_fs_read_file(path, &data, &n) == 0) {
-        for (char *l = data; *l != '\0';) {
-            size_t len = strcspn(l, "\n"), vlen;
-            if (l[0] != '#' && match_key(l, len, key, &vlen) != NULL) {
-                if (!found)
-                    al_buf_printf(&out, "%s = %s\n", key, value);
-                found = 1;
-            } else {
-                al_buf_append(&out, l, len);
-                al_buf_putc(&out, '\n');
-            }
-            l += len;
-            if (*l == '\n')
-                l++;
-        }
+        al_ucfg_rewrite(data, n, key, value, &out);
         free(data);
+    } else {
+        al_ucfg_rewrite("", 0, key, value, &out);
     }
-    if (!found)
-        al_buf_printf(&out, "%s = %s\n", key, value);
     char *dir = al_xstrdup(path);
     char *slash = strrchr(dir, '/');
     int rc = 0;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,6 @@
 #include "server_int.h"
 #include "xmalloc.h"
 
-#define MAX_TASKS 4096
 #define MAX_LIST 1000
 #define MAX_LOG_READ (4 << 20)
 #define LONG_POLL_MAX_MS 30000
@@ -353,6 +353,15 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
             return AL_EINVAL;
         }
         double l = json_is_number(lim) ? json_number_value(lim) : -1;
+        /* Checked before converting: a double beyond int64_t's range
+         * does not convert (undefined behaviour). */
+        if (des * res_scale[r] > AL_QUOTA_MAX ||
+            l * res_scale[r] > AL_QUOTA_MAX) {
+            *cause = al_xasprintf("quota.%s: deserved and limit must be at "
+                                  "most %.0f",
+                                  res_names[r], AL_QUOTA_MAX / res_scale[r]);
+            return AL_EINVAL;
+        }
         tmp.quota[r].deserved = (int64_t)(des * res_scale[r] + 0.5);
         tmp.quota[r].limit =
             l < 0 ? AL_UNLIMITED : (int64_t)(l * res_scale[r] + 0.5);
@@ -494,180 +503,294 @@ string_array(const json_t *a)
     return true;
 }
 
-/* Reads an optional integer member into *out within [lo, hi]. */
-static bool
-opt_int(al__req_t *req, const char *key, int64_t lo, int64_t hi, int64_t *out)
+/* Hands msg (malloc()ed) to *cause, or frees it when cause is NULL;
+ * returns err. */
+static int
+fail(char **cause, int err, char *msg)
 {
-    json_t *v = json_object_get(req->body, key);
-    if (v == NULL || json_is_null(v))
-        return true;
-    if (!json_is_integer(v) || json_integer_value(v) < lo ||
-        json_integer_value(v) > hi) {
-        al__reply_error(req, 400, "bad_request",
-                        "%s must be an integer in %" PRId64 "..%" PRId64, key,
-                        lo, hi);
-        return false;
-    }
-    *out = json_integer_value(v);
-    return true;
+    if (cause != NULL)
+        *cause = msg;
+    else
+        free(msg);
+    return err;
 }
 
-static void
-api_job_submit(al_ctl_t *ctl, al__req_t *req)
+/* Reads an optional integer member into *out within [lo, hi]; absent or
+ * null leaves *out alone. */
+static int
+opt_int(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t *out,
+        char **cause)
 {
-    json_t *b = req->body;
-    if (!json_is_object(b)) {
-        al__reply_error(req, 400, "bad_request",
-                        "the body must be a JSON object describing the job");
-        return;
+    json_t *v = json_object_get(o, key);
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < lo ||
+        json_integer_value(v) > hi)
+        return fail(cause, AL_EINVAL,
+                    al_xasprintf("%s must be an integer in %" PRId64
+                                 "..%" PRId64,
+                                 key, lo, hi));
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* Reads an optional string member (owned by o) into *out, def when absent
+ * or null. */
+static int
+opt_str(const json_t *o, const char *key, const char *def, const char **out,
+        char **cause)
+{
+    json_t *v = json_object_get(o, key);
+    if (v != NULL && !json_is_null(v) && !json_is_string(v))
+        return fail(cause, AL_EINVAL, al_xasprintf("%s must be a string", key));
+    *out = json_is_string(v) ? json_string_value(v) : def;
+    return 0;
+}
+
+/* The default name of a job: the last path element of its command's first
+ * word, cut to 64 bytes at a UTF-8 character boundary (a name must stay
+ * valid UTF-8 to be written as JSON). */
+static char *
+default_name(const char *c0)
+{
+    const char *slash = strrchr(c0, '/');
+    const char *base = slash ? slash + 1 : c0;
+    size_t n = strlen(base);
+    if (n > 64) {
+        n = 64;
+        while (n > 0 && ((unsigned char)base[n] & 0xC0) == 0x80)
+            n--;
     }
-    json_t *cmd = json_object_get(b, "command");
-    if (!string_array(cmd)) {
-        al__reply_error(req, 400, "bad_request",
-                        "command must be a non-empty array of strings");
-        return;
-    }
-    const char *qname = al_json_str(b, "queue", "default");
-    al__queue_t *q = al__ctl_queue(ctl, qname);
-    if (q == NULL) {
-        al__reply_error(req, 400, "bad_request",
-                        "no queue '%s'; `allot queues` lists them", qname);
-        return;
-    }
-    for (int i = 0; i < ctl->nqueues; i++) {
-        if (ctl->queues[i].parent != NULL &&
-            strcmp(ctl->queues[i].parent, qname) == 0) {
-            al__reply_error(req, 400, "bad_request",
-                            "queue '%s' has sub-queues; submit to a leaf "
-                            "queue",
-                            qname);
-            return;
-        }
-    }
-    const char *cls = al_json_str(b, "class", "train");
-    int ci = -1;
+    return al_xstrndup(base, n);
+}
+
+/* A job body's members once checked; strings belong to the body. */
+struct job_req {
+    const char *queue, *user, *name, *model;
+    int cls;
+    int64_t tasks, gpus, cpu, mem, limit;
+    double frac;
+};
+
+/* The queue, class and sizes of body b. */
+static int
+check_sizes(const json_t *b, struct job_req *r, char **cause)
+{
+    const char *cls;
+    int rc;
+    if ((rc = opt_str(b, "queue", "default", &r->queue, cause)) != 0 ||
+        (rc = opt_str(b, "class", "train", &cls, cause)) != 0)
+        return rc;
+    r->cls = -1;
     for (int c = 0; c < al__njclasses; c++)
         if (strcmp(al__jclasses[c].name, cls) == 0)
-            ci = c;
-    if (ci < 0) {
-        al__reply_error(req, 400, "bad_request",
-                        "class must be train, build or inference");
-        return;
-    }
-    int64_t tasks = 1, gpus = 0, cpu = 100, mem = 0, limit = 0;
-    if (!opt_int(req, "tasks", 1, MAX_TASKS, &tasks) ||
-        !opt_int(req, "gpus", 0, AL_MAX_DEVICES, &gpus) ||
-        !opt_int(req, "cpu_milli", 0, INT64_C(1) << 40, &cpu) ||
-        !opt_int(req, "mem_bytes", 0, INT64_C(1) << 50, &mem) ||
-        !opt_int(req, "time_limit", 0, INT64_C(1) << 40, &limit))
-        return;
-    double frac = al_json_num(b, "gpu_fraction", 0);
-    if (frac < 0 || frac >= 1 || (frac > 0 && gpus > 0)) {
-        al__reply_error(req, 400, "bad_request",
-                        "gpu_fraction must be in (0, 1) and excludes gpus");
-        return;
-    }
+            r->cls = c;
+    if (r->cls < 0)
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("class must be train, build or inference"));
+    r->tasks = 1, r->gpus = 0, r->cpu = 100, r->mem = 0, r->limit = 0;
+    if ((rc = opt_int(b, "tasks", 1, AL_JOB_MAX_TASKS, &r->tasks, cause)) !=
+            0 ||
+        (rc = opt_int(b, "gpus", 0, AL_MAX_DEVICES, &r->gpus, cause)) != 0 ||
+        (rc = opt_int(b, "cpu_milli", 0, AL_JOB_MAX_CPU_MILLI, &r->cpu,
+                      cause)) != 0 ||
+        (rc = opt_int(b, "mem_bytes", 0, AL_JOB_MAX_MEM_BYTES, &r->mem,
+                      cause)) != 0 ||
+        (rc = opt_int(b, "time_limit", 0, AL_JOB_MAX_TIME_LIMIT, &r->limit,
+                      cause)) != 0)
+        return rc;
+    json_t *fv = json_object_get(b, "gpu_fraction");
+    r->frac = json_is_number(fv) ? json_number_value(fv) : 0;
+    if ((fv != NULL && !json_is_null(fv) && !json_is_number(fv)) ||
+        r->frac < 0 || r->frac >= 1 || (r->frac > 0 && r->gpus > 0))
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("gpu_fraction must be in (0, 1) and excludes "
+                               "gpus"));
+    return 0;
+}
+
+/* The members of body b that go into the job's spec, and `after`. */
+static int
+check_spec(const json_t *b, char **cause)
+{
     json_t *env = json_object_get(b, "env");
     if (env != NULL && !json_is_null(env)) {
         const char *k;
         json_t *v;
         bool ok = json_is_object(env);
         json_object_foreach(env, k, v) ok = ok && json_is_string(v);
-        if (!ok) {
-            al__reply_error(req, 400, "bad_request",
-                            "env must be an object of strings");
-            return;
-        }
+        if (!ok)
+            return fail(cause, AL_EINVAL,
+                        al_xstrdup("env must be an object of strings"));
     }
     json_t *script = json_object_get(b, "script");
-    if (script != NULL && !json_is_null(script) && !json_is_string(script)) {
-        al__reply_error(req, 400, "bad_request",
-                        "script must be the text of a job script");
-        return;
-    }
+    if (script != NULL && !json_is_null(script) && !json_is_string(script))
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("script must be the text of a job script"));
     json_t *cwd = json_object_get(b, "cwd");
-    if (cwd != NULL && !json_is_null(cwd) && !json_is_string(cwd)) {
-        al__reply_error(req, 400, "bad_request", "cwd must be a string");
-        return;
-    }
+    if (cwd != NULL && !json_is_null(cwd) && !json_is_string(cwd))
+        return fail(cause, AL_EINVAL, al_xstrdup("cwd must be a string"));
     json_t *after = json_object_get(b, "after");
-    size_t nafter = json_array_size(after);
-    if (after != NULL && !json_is_null(after) && !json_is_array(after)) {
-        al__reply_error(req, 400, "bad_request",
-                        "after must be an array of job ids");
-        return;
-    }
-    for (size_t i = 0; i < nafter; i++) {
+    if (after != NULL && !json_is_null(after) && !json_is_array(after))
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("after must be an array of job ids"));
+    for (size_t i = 0; i < json_array_size(after); i++) {
         json_t *a = json_array_get(after, i);
-        if (!json_is_integer(a) ||
-            al__ctl_job(ctl, (uint64_t)json_integer_value(a)) == NULL) {
-            al__reply_error(req, 400, "bad_request",
-                            "after: no such job (entry %zu)", i);
-            return;
-        }
+        if (!json_is_integer(a) || json_integer_value(a) < 1)
+            return fail(cause, AL_EINVAL,
+                        al_xasprintf("after: no such job (entry %zu)", i));
     }
-    const char *user = req->user;
-    const char *as = al_json_str(b, "user", NULL);
-    if (as != NULL && strcmp(as, user) != 0) {
-        if (!is_admin(req)) {
-            al__reply_error(req, 403, "forbidden",
-                            "only an admin may submit for another user");
-            return;
-        }
-        if (!valid_name(as, 64)) {
-            al__reply_error(req, 400, "bad_request", "bad user name");
-            return;
-        }
-        user = as;
+    return 0;
+}
+
+/* Who the job is for, its name (NULL: the default), GPU model and hold. */
+static int
+check_names(const json_t *b, const char *caller, bool admin, struct job_req *r,
+            char **cause)
+{
+    const char *as;
+    int rc;
+    if ((rc = opt_str(b, "user", NULL, &as, cause)) != 0)
+        return rc;
+    r->user = caller;
+    if (as != NULL && strcmp(as, caller) != 0) {
+        if (!admin)
+            return fail(cause, AL_EPERM,
+                        al_xstrdup("only an admin may submit for another "
+                                   "user"));
+        if (!valid_name(as, 64))
+            return fail(cause, AL_EINVAL, al_xstrdup("bad user name"));
+        r->user = as;
     }
-    const char *name = al_json_str(b, "name", NULL);
-    char *defname = NULL;
-    if (name == NULL) {
-        const char *c0 = json_string_value(json_array_get(cmd, 0));
-        const char *slash = strrchr(c0, '/');
-        defname = al_xstrndup(slash ? slash + 1 : c0, 64);
-        name = defname;
+    if ((rc = opt_str(b, "name", NULL, &r->name, cause)) != 0)
+        return rc;
+    if (r->name != NULL &&
+        (strlen(r->name) > AL_JOB_MAX_NAME || r->name[0] == '\0'))
+        return fail(cause, AL_EINVAL, al_xstrdup("name must be 1-128 bytes"));
+    if ((rc = opt_str(b, "gpu_model", NULL, &r->model, cause)) != 0)
+        return rc;
+    json_t *hold = json_object_get(b, "hold");
+    if (hold != NULL && !json_is_null(hold) && !json_is_boolean(hold))
+        return fail(cause, AL_EINVAL, al_xstrdup("hold must be true or false"));
+    return 0;
+}
+
+/* The job's spec: what runs, as given. */
+static char *
+job_spec(const json_t *b)
+{
+    json_t *spec = json_pack("{s:O}", "command", json_object_get(b, "command"));
+    static const char *const keys[] = { "cwd", "script", "env" };
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        json_t *v = json_object_get(b, keys[k]);
+        if (v != NULL && !json_is_null(v))
+            json_object_set(spec, keys[k], v);
     }
-    if (strlen(name) > 128 || name[0] == '\0') {
-        al__reply_error(req, 400, "bad_request", "name must be 1-128 bytes");
-        free(defname);
-        return;
+    char *text = al_json_dump(spec);
+    json_decref(spec);
+    return text;
+}
+
+int
+al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
+              char **cause)
+{
+    if (!json_is_object(b))
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("the body must be a JSON object describing "
+                               "the job"));
+    json_t *cmd = json_object_get(b, "command");
+    if (!string_array(cmd))
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("command must be a non-empty array of "
+                               "strings"));
+    struct job_req r;
+    int rc;
+    if ((rc = check_sizes(b, &r, cause)) != 0 ||
+        (rc = check_spec(b, cause)) != 0 ||
+        (rc = check_names(b, caller, admin, &r, cause)) != 0)
+        return rc;
+    char *name = r.name != NULL
+                     ? al_xstrdup(r.name)
+                     : default_name(json_string_value(json_array_get(cmd, 0)));
+    if (name[0] == '\0') {
+        free(name);
+        return fail(cause, AL_EINVAL, al_xstrdup("name must be 1-128 bytes"));
     }
 
     al__job_t *j = al_xcalloc(1, sizeof *j);
-    j->id = ctl->njobs + 1;
-    al__ctl_put_job(ctl, j);
-    j->name = al_xstrdup(name);
-    free(defname);
-    j->user = al_xstrdup(user);
-    j->queue = al_xstrdup(qname);
-    j->cls = ci;
-    j->ntasks = (int)tasks;
-    j->gpus = (int32_t)gpus;
-    j->gpu_milli = frac > 0 ? (int32_t)(frac * AL_GPU_MILLI + 0.5) : 0;
-    if (frac > 0 && j->gpu_milli < 1)
+    j->name = name;
+    j->user = al_xstrdup(r.user);
+    j->queue = al_xstrdup(r.queue);
+    j->cls = r.cls;
+    j->ntasks = (int)r.tasks;
+    j->gpus = (int32_t)r.gpus;
+    /* A fraction stays below one whole GPU (sched.h: 1..999). */
+    j->gpu_milli = r.frac > 0 ? (int32_t)(r.frac * AL_GPU_MILLI + 0.5) : 0;
+    if (r.frac > 0 && j->gpu_milli < 1)
         j->gpu_milli = 1;
-    j->cpu_milli = cpu;
-    j->mem_bytes = mem;
-    j->time_limit = limit;
-    const char *model = al_json_str(b, "gpu_model", NULL);
-    j->gpu_model = model ? al_xstrdup(model) : NULL;
-    json_t *spec = json_pack("{s:O}", "command", cmd);
-    if (json_is_string(cwd))
-        json_object_set(spec, "cwd", cwd);
-    if (json_is_string(script))
-        json_object_set(spec, "script", script);
-    if (json_is_object(env))
-        json_object_set(spec, "env", env);
-    j->spec = al_json_dump(spec);
-    json_decref(spec);
+    if (j->gpu_milli >= AL_GPU_MILLI)
+        j->gpu_milli = AL_GPU_MILLI - 1;
+    j->cpu_milli = r.cpu;
+    j->mem_bytes = r.mem;
+    j->time_limit = r.limit;
+    j->gpu_model = r.model ? al_xstrdup(r.model) : NULL;
+    j->spec = job_spec(b);
+    json_t *after = json_object_get(b, "after");
+    size_t nafter = json_array_size(after);
     j->nafter = (int)nafter;
     j->after = al_xcalloc(nafter + 1, sizeof *j->after);
     for (size_t i = 0; i < nafter; i++)
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
-    j->submit_ms = j->eligible_ms = al_clock_ms();
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
     j->snap = -1;
+    *out = j;
+    return 0;
+}
+
+static void
+api_job_submit(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = NULL;
+    char *cause = NULL;
+    int rc = al__job_parse(req->body, req->user, is_admin(req), &j, &cause);
+    if (rc != 0) {
+        if (rc == AL_EPERM)
+            al__reply_error(req, 403, "forbidden", "%s", cause);
+        else
+            al__reply_error(req, 400, "bad_request", "%s", cause);
+        free(cause);
+        return;
+    }
+    /* What the body refers to must exist. */
+    if (al__ctl_queue(ctl, j->queue) == NULL) {
+        al__reply_error(req, 400, "bad_request",
+                        "no queue '%s'; `allot queues` lists them", j->queue);
+        al__job_free(j);
+        return;
+    }
+    for (int i = 0; i < ctl->nqueues; i++) {
+        if (ctl->queues[i].parent != NULL &&
+            strcmp(ctl->queues[i].parent, j->queue) == 0) {
+            al__reply_error(req, 400, "bad_request",
+                            "queue '%s' has sub-queues; submit to a leaf "
+                            "queue",
+                            j->queue);
+            al__job_free(j);
+            return;
+        }
+    }
+    for (int i = 0; i < j->nafter; i++) {
+        if (al__ctl_job(ctl, j->after[i]) == NULL) {
+            al__reply_error(req, 400, "bad_request",
+                            "after: no such job (entry %d)", i);
+            al__job_free(j);
+            return;
+        }
+    }
+    j->id = ctl->njobs + 1;
+    al__ctl_put_job(ctl, j);
+    j->submit_ms = j->eligible_ms = al_clock_ms();
     al__ctl_dirty(ctl, j);
     al__store_event(ctl, j->id, j->submit_ms, "submitted", NULL);
     al__ctl_touch(ctl);
@@ -1154,12 +1277,74 @@ append_log(al_ctl_t *ctl, uint64_t job, int task, int restart, int64_t off,
     return size;
 }
 
+/* Member key of o if it is an integer in [lo, hi], else def. */
+static int64_t
+int_in(const json_t *o, const char *key, int64_t lo, int64_t hi, int64_t def)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v) || json_integer_value(v) < lo ||
+        json_integer_value(v) > hi)
+        return def;
+    return json_integer_value(v);
+}
+
+/* Member key of o as an int, clamped to the range of int; def when absent
+ * or not an integer.  Clamped, not cut: a huge exit code stays non-zero. */
+static int
+int_clamped(const json_t *o, const char *key, int def)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_integer(v))
+        return def;
+    json_int_t x = json_integer_value(v);
+    return x < INT_MIN ? INT_MIN : x > INT_MAX ? INT_MAX : (int)x;
+}
+
+int
+al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
+{
+    const char *node = al_json_str(b, "node", NULL);
+    if (node == NULL)
+        return fail(cause, AL_EINVAL,
+                    al_xstrdup("node not registered; register first"));
+    json_t *reported = json_object_get(b, "tasks");
+    size_t n = json_array_size(reported);
+    al__sync_t tmp = { .node = node, .wait_ms = al_json_int(b, "wait_ms", 0) };
+    tmp.tasks = al_xcalloc(n + 1, sizeof *tmp.tasks);
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_array_get(reported, i);
+        al__sync_task_t *st = &tmp.tasks[tmp.ntasks++];
+        st->job = (uint64_t)int_in(t, "job", 1, INT64_MAX, 0);
+        st->task = (int)int_in(t, "task", 0, INT_MAX, -1);
+        st->restart = (int)int_in(t, "restart", 0, INT_MAX, -1);
+        st->exited = strcmp(al_json_str(t, "state", ""), "exited") == 0;
+        st->exit_code = int_clamped(t, "exit_code", 0);
+        st->signal = int_clamped(t, "signal", 0);
+        st->log_off = al_json_int(t, "log_off", 0);
+        st->log = al_json_str(t, "log", NULL);
+    }
+    *s = tmp;
+    return 0;
+}
+
+void
+al__sync_fini(al__sync_t *s)
+{
+    free(s->tasks);
+    s->tasks = NULL;
+    s->ntasks = 0;
+}
+
 static void
 api_agent_sync(al_ctl_t *ctl, al__req_t *req)
 {
-    json_t *b = req->body;
-    const char *name = al_json_str(b, "node", NULL);
-    int ni = name ? al__ctl_node_index(ctl, name) : -1;
+    al__sync_t s;
+    int ni = -1;
+    if (al__sync_parse(req->body, &s, NULL) == 0) {
+        ni = al__ctl_node_index(ctl, s.node);
+        if (ni < 0)
+            al__sync_fini(&s);
+    }
     if (ni < 0) {
         al__reply_error(req, 409, "unknown_node",
                         "node not registered; register first");
@@ -1173,30 +1358,23 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         n->dirty = true;
         al__ctl_touch(ctl);
     }
-    json_t *reported = json_object_get(b, "tasks");
     json_t *acks = json_array();
     bool urgent = false;
-    /* (job, task) pairs the agent has live, to find desired ones missing. */
-    size_t nrep = json_array_size(reported);
-    for (size_t i = 0; i < nrep; i++) {
-        json_t *t = json_array_get(reported, i);
-        uint64_t id = (uint64_t)al_json_int(t, "job", 0);
-        int task = (int)al_json_int(t, "task", -1);
-        int restart = (int)al_json_int(t, "restart", -1);
-        const char *state = al_json_str(t, "state", "");
-        al__job_t *j = al__ctl_job(ctl, id);
+    for (size_t i = 0; i < s.ntasks; i++) {
+        const al__sync_task_t *t = &s.tasks[i];
+        al__job_t *j = al__ctl_job(ctl, t->job);
+        int task = t->task, restart = t->restart;
         if (j == NULL || task < 0 || task >= j->ntasks || restart < 0)
             continue;
-        const char *chunk = al_json_str(t, "log", NULL);
-        int64_t size = append_log(ctl, id, task, restart,
-                                  al_json_int(t, "log_off", 0), chunk);
-        json_array_append_new(acks,
-                              json_pack("{s:I, s:i, s:i, s:I}", "job",
-                                        (json_int_t)id, "task", task, "restart",
-                                        restart, "log_off", (json_int_t)size));
-        if (chunk != NULL)
+        int64_t size =
+            append_log(ctl, t->job, task, restart, t->log_off, t->log);
+        json_array_append_new(acks, json_pack("{s:I, s:i, s:i, s:I}", "job",
+                                              (json_int_t)t->job, "task", task,
+                                              "restart", restart, "log_off",
+                                              (json_int_t)size));
+        if (t->log != NULL)
             urgent = true;
-        if (strcmp(state, "exited") != 0)
+        if (!t->exited)
             continue;
         urgent = true;
         if (j->state != JS_RUNNING || restart != j->restart_count ||
@@ -1205,8 +1383,8 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
             continue;
         al__task_t *tk = &j->tasks[task];
         tk->done = true;
-        tk->exit_code = (int)al_json_int(t, "exit_code", 0);
-        tk->signal = (int)al_json_int(t, "signal", 0);
+        tk->exit_code = t->exit_code;
+        tk->signal = t->signal;
         n->changed = true;
         al__ctl_dirty(ctl, j);
         char *d = tk->signal ? al_xasprintf("task %d killed by signal %d", task,
@@ -1234,18 +1412,18 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
     for (size_t i = 0; !urgent && i < json_array_size(dt); i++) {
         json_t *d = json_array_get(dt, i);
         bool have = false;
-        for (size_t k = 0; !have && k < nrep; k++) {
-            json_t *t = json_array_get(reported, k);
-            have =
-                al_json_int(t, "job", 0) == al_json_int(d, "job", -1) &&
-                al_json_int(t, "task", 0) == al_json_int(d, "task", -1) &&
-                al_json_int(t, "restart", 0) == al_json_int(d, "restart", -1);
+        for (size_t k = 0; !have && k < s.ntasks; k++) {
+            const al__sync_task_t *t = &s.tasks[k];
+            have = (int64_t)t->job == al_json_int(d, "job", -1) &&
+                   t->task == al_json_int(d, "task", -1) &&
+                   t->restart == al_json_int(d, "restart", -1);
         }
         urgent = !have;
     }
     /* A node counts as alive from sync to sync: answer within half the
      * node timeout so that an idle agent is never taken for a dead one. */
-    int64_t wait = al_json_int(b, "wait_ms", 0);
+    int64_t wait = s.wait_ms;
+    al__sync_fini(&s);
     if (wait > LONG_POLL_MAX_MS)
         wait = LONG_POLL_MAX_MS;
     if (wait > ctl->opts.node_timeout_ms / 2)

@@ -279,12 +279,73 @@ void al__node_fini(al__node_t *n);
 void al__cycle_run(al_ctl_t *ctl);
 
 /* api.c */
+
+/* Bounds of a submitted job (docs/server.md, "Job body"). */
+#define AL_JOB_MAX_TASKS 4096
+#define AL_JOB_MAX_NAME 128
+#define AL_JOB_MAX_CPU_MILLI (INT64_C(1) << 40)
+#define AL_JOB_MAX_MEM_BYTES (INT64_C(1) << 50)
+#define AL_JOB_MAX_TIME_LIMIT (INT64_C(1) << 40)
+/* The largest queue quota (deserved or limit), in core units (milli-GPUs,
+ * millicores, bytes): 2^50, small enough that a quota written as whole
+ * units (value / 1000, a double) reads back as the same integer. */
+#define AL_QUOTA_MAX 1125899906842624.0
+
+/*
+ * Checks a job submission body (POST /v1/jobs) by itself, without the
+ * controller's state: the members' types and bounds, and whether `caller`
+ * may submit as the body's "user" (only an admin may name another).  On
+ * success returns 0 and a new job in *out (free it with al__job_free):
+ * name, user, queue, cls, ntasks, gpus, gpu_milli (1..AL_GPU_MILLI - 1 for
+ * a fraction, else 0), cpu_milli, mem_bytes, time_limit, gpu_model, spec,
+ * nafter/after (ids >= 1) and state (JS_HELD or JS_PENDING) are set, snap
+ * is -1, the rest is zero.  Otherwise returns AL_EINVAL (a 400) or
+ * AL_EPERM (a 403) with the reason in *cause (caller frees; cause may be
+ * NULL) and leaves *out alone.  Whether the queue exists and is a leaf and
+ * whether the jobs in `after` exist is for the caller to check.
+ */
+int al__job_parse(const json_t *body, const char *caller, bool admin,
+                  al__job_t **out, char **cause);
+
+/* One task as an agent reports it in a sync (POST /v1/agent/sync). */
+typedef struct al__sync_task {
+    uint64_t job;    /* 0 when missing or not a positive integer */
+    int task;        /* -1 when missing or not in 0..INT_MAX */
+    int restart;     /* -1 when missing or not in 0..INT_MAX */
+    bool exited;     /* state "exited" */
+    int exit_code;   /* clamped to int's range; 0 when missing */
+    int signal;      /* likewise */
+    int64_t log_off; /* where `log` starts in the task's output */
+    const char *log; /* base64 of output, or NULL; owned by the body */
+} al__sync_task_t;
+
+typedef struct al__sync {
+    const char *node; /* owned by the body */
+    int64_t wait_ms;
+    size_t ntasks;
+    al__sync_task_t *tasks;
+} al__sync_t;
+
+/* Reads an agent's sync body.  Lenient, like the protocol: a malformed
+ * task entry keeps the defaults above and the caller skips it.  Returns 0
+ * (release *s with al__sync_fini; its strings belong to body, which must
+ * outlive it) or AL_EINVAL when the body names no node, with the reason in
+ * *cause (caller frees; cause may be NULL). */
+int al__sync_parse(const json_t *body, al__sync_t *s, char **cause);
+void al__sync_fini(al__sync_t *s);
+
 json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
 /* Loads a job from its internal JSON; NULL if malformed. */
 al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
 json_t *al__queue_json(const al__queue_t *q, bool with_share);
+/* Reads a queue body or stored document into *q (name and parent
+ * malloc()ed; quotas within 0..AL_QUOTA_MAX or AL_UNLIMITED).  0, or
+ * AL_EINVAL with the reason in *cause (caller frees), *q untouched. */
 int al__queue_from_json(const json_t *o, al__queue_t *q, char **cause);
 json_t *al__node_json(const al_ctl_t *ctl, const al__node_t *n);
+/* Reads an agent's register body or a stored node into *n (release with
+ * al__node_fini); at most AL_MAX_DEVICES GPUs.  0, or AL_EINVAL with the
+ * reason in *cause (caller frees), *n untouched. */
 int al__node_from_json(const json_t *o, al__node_t *n, char **cause);
 void al__reply_error(al__req_t *req, int status, const char *code,
                      const char *fmt, ...)

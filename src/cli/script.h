@@ -1,0 +1,59 @@
+/*
+ * script.h -- the options of `allot submit`, shared by its command line and
+ * the #ALLOT lines of a job script, and the reader of those lines.  Kept
+ * apart from cli_submit.c so that tests/fuzz/fuzz_script.c can run the
+ * reader on any text without a server.
+ */
+#ifndef AL_SCRIPT_H
+#define AL_SCRIPT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "opt.h"
+
+/* The flags that shape the job's request, as given (NULL: not given). */
+typedef struct al_req_flags {
+    const char *gpus, *frac, *cpus, *mem, *tasks, *after, *tlimit, *cls, *model;
+} al_req_flags_t;
+
+/* Everything `allot submit` takes, from the command line or from a
+ * script's #ALLOT lines. */
+typedef struct al_submit_args {
+    al_req_flags_t f;
+    const char *queue, *name, *server, *token, *envopt;
+    bool json, hold, help;
+} al_submit_args_t;
+
+/* Entries of the option table al_script_opts fills, with its {NULL}. */
+#define AL_SUBMIT_NOPTS 18
+
+/* Fills opts (AL_SUBMIT_NOPTS entries) with the options of `allot submit`
+ * storing into *a. */
+void al_script_opts(al_submit_args_t *a, al_opt_t *opts);
+/* Copies the settings given in `from` over `to`. */
+void al_script_merge(al_submit_args_t *to, const al_submit_args_t *from);
+/* Adds every --env NAME=VALUE of argv[1..n-1] to env; the option table
+ * keeps only the last one.  Returns false after printing an error, which
+ * starts with `where` when it is not NULL. */
+bool al_script_env(json_t *env, int n, char **argv, const char *where);
+/* Checks the flags and adds the request's members to body; returns an
+ * error text (static) or NULL. */
+const char *al_script_resources(json_t *body, const al_req_flags_t *f);
+
+/* A job script of more bytes than this is refused. */
+#define AL_SCRIPT_MAX ((size_t)512 * 1024)
+/* The most words one #ALLOT line may hold. */
+#define AL_SCRIPT_MAX_WORDS 63
+
+/*
+ * Reads the #ALLOT lines at the top of a job script's text (up to the first
+ * line that is neither blank nor a comment) into *a and env.  Every bad line
+ * is reported on stderr as "allot submit: PATH:LINE: ..."; returns the
+ * number of errors.  The strings that *a points to live in *words (set
+ * whatever the result; caller frees).
+ */
+int al_script_directives(const char *path, const char *text,
+                         al_submit_args_t *a, json_t *env, char **words);
+
+#endif /* AL_SCRIPT_H */

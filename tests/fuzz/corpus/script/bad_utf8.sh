@@ -1,0 +1,3 @@
+#!/bin/sh
+#ALLOT --name cafÃ© --env K=ÿþ
+#ALLOT --gpu-model Ã

@@ -1,0 +1,91 @@
+/*
+ * fuzz_queuebody.c -- libFuzzer harness for the queue body (POST and PUT
+ * /v1/queues) and stored queue document: al__queue_from_json in
+ * src/server/api.c.  Each input is JSON text.  Checks:
+ *   - a refusal is AL_EINVAL with a message and leaves *q alone;
+ *   - an accepted queue has a valid name (as given), quotas within
+ *     0..AL_QUOTA_MAX or AL_UNLIMITED and weights >= 0;
+ *   - its JSON form reads back into the same queue (what the store does at
+ *     restart, and what `allot queue set` reads and writes).
+ * Corpus: tests/fuzz/corpus/queuebody.
+ */
+#include <ctype.h>
+#include <math.h>
+
+#include "core/error.h"
+#include "fuzz.h"
+#include "json.h"
+#include "server_int.h"
+
+static void
+check_same(const al__queue_t *a, const al__queue_t *b)
+{
+    CHECK(strcmp(a->name, b->name) == 0);
+    CHECK(fuzz_str_eq(a->parent, b->parent));
+    CHECK(a->priority == b->priority);
+    for (int r = 0; r < AL_NRES; r++) {
+        CHECK(a->quota[r].deserved == b->quota[r].deserved);
+        CHECK(a->quota[r].limit == b->quota[r].limit);
+        CHECK(a->quota[r].weight == b->quota[r].weight);
+    }
+}
+
+static void
+release(al__queue_t *q)
+{
+    free(q->name);
+    free(q->parent);
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_t *body = al_json_parse((const char *)data, size, NULL);
+    if (body == NULL)
+        return 0;
+    al__queue_t q, before;
+    memset(&q, 0x5a, sizeof q);
+    memcpy(&before, &q, sizeof q);
+    char *cause = NULL;
+    int rc = al__queue_from_json(body, &q, &cause);
+    if (rc != 0) {
+        CHECK(rc == AL_EINVAL);
+        CHECK(memcmp(&q, &before, sizeof q) == 0);
+        CHECK(cause != NULL && cause[0] != '\0');
+        free(cause);
+        json_decref(body);
+        return 0;
+    }
+    CHECK(strcmp(q.name, al_json_str(body, "name", "")) == 0);
+    size_t n = strlen(q.name);
+    CHECK(n >= 1 && n <= 64);
+    for (const char *p = q.name; *p; p++)
+        CHECK(isalnum((unsigned char)*p) || strchr("-_.", *p) != NULL);
+    CHECK(q.parent == NULL || q.parent[0] != '\0');
+    for (int r = 0; r < AL_NRES; r++) {
+        const al_quota_t *qt = &q.quota[r];
+        CHECK(qt->deserved >= 0 && qt->deserved <= (int64_t)AL_QUOTA_MAX);
+        CHECK(qt->limit == AL_UNLIMITED ||
+              (qt->limit >= 0 && qt->limit <= (int64_t)AL_QUOTA_MAX));
+        CHECK(qt->weight >= 0 && isfinite(qt->weight));
+    }
+    json_t *doc = al__queue_json(&q, false);
+    CHECK(doc != NULL);
+    char *text = al_json_dump(doc);
+    json_decref(doc);
+    doc = al_json_parse(text, strlen(text), NULL);
+    free(text);
+    CHECK(doc != NULL);
+    al__queue_t q2;
+    CHECK(al__queue_from_json(doc, &q2, &cause) == 0);
+    check_same(&q, &q2);
+    release(&q2);
+    json_decref(doc);
+    /* The API's view, with its share, must be writable too. */
+    doc = al__queue_json(&q, true);
+    CHECK(doc != NULL);
+    json_decref(doc);
+    release(&q);
+    json_decref(body);
+    return 0;
+}
