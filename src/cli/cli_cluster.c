@@ -69,8 +69,8 @@ al_cli_nodes(int argc, char **argv)
         json_decref(nodes);
         return AL_EXIT_OK;
     }
-    printf("%-16s %-9s %-9s %-20s %6s %9s\n", "NAME", "STATE", "GPUS", "MODEL",
-           "CPUS", "MEM");
+    printf("%-16s %-9s %-9s %-20s %6s %9s %5s %8s\n", "NAME", "STATE", "GPUS",
+           "MODEL", "CPUS", "MEM", "UTIL", "GPU-MEM");
     for (size_t i = 0; i < json_array_size(nodes); i++) {
         json_t *n = json_array_get(nodes, i);
         json_t *gpus = json_object_get(n, "gpus");
@@ -83,10 +83,27 @@ al_cli_nodes(int argc, char **argv)
                      ? al_json_str(json_array_get(gpus, 0), "model", "?")
                      : "-",
                  al_json_bool(n, "emulated", false) ? " (emulated)" : "");
-        printf("%-16s %-9s %-9s %-20s %6.1f %8lldG\n",
+        /* Telemetry (real GPUs): mean utilisation, GPU memory in use. */
+        char util[24] = "-", gmem[24] = "-";
+        int64_t usum = 0, mused = 0;
+        int un = 0, mn = 0;
+        for (size_t k = 0; k < json_array_size(gpus); k++) {
+            json_t *x = json_array_get(gpus, k);
+            int64_t u = al_json_int(x, "util", -1),
+                    m = al_json_int(x, "mem_used", -1);
+            if (u >= 0)
+                usum += u, un++;
+            if (m >= 0)
+                mused += m, mn++;
+        }
+        if (un > 0)
+            snprintf(util, sizeof util, "%lld%%", (long long)(usum / un));
+        if (mn > 0)
+            snprintf(gmem, sizeof gmem, "%.1fG", (double)mused / (1 << 30));
+        printf("%-16s %-9s %-9s %-20s %6.1f %8lldG %5s %8s\n",
                al_json_str(n, "name", ""), al_json_str(n, "state", ""), g,
                model, (double)al_json_int(n, "cpu_milli", 0) / 1000.0,
-               (long long)(al_json_int(n, "mem_bytes", 0) >> 30));
+               (long long)(al_json_int(n, "mem_bytes", 0) >> 30), util, gmem);
     }
     json_decref(nodes);
     return AL_EXIT_OK;

@@ -433,6 +433,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
         tmp.gpus[i].mem_bytes = al_json_int(g, "mem_bytes", 0);
         tmp.gpus[i].numa = (int)al_json_int(g, "numa", -1);
         tmp.gpus[i].nvlink = (int)al_json_int(g, "nvlink", -1);
+        tmp.gpus[i].sample = (al__gpu_sample_t){ -1, -1, -1, -1, -1, 0 };
         tmp.devices[i].mem_bytes = tmp.gpus[i].mem_bytes;
         tmp.devices[i].numa = (int16_t)tmp.gpus[i].numa;
         tmp.devices[i].nvlink = (int16_t)tmp.gpus[i].nvlink;
@@ -1157,6 +1158,28 @@ node_view(al_ctl_t *ctl, int idx)
         }
     }
     json_object_set_new(o, "gpus_used", json_integer(used));
+    /* Telemetry of real GPUs, as last sampled by the agent. */
+    int64_t now_ms = al_clock_ms();
+    for (int d = 0; d < n->ngpus; d++) {
+        const al__gpu_sample_t *x = &n->gpus[d].sample;
+        json_t *g = json_array_get(gpus, (size_t)d);
+        if (x->at_ms == 0 || g == NULL)
+            continue;
+        const struct {
+            const char *key;
+            int64_t v;
+        } f[] = {
+            { "util", x->util },         { "mem_util", x->mem_util },
+            { "mem_used", x->mem_used }, { "temp_c", x->temp_c },
+            { "power_mw", x->power_mw },
+        };
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (f[k].v >= 0)
+                json_object_set_new(g, f[k].key,
+                                    json_integer((json_int_t)f[k].v));
+        json_object_set_new(g, "sampled_ms_ago",
+                            json_integer((json_int_t)(now_ms - x->at_ms)));
+    }
     json_object_set_new(
         o, "last_seen_ms_ago",
         json_integer((json_int_t)(al_clock_mono_ms() - n->last_seen)));
@@ -1323,6 +1346,21 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         st->log_off = al_json_int(t, "log_off", 0);
         st->log = al_json_str(t, "log", NULL);
     }
+    json_t *gpus = json_object_get(b, "gpus");
+    size_t ng = json_array_size(gpus);
+    tmp.index = al_xcalloc(ng + 1, sizeof *tmp.index);
+    tmp.samples = al_xcalloc(ng + 1, sizeof *tmp.samples);
+    for (size_t i = 0; i < ng; i++) {
+        json_t *g = json_array_get(gpus, i);
+        al__gpu_sample_t *x = &tmp.samples[tmp.nsamples];
+        tmp.index[tmp.nsamples++] =
+            (int)int_in(g, "index", 0, AL_MAX_DEVICES - 1, -1);
+        x->util = (int)int_in(g, "util", 0, 100, -1);
+        x->mem_util = (int)int_in(g, "mem_util", 0, 100, -1);
+        x->temp_c = (int)int_in(g, "temp_c", 0, 1000, -1);
+        x->mem_used = int_in(g, "mem_used", 0, INT64_MAX, -1);
+        x->power_mw = int_in(g, "power_mw", 0, INT64_MAX, -1);
+    }
     *s = tmp;
     return 0;
 }
@@ -1331,8 +1369,12 @@ void
 al__sync_fini(al__sync_t *s)
 {
     free(s->tasks);
+    free(s->index);
+    free(s->samples);
     s->tasks = NULL;
-    s->ntasks = 0;
+    s->index = NULL;
+    s->samples = NULL;
+    s->ntasks = s->nsamples = 0;
 }
 
 static void
@@ -1358,6 +1400,12 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         n->dirty = true;
         al__ctl_touch(ctl);
     }
+    int64_t now_ms = al_clock_ms();
+    for (size_t k = 0; k < s.nsamples; k++)
+        if (s.index[k] >= 0 && s.index[k] < n->ngpus && !n->emulated) {
+            n->gpus[s.index[k]].sample = s.samples[k];
+            n->gpus[s.index[k]].sample.at_ms = now_ms;
+        }
     json_t *acks = json_array();
     bool urgent = false;
     for (size_t i = 0; i < s.ntasks; i++) {

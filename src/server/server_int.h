@@ -113,11 +113,20 @@ typedef struct al__queue {
 
 enum { NS_READY = 0, NS_DRAINING, NS_DOWN };
 
+/* A GPU's telemetry as its agent last sent it (memory only, never
+ * stored); -1 where unknown. */
+typedef struct al__gpu_sample {
+    int util, mem_util, temp_c; /* percent, percent, degrees C */
+    int64_t mem_used, power_mw; /* bytes, milliwatts */
+    int64_t at_ms;              /* wall-clock ms it arrived; 0: never */
+} al__gpu_sample_t;
+
 typedef struct al__gpu {
     char *uuid;
     char *model;
     int64_t mem_bytes;
     int numa, nvlink;
+    al__gpu_sample_t sample;
 } al__gpu_t;
 
 typedef struct al__req al__req_t;
@@ -324,6 +333,11 @@ typedef struct al__sync {
     int64_t wait_ms;
     size_t ntasks;
     al__sync_task_t *tasks;
+    /* Telemetry of real GPUs: sample k is for GPU index[k] (0..63; -1 when
+     * the entry is malformed).  Out-of-range values are -1 (unknown). */
+    size_t nsamples;
+    int *index;
+    al__gpu_sample_t *samples;
 } al__sync_t;
 
 /* Reads an agent's sync body.  Lenient, like the protocol: a malformed

@@ -91,6 +91,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (t->log != NULL)
             check_log(t->log);
     }
+    /* Telemetry: one sample per entry, each value within its range or
+     * unknown (-1), what the agent sent when it was in range. */
+    json_t *gpus = json_object_get(body, "gpus");
+    CHECK(s.nsamples == json_array_size(gpus));
+    for (size_t i = 0; i < s.nsamples; i++) {
+        const al__gpu_sample_t *x = &s.samples[i];
+        json_t *e = json_array_get(gpus, i);
+        CHECK(s.index[i] >= -1 && s.index[i] < AL_MAX_DEVICES);
+        CHECK(x->util >= -1 && x->util <= 100);
+        CHECK(x->mem_util >= -1 && x->mem_util <= 100);
+        CHECK(x->temp_c >= -1 && x->temp_c <= 1000);
+        CHECK(x->mem_used >= -1 && x->power_mw >= -1);
+        if (int_member(e, "util", 0, 100))
+            CHECK(x->util == al_json_int(e, "util", -2));
+        if (int_member(e, "power_mw", 0, INT64_MAX))
+            CHECK(x->power_mw == al_json_int(e, "power_mw", -2));
+    }
     al__sync_fini(&s);
     json_decref(body);
     return 0;

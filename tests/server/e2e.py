@@ -760,6 +760,18 @@ def scenario_nvml(c):
           "one NVLink domain through the switch: %s" % nodes["gpu"]["gpus"])
     check([x["nvlink"] for x in nodes["pairs"]["gpus"]] == [0, 0, 1, 1],
           "NVLink pairs: %s" % nodes["pairs"]["gpus"])
+    # Telemetry: the agent samples real GPUs and the nodes API shows it
+    # (the fake: GPU i is 10*i % 100 busy, uses i GiB, draws 100+i W).
+    gg = wait_for(lambda: (lambda n: n if "util" in n["gpus"][3] else None)(
+        {x["name"]: x for x in c.api("GET", "/v1/nodes")[1]["nodes"]}["gpu"]),
+        10, "telemetry of node gpu")
+    check(gg["gpus"][3]["util"] == 30 and gg["gpus"][3]["mem_used"] == 3 << 30
+          and gg["gpus"][3]["power_mw"] == 103000 and
+          gg["gpus"][3]["temp_c"] == 33, "telemetry: %s" % gg["gpus"][3])
+    out = c.cli("nodes").stdout
+    row = [l for l in out.splitlines() if l.startswith("gpu ")][0]
+    check("UTIL" in out and " 35%" in row and "28.0G" in row,
+          "allot nodes shows utilisation and GPU memory: %r" % out)
     # allot agent --probe says what a node offers, with a telemetry sample.
     p = subprocess.run([c.allot, "agent", "--probe"], capture_output=True,
                        text=True, timeout=30,
