@@ -84,9 +84,7 @@ al_cli_queue(int argc, char **argv)
         { .name = "--limit", .kind = AL_OPT_STR, .dst = &limit },
         { .name = "--weight", .kind = AL_OPT_STR, .dst = &weight },
         { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[2];
@@ -151,9 +149,7 @@ al_cli_node(int argc, char **argv)
     const char *server = NULL, *token = NULL;
     bool help = false;
     const al_opt_t opts[] = {
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[2];

@@ -16,6 +16,15 @@
 
 #define AL_CLI_DEFAULT_SERVER "http://127.0.0.1:7070"
 
+/* The options every client command takes, as entries of its option table:
+ * --server URL, --token T and --help into the variables named. */
+// clang-format off
+#define AL_CLI_CONN_OPTS(server, token, help)                         \
+    { .name = "--server", .kind = AL_OPT_STR, .dst = &(server) },     \
+    { .name = "--token", .kind = AL_OPT_STR, .dst = &(token) },       \
+    { .name = "--help", .kind = AL_OPT_FLAG, .dst = &(help) }
+// clang-format on
+
 typedef struct al_client {
     al_url_t url;
     char *server;

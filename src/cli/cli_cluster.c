@@ -20,9 +20,7 @@ parse_read(const char *cmd, int argc, char **argv, struct read_opts *o)
     memset(o, 0, sizeof *o);
     const al_opt_t opts[] = {
         { .name = "--json", .kind = AL_OPT_FLAG, .dst = &o->json },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &o->server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &o->token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &o->help },
+        AL_CLI_CONN_OPTS(o->server, o->token, o->help),
         { .name = NULL },
     };
     int npos,
@@ -157,9 +155,7 @@ al_cli_token(int argc, char **argv)
         { .name = "--user", .kind = AL_OPT_STR, .dst = &user },
         { .name = "--role", .kind = AL_OPT_STR, .dst = &role },
         { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[1];

@@ -74,9 +74,7 @@ al_cli_ls(int argc, char **argv)
         { .name = "--user", .kind = AL_OPT_STR, .dst = &user },
         { .name = "--limit", .kind = AL_OPT_STR, .dst = &limit },
         { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     int npos,
@@ -178,9 +176,7 @@ al_cli_show(int argc, char **argv)
     bool json = false, help = false;
     const al_opt_t opts[] = {
         { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[1];
@@ -274,9 +270,7 @@ job_verb(const char *verb, const char *done, int argc, char **argv)
     const char *server = NULL, *token = NULL;
     bool help = false;
     const al_opt_t opts[] = {
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[256];
@@ -342,9 +336,7 @@ al_cli_logs(int argc, char **argv)
         { .name = "-f", .kind = AL_OPT_FLAG, .dst = &follow },
         { .name = "--follow", .kind = AL_OPT_FLAG, .dst = &follow2 },
         { .name = "--task", .kind = AL_OPT_STR, .dst = &task },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
+        AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[1];

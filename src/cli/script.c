@@ -102,9 +102,7 @@ al_script_opts(al_submit_args_t *a, al_opt_t *opts)
         { .name = "--env", .kind = AL_OPT_STR, .dst = &a->envopt },
         { .name = "--hold", .kind = AL_OPT_FLAG, .dst = &a->hold },
         { .name = "--json", .kind = AL_OPT_FLAG, .dst = &a->json },
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &a->server },
-        { .name = "--token", .kind = AL_OPT_STR, .dst = &a->token },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &a->help },
+        AL_CLI_CONN_OPTS(a->server, a->token, a->help),
         { .name = NULL },
     };
     memcpy(opts, table, sizeof table);
