@@ -7,11 +7,14 @@
 #ifndef AL_FUZZ_H
 #define AL_FUZZ_H
 
+#include <ctype.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "core/error.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -45,6 +48,28 @@ fuzz_str_eq(const char *s, const char *t)
 {
     return (s == NULL && t == NULL) ||
            (s != NULL && t != NULL && strcmp(s, t) == 0);
+}
+
+/* A parser's refusal: AL_EINVAL, its output (n bytes at out) as it was
+ * before (a copy at before), and a message, which this frees. */
+static inline void
+fuzz_check_refused(int rc, const void *out, const void *before, size_t n,
+                   char *cause)
+{
+    CHECK(rc == AL_EINVAL);
+    CHECK(memcmp(out, before, n) == 0);
+    CHECK(cause != NULL && cause[0] != '\0');
+    free(cause);
+}
+
+/* A name as the API allows them: 1..max characters of [A-Za-z0-9._-]. */
+static inline void
+fuzz_check_name(const char *name, size_t max)
+{
+    size_t len = strlen(name);
+    CHECK(len >= 1 && len <= max);
+    for (const char *p = name; *p; p++)
+        CHECK(isalnum((unsigned char)*p) || strchr("-_.", *p) != NULL);
 }
 
 #endif /* AL_FUZZ_H */

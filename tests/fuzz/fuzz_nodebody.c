@@ -46,18 +46,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *cause = NULL;
     int rc = al__node_from_json(body, &n, &cause);
     if (rc != 0) {
-        CHECK(rc == AL_EINVAL);
-        CHECK(memcmp(&n, &before, sizeof n) == 0);
-        CHECK(cause != NULL && cause[0] != '\0');
-        free(cause);
+        fuzz_check_refused(rc, &n, &before, sizeof n, cause);
         json_decref(body);
         return 0;
     }
     CHECK(strcmp(n.name, al_json_str(body, "name", "")) == 0);
-    size_t len = strlen(n.name);
-    CHECK(len >= 1 && len <= 128);
-    for (const char *p = n.name; *p; p++)
-        CHECK(isalnum((unsigned char)*p) || strchr("-_.", *p) != NULL);
+    fuzz_check_name(n.name, 128);
     CHECK(n.addr != NULL && n.state == NS_READY && n.parked == NULL);
     CHECK(n.ngpus >= 0 && n.ngpus <= AL_MAX_DEVICES);
     CHECK((size_t)n.ngpus == json_array_size(json_object_get(body, "gpus")));

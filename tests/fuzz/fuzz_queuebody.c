@@ -49,18 +49,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *cause = NULL;
     int rc = al__queue_from_json(body, &q, &cause);
     if (rc != 0) {
-        CHECK(rc == AL_EINVAL);
-        CHECK(memcmp(&q, &before, sizeof q) == 0);
-        CHECK(cause != NULL && cause[0] != '\0');
-        free(cause);
+        fuzz_check_refused(rc, &q, &before, sizeof q, cause);
         json_decref(body);
         return 0;
     }
     CHECK(strcmp(q.name, al_json_str(body, "name", "")) == 0);
-    size_t n = strlen(q.name);
-    CHECK(n >= 1 && n <= 64);
-    for (const char *p = q.name; *p; p++)
-        CHECK(isalnum((unsigned char)*p) || strchr("-_.", *p) != NULL);
+    fuzz_check_name(q.name, 64);
     CHECK(q.parent == NULL || q.parent[0] != '\0');
     for (int r = 0; r < AL_NRES; r++) {
         const al_quota_t *qt = &q.quota[r];
