@@ -481,6 +481,32 @@ task_env(const agent_t *a, json_t *s, const char *gpus)
         env_push(&e, env_entry(task_ints[i].var, num));
     }
     env_push(&e, env_entry("MASTER_ADDR", al_json_str(s, "master_addr", "")));
+    /* A Slurm job script (`allot submit` marks it): what srun would tell
+     * each task, so that the script and the tools it runs work unchanged. */
+    if (strcmp(al_json_str(json_object_get(s, "env"), "ALLOT_SLURM", ""),
+               "1") == 0) {
+        static const struct {
+            const char *var, *key;
+        } slurm[] = {
+            { "SLURM_JOB_ID", "job" },
+            { "SLURM_JOBID", "job" },
+            { "SLURM_PROCID", "rank" },
+            { "SLURM_NTASKS", "world_size" },
+            { "SLURM_NPROCS", "world_size" },
+            { "SLURM_LOCALID", "local_rank" },
+            { "SLURM_RESTART_COUNT", "restart" },
+        };
+        for (size_t i = 0; i < sizeof slurm / sizeof slurm[0]; i++) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld",
+                     (long long)al_json_int(s, slurm[i].key, 0));
+            env_push(&e, env_entry(slurm[i].var, num));
+        }
+        if (al_json_str(s, "cwd", NULL) != NULL)
+            env_push(&e,
+                     env_entry("SLURM_SUBMIT_DIR", al_json_str(s, "cwd", "")));
+        env_push(&e, env_entry("SLURMD_NODENAME", a->name));
+    }
     /* Not every program takes the last of two settings: drop the earlier
      * ones. */
     size_t w = 0;

@@ -2,6 +2,7 @@
  * lines. */
 #include "script.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,12 +159,355 @@ al_script_env(json_t *env, int n, char **argv, const char *where)
     return true;
 }
 
+/* ------------------------------------------------------------------ */
+/* #SBATCH lines: Slurm job scripts run unchanged                     */
+
+/* What a script's #SBATCH lines asked for, before it is turned into
+ * allot's per-task request (Slurm counts GPUs and memory per node). */
+typedef struct slurm {
+    const char *name, *partition, *cpus, *mem, *mem_per_cpu, *time, *dep;
+    long long ntasks, nodes, per_node, gpus_node, gpus_task, gpus_total;
+} slurm_t;
+
+/* Slurm's --time: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S", or
+ * UNLIMITED / INFINITE (no limit: 0).  Seconds, or -1 if malformed. */
+static long long
+slurm_time(const char *t)
+{
+    if (strcmp(t, "UNLIMITED") == 0 || strcmp(t, "INFINITE") == 0)
+        return 0;
+    long long days = 0, f[3];
+    int n = 0;
+    const char *p = t, *dash = strchr(t, '-');
+    char *end;
+    if (dash != NULL) {
+        days = strtoll(t, &end, 10);
+        if (end != dash || end == t || days < 0 || days > 100000)
+            return -1;
+        p = dash + 1;
+    }
+    for (;;) {
+        if (*p < '0' || *p > '9' || n == 3)
+            return -1;
+        f[n++] = strtoll(p, &end, 10);
+        if (f[n - 1] > 10000000)
+            return -1;
+        if (*end == '\0')
+            break;
+        if (*end != ':')
+            return -1;
+        p = end + 1;
+    }
+    long long h = 0, m = 0, sec = 0;
+    if (dash != NULL) { /* D-H, D-H:M, D-H:M:S */
+        h = f[0];
+        m = n > 1 ? f[1] : 0;
+        sec = n > 2 ? f[2] : 0;
+    } else if (n == 1) { /* minutes */
+        m = f[0];
+    } else if (n == 2) { /* M:S */
+        m = f[0];
+        sec = f[1];
+    } else { /* H:M:S */
+        h = f[0];
+        m = f[1];
+        sec = f[2];
+    }
+    return ((days * 24 + h) * 60 + m) * 60 + sec;
+}
+
+/* The count in "gpu:N", "gpu:TYPE:N" or "gpu" (1); -1 if not a GPU gres
+ * or malformed.  Other resources in a comma list are ignored. */
+static long long
+slurm_gres_gpus(const char *g)
+{
+    long long total = -1;
+    const char *p = g;
+    while (*p != '\0') {
+        size_t len = strcspn(p, ",");
+        if (len >= 3 && strncmp(p, "gpu", 3) == 0 &&
+            (len == 3 || p[3] == ':')) {
+            const char *last = p + len;
+            const char *c = p + len;
+            while (c > p && c[-1] != ':')
+                c--;
+            long long n = 1;
+            if (c > p + 3) {
+                char *end;
+                n = strtoll(c, &end, 10);
+                if (end != last || n < 0) {
+                    /* "gpu:TYPE": one of that type */
+                    n = end == c ? 1 : -1;
+                }
+            }
+            if (n < 0)
+                return -1;
+            total = (total < 0 ? 0 : total) + n;
+        }
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return total;
+}
+
+/* Reads one #SBATCH line's words into *s.  Options that change nothing
+ * here (output files, mail, account, ...) are ignored with a note; those
+ * whose meaning allot cannot keep (job arrays, other dependencies) are
+ * errors.  Returns the number of errors (reported on stderr). */
+static int
+slurm_line(char **w, int n, slurm_t *s, const char *where)
+{
+    static const struct {
+        const char *lng;
+        char shrt;
+    } takes[] = {
+        { "job-name", 'J' },      { "partition", 'p' },
+        { "ntasks", 'n' },        { "nodes", 'N' },
+        { "cpus-per-task", 'c' }, { "time", 't' },
+        { "dependency", 'd' },    { "mem", 0 },
+        { "mem-per-cpu", 0 },     { "gres", 0 },
+        { "gpus", 'G' },          { "gpus-per-node", 0 },
+        { "gpus-per-task", 0 },   { "ntasks-per-node", 0 },
+    };
+    static const char *const ignored[] = {
+        "output",
+        "error",
+        "account",
+        "qos",
+        "mail-type",
+        "mail-user",
+        "exclusive",
+        "export",
+        "chdir",
+        "constraint",
+        "requeue",
+        "no-requeue",
+        "signal",
+        "open-mode",
+        "comment",
+        "reservation",
+        "wckey",
+        "hint",
+        "distribution",
+        "mem-bind",
+        "cpu-bind",
+        "gpu-bind",
+        "threads-per-core",
+        "open-mode",
+        "parsable",
+        "wait",
+        "nice",
+        "priority",
+        "licenses",
+    };
+    static const char ignored_short[] = "oeAqD";
+    int errors = 0;
+    for (int i = 0; i < n; i++) {
+        char *a = w[i], *val = NULL;
+        const char *key = NULL;
+        char shrt = 0;
+        char keybuf[64];
+        if (strncmp(a, "--", 2) == 0) {
+            char *eq = strchr(a, '=');
+            size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            snprintf(keybuf, sizeof keybuf, "%.*s", (int)klen, a + 2);
+            key = keybuf;
+            val = eq ? eq + 1 : NULL;
+        } else if (a[0] == '-' && a[1] != '\0') {
+            shrt = a[1];
+            val = a[2] != '\0' ? a + 2 : NULL;
+        } else {
+            fprintf(stderr, "allot submit: %s: unexpected '%s' in #SBATCH\n",
+                    where, a);
+            errors++;
+            continue;
+        }
+        int t = -1;
+        for (size_t k = 0; k < sizeof takes / sizeof takes[0]; k++)
+            if ((key && strcmp(key, takes[k].lng) == 0) ||
+                (shrt && shrt == takes[k].shrt))
+                t = (int)k;
+        if (t < 0) {
+            bool known = shrt && strchr(ignored_short, shrt) != NULL;
+            for (size_t k = 0; key && k < sizeof ignored / sizeof *ignored; k++)
+                known = known || strcmp(key, ignored[k]) == 0;
+            if ((key && strcmp(key, "array") == 0) || shrt == 'a') {
+                fprintf(stderr,
+                        "allot submit: %s: job arrays (#SBATCH --array) are "
+                        "not supported; submit one job per element\n",
+                        where);
+                errors++;
+            } else {
+                fprintf(stderr, "allot submit: %s: note: #SBATCH %s%s %s\n",
+                        where, key ? "--" : "-",
+                        key ? key : (char[]){ shrt, 0 },
+                        known ? "does not apply here; ignored"
+                              : "is not known to allot; ignored");
+            }
+            /* A value given apart belongs to the ignored option. */
+            if (val == NULL && i + 1 < n && w[i + 1][0] != '-' &&
+                !(key &&
+                  (strcmp(key, "exclusive") == 0 ||
+                   strcmp(key, "requeue") == 0 ||
+                   strcmp(key, "no-requeue") == 0 ||
+                   strcmp(key, "parsable") == 0 || strcmp(key, "wait") == 0)))
+                i++;
+            continue;
+        }
+        if (val == NULL) {
+            if (i + 1 >= n) {
+                fprintf(stderr, "allot submit: %s: #SBATCH %s wants a value\n",
+                        where, a);
+                errors++;
+                continue;
+            }
+            val = w[++i];
+        }
+        const char *opt = takes[t].lng;
+        long long v = -1;
+        bool ok = true;
+        if (strcmp(opt, "job-name") == 0)
+            s->name = val;
+        else if (strcmp(opt, "partition") == 0)
+            s->partition = val;
+        else if (strcmp(opt, "cpus-per-task") == 0)
+            s->cpus = val;
+        else if (strcmp(opt, "mem") == 0)
+            s->mem = val;
+        else if (strcmp(opt, "mem-per-cpu") == 0)
+            s->mem_per_cpu = val;
+        else if (strcmp(opt, "time") == 0)
+            ok = slurm_time(val) >= 0 && (s->time = val) != NULL;
+        else if (strcmp(opt, "dependency") == 0)
+            ok = strncmp(val, "afterok:", 8) == 0 && (s->dep = val + 8) != NULL;
+        else if (strcmp(opt, "gres") == 0)
+            ok = (v = slurm_gres_gpus(val)) >= 0 && (s->gpus_node = v) >= 0;
+        else if (num_arg(val, 1 << 20, &v))
+            *(strcmp(opt, "ntasks") == 0            ? &s->ntasks
+              : strcmp(opt, "nodes") == 0           ? &s->nodes
+              : strcmp(opt, "ntasks-per-node") == 0 ? &s->per_node
+              : strcmp(opt, "gpus-per-node") == 0   ? &s->gpus_node
+              : strcmp(opt, "gpus-per-task") == 0   ? &s->gpus_task
+                                                    : &s->gpus_total) = v;
+        else
+            ok = false;
+        if (!ok) {
+            fprintf(stderr,
+                    "allot submit: %s: #SBATCH --%s: cannot use '%s'%s\n",
+                    where, opt, val,
+                    strcmp(opt, "dependency") == 0
+                        ? " (only afterok:JOBID is supported)"
+                        : "");
+            errors++;
+        }
+    }
+    return errors;
+}
+
+/* Writes printf(fmt, v) into the spare room at *room; returns it. */
+static const char *
+stash(char **room, long long v)
+{
+    char *p = *room;
+    int n = sprintf(p, "%lld", v);
+    *room += n + 1;
+    return p;
+}
+
+/* Turns what the #SBATCH lines asked for into allot's per-task request in
+ * *a; room has space for a few numbers.  Returns the number of errors. */
+static int
+slurm_apply(const slurm_t *s, al_submit_args_t *a, char *room, const char *path)
+{
+    long long per_node = s->per_node > 0 ? s->per_node : 0;
+    long long nodes = s->nodes > 0 ? s->nodes : 0;
+    long long tasks = s->ntasks > 0               ? s->ntasks
+                      : nodes > 0 && per_node > 0 ? nodes * per_node
+                      : nodes > 0                 ? nodes
+                      : per_node > 0              ? per_node
+                                                  : 0;
+    if (per_node == 0)
+        per_node = nodes > 0 && tasks > 0 ? (tasks + nodes - 1) / nodes
+                   : tasks > 0            ? tasks
+                                          : 1;
+    long long gpus = -1;
+    if (s->gpus_task > 0)
+        gpus = s->gpus_task;
+    else if (s->gpus_node >= 0 && s->gpus_node % per_node == 0)
+        gpus = s->gpus_node / per_node;
+    else if (s->gpus_total > 0 && tasks > 0 && s->gpus_total % tasks == 0)
+        gpus = s->gpus_total / tasks;
+    else if (s->gpus_total > 0 && tasks == 0)
+        gpus = s->gpus_total;
+    if (s->gpus_node > 0 && gpus < 0) {
+        fprintf(stderr,
+                "allot submit: %s: #SBATCH: %lld GPUs per node do not split "
+                "evenly over %lld tasks per node; say --gpus-per-task\n",
+                path, s->gpus_node, per_node);
+        return 1;
+    }
+    if (s->gpus_total > 0 && gpus < 0) {
+        fprintf(stderr,
+                "allot submit: %s: #SBATCH --gpus=%lld does not split evenly "
+                "over %lld tasks; say --gpus-per-task\n",
+                path, s->gpus_total, tasks);
+        return 1;
+    }
+    a->name = s->name;
+    a->queue = s->partition;
+    a->f.cpus = s->cpus;
+    if (tasks > 0)
+        a->f.tasks = stash(&room, tasks);
+    if (gpus >= 0)
+        a->f.gpus = stash(&room, gpus);
+    if (s->time != NULL && slurm_time(s->time) > 0)
+        a->f.tlimit = stash(&room, slurm_time(s->time));
+    /* Slurm's --mem is per node: a task's share of it; --mem-per-cpu
+     * times the task's CPUs.  Plain numbers are MiB in both. */
+    int64_t mem;
+    if (s->mem != NULL && al_cli_parse_mem(s->mem, &mem) == 0 && mem > 0)
+        a->f.mem = stash(&room, (mem / per_node) >> 20);
+    else if (s->mem != NULL)
+        a->f.mem = s->mem; /* reported by al_script_resources */
+    if (s->mem_per_cpu != NULL && al_cli_parse_mem(s->mem_per_cpu, &mem) == 0) {
+        /* Bounded before converting: "1e300" CPUs are refused later, and
+         * a double that large does not convert to an integer. */
+        double c = s->cpus != NULL ? strtod(s->cpus, NULL) : 1;
+        double m = (double)mem * (c >= 1 && c <= 1e6 ? c : 1);
+        if (m < 9e18)
+            a->f.mem = stash(&room, (long long)m >> 20);
+    }
+    if (s->dep != NULL) {
+        /* allot's --after takes one id here; more are refused below. */
+        a->f.after = s->dep;
+        if (strchr(s->dep, ':') != NULL || strchr(s->dep, ',') != NULL) {
+            fprintf(stderr,
+                    "allot submit: %s: #SBATCH --dependency: one afterok "
+                    "job at a time is supported\n",
+                    path);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int
 al_script_directives(const char *path, const char *text, al_submit_args_t *a,
                      json_t *env, char **words)
 {
     int errors = 0, lineno = 0;
-    *words = al_xstrdup(text);
+    /* The text, then room for the numbers #SBATCH lines turn into. */
+    size_t len = strlen(text);
+    *words = al_xmalloc(len + 1 + 128);
+    memcpy(*words, text, len + 1);
+    char *room = *words + len + 1;
+    slurm_t slurm;
+    memset(&slurm, 0, sizeof slurm);
+    slurm.gpus_node = -1;
+    bool any_slurm = false;
+    al_submit_args_t own;
+    memset(&own, 0, sizeof own);
     for (char *line = *words; line != NULL && *line != '\0';) {
         char *nl = strchr(line, '\n');
         if (nl != NULL)
@@ -172,7 +516,29 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
         char *p = line + strspn(line, " \t");
         if (*p != '\0' && *p != '#')
             break;
-        if (strncmp(p, "#ALLOT", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) {
+        if (strncmp(p, "#SBATCH", 7) == 0 && (p[7] == ' ' || p[7] == '\t')) {
+            char *argv[AL_SCRIPT_MAX_WORDS + 1];
+            int n = 0;
+            char *save = NULL;
+            for (char *w = strtok_r(p + 8, " \t\r", &save);
+                 w != NULL && n < AL_SCRIPT_MAX_WORDS + 1;
+                 w = strtok_r(NULL, " \t\r", &save)) {
+                if (w[0] == '#')
+                    break; /* a comment after the options */
+                argv[n++] = w;
+            }
+            char where[4200];
+            snprintf(where, sizeof where, "%s:%d", path, lineno);
+            if (n > AL_SCRIPT_MAX_WORDS) {
+                fprintf(stderr, "allot submit: %s: more than %d words\n", where,
+                        AL_SCRIPT_MAX_WORDS);
+                errors++;
+            } else {
+                errors += slurm_line(argv, n, &slurm, where);
+                any_slurm = true;
+            }
+        } else if (strncmp(p, "#ALLOT", 6) == 0 &&
+                   (p[6] == ' ' || p[6] == '\t')) {
             char cmdname[] = "submit";
             char *argv[AL_SCRIPT_MAX_WORDS + 2] = { cmdname };
             int n = 1;
@@ -202,11 +568,32 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
                 fprintf(stderr, "allot submit: %s: %s\n", where, err);
                 errors++;
             } else {
-                al_script_merge(a, &one);
+                al_script_merge(&own, &one);
             }
             json_decref(probe);
         }
         line = nl != NULL ? nl + 1 : NULL;
     }
+    /* #SBATCH first, then #ALLOT lines over them (the command line goes
+     * over both, in the caller). */
+    al_submit_args_t sb;
+    memset(&sb, 0, sizeof sb);
+    if (any_slurm && errors == 0 && slurm_apply(&slurm, &sb, room, path) == 0) {
+        json_t *probe = json_object();
+        const char *err = al_script_resources(probe, &sb.f);
+        json_decref(probe);
+        if (err == NULL) {
+            al_script_merge(a, &sb);
+        } else {
+            fprintf(stderr, "allot submit: %s: #SBATCH lines: %s\n", path, err);
+            errors++;
+        }
+    } else if (any_slurm && errors == 0) {
+        errors++; /* slurm_apply() said why */
+    }
+    al_script_merge(a, &own);
+    /* Tells the agent to give the tasks Slurm's variables too. */
+    if (any_slurm)
+        json_object_set_new(env, "ALLOT_SLURM", json_string("1"));
     return errors;
 }

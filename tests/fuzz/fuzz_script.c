@@ -1,19 +1,24 @@
 /*
- * fuzz_script.c -- libFuzzer harness for the #ALLOT lines of a job script
- * (`allot submit job.sh`): al_script_directives in src/cli/script.c, and
+ * fuzz_script.c -- libFuzzer harness for the #ALLOT and #SBATCH lines of a
+ * job script (`allot submit job.sh`): al_script_directives in
+ * src/cli/script.c (with its translation of Slurm's options), and
  * through it the option parser (al_opt_parse, src/common/opt.c) and the
  * checks of every value (sizes, durations, counts).  Each input is the
  * text of a script, up to its first NUL (the CLI refuses a script holding
  * one).  Checks:
- *   - the number of errors is the number of lines printed, each naming
- *     the script and the number of a line that is an #ALLOT directive;
- *     no error, nothing printed;
- *   - what was read points into the returned words;
+ *   - the number of errors is the number of error lines printed, each
+ *     naming the script and the number of a line that is an #ALLOT or
+ *     #SBATCH directive, or the script alone for what its #SBATCH lines
+ *     ask together; notes (ignored Slurm options) name #SBATCH lines;
+ *   - what was read points into the returned words (the text, or the
+ *     room after it where numbers from #SBATCH lines go);
  *   - each value read, on its own, passes the checks it passed line by
  *     line (a merge never yields a value no line had);
  *   - every --env value is a string.
  * Corpus: tests/fuzz/corpus/script.
  */
+#include <stdbool.h>
+
 #include "fuzz.h"
 #include "script.h"
 
@@ -80,15 +85,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(words != NULL);
     CHECK(errors >= 0);
     int printed = 0;
-    for (char *l = msgs; *l != '\0'; printed++) {
+    for (char *l = msgs; *l != '\0';) {
         long lineno = 0;
         int used = 0;
+        char *nl = strchr(l, '\n');
+        CHECK(nl != NULL);
+        if (strncmp(l, "allot submit: job.sh: #SBATCH", 29) == 0) {
+            printed++; /* about the #SBATCH lines together */
+            l = nl + 1;
+            continue;
+        }
         CHECK(sscanf(l, "allot submit: job.sh:%ld: %n", &lineno, &used) == 1 &&
               used > 0);
         const char *src = line_at(text, lineno);
-        CHECK(lineno >= 1 && src != NULL && strncmp(src, "#ALLOT", 6) == 0);
-        char *nl = strchr(l, '\n');
-        CHECK(nl != NULL);
+        bool note = strncmp(l + used, "note: ", 6) == 0;
+        CHECK(lineno >= 1 && src != NULL);
+        CHECK(strncmp(src, "#SBATCH", 7) == 0 ||
+              (!note && strncmp(src, "#ALLOT", 6) == 0));
+        printed += !note;
         l = nl + 1;
     }
     CHECK(printed == errors);
@@ -99,7 +113,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                  a.f.model, a.queue,   a.name,     a.server,
                                  a.token,   a.envopt };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-        CHECK(inside(strs[i], words, n));
+        CHECK(inside(strs[i], words, n + 128));
     check_each_flag(&a.f);
     const char *k;
     json_t *v;

@@ -735,6 +735,46 @@ def scenario_script(c):
     s_, b = c.api("GET", "/v1/jobs?limit=1000")
     check(len(b["jobs"]) == 3, "nothing submitted from a bad script")
 
+    # A Slurm job script runs unchanged: #SBATCH options become the
+    # request (GPUs per node split over the tasks per node), each task gets
+    # what srun would tell it, #ALLOT lines and the command line win.
+    sl = os.path.join(c.root, "train.sbatch")
+    with open(sl, "w") as f:
+        f.write("#!/bin/bash\n"
+                "#SBATCH --job-name=resnet\n"
+                "#SBATCH --nodes=1 --ntasks-per-node=2\n"
+                "#SBATCH --gres=gpu:4\n"
+                "#SBATCH -c 1 --mem=8G\n"
+                "#SBATCH --time=0-00:10:00\n"
+                "#SBATCH -o slurm-%j.out   # Slurm's output file\n"
+                "echo rank=$SLURM_PROCID/$SLURM_NTASKS "
+                "local=$SLURM_LOCALID job=$SLURM_JOB_ID "
+                "gpus=$CUDA_VISIBLE_DEVICES\n")
+    p = c.cli("submit", sl)
+    j = int(p.stdout.strip())
+    check("train.sbatch:7: note: #SBATCH -o does not apply here" in p.stderr,
+          "ignored Slurm options are noted: %r" % p.stderr)
+    jj = c.wait_state(j, "completed")
+    check(jj["name"] == "resnet" and jj["tasks"] == 2 and jj["gpus"] == 2 and
+          jj["time_limit"] == 600 and jj["mem_bytes"] == 4 << 30 and
+          jj["cpu_milli"] == 1000, "#SBATCH read: %s" % jj)
+    outs = [c.cli("logs", "--task", str(t), str(j)).stdout for t in (0, 1)]
+    check("rank=0/2 local=0 job=%d" % j in outs[0] and
+          "rank=1/2 local=1 job=%d" % j in outs[1], "srun's variables: %r" % outs)
+    j = c.submit("--gpus", "1", "--name", "small", sl)
+    jj = c.wait_state(j, "completed")
+    check(jj["name"] == "small" and jj["gpus"] == 1 and jj["tasks"] == 2,
+          "the command line overrides #SBATCH: %s" % jj)
+    sb = os.path.join(c.root, "bad.sbatch")
+    with open(sb, "w") as f:
+        f.write("#!/bin/bash\n#SBATCH --array=0-9\n#SBATCH --time=soon\n"
+                "#SBATCH --dependency=afterany:3\ntrue\n")
+    p = c.cli("submit", sb, ok=False)
+    check(p.returncode == 2 and "bad.sbatch:2: job arrays" in p.stderr and
+          "bad.sbatch:3: #SBATCH --time: cannot use 'soon'" in p.stderr and
+          "bad.sbatch:4: #SBATCH --dependency" in p.stderr,
+          "unsupported #SBATCH options are errors: %r" % p.stderr)
+
     # A job past its time limit is stopped and marked failed.
     t = c.submit("--time", "1", "--", "sleep", "30")
     jj = c.wait_state(t, "failed", timeout=15)
