@@ -75,7 +75,7 @@ static const option_t options[] = {
       "how strongly decayed usage bends fair share (core default 1; 0 off)" },
     { "--pack", O_STR, A(pack), 0, 0, "bin|spread|frag",
       "placement: bin-packing (default), spread, or fragmentation-aware "
-      "(FGD)" },
+      "(FGD; with --fill, judged against the whole trace's pod shapes)" },
     { "--tick", O_INT, A(tick), 0, 1e9, "S",
       "also run a cycle every S seconds while jobs pend (default 0: only "
       "on events)" },
@@ -330,6 +330,14 @@ run_fill(const args_t *a, const al_trace_t *tr, const al_cluster_t *cl,
         return 2;
     }
     o->drop_unplaced = true;
+    /* FGD judges fragmentation against the "typical pods" of the whole pod
+     * list (known in advance): its most popular shapes, covering 95% of
+     * pods. */
+    al_shape_t *profile = NULL;
+    if (o->pack == AL_PACK_FRAG) {
+        o->nprofile = al_sim_profile(tr, cl, 0.95, &profile);
+        o->profile = profile;
+    }
     for (int k = 0; k < npol; k++) {
         double sum_full = 0, sum_end = 0;
         for (int i = 0; i < nseeds; i++) {
@@ -346,6 +354,9 @@ run_fill(const args_t *a, const al_trace_t *tr, const al_cluster_t *cl,
                         cause ? cause : "");
                 free(cause);
                 al_trace_destroy(rs);
+                o->nprofile = 0;
+                o->profile = NULL;
+                free(profile);
                 return 1;
             }
             int placed = 0;
@@ -389,6 +400,9 @@ run_fill(const args_t *a, const al_trace_t *tr, const al_cluster_t *cl,
                    al_policy_name(pols[k]), nseeds, 100 * sum_full / nseeds,
                    100 * sum_end / nseeds);
     }
+    o->nprofile = 0;
+    o->profile = NULL;
+    free(profile);
     return 0;
 }
 

@@ -7,6 +7,7 @@
  * order and every sort has a total order (ties end on the job index), so the
  * same snapshot always yields the same bytes.
  */
+#include <float.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -2973,6 +2974,34 @@ run(al_ctx_t *c, al_result_t **out, char **cause)
     return rc;
 }
 
+/* Checks AL_PACK_FRAG's workload profile (see al_config_t.profile). */
+static int
+check_profile(const al_config_t *cfg, char **cause)
+{
+    int i;
+
+    if (cfg->nprofile < 0 || (cfg->nprofile > 0 && cfg->profile == NULL)) {
+        set_cause(cause,
+                  "config: bad workload profile (%lld shapes, array %lld)",
+                  cfg->nprofile, cfg->profile != NULL);
+        return AL_EINVAL;
+    }
+    for (i = 0; i < cfg->nprofile; i++) {
+        const al_shape_t *m = &cfg->profile[i];
+
+        /* Both comparisons are false for NaN; the second for infinity. */
+        if (!(m->weight >= 0 && m->weight <= DBL_MAX) || m->gpus < 0 ||
+            m->gpu_milli < 0 || m->gpu_milli >= AL_GPU_MILLI ||
+            m->cpu_milli < 0 || m->mem_bytes < 0) {
+            set_cause(cause,
+                      "config: workload profile shape %lld of %lld is bad", i,
+                      cfg->nprofile);
+            return AL_EINVAL;
+        }
+    }
+    return 0;
+}
+
 int
 al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
 {
@@ -3002,6 +3031,8 @@ al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause)
                   c.cfg.ntopo_levels, c.cfg.reserve_depth);
         return AL_EINVAL;
     }
+    if (check_profile(&c.cfg, cause) != 0)
+        return AL_EINVAL;
     c.a = snap->allocator ? snap->allocator : &al_default_allocator;
     c.nn = snap->nnodes;
     c.nq = snap->nqueues;

@@ -201,12 +201,28 @@ typedef struct al_job {
 typedef enum al_pack {
     AL_PACK_BIN = 0, /* fill the fullest node that fits (default) */
     AL_PACK_SPREAD,  /* use the emptiest node */
-    /* Fragmentation-aware (FGD, Weng et al., USENIX ATC '23): put each GPU
-     * task where it least increases the expected fragmentation of the
-     * node, judged against the mix of task shapes the cluster runs and
-     * waits for.  Best for clusters with many fractional tasks. */
+    /* Fragmentation-aware (after FGD, Weng et al., USENIX ATC '23): put
+     * each task where it least increases the expected fragmentation of the
+     * node, judged against a workload profile (al_config_t.profile, or the
+     * mix of task shapes the cluster runs and waits for).  Best for
+     * clusters with many fractional tasks or scarce CPU. */
     AL_PACK_FRAG
 } al_pack_t;
+
+/*
+ * One task shape of a workload profile: the mix of tasks AL_PACK_FRAG
+ * expects to place, against which it judges fragmentation.  A shape is a
+ * task request (whole GPUs, or a fraction of one, or none: CPU-only) and
+ * its popularity; weights are relative (the core divides by their sum), so
+ * counts of tasks serve as they are.
+ */
+typedef struct al_shape {
+    int32_t gpus;      /* whole GPUs per task, or 0 */
+    int32_t gpu_milli; /* fraction of one GPU when gpus == 0 (1..999), or 0 */
+    int64_t cpu_milli;
+    int64_t mem_bytes;
+    double weight; /* popularity, >= 0; shapes of weight 0 are ignored */
+} al_shape_t;
 
 typedef struct al_config {
     al_pack_t pack;
@@ -242,12 +258,24 @@ typedef struct al_config {
      * big gangs of a queue above its share waiting without a reservation
      * for as long as other queues keep submitting. */
     int64_t starve_after;
+    /* AL_PACK_FRAG's workload profile, when the caller knows the mix of
+     * tasks to expect (FGD measures fragmentation against the target
+     * workload's task shapes, known from history): nprofile shapes, owned
+     * by the caller like the rest of the snapshot.  Every shape of weight
+     * > 0 is used, so the cost of a placement grows with nprofile.  With
+     * none (nprofile 0, or every weight 0) the core builds one each cycle
+     * from the 24 most common task shapes among running and waiting jobs.
+     * A weight that is negative, infinite or NaN, a negative count or a
+     * gpu_milli outside 0..999 makes al_sched_run() fail with AL_EINVAL. */
+    int nprofile;
+    const al_shape_t *profile;
 } al_config_t;
 
 /* Fills *cfg with the defaults: bin-packing, no topology levels,
  * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
  * 24 h, lend_reserved, reclaim, preempt and borrow on, strict_order and
- * ignore_queues off, max_reclaim_tries 8, starve_after 12 h. */
+ * ignore_queues off, max_reclaim_tries 8, starve_after 12 h, no workload
+ * profile. */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */

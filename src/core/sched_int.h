@@ -23,7 +23,7 @@ typedef struct wshape {
     double p; /* share of tasks with this shape */
 } wshape_t;
 
-#define AL_PROFILE_MAX 24 /* shapes kept, the most common first */
+#define AL_PROFILE_MAX 24 /* shapes the core keeps, the most common first */
 
 /* A growable array on the caller's allocator (never the arena, so that
  * growth does not waste arena memory). */
@@ -172,8 +172,13 @@ typedef struct al_ctx {
     vec_t decisions; /* al_decision_t */
     vec_t tasks;     /* al_placement_t backing START decisions */
     al_reason_t *reasons;
-    wshape_t profile[AL_PROFILE_MAX]; /* AL_PACK_FRAG's workload */
+    wshape_t *profile; /* AL_PACK_FRAG's workload (arena), shares sum to 1 */
     int nprofile;
+    int64_t *fslots; /* per profile shape, scratch for AL_PACK_FRAG */
+    /* AL_PACK_FRAG's table of node states already judged in one search:
+     * fcap slots (a power of two) of key, node and the search's stamp. */
+    uint64_t *fkey;
+    int32_t *fnode, *fstamp, fcap, fcur;
     uint64_t version;  /* bumps whenever capacity grows */
     int64_t nevicted;  /* evictions and shrinks tried (undone ones too) */
     int32_t *vstamp;   /* victim_ok_cached(): per job, the pick it was judged */

@@ -510,7 +510,7 @@ setup_queues(sim_t *s)
 
 /* Splits a job into a gang of identical tasks that nodes can hold. */
 static void
-shape_job(sim_t *s, sjob_t *j, const al_trace_job_t *tj)
+shape_job(const al_cluster_t *cl, sjob_t *j, const al_trace_job_t *tj)
 {
     j->total = tj->gpu_milli;
     j->ntasks = 1;
@@ -519,7 +519,7 @@ shape_job(sim_t *s, sjob_t *j, const al_trace_job_t *tj)
         j->gpus = 0;
     } else {
         int64_t g = tj->gpu_milli / AL_GPU_MILLI;
-        int64_t per = s->cl->max_gpus_per_node;
+        int64_t per = cl->max_gpus_per_node;
         if (per < 1)
             per = 1;
         if (g <= per) {
@@ -533,6 +533,67 @@ shape_job(sim_t *s, sjob_t *j, const al_trace_job_t *tj)
         }
     }
     j->cpu = (tj->cpu_milli + j->ntasks - 1) / j->ntasks;
+}
+
+/* Orders shapes by request. */
+static int
+cmp_request(const void *pa, const void *pb)
+{
+    const al_shape_t *a = pa, *b = pb;
+
+    if (a->gpus != b->gpus)
+        return a->gpus < b->gpus ? -1 : 1;
+    if (a->gpu_milli != b->gpu_milli)
+        return a->gpu_milli < b->gpu_milli ? -1 : 1;
+    if (a->cpu_milli != b->cpu_milli)
+        return a->cpu_milli < b->cpu_milli ? -1 : 1;
+    return 0;
+}
+
+/* Orders shapes by weight, most popular first, then by request. */
+static int
+cmp_popular(const void *pa, const void *pb)
+{
+    const al_shape_t *a = pa, *b = pb;
+
+    if (a->weight != b->weight)
+        return a->weight > b->weight ? -1 : 1;
+    return cmp_request(pa, pb);
+}
+
+int
+al_sim_profile(const al_trace_t *tr, const al_cluster_t *cl, double coverage,
+               al_shape_t **out)
+{
+    al_shape_t *all = al__xcalloc((size_t)tr->njobs + 1, sizeof(*all));
+    double total = 0, cum = 0;
+    int n = 0, k;
+
+    for (int i = 0; i < tr->njobs; i++) {
+        sjob_t j;
+
+        memset(&j, 0, sizeof(j));
+        shape_job(cl, &j, &tr->jobs[i]);
+        all[i].gpus = j.gpus;
+        all[i].gpu_milli = j.milli;
+        all[i].cpu_milli = j.cpu;
+        all[i].weight = j.ntasks;
+        total += j.ntasks;
+    }
+    /* Equal requests side by side, then merged. */
+    qsort(all, (size_t)tr->njobs, sizeof(*all), cmp_request);
+    for (int i = 0; i < tr->njobs; i++) {
+        if (n > 0 && cmp_request(&all[n - 1], &all[i]) == 0)
+            all[n - 1].weight += all[i].weight;
+        else
+            all[n++] = all[i];
+    }
+    qsort(all, (size_t)n, sizeof(*all), cmp_popular);
+    /* The most popular shapes that together cover `coverage` of tasks. */
+    for (k = 0; k < n && (k == 0 || cum < coverage * total); k++)
+        cum += all[k].weight;
+    *out = all;
+    return k;
 }
 
 /* Tasks of job j node n could hold, given its free resources (or all of
@@ -1195,6 +1256,8 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     s->pol->configure(&s->cfg);
     if (opts->pack >= 0)
         s->cfg.pack = (al_pack_t)opts->pack;
+    s->cfg.nprofile = opts->nprofile;
+    s->cfg.profile = opts->profile;
     s->njobs = trace->njobs;
     s->jobs = al__xcalloc((size_t)s->njobs + 1, sizeof(sjob_t));
     setup_queues(s);
@@ -1214,7 +1277,7 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
         r->queues[q].deserved_gpus = s->mq_deserved[q];
     }
     for (int i = 0; i < s->njobs; i++) {
-        shape_job(s, &s->jobs[i], &trace->jobs[i]);
+        shape_job(cluster, &s->jobs[i], &trace->jobs[i]);
         s->jobs[i].act = -1;
         r->jobs[i].queue = s->jobs[i].mq;
         r->jobs[i].first_start = -1;

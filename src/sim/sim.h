@@ -219,11 +219,27 @@ typedef struct al_sim_opts {
     /* Placement experiments: a job the cycle at its arrival does not start
      * never starts (it is counted unschedulable), as in FGD's simulator. */
     bool drop_unplaced;
+    /* al_config_t.profile: the workload profile AL_PACK_FRAG judges
+     * fragmentation against (al_sim_profile() makes one from a trace);
+     * NULL: the core's own, from running and waiting jobs. */
+    int nprofile;
+    const al_shape_t *profile;
 } al_sim_opts_t;
 
 /* Fills opts with the defaults (allot, queue column, checkpoint 1800 s,
- * estimate factor 2, half-life 7 days). */
+ * estimate factor 2, half-life 7 days, no workload profile). */
 void al_sim_opts_default(al_sim_opts_t *opts);
+
+/*
+ * The workload profile of a trace, as FGD builds its "typical pods": the
+ * task shapes of all its jobs (split into tasks as al_sim_run() splits them
+ * for cluster), weighted by their number of tasks, most popular first, cut
+ * after the fewest shapes that cover `coverage` (0..1) of all tasks; CPU-only
+ * tasks count.  Stores a malloc()ed array in *out (free it with free()) and
+ * returns the number of shapes kept.
+ */
+int al_sim_profile(const al_trace_t *tr, const al_cluster_t *cl,
+                   double coverage, al_shape_t **out);
 
 /* What happened to one job. */
 typedef struct al_sim_job {

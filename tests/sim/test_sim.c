@@ -503,6 +503,66 @@ test_fill(void)
 }
 
 /*
+ * A trace's workload profile (FGD's "typical pods"): task shapes as the
+ * simulator splits jobs, weighted by tasks, most popular first, cut at the
+ * coverage asked.  Three 0.5-GPU pods with 4 cores, two 1-GPU pods with 8,
+ * one CPU-only pod, and one 16-GPU job that 8-GPU nodes split into two
+ * tasks of 8 GPUs and 10 cores: 8 tasks.  The profile then drives
+ * AL_PACK_FRAG through al_sim_run.
+ */
+static void
+test_profile(void)
+{
+    al_trace_t *t = trace(HEADER "a,0,10,0.5,4,,,\nb,0,10,0.5,4,,,\n"
+                                 "c,0,10,0.5,4,,,\nd,0,10,1,8,,,\n"
+                                 "e,0,10,1,8,,,\nf,0,10,0,2,,,\n"
+                                 "g,0,10,16,20,,,\n");
+    if (t == NULL)
+        return;
+    al_cluster_t *c = al_cluster_homogeneous(2, 8, NULL, 0, 96, 1024);
+    al_shape_t *p = NULL;
+    int n = al_sim_profile(t, c, 1.0, &p);
+    ASSERT_INT(n, ==, 4);
+    if (n == 4) {
+        ASSERT_INT(p[0].gpu_milli, ==, 500);
+        ASSERT_INT(p[0].cpu_milli, ==, 4000);
+        ASSERT_NEAR(p[0].weight, 3, 1e-9);
+        /* Equal weights: fewer GPUs first. */
+        ASSERT_INT(p[1].gpus, ==, 1);
+        ASSERT_INT(p[1].cpu_milli, ==, 8000);
+        ASSERT_NEAR(p[1].weight, 2, 1e-9);
+        ASSERT_INT(p[2].gpus, ==, 8);
+        ASSERT_INT(p[2].cpu_milli, ==, 10000);
+        ASSERT_NEAR(p[2].weight, 2, 1e-9);
+        ASSERT_INT(p[3].gpus + p[3].gpu_milli, ==, 0);
+        ASSERT_INT(p[3].cpu_milli, ==, 2000);
+    }
+    free(p);
+    /* 3/8 of tasks fall short of half; 5/8 do not. */
+    ASSERT_INT(al_sim_profile(t, c, 0.5, &p), ==, 2);
+    free(p);
+    ASSERT_INT(al_sim_profile(t, c, 0, &p), ==, 1);
+
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.pack = AL_PACK_FRAG;
+    o.profile = p;
+    o.nprofile = 1;
+    al_sim_result_t *r = NULL;
+    char *cause = NULL;
+    ASSERT_INT(al_sim_run(t, c, &o, &r, &cause), ==, 0);
+    if (r) {
+        for (int i = 0; i < r->njobs; i++)
+            ASSERT_INT(r->jobs[i].end, >=, 10);
+        al_sim_result_destroy(r);
+    }
+    free(cause);
+    free(p);
+    al_cluster_destroy(c);
+    al_trace_destroy(t);
+}
+
+/*
  * Accounting invariants over a random trace (fixed seed) under every
  * policy: each completed job's JCT is its queueing time + its duration + the
  * run time it lost to evictions; nothing starts before its submit time;
@@ -565,6 +625,7 @@ static const struct test {
     { "unschedulable", test_unschedulable },
     { "gang", test_gang },
     { "fill", test_fill },
+    { "profile", test_profile },
     { "invariants", test_invariants },
 };
 

@@ -653,6 +653,24 @@ gen_snapshot(uint64_t seed, int iter)
                                            : AL_DEPS_NEVER;
         }
     }
+    /* One snapshot in six places by fragmentation, every other one of those
+     * against a profile the caller gives.  Without draws: the random stream,
+     * and so every other snapshot, stays as it was. */
+    if (iter % 6 == 5) {
+        static const al_shape_t profile[] = {
+            { .gpus = 1, .cpu_milli = 4000, .weight = 3 },
+            { .gpu_milli = 500, .cpu_milli = 2000, .weight = 2 },
+            { .gpus = 4, .mem_bytes = 64 * SNAP_GIB, .weight = 1 },
+            { .cpu_milli = 8000, .weight = 1 },
+            { .gpu_milli = 250, .weight = 0 },
+        };
+
+        c->pack = AL_PACK_FRAG;
+        if (iter % 12 == 11) {
+            c->nprofile = (int)(sizeof(profile) / sizeof(profile[0]));
+            c->profile = profile;
+        }
+    }
     snap_get(b);
     return b;
 }

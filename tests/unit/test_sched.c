@@ -2,6 +2,7 @@
  * test_sched.c -- scenario tests of the scheduling core, each with decisions
  * worked out by hand from the contract in sched.h and issue 2.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -2650,10 +2651,181 @@ pack_frag(void)
     snap_destroy(s);
 }
 
+/* The node a job's first task started on, or -1. */
+static int
+start_node(const al_result_t *r, int j)
+{
+    const al_decision_t *d = res_find(r, j, AL_DEC_START);
+
+    return d != NULL ? d->tasks[0].node : -1;
+}
+
+/*
+ * A workload profile the caller gives (al_config_t.profile) is what
+ * AL_PACK_FRAG judges against.  Node a's one device has 700 milli free (a
+ * 0.3 task runs there), node b's is free; a 0.4 task waits.  Against the
+ * profile the core builds itself (0.3 and 0.4 tasks, half each) the
+ * fragmentation grows by -50 on either node, and a, the fuller, wins.
+ * Against a profile of 0.35 tasks, a would keep 300, too little for one
+ * (it held two with nothing left: +300), and b 600, one with 250 left (it
+ * held two with 300 left: -50): b.
+ */
+static void
+pack_frag_profile(void)
+{
+    snap_t *s = scenario();
+    al_shape_t shape = { .gpu_milli = 350, .weight = 1 };
+    int q, run, j;
+    al_result_t *r;
+
+    snap_node(s, "a", 1);
+    snap_node(s, "b", 1);
+    q = snap_queue(s, "q", -1, 2000, 1, AL_UNLIMITED);
+    run = snap_job_frac(s, q, 300, 0);
+    snap_place_frac(s, run, 0, 0, 0, 300, 0);
+    j = snap_job_frac(s, q, 400, 0);
+    snap_set_now(s, 100);
+    snap_config(s)->pack = AL_PACK_FRAG;
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(start_node(r, j), 0);
+    al_result_destroy(r);
+
+    snap_config(s)->nprofile = 1;
+    snap_config(s)->profile = &shape;
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(start_node(r, j), 1);
+    ASSERT_EQ(res_find(r, j, AL_DEC_START)->tasks[0].gpu_milli, 400);
+    al_result_destroy(r);
+
+    /* Shapes of weight 0 do not count; with none left, the core's own
+     * profile rules again. */
+    shape.weight = 0;
+    r = snap_run(s);
+    ASSERT_EQ(start_node(r, j), 0);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
+ * AL_PACK_FRAG counts as fragment the GPUs that a node's CPU would strand.
+ * Nodes a and b have 4 free GPUs; a has 16 cores, b 64.  The workload is
+ * 1-GPU tasks with 4 cores; a 1-GPU task with 12 cores waits.  On a it
+ * would leave 4 cores to 3 GPUs: one more task fits and two GPUs are
+ * stranded (+2000); on b nothing is (0).  Counting as FGD does (a node is
+ * fragment for a shape only when not one task of it fits) would tie the
+ * two, and ties go to the lower index, a.
+ */
+static void
+pack_frag_cpu_strands(void)
+{
+    snap_t *s = scenario();
+    al_shape_t shape = { .gpus = 1, .cpu_milli = 4000, .weight = 1 };
+    int q, j;
+    al_result_t *r;
+
+    snap_node(s, "a", 4);
+    snap_node(s, "b", 4);
+    snap_node_ref(s, 0)->cpu_milli = 16000;
+    snap_node_ref(s, 1)->cpu_milli = 64000;
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    j = snap_job(s, q, 1, 1);
+    snap_job_ref(s, j)->req.cpu_milli = 12000;
+    snap_set_now(s, 100);
+    snap_config(s)->pack = AL_PACK_FRAG;
+    snap_config(s)->nprofile = 1;
+    snap_config(s)->profile = &shape;
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(start_node(r, j), 1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
+ * AL_PACK_FRAG places CPU-only tasks too, where their cores strand the
+ * least GPU.  Node a has half a device free (a 0.5 task runs) and 10
+ * cores; node b one free device of two and 20 cores.  The workload is 0.5
+ * tasks with 4 cores; a CPU-only task with 8 cores waits.  Bin-packing
+ * sends it to the node with fewest free devices, a, where the half device
+ * would be left with 2 cores (+500); on b two 0.5 tasks still fit (0).
+ */
+static void
+pack_frag_cpu_only(void)
+{
+    snap_t *s = scenario();
+    al_shape_t shape = { .gpu_milli = 500, .cpu_milli = 4000, .weight = 1 };
+    int q, half, whole, j;
+    al_result_t *r;
+
+    snap_node(s, "a", 1);
+    snap_node(s, "b", 2);
+    snap_node_ref(s, 0)->cpu_milli = 10000;
+    snap_node_ref(s, 1)->cpu_milli = 20000;
+    q = snap_queue(s, "q", -1, 3000, 1, AL_UNLIMITED);
+    half = snap_job_frac(s, q, 500, 0);
+    snap_place_frac(s, half, 0, 0, 0, 500, 0);
+    whole = snap_job(s, q, 1, 1);
+    snap_place(s, whole, 0, 1, 0x1);
+    j = snap_job(s, q, 1, 0);
+    snap_job_ref(s, j)->req.cpu_milli = 8000;
+    snap_set_now(s, 100);
+    r = snap_run(s);
+    ASSERT_EQ(start_node(r, j), 0);
+    al_result_destroy(r);
+
+    snap_config(s)->pack = AL_PACK_FRAG;
+    snap_config(s)->nprofile = 1;
+    snap_config(s)->profile = &shape;
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(start_node(r, j), 1);
+    ASSERT_EQ(res_find(r, j, AL_DEC_START)->tasks[0].devices, 0);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/* A bad workload profile is refused whole, as any bad snapshot. */
+static void
+pack_frag_bad_profile(void)
+{
+    snap_t *s = valid_base();
+    al_snapshot_t *snap = snap_get(s);
+    al_shape_t shape = { .gpus = 1, .weight = 1 };
+
+    snap_config(s)->pack = AL_PACK_FRAG;
+    snap_config(s)->nprofile = 1;
+    expect_einval(s, snap, "profile of 1 shape, no array");
+    snap_config(s)->profile = &shape;
+    snap_config(s)->nprofile = -1;
+    expect_einval(s, snap, "profile of -1 shapes");
+    snap_config(s)->nprofile = 1;
+    shape.weight = -1;
+    expect_einval(s, snap, "negative weight");
+    shape.weight = NAN;
+    expect_einval(s, snap, "weight NaN");
+    shape.weight = INFINITY;
+    expect_einval(s, snap, "weight infinite");
+    shape.weight = 1;
+    shape.gpu_milli = AL_GPU_MILLI;
+    expect_einval(s, snap, "fraction of a whole GPU");
+    shape.gpu_milli = 0;
+    shape.cpu_milli = -1;
+    expect_einval(s, snap, "negative cores");
+    shape.cpu_milli = 0;
+    al_result_destroy(snap_run(s));
+    snap_destroy(s);
+}
+
 const al_test_t test_sched[] = {
     { "starving_job_first", starving_job_first },
     { "yield_within_cycle", yield_within_cycle },
     { "pack_frag", pack_frag },
+    { "pack_frag_profile", pack_frag_profile },
+    { "pack_frag_cpu_strands", pack_frag_cpu_strands },
+    { "pack_frag_cpu_only", pack_frag_cpu_only },
+    { "pack_frag_bad_profile", pack_frag_bad_profile },
     { "config_defaults", config_defaults },
     { "usage_decay", usage_decay },
     { "request_gpu_milli", request_gpu_milli },
