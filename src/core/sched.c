@@ -2297,6 +2297,37 @@ rehold(al_ctx_t *c, pass_t *ps)
     return 0;
 }
 
+/* The holds of every reservation whose job has not started, but job
+ * skip's (NIL: none skipped), after unhold_all(). */
+static int
+rehold_waiting(al_ctx_t *c, pass_t *ps, int32_t skip)
+{
+    int32_t r;
+    int rc;
+
+    for (r = 0; r < ps->nresv; r++) {
+        int32_t j = ps->resv[r].r.job;
+
+        if (j == skip || (c->wj[j].flags & JF_STARTED))
+            continue;
+        rc = apply_holds(c, &ps->resv[r]);
+        if (rc != 0)
+            return rc;
+    }
+    ps->held_dev = held_now(c, ps);
+    return 0;
+}
+
+/* Whether job j holds one of the pass's reservations. */
+static bool
+has_resv(const pass_t *ps, int32_t j)
+{
+    for (int32_t r = 0; r < ps->nresv; r++)
+        if (ps->resv[r].r.job == j)
+            return true;
+    return false;
+}
+
 /* The reservation (index) whose nodes the START decision of j touches. */
 static int32_t
 touched_resv(const al_ctx_t *c, const pass_t *ps, int32_t j)
@@ -2662,11 +2693,25 @@ second_chance(al_ctx_t *c, pass_t *ps)
             c->reasons[j] = keep;
             continue;
         }
+        /* A job with a reservation may use the room it holds; once it has
+         * started, its holds must not keep later jobs out of that room
+         * (the reservation is not reported, the room would look free). */
+        bool own = has_resv(ps, j);
+        if (own && ((rc = unhold_all(c, ps)) != 0 ||
+                    (rc = rehold_waiting(c, ps, j)) != 0))
+            return rc;
         c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
         rc = place_gang(c, j);
-        if (rc == AL_ENOENT && c->forbid == 0)
+        if (rc == AL_ENOENT && c->forbid == 0 && !own)
             memo_note(ps, jb, h);
         c->forbid = 0;
+        if (own) {
+            int rc2 = unhold_all(c, ps);
+            if (rc2 == 0)
+                rc2 = rehold_waiting(c, ps, NIL);
+            if (rc2 != 0)
+                return rc2;
+        }
         if (rc == 0) {
             c->wj[j].flags &= ~JF_BLOCKED;
             continue;

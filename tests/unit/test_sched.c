@@ -2083,6 +2083,433 @@ reasons_capacity_vs_fragmented(void)
     snap_destroy(s);
 }
 
+/*
+ * Found by the random invariant test (seed 7, iteration 26272 of 60000,
+ * minimized): a job holding a reservation started in the second chance
+ * after evictions, but its holds stayed in place for the rest of that pass,
+ * so a later job (11: 2 GPUs) was turned away for room that the end of the
+ * cycle left free (node n2, devices 2 and 3), with "0 free GPUs".
+ */
+static void
+second_chance_after_reserved_start(void)
+{
+    snap_t *s = snap_create();
+    al_config_t *c = snap_config(s);
+    al_result_t *r;
+    int d;
+
+    c->pack = 1;
+    c->usage_weight = 0;
+    c->reserve_depth = 1;
+    c->default_runtime = 7165;
+    c->lend_reserved = 0;
+    c->reclaim = 1;
+    c->preempt = 1;
+    c->borrow = 1;
+    c->strict_order = 0;
+    c->ignore_queues = 0;
+    c->max_reclaim_tries = 8;
+    {
+        static const char *const lv[] = {
+            "block",
+            "rack",
+        };
+        snap_topo_levels(s, 2, lv);
+    }
+    snap_set_now(s, 100000);
+    snap_node(s, "n0", 4);
+    snap_node_ref(s, 0)->state = 0;
+    snap_node_ref(s, 0)->cpu_milli = 128000;
+    snap_node_ref(s, 0)->mem_bytes = 274877906944;
+    *snap_dev(s, 0, 0) = (al_device_t){ 85899345920, 0, 0 };
+    *snap_dev(s, 0, 1) = (al_device_t){ 85899345920, 0, 0 };
+    *snap_dev(s, 0, 2) = (al_device_t){ 85899345920, 1, 1 };
+    *snap_dev(s, 0, 3) = (al_device_t){ 85899345920, 1, 1 };
+    snap_node_topo(s, 0, 0, "b0");
+    snap_node_topo(s, 0, 1, "r0");
+    snap_node(s, "n1", 4);
+    snap_node_ref(s, 1)->state = 0;
+    snap_node_ref(s, 1)->cpu_milli = 64000;
+    snap_node_ref(s, 1)->mem_bytes = 1099511627776;
+    *snap_dev(s, 1, 0) = (al_device_t){ 85899345920, 0, 0 };
+    *snap_dev(s, 1, 1) = (al_device_t){ 85899345920, 0, 0 };
+    *snap_dev(s, 1, 2) = (al_device_t){ 85899345920, 1, 1 };
+    *snap_dev(s, 1, 3) = (al_device_t){ 85899345920, 1, 1 };
+    snap_node_topo(s, 1, 0, "b1");
+    snap_node_topo(s, 1, 1, "r3");
+    snap_node_model(s, 1, "H100");
+    snap_node(s, "n2", 4);
+    snap_node_ref(s, 2)->state = 0;
+    snap_node_ref(s, 2)->cpu_milli = 128000;
+    snap_node_ref(s, 2)->mem_bytes = 137438953472;
+    *snap_dev(s, 2, 0) = (al_device_t){ 85899345920, 0, 0 };
+    *snap_dev(s, 2, 1) = (al_device_t){ 85899345920, 0, 0 };
+    *snap_dev(s, 2, 2) = (al_device_t){ 85899345920, 1, 1 };
+    *snap_dev(s, 2, 3) = (al_device_t){ 85899345920, 1, 1 };
+    snap_node_topo(s, 2, 0, "b1");
+    snap_node_topo(s, 2, 1, "r3");
+    snap_node_model(s, 2, "A100");
+    snap_queue(s, "d0", -1, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 0)->priority = 0;
+    snap_queue_ref(s, 0)->quota[0] = (al_quota_t){ 0, -1, 1 };
+    snap_queue_ref(s, 0)->quota[1] = (al_quota_t){ 0, -1, 1 };
+    snap_queue_ref(s, 0)->quota[2] = (al_quota_t){ 0, -1, 1 };
+    snap_queue(s, "d0.p0", 0, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 1)->priority = 0;
+    snap_queue_ref(s, 1)->quota[0] = (al_quota_t){ 4000, -1, 1 };
+    snap_queue_ref(s, 1)->quota[1] = (al_quota_t){ 0, -1, 1 };
+    snap_queue_ref(s, 1)->quota[2] = (al_quota_t){ 0, -1, 1 };
+    snap_queue(s, "d0.p1", 0, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 2)->priority = 1;
+    snap_queue_ref(s, 2)->quota[0] = (al_quota_t){ 0, 16000, 1 };
+    snap_queue_ref(s, 2)->quota[1] = (al_quota_t){ 0, -1, 1 };
+    snap_queue_ref(s, 2)->quota[2] = (al_quota_t){ 0, -1, 1 };
+    snap_queue(s, "d1", -1, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 3)->priority = 1;
+    snap_queue_ref(s, 3)->quota[0] = (al_quota_t){ 0, -1, 0.5 };
+    snap_queue_ref(s, 3)->quota[1] = (al_quota_t){ 0, -1, 0 };
+    snap_queue_ref(s, 3)->quota[2] = (al_quota_t){ 0, -1, 0 };
+    snap_queue(s, "d2", -1, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 4)->priority = 0;
+    snap_queue_ref(s, 4)->quota[0] = (al_quota_t){ 4000, 8000, 0 };
+    snap_queue_ref(s, 4)->quota[1] = (al_quota_t){ 0, -1, 0 };
+    snap_queue_ref(s, 4)->quota[2] = (al_quota_t){ 0, -1, 0 };
+    snap_queue(s, "d2.p0", 4, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 5)->priority = 0;
+    snap_queue_ref(s, 5)->usage = 37120642;
+    snap_queue_ref(s, 5)->quota[0] = (al_quota_t){ 2000, -1, 0.5 };
+    snap_queue_ref(s, 5)->quota[1] = (al_quota_t){ 0, -1, 1 };
+    snap_queue_ref(s, 5)->quota[2] = (al_quota_t){ 0, -1, 1 };
+    snap_queue(s, "d2.p1", 4, 0, 0, AL_UNLIMITED);
+    snap_queue_ref(s, 6)->priority = 0;
+    snap_queue_ref(s, 6)->quota[0] = (al_quota_t){ 0, -1, 2 };
+    snap_queue_ref(s, 6)->quota[1] = (al_quota_t){ 0, -1, 2 };
+    snap_queue_ref(s, 6)->quota[2] = (al_quota_t){ 0, -1, 2 };
+    snap_job(s, 2, 1, 0);
+    {
+        al_job_t *j = snap_job_ref(s, 0);
+
+        j->id = 1000;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 0;
+        j->submit_time = 81534;
+        j->eligible_time = 0;
+        j->time_limit = 0;
+        j->estimate = 0;
+        j->min_runtime = 0;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 89323;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 0)->dep_state = 0;
+    snap_place(s, 0, 88948, 1, 0);
+    snap_job(s, 6, 1, 2);
+    {
+        al_job_t *j = snap_job_ref(s, 1);
+
+        j->id = 1002;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 4;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 4294967296;
+        j->submit_time = 83031;
+        j->eligible_time = 0;
+        j->time_limit = 3819;
+        j->estimate = 19565;
+        j->min_runtime = 0;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 1)->dep_state = 0;
+    snap_place(s, 1, 83032, 0, 0x3);
+    snap_place(s, 1, 83032, 2, 0x3);
+    snap_job(s, 1, 1, 0);
+    {
+        al_job_t *j = snap_job_ref(s, 2);
+
+        j->id = 1005;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 25769803776;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 4294967296;
+        j->submit_time = 87014;
+        j->eligible_time = 0;
+        j->time_limit = 0;
+        j->estimate = 0;
+        j->min_runtime = 0;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 2)->dep_state = 0;
+    snap_job(s, 3, 1, 0);
+    {
+        al_job_t *j = snap_job_ref(s, 3);
+
+        j->id = 1006;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 500;
+        j->req.gpu_mem = 34359738368;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 34359738368;
+        j->submit_time = 81173;
+        j->eligible_time = 0;
+        j->time_limit = 7545;
+        j->estimate = 0;
+        j->min_runtime = 2834;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 3)->dep_state = 0;
+    snap_job(s, 5, 1, 1);
+    {
+        al_job_t *j = snap_job_ref(s, 4);
+
+        j->id = 1007;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 4294967296;
+        j->submit_time = 97777;
+        j->eligible_time = 0;
+        j->time_limit = 9001;
+        j->estimate = 15967;
+        j->min_runtime = 3336;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_model(s, 4, "H100");
+    snap_job_ref(s, 4)->dep_state = 0;
+    snap_job(s, 3, 1, 0);
+    {
+        al_job_t *j = snap_job_ref(s, 5);
+
+        j->id = 1008;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 500;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 16000;
+        j->req.mem_bytes = 137438953472;
+        j->submit_time = 91918;
+        j->eligible_time = 0;
+        j->time_limit = 0;
+        j->estimate = 0;
+        j->min_runtime = 0;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 5)->dep_state = 0;
+    snap_job(s, 1, 1, 1);
+    {
+        al_job_t *j = snap_job_ref(s, 6);
+
+        j->id = 1013;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 0;
+        j->req.mem_bytes = 4294967296;
+        j->submit_time = 97627;
+        j->eligible_time = 97708;
+        j->time_limit = 7716;
+        j->estimate = 0;
+        j->min_runtime = 2315;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 6)->dep_state = 0;
+    snap_job(s, 3, 1, 2);
+    {
+        al_job_t *j = snap_job_ref(s, 7);
+
+        j->id = 1015;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 137438953472;
+        j->submit_time = 94334;
+        j->eligible_time = 94417;
+        j->time_limit = 6778;
+        j->estimate = 0;
+        j->min_runtime = 2613;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 7)->dep_state = 0;
+    snap_job(s, 1, 1, 1);
+    {
+        al_job_t *j = snap_job_ref(s, 8);
+
+        j->id = 1016;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 4000;
+        j->req.mem_bytes = 137438953472;
+        j->submit_time = 91573;
+        j->eligible_time = 0;
+        j->time_limit = 9503;
+        j->estimate = 0;
+        j->min_runtime = 0;
+        j->topo_level = 1;
+        j->topo_mode = 1;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 8)->dep_state = 0;
+    snap_job(s, 2, 2, 0);
+    {
+        al_job_t *j = snap_job_ref(s, 9);
+
+        j->id = 1018;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 2;
+        j->req.gpu_milli = 250;
+        j->req.gpu_mem = 8589934592;
+        j->req.cpu_milli = 1000;
+        j->req.mem_bytes = 137438953472;
+        j->submit_time = 98764;
+        j->eligible_time = 0;
+        j->time_limit = 4374;
+        j->estimate = 0;
+        j->min_runtime = 0;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 9)->dep_state = 0;
+    snap_job(s, 3, 1, 2);
+    {
+        al_job_t *j = snap_job_ref(s, 10);
+
+        j->id = 1022;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 4;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 0;
+        j->req.mem_bytes = 34359738368;
+        j->submit_time = 84739;
+        j->eligible_time = 0;
+        j->time_limit = 0;
+        j->estimate = 6660;
+        j->min_runtime = 0;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 10)->dep_state = 2;
+    snap_job(s, 3, 1, 2);
+    {
+        al_job_t *j = snap_job_ref(s, 11);
+
+        j->id = 1023;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 16000;
+        j->req.mem_bytes = 4294967296;
+        j->submit_time = 94283;
+        j->eligible_time = 0;
+        j->time_limit = 0;
+        j->estimate = 14211;
+        j->min_runtime = 857;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 11)->dep_state = 0;
+    snap_job(s, 5, 1, 1);
+    {
+        al_job_t *j = snap_job_ref(s, 12);
+
+        j->id = 1024;
+        j->priority = 50;
+        j->preemptible = 1;
+        j->max_tasks = 1;
+        j->req.gpu_milli = 0;
+        j->req.gpu_mem = 0;
+        j->req.cpu_milli = 0;
+        j->req.mem_bytes = 4294967296;
+        j->submit_time = 89746;
+        j->eligible_time = 89757;
+        j->time_limit = 0;
+        j->estimate = 0;
+        j->min_runtime = 261;
+        j->topo_level = 0;
+        j->topo_mode = 0;
+        j->checkpoint_time = 0;
+        j->lent = 0;
+    }
+    snap_job_ref(s, 12)->dep_state = 0;
+    r = snap_run(s);
+    /* Either job 11 started, or no pair of free devices is left on n2. */
+    bool used[4] = { false };
+    const al_decision_t *st = res_find(r, 11, AL_DEC_START);
+    for (d = 0; d < r->ndecisions; d++) {
+        const al_decision_t *x = &r->decisions[d];
+        if (x->kind != AL_DEC_START)
+            continue;
+        for (int t = 0; t < x->ntasks; t++)
+            if (x->tasks[t].node == 2)
+                for (int k = 0; k < 4; k++)
+                    if (x->tasks[t].devices & (1u << k))
+                        used[k] = true;
+    }
+    if (st == NULL && !used[2] && !used[3])
+        res_dump(snap_get(s), r);
+    ASSERT(st != NULL || used[2] || used[3]);
+    ASSERT_NE(r->reasons[11].code, AL_WHY_CAPACITY);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /* ------------------------------------------------------------------ */
 /* (p) Reasons in words                                               */
 
@@ -2887,6 +3314,8 @@ const al_test_t test_sched[] = {
     { "held_jobs", held_jobs },
     { "node_states", node_states },
     { "reasons_capacity_vs_fragmented", reasons_capacity_vs_fragmented },
+    { "second_chance_after_reserved_start",
+      second_chance_after_reserved_start },
     { "reason_format", reason_format },
     { "reason_from_cycle", reason_from_cycle },
     { "invalid_snapshots", invalid_snapshots },
