@@ -440,18 +440,14 @@ slurm_apply(const slurm_t *s, al_submit_args_t *a, char *room, const char *path)
         gpus = s->gpus_total / tasks;
     else if (s->gpus_total > 0 && tasks == 0)
         gpus = s->gpus_total;
-    if (s->gpus_node > 0 && gpus < 0) {
+    if (gpus < 0 && (s->gpus_node > 0 || s->gpus_total > 0)) {
+        bool node = s->gpus_node > 0;
         fprintf(stderr,
-                "allot submit: %s: #SBATCH: %lld GPUs per node do not split "
-                "evenly over %lld tasks per node; say --gpus-per-task\n",
-                path, s->gpus_node, per_node);
-        return 1;
-    }
-    if (s->gpus_total > 0 && gpus < 0) {
-        fprintf(stderr,
-                "allot submit: %s: #SBATCH --gpus=%lld does not split evenly "
-                "over %lld tasks; say --gpus-per-task\n",
-                path, s->gpus_total, tasks);
+                "allot submit: %s: #SBATCH: %lld GPUs %s do not split evenly "
+                "over %lld tasks%s; say --gpus-per-task\n",
+                path, node ? s->gpus_node : s->gpus_total,
+                node ? "per node" : "in all", node ? per_node : tasks,
+                node ? " per node" : "");
         return 1;
     }
     a->name = s->name;
