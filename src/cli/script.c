@@ -513,7 +513,7 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
         if (*p != '\0' && *p != '#')
             break;
         if (strncmp(p, "#SBATCH", 7) == 0 && (p[7] == ' ' || p[7] == '\t')) {
-            char *argv[AL_SCRIPT_MAX_WORDS + 1];
+            char *argv[AL_SCRIPT_MAX_WORDS + 1] = { NULL };
             int n = 0;
             char *save = NULL;
             for (char *w = strtok_r(p + 8, " \t\r", &save);
