@@ -259,11 +259,8 @@ write_record(const agent_t *a, const task_t *t, const char *exit_line)
     char rec[AL__REC_LEN], line[AL__REC_ID];
     snprintf(line, sizeof line, "%llu %d %d 0 -1 %llu", t->job, t->index,
              t->restart, (unsigned long long)t->devices);
-    memset(rec, ' ', sizeof rec);
-    memcpy(rec, line, strlen(line));
-    rec[AL__REC_ID - 1] = '\n';
-    memcpy(rec + AL__REC_ID, exit_line, strlen(exit_line));
-    rec[AL__REC_LEN - 1] = '\n';
+    al__rec_field(rec, AL__REC_ID, line);
+    al__rec_field(rec + AL__REC_ID, AL__REC_LEN - AL__REC_ID, exit_line);
     char *p = task_file(a, t, "state");
     int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0 || pwrite(fd, rec, sizeof rec, 0) != (ssize_t)sizeof rec)
@@ -321,14 +318,10 @@ respawn(agent_t *a)
             continue;
         char *p = task_file(a, t, "state"), *data = NULL;
         size_t n;
-        unsigned long long j;
-        long ti, r, pid;
-        long long start = -1;
-        if (al_fs_read_file(p, &data, &n) == 0 &&
-            sscanf(data, "%llu %ld %ld %ld %lld", &j, &ti, &r, &pid, &start) ==
-                5 &&
-            pid == t->pid)
-            t->start = start;
+        al__rec_t rec;
+        if (al_fs_read_file(p, &data, &n) == 0 && al__rec_parse(data, &rec) &&
+            rec.pid == t->pid)
+            t->start = rec.start;
         free(data);
         free(p);
         t->adopted = true;
@@ -653,19 +646,16 @@ adopt(agent_t *a)
             maxslot = slot;
         char *p = al_xasprintf("%s/%s", a->task_dir, e->d_name), *data = NULL;
         size_t n = 0;
-        unsigned long long job = 0, devices = 0;
-        long index = -1, restart = -1, pid = 0;
-        long long start = -1;
-        int got = 0;
-        if (al_fs_read_file(p, &data, &n) == 0 && n >= AL__REC_LEN &&
-            data[0] != '-')
-            got = sscanf(data, "%llu %ld %ld %ld %lld %llu", &job, &index,
-                         &restart, &pid, &start, &devices);
+        al__rec_t rec;
+        bool ok = al_fs_read_file(p, &data, &n) == 0 && n >= AL__REC_LEN &&
+                  al__rec_parse(data, &rec);
         free(data);
         free(p);
-        if (got != 6 || index < 0 || restart < 0 || index > 1 << 20 ||
-            restart > 1 << 20)
+        if (!ok)
             continue; /* free (or unreadable): reused */
+        unsigned long long job = rec.job, devices = rec.devices;
+        long index = rec.index, restart = rec.restart, pid = rec.pid;
+        long long start = rec.start;
         if ((size_t)slot >= nused) {
             size_t nn = (size_t)slot + 64;
             used = al_xrealloc(used, nn);

@@ -2,6 +2,8 @@
 #ifndef AL_AGENT_INT_H
 #define AL_AGENT_INT_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "platform.h"
@@ -24,6 +26,21 @@ void al__nvml_close(struct al__nvml *nv);
  */
 #define AL__REC_ID 96
 #define AL__REC_LEN 128
+
+/* The first line of a record, parsed. */
+typedef struct al__rec {
+    unsigned long long job, devices;
+    int index, restart;
+    long pid;
+    long long start;
+} al__rec_t;
+
+/* Parses "JOB TASK RESTART PID START DEVICES" at rec (the first line of a
+ * record); false if malformed (a free slot's '-' included). */
+bool al__rec_parse(const char *rec, al__rec_t *r);
+/* Writes text into a record field of len bytes: padded with spaces, the
+ * last byte '\n', no NUL. */
+void al__rec_field(char *dst, size_t len, const char *text);
 
 /* What a task needs to start. */
 typedef struct al__launch {

@@ -251,6 +251,155 @@ slurm_gres_gpus(const char *g)
     return total;
 }
 
+/* The #SBATCH options allot reads, long and short names. */
+static const struct {
+    const char *lng;
+    char shrt;
+} slurm_takes[] = {
+    { "job-name", 'J' },      { "partition", 'p' },
+    { "ntasks", 'n' },        { "nodes", 'N' },
+    { "cpus-per-task", 'c' }, { "time", 't' },
+    { "dependency", 'd' },    { "mem", 0 },
+    { "mem-per-cpu", 0 },     { "gres", 0 },
+    { "gpus", 'G' },          { "gpus-per-node", 0 },
+    { "gpus-per-task", 0 },   { "ntasks-per-node", 0 },
+};
+
+/* Options that change nothing here (Slurm's output files, mail, accounts,
+ * binding hints); those marked flag take no value. */
+static const struct {
+    const char *name;
+    bool flag;
+} slurm_ignored[] = {
+    { "output", false },
+    { "error", false },
+    { "account", false },
+    { "qos", false },
+    { "mail-type", false },
+    { "mail-user", false },
+    { "exclusive", true },
+    { "export", false },
+    { "chdir", false },
+    { "constraint", false },
+    { "requeue", true },
+    { "no-requeue", true },
+    { "signal", false },
+    { "open-mode", false },
+    { "comment", false },
+    { "reservation", false },
+    { "wckey", false },
+    { "hint", false },
+    { "distribution", false },
+    { "mem-bind", false },
+    { "cpu-bind", false },
+    { "gpu-bind", false },
+    { "threads-per-core", false },
+    { "parsable", true },
+    { "wait", true },
+    { "nice", false },
+    { "priority", false },
+    { "licenses", false },
+};
+
+/* One option word: "--key[=value]" or "-k[value]". */
+typedef struct slurm_word {
+    char key[64]; /* long name, or "" */
+    char shrt;    /* short name, or 0 */
+    char *val;    /* the value inside the word, or NULL */
+} slurm_word_t;
+
+static bool
+slurm_split(char *a, slurm_word_t *o)
+{
+    memset(o, 0, sizeof *o);
+    if (strncmp(a, "--", 2) == 0) {
+        char *eq = strchr(a, '=');
+        size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        snprintf(o->key, sizeof o->key, "%.*s", (int)klen, a + 2);
+        o->val = eq ? eq + 1 : NULL;
+        return true;
+    }
+    if (a[0] == '-' && a[1] != '\0') {
+        o->shrt = a[1];
+        o->val = a[2] != '\0' ? a + 2 : NULL;
+        return true;
+    }
+    return false;
+}
+
+/* Index of the option in slurm_takes, or -1. */
+static int
+slurm_find(const slurm_word_t *o)
+{
+    for (size_t k = 0; k < sizeof slurm_takes / sizeof slurm_takes[0]; k++)
+        if ((o->key[0] && strcmp(o->key, slurm_takes[k].lng) == 0) ||
+            (o->shrt && o->shrt == slurm_takes[k].shrt))
+            return (int)k;
+    return -1;
+}
+
+/* An option allot does not read: an error for job arrays, otherwise a
+ * note.  Returns 1 for an error; *takes_value says whether the next word
+ * is its value (when none was inside the word). */
+static int
+slurm_other(const slurm_word_t *o, const char *where, bool *takes_value)
+{
+    bool known = o->shrt && strchr("oeAqD", o->shrt) != NULL;
+    *takes_value = true;
+    for (size_t k = 0; k < sizeof slurm_ignored / sizeof *slurm_ignored; k++)
+        if (o->key[0] && strcmp(o->key, slurm_ignored[k].name) == 0) {
+            known = true;
+            *takes_value = !slurm_ignored[k].flag;
+        }
+    if (strcmp(o->key, "array") == 0 || o->shrt == 'a') {
+        fprintf(stderr,
+                "allot submit: %s: job arrays (#SBATCH --array) are not "
+                "supported; submit one job per element\n",
+                where);
+        return 1;
+    }
+    char shrt[2] = { o->shrt, '\0' };
+    fprintf(stderr, "allot submit: %s: note: #SBATCH %s%s %s\n", where,
+            o->key[0] ? "--" : "-", o->key[0] ? o->key : shrt,
+            known ? "does not apply here; ignored"
+                  : "is not known to allot; ignored");
+    return 0;
+}
+
+/* Stores option opt's value into *s; false when allot cannot use it. */
+static bool
+slurm_set(slurm_t *s, const char *opt, const char *val)
+{
+    long long v = -1;
+    if (strcmp(opt, "job-name") == 0)
+        s->name = val;
+    else if (strcmp(opt, "partition") == 0)
+        s->partition = val;
+    else if (strcmp(opt, "cpus-per-task") == 0)
+        s->cpus = val;
+    else if (strcmp(opt, "mem") == 0)
+        s->mem = val;
+    else if (strcmp(opt, "mem-per-cpu") == 0)
+        s->mem_per_cpu = val;
+    else if (strcmp(opt, "time") == 0 && slurm_time(val) >= 0)
+        s->time = val;
+    else if (strcmp(opt, "dependency") == 0 && strncmp(val, "afterok:", 8) == 0)
+        s->dep = val + 8;
+    else if (strcmp(opt, "gres") == 0 && (v = slurm_gres_gpus(val)) >= 0)
+        s->gpus_node = v;
+    else if (strcmp(opt, "time") == 0 || strcmp(opt, "dependency") == 0 ||
+             strcmp(opt, "gres") == 0 || !num_arg(val, 1 << 20, &v))
+        return false;
+    else
+        *(strcmp(opt, "ntasks") == 0            ? &s->ntasks
+          : strcmp(opt, "nodes") == 0           ? &s->nodes
+          : strcmp(opt, "ntasks-per-node") == 0 ? &s->per_node
+          : strcmp(opt, "gpus-per-node") == 0   ? &s->gpus_node
+          : strcmp(opt, "gpus-per-task") == 0   ? &s->gpus_task
+                                                : &s->gpus_total) = v;
+    return true;
+}
+
 /* Reads one #SBATCH line's words into *s.  Options that change nothing
  * here (output files, mail, account, ...) are ignored with a note; those
  * whose meaning allot cannot keep (job arrays, other dependencies) are
@@ -258,141 +407,33 @@ slurm_gres_gpus(const char *g)
 static int
 slurm_line(char **w, int n, slurm_t *s, const char *where)
 {
-    static const struct {
-        const char *lng;
-        char shrt;
-    } takes[] = {
-        { "job-name", 'J' },      { "partition", 'p' },
-        { "ntasks", 'n' },        { "nodes", 'N' },
-        { "cpus-per-task", 'c' }, { "time", 't' },
-        { "dependency", 'd' },    { "mem", 0 },
-        { "mem-per-cpu", 0 },     { "gres", 0 },
-        { "gpus", 'G' },          { "gpus-per-node", 0 },
-        { "gpus-per-task", 0 },   { "ntasks-per-node", 0 },
-    };
-    static const char *const ignored[] = {
-        "output",
-        "error",
-        "account",
-        "qos",
-        "mail-type",
-        "mail-user",
-        "exclusive",
-        "export",
-        "chdir",
-        "constraint",
-        "requeue",
-        "no-requeue",
-        "signal",
-        "open-mode",
-        "comment",
-        "reservation",
-        "wckey",
-        "hint",
-        "distribution",
-        "mem-bind",
-        "cpu-bind",
-        "gpu-bind",
-        "threads-per-core",
-        "open-mode",
-        "parsable",
-        "wait",
-        "nice",
-        "priority",
-        "licenses",
-    };
-    static const char ignored_short[] = "oeAqD";
     int errors = 0;
     for (int i = 0; i < n; i++) {
-        char *a = w[i], *val = NULL;
-        const char *key = NULL;
-        char shrt = 0;
-        char keybuf[64];
-        if (strncmp(a, "--", 2) == 0) {
-            char *eq = strchr(a, '=');
-            size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-            snprintf(keybuf, sizeof keybuf, "%.*s", (int)klen, a + 2);
-            key = keybuf;
-            val = eq ? eq + 1 : NULL;
-        } else if (a[0] == '-' && a[1] != '\0') {
-            shrt = a[1];
-            val = a[2] != '\0' ? a + 2 : NULL;
-        } else {
+        slurm_word_t o;
+        if (!slurm_split(w[i], &o)) {
             fprintf(stderr, "allot submit: %s: unexpected '%s' in #SBATCH\n",
-                    where, a);
+                    where, w[i]);
             errors++;
             continue;
         }
-        int t = -1;
-        for (size_t k = 0; k < sizeof takes / sizeof takes[0]; k++)
-            if ((key && strcmp(key, takes[k].lng) == 0) ||
-                (shrt && shrt == takes[k].shrt))
-                t = (int)k;
+        int t = slurm_find(&o);
         if (t < 0) {
-            bool known = shrt && strchr(ignored_short, shrt) != NULL;
-            for (size_t k = 0; key && k < sizeof ignored / sizeof *ignored; k++)
-                known = known || strcmp(key, ignored[k]) == 0;
-            if ((key && strcmp(key, "array") == 0) || shrt == 'a') {
-                fprintf(stderr,
-                        "allot submit: %s: job arrays (#SBATCH --array) are "
-                        "not supported; submit one job per element\n",
-                        where);
-                errors++;
-            } else {
-                fprintf(stderr, "allot submit: %s: note: #SBATCH %s%s %s\n",
-                        where, key ? "--" : "-",
-                        key ? key : (char[]){ shrt, 0 },
-                        known ? "does not apply here; ignored"
-                              : "is not known to allot; ignored");
-            }
+            bool takes_value;
+            errors += slurm_other(&o, where, &takes_value);
             /* A value given apart belongs to the ignored option. */
-            if (val == NULL && i + 1 < n && w[i + 1][0] != '-' &&
-                !(key &&
-                  (strcmp(key, "exclusive") == 0 ||
-                   strcmp(key, "requeue") == 0 ||
-                   strcmp(key, "no-requeue") == 0 ||
-                   strcmp(key, "parsable") == 0 || strcmp(key, "wait") == 0)))
+            if (o.val == NULL && takes_value && i + 1 < n && w[i + 1][0] != '-')
                 i++;
             continue;
         }
-        if (val == NULL) {
-            if (i + 1 >= n) {
-                fprintf(stderr, "allot submit: %s: #SBATCH %s wants a value\n",
-                        where, a);
-                errors++;
-                continue;
-            }
-            val = w[++i];
+        if (o.val == NULL && i + 1 >= n) {
+            fprintf(stderr, "allot submit: %s: #SBATCH %s wants a value\n",
+                    where, w[i]);
+            errors++;
+            continue;
         }
-        const char *opt = takes[t].lng;
-        long long v = -1;
-        bool ok = true;
-        if (strcmp(opt, "job-name") == 0)
-            s->name = val;
-        else if (strcmp(opt, "partition") == 0)
-            s->partition = val;
-        else if (strcmp(opt, "cpus-per-task") == 0)
-            s->cpus = val;
-        else if (strcmp(opt, "mem") == 0)
-            s->mem = val;
-        else if (strcmp(opt, "mem-per-cpu") == 0)
-            s->mem_per_cpu = val;
-        else if (strcmp(opt, "time") == 0)
-            ok = slurm_time(val) >= 0 && (s->time = val) != NULL;
-        else if (strcmp(opt, "dependency") == 0)
-            ok = strncmp(val, "afterok:", 8) == 0 && (s->dep = val + 8) != NULL;
-        else if (strcmp(opt, "gres") == 0)
-            ok = (v = slurm_gres_gpus(val)) >= 0 && (s->gpus_node = v) >= 0;
-        else if (num_arg(val, 1 << 20, &v))
-            *(strcmp(opt, "ntasks") == 0            ? &s->ntasks
-              : strcmp(opt, "nodes") == 0           ? &s->nodes
-              : strcmp(opt, "ntasks-per-node") == 0 ? &s->per_node
-              : strcmp(opt, "gpus-per-node") == 0   ? &s->gpus_node
-              : strcmp(opt, "gpus-per-task") == 0   ? &s->gpus_task
-                                                    : &s->gpus_total) = v;
-        else
-            ok = false;
-        if (!ok) {
+        const char *val = o.val != NULL ? o.val : w[++i];
+        const char *opt = slurm_takes[t].lng;
+        if (!slurm_set(s, opt, val)) {
             fprintf(stderr,
                     "allot submit: %s: #SBATCH --%s: cannot use '%s'%s\n",
                     where, opt, val,
