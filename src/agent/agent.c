@@ -252,6 +252,21 @@ read_exit(const agent_t *a, task_t *t)
     return true;
 }
 
+/* Writes the exit part of t's record from a wait status. */
+static void
+record_exit(const agent_t *a, const task_t *t, int status)
+{
+    char *p = task_file(a, t, "state");
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 ||
+        al__record_exit(fd, WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+                        WIFSIGNALED(status) ? WTERMSIG(status) : 0) != 0)
+        al_warn("cannot write %s: %s", p, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    free(p);
+}
+
 /* Writes a whole record for t (a task that could not start). */
 static void
 write_record(const agent_t *a, const task_t *t, const char *exit_line)
@@ -365,9 +380,17 @@ reap(agent_t *a)
             respawn(a);
             continue;
         }
-        task_t *t = find_child(a, pid);
-        if (t != NULL)
+        /* A task whose spawner died: the agent is a child subreaper, so
+         * its orphaned tasks come to it, with their exit status. */
+        for (int i = 0; i < a->ntasks; i++) {
+            task_t *t = &a->tasks[i];
+            if (t->pid != pid || t->state != T_RUNNING)
+                continue;
+            if (!read_exit(a, t))
+                record_exit(a, t, st);
             mark_exited(a, t, st);
+            break;
+        }
     }
     /* Adopted tasks are not our spawner's children: poll them.  One that
      * ended is a zombie until its parent (an earlier spawner) has written
@@ -1189,6 +1212,11 @@ al_agent_main(int argc, char **argv)
     }
     a.spawner.pid = -1;
     a.spawner.sock = a.spawner.exit_fd = -1;
+    /* Tasks orphaned by a spawner that died come to the agent, which then
+     * learns how they end (see reap()). */
+    if (al_platform_subreaper() != 0)
+        al_warn("cannot become a child subreaper: the ends of tasks whose "
+                "spawner dies will be unknown");
     if (al__spawner_start(&a.spawner, sig_pipe[1]) != 0) {
         fprintf(stderr, "allot agent: cannot start the spawner: %s\n",
                 strerror(errno));

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "agent_int.h"
@@ -81,4 +82,10 @@ al_platform_close(al_platform_info_t *info)
 {
     al__nvml_close(info->nvml);
     info->nvml = NULL;
+}
+
+int
+al_platform_subreaper(void)
+{
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0 ? 0 : AL_EIO;
 }

@@ -49,6 +49,10 @@ int al_platform_probe(al_platform_info_t *info);
  * without NVML), *s all -1 then. */
 int al_platform_sample(al_platform_info_t *info, int i, al_gpu_sample_t *s);
 
+/* Makes this process a child subreaper: orphaned descendants are
+ * reparented to it (Linux).  0 or AL_EIO. */
+int al_platform_subreaper(void);
+
 /* Releases what al_platform_probe() kept open (NVML). */
 void al_platform_close(al_platform_info_t *info);
 

@@ -23,7 +23,8 @@
  * the spawner stays while it has tasks, records their ends, and exits
  * after the last: a restarted agent finds them in the records (adoption)
  * and starts a spawner of its own.  If the spawner itself is killed, its
- * running tasks' ends are unknown and reported as killed.
+ * running tasks are reparented to the agent (a child subreaper), which
+ * records their ends.
  */
 #include <errno.h>
 #include <fcntl.h>

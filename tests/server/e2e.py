@@ -568,7 +568,8 @@ def scenario_crash(c):
 
 
 def scenario_agent_restart(c):
-    """An agent killed and restarted adopts its tasks: none lost or doubled."""
+    """An agent killed and restarted adopts its tasks: none lost or doubled;
+    its spawner killed, the exit status of a running task is kept."""
     c.start_server()
     c.start_agent("n1", "2xH100-80GB")
     marks = os.path.join(c.root, "marks")
@@ -586,6 +587,21 @@ def scenario_agent_restart(c):
     check(open(os.path.join(marks, "run")).read().count("start") == 1,
           "the task ran exactly once")
     check("done" in c.cli("logs", str(j["id"])).stdout, "whole log shipped")
+
+    # The spawner (the tasks' parent) killed while a task runs: the agent,
+    # a child subreaper, gets the orphaned task and its real exit status,
+    # starts another spawner, and new tasks run.
+    j = c.submit("--", "sh", "-c", "echo up; sleep 1.5; exit 3")
+    wait_for(lambda: "up" in c.cli("logs", str(j)).stdout, 10, "task output")
+    agent = c.agents["n1"].pid
+    kids = open("/proc/%d/task/%d/children" % (agent, agent)).read().split()
+    check(len(kids) == 1, "the agent has one child, its spawner: %s" % kids)
+    os.kill(int(kids[0]), signal.SIGKILL)
+    jj = c.wait_state(j, ("failed", "completed"), timeout=20)
+    check(jj["exit_code"] == 3 and jj["signal"] == 0,
+          "the exit status survives the spawner: %s" % jj)
+    j = c.submit("--", "true")
+    c.wait_state(j, "completed")
 
 
 def scenario_node_down(c):
