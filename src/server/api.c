@@ -1406,6 +1406,19 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
             n->gpus[s.index[k]].sample = s.samples[k];
             n->gpus[s.index[k]].sample.at_ms = now_ms;
         }
+    /* What the agent has: the desired set need not repeat those specs. */
+    n->nknown = 0;
+    for (size_t i = 0; i < s.ntasks; i++) {
+        const al__sync_task_t *t = &s.tasks[i];
+        if (t->job == 0 || t->task < 0 || t->restart < 0)
+            continue;
+        if (n->nknown == n->known_cap) {
+            n->known_cap = n->known_cap ? 2 * n->known_cap : 16;
+            n->known =
+                al_xreallocarray(n->known, n->known_cap, sizeof *n->known);
+        }
+        n->known[n->nknown++] = (al__task_key_t){ t->job, t->task, t->restart };
+    }
     json_t *acks = json_array();
     bool urgent = false;
     for (size_t i = 0; i < s.ntasks; i++) {

@@ -83,6 +83,9 @@ al__node_fini(al__node_t *n)
     }
     free(n->gpus);
     free(n->devices);
+    free(n->known);
+    n->known = NULL;
+    n->nknown = n->known_cap = 0;
 }
 
 al__job_t *
@@ -246,6 +249,16 @@ log_size(al_ctl_t *ctl, uint64_t job, int task, int restart)
     return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
 }
 
+static bool
+node_knows(const al__node_t *n, uint64_t job, int task, int restart)
+{
+    for (size_t i = 0; i < n->nknown; i++)
+        if (n->known[i].job == job && n->known[i].task == task &&
+            n->known[i].restart == restart)
+            return true;
+    return false;
+}
+
 json_t *
 al__ctl_desired(al_ctl_t *ctl, int n)
 {
@@ -267,6 +280,16 @@ al__ctl_desired(al_ctl_t *ctl, int n)
             int local_rank = local++;
             if (tk->done)
                 continue;
+            if (node_knows(&ctl->nodes[n], j->id, t, j->restart_count)) {
+                /* The agent has this task and its spec: name it only
+                 * (building the spec and the log's size for every task on
+                 * every sync was most of a sync's cost). */
+                json_array_append_new(tasks,
+                                      json_pack("{s:I, s:i, s:i}", "job",
+                                                (json_int_t)j->id, "task", t,
+                                                "restart", j->restart_count));
+                continue;
+            }
             json_t *gpus = json_array();
             for (int d = 0; d < AL_MAX_DEVICES; d++)
                 if (tk->devices & ((uint64_t)1 << d))

@@ -132,6 +132,12 @@ typedef struct al__gpu {
 typedef struct al__req al__req_t;
 struct al_ctl;
 
+/* A task of a run of a job, as agents name it. */
+typedef struct al__task_key {
+    uint64_t job;
+    int task, restart;
+} al__task_key_t;
+
 typedef struct al__node {
     char *name;
     char *addr;
@@ -146,6 +152,10 @@ typedef struct al__node {
     bool changed;         /* its desired task set changed this iteration */
     al__req_t *parked;    /* a long-poll sync waiting for a change */
     bool dirty;
+    /* The tasks its agent reported in its last sync: it has their specs,
+     * so the desired set names them without (see al__ctl_desired()). */
+    al__task_key_t *known;
+    size_t nknown, known_cap;
 } al__node_t;
 
 /* ------------------------------------------------------------------ */
