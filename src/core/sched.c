@@ -1077,6 +1077,10 @@ typedef struct pass {
     int32_t *sim_dm;
     int64_t memo_version;
     memo_t memo[MEMO_SIZE]; /* failed gang shapes at memo_version */
+    /* Shapes that failed even with every reservation hold released (the
+     * lending path of try_place), at lend_version. */
+    int64_t lend_version;
+    memo_t lend_memo[MEMO_SIZE];
 } pass_t;
 
 /*
@@ -2199,24 +2203,46 @@ memo_reset(const al_ctx_t *c, pass_t *ps)
 }
 
 static bool
-memo_failed(const pass_t *ps, const al_job_t *jb, uint64_t h)
+memo_in(const memo_t *memo, const al_job_t *jb, uint64_t h)
 {
-    const memo_t *m = &ps->memo[h % MEMO_SIZE];
+    const memo_t *m = &memo[h % MEMO_SIZE];
 
     return m->key == h && jb->req.cpu_milli >= m->cpu &&
            jb->req.mem_bytes >= m->mem;
 }
 
 static void
-memo_note(pass_t *ps, const al_job_t *jb, uint64_t h)
+memo_put(memo_t *memo, const al_job_t *jb, uint64_t h)
 {
-    memo_t *m = &ps->memo[h % MEMO_SIZE];
+    memo_t *m = &memo[h % MEMO_SIZE];
 
     if (m->key != h ||
         (jb->req.cpu_milli <= m->cpu && jb->req.mem_bytes <= m->mem)) {
         m->key = h;
         m->cpu = jb->req.cpu_milli;
         m->mem = jb->req.mem_bytes;
+    }
+}
+
+static bool
+memo_failed(const pass_t *ps, const al_job_t *jb, uint64_t h)
+{
+    return memo_in(ps->memo, jb, h);
+}
+
+static void
+memo_note(pass_t *ps, const al_job_t *jb, uint64_t h)
+{
+    memo_put(ps->memo, jb, h);
+}
+
+/* The lending memo, emptied whenever c->version moved since its entries. */
+static void
+lend_memo_reset(const al_ctx_t *c, pass_t *ps)
+{
+    if (ps->lend_version != (int64_t)c->version) {
+        memset(ps->lend_memo, 0, sizeof(ps->lend_memo));
+        ps->lend_version = (int64_t)c->version;
     }
 }
 
@@ -2453,8 +2479,13 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
         bool shorter = c->s->now + al__runtime(c, jb) <= c->min_resv_start;
         bool lend = jb->preemptible && c->cfg.lend_reserved;
         size_t mark = c->undo.len, tmark = c->tasks.len;
+        uint64_t v0 = c->version;
 
-        if ((shorter || lend) &&
+        /* A shape that failed here at this version fails again: a queue of
+         * thousands of like jobs behind a reservation costs one search, not
+         * one per job (each attempt releases and restores the holds). */
+        lend_memo_reset(c, ps);
+        if ((shorter || lend) && !(use_memo && memo_in(ps->lend_memo, jb, h)) &&
             (jb->req.gpus == 0 ||
              fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)) {
             /* With every hold released the buckets show all free devices,
@@ -2485,6 +2516,11 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
                 return 0;
             if (rc != AL_ENOENT)
                 return rc;
+            /* Undone: the state is the one at v0 again, so what failed
+             * before (both memos) still fails. */
+            c->version = v0;
+            if (use_memo)
+                memo_put(ps->lend_memo, jb, h);
         }
         if (c->reasons[j].code == AL_WHY_CAPACITY ||
             c->reasons[j].code == AL_WHY_NO_NODE) {
@@ -2999,6 +3035,7 @@ run(al_ctx_t *c, al_result_t **out, char **cause)
 
     memset(&ps, 0, sizeof(ps));
     ps.memo_version = -1;
+    ps.lend_version = -1;
     rc = al__place_init(c);
     if (rc == AL_EINVAL)
         set_cause(cause, "a node has more than %lld devices (%lld)",
