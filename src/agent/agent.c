@@ -692,11 +692,15 @@ adopt(agent_t *a)
         t->pid = (pid_t)pid;
         t->start = start;
         t->adopted = true;
-        /* Alive means the same process: its pid and its start time. */
+        /* Alive means the same process: its pid and its start time.  One
+         * that ended but whose spawner has not yet recorded it (a zombie)
+         * counts as running: reap() waits for the record. */
+        int64_t now_start = -1;
         if (read_exit(a, t)) {
             t->state = T_EXITED;
         } else if (pid > 0 && start >= 0 &&
-                   al_platform_proc_start(pid) == start) {
+                   al_platform_proc_state(pid, &now_start) >= 0 &&
+                   now_start == start) {
             t->state = T_RUNNING;
         } else {
             t->state = T_EXITED;

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "platform.h"
@@ -73,9 +74,11 @@ int al__chld_pipe(int p[2], void (*handler)(int));
 
 /* spawner.c: a small process, the parent of the tasks (see there why). */
 typedef struct al__spawner {
-    pid_t pid;   /* -1: none (tasks are launched from the agent itself) */
-    int sock;    /* requests and replies */
-    int exit_fd; /* {pid, wait status} of ended tasks */
+    pid_t pid;       /* -1: none (tasks are launched from the agent itself) */
+    int sock;        /* requests and replies */
+    int exit_fd;     /* {pid, wait status} of ended tasks */
+    int32_t (*q)[2]; /* records read while awaiting a reply */
+    size_t nq, qcap;
 } al__spawner_t;
 
 /* Forks the spawner, which writes a byte to wake_fd whenever a record

@@ -76,6 +76,49 @@ close_from(int lowfd)
         close(fd);
 }
 
+/* What a vfork()ed child may say: write(2) only, no stdio (vdprintf links
+ * a FILE into a global list and allocates, in memory shared with the
+ * parent) and no strerror() (which may translate, and allocate). */
+static void
+child_say(const char *what, const char *arg, int err)
+{
+    static const struct {
+        int err;
+        const char *text;
+    } texts[] = {
+        { ENOENT, "No such file or directory" },
+        { EACCES, "Permission denied" },
+        { ENOEXEC, "Exec format error" },
+        { ENOTDIR, "Not a directory" },
+        { ELOOP, "Too many levels of symbolic links" },
+        { E2BIG, "Argument list too long" },
+        { ENOMEM, "Cannot allocate memory" },
+        { ETXTBSY, "Text file busy" },
+        { EISDIR, "Is a directory" },
+        { ENAMETOOLONG, "File name too long" },
+    };
+    const char *text = NULL;
+    char num[32], *p = num + sizeof num;
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        if (texts[i].err == err)
+            text = texts[i].text;
+    if (text == NULL) { /* "error N" */
+        unsigned v = err > 0 ? (unsigned)err : 0;
+        *--p = '\0';
+        do
+            *--p = (char)('0' + v % 10);
+        while ((v /= 10) != 0);
+        p -= 6;
+        memcpy(p, "error ", 6);
+        text = p;
+    }
+    const char *parts[] = { what, arg, ": ", text, "\n" };
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        ssize_t w = write(2, parts[i], strlen(parts[i]));
+        (void)w;
+    }
+}
+
 /*
  * In the task's process: become the user, set up, exec.  Never returns.
  * Without a user to become, this runs in a vfork()ed child that shares the
@@ -110,14 +153,14 @@ exec_task(const al__launch_t *l, int logfd, const sigset_t *mask, bool vforked)
         }
     }
     if (l->cwd != NULL && chdir(l->cwd) != 0) {
-        dprintf(2, "allot: cannot enter %s: %s\n", l->cwd, strerror(errno));
+        child_say("allot: cannot enter ", l->cwd, errno);
         _exit(126);
     }
     sigprocmask(SIG_SETMASK, mask, NULL);
     /* execvp() with the task's environment (execvpe is a GNU extension):
      * environ is the task's already. */
     execvp(l->argv[0], l->argv);
-    dprintf(2, "allot: cannot run %s: %s\n", l->argv[0], strerror(errno));
+    child_say("allot: cannot run ", l->argv[0], errno);
     _exit(127);
 }
 
@@ -168,6 +211,10 @@ al__rec_parse(const char *rec, al__rec_t *r)
     for (int i = 0; i < 6; i++) {
         while (*p == ' ')
             p++;
+        /* Digits only, but START, which may be -1: a free slot's record
+         * begins with '-', and strtoull() would take "-23" for 2^64 - 23. */
+        if (!(*p >= '0' && *p <= '9') && !(i == 4 && *p == '-'))
+            return false;
         errno = 0;
         v[i] = i == 0 || i == 5 ? (long long)strtoull(p, &end, 10)
                                 : strtoll(p, &end, 10);
@@ -239,8 +286,12 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
     /* The record, the exit part blank.  vfork() returned: the child has
      * exec()ed (or failed) and its start time is known. */
     char line[AL__REC_ID + 64], rec[AL__REC_LEN];
+    /* The task may have ended already (a zombie until we reap it): its
+     * start time is known all the same. */
+    int64_t start = -1;
+    al_platform_proc_state((long)pid, &start);
     snprintf(line, sizeof line, "%s %ld %lld %llu", l->ident, (long)pid,
-             (long long)al_platform_proc_start((long)pid), l->devices);
+             (long long)start, l->devices);
     al__rec_field(rec, AL__REC_ID, line);
     al__rec_field(rec + AL__REC_ID, AL__REC_LEN - AL__REC_ID, "");
     if (pwrite_all(sfd, rec, sizeof rec, 0) != 0)

@@ -51,6 +51,7 @@ struct nvml {
     nvml_return_t (*nvlink)(nvml_device_t, unsigned int, int *);
     nvml_return_t (*pci)(nvml_device_t, nvml_pci_info_t *);
     nvml_return_t (*remote_pci)(nvml_device_t, unsigned int, nvml_pci_info_t *);
+    nvml_return_t (*remote_type)(nvml_device_t, unsigned int, int *);
     nvml_return_t (*util)(nvml_device_t, nvml_utilization_t *);
     nvml_return_t (*temp)(nvml_device_t, int, unsigned int *);
     nvml_return_t (*power)(nvml_device_t, unsigned int *);
@@ -81,6 +82,8 @@ static const struct {
     { "nvmlDeviceGetNvLinkState", offsetof(struct nvml, nvlink), 0 },
     { "nvmlDeviceGetPciInfo_v3", offsetof(struct nvml, pci), 0 },
     { "nvmlDeviceGetNvLinkRemotePciInfo_v2", offsetof(struct nvml, remote_pci),
+      0 },
+    { "nvmlDeviceGetNvLinkRemoteDeviceType", offsetof(struct nvml, remote_type),
       0 },
     { "nvmlDeviceGetUtilizationRates", offsetof(struct nvml, util), 0 },
     { "nvmlDeviceGetTemperature", offsetof(struct nvml, temp), 0 },
@@ -166,13 +169,24 @@ nvlink_domains(const struct al__nvml *nv, al_platform_info_t *info)
             int active = 0;
             if (f->nvlink(nv->dev[i], l, &active) != 0 || !active)
                 continue;
-            linked[i] = true;
             nvml_pci_info_t r;
             if (!graph) {
                 join(up, i, sw);
+                linked[i] = true;
             } else if (f->remote_pci(nv->dev[i], l, &r) == 0) {
-                int peer = gpu_at(pci, n, &r);
-                join(up, i, peer >= 0 ? peer : sw);
+                int peer = gpu_at(pci, n, &r), type = -1;
+                /* Not one of ours: an NVSwitch joins the fabric; anything
+                 * else (a CPU's NVLink, a GPU left out) joins nothing.
+                 * Without the type (older drivers), assume a switch. */
+                if (peer >= 0) {
+                    join(up, i, peer);
+                    linked[i] = linked[peer] = true;
+                } else if (f->remote_type == NULL ||
+                           (f->remote_type(nv->dev[i], l, &type) == 0 &&
+                            type == 2 /* NVML_NVLINK_DEVICE_TYPE_SWITCH */)) {
+                    join(up, i, sw);
+                    linked[i] = true;
+                }
             }
         }
     }

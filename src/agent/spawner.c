@@ -177,6 +177,18 @@ keep_only(int *a, int *b, int *c)
             close(fd);
 }
 
+/* The agent is gone: stay for the running tasks only (the main loop
+ * exits once none is left). */
+static void
+agent_gone(int *sock, int *wake_fd)
+{
+    close(*sock);
+    close(*wake_fd);
+    *sock = *wake_fd = -1;
+    if (nchildren == 0)
+        _exit(0);
+}
+
 static _Noreturn void
 spawner_main(int sock, int exit_fd, int wake_fd)
 {
@@ -213,12 +225,7 @@ spawner_main(int sock, int exit_fd, int wake_fd)
         if (io_all(sock, &len, sizeof len, false) != 0 || len > MAX_REQUEST ||
             (al_buf_reserve(&req, len + 1),
              io_all(sock, req.data, len, false) != 0)) {
-            /* The agent is gone: stay for the running tasks only. */
-            close(sock);
-            close(wake_fd);
-            sock = wake_fd = -1;
-            if (nchildren == 0)
-                _exit(0);
+            agent_gone(&sock, &wake_fd);
             continue;
         }
         al__launch_t l;
@@ -245,7 +252,7 @@ spawner_main(int sock, int exit_fd, int wake_fd)
         free(argv);
         free(envp);
         if (io_all(sock, &reply, sizeof reply, true) != 0)
-            _exit(0);
+            agent_gone(&sock, &wake_fd);
     }
 }
 
@@ -284,6 +291,9 @@ al__spawner_start(al__spawner_t *s, int wake_fd)
 void
 al__spawner_stop(al__spawner_t *s)
 {
+    free(s->q);
+    s->q = NULL;
+    s->nq = s->qcap = 0;
     /* It stays while tasks run (see the top); otherwise it exits at
      * once, and is waited for briefly so that no zombie is left. */
     if (s->sock >= 0)
@@ -299,6 +309,37 @@ al__spawner_stop(al__spawner_t *s)
     }
     s->sock = s->exit_fd = -1;
     s->pid = -1;
+}
+
+/* Reads the spawner's reply to a request.  Meanwhile the exit records it
+ * writes are taken off their pipe and kept for al__spawner_reaped(): the
+ * spawner may be blocked writing one, with the pipe full, before it reads
+ * the request.  0, or -1 when the spawner is gone. */
+static int
+await_reply(al__spawner_t *s, int32_t *reply)
+{
+    for (;;) {
+        struct pollfd p[2] = { { s->sock, POLLIN, 0 },
+                               { s->exit_fd, POLLIN, 0 } };
+        if (poll(p, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        if (p[1].revents & POLLIN) {
+            int32_t rec[2];
+            while (read(s->exit_fd, rec, sizeof rec) == (ssize_t)sizeof rec) {
+                if (s->nq == s->qcap) {
+                    s->qcap = s->qcap ? 2 * s->qcap : 64;
+                    s->q = al_xreallocarray(s->q, s->qcap, sizeof *s->q);
+                }
+                s->q[s->nq][0] = rec[0];
+                s->q[s->nq++][1] = rec[1];
+            }
+        }
+        if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
+            return io_all(s->sock, reply, sizeof *reply, false);
+    }
 }
 
 static void
@@ -338,15 +379,14 @@ al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause)
     if (rc == 0)
         rc = io_all(s->sock, b.data, b.len, true);
     if (rc == 0)
-        rc = io_all(s->sock, &reply, sizeof reply, false);
+        rc = await_reply(s, &reply);
     al_buf_fini(&b);
     if (rc != 0) {
         *cause = al_xasprintf("the spawner is gone");
         return AL_EUNAVAIL;
     }
     if (reply <= 0) {
-        *cause = al_xasprintf("cannot start the task's monitor: %s",
-                              strerror(-reply));
+        *cause = al_xasprintf("cannot start the task: %s", strerror(-reply));
         return -1;
     }
     return (pid_t)reply;
@@ -355,6 +395,12 @@ al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause)
 int
 al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status)
 {
+    if (s->nq > 0) {
+        *pid = (pid_t)s->q[0][0];
+        *status = (int)s->q[0][1];
+        memmove(s->q, s->q + 1, --s->nq * sizeof *s->q);
+        return 1;
+    }
     int32_t rec[2];
     ssize_t r = read(s->exit_fd, rec, sizeof rec);
     if (r != (ssize_t)sizeof rec)

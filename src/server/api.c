@@ -1425,8 +1425,19 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         const al__sync_task_t *t = &s.tasks[i];
         al__job_t *j = al__ctl_job(ctl, t->job);
         int task = t->task, restart = t->restart;
-        if (j == NULL || task < 0 || task >= j->ntasks || restart < 0)
+        if (j == NULL || task < 0 || task >= j->ntasks || restart < 0) {
+            /* A task of no job we know (a store restored from a backup,
+             * say): acknowledge its exit and all its output, so that the
+             * agent forgets it rather than report it forever; not being
+             * wanted, it is stopped if it runs. */
+            if (t->job != 0 && task >= 0 && restart >= 0)
+                json_array_append_new(
+                    acks,
+                    json_pack("{s:I, s:i, s:i, s:I}", "job", (json_int_t)t->job,
+                              "task", task, "restart", restart, "log_off",
+                              (json_int_t)(INT64_MAX / 2)));
             continue;
+        }
         int64_t size =
             append_log(ctl, t->job, task, restart, t->log_off, t->log);
         json_array_append_new(acks, json_pack("{s:I, s:i, s:i, s:I}", "job",

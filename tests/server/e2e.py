@@ -588,6 +588,28 @@ def scenario_agent_restart(c):
           "the task ran exactly once")
     check("done" in c.cli("logs", str(j["id"])).stdout, "whole log shipped")
 
+    # Slots are reused and marked free by a '-' over the first byte of the
+    # record: with job ids of two digits and more, a restarted agent must
+    # not read "-2 0 0 ..." as a task (strtoull takes it for 2^64 - 2).
+    ids = [c.submit("--", "true") for _ in range(12)]
+    for i in ids:
+        c.wait_state(i, "completed")
+    tdir = os.path.join(c.root, "agent-n1", "tasks")
+
+    def all_free():
+        recs = [open(os.path.join(tdir, f)).read(1)
+                for f in os.listdir(tdir) if f.endswith(".state")]
+        return recs and all(r == "-" for r in recs)
+    wait_for(all_free, 10, "every slot to be freed")
+    c.agents["n1"].send_signal(signal.SIGTERM)
+    c.agents["n1"].wait(10)
+    c.start_agent("n1", "2xH100-80GB")
+    time.sleep(0.5)
+    log = open(os.path.join(c.root, "agent-n1.log"), errors="replace").read()
+    check("adopted task 1844674407" not in log, "no freed slot adopted")
+    j = c.submit("--", "true")
+    c.wait_state(j, "completed")
+
     # The spawner (the tasks' parent) killed while a task runs: the agent,
     # a child subreaper, gets the orphaned task and its real exit status,
     # starts another spawner, and new tasks run.
@@ -816,6 +838,12 @@ def scenario_nvml(c):
           "one NVLink domain through the switch: %s" % nodes["gpu"]["gpus"])
     check([x["nvlink"] for x in nodes["pairs"]["gpus"]] == [0, 0, 1, 1],
           "NVLink pairs: %s" % nodes["pairs"]["gpus"])
+    p = subprocess.run([c.allot, "agent", "--probe"], capture_output=True,
+                       text=True, timeout=30,
+                       env=dict(c.env, ALLOT_NVML_LIB=lib, FAKE_NVML_GPUS="2",
+                                FAKE_NVML_NVLINK="cpu"))
+    check([g["nvlink"] for g in json.loads(p.stdout)["gpus"]] == [-1, -1],
+          "an NVLink to a CPU makes no GPU domain: %s" % p.stdout)
     # Telemetry: the agent samples real GPUs and the nodes API shows it
     # (the fake: GPU i is 10*i % 100 busy, uses i GiB, draws 100+i W).
     gg = wait_for(lambda: (lambda n: n if "util" in n["gpus"][3] else None)(

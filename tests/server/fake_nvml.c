@@ -5,7 +5,8 @@
  * 40 GiB each, 4 to a NUMA node; $FAKE_NVML_FAIL makes nvmlInit_v2 fail.
  * NVLink ($FAKE_NVML_NVLINK): "switch" (default: link 0 of every device
  * goes to an NVSwitch), "pairs" (links 0 and 1 join devices 2k and 2k+1),
- * "none".  Telemetry: device i is 10*i % 100 busy, uses i GiB, is at
+ * "cpu" (link 0 of every device goes to a CPU: no GPU domain), "none".
+ * Telemetry: device i is 10*i % 100 busy, uses i GiB, is at
  * 30+i degrees and draws 100+i watts.
  */
 #include <stdio.h>
@@ -38,6 +39,8 @@ int nvmlDeviceGetNvLinkState(nvml_device_t d, unsigned int link, int *on);
 int nvmlDeviceGetPciInfo_v3(nvml_device_t d, nvml_pci_info_t *p);
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_device_t d, unsigned int link,
                                         nvml_pci_info_t *p);
+int nvmlDeviceGetNvLinkRemoteDeviceType(nvml_device_t d, unsigned int link,
+                                        int *type);
 int nvmlDeviceGetUtilizationRates(nvml_device_t d, nvml_utilization_t *u);
 int nvmlDeviceGetTemperature(nvml_device_t d, int sensor, unsigned int *t);
 int nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw);
@@ -151,7 +154,9 @@ nvmlDeviceGetNvLinkState(nvml_device_t d, unsigned int link, int *on)
     if (strcmp(topology(), "pairs") == 0)
         *on = link < 2 && (i ^ 1) < (long)count();
     else
-        *on = strcmp(topology(), "switch") == 0 && link == 0;
+        *on = (strcmp(topology(), "switch") == 0 ||
+               strcmp(topology(), "cpu") == 0) &&
+              link == 0;
     return OK;
 }
 
@@ -183,6 +188,20 @@ nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_device_t d, unsigned int link,
         return ERR_INVALID;
     /* A peer GPU, or the NVSwitch at bus 0xF0. */
     pci_of(strcmp(topology(), "pairs") == 0 ? 0x10 + (i ^ 1) : 0xF0, p);
+    return OK;
+}
+
+int
+nvmlDeviceGetNvLinkRemoteDeviceType(nvml_device_t d, unsigned int link,
+                                    int *type)
+{
+    int on = 0;
+    if (nvmlDeviceGetNvLinkState(d, link, &on) != OK || !on)
+        return ERR_INVALID;
+    /* "cpu": link 0 of each device goes to a CPU (IBM NPU, type 1). */
+    *type = strcmp(topology(), "pairs") == 0 ? 0
+            : strcmp(topology(), "cpu") == 0 ? 1
+                                             : 2;
     return OK;
 }
 
