@@ -2441,6 +2441,79 @@ reclaim_one(al_ctx_t *c, pass_t *ps, int32_t j, bool *started)
     return 0;
 }
 
+/*
+ * j found no room: try the room reservations hold.  A job that ends before
+ * the earliest reservation starts delays nobody; a preemptible one may
+ * borrow it and leave when the reservation's job starts.  Sets *done when
+ * try_place has nothing more to do (j started, or a quota stopped it);
+ * otherwise j's reason may become "behind a reservation".  0 or an
+ * error.
+ */
+static int
+try_reserved_room(al_ctx_t *c, pass_t *ps, int32_t j, int64_t fdev, bool *done)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    uint64_t h = shape_hash(jb);
+    bool use_memo = c->forbid == 0;
+    bool shorter = c->s->now + al__runtime(c, jb) <= c->min_resv_start;
+    bool lend = jb->preemptible && c->cfg.lend_reserved;
+    size_t mark = c->undo.len, tmark = c->tasks.len;
+    uint64_t v0 = c->version;
+    int rc;
+
+    *done = false;
+    /* A shape that failed here at this version fails again: a queue of
+     * thousands of like jobs behind a reservation costs one search, not
+     * one per job (each attempt releases and restores the holds). */
+    lend_memo_reset(c, ps);
+    if ((shorter || lend) && !(use_memo && memo_in(ps->lend_memo, jb, h)) &&
+        (jb->req.gpus == 0 ||
+         fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)) {
+        /* With every hold released the buckets show all free devices,
+         * so the normal search serves. */
+        rc = unhold_all(c, ps);
+        if (rc == 0)
+            rc = place_gang(c, j);
+        if (rc == 0) {
+            int32_t r = touched_resv(c, ps, j);
+            al_decision_t *d =
+                (al_decision_t *)c->decisions.data + c->wj[j].start_dec;
+
+            if (!shorter && r != NIL) {
+                d->lent = true;
+                d->for_job = ps->resv[r].r.job;
+                c->wj[j].flags |= JF_LENT;
+                c->wj[j].for_job = d->for_job;
+            }
+            rc = rehold(c, ps);
+            if (rc == 0) {
+                c->reasons[j].code = AL_WHY_NONE;
+                *done = true;
+                return 0;
+            }
+        }
+        al__undo_to(c, mark);
+        c->tasks.len = tmark;
+        if (rc == AL_ELIMIT) {
+            *done = true; /* over a quota, not out of room: reason set */
+            return 0;
+        }
+        if (rc != AL_ENOENT)
+            return rc;
+        /* Undone: the state is the one at v0 again, so what failed
+         * before (both memos) still fails. */
+        c->version = v0;
+        if (use_memo)
+            memo_put(ps->lend_memo, jb, h);
+    }
+    if ((c->reasons[j].code == AL_WHY_CAPACITY ||
+         c->reasons[j].code == AL_WHY_NO_NODE) &&
+        fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)
+        set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL, ps->resv[0].r.job,
+                   AL_RES_GPU, 0, ps->resv[0].r.start);
+    return 0;
+}
+
 /* Tries to start candidate j.  Returns 0 (started or not: see flags and
  * reason) or AL_ENOMEM. */
 static int
@@ -2473,62 +2546,11 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
     blocked_reason(c, j, fdev);
 
     if (ps->nresv > 0) {
-        /* Reserved capacity: a job that ends before the earliest
-         * reservation starts delays nobody; a preemptible one may borrow
-         * it and leave when the reservation's job starts. */
-        bool shorter = c->s->now + al__runtime(c, jb) <= c->min_resv_start;
-        bool lend = jb->preemptible && c->cfg.lend_reserved;
-        size_t mark = c->undo.len, tmark = c->tasks.len;
-        uint64_t v0 = c->version;
+        bool done;
 
-        /* A shape that failed here at this version fails again: a queue of
-         * thousands of like jobs behind a reservation costs one search, not
-         * one per job (each attempt releases and restores the holds). */
-        lend_memo_reset(c, ps);
-        if ((shorter || lend) && !(use_memo && memo_in(ps->lend_memo, jb, h)) &&
-            (jb->req.gpus == 0 ||
-             fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)) {
-            /* With every hold released the buckets show all free devices,
-             * so the normal search serves. */
-            rc = unhold_all(c, ps);
-            if (rc == 0)
-                rc = place_gang(c, j);
-            if (rc == 0) {
-                int32_t r = touched_resv(c, ps, j);
-                al_decision_t *d =
-                    (al_decision_t *)c->decisions.data + c->wj[j].start_dec;
-
-                if (!shorter && r != NIL) {
-                    d->lent = true;
-                    d->for_job = ps->resv[r].r.job;
-                    c->wj[j].flags |= JF_LENT;
-                    c->wj[j].for_job = d->for_job;
-                }
-                rc = rehold(c, ps);
-                if (rc == 0) {
-                    c->reasons[j].code = AL_WHY_NONE;
-                    return 0;
-                }
-            }
-            al__undo_to(c, mark);
-            c->tasks.len = tmark;
-            if (rc == AL_ELIMIT)
-                return 0;
-            if (rc != AL_ENOENT)
-                return rc;
-            /* Undone: the state is the one at v0 again, so what failed
-             * before (both memos) still fails. */
-            c->version = v0;
-            if (use_memo)
-                memo_put(ps->lend_memo, jb, h);
-        }
-        if (c->reasons[j].code == AL_WHY_CAPACITY ||
-            c->reasons[j].code == AL_WHY_NO_NODE) {
-            if (fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)
-                set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL,
-                           ps->resv[0].r.job, AL_RES_GPU, 0,
-                           ps->resv[0].r.start);
-        }
+        rc = try_reserved_room(c, ps, j, fdev, &done);
+        if (rc != 0 || done)
+            return rc;
     }
     c->wj[j].flags |= JF_BLOCKED;
 
