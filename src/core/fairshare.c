@@ -47,17 +47,15 @@ cap_of(const al_ctx_t *c, int32_t q, int r)
     return cap;
 }
 
-/* Splits `amount` of resource r among the children kids[0..nk). */
-static void
-split(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount,
-      const double *weff, bool *open)
+/* Step 1 of split(): each child its deserved quota of r, bounded by its
+ * demand and limit, scaled down if they add up to more than `amount`.
+ * Returns what is left. */
+static double
+give_deserved(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount)
 {
-    double dsum = 0, left = amount;
+    double dsum = 0;
     int i;
 
-    if (nk == 0)
-        return;
-    /* Step 1: deserved, bounded by demand and limit. */
     for (i = 0; i < nk; i++) {
         int32_t q = kids[i];
         double d = (double)c->s->queues[q].quota[r].deserved;
@@ -71,10 +69,23 @@ split(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount,
     if (dsum > amount && dsum > 0) {
         for (i = 0; i < nk; i++)
             c->wq[kids[i]].fair[r] *= amount / dsum;
-        left = 0;
-    } else {
-        left = amount - dsum;
+        return 0;
     }
+    return amount - dsum;
+}
+
+/* Splits `amount` of resource r among the children kids[0..nk). */
+static void
+split(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount,
+      const double *weff, bool *open)
+{
+    double left;
+    int i;
+
+    if (nk == 0)
+        return;
+    /* Step 1: deserved, bounded by demand and limit. */
+    left = give_deserved(c, kids, nk, r, amount);
 
     /* Step 2: the surplus by priority level, then weight. */
     while (left > 1e-9) {
