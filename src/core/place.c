@@ -247,6 +247,44 @@ find_group(al_ctx_t *c, const al_node_t *nd)
     return NIL;
 }
 
+/*
+ * The domains inside node nd (w): NVLink domains when known, else NUMA
+ * nodes; devices without an id form a domain of their own each.  Their
+ * device masks go to c->dom_masks from index off.
+ */
+static void
+node_domains(al_ctx_t *c, const al_node_t *nd, wnode_t *w, int32_t off)
+{
+    int32_t ids[AL_MAX_DEVICES];
+    bool by_nvlink = false, by_numa = false;
+    int d;
+
+    for (d = 0; d < nd->ndevices; d++) {
+        by_nvlink = by_nvlink || nd->devices[d].nvlink >= 0;
+        by_numa = by_numa || nd->devices[d].numa >= 0;
+    }
+    w->dom_off = off;
+    w->ndom = 0;
+    if (!by_nvlink && !by_numa)
+        return;
+    for (d = 0; d < nd->ndevices; d++) {
+        int32_t id = by_nvlink ? nd->devices[d].nvlink : nd->devices[d].numa;
+        int k;
+
+        if (id < 0)
+            id = INT32_MIN + d;
+        for (k = 0; k < w->ndom; k++)
+            if (ids[k] == id)
+                break;
+        if (k == w->ndom) {
+            ids[w->ndom] = id;
+            c->dom_masks[off + w->ndom] = 0;
+            w->ndom++;
+        }
+        c->dom_masks[off + k] |= 1ULL << d;
+    }
+}
+
 int
 al__place_init(al_ctx_t *c)
 {
@@ -279,8 +317,6 @@ al__place_init(al_ctx_t *c)
     for (n = 0; n < c->nn; n++) {
         const al_node_t *nd = &s->nodes[n];
         wnode_t *w = &c->wn[n];
-        int32_t ids[AL_MAX_DEVICES];
-        bool by_nvlink = false, by_numa = false;
 
         w->prev = w->next = w->sprev = w->snext = NIL;
         w->ndev = nd->ndevices;
@@ -290,36 +326,9 @@ al__place_init(al_ctx_t *c)
         w->free_mem = nd->mem_bytes;
         w->ready = nd->state == AL_NODE_READY;
         w->nfree = 0;
-        for (d = 0; d < nd->ndevices; d++) {
+        for (d = 0; d < nd->ndevices; d++)
             c->dev_cap[ndev_total + d] = nd->devices[d].mem_bytes;
-            if (nd->devices[d].nvlink >= 0)
-                by_nvlink = true;
-            if (nd->devices[d].numa >= 0)
-                by_numa = true;
-        }
-        /* Domains inside the node: NVLink domains when known, else NUMA
-         * nodes; devices without an id form a domain of their own each. */
-        w->dom_off = ndom_total;
-        w->ndom = 0;
-        if (by_nvlink || by_numa) {
-            for (d = 0; d < nd->ndevices; d++) {
-                int32_t id =
-                    by_nvlink ? nd->devices[d].nvlink : nd->devices[d].numa;
-                int k;
-
-                if (id < 0)
-                    id = INT32_MIN + d;
-                for (k = 0; k < w->ndom; k++)
-                    if (ids[k] == id)
-                        break;
-                if (k == w->ndom) {
-                    ids[w->ndom] = id;
-                    c->dom_masks[ndom_total + w->ndom] = 0;
-                    w->ndom++;
-                }
-                c->dom_masks[ndom_total + k] |= 1ULL << d;
-            }
-        }
+        node_domains(c, nd, w, ndom_total);
         ndom_total += w->ndom;
         ndev_total += nd->ndevices;
 
