@@ -1065,6 +1065,12 @@ typedef struct memo {
     int64_t cpu, mem; /* smallest CPU and memory that failed */
 } memo_t;
 
+/* Failed shapes, valid while c->version is `version`. */
+typedef struct memo_tab {
+    int64_t version;
+    memo_t e[MEMO_SIZE];
+} memo_tab_t;
+
 typedef struct pass {
     skey_t *order; /* candidates in allocation order (per queue slices) */
     size_t norder;
@@ -1075,12 +1081,10 @@ typedef struct pass {
     int64_t *sim_dev;      /* reserve()'s sweep arrays, taken on first use */
     struct victim *vs, *scratch; /* reclaim_one()'s, likewise */
     int32_t *sim_dm;
-    int64_t memo_version;
-    memo_t memo[MEMO_SIZE]; /* failed gang shapes at memo_version */
+    memo_tab_t memo; /* failed gang shapes */
     /* Shapes that failed even with every reservation hold released (the
-     * lending path of try_place), at lend_version. */
-    int64_t lend_version;
-    memo_t lend_memo[MEMO_SIZE];
+     * lending path of try_place). */
+    memo_tab_t lend_memo;
 } pass_t;
 
 /*
@@ -2193,56 +2197,37 @@ shape_hash(const al_job_t *jb)
     return h | 1;
 }
 
+/* Empties memo t when c->version moved since its entries. */
 static void
-memo_reset(const al_ctx_t *c, pass_t *ps)
+memo_reset(const al_ctx_t *c, memo_tab_t *t)
 {
-    if (ps->memo_version != (int64_t)c->version) {
-        memset(ps->memo, 0, sizeof(ps->memo));
-        ps->memo_version = (int64_t)c->version;
+    if (t->version != (int64_t)c->version) {
+        memset(t->e, 0, sizeof(t->e));
+        t->version = (int64_t)c->version;
     }
 }
 
+/* Whether a job of shape h asking at least as much as a failed one of t
+ * fails too. */
 static bool
-memo_in(const memo_t *memo, const al_job_t *jb, uint64_t h)
+memo_failed(const memo_tab_t *t, const al_job_t *jb, uint64_t h)
 {
-    const memo_t *m = &memo[h % MEMO_SIZE];
+    const memo_t *m = &t->e[h % MEMO_SIZE];
 
     return m->key == h && jb->req.cpu_milli >= m->cpu &&
            jb->req.mem_bytes >= m->mem;
 }
 
 static void
-memo_put(memo_t *memo, const al_job_t *jb, uint64_t h)
+memo_note(memo_tab_t *t, const al_job_t *jb, uint64_t h)
 {
-    memo_t *m = &memo[h % MEMO_SIZE];
+    memo_t *m = &t->e[h % MEMO_SIZE];
 
     if (m->key != h ||
         (jb->req.cpu_milli <= m->cpu && jb->req.mem_bytes <= m->mem)) {
         m->key = h;
         m->cpu = jb->req.cpu_milli;
         m->mem = jb->req.mem_bytes;
-    }
-}
-
-static bool
-memo_failed(const pass_t *ps, const al_job_t *jb, uint64_t h)
-{
-    return memo_in(ps->memo, jb, h);
-}
-
-static void
-memo_note(pass_t *ps, const al_job_t *jb, uint64_t h)
-{
-    memo_put(ps->memo, jb, h);
-}
-
-/* The lending memo, emptied whenever c->version moved since its entries. */
-static void
-lend_memo_reset(const al_ctx_t *c, pass_t *ps)
-{
-    if (ps->lend_version != (int64_t)c->version) {
-        memset(ps->lend_memo, 0, sizeof(ps->lend_memo));
-        ps->lend_version = (int64_t)c->version;
     }
 }
 
@@ -2465,8 +2450,9 @@ try_reserved_room(al_ctx_t *c, pass_t *ps, int32_t j, int64_t fdev, bool *done)
     /* A shape that failed here at this version fails again: a queue of
      * thousands of like jobs behind a reservation costs one search, not
      * one per job (each attempt releases and restores the holds). */
-    lend_memo_reset(c, ps);
-    if ((shorter || lend) && !(use_memo && memo_in(ps->lend_memo, jb, h)) &&
+    memo_reset(c, &ps->lend_memo);
+    if ((shorter || lend) &&
+        !(use_memo && memo_failed(&ps->lend_memo, jb, h)) &&
         (jb->req.gpus == 0 ||
          fdev + ps->held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)) {
         /* With every hold released the buckets show all free devices,
@@ -2504,7 +2490,7 @@ try_reserved_room(al_ctx_t *c, pass_t *ps, int32_t j, int64_t fdev, bool *done)
          * before (both memos) still fails. */
         c->version = v0;
         if (use_memo)
-            memo_put(ps->lend_memo, jb, h);
+            memo_note(&ps->lend_memo, jb, h);
     }
     if ((c->reasons[j].code == AL_WHY_CAPACITY ||
          c->reasons[j].code == AL_WHY_NO_NODE) &&
@@ -2527,10 +2513,10 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
     int64_t fdev = free_devices(c, j);
     int rc;
 
-    memo_reset(c, ps);
+    memo_reset(c, &ps->memo);
     /* Too few free devices, or a shape that already failed: no search. */
     if ((jb->req.gpus > 0 && fdev < (int64_t)jb->min_tasks * jb->req.gpus) ||
-        (use_memo && memo_failed(ps, jb, h)))
+        (use_memo && memo_failed(&ps->memo, jb, h)))
         rc = AL_ENOENT;
     else
         rc = place_gang(c, j);
@@ -2540,9 +2526,9 @@ try_place(al_ctx_t *c, pass_t *ps, int32_t j)
         return 0; /* over a quota, not out of room: reason set */
     if (rc != AL_ENOENT)
         return rc;
-    memo_reset(c, ps);
+    memo_reset(c, &ps->memo);
     if (use_memo)
-        memo_note(ps, jb, h);
+        memo_note(&ps->memo, jb, h);
     blocked_reason(c, j, fdev);
 
     if (ps->nresv > 0) {
@@ -2744,8 +2730,8 @@ second_chance(al_ctx_t *c, pass_t *ps)
             free_devices(c, j) < (int64_t)jb->min_tasks * jb->req.gpus)
             continue;
         h = shape_hash(jb);
-        memo_reset(c, ps);
-        if (memo_failed(ps, jb, h))
+        memo_reset(c, &ps->memo);
+        if (memo_failed(&ps->memo, jb, h))
             continue;
         if (!admit(c, j, jb->min_tasks)) {
             c->reasons[j] = keep;
@@ -2761,7 +2747,7 @@ second_chance(al_ctx_t *c, pass_t *ps)
         c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);
         rc = place_gang(c, j);
         if (rc == AL_ENOENT && c->forbid == 0 && !own)
-            memo_note(ps, jb, h);
+            memo_note(&ps->memo, jb, h);
         c->forbid = 0;
         if (own) {
             int rc2 = unhold_all(c, ps);
@@ -3056,8 +3042,8 @@ run(al_ctx_t *c, al_result_t **out, char **cause)
     int rc;
 
     memset(&ps, 0, sizeof(ps));
-    ps.memo_version = -1;
-    ps.lend_version = -1;
+    ps.memo.version = -1;
+    ps.lend_memo.version = -1;
     rc = al__place_init(c);
     if (rc == AL_EINVAL)
         set_cause(cause, "a node has more than %lld devices (%lld)",
