@@ -306,6 +306,32 @@ mark_exited(agent_t *a, task_t *t, int status)
             t->restart, t->exit_code, t->signal);
 }
 
+/* The running task of pid that the spawner tells us about. */
+static task_t *
+find_child(agent_t *a, pid_t pid)
+{
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->pid == pid && t->state == T_RUNNING && !t->adopted)
+            return t;
+    }
+    return NULL;
+}
+
+/* Takes the ends of tasks the spawner reported. */
+static void
+take_reports(agent_t *a)
+{
+    pid_t pid;
+    int st;
+    while (a->spawner.pid > 0 &&
+           al__spawner_reaped(&a->spawner, &pid, &st) == 1) {
+        task_t *t = find_child(a, pid);
+        if (t != NULL)
+            mark_exited(a, t, st);
+    }
+}
+
 /* The spawner is gone: the tasks it started are nobody's children we can
  * wait for, so watch them as adopted ones (pid and start time from their
  * records), then start another spawner. */
@@ -313,14 +339,7 @@ static void
 respawn(agent_t *a)
 {
     al__spawner_t *sp = &a->spawner;
-    pid_t mpid;
-    int mst;
-    /* What it told us first: those tasks have ended. */
-    while (sp->pid > 0 && al__spawner_reaped(sp, &mpid, &mst) == 1)
-        for (int i = 0; i < a->ntasks; i++)
-            if (a->tasks[i].pid == mpid && a->tasks[i].state == T_RUNNING &&
-                !a->tasks[i].adopted)
-                mark_exited(a, &a->tasks[i], mst);
+    take_reports(a); /* what it told us first: those tasks have ended */
     if (sp->sock >= 0)
         close(sp->sock);
     if (sp->exit_fd >= 0)
@@ -347,29 +366,10 @@ respawn(agent_t *a)
     }
 }
 
-/* The running task of pid that the spawner tells us about. */
-static task_t *
-find_child(agent_t *a, pid_t pid)
-{
-    for (int i = 0; i < a->ntasks; i++) {
-        task_t *t = &a->tasks[i];
-        if (t->pid == pid && t->state == T_RUNNING && !t->adopted)
-            return t;
-    }
-    return NULL;
-}
-
 static void
 reap(agent_t *a)
 {
-    pid_t mpid;
-    int mst;
-    while (a->spawner.pid > 0 &&
-           al__spawner_reaped(&a->spawner, &mpid, &mst) == 1) {
-        task_t *t = find_child(a, mpid);
-        if (t != NULL)
-            mark_exited(a, t, mst);
-    }
+    take_reports(a);
     for (;;) {
         int st;
         pid_t pid = waitpid(-1, &st, WNOHANG);

@@ -46,14 +46,6 @@ al_platform_proc_state(long pid, int64_t *start)
     return ended ? 0 : 1;
 }
 
-int64_t
-al_platform_proc_start(long pid)
-{
-    int64_t start = -1;
-    /* A zombie has ended; nobody may ever reap it (a container's init). */
-    return al_platform_proc_state(pid, &start) == 1 ? start : -1;
-}
-
 int
 al_platform_probe(al_platform_info_t *info)
 {

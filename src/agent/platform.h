@@ -64,13 +64,11 @@ void al_platform_close(al_platform_info_t *info);
 int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
                           const char *node, char **cause);
 
-/* When process pid started (clock ticks since boot), or -1 if there is no
- * such process or it has ended (a zombie).  With the pid it names a process
- * for good: a restarted agent tells its tasks from unrelated processes that
- * reuse their pids. */
-int64_t al_platform_proc_start(long pid);
 /* 1 when pid runs, 0 when it has ended but not been reaped (a zombie),
- * -1 when there is no such process; *start gets its start time. */
+ * -1 when there is no such process; *start gets its start time (clock
+ * ticks since boot).  With the pid, the start time names a process for
+ * good: a restarted agent tells its tasks from unrelated processes that
+ * reuse their pids. */
 int al_platform_proc_state(long pid, int64_t *start);
 
 #endif /* AL_PLATFORM_H */

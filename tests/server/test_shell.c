@@ -304,25 +304,29 @@ tokens(void)
 }
 
 static void
-proc_start(void)
+proc_state(void)
 {
-    int64_t me = al_platform_proc_start((long)getpid());
+    int64_t me = -1, again = -1, zstart = -1, gone = -1;
+    ASSERT_EQ(al_platform_proc_state((long)getpid(), &me), 1);
     ASSERT_GE(me, 0);
-    ASSERT_EQ(al_platform_proc_start((long)getpid()), me);
+    ASSERT_EQ(al_platform_proc_state((long)getpid(), &again), 1);
+    ASSERT_EQ(again, me);
     pid_t child = fork();
     if (child == 0)
         _exit(0);
     ASSERT_GT(child, 0);
-    /* Ended but not reaped: a zombie counts as gone. */
+    /* Ended but not reaped: a zombie (0), its start time still known. */
+    int st = -1;
     for (int i = 0; i < 200; i++) {
-        if (al_platform_proc_start((long)child) < 0)
+        if ((st = al_platform_proc_state((long)child, &zstart)) == 0)
             break;
         usleep(5000);
     }
-    ASSERT_EQ(al_platform_proc_start((long)child), -1);
-    int st;
-    ASSERT_EQ(waitpid(child, &st, 0), child);
-    ASSERT_EQ(al_platform_proc_start((long)child), -1);
+    ASSERT_EQ(st, 0);
+    ASSERT_GE(zstart, me);
+    int ws;
+    ASSERT_EQ(waitpid(child, &ws, 0), child);
+    ASSERT_EQ(al_platform_proc_state((long)child, &gone), -1);
 }
 
 static void
@@ -358,7 +362,7 @@ const al_test_t test_shell[] = {
     { "cli_durations", cli_durations },
     { "routes", routes },
     { "tokens", tokens },
-    { "proc_start", proc_start },
+    { "proc_state", proc_state },
     { "fake_gpus", fake_gpus },
     { NULL, NULL },
 };
