@@ -164,11 +164,16 @@ exec_task(const al__launch_t *l, int logfd, const sigset_t *mask, bool vforked)
     _exit(127);
 }
 
-/* True when close_range(2) is not available (an old kernel). */
+/* True when close_range(2) is not available (an old kernel): tried once,
+ * on nothing (descriptors from 1 << 30), in the process that starts tasks
+ * (single-threaded). */
 static bool
 close_range_missing(void)
 {
-    return !close_range_from(1 << 30);
+    static int missing = -1;
+    if (missing < 0)
+        missing = !close_range_from(1 << 30);
+    return missing != 0;
 }
 
 /* Writes n bytes of p at off; 0 or -1. */

@@ -446,7 +446,7 @@ slurm_line(char **w, int n, slurm_t *s, const char *where)
     return errors;
 }
 
-/* Writes printf(fmt, v) into the spare room at *room; returns it. */
+/* Writes v in decimal into the spare room at *room; returns it. */
 static const char *
 stash(char **room, long long v)
 {
