@@ -38,8 +38,6 @@
 #define ALLOT_BIN "allot"
 #endif
 
-extern char **environ;
-
 typedef struct opts {
     const char *cse, *allot;
     int jobs, clients, nodes;

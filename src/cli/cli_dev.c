@@ -23,8 +23,6 @@
 #include "ucfg.h"
 #include "xmalloc.h"
 
-extern char **environ;
-
 #define DEV_FAKE_GPUS "8xH100-80GB"
 
 static const char dev_usage[] =
