@@ -315,6 +315,19 @@ eligible(const al_ctx_t *c, int32_t j)
            queue_ok(c, jb->queue);
 }
 
+/*
+ * A job larger than queue a's deserved GPUs can never run inside that quota:
+ * all of it is over quota there (as Run:ai counts it), however little else
+ * the queue runs, so a's deserved quota does not shield it.  Without this a
+ * whole-cluster gang of a queue deserving one node held every other queue
+ * below its guarantee for as long as it ran.
+ */
+static bool
+over_quota_alone(const al_ctx_t *c, int32_t a, int64_t gpu)
+{
+    return gpu > c->s->queues[a].quota[AL_RES_GPU].deserved;
+}
+
 /* Critical path: the longest chain of estimated runtimes that hangs below
  * each job, through its dependents.  Jobs others wait for go first. */
 static int
@@ -383,7 +396,7 @@ critical_path(al_ctx_t *c)
 static int
 setup_jobs(al_ctx_t *c, char **cause)
 {
-    int32_t j, n, t;
+    int32_t j, n, t, a;
     int32_t *count;
     int64_t maxdevmem = 0;
     int rc;
@@ -480,6 +493,11 @@ setup_jobs(al_ctx_t *c, char **cause)
                     return rc;
                 }
                 count[jb->placement[t].node]++;
+            }
+            for (a = jb->queue; a != NIL; a = c->wq[a].parent) {
+                c->wq[a].run_gpu0 += w->held;
+                if (over_quota_alone(c, a, w->held))
+                    c->wq[a].big_gpu += w->held;
             }
         } else if (jb->state != AL_JOB_PENDING && jb->state != AL_JOB_HELD) {
             set_cause(cause, "job %lld: unknown state %lld", (long long)jb->id,
@@ -1648,6 +1666,24 @@ held_gpu(const al_ctx_t *c, int32_t x, int32_t from)
     return g;
 }
 
+/*
+ * May reclaim take `take` milli-GPUs of jobs no larger than queue a's
+ * deserved quota from a?  Such jobs keep what of the quota they held: the
+ * queue's GPUs outside its big jobs (over quota as a whole, see
+ * over_quota_alone) must stay at least min(deserved, what they were before
+ * the cycle).  Big jobs evicted earlier in the cycle still count as held
+ * here, which errs on the side of the victim.
+ */
+static bool
+keeps_quota(const al_ctx_t *c, int32_t a, int64_t take)
+{
+    int64_t deserved = c->s->queues[a].quota[AL_RES_GPU].deserved;
+    int64_t small = running_gpu(c, a) - c->wq[a].big_gpu;
+    int64_t before = c->wq[a].run_gpu0 - c->wq[a].big_gpu;
+
+    return small - take >= (before < deserved ? before : deserved);
+}
+
 /* May running job x be evicted (or shed) so that job j can start? */
 static bool
 victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
@@ -1699,8 +1735,8 @@ victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
                 shared = true;
         if (shared)
             break;
-        if (running_gpu(c, a) - give <
-            c->s->queues[a].quota[AL_RES_GPU].deserved)
+        if (!over_quota_alone(c, a, c->wj[x].held) &&
+            !keeps_quota(c, a, give))
             return false;
     }
     return true;
@@ -1775,16 +1811,18 @@ together_ok(const al_ctx_t *c, int32_t j, const victim_t *chosen, int32_t n,
     if (!v->guarded)
         return true;
     for (a = c->s->jobs[v->job].queue; a != NIL; a = c->wq[a].parent) {
-        int64_t take = v->qgive;
+        int64_t take = 0;
 
         if (contains(c, a, jq))
             break;
+        if (!over_quota_alone(c, a, c->wj[v->job].held))
+            take += v->qgive;
         for (i = 0; i < n; i++)
             if (chosen[i].guarded &&
-                contains(c, a, c->s->jobs[chosen[i].job].queue))
+                contains(c, a, c->s->jobs[chosen[i].job].queue) &&
+                !over_quota_alone(c, a, c->wj[chosen[i].job].held))
                 take += chosen[i].qgive;
-        if (running_gpu(c, a) - take <
-            c->s->queues[a].quota[AL_RES_GPU].deserved)
+        if (take > 0 && !keeps_quota(c, a, take))
             return false;
     }
     return true;

@@ -106,6 +106,18 @@ placed_gpu(const al_job_t *j, const al_placement_t *p)
     return p->devices != 0 ? p->gpu_milli : 0;
 }
 
+/* All the GPU a running job holds, as its queue is charged. */
+static int64_t
+job_gpu(const al_job_t *j)
+{
+    int64_t g = 0;
+    int t;
+
+    for (t = 0; t < j->ntasks; t++)
+        g += placed_gpu(j, &j->placement[t]);
+    return g;
+}
+
 static int
 model_index(const char *m)
 {
@@ -934,6 +946,8 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
     bool *np_started_in = calloc((size_t)s->nqueues + 1, sizeof(bool));
     bool *leaf = calloc((size_t)s->nqueues + 1, sizeof(bool));
     int64_t *reclaimed = calloc((size_t)s->nqueues + 1, sizeof(int64_t));
+    int64_t *small_taken = calloc((size_t)s->nqueues + 1, sizeof(int64_t));
+    int64_t *big0 = calloc((size_t)s->nqueues + 1, sizeof(int64_t));
     int64_t *requested = calloc((size_t)s->nqueues + 1, sizeof(int64_t));
     int i, k, q, res, m, nstart = 0, nplace = 0;
     /* ignore_queues ("one global order by priority and age, no fair
@@ -942,7 +956,9 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
     int nevict = 0;
 
     if (dec == NULL || started_in == NULL || np_started_in == NULL ||
-        leaf == NULL || reclaimed == NULL || requested == NULL)
+        leaf == NULL || reclaimed == NULL || small_taken == NULL ||
+        big0 == NULL ||
+        requested == NULL)
         abort();
     usage_init(&before, s);
     usage_init(&after, s);
@@ -965,8 +981,11 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
         if (j->state != AL_JOB_RUNNING)
             continue;
         usage_add(&before, s, j, j->placement, j->ntasks, 1);
-        for (q = j->queue; q >= 0; q = s->queues[q].parent)
+        for (q = j->queue; q >= 0; q = s->queues[q].parent) {
             requested[q] += task_gpu(&j->req) * j->ntasks;
+            if (job_gpu(j) > s->queues[q].quota[AL_RES_GPU].deserved)
+                big0[q] += job_gpu(j);
+        }
     }
 
     /* One decision per job, each well formed. */
@@ -1095,8 +1114,11 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
                 CHECK(c, fq != j->queue, "job %d reclaimed by its own queue",
                       d->job);
                 for (q = j->queue; q >= 0; q = s->queues[q].parent)
-                    if (!is_ancestor_or_self(s, q, fq))
+                    if (!is_ancestor_or_self(s, q, fq)) {
                         reclaimed[q] += g;
+                        if (job_gpu(j) <= s->queues[q].quota[AL_RES_GPU].deserved)
+                            small_taken[q] += g;
+                    }
             } else {
                 CHECK(c, d->why == AL_EVICT_RESERVATION, "job %d: why %d",
                       d->job, (int)d->why);
@@ -1203,14 +1225,22 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
                       models[m], (long long)after.npmodel[q][m],
                       (long long)mq->deserved);
         }
-        /* Reclaim never takes a queue below its deserved GPUs. */
-        if (reclaimed[q] > 0 && quotas)
-            CHECK(c,
-                  before.q[q][AL_RES_GPU] - reclaimed[q] >=
-                      qq->quota[AL_RES_GPU].deserved,
-                  "queue %d: reclaim took %lld of %lld, deserved %lld", q,
-                  (long long)reclaimed[q], (long long)before.q[q][AL_RES_GPU],
+        /* Reclaim never takes a queue below its deserved GPUs, except by
+         * evicting jobs larger than that quota (over quota as a whole):
+         * its other jobs keep min(deserved, what they held). */
+        if (small_taken[q] > 0 && quotas) {
+            int64_t small0 = before.q[q][AL_RES_GPU] - big0[q];
+            int64_t keep = small0 < qq->quota[AL_RES_GPU].deserved
+                               ? small0
+                               : qq->quota[AL_RES_GPU].deserved;
+
+            CHECK(c, small0 - small_taken[q] >= keep,
+                  "queue %d: reclaim took %lld of %lld in jobs within its "
+                  "quota (%lld in all), deserved %lld",
+                  q, (long long)small_taken[q], (long long)small0,
+                  (long long)before.q[q][AL_RES_GPU],
                   (long long)qq->quota[AL_RES_GPU].deserved);
+        }
     }
 
     /* Reasons. */
@@ -1417,6 +1447,8 @@ out:
     free(np_started_in);
     free(leaf);
     free(reclaimed);
+    free(small_taken);
+    free(big0);
     free(requested);
     return !c->failed;
 }

@@ -493,6 +493,63 @@ reclaim_not_below_deserved(void)
 }
 
 /*
+ * A job larger than its queue's deserved quota is over quota as a whole
+ * (Run:ai counts it so): it is no shield for the queue's guarantee.  Three
+ * nodes of 8: g (deserved 8) runs a 16-GPU gang on n0 and n1 and a young
+ * 4-GPU job on n2; x holds the rest of n2 with a build session.  o
+ * (deserved 8, nothing running) wants 1 GPU.  Before, evicting the gang
+ * would have taken g below 8 and o waited for as long as the gang ran.
+ * The 4-GPU job is the cheapest victim (least work lost) but within g's
+ * quota: it stays, and the gang goes.
+ */
+static void
+reclaim_gang_over_quota(void)
+{
+    snap_t *s = scenario();
+    int g, o, x, gang, small, oj;
+    al_result_t *r;
+    const al_decision_t *d;
+
+    snap_node(s, "n0", 8);
+    snap_node(s, "n1", 8);
+    snap_node(s, "n2", 8);
+    g = snap_queue(s, "g", -1, 8000, 1, AL_UNLIMITED);
+    o = snap_queue(s, "o", -1, 8000, 1, AL_UNLIMITED);
+    x = snap_queue(s, "x", -1, 8000, 1, AL_UNLIMITED);
+    gang = snap_job(s, g, 2, 8);
+    snap_place(s, gang, 100, 0, 0xFF);
+    snap_place(s, gang, 100, 1, 0xFF);
+    small = snap_job(s, g, 1, 4);
+    snap_place(s, small, 990, 2, 0x0F);
+    snap_place(s, snap_job_build(s, x, 1, 4), 0, 2, 0xF0);
+    oj = snap_job(s, o, 1, 1);
+    snap_set_now(s, 1000);
+    r = snap_run(s);
+    if (res_count(r, AL_DEC_EVICT) != 1)
+        res_dump(snap_get(s), r);
+    ASSERT_EQ(res_count(r, AL_DEC_EVICT), 1);
+    d = res_find(r, gang, AL_DEC_EVICT);
+    ASSERT(d != NULL);
+    ASSERT_EQ(d->why, AL_EVICT_RECLAIM);
+    ASSERT_STARTED(r, oj, 1);
+    ASSERT_EQ(r->queues[g].allocated[AL_RES_GPU], 4000);
+    al_result_destroy(r);
+
+    /* Without the gang (held; x's build sessions fill n0 and n1), g's
+     * 4 GPUs are within its quota: nothing goes, o waits. */
+    snap_unplace(s, gang);
+    snap_job_ref(s, gang)->state = AL_JOB_HELD;
+    gang = snap_job_build(s, x, 2, 8);
+    snap_place(s, gang, 0, 0, 0xFF);
+    snap_place(s, gang, 0, 1, 0xFF);
+    r = snap_run(s);
+    ASSERT_EQ(res_count(r, AL_DEC_EVICT), 0);
+    ASSERT_NOT_STARTED(r, oj);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
  * Queue priority orders the surplus, not the guarantee: a high-priority
  * queue with no deserved quota may not reclaim a low-priority queue below
  * its deserved quota.  One node of 8: lo (priority 0, deserved 2) runs L1
@@ -3261,6 +3318,7 @@ const al_test_t test_sched[] = {
     { "reclaim_respects_deserved", reclaim_respects_deserved },
     { "reclaim_min_runtime", reclaim_min_runtime },
     { "reclaim_minimal_victims", reclaim_minimal_victims },
+    { "reclaim_gang_over_quota", reclaim_gang_over_quota },
     { "reclaim_not_below_deserved", reclaim_not_below_deserved },
     { "reclaim_shrink_elastic", reclaim_shrink_elastic },
     { "reclaim_before_reservation", reclaim_before_reservation },
