@@ -61,29 +61,38 @@ def main():
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for c in a.clusters.split(","):
             nodes = SIZES[c][0 if size == "paper" else 1]
-            jobs = os.path.join(a.out, f"cluster{c}-{size}-jobs.csv")
-            cmd = [a.allot, "sim", "--trace", trace, "--trace-filter-queue",
-                   f"cluster{c}", "--nodes", str(nodes), "--gpus-per-node",
-                   "8", "--queues", "8", "--policy", a.policies, "--json",
-                   "--quiet", "--jobs-csv", jobs]
-            out = subprocess.run(cmd, check=True, capture_output=True,
-                                 text=True).stdout
-            path = os.path.join(a.out, f"cluster{c}-{size}.jsonl")
-            with open(path, "w") as f:
-                f.write(out)
-            runs = [json.loads(line) for line in out.splitlines()]
-            several = len(runs) > 1
-            for s in runs:
-                if s["unschedulable"] > 0 and "allot" in a.policies.split(","):
-                    same.append((c, nodes, s["policy"],
-                                 same_jobs(jobs, s["policy"], several)))
-                print(f"| {c} | {nodes} | {s['policy']} | {s['completed']} "
-                      f"| {s['unschedulable']} | {s['avg_jct_s'] / 3600:.2f} "
-                      f"| {s['p95_queue_s'] / 3600:.2f} "
-                      f"| {s['worst_queue_avg_queue_s'] / 3600:.2f} "
-                      f"| {s['gpu_alloc_ratio']:.3f} "
-                      f"| {s['wastage_ratio']:.4f} | {s['preemptions']} "
-                      f"| {s['sim_wall_s']:.2f} |")
+            main_jobs = None
+            for pols, extra, tag in variants(a.policies, size):
+                jobs = os.path.join(a.out, f"cluster{c}-{size}{tag}-jobs.csv")
+                cmd = [a.allot, "sim", "--trace", trace,
+                       "--trace-filter-queue", f"cluster{c}", "--nodes",
+                       str(nodes), "--gpus-per-node", "8", "--queues", "8",
+                       "--policy", pols, "--json", "--quiet", "--jobs-csv",
+                       jobs] + extra
+                out = subprocess.run(cmd, check=True, capture_output=True,
+                                     text=True).stdout
+                path = os.path.join(a.out, f"cluster{c}-{size}{tag}.jsonl")
+                with open(path, "w") as f:
+                    f.write(out)
+                runs = [json.loads(line) for line in out.splitlines()]
+                several = len(runs) > 1
+                if main_jobs is None:
+                    main_jobs = policy_csv(jobs, "allot", several)
+                for s in runs:
+                    name = " ".join([s["policy"]] + extra)
+                    if (s["unschedulable"] > 0 and
+                            "allot" in a.policies.split(",")):
+                        same.append((c, nodes, name, same_jobs(
+                            policy_csv(jobs, s["policy"], several),
+                            main_jobs)))
+                    print(f"| {c} | {nodes} | {name} | {s['completed']} "
+                          f"| {s['unschedulable']} "
+                          f"| {s['avg_jct_s'] / 3600:.2f} "
+                          f"| {s['p95_queue_s'] / 3600:.2f} "
+                          f"| {s['worst_queue_avg_queue_s'] / 3600:.2f} "
+                          f"| {s['gpu_alloc_ratio']:.3f} "
+                          f"| {s['wastage_ratio']:.4f} | {s['preemptions']} "
+                          f"| {s['sim_wall_s']:.2f} |")
             sys.stdout.flush()
         if same:
             print(f"\nOn the same jobs ({size} size): avg JCT (h) over the "
@@ -98,6 +107,17 @@ def main():
         same.clear()
 
 
+def variants(policies, size):
+    """(policies, extra arguments, file tag) of each run per cluster: every
+    policy as it is and, at the contended size, static once more with
+    allot's order inside each queue (shortest expected runtime first), to
+    show how much of allot's lead over static is that order."""
+    v = [(policies, [], "")]
+    if size == "contended" and "static" in policies.split(","):
+        v.append(("static", ["--order", "short"], "-static-short"))
+    return v
+
+
 def policy_csv(path, policy, several):
     """Where allot sim --jobs-csv wrote policy's rows (its name before the
     extension when several policies ran)."""
@@ -107,13 +127,13 @@ def policy_csv(path, policy, several):
     return f"{base}.{policy}{ext}"
 
 
-def same_jobs(path, policy, several):
-    """(jobs `policy` completed, its avg JCT on them, allot's avg JCT on
-    them, allot's avg JCT on the jobs `policy` left unschedulable)."""
+def same_jobs(theirs_csv, allot_csv):
+    """(jobs the other policy completed, its avg JCT on them, allot's avg
+    JCT on them, allot's avg JCT on the jobs it left unschedulable)."""
     def rows(p):
-        with open(policy_csv(path, p, several), newline="") as f:
+        with open(p, newline="") as f:
             return {r["job_id"]: r for r in csv.DictReader(f)}
-    theirs, ours = rows(policy), rows("allot")
+    theirs, ours = rows(theirs_csv), rows(allot_csv)
     done = [k for k, r in theirs.items() if r["jct_s"] != ""]
     left = [k for k, r in theirs.items() if r["unschedulable"] == "1"
             and ours[k]["jct_s"] != ""]

@@ -19,7 +19,7 @@
 typedef struct args {
     const char *trace, *filter_queue, *cluster, *gpu_model, *queues_file;
     const char *queues_from, *policy, *report, *timeseries, *title;
-    const char *tiresias, *seeds, *jobs_csv, *pack;
+    const char *tiresias, *seeds, *jobs_csv, *pack, *order;
     int64_t nodes, gpus_per_node, nodes_per_rack, cpus_per_node, mem_gib;
     int64_t queues, checkpoint, half_life, tick;
     double estimate_factor, usage_weight, fill;
@@ -76,6 +76,10 @@ static const option_t options[] = {
     { "--pack", O_STR, A(pack), 0, 0, "bin|spread|frag",
       "placement: bin-packing (default), spread, or fragmentation-aware "
       "(FGD; with --fill, judged against the whole trace's pod shapes)" },
+    { "--order", O_STR, A(order), 0, 0, "short|fifo",
+      "order inside a queue: shortest expected runtime first (allot's "
+      "default) or first come first served (the baselines'); applies to "
+      "every policy of the run" },
     { "--tick", O_INT, A(tick), 0, 1e9, "S",
       "also run a cycle every S seconds while jobs pend (default 0: only "
       "on events)" },
@@ -465,6 +469,18 @@ check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
                     "allot sim: --pack: expected bin, spread or "
                     "frag, got '%s'\n",
                     a->pack);
+            return 2;
+        }
+    }
+    if (a->order != NULL) {
+        if (strcmp(a->order, "short") == 0) {
+            o->short_first = 1;
+        } else if (strcmp(a->order, "fifo") == 0) {
+            o->short_first = 0;
+        } else {
+            fprintf(stderr,
+                    "allot sim: --order: expected short or fifo, got '%s'\n",
+                    a->order);
             return 2;
         }
     }

@@ -32,7 +32,8 @@ al_config_default(al_config_t *cfg)
     cfg->preempt = true;
     cfg->borrow = true;
     cfg->max_reclaim_tries = 8;
-    cfg->starve_after = (int64_t)12 * 3600;
+    cfg->starve_after = (int64_t)2 * 3600;
+    cfg->short_first = true;
 }
 
 int
@@ -2664,8 +2665,36 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
     return rc;
 }
 
+/* A time as 47 bits that sort as it does (clamped at +-2^46 s, some two
+ * million years). */
+static uint64_t
+bias47(int64_t v)
+{
+    const int64_t half = (int64_t)1 << 46;
+
+    if (v < -half)
+        v = -half;
+    if (v > half - 1)
+        v = half - 1;
+    return (uint64_t)(v + half);
+}
+
+/* The expected runtime in whole minutes as an order key (16 bits), or 0
+ * when the order ignores it. */
+static uint64_t
+runtime_minutes(const al_ctx_t *c, const al_job_t *jb)
+{
+    int64_t m;
+
+    if (!c->cfg.short_first)
+        return 0;
+    m = al__runtime(c, jb) / 60;
+    return m < 0 ? 0 : m > 0xFFFF ? 0xFFFF : (uint64_t)m;
+}
+
 /* Builds the candidates' order: per queue (or one global list), priority
- * class, critical path, waiting time, submit time, id. */
+ * class, critical path, expected runtime (short_first), waiting time,
+ * submit time, id. */
 static int
 build_order(al_ctx_t *c, pass_t *ps)
 {
@@ -2708,9 +2737,11 @@ build_order(al_ctx_t *c, pass_t *ps)
                        (c->wj[j].crit > 0xFFFFFFF ? 0xFFFFFFF : c->wj[j].crit));
         k = &ps->order[n++];
         k->k[0] = q << 44 | prio << 28 | crit;
-        /* Waiting since (earlier first: aging), then submit time. */
-        k->k[1] =
-            bias(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
+        /* Expected runtime in minutes (short_first), then waiting since
+         * (earlier first: aging), then submit time. */
+        k->k[1] = runtime_minutes(c, jb) << 47 |
+                  bias47(jb->eligible_time > 0 ? jb->eligible_time
+                                               : jb->submit_time);
         /* Submit time as an offset from the waiting time: the same
          * order for ties, and all zero (no sort pass) in the usual case
          * where a job waits since it was submitted. */
@@ -2805,18 +2836,34 @@ second_chance(al_ctx_t *c, pass_t *ps)
     return 0;
 }
 
+/* (waited + runtime) / runtime in thousandths: the response ratio of
+ * highest-response-ratio-next, which favours short jobs and lets every job's
+ * ratio grow without bound while it waits. */
+static int64_t
+response_ratio(const al_ctx_t *c, const al_job_t *jb, int64_t waited)
+{
+    int64_t rt = al__runtime(c, jb);
+    double r;
+
+    if (rt < 1)
+        rt = 1;
+    r = ((double)waited + (double)rt) * 1000.0 / (double)rt;
+    return r > 4e18 ? (int64_t)4e18 : (int64_t)r;
+}
+
 /*
- * Anti-starvation: the jobs that have waited longer than starve_after, the
- * oldest first and at most reserve_depth of them, are considered before the
- * order of need.  Each starts, reclaims or takes one of the first
- * reservations, so a gang of a queue above its fair share cannot be passed
- * over forever by the steady small jobs of queues below theirs.
+ * Anti-starvation: the jobs that have waited longer than starve_after, at
+ * most reserve_depth of them, are considered before the order of need:
+ * oldest first, or with short_first the highest response ratio first.
+ * Each starts, reclaims or takes one of the first reservations, so a gang
+ * of a queue above its fair share cannot be passed over forever by the
+ * steady small jobs of queues below theirs.
  */
 static int
 starving_first(al_ctx_t *c, pass_t *ps)
 {
     int32_t pick[AL_STARVE_MAX], np = 0, k, j;
-    int64_t since[AL_STARVE_MAX];
+    int64_t key[AL_STARVE_MAX];
     int want = c->cfg.reserve_depth < AL_STARVE_MAX ? c->cfg.reserve_depth
                                                     : AL_STARVE_MAX;
     size_t i;
@@ -2834,19 +2881,21 @@ starving_first(al_ctx_t *c, pass_t *ps)
         t = jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time;
         if (c->s->now - t < c->cfg.starve_after)
             continue;
+        if (c->cfg.short_first)
+            t = -response_ratio(c, jb, c->s->now - t);
         if (np == want &&
-            (t > since[np - 1] || (t == since[np - 1] && j > pick[np - 1])))
+            (t > key[np - 1] || (t == key[np - 1] && j > pick[np - 1])))
             continue;
-        /* Insert into the small sorted list, oldest (then lowest index)
-         * first. */
+        /* Insert into the small sorted list, smallest key (then lowest
+         * index) first. */
         k = np < want ? np++ : np - 1;
         while (k > 0 &&
-               (since[k - 1] > t || (since[k - 1] == t && pick[k - 1] > j))) {
-            since[k] = since[k - 1];
+               (key[k - 1] > t || (key[k - 1] == t && pick[k - 1] > j))) {
+            key[k] = key[k - 1];
             pick[k] = pick[k - 1];
             k--;
         }
-        since[k] = t;
+        key[k] = t;
         pick[k] = j;
     }
     for (k = 0; k < np; k++) {

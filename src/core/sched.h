@@ -252,12 +252,21 @@ typedef struct al_config {
     bool ignore_queues;
     int max_reclaim_tries; /* reclaim/preempt attempts per cycle */
     /* Anti-starvation: pending jobs that have waited this long (seconds;
-     * 0 turns it off) are considered first, oldest first, before the
-     * order of need, up to reserve_depth of them: they start, reclaim or
-     * get the first reservations.  Fair-share order alone can leave the
-     * big gangs of a queue above its share waiting without a reservation
-     * for as long as other queues keep submitting. */
+     * 0 turns it off) are considered first, before the order of need, up
+     * to reserve_depth of them: they start, reclaim or get the first
+     * reservations.  Fair-share order alone can leave the big gangs of a
+     * queue above its share waiting without a reservation for as long as
+     * other queues keep submitting.  Which of them go first: see
+     * short_first. */
     int64_t starve_after;
+    /* Shortest expected runtime first (the job's estimate, else its time
+     * limit, else default_runtime).  Inside a queue, jobs of one priority
+     * class and critical path go by expected runtime (to the minute), then
+     * by waiting time; among jobs waiting past starve_after, the highest
+     * response ratio (waited + runtime) / runtime goes first, so a job's
+     * turn comes however long it is.  Off: waiting time alone, oldest
+     * first, in both places. */
+    bool short_first;
     /* AL_PACK_FRAG's workload profile, when the caller knows the mix of
      * tasks to expect (FGD measures fragmentation against the target
      * workload's task shapes, known from history): nprofile shapes, owned
@@ -273,9 +282,9 @@ typedef struct al_config {
 
 /* Fills *cfg with the defaults: bin-packing, no topology levels,
  * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
- * 24 h, lend_reserved, reclaim, preempt and borrow on, strict_order and
- * ignore_queues off, max_reclaim_tries 8, starve_after 12 h, no workload
- * profile. */
+ * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
+ * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
+ * 2 h, no workload profile. */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */

@@ -50,13 +50,19 @@ cfg_fifo(al_config_t *cfg)
     cfg->preempt = false;
     cfg->lend_reserved = false;
     cfg->ignore_queues = true;
+    cfg->short_first = false;
 }
 
 static void
 cfg_static(al_config_t *cfg)
 {
+    /* How most GPU clusters are run today: a fixed split, first come first
+     * served inside each part, and the anti-starvation allot had before
+     * it learnt shortest-first (oldest first after 12 h). */
     cfg->borrow = false;
     cfg->reclaim = false;
+    cfg->short_first = false;
+    cfg->starve_after = (int64_t)12 * 3600;
 }
 
 static void
@@ -68,6 +74,7 @@ cfg_backfill(al_config_t *cfg)
     cfg->reclaim = false;
     cfg->preempt = false;
     cfg->lend_reserved = false;
+    cfg->short_first = false;
 }
 
 static void
@@ -82,6 +89,7 @@ cfg_tiresias(al_config_t *cfg)
     cfg->preempt = true;
     cfg->lend_reserved = false;
     cfg->usage_weight = 0;
+    cfg->short_first = false;
 }
 
 static void
@@ -93,6 +101,7 @@ cfg_sjf(al_config_t *cfg)
     cfg->lend_reserved = false;
     if (cfg->reserve_depth < 1)
         cfg->reserve_depth = 1;
+    cfg->short_first = false;
 }
 
 static const policy_t policies[AL_POLICY_COUNT] = {
@@ -135,6 +144,7 @@ al_sim_opts_default(al_sim_opts_t *o)
     o->usage_half_life = (int64_t)7 * 86400;
     o->usage_weight = -1;
     o->pack = -1;
+    o->short_first = -1;
     /* Tiresias' discretised 2D-LAS: levels split at 1 and 10 GPU-hours. */
     o->tiresias_thresholds[0] = 3600;
     o->tiresias_thresholds[1] = 36000;
@@ -1256,6 +1266,8 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     s->pol->configure(&s->cfg);
     if (opts->pack >= 0)
         s->cfg.pack = (al_pack_t)opts->pack;
+    if (opts->short_first >= 0)
+        s->cfg.short_first = opts->short_first != 0;
     s->cfg.nprofile = opts->nprofile;
     s->cfg.profile = opts->profile;
     s->njobs = trace->njobs;

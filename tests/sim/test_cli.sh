@@ -33,6 +33,10 @@ check "no --trace exits 2" $([ $? -eq 2 ]; echo $?)
 check "unknown policy exits 2" $([ $? -eq 2 ]; echo $?)
 "$ALLOT" sim --trace "$DATA/small.csv" --nodes 0 2>/dev/null
 check "zero nodes exits 2" $([ $? -eq 2 ]; echo $?)
+"$ALLOT" sim --trace "$DATA/small.csv" --nodes 1 --order lifo 2>"$TMP/err"
+check "unknown order exits 2" $([ $? -eq 2 ]; echo $?)
+grep -q "\-\-order: expected short or fifo, got 'lifo'" "$TMP/err"
+check "order message names the value" $?
 
 printf 'group name=x count=two gpus=8\n' >"$TMP/c.txt"
 "$ALLOT" sim --trace "$DATA/small.csv" --cluster "$TMP/c.txt" 2>"$TMP/err"

@@ -97,6 +97,8 @@ config_defaults(void)
     ASSERT_GT(c.default_runtime, 0);
     ASSERT_EQ(c.usage_half_life, 7 * 86400);
     ASSERT_GE(c.ntopo_levels, 0);
+    ASSERT(c.short_first);
+    ASSERT_EQ(c.starve_after, 2 * 3600);
 }
 
 static void
@@ -1011,8 +1013,10 @@ backfill_long_job(void)
     snap_destroy(s);
 
     /* A job with neither limit nor estimate is assumed to run
-     * default_runtime (3600 here): also too long. */
+     * default_runtime (3600 here): also too long.  (First come first
+     * served: shortest-first would put x, 3600 s, before G, 5000 s.) */
     s = backfill_setup(&g, &x, 0);
+    snap_config(s)->short_first = false;
     r = snap_run(s);
     ASSERT_REASON(r, x, AL_WHY_BEHIND_RESERVATION);
     al_result_destroy(r);
@@ -3061,6 +3065,108 @@ starving_job_first(void)
 }
 
 /*
+ * short_first: inside a queue the shortest expected runtime goes first
+ * (the smaller of estimate and time limit, else default_runtime), then
+ * the oldest.  One node of 8 with 2 GPUs free; q waits with lng (2 GPUs,
+ * limit 10 h, the oldest), none (2 GPUs, no limit: default_runtime, 1 h)
+ * and shrt (2 GPUs, estimate 10 min, the youngest).  Only one fits now.
+ */
+static void
+short_first_order(void)
+{
+    snap_t *s = scenario();
+    int q, run, lng, none, shrt;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    run = snap_job_build(s, q, 1, 6);
+    snap_place(s, run, 0, 0, 0x3F);
+    lng = snap_job(s, q, 1, 2);
+    snap_job_ref(s, lng)->time_limit = 10 * 3600;
+    none = snap_job(s, q, 1, 2);
+    shrt = snap_job(s, q, 1, 2);
+    snap_job_ref(s, shrt)->estimate = 600;
+    snap_job_ref(s, shrt)->time_limit = 3 * 3600;
+    snap_set_now(s, 100);
+    snap_config(s)->reserve_depth = 0;
+    snap_config(s)->short_first = true;
+    r = snap_run(s);
+    ASSERT_STARTED(r, shrt, 1);
+    ASSERT_NOT_STARTED(r, none);
+    ASSERT_NOT_STARTED(r, lng);
+    al_result_destroy(r);
+
+    /* Without it, first come first served. */
+    snap_config(s)->short_first = false;
+    r = snap_run(s);
+    ASSERT_STARTED(r, lng, 1);
+    ASSERT_NOT_STARTED(r, shrt);
+    al_result_destroy(r);
+
+    /* shrt now expects min(5 h estimate, 2 h limit) = 2 h: none (1 h) goes
+     * first. */
+    snap_config(s)->short_first = true;
+    snap_job_ref(s, shrt)->estimate = 5 * 3600;
+    snap_job_ref(s, shrt)->time_limit = 2 * 3600;
+    r = snap_run(s);
+    ASSERT_STARTED(r, none, 1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
+ * With short_first, the jobs past starve_after go by response ratio
+ * (waited + runtime) / runtime, not oldest first.  As starving_job_first,
+ * with two starving jobs of queue a and one reservation: old (13 h
+ * waited, 100 h expected: ratio 1.13) and brief (3 h waited, 1 h
+ * expected: ratio 4) take it in that order of ratio: brief.
+ */
+static void
+starving_response_ratio(void)
+{
+    snap_t *s = scenario();
+    int a, r, old, brief;
+    al_result_t *res;
+
+    snap_node(s, "n0", 8);
+    a = snap_queue(s, "a", -1, 8000, 1, AL_UNLIMITED);
+    r = snap_job(s, a, 1, 8);
+    snap_job_ref(s, r)->min_runtime = 1000000;
+    snap_place(s, r, 100000 - 60, 0, 0xFF);
+    old = snap_job(s, a, 1, 4);
+    snap_job_ref(s, old)->submit_time = 100000 - 13 * 3600;
+    snap_job_ref(s, old)->time_limit = 100 * 3600;
+    brief = snap_job(s, a, 1, 4);
+    snap_job_ref(s, brief)->submit_time = 100000 - 3 * 3600;
+    snap_job_ref(s, brief)->time_limit = 3600;
+    snap_set_now(s, 100000);
+    snap_config(s)->starve_after = 2 * 3600;
+    snap_config(s)->short_first = true;
+    res = snap_run(s);
+    ASSERT_EQ(res->nreservations, 1);
+    ASSERT_EQ(res->reservations[0].job, brief);
+    al_result_destroy(res);
+
+    /* Oldest first without short_first. */
+    snap_config(s)->short_first = false;
+    res = snap_run(s);
+    ASSERT_EQ(res->nreservations, 1);
+    ASSERT_EQ(res->reservations[0].job, old);
+    al_result_destroy(res);
+
+    /* A long job's turn comes: after 400 h old's ratio is
+     * (400 + 100) / 100 = 5, above that of brief waiting 2.5 h (3.5). */
+    snap_job_ref(s, old)->submit_time = 100000 - 400 * 3600;
+    snap_job_ref(s, brief)->submit_time = 100000 - 9000;
+    snap_config(s)->short_first = true;
+    res = snap_run(s);
+    ASSERT_EQ(res->reservations[0].job, old);
+    al_result_destroy(res);
+    snap_destroy(s);
+}
+
+/*
  * A job the same cycle started is the cheapest victim: it gives way, with
  * no decision at all, to a job of a queue below its fair share.  8 GPUs;
  * b (deserved 2) runs 2 and wants 3 more; a (deserved 0) wants 4.  Fair
@@ -3311,6 +3417,8 @@ const al_test_t test_sched[] = {
     { "pack_frag_cpu_only", pack_frag_cpu_only },
     { "pack_frag_bad_profile", pack_frag_bad_profile },
     { "config_defaults", config_defaults },
+    { "short_first_order", short_first_order },
+    { "starving_response_ratio", starving_response_ratio },
     { "usage_decay", usage_decay },
     { "request_gpu_milli", request_gpu_milli },
     { "empty", empty },
