@@ -22,7 +22,10 @@ static const char submit_usage[] =
     "are MiB).  The job runs in the current directory with PATH, HOME,\n"
     "LANG, and the --env variables.  A job script (a file starting with\n"
     "'#') is sent whole; its '#ALLOT --gpus 2' lines, before its first\n"
-    "command, set options, and the command line overrides them.\n";
+    "command, set options, and the command line overrides them.\n"
+    "--time is a limit (90m, 2h, 1d; the job fails when it is reached), and\n"
+    "inside a queue shorter limits start first: a job without one counts as\n"
+    "24 hours.\n";
 
 /* Variables of the submitter's environment passed on to the job. */
 static const char *const passed_env[] = { "PATH",       "HOME", "LANG",
