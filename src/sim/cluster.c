@@ -239,12 +239,7 @@ al_cluster_parse(const char *name, const char *buf, size_t len,
         for (int k = 0; k < ngroups; k++)
             free_group(&groups[k]);
         free(groups);
-        char *msg = al__err_take(&errs);
-        if (cause)
-            *cause = msg;
-        else
-            free(msg);
-        return AL_EPARSE;
+        return al__err_give(&errs, cause);
     }
     al_cluster_t *c = al__xcalloc(1, sizeof(*c));
     c->groups = groups;

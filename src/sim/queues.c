@@ -147,12 +147,7 @@ al_queues_parse(const char *name, const char *buf, size_t len,
         al__err(&errs, "%s: no queues", name);
     if (errs.n > 0) {
         free_defs(qs, nq);
-        char *msg = al__err_take(&errs);
-        if (cause)
-            *cause = msg;
-        else
-            free(msg);
-        return AL_EPARSE;
+        return al__err_give(&errs, cause);
     }
     al_queues_t *q = al__xcalloc(1, sizeof(*q));
     q->queues = qs;

@@ -41,8 +41,9 @@ typedef struct al_errs {
 
 void al__err(al_errs_t *e, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* Returns the collected text (malloc()ed) and resets e. */
-char *al__err_take(al_errs_t *e);
+/* Hands the collected text to *cause (malloc()ed; freed if cause is NULL),
+ * resets e and returns AL_EPARSE. */
+int al__err_give(al_errs_t *e, char **cause);
 
 /*
  * The next meaningful line of a `key=value` file (--cluster, --queues-file):

@@ -299,12 +299,7 @@ al_trace_parse(const char *name, const char *buf, size_t len,
     free(ps.fs.scratch);
     if (ps.errs.n > 0) {
         free_jobs(ps.jobs, ps.njobs);
-        char *msg = al__err_take(&ps.errs);
-        if (cause)
-            *cause = msg;
-        else
-            free(msg);
-        return AL_EPARSE;
+        return al__err_give(&ps.errs, cause);
     }
     if (ps.njobs > 1)
         qsort(ps.jobs, (size_t)ps.njobs, sizeof(*ps.jobs), cmp_job);

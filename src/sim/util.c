@@ -103,8 +103,8 @@ al__err(al_errs_t *e, const char *fmt, ...)
     va_end(ap);
 }
 
-char *
-al__err_take(al_errs_t *e)
+int
+al__err_give(al_errs_t *e, char **cause)
 {
     if (e->n > AL_MAX_ERRORS)
         al__buf_printf(&e->buf, "\n... and %d more errors",
@@ -113,7 +113,11 @@ al__err_take(al_errs_t *e)
     e->buf.s = NULL;
     e->buf.len = e->buf.cap = 0;
     e->n = 0;
-    return s;
+    if (cause)
+        *cause = s;
+    else
+        free(s);
+    return AL_EPARSE;
 }
 
 int
