@@ -96,8 +96,9 @@ proc_cpu_s(pid_t pid)
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     unsigned long long ut = 0, st = 0;
-    /* Fields 14 and 15 (utime, stime), counted after the command name. */
-    for (int field = 2; p != NULL && field < 13; field++)
+    /* Fields 14 and 15 (utime, stime), counted after the command name:
+     * each step moves p to the space before the next field. */
+    for (int field = 2; p != NULL && field < 14; field++)
         p = strchr(p + 1, ' ');
     if (p == NULL || sscanf(p + 1, "%llu %llu", &ut, &st) != 2)
         return 0;
