@@ -29,6 +29,9 @@
 #define MAX_LIST 1000
 #define MAX_LOG_READ (4 << 20)
 #define LONG_POLL_MAX_MS 30000
+/* A sync that reported ended tasks waits for the next scheduling cycle
+ * when that is due within this many ms (else it is answered at once). */
+#define DEFER_MAX_MS 100
 
 /* ------------------------------------------------------------------ */
 /* Helpers                                                            */
@@ -156,8 +159,10 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
     json_t *spec = al__job_spec(j);
     json_object_update(o, spec); /* command, cwd, env, script */
     json_decref(spec);
-    if (j->reason != NULL)
-        json_object_set_new(o, "reason", json_string(j->reason));
+    char buf[256];
+    const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
+    if (reason != NULL)
+        json_object_set_new(o, "reason", json_string(reason));
     if (!internal) {
         json_object_set_new(o, "priority",
                             json_integer(al__jclasses[j->cls].priority));
@@ -255,6 +260,7 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
             tk->done = al_json_bool(p, "done", false);
             tk->exit_code = (int)al_json_int(p, "exit_code", 0);
             tk->signal = (int)al_json_int(p, "signal", 0);
+            tk->log_size = -1;
         }
     }
     if (j->state == JS_RUNNING) {
@@ -853,6 +859,10 @@ api_job_list(al_ctl_t *ctl, al__req_t *req)
         al__reply_error(req, 400, "bad_request", "after must be a job id");
         return;
     }
+    /* Only active jobs wanted: none lies before the first active one. */
+    if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED] &&
+        after < al__ctl_first_active(ctl))
+        after = al__ctl_first_active(ctl);
     json_t *jobs = json_array();
     uint64_t last = 0;
     bool more = false;
@@ -1266,20 +1276,17 @@ api_agent_register(al_ctl_t *ctl, al__req_t *req)
                     (json_int_t)ctl->opts.grace_ms));
 }
 
-/* Appends a chunk of a task's output that starts at offset `off` to the
- * server's copy; returns the size of the copy afterwards. */
+/* Appends a chunk of the output of task `task` of job j's run `restart`
+ * that starts at offset `off` to the server's copy; returns the size of the
+ * copy afterwards. */
 static int64_t
-append_log(al_ctl_t *ctl, uint64_t job, int task, int restart, int64_t off,
+append_log(al_ctl_t *ctl, al__job_t *j, int task, int restart, int64_t off,
            const char *b64)
 {
-    char *path = log_path(ctl, job, task, restart);
+    if (b64 == NULL) /* nothing to add: only tell how much we have */
+        return al__ctl_log_size(ctl, j, task, restart);
+    char *path = log_path(ctl, j->id, task, restart);
     struct stat st;
-    if (b64 == NULL) {
-        /* Nothing to add: only tell the agent how much we have. */
-        int64_t have = stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
-        free(path);
-        return have;
-    }
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     free(path);
     if (fd < 0)
@@ -1297,6 +1304,7 @@ append_log(al_ctl_t *ctl, uint64_t job, int task, int restart, int64_t off,
         free(data);
     }
     close(fd);
+    al__ctl_log_grew(j, task, restart, size);
     return size;
 }
 
@@ -1420,7 +1428,7 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         n->known[n->nknown++] = (al__task_key_t){ t->job, t->task, t->restart };
     }
     json_t *acks = json_array();
-    bool urgent = false;
+    bool urgent = false, exits = false; /* exits: it reported new ends */
     for (size_t i = 0; i < s.ntasks; i++) {
         const al__sync_task_t *t = &s.tasks[i];
         al__job_t *j = al__ctl_job(ctl, t->job);
@@ -1438,12 +1446,16 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
                               (json_int_t)(INT64_MAX / 2)));
             continue;
         }
-        int64_t size =
-            append_log(ctl, t->job, task, restart, t->log_off, t->log);
-        json_array_append_new(acks, json_pack("{s:I, s:i, s:i, s:I}", "job",
-                                              (json_int_t)t->job, "task", task,
-                                              "restart", restart, "log_off",
-                                              (json_int_t)size));
+        int64_t size = append_log(ctl, j, task, restart, t->log_off, t->log);
+        /* Acknowledge what the agent does not know yet: an exit, output it
+         * sent, or a copy whose size differs from what it thinks we have.
+         * A running task with nothing new needs no ack (most of them, and
+         * an ack for each on every sync was much of a sync's cost). */
+        if (t->exited || t->log != NULL || t->log_off != size)
+            json_array_append_new(acks, json_pack("{s:I, s:i, s:i, s:I}", "job",
+                                                  (json_int_t)t->job, "task",
+                                                  task, "restart", restart,
+                                                  "log_off", (json_int_t)size));
         if (t->log != NULL)
             urgent = true;
         if (!t->exited)
@@ -1455,6 +1467,7 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
             continue;
         al__task_t *tk = &j->tasks[task];
         tk->done = true;
+        exits = true;
         tk->exit_code = t->exit_code;
         tk->signal = t->signal;
         n->changed = true;
@@ -1478,20 +1491,26 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         }
         free(d);
     }
-    json_t *desired = al__ctl_desired(ctl, ni);
-    /* Answer at once when the agent must start something it lacks. */
-    json_t *dt = json_object_get(desired, "tasks");
-    for (size_t i = 0; !urgent && i < json_array_size(dt); i++) {
-        json_t *d = json_array_get(dt, i);
-        bool have = false;
-        for (size_t k = 0; !have && k < s.ntasks; k++) {
-            const al__sync_task_t *t = &s.tasks[k];
-            have = (int64_t)t->job == al_json_int(d, "job", -1) &&
-                   t->task == al_json_int(d, "task", -1) &&
-                   t->restart == al_json_int(d, "restart", -1);
-        }
-        urgent = !have;
+    if (n->parked != NULL) {
+        /* The agent gave up on its previous poll (one of its tasks ended,
+         * say): answer it now, whether this one is answered at once or
+         * parked.  An agent waits for that answer on its other connection
+         * before using it again (al_http_conn_t.pending). */
+        al__req_t *p = n->parked;
+        p->status = 200;
+        p->resp = al__ctl_desired(ctl, ni, NULL);
+        if (p->acks != NULL)
+            json_object_set_new(p->resp, "acks", p->acks);
+        p->acks = NULL;
+        n->parked = NULL;
+        al__ctl_complete(ctl, p);
     }
+    /* Answer at once when the agent must start something it lacks (a
+     * task this sync did not report: n->known is what it reported). */
+    int lacking = 0;
+    json_t *desired = al__ctl_desired(ctl, ni, &lacking);
+    if (lacking > 0)
+        urgent = true;
     /* A node counts as alive from sync to sync: answer within half the
      * node timeout so that an idle agent is never taken for a dead one. */
     int64_t wait = s.wait_ms;
@@ -1500,6 +1519,22 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         wait = LONG_POLL_MAX_MS;
     if (wait > ctl->opts.node_timeout_ms / 2)
         wait = ctl->opts.node_timeout_ms / 2;
+    /* What it reported changed the state: its acks must not go out before
+     * that is committed (a 503 instead if the commit fails). */
+    if (json_array_size(acks) > 0)
+        req->mutating = true;
+    /* Ended tasks free room for others: answer after the scheduling cycle
+     * that is due (in a few ms), so that the answer names the tasks taking
+     * their place and the agent has no second sync to make for them. */
+    if (exits && lacking == 0 && ctl->sched_dirty &&
+        ctl->sched_due - al_clock_mono_ms() <= DEFER_MAX_MS) {
+        json_decref(desired);
+        req->acks = acks;
+        req->after_cycle = true;
+        req->deadline = ctl->sched_due + 1;
+        n->parked = req;
+        return;
+    }
     if (urgent || wait <= 0 || n->changed) {
         json_object_set_new(desired, "acks", acks);
         reply(req, 200, desired);
@@ -1507,13 +1542,6 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
     }
     json_decref(desired);
     json_decref(acks);
-    if (n->parked != NULL) {
-        /* The agent gave up on the previous poll; answer it anyway. */
-        al__req_t *p = n->parked;
-        p->status = 200;
-        p->resp = al__ctl_desired(ctl, ni);
-        al__ctl_complete(ctl, p);
-    }
     req->deadline = al_clock_mono_ms() + wait;
     n->parked = req;
 }

@@ -96,6 +96,22 @@ al__ctl_job(al_ctl_t *ctl, uint64_t id)
     return ctl->jobs[id - 1];
 }
 
+uint64_t
+al__ctl_first_active(al_ctl_t *ctl)
+{
+    /* An ended job never becomes active again, so the mark only moves
+     * forward (reload() starts it over). */
+    while (ctl->active_lo < ctl->njobs) {
+        al__job_t *j = ctl->jobs[ctl->active_lo];
+        if (j != NULL && j->state <= JS_RUNNING)
+            break;
+        if (j != NULL)
+            j->snap = -1;
+        ctl->active_lo++;
+    }
+    return ctl->active_lo;
+}
+
 void
 al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
 {
@@ -238,15 +254,39 @@ al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
     al__ctl_set_state(ctl, j, JS_PENDING, event, detail);
 }
 
-/* The size of the server's copy of a task's log, or 0. */
-static int64_t
-log_size(al_ctl_t *ctl, uint64_t job, int task, int restart)
+/* The task of j that is run `restart` of task `task`, when that is j's
+ * current run; else NULL. */
+static al__task_t *
+current_task(al__job_t *j, int task, int restart)
 {
+    if (j->tasks == NULL || task < 0 || task >= j->ntasks ||
+        restart != j->restart_count)
+        return NULL;
+    return &j->tasks[task];
+}
+
+int64_t
+al__ctl_log_size(al_ctl_t *ctl, al__job_t *j, int task, int restart)
+{
+    al__task_t *tk = current_task(j, task, restart);
+    if (tk != NULL && tk->log_size >= 0)
+        return tk->log_size;
     char path[4096];
     snprintf(path, sizeof path, "%s/logs/%llu.%d.%d.log", ctl->state_dir,
-             (unsigned long long)job, task, restart);
+             (unsigned long long)j->id, task, restart);
     struct stat st;
-    return stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+    int64_t size = stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
+    if (tk != NULL)
+        tk->log_size = size;
+    return size;
+}
+
+void
+al__ctl_log_grew(al__job_t *j, int task, int restart, int64_t size)
+{
+    al__task_t *tk = current_task(j, task, restart);
+    if (tk != NULL)
+        tk->log_size = size;
 }
 
 static bool
@@ -260,9 +300,10 @@ node_knows(const al__node_t *n, uint64_t job, int task, int restart)
 }
 
 json_t *
-al__ctl_desired(al_ctl_t *ctl, int n)
+al__ctl_desired(al_ctl_t *ctl, int n, int *lacking)
 {
     json_t *tasks = json_array();
+    int nlacking = 0;
     for (size_t i = 0; i < ctl->nrunning; i++) {
         al__job_t *j = ctl->running[i];
         if (j->tasks == NULL)
@@ -290,6 +331,7 @@ al__ctl_desired(al_ctl_t *ctl, int n)
                                                 "restart", j->restart_count));
                 continue;
             }
+            nlacking++;
             json_t *gpus = json_array();
             for (int d = 0; d < AL_MAX_DEVICES; d++)
                 if (tk->devices & ((uint64_t)1 << d))
@@ -306,13 +348,15 @@ al__ctl_desired(al_ctl_t *ctl, int n)
                 "local_rank", local_rank, "master_addr",
                 master ? master : "127.0.0.1", "master_port",
                 29500 + (int)(j->id % 20000), "log_off",
-                (json_int_t)log_size(ctl, j->id, t, j->restart_count), "user",
-                j->user);
+                (json_int_t)al__ctl_log_size(ctl, j, t, j->restart_count),
+                "user", j->user);
             json_object_update(o, spec); /* command, cwd, env, script */
             json_array_append_new(tasks, o);
         }
         json_decref(spec);
     }
+    if (lacking != NULL)
+        *lacking = nlacking;
     return json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
                      (json_int_t)ctl->opts.grace_ms);
 }
@@ -400,7 +444,6 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&ctl->cv, &ca);
-    pthread_cond_init(&ctl->done_cv, &ca);
     pthread_condattr_destroy(&ca);
     ctl->inbox_tail = &ctl->inbox;
     al_block_cache_init(&ctl->core_cache);
@@ -443,6 +486,7 @@ al__ctl_stop(al_ctl_t *ctl)
     pthread_mutex_unlock(&ctl->mu);
     pthread_join(ctl->thread, NULL);
     al_block_cache_fini(&ctl->core_cache);
+    al__cycle_fini(ctl);
     al__store_close(ctl);
     for (uint64_t i = 0; i < ctl->njobs; i++)
         al__job_free(ctl->jobs[i]);
@@ -461,7 +505,6 @@ al__ctl_stop(al_ctl_t *ctl)
         free(ctl->tokens[i].user);
     free(ctl->tokens);
     pthread_cond_destroy(&ctl->cv);
-    pthread_cond_destroy(&ctl->done_cv);
     pthread_mutex_destroy(&ctl->mu);
 }
 
@@ -478,12 +521,15 @@ al__ctl_submit(al_ctl_t *ctl, al__req_t *req)
         return;
     }
     req->next = NULL;
+    req->done = false;
+    pthread_cond_init(&req->done_cv, NULL);
     *ctl->inbox_tail = req;
     ctl->inbox_tail = &req->next;
     pthread_cond_signal(&ctl->cv);
     while (!req->done)
-        pthread_cond_wait(&ctl->done_cv, &ctl->mu);
+        pthread_cond_wait(&req->done_cv, &ctl->mu);
     pthread_mutex_unlock(&ctl->mu);
+    pthread_cond_destroy(&req->done_cv);
 }
 
 /* Authenticates and runs one request; the handler may park it. */
@@ -585,6 +631,7 @@ reload(al_ctl_t *ctl)
         al__job_free(ctl->jobs[i]);
     memset(ctl->jobs, 0, ctl->jobs_cap * sizeof(void *));
     ctl->njobs = 0;
+    ctl->active_lo = 0;
     ctl->ndirty = 0;
     ctl->nrunning = 0;
     for (int i = 0; i < ctl->nqueues; i++) {
@@ -692,6 +739,7 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->sched_last = now;
         check_time_limits(ctl);
         al__cycle_run(ctl);
+        ctl->cycled = true;
         ctl->cycle_ms = al_clock_mono_ms() - now;
     }
     if (flush(ctl) == 0 && al__store_commit(ctl) == 0)
@@ -718,15 +766,30 @@ answer_polls(al_ctl_t *ctl, bool stop)
     for (int i = 0; i < ctl->nnodes; i++) {
         al__node_t *n = &ctl->nodes[i];
         al__req_t *p = n->parked;
+        /* A sync that reported ends waits for a cycle, any other for a
+         * change of the node's desired set. */
+        bool changed = p != NULL && p->after_cycle ? ctl->cycled : n->changed;
         if (p != NULL &&
-            (n->changed || now >= p->deadline || stop || ctl->store_failed)) {
-            p->status = 200;
-            p->resp = al__ctl_desired(ctl, i);
+            (changed || now >= p->deadline || stop || ctl->store_failed)) {
+            if (p->acks != NULL && ctl->store_failed) {
+                /* What they acknowledge may not be stored: say nothing. */
+                json_decref(p->acks);
+                p->acks = NULL;
+                al__reply_error(p, 503, "unavailable",
+                                "the state store failed to commit");
+            } else {
+                p->status = 200;
+                p->resp = al__ctl_desired(ctl, i, NULL);
+                if (p->acks != NULL)
+                    json_object_set_new(p->resp, "acks", p->acks);
+                p->acks = NULL;
+            }
             n->parked = NULL;
             al__ctl_complete(ctl, p);
         }
         n->changed = false;
     }
+    ctl->cycled = false;
 }
 
 /* Wakes the HTTP threads whose replies are ready (and, when stopping,
@@ -737,17 +800,26 @@ release(al_ctl_t *ctl, bool stop)
     if (ctl->ready == NULL && !stop)
         return;
     pthread_mutex_lock(&ctl->mu);
-    for (al__req_t *r = ctl->ready; r != NULL; r = r->next)
+    /* next is read before the signal: once woken, a request's thread may
+     * return and its request (on that thread's stack) be gone.  Woken
+     * under mu, it cannot run before mu is released, but its own
+     * pthread_cond_destroy() must not race our signal either, hence the
+     * order: read next, set done, signal. */
+    for (al__req_t *r = ctl->ready, *next; r != NULL; r = next) {
+        next = r->next;
         r->done = true;
+        pthread_cond_signal(&r->done_cv);
+    }
     if (stop) {
-        for (al__req_t *r = ctl->inbox; r != NULL; r = r->next) {
+        for (al__req_t *r = ctl->inbox, *next; r != NULL; r = next) {
+            next = r->next;
             al__reply_error(r, 503, "unavailable", "the server is stopping");
             r->done = true;
+            pthread_cond_signal(&r->done_cv);
         }
         ctl->inbox = NULL;
         ctl->inbox_tail = &ctl->inbox;
     }
-    pthread_cond_broadcast(&ctl->done_cv);
     pthread_mutex_unlock(&ctl->mu);
 }
 

@@ -220,7 +220,8 @@ static void
 build_jobs(al_ctl_t *ctl, build_t *b)
 {
     size_t cap = 0, ntask = 0, ndep = 0;
-    for (uint64_t i = 0; i < ctl->njobs; i++) {
+    uint64_t lo = al__ctl_first_active(ctl);
+    for (uint64_t i = lo; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
         if (j == NULL)
             continue;
@@ -237,7 +238,7 @@ build_jobs(al_ctl_t *ctl, build_t *b)
     b->pl = al_xcalloc(ntask + 1, sizeof *b->pl);
     b->deps = al_xcalloc(ndep + 1, sizeof *b->deps);
     size_t npl = 0, nd = 0;
-    for (uint64_t i = 0; i < ctl->njobs; i++) {
+    for (uint64_t i = lo; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
         if (j == NULL || j->state > JS_RUNNING)
             continue;
@@ -331,6 +332,7 @@ apply_starts(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
             j->tasks[t].devices = d->tasks[t].devices;
             j->tasks[t].gpu_milli = d->tasks[t].gpu_milli;
             j->tasks[t].gpu_mem = d->tasks[t].gpu_mem;
+            j->tasks[t].log_size = -1;
         }
         j->start_ms = now_ms;
         free(j->reason);
@@ -342,7 +344,8 @@ apply_starts(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
 }
 
 /* Reasons of the jobs still waiting, and the queues' shares: kept in
- * memory for the API (a reason changes too often to be worth a write). */
+ * memory for the API (a reason changes too often to be worth a write), as
+ * the core's structs; al__job_reason() formats the ones shown. */
 static void
 keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
 {
@@ -350,29 +353,64 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
         al__job_t *j = b->act[i];
         if (j->state != JS_PENDING && j->state != JS_HELD)
             continue;
-        /* Formatting thousands of unchanged reasons every few ms is most
-         * of a cycle's cost: compare the reason's content first. */
         al_reason_t key = res->reasons[i];
         key.queue = key.queue >= 0 && key.queue < res->nqueues
                         ? b->qorder[key.queue]
                         : -1;
-        key.job = key.job >= 0 && (size_t)key.job < b->nj
-                      ? (int32_t)b->act[key.job]->id
-                      : -1;
-        if (j->why_valid && j->reason != NULL &&
-            memcmp(&key, &j->why, sizeof key) == 0)
-            continue;
+        j->why_job =
+            key.job >= 0 && (size_t)key.job < b->nj ? b->act[key.job]->id : 0;
+        key.job = j->why_job != 0 ? 0 : -1;
         j->why = key;
         j->why_valid = true;
-        char buf[256];
-        al_reason_format(&b->snap, &res->reasons[i], buf, sizeof buf);
-        if (j->reason == NULL || strcmp(j->reason, buf) != 0) {
-            free(j->reason);
-            j->reason = al_xstrdup(buf);
-        }
+    }
+    ctl->reason_now = b->snap.now;
+    if (ctl->reason_qgen != ctl->queue_gen + 1) {
+        for (int i = 0; i < ctl->reason_nq; i++)
+            free(ctl->reason_qnames[i]);
+        ctl->reason_qnames = al_xreallocarray(
+            ctl->reason_qnames, (size_t)ctl->nqueues + 1, sizeof(char *));
+        for (int i = 0; i < ctl->nqueues; i++)
+            ctl->reason_qnames[i] = al_xstrdup(ctl->queues[i].name);
+        ctl->reason_nq = ctl->nqueues;
+        ctl->reason_qgen = ctl->queue_gen + 1;
     }
     for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++)
         ctl->queues[b->qorder[i]].share = res->queues[i];
+}
+
+const char *
+al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf, size_t len)
+{
+    if ((j->state != JS_PENDING && j->state != JS_HELD) || !j->why_valid)
+        return j->reason;
+    /* A snapshot of one queue and one job: all al_reason_format() reads
+     * besides the clock. */
+    al_reason_t r = j->why;
+    int q = r.queue;
+    al_queue_t sq = { .name = q >= 0 && q < ctl->reason_nq
+                                  ? ctl->reason_qnames[q]
+                                  : NULL };
+    al_job_t sj = { .id = j->why_job };
+    al_snapshot_t s = { .now = ctl->reason_now,
+                        .nqueues = 1,
+                        .queues = &sq,
+                        .njobs = 1,
+                        .jobs = &sj };
+    r.queue = q >= 0 ? 0 : -1;
+    r.job = j->why_job != 0 ? 0 : -1;
+    al_reason_format(&s, &r, buf, len);
+    return buf;
+}
+
+void
+al__cycle_fini(al_ctl_t *ctl)
+{
+    for (int i = 0; i < ctl->reason_nq; i++)
+        free(ctl->reason_qnames[i]);
+    free(ctl->reason_qnames);
+    ctl->reason_qnames = NULL;
+    ctl->reason_nq = 0;
+    ctl->reason_qgen = 0;
 }
 
 /* Decayed usage for time-based fair share (one-day half-life). */

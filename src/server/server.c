@@ -113,6 +113,7 @@ req_free(al__req_t *req)
     free(req->token);
     json_decref(req->body);
     json_decref(req->resp);
+    json_decref(req->acks);
     free(req->text);
 }
 

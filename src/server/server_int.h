@@ -58,6 +58,10 @@ typedef struct al__task {
     bool done;
     int exit_code;
     int signal;
+    /* Bytes in the server's copy of this run's log (logs/J.T.R.log), or
+     * -1 until known: syncs ask for it once per task, not once per report
+     * (see al__ctl_log_size()). */
+    int64_t log_size;
 } al__task_t;
 
 typedef struct al__job {
@@ -85,13 +89,21 @@ typedef struct al__job {
     int restart_count;
     int exit_code; /* first non-zero task exit, or 0 */
     int signal;
-    char *reason;      /* why it waits or how it ended; may be NULL */
+    /* How it ended, or why it waits when why_valid is false (a queue that
+     * does not exist, or a reason loaded from the store); may be NULL.
+     * al__job_reason() gives the text to show. */
+    char *reason;
     al__task_t *tasks; /* ntasks entries while running (and after) */
     bool dirty;        /* to be written at the next commit */
     int snap;          /* index in the current snapshot, or -1 */
-    /* What `reason` was formatted from, with snapshot indices turned into
-     * a queue index and a job id: formatting is skipped while it holds. */
+    /* Why a pending or held job waits, as the last cycle said, with the
+     * snapshot's queue index turned into a controller queue index and the
+     * other job, if any, in why_job (why.job is 0, or -1 for none).  Kept
+     * as the core's small struct and formatted only when shown: formatting
+     * the reasons of thousands of pending jobs on every cycle was most of
+     * a cycle's cost under a backlog. */
     al_reason_t why;
+    uint64_t why_job;
     bool why_valid;
     size_t run_idx; /* its place in ctl->running while running */
     /* Index of its queue in ctl->queues, valid while qgen matches. */
@@ -196,7 +208,15 @@ struct al__req {
     size_t text_len;
     bool mutating;    /* changed state: reply only after the commit */
     int64_t deadline; /* parked long-poll: monotonic ms */
-    bool done;
+    /* A parked sync that reported exits: answered with these acks after
+     * the next scheduling cycle (or at its deadline), not before. */
+    json_t *acks;
+    bool after_cycle;
+    bool done; /* under ctl->mu */
+    /* What its HTTP thread waits on (its own: a condition shared by all
+     * requests woke every waiting thread, parked long-polls included, at
+     * every release, and most went back to sleep). */
+    pthread_cond_t done_cv;
     al__req_t *next;
 };
 
@@ -226,8 +246,7 @@ typedef struct al_ctl {
 
     /* Shared with the HTTP threads, under mu (and `stop` below). */
     pthread_mutex_t mu;
-    pthread_cond_t cv;      /* the loop waits here for work */
-    pthread_cond_t done_cv; /* HTTP threads wait here for replies */
+    pthread_cond_t cv; /* the loop waits here for work */
     al__req_t *inbox, **inbox_tail;
 
     /* Owned by the loop thread. */
@@ -236,6 +255,10 @@ typedef struct al_ctl {
     sqlite3_stmt *st_job, *st_event;
     al__job_t **jobs; /* jobs[id - 1]; ids are dense from 1 */
     uint64_t njobs, jobs_cap;
+    /* Every job below jobs[active_lo] has ended (or is NULL): what looks
+     * for active jobs starts there (al__ctl_first_active()), not at the
+     * first job ever submitted. */
+    uint64_t active_lo;
     al__queue_t *queues;
     al__node_t *nodes;
     al__token_t *tokens;
@@ -251,6 +274,14 @@ typedef struct al_ctl {
     int64_t usage_last; /* wall seconds of the last usage accrual */
     int64_t cycles;
     int64_t cycle_ms; /* how long the last cycle took */
+    /* What pending jobs' reasons are formatted with (al__job_reason()):
+     * the last cycle's clock (seconds) and the queue names as of the last
+     * cycle, by controller queue index (copies: a queue may be deleted
+     * before a reason naming it is shown). */
+    int64_t reason_now;
+    char **reason_qnames;
+    int reason_nq;
+    uint64_t reason_qgen; /* queue_gen + 1 of reason_qnames; 0: none yet */
     /* The core allocates through this cache (loop thread only): its arena
      * blocks stay faulted in from one cycle to the next. */
     al_block_cache_t core_cache;
@@ -258,6 +289,7 @@ typedef struct al_ctl {
     uint64_t queue_gen; /* bumped whenever ctl->queues changes shape */
     int nqueues, nnodes, ntokens;
     bool sched_dirty;
+    bool cycled; /* a cycle ran in this iteration of the loop */
     bool store_failed;
     bool stop; /* under mu */
 } al_ctl_t;
@@ -268,6 +300,10 @@ void al__ctl_stop(al_ctl_t *ctl);
 /* Hands a request to the loop and waits for its reply. */
 void al__ctl_submit(al_ctl_t *ctl, al__req_t *req);
 al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
+/* The index in ctl->jobs of the first job that may be active (pending,
+ * held or running): all before it have ended.  Jobs it passes get snap
+ * -1, since an ended job is in no snapshot. */
+uint64_t al__ctl_first_active(al_ctl_t *ctl);
 /* Puts job j in the table at its id, growing the table as needed. */
 void al__ctl_put_job(al_ctl_t *ctl, al__job_t *j);
 al__queue_t *al__ctl_queue(al_ctl_t *ctl, const char *name);
@@ -287,8 +323,16 @@ void al__ctl_complete(al_ctl_t *ctl, al__req_t *req);
 void al__ctl_index_running(al_ctl_t *ctl);
 /* Queues job j to be written at the next commit. */
 void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
-/* Builds the reply to an agent's sync for node n. */
-json_t *al__ctl_desired(al_ctl_t *ctl, int n);
+/* Builds the reply to an agent's sync for node n.  When lacking is not
+ * NULL it is set to the number of tasks in the reply that the node's last
+ * sync did not report (tasks it has to start). */
+json_t *al__ctl_desired(al_ctl_t *ctl, int n, int *lacking);
+/* The size of the server's copy of the log of task `task` of job j's run
+ * `restart` (0 when there is none), kept in the task while it is j's
+ * current run. */
+int64_t al__ctl_log_size(al_ctl_t *ctl, al__job_t *j, int task, int restart);
+/* Records that the copy now holds `size` bytes. */
+void al__ctl_log_grew(al__job_t *j, int task, int restart, int64_t size);
 void al__job_free(al__job_t *j);
 /* The job's spec as a new JSON object (an empty one if unreadable). */
 json_t *al__job_spec(const al__job_t *j);
@@ -296,6 +340,12 @@ void al__node_fini(al__node_t *n);
 
 /* cycle.c: builds a snapshot, runs the core and applies its decisions. */
 void al__cycle_run(al_ctl_t *ctl);
+/* The text of job j's reason (why it waits, or how it ended), formatted
+ * into buf (len bytes) when it must be; NULL when it has none. */
+const char *al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf,
+                           size_t len);
+/* Frees what al__cycle_run() keeps between cycles for al__job_reason(). */
+void al__cycle_fini(al_ctl_t *ctl);
 
 /* api.c */
 
