@@ -47,6 +47,10 @@
 #define IDLE_POLL_MS 25000
 #define BUSY_POLL_MS 1000
 #define TELEMETRY_MS 10000 /* how often real GPUs are sampled and reported */
+/* How often the log of a running task that printed nothing new is looked
+ * at.  Syncs come at every task's exit when tasks are short: a stat() of
+ * every running task's log on each was most of the agent's system time. */
+#define LOG_LOOK_MS 100
 
 extern char **environ;
 
@@ -69,13 +73,24 @@ typedef struct task {
     bool killing;
     int64_t kill_at;   /* monotonic ms for SIGKILL */
     int64_t log_acked; /* bytes the controller has */
-    bool acked_exit;   /* the controller saw the exit */
-    json_t *spec;      /* the desired entry it was started from */
+    /* When its log was last looked at (monotonic ms), and whether that
+     * look found nothing new: a quiet running task's log is looked at
+     * again only after LOG_LOOK_MS (see report_task()). */
+    int64_t log_looked;
+    bool log_quiet;
+    bool acked_exit; /* the controller saw the exit */
+    bool script;     /* its slot may hold a script (tasks/SLOT.script) */
+    json_t *spec;    /* the desired entry it was started from */
 } task_t;
 
 typedef struct agent {
     al_url_t url;
-    al_http_conn_t conn; /* kept open between syncs */
+    /* Two connections kept open between syncs: a sync cut short by a
+     * task's exit leaves its connection waiting for the controller's
+     * answer (which it gives when the next sync comes), and the next sync
+     * goes on the other one. */
+    al_http_conn_t conn[2];
+    int cur; /* the one the next request goes on */
     const char *token;
     char *name;
     char *addr;
@@ -99,6 +114,9 @@ typedef struct agent {
 } agent_t;
 
 static int sig_pipe[2] = { -1, -1 };
+/* Written to by the stop signals only: what interrupts a sync that is not
+ * to be interrupted by a task's end (see sync_once()). */
+static int stop_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t stopping;
 
 static void
@@ -116,6 +134,7 @@ on_stop(int sig)
     int e = errno;
     stopping = 1;
     ssize_t w = write(sig_pipe[1], "s", 1);
+    w = write(stop_pipe[1], "s", 1);
     (void)w;
     errno = e;
 }
@@ -188,19 +207,23 @@ file_size(const char *path)
 }
 
 /* Forgets t; its slot's files are emptied for the next task (the log
- * first: an empty state file is what marks the slot free). */
+ * first: an empty state file is what marks the slot free).  log_size is
+ * the size of its log when the caller just looked, or -1. */
 static void
-remove_task(agent_t *a, task_t *t)
+remove_task(agent_t *a, task_t *t, int64_t log_size)
 {
     if (t->slot >= 0) {
         char *lp = task_file(a, t, "log"), *sp = task_file(a, t, "script"),
              *ep = task_file(a, t, "state");
         /* Most short tasks print nothing: an empty log needs no
          * truncate(), which costs a journal transaction on ext4.  The
-         * record is marked free, not truncated (see AL__REC_LEN). */
+         * record is marked free, not truncated (see AL__REC_LEN).  Only a
+         * task started from a script (or adopted: who knows) has one. */
         int fd = -1;
-        if ((file_size(lp) == 0 || truncate(lp, 0) == 0 || errno == ENOENT) &&
-            (unlink(sp) == 0 || errno == ENOENT) &&
+        if (log_size < 0)
+            log_size = file_size(lp);
+        if ((log_size == 0 || truncate(lp, 0) == 0 || errno == ENOENT) &&
+            (!t->script || unlink(sp) == 0 || errno == ENOENT) &&
             ((fd = open(ep, O_WRONLY | O_CLOEXEC)) < 0
                  ? errno == ENOENT
                  : pwrite(fd, "-", 1, 0) == 1))
@@ -288,20 +311,32 @@ write_record(const agent_t *a, const task_t *t, const char *exit_line)
 /* ------------------------------------------------------------------ */
 /* Processes                                                          */
 
-/* A task is gone; status is its wait status, or -1 when unknown. */
+/* t ended with wait status `status` (-1: unknown, taken for SIGKILL). */
+static void
+set_exited(task_t *t, int status)
+{
+    bool coded = status >= 0 && WIFEXITED(status);
+    t->state = T_EXITED;
+    t->exit_code = coded ? WEXITSTATUS(status) : 0;
+    t->signal = coded                                ? 0
+                : status >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
+                                                     : SIGKILL;
+    al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
+            t->restart, t->exit_code, t->signal);
+}
+
+/* A task is gone; status is its wait status, or -1 when unknown.  The
+ * record's exit, when it has one, is what counts. */
 static void
 mark_exited(agent_t *a, task_t *t, int status)
 {
-    t->state = T_EXITED;
     if (!read_exit(a, t)) {
         /* No exit in the record: the spawner was killed before it could
          * write one. */
-        bool coded = status >= 0 && WIFEXITED(status);
-        t->exit_code = coded ? WEXITSTATUS(status) : 0;
-        t->signal = coded                                ? 0
-                    : status >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
-                                                         : SIGKILL;
+        set_exited(t, status);
+        return;
     }
+    t->state = T_EXITED;
     al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
             t->restart, t->exit_code, t->signal);
 }
@@ -327,8 +362,10 @@ take_reports(agent_t *a)
     while (a->spawner.pid > 0 &&
            al__spawner_reaped(&a->spawner, &pid, &st) == 1) {
         task_t *t = find_child(a, pid);
+        /* The spawner wrote the exit into the record before it reported
+         * it, from the same wait status: no need to read it back. */
         if (t != NULL)
-            mark_exited(a, t, st);
+            set_exited(t, st);
     }
 }
 
@@ -440,9 +477,12 @@ env_entry(const char *k, const char *v)
     return al_xasprintf("%s=%s", k, v);
 }
 
+/* An environment being built: the first `borrowed` entries are the
+ * agent's own (environ's strings, which it never changes), the rest are
+ * allocated. */
 typedef struct env {
     char **v;
-    size_t n, cap;
+    size_t n, cap, borrowed;
 } env_t;
 
 static void
@@ -453,6 +493,44 @@ env_push(env_t *e, char *entry)
         e->v = al_xreallocarray(e->v, e->cap, sizeof *e->v);
     }
     e->v[e->n++] = entry;
+    e->v[e->n] = NULL;
+}
+
+/* Not every program takes the last of two settings of a name: drops the
+ * earlier ones, keeping the order of the rest.  A hash set of the names
+ * seen, walking backwards: comparing every pair cost more than the rest of
+ * starting a task with a large environment. */
+static void
+env_dedup(env_t *e)
+{
+    size_t cap = 16;
+    while (cap < 2 * e->n)
+        cap *= 2;
+    const char **seen = al_xcalloc(cap, sizeof *seen);
+    size_t w = e->n, borrowed = e->borrowed;
+    for (size_t i = e->n; i-- > 0;) {
+        char *v = e->v[i];
+        size_t klen = strcspn(v, "=");
+        uint64_t h = UINT64_C(14695981039346656037); /* FNV-1a */
+        for (size_t k = 0; k < klen; k++)
+            h = (h ^ (unsigned char)v[k]) * UINT64_C(1099511628211);
+        size_t slot = (size_t)h & (cap - 1);
+        bool later = false;
+        for (; seen[slot] != NULL && !later; slot = (slot + 1) & (cap - 1))
+            later = strncmp(seen[slot], v, klen + 1) == 0;
+        if (later) {
+            if (i < borrowed)
+                e->borrowed--; /* the order is kept: still a prefix */
+            else
+                free(v);
+            continue;
+        }
+        seen[slot] = v;
+        e->v[--w] = v;
+    }
+    free(seen);
+    memmove(e->v, e->v + w, (e->n - w) * sizeof *e->v);
+    e->n -= w;
     e->v[e->n] = NULL;
 }
 
@@ -472,13 +550,14 @@ static const struct {
 /* The task's environment: the agent's own without its ALLOT_* settings,
  * then the job's, then allot's variables; every name once, the last
  * setting winning.  gpus is the CUDA_VISIBLE_DEVICES list. */
-static char **
+static env_t
 task_env(const agent_t *a, json_t *s, const char *gpus)
 {
-    env_t e = { NULL, 0, 0 };
+    env_t e = { NULL, 0, 0, 0 };
     for (char **p = environ; *p != NULL; p++)
         if (strncmp(*p, "ALLOT_", 6) != 0)
-            env_push(&e, al_xstrdup(*p));
+            env_push(&e, *p);
+    e.borrowed = e.n;
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(s, "env"), k, v)
@@ -523,21 +602,16 @@ task_env(const agent_t *a, json_t *s, const char *gpus)
                      env_entry("SLURM_SUBMIT_DIR", al_json_str(s, "cwd", "")));
         env_push(&e, env_entry("SLURMD_NODENAME", a->name));
     }
-    /* Not every program takes the last of two settings: drop the earlier
-     * ones. */
-    size_t w = 0;
-    for (size_t i = 0; i < e.n; i++) {
-        size_t klen = strcspn(e.v[i], "=");
-        bool later = false;
-        for (size_t j = i + 1; j < e.n && !later; j++)
-            later = strncmp(e.v[i], e.v[j], klen + 1) == 0;
-        if (later)
-            free(e.v[i]);
-        else
-            e.v[w++] = e.v[i];
-    }
-    e.v[w] = NULL;
-    return e.v;
+    env_dedup(&e);
+    return e;
+}
+
+static void
+env_fini(env_t *e)
+{
+    for (size_t i = e->borrowed; i < e->n; i++)
+        free(e->v[i]);
+    free(e->v);
 }
 
 /* Records that a task could not even be started. */
@@ -558,81 +632,174 @@ fail_task(agent_t *a, task_t *t, const char *why)
     free(ep);
 }
 
-static void
-start_task(agent_t *a, task_t *t)
+/* A task whose start was asked of the spawner, and what its request
+ * points into, until the reply comes. */
+typedef struct launching {
+    task_t *t;
+    al__launch_t l;
+    char **argv;
+    env_t env;
+    char *sp, *lp, *sp2;
+    char ident[96];
+    al_buf_t gpus;
+    bool sent;
+} launching_t;
+
+/* Prepares the start of t into x; false when t cannot start at all (it
+ * has then failed). */
+static bool
+launch_prepare(agent_t *a, task_t *t, launching_t *x)
 {
     json_t *s = t->spec;
     json_t *cmd = json_object_get(s, "command");
     size_t argc = json_array_size(cmd);
     if (argc == 0) {
         fail_task(a, t, "the job has no command");
-        return;
+        return false;
     }
     take_slot(a, t);
-    char **argv = al_xcalloc(argc + 1, sizeof *argv);
+    memset(x, 0, sizeof *x);
+    x->t = t;
+    x->argv = al_xcalloc(argc + 1, sizeof *x->argv);
     for (size_t i = 0; i < argc; i++)
-        argv[i] = (char *)json_string_value(json_array_get(cmd, i));
+        x->argv[i] = (char *)json_string_value(json_array_get(cmd, i));
     /* A job script travels whole: write it beside the task's log and run
      * that copy (execvp() hands a file without "#!" to /bin/sh). */
     const char *script = al_json_str(s, "script", NULL);
-    char *sp = task_file(a, t, "script");
+    x->sp = task_file(a, t, "script");
     if (script != NULL) {
-        if (al_fs_write_file(sp, script, strlen(script), 0700, 0) != 0)
+        t->script = true;
+        if (al_fs_write_file(x->sp, script, strlen(script), 0700, 0) != 0)
             al_warn("task %llu.%d.%d: cannot write %s", t->job, t->index,
-                    t->restart, sp);
-        argv[0] = sp;
+                    t->restart, x->sp);
+        x->argv[0] = x->sp;
     }
-    al_buf_t gpus = AL_BUF_INIT;
+    al_buf_init(&x->gpus);
     json_t *g = json_object_get(s, "gpus");
     for (size_t i = 0; i < json_array_size(g); i++) {
         /* Real devices by UUID, which CUDA accepts and which cannot be
          * confused by device ordering; emulated ones by index. */
         json_int_t d = json_integer_value(json_array_get(g, i));
         if (!a->plat.emulated && d >= 0 && d < a->plat.ngpus)
-            al_buf_printf(&gpus, "%s%s", i ? "," : "", a->plat.gpus[d].uuid);
+            al_buf_printf(&x->gpus, "%s%s", i ? "," : "", a->plat.gpus[d].uuid);
         else
-            al_buf_printf(&gpus, "%s%lld", i ? "," : "", (long long)d);
+            al_buf_printf(&x->gpus, "%s%lld", i ? "," : "", (long long)d);
     }
-    char **envp = task_env(a, s, al_buf_cstr(&gpus));
-    char *lp = task_file(a, t, "log"), *sp2 = task_file(a, t, "state");
-    char ident[96];
-    snprintf(ident, sizeof ident, "%llu %d %d", t->job, t->index, t->restart);
-    al__launch_t l = {
-        .ident = ident,
-        .argv = argv,
+    x->env = task_env(a, s, al_buf_cstr(&x->gpus));
+    x->lp = task_file(a, t, "log");
+    x->sp2 = task_file(a, t, "state");
+    snprintf(x->ident, sizeof x->ident, "%llu %d %d", t->job, t->index,
+             t->restart);
+    x->l = (al__launch_t){
+        .ident = x->ident,
+        .argv = x->argv,
         .cwd = al_json_str(s, "cwd", NULL),
-        .envp = envp,
-        .log_path = lp,
-        .state_path = sp2,
+        .envp = x->env.v,
+        .log_path = x->lp,
+        .state_path = x->sp2,
         .devices = t->devices,
         .user = a->run_as_user ? al_json_str(s, "user", NULL) : NULL,
     };
-    char *cause = NULL;
-    pid_t pid = al__spawner_launch(&a->spawner, &l, &cause);
-    if (pid == AL_EUNAVAIL) {
-        free(cause);
-        cause = NULL;
-        respawn(a);
-        pid = al__spawner_launch(&a->spawner, &l, &cause);
-    }
+    return true;
+}
+
+/* Takes the spawner's answer for x (pid, or an error with cause, which it
+ * frees) and releases x. */
+static void
+launch_finish(launching_t *x, pid_t pid, char *cause)
+{
+    task_t *t = x->t;
     if (pid < 0) {
         /* Not started: the next sync tries again. */
-        al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart, cause);
-        free(cause);
+        al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart,
+                 cause ? cause : "not started");
     } else {
         t->pid = pid;
         t->state = T_RUNNING;
+        t->log_looked = al_clock_mono_ms();
+        t->log_quiet = true;
         al_info("task %llu.%d.%d started: pid %ld, gpus [%s]", t->job, t->index,
-                t->restart, (long)pid, al_buf_cstr(&gpus));
+                t->restart, (long)pid, al_buf_cstr(&x->gpus));
     }
-    for (char **e = envp; *e != NULL; e++)
-        free(*e);
-    free(envp);
-    free(argv);
-    free(sp);
-    free(lp);
-    free(sp2);
-    al_buf_fini(&gpus);
+    free(cause);
+    env_fini(&x->env);
+    free(x->argv);
+    free(x->sp);
+    free(x->lp);
+    free(x->sp2);
+    al_buf_fini(&x->gpus);
+}
+
+/* Reads the spawner's answers for the n tasks of batch whose starts were
+ * sent.  If the spawner is gone, starts another and asks it once more for
+ * those left without an answer, one at a time.  (As with a single request,
+ * a spawner that dies after starting a task but before answering leaves
+ * that task unknown to us: it is asked for again.) */
+static void
+launch_batch(agent_t *a, launching_t *batch, int n)
+{
+    bool gone = false;
+    for (int i = 0; i < n; i++) {
+        launching_t *x = &batch[i];
+        char *cause = NULL;
+        pid_t pid = AL_EUNAVAIL;
+        if (x->sent && !gone)
+            pid = al__spawner_result(&a->spawner, &cause);
+        if (pid == AL_EUNAVAIL) {
+            free(cause);
+            gone = true;
+            x->sent = false; /* to ask again below */
+            continue;
+        }
+        launch_finish(x, pid, cause);
+    }
+    if (!gone)
+        return;
+    a->spawner.unread = 0;
+    respawn(a);
+    for (int i = 0; i < n; i++) {
+        if (batch[i].sent)
+            continue;
+        char *cause = NULL;
+        pid_t pid = al__spawner_launch(&a->spawner, &batch[i].l, &cause);
+        launch_finish(&batch[i], pid, cause);
+    }
+}
+
+/* Starts the waiting tasks that are wanted and whose GPUs are free (a
+ * task being stopped keeps its GPUs until it has exited).  The requests go
+ * to the spawner in batches and their replies are read together: a round
+ * trip between the two processes per task was a good part of a short
+ * task's cost. */
+static void
+start_tasks(agent_t *a)
+{
+    launching_t batch[AL__SPAWN_BATCH];
+    int n = 0;
+    uint64_t busy = 0;
+    for (int k = 0; k < a->ntasks; k++)
+        if (a->tasks[k].state == T_RUNNING)
+            busy |= a->tasks[k].devices;
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->state != T_WAITING || !t->desired || (busy & t->devices) != 0)
+            continue;
+        if (!launch_prepare(a, t, &batch[n]))
+            continue;
+        busy |= t->devices;
+        int rc = al__spawner_send(&a->spawner, &batch[n].l);
+        if (rc == AL_ELIMIT) {
+            launch_finish(&batch[n], -1,
+                          al_xasprintf("the task's request is too large"));
+            continue;
+        }
+        batch[n].sent = rc == 0;
+        if (++n == AL__SPAWN_BATCH) {
+            launch_batch(a, batch, n);
+            n = 0;
+        }
+    }
+    launch_batch(a, batch, n);
 }
 
 /* Parses "SLOT.state"; false if name is anything else. */
@@ -692,6 +859,7 @@ adopt(agent_t *a)
         t->pid = (pid_t)pid;
         t->start = start;
         t->adopted = true;
+        t->script = true; /* it may have one */
         /* Alive means the same process: its pid and its start time.  One
          * that ended but whose spawner has not yet recorded it (a zombie)
          * counts as running: reap() waits for the record. */
@@ -720,15 +888,20 @@ adopt(agent_t *a)
 /* ------------------------------------------------------------------ */
 /* Protocol                                                           */
 
+/* POSTs body to path.  A task's end interrupts the request (AL_EBUSY)
+ * when intr is true; a stop signal always does. */
 static int
 call(agent_t *a, const char *path, json_t *body, int timeout_ms,
-     al_http_resp_t *resp, json_t **out, char **cause)
+     al_http_resp_t *resp, json_t **out, char **cause, bool intr)
 {
     char *text = al_json_dump(body);
-    int rc = al_http_conn_request(&a->conn, "POST", path, a->token, text,
-                                  strlen(text), timeout_ms, sig_pipe[0], resp,
-                                  cause);
+    al_http_conn_t *c = &a->conn[a->cur];
+    int rc = al_http_conn_request(c, "POST", path, a->token, text, strlen(text),
+                                  timeout_ms, intr ? sig_pipe[0] : stop_pipe[0],
+                                  resp, cause);
     free(text);
+    if (rc == AL_EBUSY && c->pending)
+        a->cur ^= 1;
     if (rc != 0)
         return rc;
     *out = al_json_parse(resp->body.data ? resp->body.data : "", resp->body.len,
@@ -756,7 +929,8 @@ do_register(agent_t *a)
     al_http_resp_t resp;
     json_t *out = NULL;
     char *cause = NULL;
-    int rc = call(a, "/v1/agent/register", body, 10000, &resp, &out, &cause);
+    int rc =
+        call(a, "/v1/agent/register", body, 10000, &resp, &out, &cause, true);
     json_decref(body);
     if (rc != 0) {
         if (rc != AL_EBUSY)
@@ -792,11 +966,17 @@ report_task(agent_t *a, task_t *t, bool *more)
         json_object_set_new(o, "exit_code", json_integer(t->exit_code));
         json_object_set_new(o, "signal", json_integer(t->signal));
     }
-    /* Most tasks have nothing new to say: look before reading. */
-    char *lp = t->slot >= 0 ? task_file(a, t, "log") : NULL;
-    int fd = lp != NULL && file_size(lp) > t->log_acked
-                 ? open(lp, O_RDONLY | O_CLOEXEC)
-                 : -1;
+    /* Most tasks have nothing new to say: look before reading, and look
+     * at a quiet running task's log only now and then (an ended task's
+     * log is always looked at: all of it must reach the controller). */
+    int64_t now = al_clock_mono_ms();
+    if (t->slot < 0 || (t->state == T_RUNNING && t->log_quiet &&
+                        now - t->log_looked < LOG_LOOK_MS))
+        return o;
+    t->log_looked = now;
+    t->log_quiet = true;
+    char *lp = task_file(a, t, "log");
+    int fd = file_size(lp) > t->log_acked ? open(lp, O_RDONLY | O_CLOEXEC) : -1;
     free(lp);
     if (fd >= 0) {
         if (a->logbuf == NULL)
@@ -807,6 +987,7 @@ report_task(agent_t *a, task_t *t, bool *more)
             json_object_set_new(o, "log", json_string(b64));
             free(b64);
             *more = true;
+            t->log_quiet = false;
         }
         close(fd);
     }
@@ -862,31 +1043,19 @@ apply(agent_t *a, json_t *out)
         if (t->state == T_RUNNING) {
             stop_task(a, t);
         } else if (t->state == T_WAITING) {
-            remove_task(a, t);
+            remove_task(a, t, -1);
             i--;
         } else if (t->state == T_EXITED && t->acked_exit) {
             char *lp = task_file(a, t, "log");
             int64_t size = file_size(lp);
             free(lp);
             if (t->log_acked >= size) {
-                remove_task(a, t);
+                remove_task(a, t, size);
                 i--;
             }
         }
     }
-    /* Start waiting tasks whose GPUs are free (a task being stopped keeps
-     * its GPUs until it has exited). */
-    for (int i = 0; i < a->ntasks; i++) {
-        task_t *t = &a->tasks[i];
-        if (t->state != T_WAITING || !t->desired)
-            continue;
-        uint64_t busy = 0;
-        for (int k = 0; k < a->ntasks; k++)
-            if (a->tasks[k].state == T_RUNNING)
-                busy |= a->tasks[k].devices;
-        if ((busy & t->devices) == 0)
-            start_task(a, t);
-    }
+    start_tasks(a);
 }
 
 /* One sync: report, wait for the answer, apply it.  Returns 0 or an error
@@ -954,8 +1123,8 @@ sync_once(agent_t *a)
     al_http_resp_t resp;
     json_t *out = NULL;
     char *cause = NULL;
-    int rc =
-        call(a, "/v1/agent/sync", body, (int)wait + 15000, &resp, &out, &cause);
+    int rc = call(a, "/v1/agent/sync", body, (int)wait + 15000, &resp, &out,
+                  &cause, wait > 0);
     json_decref(body);
     if (rc != 0) {
         if (rc != AL_EBUSY)
@@ -1039,8 +1208,12 @@ run(agent_t *a)
 static int
 setup_signals(void)
 {
-    if (al__chld_pipe(sig_pipe, on_sigchld) != 0)
+    if (al__chld_pipe(sig_pipe, on_sigchld) != 0 || pipe(stop_pipe) != 0)
         return AL_EIO;
+    for (int i = 0; i < 2; i++) {
+        fcntl(stop_pipe[i], F_SETFL, fcntl(stop_pipe[i], F_GETFL) | O_NONBLOCK);
+        fcntl(stop_pipe[i], F_SETFD, FD_CLOEXEC);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
@@ -1156,7 +1329,10 @@ al_agent_main(int argc, char **argv)
         free(cause);
         return AL_EXIT_USAGE;
     }
-    al_http_conn_init(&a.conn, &a.url);
+    for (int i = 0; i < 2; i++) {
+        al_http_conn_init(&a.conn[i], &a.url);
+        a.conn[i].keep_interrupted = true; /* syncs may be sent again */
+    }
     if (token_file != NULL) {
         size_t n;
         if (al_fs_read_file(token_file, &filetoken, &n) != 0) {
@@ -1230,7 +1406,8 @@ al_agent_main(int argc, char **argv)
     rc = run(&a);
     al__spawner_stop(&a.spawner);
     al_platform_close(&a.plat);
-    al_http_conn_close(&a.conn);
+    al_http_conn_close(&a.conn[0]);
+    al_http_conn_close(&a.conn[1]);
     /* Tasks keep running in their own sessions; a restarted agent adopts
      * them from the state directory. */
     al_info("stopping; %d task(s) left to the next agent", a.ntasks);

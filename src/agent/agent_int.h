@@ -79,7 +79,11 @@ typedef struct al__spawner {
     int exit_fd;     /* {pid, wait status} of ended tasks */
     int32_t (*q)[2]; /* records read while awaiting a reply */
     size_t nq, qcap;
+    int unread; /* requests sent whose replies were not read yet */
 } al__spawner_t;
+
+/* How many requests the agent may send before it reads their replies. */
+#define AL__SPAWN_BATCH 16
 
 /* Forks the spawner, which writes a byte to wake_fd whenever a record
  * waits in exit_fd.  0 or AL_EIO. */
@@ -89,6 +93,15 @@ void al__spawner_stop(al__spawner_t *s);
 /* Starts a task through the spawner: its pid; -1 with *cause when it
  * could not start; AL_EUNAVAIL when the spawner is gone. */
 pid_t al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause);
+/* The same in two halves, so that several tasks start with one exchange:
+ * al__spawner_send() sends a request (0; AL_ELIMIT, nothing sent, when it
+ * is too large; AL_EUNAVAIL when the spawner is gone);
+ * al__spawner_result() reads the reply to the oldest request sent and not
+ * yet answered, and returns what al__spawner_launch() would.  At most
+ * AL__SPAWN_BATCH requests may wait for their replies: the spawner answers
+ * those that came together at once, after starting them all. */
+int al__spawner_send(al__spawner_t *s, const al__launch_t *l);
+pid_t al__spawner_result(al__spawner_t *s, char **cause);
 /* One ended task ({pid, wait status}; its record has the exit already),
  * without blocking: 1, or 0 if none. */
 int al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status);

@@ -127,12 +127,16 @@ child_say(const char *what, const char *arg, int err)
  * per process, and the parent set `environ` to the task's before.
  */
 static _Noreturn void
-exec_task(const al__launch_t *l, int logfd, const sigset_t *mask, bool vforked)
+exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
+          bool vforked)
 {
     for (size_t i = 0; i < NRESET; i++)
         signal(reset_signals[i], SIG_DFL);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0 && devnull != 0) {
+    if (devnull > 0) {
+        dup2(devnull, 0); /* the copy on 0 is not close-on-exec */
+    } else if (devnull == 0) {
+        fcntl(0, F_SETFD, 0); /* the child's own descriptor table */
+    } else if ((devnull = open("/dev/null", O_RDONLY)) > 0) {
         dup2(devnull, 0);
         close(devnull);
     }
@@ -174,6 +178,18 @@ close_range_missing(void)
     if (missing < 0)
         missing = !close_range_from(1 << 30);
     return missing != 0;
+}
+
+/* A descriptor open on /dev/null (close-on-exec) for the tasks' standard
+ * input, opened once in the process that starts tasks rather than by
+ * every task; -1 when it cannot be opened (each task tries then). */
+static int
+devnull_fd(void)
+{
+    static int fd = -2;
+    if (fd == -2)
+        fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    return fd;
 }
 
 /* Writes n bytes of p at off; 0 or -1. */
@@ -263,6 +279,7 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
      * environ is swapped here and back (this process is single-threaded). */
     bool use_vfork =
         !(l->user != NULL && geteuid() == 0) && !close_range_missing();
+    int devnull = devnull_fd();
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
@@ -277,7 +294,7 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
     // NOLINTEND(clang-analyzer-security.insecureAPI.vfork,clang-analyzer-unix.Vfork)
     if (pid == 0) {
         setsid(); /* the task and all it starts: one process group */
-        exec_task(l, logfd, &old, use_vfork);
+        exec_task(l, logfd, devnull, &old, use_vfork);
     }
     int err = errno;
     environ = saved_env;

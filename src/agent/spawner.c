@@ -44,6 +44,9 @@
 #include "xmalloc.h"
 
 #define MAX_REQUEST (16u << 20)
+/* Requests started before their replies go back together; the agent sends
+ * at most this many before it reads their replies (AL__SPAWN_BATCH). */
+#define MAX_BATCH AL__SPAWN_BATCH
 
 static int chld_pipe[2] = { -1, -1 };
 
@@ -189,6 +192,44 @@ agent_gone(int *sock, int *wake_fd)
         _exit(0);
 }
 
+/* Starts the task of one request; the reply: its pid, or -errno. */
+static int32_t
+launch(char *data, uint32_t len)
+{
+    al__launch_t l;
+    memset(&l, 0, sizeof l);
+    char **argv = NULL, **envp = NULL;
+    int32_t reply;
+    if (!decode(data, len, &l, &argv, &envp)) {
+        reply = -EINVAL;
+    } else {
+        char *cause = NULL;
+        int sfd = -1;
+        pid_t pid = al__launch(&l, &sfd, &cause);
+        reply = pid > 0 ? (int32_t)pid : -EAGAIN;
+        free(cause);
+        if (pid > 0) {
+            if (nchildren == children_cap) {
+                children_cap = children_cap ? 2 * children_cap : 64;
+                children = al_xreallocarray(children, (size_t)children_cap,
+                                            sizeof *children);
+            }
+            children[nchildren++] = (child_t){ pid, sfd };
+        }
+    }
+    free(argv);
+    free(envp);
+    return reply;
+}
+
+/* True when fd has something to read now. */
+static bool
+readable(int fd)
+{
+    struct pollfd p = { fd, POLLIN, 0 };
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
 static _Noreturn void
 spawner_main(int sock, int exit_fd, int wake_fd)
 {
@@ -221,37 +262,26 @@ spawner_main(int sock, int exit_fd, int wake_fd)
             _exit(0);
         if (sock < 0 || (p[1].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
             continue;
-        uint32_t len;
-        if (io_all(sock, &len, sizeof len, false) != 0 || len > MAX_REQUEST ||
-            (al_buf_reserve(&req, len + 1),
-             io_all(sock, req.data, len, false) != 0)) {
-            agent_gone(&sock, &wake_fd);
-            continue;
-        }
-        al__launch_t l;
-        memset(&l, 0, sizeof l);
-        char **argv = NULL, **envp = NULL;
-        int32_t reply;
-        if (!decode(req.data, len, &l, &argv, &envp)) {
-            reply = -EINVAL;
-        } else {
-            char *cause = NULL;
-            int sfd = -1;
-            pid_t pid = al__launch(&l, &sfd, &cause);
-            reply = pid > 0 ? (int32_t)pid : -EAGAIN;
-            free(cause);
-            if (pid > 0) {
-                if (nchildren == children_cap) {
-                    children_cap = children_cap ? 2 * children_cap : 64;
-                    children = al_xreallocarray(children, (size_t)children_cap,
-                                                sizeof *children);
-                }
-                children[nchildren++] = (child_t){ pid, sfd };
+        /* The requests that came together, then their replies together:
+         * the agent sends a sync's tasks at once and waits once. */
+        int32_t replies[MAX_BATCH];
+        int n = 0;
+        bool gone = false;
+        do {
+            uint32_t len;
+            if (io_all(sock, &len, sizeof len, false) != 0 ||
+                len > MAX_REQUEST ||
+                (al_buf_reserve(&req, len + 1),
+                 io_all(sock, req.data, len, false) != 0)) {
+                gone = true;
+                break;
             }
-        }
-        free(argv);
-        free(envp);
-        if (io_all(sock, &reply, sizeof reply, true) != 0)
+            replies[n++] = launch(req.data, len);
+        } while (n < MAX_BATCH && readable(sock));
+        if (n > 0 &&
+            io_all(sock, replies, (size_t)n * sizeof *replies, true) != 0)
+            gone = true;
+        if (gone)
             agent_gone(&sock, &wake_fd);
     }
 }
@@ -285,6 +315,7 @@ al__spawner_start(al__spawner_t *s, int wake_fd)
     s->pid = pid;
     s->sock = sv[0];
     s->exit_fd = ep[0];
+    s->unread = 0;
     return 0;
 }
 
@@ -348,8 +379,8 @@ put_str(al_buf_t *b, const char *s)
     al_buf_append(b, s != NULL ? s : "", strlen(s != NULL ? s : "") + 1);
 }
 
-pid_t
-al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause)
+int
+al__spawner_send(al__spawner_t *s, const al__launch_t *l)
 {
     uint32_t argc = 0, envc = 0;
     while (l->argv[argc] != NULL)
@@ -374,22 +405,43 @@ al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause)
         put_str(&b, l->envp[i]);
     len = (uint32_t)(b.len - 4);
     memcpy(b.data, &len, 4);
-    int32_t reply = 0;
-    int rc = len > MAX_REQUEST ? -1 : 0;
-    if (rc == 0)
-        rc = io_all(s->sock, b.data, b.len, true);
-    if (rc == 0)
-        rc = await_reply(s, &reply);
+    int rc = len > MAX_REQUEST                           ? AL_ELIMIT
+             : io_all(s->sock, b.data, b.len, true) != 0 ? AL_EUNAVAIL
+                                                         : 0;
     al_buf_fini(&b);
-    if (rc != 0) {
+    if (rc == 0)
+        s->unread++;
+    return rc;
+}
+
+pid_t
+al__spawner_result(al__spawner_t *s, char **cause)
+{
+    int32_t reply = 0;
+    if (s->unread == 0 || await_reply(s, &reply) != 0) {
+        s->unread = 0;
         *cause = al_xasprintf("the spawner is gone");
         return AL_EUNAVAIL;
     }
+    s->unread--;
     if (reply <= 0) {
         *cause = al_xasprintf("cannot start the task: %s", strerror(-reply));
         return -1;
     }
     return (pid_t)reply;
+}
+
+pid_t
+al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause)
+{
+    int rc = al__spawner_send(s, l);
+    if (rc != 0) {
+        *cause =
+            al_xasprintf(rc == AL_ELIMIT ? "the task's request is too large"
+                                         : "the spawner is gone");
+        return rc == AL_ELIMIT ? -1 : AL_EUNAVAIL;
+    }
+    return al__spawner_result(s, cause);
 }
 
 int

@@ -174,10 +174,11 @@ dechunk(const char *p, size_t n, al_buf_t *out)
 /* Sends the whole request; a send error is not fatal, since the server may
  * answer early (413) and close: the caller reads what came. */
 static int
-send_all(int fd, const al_buf_t *req, int64_t deadline, int intr_fd, bool *sent)
+send_all(int fd, const al_buf_t *req, int64_t deadline, int intr_fd, bool *sent,
+         bool *started)
 {
     size_t off = 0;
-    *sent = false;
+    *sent = *started = false;
     while (off < req->len) {
         int rc = wait_fd(fd, POLLOUT, deadline, intr_fd);
         if (rc != 0)
@@ -188,6 +189,7 @@ send_all(int fd, const al_buf_t *req, int64_t deadline, int intr_fd, bool *sent)
         if (w < 0)
             return 0;
         off += (size_t)w;
+        *started = true;
     }
     *sent = true;
     return 0;
@@ -321,6 +323,8 @@ al_http_conn_init(al_http_conn_t *c, const al_url_t *u)
 {
     c->url = *u;
     c->fd = -1;
+    c->keep_interrupted = false;
+    c->pending = false;
 }
 
 void
@@ -329,6 +333,31 @@ al_http_conn_close(al_http_conn_t *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
+    c->pending = false;
+}
+
+/* How long the response of an interrupted request may take to come before
+ * the next request gives up on the connection.  The controller answers a
+ * node's parked sync as soon as its next sync arrives, so the answer is
+ * normally there already; one that does not answer early costs a
+ * reconnection, as before, after this wait. */
+#define DRAIN_MS 2
+
+/* Reads and drops the response of the interrupted request on c, closing c
+ * when it does not come soon or says so. */
+static void
+drain(al_http_conn_t *c)
+{
+    al_buf_t in = AL_BUF_INIT;
+    head_t h;
+    memset(&h, 0, sizeof h);
+    bool got;
+    c->pending = false;
+    if (read_response(c->fd, al_clock_mono_ms() + DRAIN_MS, -1, &in, &h,
+                      &got) != 0 ||
+        h.close)
+        al_http_conn_close(c);
+    al_buf_fini(&in);
 }
 
 /* One exchange on c (connecting when it has no connection); keep says
@@ -341,14 +370,16 @@ exchange(al_http_conn_t *c, bool keep, const al_buf_t *req, int64_t deadline,
     int rc;
     /* A reused connection may have been closed by the server while idle;
      * then, and only if nothing at all came back, try once on a new one. */
+    if (c->pending)
+        drain(c);
     for (int attempt = 0;; attempt++) {
-        bool reused = c->fd >= 0, sent, got = false;
+        bool reused = c->fd >= 0, sent, started, got = false;
         if (!reused && (rc = connect_to(u, &c->fd, cause)) != 0)
             return rc;
         al_buf_t in = AL_BUF_INIT;
         head_t h;
         memset(&h, 0, sizeof h);
-        rc = send_all(c->fd, req, deadline, intr_fd, &sent);
+        rc = send_all(c->fd, req, deadline, intr_fd, &sent, &started);
         if (rc == 0)
             rc = read_response(c->fd, deadline, intr_fd, &in, &h, &got);
         if (rc == AL_EUNAVAIL && reused && !got && attempt == 0) {
@@ -382,7 +413,14 @@ exchange(al_http_conn_t *c, bool keep, const al_buf_t *req, int64_t deadline,
             set_cause(cause, AL_EUNAVAIL, "connection error: ",
                       errno != 0 ? strerror(errno) : "closed");
         }
-        if (rc != 0 || !keep || h.close)
+        /* Interrupted before a byte went, the connection is as clean as
+         * before; after the whole request went and before any of the
+         * answer came, it may be kept with the answer to drop later. */
+        bool clean = rc == AL_EBUSY && !started && keep;
+        if (!clean && rc == AL_EBUSY && sent && !got && keep &&
+            c->keep_interrupted)
+            c->pending = true;
+        else if (!clean && (rc != 0 || !keep || h.close))
             al_http_conn_close(c);
         al_buf_fini(&in);
         break;

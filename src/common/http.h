@@ -9,6 +9,7 @@
 #ifndef AL_HTTP_H
 #define AL_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "buf.h"
@@ -56,6 +57,15 @@ int al_http_request(const al_url_t *u, const char *method, const char *path,
 typedef struct al_http_conn {
     al_url_t url;
     int fd; /* -1 when not connected */
+    /* Set by the caller, for idempotent requests only: a request that the
+     * interrupt descriptor cuts short after it was sent whole, before any
+     * of its response came, leaves the connection open with that response
+     * `pending` instead of closing it.  The next request on c first reads
+     * and drops it if it has come within a few ms, else reconnects.  (The
+     * agent leaves a long-poll when a task ends: reconnecting cost the
+     * controller a new connection thread every time.) */
+    bool keep_interrupted;
+    bool pending;
 } al_http_conn_t;
 
 void al_http_conn_init(al_http_conn_t *c, const al_url_t *u);
