@@ -1736,8 +1736,7 @@ victim_ok(al_ctx_t *c, int32_t j, int32_t x, bool shed_only)
                 shared = true;
         if (shared)
             break;
-        if (!over_quota_alone(c, a, c->wj[x].held) &&
-            !keeps_quota(c, a, give))
+        if (!over_quota_alone(c, a, c->wj[x].held) && !keeps_quota(c, a, give))
             return false;
     }
     return true;
@@ -2739,9 +2738,9 @@ build_order(al_ctx_t *c, pass_t *ps)
         k->k[0] = q << 44 | prio << 28 | crit;
         /* Expected runtime in minutes (short_first), then waiting since
          * (earlier first: aging), then submit time. */
-        k->k[1] = runtime_minutes(c, jb) << 47 |
-                  bias47(jb->eligible_time > 0 ? jb->eligible_time
-                                               : jb->submit_time);
+        k->k[1] =
+            runtime_minutes(c, jb) << 47 |
+            bias47(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
         /* Submit time as an offset from the waiting time: the same
          * order for ties, and all zero (no sort pass) in the usual case
          * where a job waits since it was submitted. */

@@ -211,7 +211,7 @@ typedef struct al_sim_opts {
     double usage_weight;      /* al_config_t.usage_weight; < 0: default */
     int pack;                 /* al_config_t.pack; < 0: the policy's */
     int short_first; /* al_config_t.short_first: 0 off, 1 on, < 0 policy's */
-    int64_t tick;             /* extra cycle period while work pends, 0 off */
+    int64_t tick;    /* extra cycle period while work pends, 0 off */
     double tiresias_thresholds[4]; /* attained GPU-seconds per level */
     int ntiresias;
     FILE *timeseries; /* when not NULL, CSV rows are written here */

@@ -957,8 +957,7 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
 
     if (dec == NULL || started_in == NULL || np_started_in == NULL ||
         leaf == NULL || reclaimed == NULL || small_taken == NULL ||
-        big0 == NULL ||
-        requested == NULL)
+        big0 == NULL || requested == NULL)
         abort();
     usage_init(&before, s);
     usage_init(&after, s);
@@ -1116,7 +1115,8 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
                 for (q = j->queue; q >= 0; q = s->queues[q].parent)
                     if (!is_ancestor_or_self(s, q, fq)) {
                         reclaimed[q] += g;
-                        if (job_gpu(j) <= s->queues[q].quota[AL_RES_GPU].deserved)
+                        if (job_gpu(j) <=
+                            s->queues[q].quota[AL_RES_GPU].deserved)
                             small_taken[q] += g;
                     }
             } else {
