@@ -51,6 +51,7 @@
  * at.  Syncs come at every task's exit when tasks are short: a stat() of
  * every running task's log on each was most of the agent's system time. */
 #define LOG_LOOK_MS 100
+#define RESPAWN_MS 1000 /* the least time between two spawner starts */
 
 extern char **environ;
 
@@ -90,7 +91,8 @@ typedef struct agent {
      * answer (which it gives when the next sync comes), and the next sync
      * goes on the other one. */
     al_http_conn_t conn[2];
-    int cur; /* the one the next request goes on */
+    int cur;              /* the one the next request goes on */
+    int64_t respawned_ms; /* when respawn() last started a spawner, or 0 */
     const char *token;
     char *name;
     char *addr;
@@ -397,6 +399,12 @@ respawn(agent_t *a)
         free(p);
         t->adopted = true;
     }
+    /* A spawner that cannot get going dies at once: at most one start a
+     * second (the tasks wait for the next sync meanwhile), not a loop. */
+    int64_t now = al_clock_mono_ms();
+    if (a->respawned_ms != 0 && now - a->respawned_ms < RESPAWN_MS)
+        return;
+    a->respawned_ms = now;
     if (al__spawner_start(sp, sig_pipe[1]) != 0) {
         al_error("cannot start a spawner: %s", strerror(errno));
         sp->pid = -1;

@@ -64,6 +64,11 @@ typedef struct al__launch {
  * in the spawner, which is the task's parent.
  */
 pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
+/* Raises this process's soft limit of open files to its hard limit (each
+ * running task holds a descriptor: the usual soft limit, 1,024, capped a
+ * node at about 1,000 tasks); tasks started afterwards get the old soft
+ * limit back. */
+void al__launch_raise_nofile(void);
 /* Writes the exit part of a record: exit code, or signal.  0 or -1. */
 int al__record_exit(int state_fd, int code, int sig);
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -126,6 +127,23 @@ child_say(const char *what, const char *arg, int err)
  * global: signal dispositions and the mask are per process, descriptors
  * per process, and the parent set `environ` to the task's before.
  */
+/* The limit of open files the process that starts tasks was given, when
+ * it raised its own (al__launch_raise_nofile()): what tasks get back. */
+static struct rlimit task_nofile;
+static bool task_nofile_set;
+
+void
+al__launch_raise_nofile(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max)
+        return;
+    task_nofile = r;
+    r.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &r) == 0)
+        task_nofile_set = true;
+}
+
 static _Noreturn void
 exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
           bool vforked)
@@ -148,6 +166,10 @@ exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
         close_from(3);
     else if (!close_range_from(3))
         _exit(125); /* the parent checked that close_range works */
+    /* The task's own limit, as the agent was started with: a program may
+     * size tables by it, or use select(), which a raised one breaks. */
+    if (task_nofile_set)
+        setrlimit(RLIMIT_NOFILE, &task_nofile);
     if (l->user != NULL && geteuid() == 0) {
         struct passwd *pw = getpwnam(l->user);
         if (pw == NULL || initgroups(pw->pw_name, pw->pw_gid) != 0 ||

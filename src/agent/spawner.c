@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -166,16 +167,18 @@ reap_tasks(int exit_fd, int wake_fd)
     }
 }
 
-/* Keeps only fds a, b and c (moved to 100, 101, 102) open. */
+/* Keeps only fds a, b and c open (moved to 100, 101 and 102, or to the
+ * lowest free ones from 3 when the limit of open files is lower: a
+ * descriptor cannot be placed at or above it). */
 static void
 keep_only(int *a, int *b, int *c)
 {
-    *a = fcntl(*a, F_DUPFD_CLOEXEC, 100);
-    *b = fcntl(*b, F_DUPFD_CLOEXEC, 101);
-    *c = fcntl(*c, F_DUPFD_CLOEXEC, 102);
-    for (int fd = 3; fd < 100; fd++)
-        close(fd);
-    for (int fd = 103; fd < 1024; fd++)
+    struct rlimit r;
+    int base = getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur > 103 ? 100 : 3;
+    *a = fcntl(*a, F_DUPFD_CLOEXEC, base);
+    *b = fcntl(*b, F_DUPFD_CLOEXEC, base);
+    *c = fcntl(*c, F_DUPFD_CLOEXEC, base);
+    for (int fd = 3; fd < 1024; fd++)
         if (fd != *a && fd != *b && fd != *c)
             close(fd);
 }
@@ -233,6 +236,8 @@ readable(int fd)
 static _Noreturn void
 spawner_main(int sock, int exit_fd, int wake_fd)
 {
+    /* First: it holds a descriptor per running task. */
+    al__launch_raise_nofile();
     keep_only(&sock, &exit_fd, &wake_fd);
     if (sock < 0 || exit_fd < 0 || wake_fd < 0)
         _exit(1);

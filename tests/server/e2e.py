@@ -76,12 +76,12 @@ class Cluster:
         self.env.pop("XDG_DATA_HOME", None)
 
     # -- processes -------------------------------------------------------
-    def spawn(self, name, args, env=None):
+    def spawn(self, name, args, env=None, preexec=None):
         log = open(os.path.join(self.root, name + ".log"), "ab")
         p = subprocess.Popen([self.allot] + args, stdout=log,
                              stderr=subprocess.STDOUT,
                              env=dict(self.env, **(env or {})),
-                             start_new_session=True)
+                             start_new_session=True, preexec_fn=preexec)
         log.close()
         self.procs.append(p)
         return p
@@ -111,7 +111,7 @@ class Cluster:
         self.server.wait(10)
 
     def start_agent(self, name, gpus="8xH100-80GB", env=None,
-                    as_user=False):
+                    as_user=False, extra=(), preexec=None):
         """as_user: run tasks as their submitters (the default of a root
         agent); the other scenarios submit as users that are not Unix
         accounts here."""
@@ -121,7 +121,7 @@ class Cluster:
             "agent", "--server", self.url, "--join-token", self.join,
             "--name", name, "--addr", "127.0.0.1", "--state",
             os.path.join(self.root, "agent-" + name)
-        ] + fake + who, env)
+        ] + fake + who + list(extra), env, preexec)
         wait_for(lambda: any(n["name"] == name and n["state"] == "ready"
                              for n in self.api("GET", "/v1/nodes")[1]["nodes"]),
                  10, "agent " + name + " to register")
@@ -1024,6 +1024,46 @@ def scenario_run_as_user(c):
     check(j["exit_code"] == 126, "exit code 126")
 
 
+def scenario_many_tasks(c):
+    """More tasks on a node than its agent's soft limit of open files: the
+    spawner holds a descriptor per running task, so it raises its own soft
+    limit to the hard one, and gives each task the limit the agent was
+    started with.  The agent starts with a soft limit of 64 (hard 4096)
+    and runs 100 tasks at once."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        print("skip: hard limit of open files %d" % hard)
+        return
+    c.start_server()
+    c.start_agent("n1", gpus=None, extra=["--cpus", "64"],
+                  preexec=lambda: resource.setrlimit(
+                      resource.RLIMIT_NOFILE, (64, 4096)))
+    out = os.path.join(c.root, "out")
+    os.mkdir(out)
+    n = 100
+    ids = []
+    for _ in range(n):
+        s, b = c.api("POST", "/v1/jobs", {
+            "command": ["sh", "-c",
+                        "ulimit -Sn > %s/$ALLOT_JOB_ID.tmp && "
+                        "mv %s/$ALLOT_JOB_ID.tmp %s/$ALLOT_JOB_ID; "
+                        "exec sleep 120" % (out, out, out)],
+            "cpu_milli": 100})
+        check(s == 201, "submit: %s %s" % (s, b))
+        ids.append(b["id"])
+    wait_for(lambda: len([f for f in os.listdir(out)
+                          if not f.endswith(".tmp")]) == n, 60,
+             "%d tasks running at once" % n)
+    limits = set(open(os.path.join(out, f)).read().strip()
+                 for f in os.listdir(out))
+    check(limits == {"64"}, "tasks keep the agent's limit: %s" % limits)
+    for j in ids:
+        c.api("POST", "/v1/jobs/%d/cancel" % j)
+    wait_for(lambda: all(c.job(j)["state"] == "cancelled" for j in ids), 60,
+             "every job cancelled")
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1037,6 +1077,7 @@ SCENARIOS = {
     "demo": scenario_demo,
     "store": scenario_store,
     "run_as_user": scenario_run_as_user,
+    "many_tasks": scenario_many_tasks,
 }
 
 
