@@ -60,8 +60,8 @@ typedef struct al__launch {
  * vfork() (fork() when it must become another user), signals blocked
  * around it and restored in the child, descriptors closed; writes its
  * record.  Returns the task's pid with the record's descriptor (kept open
- * to write the exit) in *state_fd, or -1 with a message in *cause.  Runs
- * in the spawner, which is the task's parent.
+ * to write the exit) in *state_fd, or -1 with a message in *cause and
+ * errno set.  Runs in the spawner, which is the task's parent.
  */
 pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
 /* Raises this process's soft limit of open files to its hard limit (each

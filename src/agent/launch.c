@@ -286,13 +286,15 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
     int logfd =
         open(l->log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (sfd < 0 || logfd < 0) {
-        *cause = al_xasprintf("cannot open %s: %s",
-                              sfd < 0 ? l->state_path : l->log_path,
-                              strerror(errno));
+        int err = errno;
+        *cause =
+            al_xasprintf("cannot open %s: %s",
+                         sfd < 0 ? l->state_path : l->log_path, strerror(err));
         if (sfd >= 0)
             close(sfd);
         if (logfd >= 0)
             close(logfd);
+        errno = err;
         return -1;
     }
     /* Becoming another user needs the user database (which allocates):
@@ -325,6 +327,7 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
     if (pid < 0) {
         close(sfd);
         *cause = al_xasprintf("fork: %s", strerror(err));
+        errno = err;
         return -1;
     }
     /* The record, the exit part blank.  vfork() returned: the child has

@@ -209,7 +209,8 @@ launch(char *data, uint32_t len)
         char *cause = NULL;
         int sfd = -1;
         pid_t pid = al__launch(&l, &sfd, &cause);
-        reply = pid > 0 ? (int32_t)pid : -EAGAIN;
+        /* The agent says why from the errno alone (EMFILE, ENOSPC...). */
+        reply = pid > 0 ? (int32_t)pid : errno > 0 ? -errno : -EAGAIN;
         free(cause);
         if (pid > 0) {
             if (nchildren == children_cap) {
