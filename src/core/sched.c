@@ -2837,13 +2837,19 @@ second_chance(al_ctx_t *c, pass_t *ps)
 
 /* (waited + runtime) / runtime in thousandths: the response ratio of
  * highest-response-ratio-next, which favours short jobs and lets every job's
- * ratio grow without bound while it waits. */
+ * ratio grow without bound while it waits.  The runtime counts as at least
+ * starve_after: a job just past the threshold then has a ratio of at most
+ * 2, which any job that has waited its own runtime (or starve_after) has
+ * reached, so a long job's wait for the first place is bounded by its
+ * runtime, not by its runtime times the ratio of the two runtimes. */
 static int64_t
 response_ratio(const al_ctx_t *c, const al_job_t *jb, int64_t waited)
 {
     int64_t rt = al__runtime(c, jb);
     double r;
 
+    if (rt < c->cfg.starve_after)
+        rt = c->cfg.starve_after;
     if (rt < 1)
         rt = 1;
     r = ((double)waited + (double)rt) * 1000.0 / (double)rt;
@@ -2879,6 +2885,10 @@ starving_first(al_ctx_t *c, pass_t *ps)
         jb = &c->s->jobs[j];
         t = jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time;
         if (c->s->now - t < c->cfg.starve_after)
+            continue;
+        /* A job its queue's limits hold back could take a place here
+         * cycle after cycle and never use it. */
+        if (!admit(c, j, jb->min_tasks))
             continue;
         if (c->cfg.short_first)
             t = -response_ratio(c, jb, c->s->now - t);

@@ -3055,6 +3055,20 @@ starving_job_first(void)
     ASSERT_EQ(res->reservations[0].job, old);
     al_result_destroy(res);
 
+    /* An older job that its queue's limit holds back takes no place
+     * among the starving (it could not use it): old keeps it. */
+    {
+        int l = snap_queue(s, "l", -1, 0, 1, 2000);
+        int held = snap_job(s, l, 1, 4);
+
+        snap_job_ref(s, held)->submit_time = 100000 - 20 * 3600;
+        res = snap_run(s);
+        ASSERT_REASON(res, held, AL_WHY_LIMIT);
+        ASSERT_EQ(res->nreservations, 1);
+        ASSERT_EQ(res->reservations[0].job, old);
+        al_result_destroy(res);
+    }
+
     /* Without it, the order of need rules: young gets the reservation. */
     snap_config(s)->starve_after = 0;
     res = snap_run(s);
@@ -3117,10 +3131,11 @@ short_first_order(void)
 
 /*
  * With short_first, the jobs past starve_after go by response ratio
- * (waited + runtime) / runtime, not oldest first.  As starving_job_first,
- * with two starving jobs of queue a and one reservation: old (13 h
- * waited, 100 h expected: ratio 1.13) and brief (3 h waited, 1 h
- * expected: ratio 4) take it in that order of ratio: brief.
+ * (waited + runtime) / runtime, the runtime counted as at least
+ * starve_after (2 h here), not oldest first.  As starving_job_first, with
+ * two starving jobs of queue a and one reservation: old (13 h waited, 100 h
+ * expected: ratio 1.13) and brief (3 h waited, 1 h expected, counted as
+ * 2 h: ratio 2.5): brief takes it.
  */
 static void
 starving_response_ratio(void)
@@ -3155,10 +3170,12 @@ starving_response_ratio(void)
     ASSERT_EQ(res->reservations[0].job, old);
     al_result_destroy(res);
 
-    /* A long job's turn comes: after 400 h old's ratio is
-     * (400 + 100) / 100 = 5, above that of brief waiting 2.5 h (3.5). */
-    snap_job_ref(s, old)->submit_time = 100000 - 400 * 3600;
-    snap_job_ref(s, brief)->submit_time = 100000 - 9000;
+    /* A long job's turn comes once it has waited about its runtime: after
+     * 120 h old's ratio is (120 + 100) / 100 = 2.2, above that of brief
+     * waiting 2.1 h, (2.1 + 2) / 2 = 2.05, or of any job just past the
+     * threshold (2). */
+    snap_job_ref(s, old)->submit_time = 100000 - 120 * 3600;
+    snap_job_ref(s, brief)->submit_time = 100000 - 7560;
     snap_config(s)->short_first = true;
     res = snap_run(s);
     ASSERT_EQ(res->reservations[0].job, old);
