@@ -1390,6 +1390,7 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
 {
     al__sync_t s;
     int ni = -1;
+    req->directs = true;
     if (al__sync_parse(req->body, &s, NULL) == 0) {
         ni = al__ctl_node_index(ctl, s.node);
         if (ni < 0)

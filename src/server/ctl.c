@@ -748,7 +748,7 @@ maintain(al_ctl_t *ctl, bool stop)
              "from the store");
     al__store_rollback(ctl);
     for (al__req_t *r = ctl->ready; r != NULL; r = r->next) {
-        if (!r->mutating)
+        if (!r->mutating && !r->directs)
             continue;
         json_decref(r->resp);
         r->resp = NULL;
@@ -771,8 +771,10 @@ answer_polls(al_ctl_t *ctl, bool stop)
         bool changed = p != NULL && p->after_cycle ? ctl->cycled : n->changed;
         if (p != NULL &&
             (changed || now >= p->deadline || stop || ctl->store_failed)) {
-            if (p->acks != NULL && ctl->store_failed) {
-                /* What they acknowledge may not be stored: say nothing. */
+            if (ctl->store_failed) {
+                /* What they acknowledge, and what the desired set says
+                 * (a cancel, an eviction), may not be stored: say
+                 * nothing; the agent syncs again after the reload. */
                 json_decref(p->acks);
                 p->acks = NULL;
                 al__reply_error(p, 503, "unavailable",

@@ -206,7 +206,10 @@ struct al__req {
     json_t *resp; /* JSON reply, or NULL when `text` is used */
     char *text;   /* plain-text reply (logs) */
     size_t text_len;
-    bool mutating;    /* changed state: reply only after the commit */
+    bool mutating; /* changed state: reply only after the commit */
+    /* Its answer tells an agent what to run (a sync): built from memory,
+     * it must not go out if the commit of that memory failed. */
+    bool directs;
     int64_t deadline; /* parked long-poll: monotonic ms */
     /* A parked sync that reported exits: answered with these acks after
      * the next scheduling cycle (or at its deadline), not before. */

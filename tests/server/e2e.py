@@ -960,21 +960,31 @@ def scenario_demo(c):
 
 def scenario_store(c):
     """The store unavailable (another process holds its lock past the busy
-    timeout): 503 with a JSON error and nothing half-done; then recovery."""
+    timeout): 503 with a JSON error and nothing half-done; then recovery.
+    A cancel refused that way must not reach the agent either: its task
+    keeps running."""
     import sqlite3
     import threading
     c.start_server()
+    c.start_agent("n1")
     a = c.submit("--", "true")
+    runner = c.submit("--", "sleep", "120")
+    c.wait_state(runner, "running")
+    wait_for(lambda: task_record(c.root, "agent-n1", runner), 10,
+             "the task's record")
     db = sqlite3.connect(os.path.join(c.state, "allot.db"),
                          isolation_level=None, timeout=5,
                          check_same_thread=False)
     db.execute("BEGIN EXCLUSIVE")
     # The loop waits up to 5 s (busy timeout) for the lock, possibly in an
-    # iteration that began just before the request came: hold it longer
-    # than two such waits.
-    release = threading.Timer(12.0, lambda: db.execute("ROLLBACK"))
+    # iteration that began just before the request came, and the reload
+    # after a failed commit waits as long again: hold it longer than the
+    # two requests' waits.
+    release = threading.Timer(25.0, lambda: db.execute("ROLLBACK"))
     release.start()
     try:
+        st, b = c.api("POST", "/v1/jobs/%d/cancel" % runner)
+        check(st == 503, "cancel refused while locked: %s %s" % (st, b))
         st, b = c.api("POST", "/v1/jobs", {"command": ["true"]})
         check(st == 503 and b["error"] == "unavailable",
               "503 while the store is locked: %s %s" % (st, b))
@@ -982,10 +992,18 @@ def scenario_store(c):
         release.join()
     db.close()
     st, b = c.api("POST", "/v1/jobs", {"command": ["true"]})
-    check(st == 201 and b["id"] == a + 1, "recovered: %s %s" % (st, b))
+    check(st == 201 and b["id"] == runner + 1, "recovered: %s %s" % (st, b))
     st, b = c.api("GET", "/v1/jobs")
-    check([j["id"] for j in b["jobs"]] == [a, a + 1],
+    check([j["id"] for j in b["jobs"]] == [a, runner, runner + 1],
           "the refused job left no trace")
+    time.sleep(3)  # a few syncs
+    j = c.job(runner)
+    check(j["state"] == "running" and j["restart_count"] == 0,
+          "the refused cancel did not stop the task: %s %s" %
+          (j["state"], j.get("reason")))
+    check(task_record(c.root, "agent-n1", runner), "its task is still there")
+    c.cli("cancel", str(runner))
+    c.wait_state(runner, "cancelled")
 
 
 def scenario_run_as_user(c):
