@@ -711,6 +711,63 @@ launch_prepare(agent_t *a, task_t *t, launching_t *x)
     return true;
 }
 
+static void
+launch_free(launching_t *x)
+{
+    env_fini(&x->env);
+    free(x->argv);
+    free(x->sp);
+    free(x->lp);
+    free(x->sp2);
+    al_buf_fini(&x->gpus);
+}
+
+/*
+ * x was sent to a spawner that died before answering: did it start the task
+ * all the same?  Its record says so (al__launch() writes it right after
+ * the fork).  Then the task is taken as adopted, as a restarted agent
+ * takes its tasks: running if the process is still the same, else ended,
+ * how unknown (SIGKILL), rather than started a second time.  Releases x
+ * and returns true in that case.
+ */
+static bool
+launched_before(agent_t *a, launching_t *x)
+{
+    task_t *t = x->t;
+    char *data = NULL;
+    size_t n;
+    al__rec_t rec;
+    bool mine = al_fs_read_file(x->sp2, &data, &n) == 0 &&
+                al__rec_parse(data, &rec) && rec.job == t->job &&
+                rec.index == t->index && rec.restart == t->restart &&
+                rec.pid > 0;
+    free(data);
+    if (!mine)
+        return false;
+    t->pid = (pid_t)rec.pid;
+    t->start = rec.start;
+    t->adopted = true;
+    int64_t now_start = -1;
+    if (read_exit(a, t)) {
+        t->state = T_EXITED;
+    } else if (rec.start >= 0 &&
+               al_platform_proc_state(rec.pid, &now_start) >= 0 &&
+               now_start == rec.start) {
+        t->state = T_RUNNING;
+        t->log_looked = al_clock_mono_ms();
+        t->log_quiet = true;
+    } else {
+        t->state = T_EXITED;
+        t->exit_code = 0;
+        t->signal = SIGKILL;
+    }
+    al_warn("task %llu.%d.%d: started by a spawner that died before saying "
+            "so; adopted (%s)",
+            t->job, t->index, t->restart, task_state_names[t->state]);
+    launch_free(x);
+    return true;
+}
+
 /* Takes the spawner's answer for x (pid, or an error with cause, which it
  * frees) and releases x. */
 static void
@@ -730,19 +787,13 @@ launch_finish(launching_t *x, pid_t pid, char *cause)
                 t->restart, (long)pid, al_buf_cstr(&x->gpus));
     }
     free(cause);
-    env_fini(&x->env);
-    free(x->argv);
-    free(x->sp);
-    free(x->lp);
-    free(x->sp2);
-    al_buf_fini(&x->gpus);
+    launch_free(x);
 }
 
 /* Reads the spawner's answers for the n tasks of batch whose starts were
  * sent.  If the spawner is gone, starts another and asks it once more for
- * those left without an answer, one at a time.  (As with a single request,
- * a spawner that dies after starting a task but before answering leaves
- * that task unknown to us: it is asked for again.) */
+ * those left without an answer, one at a time, except those the dead one
+ * had started (their records say so: launched_before()). */
 static void
 launch_batch(agent_t *a, launching_t *batch, int n)
 {
@@ -766,7 +817,7 @@ launch_batch(agent_t *a, launching_t *batch, int n)
     a->spawner.unread = 0;
     respawn(a);
     for (int i = 0; i < n; i++) {
-        if (batch[i].sent)
+        if (batch[i].sent || launched_before(a, &batch[i]))
             continue;
         char *cause = NULL;
         pid_t pid = al__spawner_launch(&a->spawner, &batch[i].l, &cause);

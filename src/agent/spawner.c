@@ -226,6 +226,22 @@ launch(char *data, uint32_t len)
     return reply;
 }
 
+/* Fault injection for the tests (tests/server/e2e.py, launch_crash): with
+ * ALLOT_TEST_SPAWNER_CRASH=FILE in the agent's environment, the first
+ * spawner to start tasks creates FILE and dies before it answers, as an
+ * OOM kill at the worst moment would.  Later spawners find FILE and go
+ * on. */
+static void
+crash_test(void)
+{
+    const char *marker = getenv("ALLOT_TEST_SPAWNER_CRASH");
+    if (marker == NULL || *marker == '\0')
+        return;
+    int fd = open(marker, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        _exit(9);
+}
+
 /* True when fd has something to read now. */
 static bool
 readable(int fd)
@@ -284,6 +300,7 @@ spawner_main(int sock, int exit_fd, int wake_fd)
             }
             replies[n++] = launch(req.data, len);
         } while (n < MAX_BATCH && readable(sock));
+        crash_test();
         if (n > 0 &&
             io_all(sock, replies, (size_t)n * sizeof *replies, true) != 0)
             gone = true;

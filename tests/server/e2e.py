@@ -1082,6 +1082,32 @@ def scenario_many_tasks(c):
              "every job cancelled")
 
 
+def scenario_launch_crash(c):
+    """The spawner dies after starting a sync's tasks and before saying so
+    (fault injection: ALLOT_TEST_SPAWNER_CRASH).  The agent starts another
+    and must not start those tasks a second time: their records show the
+    first spawner started them; they are adopted, and their ends are still
+    reported with their real exit status (the agent is a subreaper)."""
+    c.start_server()
+    marker = os.path.join(c.root, "crashed")
+    c.start_agent("n1", env={"ALLOT_TEST_SPAWNER_CRASH": marker})
+    out = os.path.join(c.root, "starts")
+    ids = [c.submit("--", "sh", "-c",
+                    "echo $ALLOT_JOB_ID >> %s; sleep 3; exit 7" % out)
+           for _ in range(3)]
+    wait_for(lambda: os.path.exists(marker), 15, "the spawner's crash")
+    for j in ids:
+        c.wait_state(j, ("completed", "failed"), timeout=30)
+    starts = open(out).read().split()
+    check(sorted(starts) == sorted(str(j) for j in ids),
+          "each task started once: %s" % starts)
+    for j in ids:
+        job = c.job(j)
+        check(job["state"] == "failed" and job["exit_code"] == 7,
+              "job %d ended with its own exit code 7: %s %s" %
+              (j, job["state"], job["exit_code"]))
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1096,6 +1122,7 @@ SCENARIOS = {
     "store": scenario_store,
     "run_as_user": scenario_run_as_user,
     "many_tasks": scenario_many_tasks,
+    "launch_crash": scenario_launch_crash,
 }
 
 
