@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,9 +179,18 @@ keep_only(int *a, int *b, int *c)
     *a = fcntl(*a, F_DUPFD_CLOEXEC, base);
     *b = fcntl(*b, F_DUPFD_CLOEXEC, base);
     *c = fcntl(*c, F_DUPFD_CLOEXEC, base);
-    for (int fd = 3; fd < 1024; fd++)
+    int top = *a > *b ? *a : *b;
+    top = top > *c ? top : *c;
+    for (int fd = 3; fd < top; fd++)
         if (fd != *a && fd != *b && fd != *c)
             close(fd);
+#ifdef SYS_close_range
+    /* Everything above, however high the agent's limit let it go. */
+    if (syscall(SYS_close_range, (unsigned)top + 1, ~0U, 0) == 0)
+        return;
+#endif
+    for (int fd = top + 1; fd < 1024; fd++)
+        close(fd);
 }
 
 /* The agent is gone: stay for the running tasks only (the main loop

@@ -860,9 +860,11 @@ api_job_list(al_ctl_t *ctl, al__req_t *req)
         return;
     }
     /* Only active jobs wanted: none lies before the first active one. */
-    if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED] &&
-        after < al__ctl_first_active(ctl))
-        after = al__ctl_first_active(ctl);
+    if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED]) {
+        uint64_t lo = al__ctl_first_active(ctl);
+        if (after < lo)
+            after = lo;
+    }
     json_t *jobs = json_array();
     uint64_t last = 0;
     bool more = false;
