@@ -1494,20 +1494,11 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         }
         free(d);
     }
-    if (n->parked != NULL) {
-        /* The agent gave up on its previous poll (one of its tasks ended,
-         * say): answer it now, whether this one is answered at once or
-         * parked.  An agent waits for that answer on its other connection
-         * before using it again (al_http_conn_t.pending). */
-        al__req_t *p = n->parked;
-        p->status = 200;
-        p->resp = al__ctl_desired(ctl, ni, NULL);
-        if (p->acks != NULL)
-            json_object_set_new(p->resp, "acks", p->acks);
-        p->acks = NULL;
-        n->parked = NULL;
-        al__ctl_complete(ctl, p);
-    }
+    /* The agent gave up on its previous poll (one of its tasks ended, say):
+     * answer it now, whether this one is answered at once or parked.  An
+     * agent waits for that answer on its other connection before using it
+     * again (al_http_conn_t.pending). */
+    al__ctl_answer_parked(ctl, ni);
     /* Answer at once when the agent must start something it lacks (a
      * task this sync did not report: n->known is what it reported). */
     int lacking = 0;

@@ -758,6 +758,32 @@ maintain(al_ctl_t *ctl, bool stop)
     ctl->store_failed = true;
 }
 
+void
+al__ctl_answer_parked(al_ctl_t *ctl, int ni)
+{
+    al__node_t *n = &ctl->nodes[ni];
+    al__req_t *p = n->parked;
+    if (p == NULL)
+        return;
+    if (ctl->store_failed) {
+        /* What its acks acknowledge, and what the desired set says (a
+         * cancel, an eviction), may not be stored: say nothing; the agent
+         * syncs again after the reload. */
+        json_decref(p->acks);
+        p->acks = NULL;
+        al__reply_error(p, 503, "unavailable",
+                        "the state store failed to commit");
+    } else {
+        p->status = 200;
+        p->resp = al__ctl_desired(ctl, ni, NULL);
+        if (p->acks != NULL)
+            json_object_set_new(p->resp, "acks", p->acks);
+        p->acks = NULL;
+    }
+    n->parked = NULL;
+    al__ctl_complete(ctl, p);
+}
+
 /* Answers the long-polls whose node changed or whose time is up. */
 static void
 answer_polls(al_ctl_t *ctl, bool stop)
@@ -770,25 +796,8 @@ answer_polls(al_ctl_t *ctl, bool stop)
          * change of the node's desired set. */
         bool changed = p != NULL && p->after_cycle ? ctl->cycled : n->changed;
         if (p != NULL &&
-            (changed || now >= p->deadline || stop || ctl->store_failed)) {
-            if (ctl->store_failed) {
-                /* What they acknowledge, and what the desired set says
-                 * (a cancel, an eviction), may not be stored: say
-                 * nothing; the agent syncs again after the reload. */
-                json_decref(p->acks);
-                p->acks = NULL;
-                al__reply_error(p, 503, "unavailable",
-                                "the state store failed to commit");
-            } else {
-                p->status = 200;
-                p->resp = al__ctl_desired(ctl, i, NULL);
-                if (p->acks != NULL)
-                    json_object_set_new(p->resp, "acks", p->acks);
-                p->acks = NULL;
-            }
-            n->parked = NULL;
-            al__ctl_complete(ctl, p);
-        }
+            (changed || now >= p->deadline || stop || ctl->store_failed))
+            al__ctl_answer_parked(ctl, i);
         n->changed = false;
     }
     ctl->cycled = false;

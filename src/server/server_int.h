@@ -330,6 +330,9 @@ void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
  * NULL it is set to the number of tasks in the reply that the node's last
  * sync did not report (tasks it has to start). */
 json_t *al__ctl_desired(al_ctl_t *ctl, int n, int *lacking);
+/* Answers node ni's parked sync, if any: its desired set and the acks it
+ * waited with, or 503 when the last commit failed. */
+void al__ctl_answer_parked(al_ctl_t *ctl, int ni);
 /* The size of the server's copy of the log of task `task` of job j's run
  * `restart` (0 when there is none), kept in the task while it is j's
  * current run. */
