@@ -2886,14 +2886,15 @@ starving_first(al_ctx_t *c, pass_t *ps)
         t = jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time;
         if (c->s->now - t < c->cfg.starve_after)
             continue;
-        /* A job its queue's limits hold back could take a place here
-         * cycle after cycle and never use it. */
-        if (!admit(c, j, jb->min_tasks))
-            continue;
         if (c->cfg.short_first)
             t = -response_ratio(c, jb, c->s->now - t);
         if (np == want &&
             (t > key[np - 1] || (t == key[np - 1] && j > pick[np - 1])))
+            continue;
+        /* A job its queue's limits hold back could take a place here
+         * cycle after cycle and never use it.  (Asked only of jobs that
+         * would get a place: with 100,000 waiting it cost 9 ms a cycle.) */
+        if (!admit(c, j, jb->min_tasks))
             continue;
         /* Insert into the small sorted list, smallest key (then lowest
          * index) first. */
