@@ -313,34 +313,37 @@ write_record(const agent_t *a, const task_t *t, const char *exit_line)
 /* ------------------------------------------------------------------ */
 /* Processes                                                          */
 
+/* t has ended with the exit code and signal it holds. */
+static void
+ended(task_t *t)
+{
+    t->state = T_EXITED;
+    al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
+            t->restart, t->exit_code, t->signal);
+}
+
 /* t ended with wait status `status` (-1: unknown, taken for SIGKILL). */
 static void
 set_exited(task_t *t, int status)
 {
     bool coded = status >= 0 && WIFEXITED(status);
-    t->state = T_EXITED;
     t->exit_code = coded ? WEXITSTATUS(status) : 0;
     t->signal = coded                                ? 0
                 : status >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
                                                      : SIGKILL;
-    al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
-            t->restart, t->exit_code, t->signal);
+    ended(t);
 }
 
 /* A task is gone; status is its wait status, or -1 when unknown.  The
- * record's exit, when it has one, is what counts. */
+ * record's exit, when it has one, is what counts (none: the spawner was
+ * killed before it could write one). */
 static void
 mark_exited(agent_t *a, task_t *t, int status)
 {
-    if (!read_exit(a, t)) {
-        /* No exit in the record: the spawner was killed before it could
-         * write one. */
+    if (read_exit(a, t))
+        ended(t);
+    else
         set_exited(t, status);
-        return;
-    }
-    t->state = T_EXITED;
-    al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
-            t->restart, t->exit_code, t->signal);
 }
 
 /* The running task of pid that the spawner tells us about. */
@@ -723,6 +726,33 @@ launch_free(launching_t *x)
 }
 
 /*
+ * Takes t as the task its record names: process pid, started at `start`.
+ * Alive means the same process: its pid and its start time.  One that
+ * ended but whose spawner has not yet recorded it (a zombie) counts as
+ * running: reap() waits for the record.  One gone without a recorded exit
+ * ended how we cannot know: SIGKILL.
+ */
+static void
+adopt_task(agent_t *a, task_t *t, long pid, long long start)
+{
+    int64_t now_start = -1;
+    t->pid = (pid_t)pid;
+    t->start = start;
+    t->adopted = true;
+    if (read_exit(a, t)) {
+        t->state = T_EXITED;
+    } else if (pid > 0 && start >= 0 &&
+               al_platform_proc_state(pid, &now_start) >= 0 &&
+               now_start == start) {
+        t->state = T_RUNNING;
+    } else {
+        t->state = T_EXITED;
+        t->exit_code = 0;
+        t->signal = SIGKILL;
+    }
+}
+
+/*
  * x was sent to a spawner that died before answering: did it start the task
  * all the same?  Its record says so (al__launch() writes it right after
  * the fork).  Then the task is taken as adopted, as a restarted agent
@@ -744,22 +774,10 @@ launched_before(agent_t *a, launching_t *x)
     free(data);
     if (!mine)
         return false;
-    t->pid = (pid_t)rec.pid;
-    t->start = rec.start;
-    t->adopted = true;
-    int64_t now_start = -1;
-    if (read_exit(a, t)) {
-        t->state = T_EXITED;
-    } else if (rec.start >= 0 &&
-               al_platform_proc_state(rec.pid, &now_start) >= 0 &&
-               now_start == rec.start) {
-        t->state = T_RUNNING;
+    adopt_task(a, t, rec.pid, rec.start);
+    if (t->state == T_RUNNING) {
         t->log_looked = al_clock_mono_ms();
         t->log_quiet = true;
-    } else {
-        t->state = T_EXITED;
-        t->exit_code = 0;
-        t->signal = SIGKILL;
     }
     al_warn("task %llu.%d.%d: started by a spawner that died before saying "
             "so; adopted (%s)",
@@ -915,24 +933,8 @@ adopt(agent_t *a)
         task_t *t = add_task(a, job, (int)index, (int)restart);
         t->slot = slot;
         t->devices = devices;
-        t->pid = (pid_t)pid;
-        t->start = start;
-        t->adopted = true;
         t->script = true; /* it may have one */
-        /* Alive means the same process: its pid and its start time.  One
-         * that ended but whose spawner has not yet recorded it (a zombie)
-         * counts as running: reap() waits for the record. */
-        int64_t now_start = -1;
-        if (read_exit(a, t)) {
-            t->state = T_EXITED;
-        } else if (pid > 0 && start >= 0 &&
-                   al_platform_proc_state(pid, &now_start) >= 0 &&
-                   now_start == start) {
-            t->state = T_RUNNING;
-        } else {
-            t->state = T_EXITED;
-            t->signal = SIGKILL;
-        }
+        adopt_task(a, t, pid, start);
         al_info("adopted task %llu.%ld.%ld (%s)", job, index, restart,
                 task_state_names[t->state]);
     }
