@@ -365,10 +365,9 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
     }
     ctl->reason_now = b->snap.now;
     if (ctl->reason_qgen != ctl->queue_gen + 1) {
-        for (int i = 0; i < ctl->reason_nq; i++)
-            free(ctl->reason_qnames[i]);
-        ctl->reason_qnames = al_xreallocarray(
-            ctl->reason_qnames, (size_t)ctl->nqueues + 1, sizeof(char *));
+        al__cycle_fini(ctl);
+        ctl->reason_qnames =
+            al_xcalloc((size_t)ctl->nqueues + 1, sizeof(char *));
         for (int i = 0; i < ctl->nqueues; i++)
             ctl->reason_qnames[i] = al_xstrdup(ctl->queues[i].name);
         ctl->reason_nq = ctl->nqueues;
