@@ -82,5 +82,22 @@ check "table names the queues" $?
 grep -q '"jobs":4,' "$TMP/f.json"
 check "queue filter keeps 4 nlp jobs" $?
 
+# Order inside a queue, by hand: one GPU; a (100 s) runs from 0; b (1000 s,
+# submitted at 1) and c (10 s, at 2) wait.  First come first served: b
+# 100-1100, c 1100-1110, JCTs 100, 1099, 1108, average 769.  Shortest first
+# (allot's default): c 100-110, b 110-1110, JCTs 100, 1109, 108, average 439.
+printf '%s\n' 'job_id,submit_time_s,duration_s,num_gpus,num_cpus,user,queue,status' \
+    'a,0,100,1,,u,q,' 'b,1,1000,1,,u,q,' 'c,2,10,1,,u,q,' >"$TMP/ord.csv"
+order_jct() {
+    "$ALLOT" sim --trace "$TMP/ord.csv" --nodes 1 --gpus-per-node 1 \
+        --no-timing --quiet --json "$@" | grep -o '"avg_jct_s":[0-9.]*' | head -1
+}
+check "shortest first by default (avg JCT 439 s)" \
+    $([ "$(order_jct)" = '"avg_jct_s":439.0' ]; echo $?)
+check "--order fifo: first come first served (769 s)" \
+    $([ "$(order_jct --order fifo)" = '"avg_jct_s":769.0' ]; echo $?)
+check "--order short on a baseline (fifo policy: 439 s)" \
+    $([ "$(order_jct --policy fifo --order short)" = '"avg_jct_s":439.0' ]; echo $?)
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
