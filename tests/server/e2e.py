@@ -1082,6 +1082,29 @@ def scenario_many_tasks(c):
              "every job cancelled")
 
 
+def scenario_order(c):
+    """Inside a queue the shorter time limit starts first: one GPU, busy;
+    a job limited to 2 h waits, then one limited to 5 min and one with no
+    limit (counted as 24 h).  When the GPU frees, the 5-minute job starts,
+    and the others wait in the order 2 h, none."""
+    c.start_server()
+    c.start_agent("n1", "1xH100-80GB")
+    busy = c.submit("--gpus", "1", "--", "sleep", "60")
+    c.wait_state(busy, "running")
+    long_ = c.submit("--gpus", "1", "--time", "2h", "--", "sleep", "60")
+    none = c.submit("--gpus", "1", "--", "sleep", "60")
+    short = c.submit("--gpus", "1", "--time", "5m", "--", "sleep", "60")
+    c.cli("cancel", str(busy))
+    c.wait_state(short, "running")
+    check(c.job(long_)["state"] == "pending" and
+          c.job(none)["state"] == "pending", "the longer ones wait")
+    c.cli("cancel", str(short))
+    c.wait_state(long_, "running")
+    check(c.job(none)["state"] == "pending", "no limit counts as 24 h")
+    for j in (long_, none):
+        c.cli("cancel", str(j), ok=False)
+
+
 def scenario_launch_crash(c):
     """The spawner dies after starting a sync's tasks and before saying so
     (fault injection: ALLOT_TEST_SPAWNER_CRASH).  The agent starts another
@@ -1123,6 +1146,7 @@ SCENARIOS = {
     "run_as_user": scenario_run_as_user,
     "many_tasks": scenario_many_tasks,
     "launch_crash": scenario_launch_crash,
+    "order": scenario_order,
 }
 
 
