@@ -1,12 +1,13 @@
 /*
  * ctl.c -- the control loop: the one thread that owns the controller's
- * state.  Each iteration takes every request queued by the HTTP threads,
+ * state.  Each iteration takes every request queued by the HTTP daemon,
  * handles them, marks silent nodes down, runs a scheduling cycle when one
  * is due, writes what changed to the store in one transaction, and only
  * after the commit releases the replies (durable before acknowledged) and
  * answers the long-polls of the nodes whose desired tasks changed.
  */
 #include <errno.h>
+#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,25 +512,25 @@ al__ctl_stop(al_ctl_t *ctl)
 /* ------------------------------------------------------------------ */
 /* Requests                                                           */
 
-void
+bool
 al__ctl_submit(al_ctl_t *ctl, al__req_t *req)
 {
     pthread_mutex_lock(&ctl->mu);
     if (ctl->stop) {
         pthread_mutex_unlock(&ctl->mu);
-        al__reply_error(req, 503, "unavailable", "the server is stopping");
-        return;
+        return false;
     }
+    /* Suspended before the loop can see it: the loop resumes it. */
+    MHD_suspend_connection(req->conn);
     req->next = NULL;
-    req->done = false;
-    pthread_cond_init(&req->done_cv, NULL);
     *ctl->inbox_tail = req;
     ctl->inbox_tail = &req->next;
-    pthread_cond_signal(&ctl->cv);
-    while (!req->done)
-        pthread_cond_wait(&req->done_cv, &ctl->mu);
+    if (ctl->waiting) {
+        ctl->waiting = false;
+        pthread_cond_signal(&ctl->cv);
+    }
     pthread_mutex_unlock(&ctl->mu);
-    pthread_cond_destroy(&req->done_cv);
+    return true;
 }
 
 /* Authenticates and runs one request; the handler may park it. */
@@ -683,7 +684,9 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
+        ctl->waiting = true;
         pthread_cond_timedwait(&ctl->cv, &ctl->mu, &ts);
+        ctl->waiting = false;
         now = al_clock_mono_ms();
     }
     al__req_t *batch = ctl->inbox;
@@ -803,35 +806,15 @@ answer_polls(al_ctl_t *ctl, bool stop)
     ctl->cycled = false;
 }
 
-/* Wakes the HTTP threads whose replies are ready (and, when stopping,
- * answers what is still in the inbox). */
+/* Hands the replies that are ready back to their connections. */
 static void
-release(al_ctl_t *ctl, bool stop)
+release(al_ctl_t *ctl)
 {
-    if (ctl->ready == NULL && !stop)
-        return;
-    pthread_mutex_lock(&ctl->mu);
-    /* next is read before the signal: once woken, a request's thread may
-     * return and its request (on that thread's stack) be gone.  Woken
-     * under mu, it cannot run before mu is released, but its own
-     * pthread_cond_destroy() must not race our signal either, hence the
-     * order: read next, set done, signal. */
     for (al__req_t *r = ctl->ready, *next; r != NULL; r = next) {
-        next = r->next;
-        r->done = true;
-        pthread_cond_signal(&r->done_cv);
+        next = r->next; /* r is gone once its reply is sent */
+        al__http_reply(r);
     }
-    if (stop) {
-        for (al__req_t *r = ctl->inbox, *next; r != NULL; r = next) {
-            next = r->next;
-            al__reply_error(r, 503, "unavailable", "the server is stopping");
-            r->done = true;
-            pthread_cond_signal(&r->done_cv);
-        }
-        ctl->inbox = NULL;
-        ctl->inbox_tail = &ctl->inbox;
-    }
-    pthread_mutex_unlock(&ctl->mu);
+    ctl->ready = NULL;
 }
 
 static void *
@@ -849,7 +832,7 @@ loop_main(void *arg)
         if (txn)
             maintain(ctl, stop);
         answer_polls(ctl, stop);
-        release(ctl, stop);
+        release(ctl);
         if (stop)
             return NULL;
     }

@@ -1,11 +1,12 @@
 /*
  * server.c -- `allot server`: options, the HTTP intake and start/stop.
  *
- * libmicrohttpd runs one thread per connection.  The access handler
- * collects the body (refusing more than max_body bytes with 413), matches
- * the route table, parses the JSON body and the query arguments, and hands
- * the request to the control loop; the loop thread runs the handler and
- * wakes this thread once the reply is durable.
+ * libmicrohttpd runs one polling thread (epoll) for every connection.  The
+ * access handler collects the body (refusing more than max_body bytes with
+ * 413), matches the route table, parses the JSON body and the query
+ * arguments, suspends the connection and queues the request for the
+ * control loop; once the reply is durable the loop resumes the connection
+ * (al__http_reply()) and the handler, called again, sends the reply.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -52,6 +54,7 @@ al_server_opts_default(al_server_opts_t *o)
 struct conn {
     al_buf_t body;
     bool too_large;
+    al__req_t *req; /* queued for the loop while the connection waits */
 };
 
 static enum MHD_Result
@@ -115,50 +118,66 @@ req_free(al__req_t *req)
     json_decref(req->resp);
     json_decref(req->acks);
     free(req->text);
+    free(req);
 }
 
+/* Sends the reply the loop made for req and frees req. */
+static enum MHD_Result
+send_handled(struct MHD_Connection *c, al__req_t *req)
+{
+    enum MHD_Result r;
+    if (req->text != NULL) {
+        r = send_reply(c, req->status ? req->status : 200,
+                       "text/plain; charset=utf-8", req->text, req->text_len);
+        req->text = NULL; /* MHD frees it */
+    } else if (req->resp != NULL) {
+        r = send_json(c, req->status, req->resp);
+    } else {
+        r = send_error(c, 500, "internal", "no reply");
+    }
+    req_free(req);
+    return r;
+}
+
+/* A complete request: answered at once when it is malformed, else queued
+ * for the loop with its connection suspended until the reply is ready. */
 static enum MHD_Result
 dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
          const char *method, struct conn *cn)
 {
-    al__req_t req;
-    memset(&req, 0, sizeof req);
     bool path_ok;
-    req.route = al__route_match(method, url, req.cap, &path_ok);
-    if (req.route == NULL)
+    char *cap[2] = { NULL, NULL };
+    const al__route_t *route = al__route_match(method, url, cap, &path_ok);
+    if (route == NULL)
         return path_ok ? send_error(c, 405, "method_not_allowed",
                                     "method not allowed on this path")
                        : send_error(c, 404, "not_found", "no such endpoint");
+    al__req_t *req = al_xcalloc(1, sizeof *req);
+    req->route = route;
+    req->cap[0] = cap[0];
+    req->cap[1] = cap[1];
     if (cn->body.len > 0) {
         char *cause = NULL;
-        req.body = al_json_parse(cn->body.data, cn->body.len, &cause);
-        if (req.body == NULL) {
+        req->body = al_json_parse(cn->body.data, cn->body.len, &cause);
+        if (req->body == NULL) {
             enum MHD_Result r = send_error(c, 400, "bad_request", cause);
             free(cause);
-            req_free(&req);
+            req_free(req);
             return r;
         }
     }
-    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &req);
+    MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, req);
     const char *auth =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0)
-        req.token = al_xstrdup(auth + 7);
-
-    al__ctl_submit(&s->ctl, &req);
-
-    enum MHD_Result r;
-    if (req.text != NULL) {
-        r = send_reply(c, req.status ? req.status : 200,
-                       "text/plain; charset=utf-8", req.text, req.text_len);
-        req.text = NULL; /* MHD frees it */
-    } else if (req.resp != NULL) {
-        r = send_json(c, req.status, req.resp);
-    } else {
-        r = send_error(c, 500, "internal", "no reply");
+        req->token = al_xstrdup(auth + 7);
+    req->conn = c;
+    if (!al__ctl_submit(&s->ctl, req)) {
+        req_free(req);
+        return send_error(c, 503, "unavailable", "the server is stopping");
     }
-    req_free(&req);
-    return r;
+    cn->req = req;
+    return MHD_YES;
 }
 
 static enum MHD_Result
@@ -182,6 +201,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
         }
         return MHD_YES;
     }
+    if (cn->req != NULL) {
+        /* Resumed by al__http_reply(): the reply is ready. */
+        al__req_t *req = cn->req;
+        cn->req = NULL;
+        return send_handled(c, req);
+    }
     if (*upload_size > 0) {
         if (!cn->too_large &&
             cn->body.len + *upload_size <= s->ctl.opts.max_body)
@@ -200,6 +225,12 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
     return dispatch(s, c, url, method, cn);
 }
 
+void
+al__http_reply(al__req_t *req)
+{
+    MHD_resume_connection(req->conn);
+}
+
 static void
 on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
              enum MHD_RequestTerminationCode toe)
@@ -207,6 +238,10 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     struct conn *cn = *con_cls;
     if (cn == NULL)
         return;
+    /* The loop answers every request it takes, so a connection ends with
+     * its request only when its reply could not be sent. */
+    if (cn->req != NULL)
+        req_free(cn->req);
     al_buf_fini(&cn->body);
     free(cn);
     *con_cls = NULL;
@@ -257,6 +292,13 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
                               o->state_dir, strerror(errno));
         return AL_EIO;
     }
+    /* A connection is a descriptor, not a thread: let there be as many as
+     * the hard limit allows (an agent keeps two). */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     al_server_t *s = al_xcalloc(1, sizeof *s);
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
@@ -266,10 +308,10 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         return rc;
     }
     s->mhd = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
-        NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+        on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536,
         MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (s->mhd == NULL) {
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
@@ -307,8 +349,8 @@ al_server_stop(al_server_t *s)
 {
     if (s == NULL)
         return;
-    /* The loop first, so that it answers every waiting HTTP thread; then
-     * the listener, which joins those threads. */
+    /* The loop first, so that it answers every request it took; then the
+     * listener, which closes the connections. */
     al__ctl_stop(&s->ctl);
     MHD_stop_daemon(s->mhd);
     free(s->ctl.state_dir);
