@@ -1105,6 +1105,62 @@ def scenario_order(c):
         c.cli("cancel", str(j), ok=False)
 
 
+def scenario_connections(c):
+    """Many open connections cost descriptors, not threads: 1,500 idle
+    connections (past the usual soft limit of 1,024 descriptors) and 20
+    requests sent a byte at a time, while other requests are answered at
+    once; the server's threads stay a handful."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 4096:
+        raise Fail("this test needs a hard limit of 4,096 descriptors or "
+                   "more (ulimit -Hn is %d)" % hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    c.start_server()
+    idle = [socket.create_connection(("127.0.0.1", c.port))
+            for _ in range(1500)]
+    slow = [socket.create_connection(("127.0.0.1", c.port))
+            for _ in range(20)]
+    req = ("POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+           "%s\r\nContent-Type: application/json\r\nContent-Length: %d"
+           "\r\n\r\n%s")
+    body = json.dumps({"command": ["true"], "hold": True})
+    raw = (req % (c.admin, len(body), body)).encode()
+    half = len(raw) // 2
+    for sk in slow:
+        for i in range(half):
+            sk.send(raw[i:i + 1])
+    wait_for(lambda: len(os.listdir("/proc/%d/fd" % c.server.pid)) > 1520,
+             20, "the server to accept 1,520 connections")
+    t0 = time.time()
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"], "hold": True})
+    check(s == 201, "a submission among 1,520 open connections: %s %s" %
+          (s, b))
+    check(time.time() - t0 < 5, "answered at once: %.1f s" %
+          (time.time() - t0))
+    threads = len(os.listdir("/proc/%d/task" % c.server.pid))
+    check(threads <= 8, "the server runs %d threads for 1,520 connections" %
+          threads)
+    for sk in slow:
+        sk.sendall(raw[half:])
+    ids = []
+    for sk in slow:
+        sk.settimeout(10)
+        resp = b""
+        while b"\r\n\r\n" not in resp or not resp.rstrip().endswith(b"}"):
+            chunk = sk.recv(65536)
+            if not chunk:
+                break
+            resp += chunk
+        check(resp.startswith(b"HTTP/1.1 201"), "slow request: %r" % resp[:60])
+        ids.append(json.loads(resp.split(b"\r\n\r\n", 1)[1])["id"])
+    check(sorted(ids) == list(range(2, 22)), "slow submissions: %s" % ids)
+    for sk in idle + slow:
+        sk.close()
+    s, b = c.api("GET", "/v1/jobs?limit=1000")
+    check(s == 200 and len(b["jobs"]) == 21, "21 jobs: %s" % len(b["jobs"]))
+
+
 def scenario_launch_crash(c):
     """The spawner dies after starting a sync's tasks and before saying so
     (fault injection: ALLOT_TEST_SPAWNER_CRASH).  The agent starts another
@@ -1147,6 +1203,7 @@ SCENARIOS = {
     "many_tasks": scenario_many_tasks,
     "launch_crash": scenario_launch_crash,
     "order": scenario_order,
+    "connections": scenario_connections,
 }
 
 
