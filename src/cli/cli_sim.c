@@ -21,8 +21,8 @@ typedef struct args {
     const char *queues_from, *policy, *report, *timeseries, *title;
     const char *tiresias, *seeds, *jobs_csv, *pack, *order;
     int64_t nodes, gpus_per_node, nodes_per_rack, cpus_per_node, mem_gib;
-    int64_t queues, checkpoint, half_life, tick;
-    double estimate_factor, usage_weight, fill;
+    int64_t queues, checkpoint, half_life, tick, estimate_seed;
+    double estimate_factor, estimate_noise, usage_weight, fill;
     bool json, progress, quiet, no_timing, help;
 } args_t;
 
@@ -69,6 +69,11 @@ static const option_t options[] = {
       "seconds between checkpoints; 0 = none (default 1800)" },
     { "--estimate-factor", O_NUM, A(estimate_factor), 0.01, 1000, "F",
       "runtime estimate = duration x F (default 2)" },
+    { "--estimate-noise", O_NUM, A(estimate_noise), 0, 10, "S",
+      "log-normal error: each job's estimate x exp(S x z), z standard "
+      "normal from --estimate-seed and the job's id (default 0: none)" },
+    { "--estimate-seed", O_INT, A(estimate_seed), 0, 1e15, "N",
+      "seed of the --estimate-noise draws (default 1)" },
     { "--usage-half-life", O_INT, A(half_life), 0, 1e12, "S",
       "half-life of queue usage history (default 604800)" },
     { "--usage-weight", O_NUM, A(usage_weight), 0, 1000, "W",
@@ -455,6 +460,8 @@ check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
         return 2;
     o->checkpoint = a->checkpoint;
     o->estimate_factor = a->estimate_factor;
+    o->estimate_noise = a->estimate_noise;
+    o->estimate_seed = (uint64_t)a->estimate_seed;
     o->usage_half_life = a->half_life;
     o->usage_weight = a->usage_weight;
     if (a->pack != NULL) {
@@ -634,6 +641,7 @@ al_cli_sim(int argc, char **argv)
     a.mem_gib = 1024;
     a.checkpoint = 1800;
     a.estimate_factor = 2.0;
+    a.estimate_seed = 1;
     a.half_life = (int64_t)7 * 86400;
     a.usage_weight = -1;
     a.policy = "allot";

@@ -141,6 +141,8 @@ al_sim_opts_default(al_sim_opts_t *o)
     o->qmode = AL_QMODE_COLUMN;
     o->checkpoint = 1800;
     o->estimate_factor = 2.0;
+    o->estimate_noise = 0;
+    o->estimate_seed = 1;
     o->usage_half_life = (int64_t)7 * 86400;
     o->usage_weight = -1;
     o->pack = -1;
@@ -149,6 +151,51 @@ al_sim_opts_default(al_sim_opts_t *o)
     o->tiresias_thresholds[0] = 3600;
     o->tiresias_thresholds[1] = 36000;
     o->ntiresias = 2;
+}
+
+/* splitmix64's finaliser (Steele, Lea and Flood, OOPSLA '14): a bijection
+ * of 64-bit words whose outputs pass BigCrush for consecutive inputs. */
+static uint64_t
+mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+double
+al_sim_estimate_noise(uint64_t seed, const char *job_id, double noise)
+{
+    if (noise == 0)
+        return 1.0;
+    /* Two uniforms from (seed, id), then Box-Muller.  u1 lies in (0, 1], so
+     * the logarithm is finite; |z| stays below 8.6.  (6.28... is 2 pi:
+     * M_PI is not in C17.) */
+    uint64_t a = mix64(mix64(seed) ^ al__hash(job_id));
+    uint64_t b = mix64(a);
+    double u1 = (double)((a >> 11) + 1) * 0x1.0p-53;
+    double u2 = (double)(b >> 11) * 0x1.0p-53;
+    double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+    return exp(noise * z);
+}
+
+/* ceil(rem x factor x mult) within [1, AL_SIM_MAX_ESTIMATE]. */
+static int64_t
+estimate_of(int64_t rem, double factor, double mult)
+{
+    double e = ceil((double)rem * factor * mult);
+    if (!(e >= 1))
+        return 1;
+    return e >= (double)AL_SIM_MAX_ESTIMATE ? AL_SIM_MAX_ESTIMATE : (int64_t)e;
+}
+
+int64_t
+al_sim_estimate(const al_sim_opts_t *o, const char *job_id, int64_t rem)
+{
+    return estimate_of(
+        rem, o->estimate_factor,
+        al_sim_estimate_noise(o->estimate_seed, job_id, o->estimate_noise));
 }
 
 /* ------------------------------------------------------------------ */
@@ -169,10 +216,11 @@ typedef struct sjob {
     int64_t start; /* start of the current run */
     int64_t pend_since;
     int64_t eligible;
-    double attained; /* GPU-seconds over finished runs (Tiresias) */
-    uint32_t seq;    /* bumps on every start/evict: stale events die */
-    int prio_oracle; /* sjf-oracle priority */
-    int act;         /* position in the active array, -1 none */
+    double attained;  /* GPU-seconds over finished runs (Tiresias) */
+    uint32_t seq;     /* bumps on every start/evict: stale events die */
+    int prio_oracle;  /* sjf-oracle priority */
+    double est_noise; /* al_sim_estimate_noise of the job, fixed for the run */
+    int act;          /* position in the active array, -1 none */
     bool lent;
     al_placement_t *place;
 } sjob_t;
@@ -900,11 +948,10 @@ cycle(sim_t *s, int64_t now)
         x->submit_time = tj->submit;
         x->eligible_time = j->eligible;
         int64_t rem = tj->duration - j->saved;
-        x->estimate = s->pol->oracle
-                          ? rem
-                          : (int64_t)ceil((double)rem * s->o->estimate_factor);
-        if (x->estimate < 1)
-            x->estimate = 1;
+        if (s->pol->oracle)
+            x->estimate = rem < 1 ? 1 : rem;
+        else
+            x->estimate = estimate_of(rem, s->o->estimate_factor, j->est_noise);
         x->topo_mode = AL_TOPO_NONE;
         if (j->state == S_RUNNING) {
             x->state = AL_JOB_RUNNING;
@@ -1291,6 +1338,8 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     for (int i = 0; i < s->njobs; i++) {
         shape_job(cluster, &s->jobs[i], &trace->jobs[i]);
         s->jobs[i].act = -1;
+        s->jobs[i].est_noise = al_sim_estimate_noise(
+            opts->estimate_seed, trace->jobs[i].id, opts->estimate_noise);
         r->jobs[i].queue = s->jobs[i].mq;
         r->jobs[i].first_start = -1;
         r->jobs[i].end = -1;

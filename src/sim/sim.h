@@ -207,9 +207,14 @@ typedef struct al_sim_opts {
     const al_queues_t *qfile; /* AL_QMODE_FILE */
     int64_t checkpoint;       /* seconds between checkpoints, 0 = none */
     double estimate_factor;   /* estimate = duration x factor */
-    int64_t usage_half_life;  /* seconds, for al_usage_decay */
-    double usage_weight;      /* al_config_t.usage_weight; < 0: default */
-    int pack;                 /* al_config_t.pack; < 0: the policy's */
+    /* Log-normal noise on the estimates: each job's is multiplied by
+     * exp(estimate_noise x z), z standard normal drawn from estimate_seed
+     * and the job's id (al_sim_estimate_noise); 0 = none. */
+    double estimate_noise;
+    uint64_t estimate_seed;
+    int64_t usage_half_life; /* seconds, for al_usage_decay */
+    double usage_weight;     /* al_config_t.usage_weight; < 0: default */
+    int pack;                /* al_config_t.pack; < 0: the policy's */
     int short_first; /* al_config_t.short_first: 0 off, 1 on, < 0 policy's */
     int64_t tick;    /* extra cycle period while work pends, 0 off */
     double tiresias_thresholds[4]; /* attained GPU-seconds per level */
@@ -228,8 +233,33 @@ typedef struct al_sim_opts {
 } al_sim_opts_t;
 
 /* Fills opts with the defaults (allot, queue column, checkpoint 1800 s,
- * estimate factor 2, half-life 7 days, no workload profile). */
+ * estimate factor 2 without noise, estimate seed 1, half-life 7 days, no
+ * workload profile). */
 void al_sim_opts_default(al_sim_opts_t *opts);
+
+/* The largest estimate the core is given, in seconds (about 139,000 years:
+ * above duration x factor for every trace the parser accepts, so it only
+ * ever cuts a noisy estimate's far tail). */
+#define AL_SIM_MAX_ESTIMATE ((int64_t)1 << 42)
+
+/*
+ * The noise factor of one job's runtime estimate: exp(noise x z), where z is
+ * a standard normal drawn from seed and job_id alone (a hash, no generator
+ * state).  A job therefore keeps its factor across restarts, and the factor
+ * depends neither on the order of events nor on the other jobs of the trace.
+ * Exactly 1 when noise is 0.
+ */
+double al_sim_estimate_noise(uint64_t seed, const char *job_id, double noise);
+
+/*
+ * The runtime estimate the core sees for job_id with rem seconds of work
+ * left, under every policy but sjf-oracle (which sees rem):
+ * ceil(rem x estimate_factor x al_sim_estimate_noise(...)), at least 1 and
+ * at most AL_SIM_MAX_ESTIMATE.  With estimate_noise 0 this is
+ * ceil(rem x estimate_factor), bit for bit.
+ */
+int64_t al_sim_estimate(const al_sim_opts_t *opts, const char *job_id,
+                        int64_t rem);
 
 /*
  * The workload profile of a trace, as FGD builds its "typical pods": the

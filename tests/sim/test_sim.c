@@ -7,6 +7,7 @@
  * failure (STYLE rule 13).
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -569,6 +570,123 @@ test_profile(void)
  * allocation never exceeds capacity; every job completes or is
  * unschedulable.
  */
+/*
+ * Noisy estimates (--estimate-noise S).  The factor is exp(S x z) with z
+ * drawn from (seed, job id) alone:
+ * - S = 0 gives exactly ceil(rem x factor) and a factor of exactly 1;
+ * - the same seed and id give the same estimate, whatever else is asked in
+ *   between; other seeds give other estimates;
+ * - the estimate stays proportional to the remaining work (a restarted job
+ *   keeps its factor);
+ * - over 20,000 ids, log(estimate / (rem x factor)) has mean about 0 and
+ *   standard deviation about S;
+ * - estimates stay within [1, AL_SIM_MAX_ESTIMATE] even at S = 10.
+ */
+static void
+test_estimate_noise(void)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    ASSERT_NEAR(o.estimate_noise, 0, 0);
+    ASSERT_NEAR(al_sim_estimate_noise(1, "j1", 0), 1.0, 0);
+    static const int64_t rems[] = { 0, 1, 7, 100, 3599, 86400, 3155760000 };
+    for (size_t k = 0; k < sizeof(rems) / sizeof(rems[0]); k++) {
+        int64_t want = rems[k] == 0 ? 1 : 2 * rems[k];
+        ASSERT_INT(al_sim_estimate(&o, "j1", rems[k]), ==, want);
+    }
+    o.estimate_factor = 1.5;
+    ASSERT_INT(al_sim_estimate(&o, "j1", 7), ==, 11); /* ceil(10.5) */
+    o.estimate_factor = 2;
+
+    enum { N = 20000 };
+    char id[32];
+    for (int k = 0; k < 2; k++) {
+        double S = k == 0 ? 0.5 : 1.0, sum = 0, sum2 = 0;
+        int same = 0, differ = 0, proportional = 0;
+        o.estimate_noise = S;
+        for (int i = 0; i < N; i++) {
+            snprintf(id, sizeof id, "job-%d", i);
+            o.estimate_seed = 42;
+            int64_t e = al_sim_estimate(&o, id, 36000);
+            int64_t half = al_sim_estimate(&o, id, 18000);
+            o.estimate_seed = 43;
+            int64_t other = al_sim_estimate(&o, id, 36000);
+            o.estimate_seed = 42;
+            same += al_sim_estimate(&o, id, 36000) == e;
+            differ += other != e;
+            proportional += llabs(2 * half - e) <= 2;
+            double l = log((double)e / (36000.0 * 2));
+            sum += l;
+            sum2 += l * l;
+        }
+        double mean = sum / N, sd = sqrt(sum2 / N - mean * mean);
+        ASSERT_INT(same, ==, N);
+        ASSERT_INT(differ, >=, N - 10);
+        ASSERT_INT(proportional, ==, N);
+        ASSERT_NEAR(mean, 0, 0.03 * S);
+        ASSERT_NEAR(sd, S, 0.03 * S);
+    }
+
+    o.estimate_noise = 10;
+    int64_t lo = INT64_MAX, hi = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof id, "job-%d", i);
+        int64_t a = al_sim_estimate(&o, id, 1);
+        int64_t b = al_sim_estimate(&o, id, 3155760000);
+        lo = a < lo ? a : lo;
+        hi = b > hi ? b : hi;
+    }
+    ASSERT_INT(lo, ==, 1);
+    ASSERT_INT(hi, ==, AL_SIM_MAX_ESTIMATE);
+}
+
+/*
+ * The noise reaches the core.  One GPU; a (100 s) holds it while long
+ * (1,000 s) and short (10 s) arrive at t=1.  Without noise allot starts
+ * short first at 100: JCTs 109 (short) and 1,109 (long).  With S = 2 and a
+ * seed whose draws make long's estimate the smaller, long goes first:
+ * long ends at 1,100 (JCT 1,099), short at 1,110 (JCT 1,109).
+ */
+static void
+test_estimate_noise_order(void)
+{
+    static const char text[] =
+        HEADER "a,0,100,1,,,,\nlong,1,1000,1,,,,\nshort,1,10,1,,,,\n";
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.qmode = AL_QMODE_HASH;
+    o.nqueues = 1;
+    o.estimate_noise = 2;
+    uint64_t seed = 0;
+    for (uint64_t k = 1; k < 1000 && seed == 0; k++) {
+        o.estimate_seed = k;
+        if (al_sim_estimate(&o, "long", 1000) <
+            al_sim_estimate(&o, "short", 10))
+            seed = k;
+    }
+    ASSERT_INT(seed, >, 0);
+    al_trace_t *t = trace(text);
+    al_cluster_t *c = al_cluster_homogeneous(1, 1, NULL, 0, 96, 1024);
+    for (int noisy = 0; noisy < 2 && t != NULL && c != NULL; noisy++) {
+        o.estimate_noise = noisy ? 2 : 0;
+        o.estimate_seed = seed;
+        al_sim_result_t *r = NULL;
+        char *cause = NULL;
+        if (al_sim_run(t, c, &o, &r, &cause) != 0) {
+            fprintf(stderr, "  run failed: %s\n", cause ? cause : "?");
+            free(cause);
+            failed_asserts++;
+            continue;
+        }
+        ASSERT_INT(jct(r, 0), ==, 100);
+        ASSERT_INT(jct(r, 1), ==, noisy ? 1099 : 1109);
+        ASSERT_INT(jct(r, 2), ==, noisy ? 1109 : 109);
+        al_sim_result_destroy(r);
+    }
+    al_cluster_destroy(c);
+    al_trace_destroy(t);
+}
+
 static void
 test_invariants(void)
 {
@@ -626,6 +744,8 @@ static const struct test {
     { "gang", test_gang },
     { "fill", test_fill },
     { "profile", test_profile },
+    { "estimate_noise", test_estimate_noise },
+    { "estimate_noise_order", test_estimate_noise_order },
     { "invariants", test_invariants },
 };
 
