@@ -383,6 +383,11 @@ case_throughput(const opts_t *o)
     }
     int64_t done = now_us() - t0;
     int failed = count_jobs(&c, &d, "failed,cancelled", 1000);
+    int hst;
+    json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &hst);
+    long long cycles =
+        (long long)json_integer_value(json_object_get(h, "cycles"));
+    json_decref(h);
     long rss = proc_kib(d.pid, "VmRSS"), hwm = proc_kib(d.pid, "VmHWM");
     al_http_conn_close(&c);
     double server_cpu = proc_cpu_s(d.pid);
@@ -391,11 +396,12 @@ case_throughput(const opts_t *o)
            "\"submits_per_s\":%.0f,\"submit_p50_ms\":%.2f,"
            "\"submit_p99_ms\":%.2f,\"jobs_per_s\":%.0f,\"failed\":%d,"
            "\"cpu_ms_per_job\":%.3f,\"server_cpu_ms_per_job\":%.3f,"
+           "\"cycles\":%lld,"
            "\"server_rss_mb\":%.1f,\"server_peak_rss_mb\":%.1f}\n",
            o->jobs, o->clients, o->nodes, o->jobs / (wall / 1e6),
            pct_ms(lat, o->jobs, 0.5), pct_ms(lat, o->jobs, 0.99),
            o->jobs / (done / 1e6), failed, cpu * 1000 / o->jobs,
-           server_cpu * 1000 / o->jobs, rss / 1024.0, hwm / 1024.0);
+           server_cpu * 1000 / o->jobs, cycles, rss / 1024.0, hwm / 1024.0);
     fflush(stdout);
     free(lat);
     if (failed > 0)
