@@ -808,6 +808,43 @@ launch_finish(launching_t *x, pid_t pid, char *cause)
     launch_free(x);
 }
 
+/* The spawner did not answer within its time limit: a start in the batch
+ * hangs (its working directory or program on a file system that does not
+ * answer).  Kills that start and the spawner (its running tasks come to
+ * this process, see respawn()) and fails the task that hung: the spawner
+ * starts a batch's tasks in order and writes each one's record once it
+ * runs its program, so it is the first sent without a record.  Those
+ * before it are adopted; those after it were never read and are sent
+ * again, to the next spawner. */
+static void
+spawner_hung(agent_t *a, launching_t *batch, int n, const char *cause)
+{
+    pid_t *known = al_xcalloc((size_t)a->ntasks + 1, sizeof *known);
+    size_t nknown = 0;
+    for (int i = 0; i < a->ntasks; i++)
+        if (a->tasks[i].state == T_RUNNING && a->tasks[i].pid > 0)
+            known[nknown++] = a->tasks[i].pid;
+    al__spawner_kill_hung(&a->spawner, known, nknown);
+    free(known);
+    a->spawner.unread = 0;
+    respawn(a);
+    bool failed = false;
+    for (int i = 0; i < n; i++) {
+        launching_t *x = &batch[i];
+        if (!x->sent || launched_before(a, x))
+            continue;
+        x->sent = false;
+        if (failed)
+            continue; /* sent again by launch_batch() */
+        failed = true;
+        al_error("task %llu.%d.%d: %s", x->t->job, x->t->index, x->t->restart,
+                 cause);
+        fail_task(a, x->t, cause);
+        launch_free(x);
+        x->t = NULL;
+    }
+}
+
 /* Reads the spawner's answers for the n tasks of batch whose starts were
  * sent.  If the spawner is gone, starts another and asks it once more for
  * those left without an answer, one at a time, except those the dead one
@@ -815,30 +852,43 @@ launch_finish(launching_t *x, pid_t pid, char *cause)
 static void
 launch_batch(agent_t *a, launching_t *batch, int n)
 {
-    bool gone = false;
-    for (int i = 0; i < n; i++) {
+    bool gone = false, hung = false;
+    for (int i = 0; i < n && !hung; i++) {
         launching_t *x = &batch[i];
         char *cause = NULL;
         pid_t pid = AL_EUNAVAIL;
         if (x->sent && !gone)
             pid = al__spawner_result(&a->spawner, &cause);
-        if (pid == AL_EUNAVAIL) {
-            free(cause);
+        if (pid == AL_ETIMEDOUT) {
+            spawner_hung(a, batch + i, n - i, cause); /* respawns */
+            hung = true;
+        } else if (pid == AL_EUNAVAIL) {
             gone = true;
             x->sent = false; /* to ask again below */
+        } else {
+            launch_finish(x, pid, cause);
             continue;
         }
-        launch_finish(x, pid, cause);
+        free(cause);
     }
-    if (!gone)
+    if (!gone && !hung)
         return;
-    a->spawner.unread = 0;
-    respawn(a);
+    if (gone) {
+        a->spawner.unread = 0;
+        respawn(a);
+    }
     for (int i = 0; i < n; i++) {
-        if (batch[i].sent || launched_before(a, &batch[i]))
+        if (batch[i].t == NULL || batch[i].sent ||
+            launched_before(a, &batch[i]))
             continue;
         char *cause = NULL;
         pid_t pid = al__spawner_launch(&a->spawner, &batch[i].l, &cause);
+        if (pid == AL_ETIMEDOUT) {
+            batch[i].sent = true;
+            spawner_hung(a, &batch[i], 1, cause);
+            free(cause);
+            continue;
+        }
         launch_finish(&batch[i], pid, cause);
     }
 }
@@ -1224,11 +1274,14 @@ static const char agent_usage[] =
     "                   [--state DIR]\n"
     "                   [--fake-gpus NxMODEL] [--fallback-gpus NxMODEL]\n"
     "                   [--cpus N] [--log-level L]\n"
-    "                   [--no-run-as-user]\n"
+    "                   [--no-run-as-user] [--launch-timeout MS]\n"
     "A root agent runs each task as the Unix user who submitted it (who\n"
     "must exist on the node; the task fails otherwise); --no-run-as-user\n"
     "runs tasks as the agent's own user, as an agent that is not root\n"
     "always does.\n"
+    "A task that has not reached its program after --launch-timeout ms\n"
+    "(default 10000; its working directory or program on a file system\n"
+    "that does not answer) is killed and fails, and the next tasks start.\n"
     "allot agent --probe [--fake-gpus ...] prints what this node would\n"
     "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
     "telemetry sample) as JSON and exits.\n"
@@ -1343,6 +1396,7 @@ al_agent_main(int argc, char **argv)
     const char *level_name = "info";
     bool no_run_as_user = false, run_as_user = false, help = false,
          probe = false;
+    int64_t launch_timeout = 10000;
     const al_opt_t opts[] = {
         { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
         { .name = "--join-token", .kind = AL_OPT_STR, .dst = &token },
@@ -1360,6 +1414,11 @@ al_agent_main(int argc, char **argv)
         { .name = "--run-as-user", .kind = AL_OPT_FLAG, .dst = &run_as_user },
         { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level_name },
         { .name = "--probe", .kind = AL_OPT_FLAG, .dst = &probe },
+        { .name = "--launch-timeout",
+          .kind = AL_OPT_INT,
+          .dst = &launch_timeout,
+          .min = 100,
+          .max = INT64_C(86400000) },
         { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
         { .name = NULL },
     };
@@ -1453,6 +1512,7 @@ al_agent_main(int argc, char **argv)
     }
     a.spawner.pid = -1;
     a.spawner.sock = a.spawner.exit_fd = -1;
+    a.spawner.timeout_ms = launch_timeout;
     /* Tasks orphaned by a spawner that died come to the agent, which then
      * learns how they end (see reap()). */
     if (al_platform_subreaper() != 0)

@@ -64,11 +64,12 @@ typedef struct al__launch {
  * errno set.  Runs in the spawner, which is the task's parent.
  */
 pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
-/* Raises this process's soft limit of open files to its hard limit (each
- * running task holds a descriptor: the usual soft limit, 1,024, capped a
- * node at about 1,000 tasks); tasks started afterwards get the old soft
- * limit back. */
-void al__launch_raise_nofile(void);
+/* Prepares the process that starts tasks, once: raises its soft limit of
+ * open files to its hard limit (each running task holds a descriptor: the
+ * usual soft limit, 1,024, capped a node at about 1,000 tasks; tasks
+ * started afterwards get the old soft limit back), and reads the test
+ * hook ALLOT_TEST_LAUNCH_HANG (see launch.c). */
+void al__launch_init(void);
 /* Writes the exit part of a record: exit code, or signal.  0 or -1. */
 int al__record_exit(int state_fd, int code, int sig);
 
@@ -85,6 +86,11 @@ typedef struct al__spawner {
     int32_t (*q)[2]; /* records read while awaiting a reply */
     size_t nq, qcap;
     int unread; /* requests sent whose replies were not read yet */
+    /* How long a reply may take (ms): a task's start blocks the spawner
+     * until its program runs, and a working directory or program on a
+     * file system that hangs (NFS) would block it, and every start after
+     * it, for good.  0: no limit. */
+    int64_t timeout_ms;
 } al__spawner_t;
 
 /* How many requests the agent may send before it reads their replies. */
@@ -107,6 +113,14 @@ pid_t al__spawner_launch(al__spawner_t *s, const al__launch_t *l, char **cause);
  * those that came together at once, after starting them all. */
 int al__spawner_send(al__spawner_t *s, const al__launch_t *l);
 pid_t al__spawner_result(al__spawner_t *s, char **cause);
+/* When al__spawner_result() times out it returns AL_ETIMEDOUT: the start
+ * it waits for hangs.  The caller then calls al__spawner_kill_hung() with
+ * the pids of the tasks it knows the spawner started (known[0..n-1]): the
+ * spawner's other children, starts that never reached their program, are
+ * killed (SIGKILL: they die before running it, even when the kill waits
+ * for the file system), then the spawner itself; its tasks come to the
+ * agent, a child subreaper. */
+void al__spawner_kill_hung(al__spawner_t *s, const pid_t *known, size_t n);
 /* One ended task ({pid, wait status}; its record has the exit already),
  * without blocking: 1, or 0 if none. */
 int al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status);

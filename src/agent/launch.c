@@ -128,13 +128,22 @@ child_say(const char *what, const char *arg, int err)
  * per process, and the parent set `environ` to the task's before.
  */
 /* The limit of open files the process that starts tasks was given, when
- * it raised its own (al__launch_raise_nofile()): what tasks get back. */
+ * it raised its own (al__launch_init()): what tasks get back. */
 static struct rlimit task_nofile;
 static bool task_nofile_set;
 
+/* ALLOT_TEST_LAUNCH_HANG=DIR (tests only): a task whose working directory
+ * is DIR hangs before it runs its program, as one would in chdir() on a
+ * file system that does not answer.  Read in the spawner before its first
+ * start, while environ is its own. */
+static const char *test_hang_cwd;
+
 void
-al__launch_raise_nofile(void)
+al__launch_init(void)
 {
+    const char *hang = getenv("ALLOT_TEST_LAUNCH_HANG");
+    if (hang != NULL && *hang != '\0')
+        test_hang_cwd = hang;
     struct rlimit r;
     if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max)
         return;
@@ -178,6 +187,10 @@ exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
             _exit(126);
         }
     }
+    if (test_hang_cwd != NULL && l->cwd != NULL &&
+        strcmp(l->cwd, test_hang_cwd) == 0)
+        for (;;)
+            pause();
     if (l->cwd != NULL && chdir(l->cwd) != 0) {
         child_say("allot: cannot enter ", l->cwd, errno);
         _exit(126);

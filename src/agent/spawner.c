@@ -26,11 +26,14 @@
  * running tasks are reparented to the agent (a child subreaper), which
  * records their ends.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -42,7 +45,9 @@
 
 #include "agent_int.h"
 #include "buf.h"
+#include "clock.h"
 #include "core/error.h"
+#include "log.h"
 #include "xmalloc.h"
 
 #define MAX_REQUEST (16u << 20)
@@ -264,7 +269,7 @@ static _Noreturn void
 spawner_main(int sock, int exit_fd, int wake_fd)
 {
     /* First: it holds a descriptor per running task. */
-    al__launch_raise_nofile();
+    al__launch_init();
     keep_only(&sock, &exit_fd, &wake_fd);
     if (sock < 0 || exit_fd < 0 || wake_fd < 0)
         _exit(1);
@@ -378,14 +383,25 @@ al__spawner_stop(al__spawner_t *s)
 /* Reads the spawner's reply to a request.  Meanwhile the exit records it
  * writes are taken off their pipe and kept for al__spawner_reaped(): the
  * spawner may be blocked writing one, with the pipe full, before it reads
- * the request.  0, or -1 when the spawner is gone. */
+ * the request.  0; -1 when the spawner is gone; AL_ETIMEDOUT when no reply
+ * came within s->timeout_ms. */
 static int
 await_reply(al__spawner_t *s, int32_t *reply)
 {
+    int64_t deadline =
+        s->timeout_ms > 0 ? al_clock_mono_ms() + s->timeout_ms : -1;
     for (;;) {
         struct pollfd p[2] = { { s->sock, POLLIN, 0 },
                                { s->exit_fd, POLLIN, 0 } };
-        if (poll(p, 2, -1) < 0) {
+        int wait = -1;
+        if (deadline >= 0) {
+            int64_t left = deadline - al_clock_mono_ms();
+            if (left <= 0)
+                return AL_ETIMEDOUT;
+            wait = left > 60000 ? 60000 : (int)left;
+        }
+        int r = poll(p, 2, wait);
+        if (r < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
@@ -404,6 +420,53 @@ await_reply(al__spawner_t *s, int32_t *reply)
         if (p[0].revents & (POLLIN | POLLHUP | POLLERR))
             return io_all(s->sock, reply, sizeof *reply, false);
     }
+}
+
+/* The parent pid of process pid, from /proc/PID/stat; -1 if unknown. */
+static long
+parent_of(long pid)
+{
+    char path[64], data[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, data, sizeof data - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    data[n] = '\0';
+    /* "PID (COMM) STATE PPID ...": the command may hold anything. */
+    const char *p = strrchr(data, ')');
+    long ppid;
+    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+        return -1;
+    return ppid;
+}
+
+void
+al__spawner_kill_hung(al__spawner_t *s, const pid_t *known, size_t n)
+{
+    if (s->pid <= 0)
+        return;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (end == e->d_name || *end != '\0' || parent_of(pid) != s->pid)
+            continue;
+        bool task = false;
+        for (size_t i = 0; i < n && !task; i++)
+            task = known[i] == (pid_t)pid;
+        if (!task) {
+            al_warn("killing process %ld: a task's start that hangs", pid);
+            kill((pid_t)pid, SIGKILL);
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    kill(s->pid, SIGKILL);
 }
 
 static void
@@ -451,7 +514,15 @@ pid_t
 al__spawner_result(al__spawner_t *s, char **cause)
 {
     int32_t reply = 0;
-    if (s->unread == 0 || await_reply(s, &reply) != 0) {
+    int rc = s->unread == 0 ? -1 : await_reply(s, &reply);
+    if (rc == AL_ETIMEDOUT) {
+        *cause = al_xasprintf("the task did not start within %lld ms (its "
+                              "working directory or program may be on a "
+                              "file system that does not answer)",
+                              (long long)s->timeout_ms);
+        return AL_ETIMEDOUT;
+    }
+    if (rc != 0) {
         s->unread = 0;
         *cause = al_xasprintf("the spawner is gone");
         return AL_EUNAVAIL;

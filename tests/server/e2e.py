@@ -12,6 +12,7 @@ on failure.
 """
 import json
 import os
+import re
 import pwd
 import shutil
 import signal
@@ -1187,6 +1188,53 @@ def scenario_launch_crash(c):
               (j, job["state"], job["exit_code"]))
 
 
+def scenario_launch_hang(c):
+    """A task whose start hangs (its working directory on a file system
+    that does not answer; fault injection: ALLOT_TEST_LAUNCH_HANG) must not
+    take the node with it: after --launch-timeout the hung start is killed
+    before it runs anything, its job fails saying why, a task already
+    running is kept, and later tasks start."""
+    c.start_server()
+    hang = os.path.join(c.root, "nfs-hung")
+    os.mkdir(hang)
+    c.start_agent("n1", env={"ALLOT_TEST_LAUNCH_HANG": hang},
+                  extra=["--launch-timeout", "1000"])
+    runner = c.submit("--", "sleep", "60")
+    c.wait_state(runner, "running")
+    marker = os.path.join(c.root, "ran")
+    s, b = c.api("POST", "/v1/jobs", {"command": ["touch", marker],
+                                       "cwd": hang})
+    check(s == 201, "submit the job that hangs: %s %s" % (s, b))
+    hung = b["id"]
+    after = c.submit("--", "true")
+    c.wait_state(hung, ("failed", "completed"), timeout=20)
+    j = c.job(hung)
+    check(j["state"] == "failed" and j["exit_code"] == 127,
+          "the hung start failed: %s %s" % (j["state"], j["exit_code"]))
+    p = c.cli("logs", str(hung))
+    check("did not start within 1000 ms" in p.stdout,
+          "its log says why: %r" % p.stdout)
+    c.wait_state(after, "completed", timeout=20)
+    log = open(os.path.join(c.root, "agent-n1.log")).read()
+    killed = re.findall(r"killing process (\d+): a task's start that hangs",
+                        log)
+    check(len(killed) == 1, "one hung start killed: %s" % killed)
+    wait_for(lambda: not os.path.exists("/proc/" + killed[0]) or
+             open("/proc/%s/stat" % killed[0]).read().rsplit(")", 1)[1]
+             .split()[0] == "Z", 10, "the hung start to die")
+    check(not os.path.exists(marker), "the hung job never ran its program")
+    r = c.job(runner)
+    check(r["state"] == "running" and r["restart_count"] == 0,
+          "the running task was kept: %s" % r["state"])
+    n = [x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+         if x["name"] == "n1"][0]
+    check(n["state"] == "ready", "the node stayed ready: %s" % n["state"])
+    c.cli("cancel", str(runner))
+    c.wait_state(runner, "cancelled")
+    # And the node goes on starting tasks.
+    c.wait_state(c.submit("--", "true"), "completed", timeout=20)
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1204,6 +1252,7 @@ SCENARIOS = {
     "launch_crash": scenario_launch_crash,
     "order": scenario_order,
     "connections": scenario_connections,
+    "launch_hang": scenario_launch_hang,
 }
 
 
