@@ -449,9 +449,11 @@ al__spawner_kill_hung(al__spawner_t *s, const pid_t *known, size_t n)
 {
     if (s->pid <= 0)
         return;
+    pid_t hung[64];
+    size_t nhung = 0;
     DIR *d = opendir("/proc");
     struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL) {
+    while (d != NULL && (e = readdir(d)) != NULL && nhung < 64) {
         char *end;
         long pid = strtol(e->d_name, &end, 10);
         if (end == e->d_name || *end != '\0' || parent_of(pid) != s->pid)
@@ -459,14 +461,20 @@ al__spawner_kill_hung(al__spawner_t *s, const pid_t *known, size_t n)
         bool task = false;
         for (size_t i = 0; i < n && !task; i++)
             task = known[i] == (pid_t)pid;
-        if (!task) {
-            al_warn("killing process %ld: a task's start that hangs", pid);
-            kill((pid_t)pid, SIGKILL);
-        }
+        if (!task)
+            hung[nhung++] = (pid_t)pid;
     }
     if (d != NULL)
         closedir(d);
+    /* The spawner first: a start that dies lets its vfork() return, and
+     * the spawner would write the task's record as if it had started.
+     * With its SIGKILL pending it returns to nothing. */
     kill(s->pid, SIGKILL);
+    for (size_t i = 0; i < nhung; i++) {
+        al_warn("killing process %ld: a task's start that hangs",
+                (long)hung[i]);
+        kill(hung[i], SIGKILL);
+    }
 }
 
 static void

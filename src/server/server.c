@@ -171,12 +171,16 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0)
         req->token = al_xstrdup(auth + 7);
+    /* The loop may answer it before al__ctl_submit() returns; the reply
+     * goes out from this thread, at the handler's next call, after this
+     * one. */
     req->conn = c;
+    cn->req = req;
     if (!al__ctl_submit(&s->ctl, req)) {
+        cn->req = NULL;
         req_free(req);
         return send_error(c, 503, "unavailable", "the server is stopping");
     }
-    cn->req = req;
     return MHD_YES;
 }
 

@@ -1235,6 +1235,58 @@ def scenario_launch_hang(c):
     c.wait_state(c.submit("--", "true"), "completed", timeout=20)
 
 
+def scenario_store_full(c):
+    """Writes to the store fail mid-commit (the server's files may not grow
+    past 1 MiB: RLIMIT_FSIZE, as a full disk would): submissions get 503,
+    the server stays up and answers, and after a restart without the limit
+    every job that got a 201 is there, and none that got a 503."""
+    import resource
+
+    def limited():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+    urlfile = os.path.join(c.state, "url")
+    c.server = c.spawn("server", [
+        "server", "--listen", "127.0.0.1:0", "--state", c.state,
+        "--log-level", "debug"], preexec=limited)
+    wait_for(lambda: os.path.exists(urlfile), 10, "STATE/url")
+    c.url = open(urlfile).read().strip()
+    c.port = int(c.url.rsplit(":", 1)[1])
+    c.env["ALLOT_SERVER"] = c.url
+    wait_for(lambda: c.healthz() is not None, 10, "the server")
+    c.admin = open(os.path.join(c.state, "admin-token")).read().strip()
+    accepted, refused = [], 0
+    pad = "x" * 8000
+    for i in range(400):
+        s, b = c.api("POST", "/v1/jobs", {"command": ["echo", pad],
+                                           "name": "j%d" % i, "hold": True})
+        if s == 201:
+            accepted.append((b["id"], "j%d" % i))
+            continue
+        check(s == 503 and b["error"] == "unavailable",
+              "a failed commit answers 503: %s %s" % (s, b))
+        refused += 1
+        if refused == 20:
+            break
+    check(refused == 20, "commits failed once the files were full "
+          "(%d accepted)" % len(accepted))
+    check(len(accepted) > 10, "some were accepted first: %d" % len(accepted))
+    s, b = c.api("GET", "/v1/jobs?limit=1000&state=held")
+    check(s == 200 and [j["id"] for j in b["jobs"]] ==
+          [a[0] for a in accepted],
+          "the server answers, from the store's state: %s" % s)
+    c.kill_server()
+    c.start_server()
+    s, b = c.api("GET", "/v1/jobs?limit=1000&state=held")
+    got = [(j["id"], j["name"]) for j in b["jobs"]]
+    check(got == accepted, "after a restart, exactly the %d accepted jobs: "
+          "%d there" % (len(accepted), len(got)))
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"]})
+    check(s == 201 and b["id"] == accepted[-1][0] + 1,
+          "the next job takes the next id: %s %s" % (s, b))
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1253,6 +1305,7 @@ SCENARIOS = {
     "order": scenario_order,
     "connections": scenario_connections,
     "launch_hang": scenario_launch_hang,
+    "store_full": scenario_store_full,
 }
 
 
