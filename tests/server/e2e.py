@@ -87,17 +87,18 @@ class Cluster:
         self.procs.append(p)
         return p
 
-    def start_server(self, *extra):
+    def start_server(self, *extra, preexec=None):
         """Starts the server; the first time on a port it picks itself
         (read back from STATE/url, so parallel tests never race for one),
-        after a restart on the same port, where the agents look for it."""
+        after a restart on the same port, where the agents look for it.
+        preexec runs in the server's process before it starts."""
         urlfile = os.path.join(self.state, "url")
         if os.path.exists(urlfile):
             os.unlink(urlfile)
         self.server = self.spawn("server", [
             "server", "--listen", "127.0.0.1:%d" % self.port, "--state",
             self.state, "--grace", "2000", "--log-level", "debug"
-        ] + list(extra))
+        ] + list(extra), preexec=preexec)
         wait_for(lambda: os.path.exists(urlfile), 10, "STATE/url")
         self.url = open(urlfile).read().strip()
         self.port = int(self.url.rsplit(":", 1)[1])
@@ -1246,16 +1247,7 @@ def scenario_store_full(c):
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a kill
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
 
-    urlfile = os.path.join(c.state, "url")
-    c.server = c.spawn("server", [
-        "server", "--listen", "127.0.0.1:0", "--state", c.state,
-        "--log-level", "debug"], preexec=limited)
-    wait_for(lambda: os.path.exists(urlfile), 10, "STATE/url")
-    c.url = open(urlfile).read().strip()
-    c.port = int(c.url.rsplit(":", 1)[1])
-    c.env["ALLOT_SERVER"] = c.url
-    wait_for(lambda: c.healthz() is not None, 10, "the server")
-    c.admin = open(os.path.join(c.state, "admin-token")).read().strip()
+    c.start_server(preexec=limited)
     accepted, refused = [], 0
     pad = "x" * 8000
     for i in range(400):
