@@ -438,10 +438,11 @@ parent_of(long pid)
     data[n] = '\0';
     /* "PID (COMM) STATE PPID ...": the command may hold anything. */
     const char *p = strrchr(data, ')');
-    long ppid;
-    if (p == NULL || sscanf(p + 1, " %*c %ld", &ppid) != 1)
+    if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
         return -1;
-    return ppid;
+    char *end;
+    long ppid = strtol(p + 4, &end, 10);
+    return end == p + 4 || *end != ' ' ? -1 : ppid;
 }
 
 void
