@@ -394,10 +394,99 @@ critical_path(al_ctx_t *c)
     return 0;
 }
 
+/* Checks job j's request, dependencies and state; AL_EINVAL (with the
+ * cause) when the snapshot is malformed. */
+static int
+check_job(const al_ctx_t *c, int32_t j, char **cause)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    const al_request_t *r = &jb->req;
+
+    if (r->gpus < 0 || r->gpus > AL_MAX_DEVICES || r->gpu_milli < 0 ||
+        r->gpu_milli > AL_GPU_MILLI || r->gpu_mem < 0 || r->cpu_milli < 0 ||
+        r->mem_bytes < 0 || jb->min_tasks < 1 ||
+        (jb->ndeps > 0 && jb->deps == NULL) || jb->ndeps < 0) {
+        set_cause(cause, "job %lld (index %lld): invalid request",
+                  (long long)jb->id, j);
+        return AL_EINVAL;
+    }
+    for (int32_t t = 0; t < jb->ndeps; t++)
+        if (jb->deps[t].job < 0 || jb->deps[t].job >= c->nj) {
+            set_cause(cause,
+                      "job %lld: dependency index %lld out of "
+                      "range",
+                      (long long)jb->id, jb->deps[t].job);
+            return AL_EINVAL;
+        }
+    if (jb->topo_mode != AL_TOPO_NONE &&
+        (jb->topo_level < 0 || jb->topo_level >= c->cfg.ntopo_levels)) {
+        set_cause(cause, "job %lld: topology level %lld not configured",
+                  (long long)jb->id, jb->topo_level);
+        return AL_EINVAL;
+    }
+    if (jb->state == AL_JOB_RUNNING &&
+        (jb->ntasks < 1 || jb->placement == NULL || !queue_ok(c, jb->queue))) {
+        set_cause(cause,
+                  "running job %lld (index %lld) has no "
+                  "placement or no leaf queue",
+                  (long long)jb->id, j);
+        return AL_EINVAL;
+    }
+    if (jb->state != AL_JOB_RUNNING && jb->state != AL_JOB_PENDING &&
+        jb->state != AL_JOB_HELD) {
+        set_cause(cause, "job %lld: unknown state %lld", (long long)jb->id,
+                  (long long)jb->state);
+        return AL_EINVAL;
+    }
+    return 0;
+}
+
+/* Running job j: takes what its tasks hold (counting them per node in
+ * count[]) and charges it to its queue and the queue's ancestors. */
+static int
+take_running(al_ctx_t *c, int32_t j, int32_t *count, char **cause)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    wjob_t *w = &c->wj[j];
+
+    w->flags = JF_RUNNING | (jb->lent ? JF_LENT : 0);
+    if (jb->preemptible && jb->priority < c->wq[jb->queue].min_prio)
+        c->wq[jb->queue].min_prio = jb->priority;
+    w->ntasks = jb->ntasks;
+    for (int32_t t = 0; t < jb->ntasks; t++) {
+        if (!valid_placement(c, jb, &jb->placement[t])) {
+            set_cause(cause,
+                      "running job %lld task %lld: invalid "
+                      "placement",
+                      (long long)jb->id, t);
+            return AL_EINVAL;
+        }
+        int rc = al__take(c, j, &jb->placement[t], true);
+        w->held += al__placed_gpu(&jb->placement[t]);
+        if (t >= jb->min_tasks)
+            w->held_extra += al__placed_gpu(&jb->placement[t]);
+        if (rc != 0) {
+            if (rc == AL_EINVAL)
+                set_cause(cause,
+                          "running job %lld task %lld: "
+                          "device already in use",
+                          (long long)jb->id, t);
+            return rc;
+        }
+        count[jb->placement[t].node]++;
+    }
+    for (int32_t a = jb->queue; a != NIL; a = c->wq[a].parent) {
+        c->wq[a].run_gpu0 += w->held;
+        if (over_quota_alone(c, a, w->held))
+            c->wq[a].big_gpu += w->held;
+    }
+    return 0;
+}
+
 static int
 setup_jobs(al_ctx_t *c, char **cause)
 {
-    int32_t j, n, t, a;
+    int32_t j, n, t;
     int32_t *count;
     int64_t maxdevmem = 0;
     int rc;
@@ -431,28 +520,8 @@ setup_jobs(al_ctx_t *c, char **cause)
         memset(&c->reasons[j], 0, sizeof(c->reasons[j]));
         c->reasons[j].queue = NIL;
         c->reasons[j].job = NIL;
-        if (r->gpus < 0 || r->gpus > AL_MAX_DEVICES || r->gpu_milli < 0 ||
-            r->gpu_milli > AL_GPU_MILLI || r->gpu_mem < 0 || r->cpu_milli < 0 ||
-            r->mem_bytes < 0 || jb->min_tasks < 1 ||
-            (jb->ndeps > 0 && jb->deps == NULL) || jb->ndeps < 0) {
-            set_cause(cause, "job %lld (index %lld): invalid request",
-                      (long long)jb->id, j);
-            return AL_EINVAL;
-        }
-        for (t = 0; t < jb->ndeps; t++)
-            if (jb->deps[t].job < 0 || jb->deps[t].job >= c->nj) {
-                set_cause(cause,
-                          "job %lld: dependency index %lld out of "
-                          "range",
-                          (long long)jb->id, jb->deps[t].job);
-                return AL_EINVAL;
-            }
-        if (jb->topo_mode != AL_TOPO_NONE &&
-            (jb->topo_level < 0 || jb->topo_level >= c->cfg.ntopo_levels)) {
-            set_cause(cause, "job %lld: topology level %lld not configured",
-                      (long long)jb->id, jb->topo_level);
-            return AL_EINVAL;
-        }
+        if ((rc = check_job(c, j, cause)) != 0)
+            return rc;
         if (r->gpus > 0)
             w->task_gpu = (int64_t)r->gpus * AL_GPU_MILLI;
         else if (r->gpu_milli > 0)
@@ -460,51 +529,9 @@ setup_jobs(al_ctx_t *c, char **cause)
         else if (r->gpu_mem > 0 && maxdevmem > 0)
             w->task_gpu =
                 (r->gpu_mem * AL_GPU_MILLI + maxdevmem - 1) / maxdevmem;
-        if (jb->state == AL_JOB_RUNNING) {
-            if (jb->ntasks < 1 || jb->placement == NULL ||
-                !queue_ok(c, jb->queue)) {
-                set_cause(cause,
-                          "running job %lld (index %lld) has no "
-                          "placement or no leaf queue",
-                          (long long)jb->id, j);
-                return AL_EINVAL;
-            }
-            w->flags = JF_RUNNING | (jb->lent ? JF_LENT : 0);
-            if (jb->preemptible && jb->priority < c->wq[jb->queue].min_prio)
-                c->wq[jb->queue].min_prio = jb->priority;
-            w->ntasks = jb->ntasks;
-            for (t = 0; t < jb->ntasks; t++) {
-                if (!valid_placement(c, jb, &jb->placement[t])) {
-                    set_cause(cause,
-                              "running job %lld task %lld: invalid "
-                              "placement",
-                              (long long)jb->id, t);
-                    return AL_EINVAL;
-                }
-                rc = al__take(c, j, &jb->placement[t], true);
-                w->held += al__placed_gpu(&jb->placement[t]);
-                if (t >= jb->min_tasks)
-                    w->held_extra += al__placed_gpu(&jb->placement[t]);
-                if (rc != 0) {
-                    if (rc == AL_EINVAL)
-                        set_cause(cause,
-                                  "running job %lld task %lld: "
-                                  "device already in use",
-                                  (long long)jb->id, t);
-                    return rc;
-                }
-                count[jb->placement[t].node]++;
-            }
-            for (a = jb->queue; a != NIL; a = c->wq[a].parent) {
-                c->wq[a].run_gpu0 += w->held;
-                if (over_quota_alone(c, a, w->held))
-                    c->wq[a].big_gpu += w->held;
-            }
-        } else if (jb->state != AL_JOB_PENDING && jb->state != AL_JOB_HELD) {
-            set_cause(cause, "job %lld: unknown state %lld", (long long)jb->id,
-                      (long long)jb->state);
-            return AL_EINVAL;
-        }
+        if (jb->state == AL_JOB_RUNNING &&
+            (rc = take_running(c, j, count, cause)) != 0)
+            return rc;
     }
     /* Running (job, task) pairs per node, for victim search. */
     {
@@ -1321,34 +1348,21 @@ sim_fits(const al_ctx_t *c, const tsim_t *ts, int64_t need, int32_t *win)
     return false;
 }
 
-/*
- * Finds when and where blocked job j fits by replaying the releases of
- * running jobs in order of their expected end, then holds what it needs on
- * those nodes so that later jobs cannot delay it.  Returns 0 with *made set
- * when a reservation was made, 0 with *made clear when the job can never
- * fit, or AL_ENOMEM.
- */
+/* Sets up the sweep of blocked job j in *ts: what each usable node has
+ * free now (slots[n] -1 for a node the job cannot use).  0 or AL_ENOMEM. */
 static int
-reserve(al_ctx_t *c, pass_t *ps, int32_t j, resv_int_t *out, bool *made)
+sweep_init(al_ctx_t *c, pass_t *ps, int32_t j, tsim_t *ts)
 {
     const al_job_t *jb = &c->s->jobs[j];
     const al_request_t *req = &jb->req;
-    int64_t need = jb->min_tasks;
-    int64_t *dev, *cpu, *mem, *slots;
-    tsim_t ts;
-    skey_t *ev;
-    size_t nev, e;
-    int32_t n, win = NIL;
-    int64_t when = INT64_MIN;
-    int rc;
+    int32_t n;
 
-    *made = false;
-    memset(&ts, 0, sizeof(ts));
-    ts.req = req;
-    ts.level = jb->topo_mode == AL_TOPO_REQUIRED ? jb->topo_level : -1;
+    memset(ts, 0, sizeof(*ts));
+    ts->req = req;
+    ts->level = jb->topo_mode == AL_TOPO_REQUIRED ? jb->topo_level : -1;
     if (req->gpus == 0 && (req->gpu_milli > 0 || req->gpu_mem > 0)) {
-        ts.m = c->wj[j].task_gpu > 0 ? c->wj[j].task_gpu : 1;
-        ts.per = AL_GPU_MILLI / ts.m;
+        ts->m = c->wj[j].task_gpu > 0 ? c->wj[j].task_gpu : 1;
+        ts->per = AL_GPU_MILLI / ts->m;
     }
     /* The sweep's arrays are taken once per cycle and reused by every
      * reservation.  Only usable nodes' entries are written and read. */
@@ -1366,142 +1380,176 @@ reserve(al_ctx_t *c, pass_t *ps, int32_t j, resv_int_t *out, bool *made)
         if (ps->sim_dev == NULL || ps->sim_dm == NULL)
             return AL_ENOMEM;
     }
-    ts.dev = ps->sim_dev;
-    ts.frac = ts.dev + (c->nn + 1);
-    ts.cpu = ts.frac + (c->nn + 1);
-    ts.mem = ts.cpu + (c->nn + 1);
-    ts.slots = ts.mem + (c->nn + 1);
-    ts.domsum = ts.slots + (c->nn + 1);
-    ts.dm = ps->sim_dm;
-    memset(ts.frac, 0, (size_t)c->nn * sizeof(int64_t));
-    if (ts.level >= 0)
-        memset(ts.domsum, 0,
-               ((size_t)c->ndomains[ts.level] + 1) * sizeof(int64_t));
-    memcpy(ts.dm, c->dev_milli, (size_t)c->ndev * sizeof(int32_t));
-    dev = ts.dev;
-    cpu = ts.cpu;
-    mem = ts.mem;
-    slots = ts.slots;
+    ts->dev = ps->sim_dev;
+    ts->frac = ts->dev + (c->nn + 1);
+    ts->cpu = ts->frac + (c->nn + 1);
+    ts->mem = ts->cpu + (c->nn + 1);
+    ts->slots = ts->mem + (c->nn + 1);
+    ts->domsum = ts->slots + (c->nn + 1);
+    ts->dm = ps->sim_dm;
+    memset(ts->frac, 0, (size_t)c->nn * sizeof(int64_t));
+    if (ts->level >= 0)
+        memset(ts->domsum, 0,
+               ((size_t)c->ndomains[ts->level] + 1) * sizeof(int64_t));
+    memcpy(ts->dm, c->dev_milli, (size_t)c->ndev * sizeof(int32_t));
     for (n = 0; n < c->nn; n++) {
         const wnode_t *w = &c->wn[n];
 
         if (!w->ready || w->group == NIL || !al__req_group(c, w->group, req) ||
-            (ts.level >= 0 && w->topo[ts.level] == NIL)) {
-            slots[n] = -1; /* not usable */
+            (ts->level >= 0 && w->topo[ts->level] == NIL)) {
+            ts->slots[n] = -1; /* not usable */
             continue;
         }
-        dev[n] = w->nfree;
-        cpu[n] = w->free_cpu;
-        mem[n] = w->free_mem;
-        if (ts.m > 0) {
+        ts->dev[n] = w->nfree;
+        ts->cpu[n] = w->free_cpu;
+        ts->mem[n] = w->free_mem;
+        if (ts->m > 0) {
             uint64_t sm = w->shared_mask;
 
             while (sm != 0) {
-                ts.frac[n] +=
-                    frac_room(&ts, ts.dm[w->dev_off + __builtin_ctzll(sm)]);
+                ts->frac[n] +=
+                    frac_room(ts, ts->dm[w->dev_off + __builtin_ctzll(sm)]);
                 sm &= sm - 1;
             }
         }
-        slots[n] = sim_slots(&ts, n);
-        ts.total += slots[n];
-        if (ts.level >= 0)
-            ts.domsum[w->topo[ts.level]] += slots[n];
+        ts->slots[n] = sim_slots(ts, n);
+        ts->total += ts->slots[n];
+        if (ts->level >= 0)
+            ts->domsum[w->topo[ts->level]] += ts->slots[n];
     }
-    rc = timeline(c, ps, j, &ev, &nev);
+    return 0;
+}
+
+/* Replays the releases and claims ahead of job j until `need` of its tasks
+ * fit: *when (INT64_MIN: never) and, for a topology-bound gang, the domain
+ * in *win.  0 or AL_ENOMEM. */
+static int
+sweep_when(al_ctx_t *c, pass_t *ps, int32_t j, tsim_t *ts, int64_t need,
+           int32_t *win, int64_t *when)
+{
+    skey_t *ev;
+    size_t nev, e;
+    int rc = timeline(c, ps, j, &ev, &nev);
+
+    *when = INT64_MIN;
     if (rc != 0)
         return rc;
     for (e = 0; e <= nev; e++) {
         /* Check once all events of one time are in (and at the end). */
         if ((e == 0 || e == nev || ev[e].k[0] != ev[e - 1].k[0]) &&
-            sim_fits(c, &ts, need, &win)) {
-            when =
+            sim_fits(c, ts, need, win)) {
+            *when =
                 e == 0 ? c->s->now : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
-            if (when < c->s->now)
-                when = c->s->now;
+            if (*when < c->s->now)
+                *when = c->s->now;
             break;
         }
         if (e == nev)
             break;
         if (ev[e].k[1] == EV_RELEASE)
-            sim_release(c, &ts, ev[e].idx);
+            sim_release(c, ts, ev[e].idx);
         else
-            sim_claim(c, &ts, &ps->resv[ev[e].idx],
+            sim_claim(c, ts, &ps->resv[ev[e].idx],
                       ev[e].k[1] == EV_CLAIM ? -1 : 1);
     }
+    return 0;
+}
+
+/* Entry `at` of reservation out: k tasks on node nd, holding what later
+ * jobs must not take: everything free now beyond the spare the node will
+ * have at the reservation's time (the sweep's state, ts). */
+static void
+hold_on_node(const al_ctx_t *c, const tsim_t *ts, const al_request_t *req,
+             resv_int_t *out, int32_t at, int32_t nd, int64_t k)
+{
+    const wnode_t *w = &c->wn[nd];
+    int64_t spare = ts->dev[nd] - k * req->gpus;
+    int64_t h = w->nfree - (spare > 0 ? spare : 0);
+
+    out->r.nodes[at] = nd;
+    out->r.tasks[at] = (int32_t)k;
+    out->hold[at] = 0;
+    if (h > 0) {
+        uint64_t av = w->free_mask & ~w->hold_mask, m = 0;
+
+        while (h > 0 && av != 0) {
+            uint64_t bit = av & (~av + 1);
+
+            m |= bit;
+            av &= av - 1;
+            h--;
+        }
+        out->hold[at] = m;
+    }
+    spare = ts->cpu[nd] - k * req->cpu_milli;
+    out->hcpu[at] = w->free_cpu - (spare > 0 ? spare : 0);
+    if (out->hcpu[at] < 0)
+        out->hcpu[at] = 0;
+    spare = ts->mem[nd] - k * req->mem_bytes;
+    out->hmem[at] = w->free_mem - (spare > 0 ? spare : 0);
+    if (out->hmem[at] < 0)
+        out->hmem[at] = 0;
+}
+
+/*
+ * Finds when and where blocked job j fits by replaying the releases of
+ * running jobs in order of their expected end, then holds what it needs on
+ * those nodes so that later jobs cannot delay it.  Returns 0 with *made set
+ * when a reservation was made, 0 with *made clear when the job can never
+ * fit, or AL_ENOMEM.
+ */
+static int
+reserve(al_ctx_t *c, pass_t *ps, int32_t j, resv_int_t *out, bool *made)
+{
+    const al_job_t *jb = &c->s->jobs[j];
+    int64_t need = jb->min_tasks, when, left = need;
+    tsim_t ts;
+    skey_t *cand;
+    size_t nc = 0, i;
+    int32_t n, win = NIL;
+    int rc;
+
+    *made = false;
+    if ((rc = sweep_init(c, ps, j, &ts)) != 0 ||
+        (rc = sweep_when(c, ps, j, &ts, need, &win, &when)) != 0)
+        return rc;
     if (when == INT64_MIN)
         return 0; /* never fits */
 
     /* Choose the nodes: those with most slots at that time, fewest nodes. */
-    {
-        skey_t *cand;
-        size_t nc = 0, i;
-        int64_t left = need;
+    cand = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(*cand));
+    out->r.nodes = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
+    out->r.tasks = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
+    out->hold = al_arena_array(c->tmp, (size_t)need, sizeof(uint64_t));
+    out->hcpu = al_arena_array(c->tmp, (size_t)need, sizeof(int64_t));
+    out->hmem = al_arena_array(c->tmp, (size_t)need, sizeof(int64_t));
+    if (!cand || !out->r.nodes || !out->r.tasks || !out->hold || !out->hcpu ||
+        !out->hmem)
+        return AL_ENOMEM;
+    for (n = 0; n < c->nn; n++) {
+        if (ts.slots[n] <= 0 ||
+            (ts.level >= 0 && c->wn[n].topo[ts.level] != win))
+            continue;
+        cand[nc].k[0] = UINT64_MAX - (uint64_t)ts.slots[n];
+        /* Prefer nodes with least free now: hold less idle capacity. */
+        cand[nc].k[1] = (uint64_t)c->wn[n].nfree;
+        cand[nc].k[2] = 0;
+        cand[nc].idx = n;
+        nc++;
+    }
+    rc = skey_sort(c, cand, nc);
+    if (rc != 0)
+        return rc;
+    out->r.job = j;
+    out->r.start = when;
+    out->r.nnodes = 0;
+    for (i = 0; i < nc && left > 0; i++) {
+        int64_t k = UINT64_MAX - cand[i].k[0];
 
-        cand = al_arena_array_raw(c->tmp, (size_t)c->nn + 1, sizeof(*cand));
-        out->r.nodes = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
-        out->r.tasks = al_arena_array(c->tmp, (size_t)need, sizeof(int32_t));
-        out->hold = al_arena_array(c->tmp, (size_t)need, sizeof(uint64_t));
-        out->hcpu = al_arena_array(c->tmp, (size_t)need, sizeof(int64_t));
-        out->hmem = al_arena_array(c->tmp, (size_t)need, sizeof(int64_t));
-        if (!cand || !out->r.nodes || !out->r.tasks || !out->hold ||
-            !out->hcpu || !out->hmem)
-            return AL_ENOMEM;
-        for (n = 0; n < c->nn; n++) {
-            if (slots[n] <= 0 ||
-                (ts.level >= 0 && c->wn[n].topo[ts.level] != win))
-                continue;
-            cand[nc].k[0] = UINT64_MAX - (uint64_t)slots[n];
-            /* Prefer nodes with least free now: hold less idle capacity. */
-            cand[nc].k[1] = (uint64_t)c->wn[n].nfree;
-            cand[nc].k[2] = 0;
-            cand[nc].idx = n;
-            nc++;
-        }
-        rc = skey_sort(c, cand, nc);
-        if (rc != 0)
-            return rc;
-        out->r.job = j;
-        out->r.start = when;
-        out->r.nnodes = 0;
-        for (i = 0; i < nc && left > 0; i++) {
-            int64_t k = UINT64_MAX - cand[i].k[0];
-            int32_t nd = cand[i].idx;
-            const wnode_t *w = &c->wn[nd];
-            int64_t needdev, spare, h;
-            int32_t at = out->r.nnodes++;
-
-            if (k > left)
-                k = left;
-            left -= k;
-            out->r.nodes[at] = nd;
-            out->r.tasks[at] = (int32_t)k;
-            /* Hold what later jobs must not take: everything free now
-             * beyond the spare the node will have at `when`. */
-            needdev = k * req->gpus;
-            spare = dev[nd] - needdev;
-            h = w->nfree - (spare > 0 ? spare : 0);
-            out->hold[at] = 0;
-            if (h > 0) {
-                uint64_t av = w->free_mask & ~w->hold_mask, m = 0;
-
-                while (h > 0 && av != 0) {
-                    uint64_t bit = av & (~av + 1);
-
-                    m |= bit;
-                    av &= av - 1;
-                    h--;
-                }
-                out->hold[at] = m;
-            }
-            spare = cpu[nd] - k * req->cpu_milli;
-            out->hcpu[at] = w->free_cpu - (spare > 0 ? spare : 0);
-            if (out->hcpu[at] < 0)
-                out->hcpu[at] = 0;
-            spare = mem[nd] - k * req->mem_bytes;
-            out->hmem[at] = w->free_mem - (spare > 0 ? spare : 0);
-            if (out->hmem[at] < 0)
-                out->hmem[at] = 0;
-        }
+        if (k > left)
+            k = left;
+        left -= k;
+        hold_on_node(c, &ts, &jb->req, out, out->r.nnodes++, cand[i].idx, k);
     }
     *made = true;
     return 0;
@@ -1935,6 +1983,123 @@ accumulate(const al_ctx_t *c, int32_t j, const wnode_t *w,
     return *dev >= need && *cpu >= req->cpu_milli && *mem >= req->mem_bytes;
 }
 
+/* Job x's entry among the m victims of scratch[] (shed: it gives up only
+ * its tasks beyond min_tasks), added when missing and there is room (at
+ * most VICTIMS_MAX a node); -1 when there is none. */
+static int32_t
+victim_entry(al_ctx_t *c, int32_t j, int32_t x, bool sh, victim_t *scratch,
+             int32_t *m)
+{
+    int32_t i;
+
+    for (i = 0; i < *m; i++)
+        if (scratch[i].job == x && scratch[i].shed == sh)
+            return i;
+    if (*m == VICTIMS_MAX)
+        return -1; /* enough candidates on one node */
+    scratch[i].job = x;
+    scratch[i].shed = sh;
+    scratch[i].dev = scratch[i].cpu = scratch[i].mem = 0;
+    scratch[i].qgive = held_gpu(c, x, sh ? c->wj[x].min_tasks : 0);
+    scratch[i].guarded = c->s->jobs[x].queue != c->s->jobs[j].queue &&
+                         !(c->wj[x].flags & (JF_LENT | JF_STARTED));
+    /* The key is the same on every node: compute it once a pick (as a
+     * whole-job victim; shedding clears bit 62). */
+    if (!(c->vok[x] & 16)) {
+        victim_t whole = scratch[i];
+
+        whole.shed = false;
+        victim_key(c, &whole);
+        c->vkey[x] = whole.key;
+        c->vok[x] |= 16;
+    }
+    scratch[i].key = c->vkey[x];
+    if (sh)
+        scratch[i].key.k[0] &= ~(1ULL << 62);
+    (*m)++;
+    return i;
+}
+
+/* The eligible victims of job j with tasks on node n, into scratch[]
+ * (what each would free there): what ran before the cycle, then what the
+ * cycle started.  Returns how many. */
+static int32_t
+node_victims(al_ctx_t *c, int32_t j, int32_t n, const started_t *st,
+             victim_t *scratch)
+{
+    const wnode_t *w = &c->wn[n];
+    int32_t k, m = 0;
+
+    for (k = 0; k < w->nrun + (st->off[n + 1] - st->off[n]); k++) {
+        bool ran = k < w->nrun;
+        int32_t e = ran ? w->run_off + k : st->off[n] + (k - w->nrun);
+        int32_t x = ran ? c->run_tasks[e].job : st->ent[e].job;
+        int32_t t = ran ? c->run_tasks[e].task : st->ent[e].task;
+        bool sh = false;
+        const al_placement_t *p;
+        int32_t i;
+
+        if (c->wj[x].flags & JF_EVICTED)
+            continue;
+        if (t >= c->wj[x].ntasks)
+            continue; /* already shed */
+        /* Only wj[] here: the job structs are big and scattered, and this
+         * loop meets every running task of the cluster. */
+        if (t >= c->wj[x].min_tasks && victim_ok_cached(c, j, x, true))
+            sh = true;
+        else if (!victim_ok_cached(c, j, x, false))
+            continue;
+        if ((i = victim_entry(c, j, x, sh, scratch, &m)) < 0)
+            continue;
+        p = &al__job_place(c, x)[t];
+        scratch[i].dev += p->gpu_milli > 0 ? 0 : al__popcount(p->devices);
+        scratch[i].cpu += c->wj[x].cpu;
+        scratch[i].mem += c->wj[x].mem;
+    }
+    return m;
+}
+
+/* Sorts the m victims cheapest first, or (by_dev) those freeing most
+ * devices first (insertion sort: a handful per node). */
+static void
+sort_victims(victim_t *scratch, int32_t m, bool by_dev)
+{
+    for (int32_t i = 1; i < m; i++) {
+        victim_t x = scratch[i];
+        int32_t k = i;
+
+        while (k > 0 && (by_dev ? scratch[k - 1].dev < x.dev
+                                : skey_cmp(&scratch[k - 1].key, &x.key) > 0)) {
+            scratch[k] = scratch[k - 1];
+            k--;
+        }
+        scratch[k] = x;
+    }
+}
+
+/* Spares every victim among the first *used that the others make
+ * unnecessary, the most expensive first: cheapest-first accumulation can
+ * pick a small victim that a larger one, needed anyway, makes redundant.
+ * dev, cpu and mem are what the node has with all *used evicted. */
+static void
+spare_victims(const al_request_t *req, int64_t need, victim_t *scratch,
+              int32_t *m, int32_t *used, int64_t dev, int64_t cpu, int64_t mem)
+{
+    for (int32_t i = *used - 1; i >= 0; i--) {
+        if (dev - scratch[i].dev >= need &&
+            cpu - scratch[i].cpu >= req->cpu_milli &&
+            mem - scratch[i].mem >= req->mem_bytes) {
+            dev -= scratch[i].dev;
+            cpu -= scratch[i].cpu;
+            mem -= scratch[i].mem;
+            memmove(&scratch[i], &scratch[i + 1],
+                    (size_t)(*m - i - 1) * sizeof(*scratch));
+            (*m)--;
+            (*used)--;
+        }
+    }
+}
+
 /*
  * For one task of job j, finds the node where the fewest, cheapest victims
  * make room.  Fills vs[0..*nv) with the victims to evict and *node, or sets
@@ -1959,124 +2124,35 @@ pick_victims(al_ctx_t *c, int32_t j, int level, int32_t dom,
     for (li = lo; li < hi; li++) {
         int32_t n = level >= 0 ? c->dom_nodes[level][li] : li;
         const wnode_t *w = &c->wn[n];
-        int32_t k, m = 0, i, used = 0;
+        int32_t m, used = 0;
         int64_t dev, cpu, mem;
+        skey_t key;
 
         if (!w->ready || w->group == NIL || !al__req_group(c, w->group, req))
             continue;
         if (w->nrun == 0 && st->off[n] == st->off[n + 1])
             continue;
-        /* Collect eligible victims with tasks on this node: what ran
-         * before the cycle, then what the cycle started. */
-        for (k = 0; k < w->nrun + (st->off[n + 1] - st->off[n]); k++) {
-            bool ran = k < w->nrun;
-            int32_t e = ran ? w->run_off + k : st->off[n] + (k - w->nrun);
-            int32_t x = ran ? c->run_tasks[e].job : st->ent[e].job;
-            int32_t t = ran ? c->run_tasks[e].task : st->ent[e].task;
-            bool sh = false;
-            const al_placement_t *p;
-
-            if (c->wj[x].flags & JF_EVICTED)
-                continue;
-            if (t >= c->wj[x].ntasks)
-                continue; /* already shed */
-            /* Only wj[] here: the job structs are big and scattered, and
-             * this loop meets every running task of the cluster. */
-            if (t >= c->wj[x].min_tasks && victim_ok_cached(c, j, x, true))
-                sh = true;
-            else if (!victim_ok_cached(c, j, x, false))
-                continue;
-            for (i = 0; i < m; i++)
-                if (scratch[i].job == x && scratch[i].shed == sh)
-                    break;
-            if (i == m) {
-                if (m == VICTIMS_MAX)
-                    continue; /* enough candidates on one node */
-                scratch[m].job = x;
-                scratch[m].shed = sh;
-                scratch[m].dev = scratch[m].cpu = scratch[m].mem = 0;
-                scratch[m].qgive = held_gpu(c, x, sh ? c->wj[x].min_tasks : 0);
-                scratch[m].guarded =
-                    c->s->jobs[x].queue != c->s->jobs[j].queue &&
-                    !(c->wj[x].flags & (JF_LENT | JF_STARTED));
-                /* The key is the same on every node: compute it once a
-                 * pick (as a whole-job victim; shedding clears bit 62). */
-                if (!(c->vok[x] & 16)) {
-                    victim_t whole = scratch[m];
-
-                    whole.shed = false;
-                    victim_key(c, &whole);
-                    c->vkey[x] = whole.key;
-                    c->vok[x] |= 16;
-                }
-                scratch[m].key = c->vkey[x];
-                if (sh)
-                    scratch[m].key.k[0] &= ~(1ULL << 62);
-                m++;
-            }
-            p = &al__job_place(c, x)[t];
-            scratch[i].dev += p->gpu_milli > 0 ? 0 : al__popcount(p->devices);
-            scratch[i].cpu += c->wj[x].cpu;
-            scratch[i].mem += c->wj[x].mem;
-        }
-        if (m == 0)
+        if ((m = node_victims(c, j, n, st, scratch)) == 0)
             continue;
-        /* Cheapest first (insertion sort: a handful per node). */
-        for (i = 1; i < m; i++) {
-            victim_t x = scratch[i];
-            int32_t k2 = i;
-
-            while (k2 > 0 && skey_cmp(&scratch[k2 - 1].key, &x.key) > 0) {
-                scratch[k2] = scratch[k2 - 1];
-                k2--;
-            }
-            scratch[k2] = x;
-        }
+        sort_victims(scratch, m, false);
         if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu, &mem)) {
             /* Cheapest first can stall on the deserved guard (a small
              * victim uses up what a queue may lose); try largest first. */
-            for (i = 1; i < m; i++) {
-                victim_t x = scratch[i];
-                int32_t k2 = i;
-
-                while (k2 > 0 && scratch[k2 - 1].dev < x.dev) {
-                    scratch[k2] = scratch[k2 - 1];
-                    k2--;
-                }
-                scratch[k2] = x;
-            }
+            sort_victims(scratch, m, true);
             if (!accumulate(c, j, w, req, scratch, m, &used, &dev, &cpu, &mem))
                 continue;
         }
         if (used == 0)
             continue; /* fits without victims: placement failed elsewhere */
-        /* Spare every victim the others make unnecessary, the most
-         * expensive first: cheapest-first accumulation can pick a small
-         * victim that a larger one, needed anyway, makes redundant. */
-        for (i = used - 1; i >= 0; i--) {
-            if (dev - scratch[i].dev >= need &&
-                cpu - scratch[i].cpu >= req->cpu_milli &&
-                mem - scratch[i].mem >= req->mem_bytes) {
-                dev -= scratch[i].dev;
-                cpu -= scratch[i].cpu;
-                mem -= scratch[i].mem;
-                memmove(&scratch[i], &scratch[i + 1],
-                        (size_t)(m - i - 1) * sizeof(*scratch));
-                m--;
-                used--;
-            }
-        }
-        {
-            /* Compare: the most expensive victim used, then how many. */
-            skey_t key = scratch[used - 1].key;
-
-            key.idx = used;
-            if (best == NIL || skey_cmp(&key, &bestkey) < 0) {
-                best = n;
-                bestkey = key;
-                bestn = used;
-                memcpy(vs, scratch, (size_t)used * sizeof(*vs));
-            }
+        spare_victims(req, need, scratch, &m, &used, dev, cpu, mem);
+        /* Compare: the most expensive victim used, then how many. */
+        key = scratch[used - 1].key;
+        key.idx = used;
+        if (best == NIL || skey_cmp(&key, &bestkey) < 0) {
+            best = n;
+            bestkey = key;
+            bestn = used;
+            memcpy(vs, scratch, (size_t)used * sizeof(*vs));
         }
     }
     *node = best;
