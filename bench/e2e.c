@@ -40,7 +40,7 @@
 
 typedef struct opts {
     const char *cse, *allot;
-    int jobs, clients, nodes;
+    int jobs, clients, nodes, sim_nodes;
     bool keep;
 } opts_t;
 
@@ -518,12 +518,258 @@ case_memory(const opts_t *o)
     dev_stop(o, &d);
 }
 
+/* ------------------------------------------------------------------ */
+/* Simulated nodes                                                    */
+
+/* A node that speaks the agent protocol from a thread of this program:
+ * it registers 8 emulated GPUs, long-polls the controller's syncs, takes
+ * the tasks it is told to run as running at once and reports each as
+ * exited (code 0) `dur_ms` later, so that a controller can be driven with
+ * thousands of nodes on one machine.  Nothing is started. */
+typedef struct simtask {
+    uint64_t job;
+    int task, restart;
+    int64_t end_ms; /* when it is reported exited */
+    bool exited;
+} simtask_t;
+
+typedef struct simnode {
+    const dev_t_ *d;
+    const char *join;
+    int idx;
+    int64_t dur_ms;
+    volatile int *stop;
+    long syncs, ended;
+    simtask_t *t;
+    size_t nt, cap;
+} simnode_t;
+
+static bool
+sim_has(const simnode_t *s, uint64_t job, int task, int restart, size_t *at)
+{
+    for (size_t i = 0; i < s->nt; i++)
+        if (s->t[i].job == job && s->t[i].task == task &&
+            s->t[i].restart == restart) {
+            *at = i;
+            return true;
+        }
+    return false;
+}
+
+/* Takes a sync's answer: new desired tasks run from now on; acknowledged
+ * ends are dropped. */
+static void
+sim_answer(simnode_t *s, json_t *v)
+{
+    int64_t now = al_clock_mono_ms();
+    size_t i, at;
+    json_t *e;
+    json_array_foreach(json_object_get(v, "tasks"), i, e)
+    {
+        uint64_t job = (uint64_t)al_json_int(e, "job", 0);
+        int task = (int)al_json_int(e, "task", 0);
+        int restart = (int)al_json_int(e, "restart", 0);
+        if (sim_has(s, job, task, restart, &at))
+            continue;
+        if (s->nt == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 16;
+            s->t = al_xreallocarray(s->t, s->cap, sizeof *s->t);
+        }
+        s->t[s->nt++] = (simtask_t){ .job = job,
+                                     .task = task,
+                                     .restart = restart,
+                                     .end_ms = now + s->dur_ms };
+    }
+    json_array_foreach(json_object_get(v, "acks"), i, e)
+    {
+        if (sim_has(s, (uint64_t)al_json_int(e, "job", 0),
+                    (int)al_json_int(e, "task", 0),
+                    (int)al_json_int(e, "restart", 0), &at) &&
+            s->t[at].exited) {
+            s->t[at] = s->t[--s->nt];
+            s->ended++;
+        }
+    }
+}
+
+static void *
+simnode_main(void *arg)
+{
+    simnode_t *s = arg;
+    al_http_conn_t c;
+    al_http_conn_init(&c, &s->d->url);
+    char name[32];
+    snprintf(name, sizeof name, "sim-%05d", s->idx);
+    json_t *gpus = json_array();
+    for (int g = 0; g < 8; g++) {
+        char uuid[48];
+        snprintf(uuid, sizeof uuid, "GPU-sim-%05d-%d", s->idx, g);
+        json_array_append_new(
+            gpus, json_pack("{s:s, s:s, s:I, s:i, s:i}", "uuid", uuid, "model",
+                            "H100-80GB", "mem_bytes", (json_int_t)85899345920LL,
+                            "numa", g / 4, "nvlink", 0));
+    }
+    json_t *reg =
+        json_pack("{s:s, s:s, s:b, s:I, s:I, s:o}", "name", name, "addr",
+                  "127.0.0.1", "emulated", 1, "cpu_milli", (json_int_t)64000,
+                  "mem_bytes", (json_int_t)(512LL << 30), "gpus", gpus);
+    char *body = al_json_dump(reg);
+    json_decref(reg);
+    int st;
+    json_t *v = api(&c, s->join, "POST", "/v1/agent/register", body, &st);
+    free(body);
+    json_decref(v);
+    if (st != 200 && st != 201)
+        die("node %s: register answered %d", name, st);
+    while (!*s->stop) {
+        int64_t now = al_clock_mono_ms(), wait = 2000;
+        json_t *tasks = json_array();
+        for (size_t i = 0; i < s->nt; i++) {
+            simtask_t *t = &s->t[i];
+            if (!t->exited && t->end_ms <= now)
+                t->exited = true;
+            if (!t->exited && t->end_ms - now < wait)
+                wait = t->end_ms - now;
+            json_array_append_new(tasks,
+                                  json_pack("{s:I, s:i, s:i, s:s, s:i}", "job",
+                                            (json_int_t)t->job, "task", t->task,
+                                            "restart", t->restart, "state",
+                                            t->exited ? "exited" : "running",
+                                            "exit_code", 0));
+        }
+        json_t *req =
+            json_pack("{s:s, s:I, s:o}", "node", name, "wait_ms",
+                      (json_int_t)(wait > 1 ? wait : 1), "tasks", tasks);
+        body = al_json_dump(req);
+        json_decref(req);
+        al_http_resp_t r;
+        int rc = al_http_conn_request(&c, "POST", "/v1/agent/sync", s->join,
+                                      body, strlen(body), 60000, -1, &r, NULL);
+        free(body);
+        if (rc != 0) {
+            if (*s->stop)
+                break; /* the controller is gone */
+            die("node %s: a sync failed", name);
+        }
+        s->syncs++;
+        v = r.status == 200
+                ? al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL)
+                : NULL;
+        al_http_resp_fini(&r);
+        if (v != NULL)
+            sim_answer(s, v);
+        json_decref(v);
+    }
+    al_http_conn_close(&c);
+    free(s->t);
+    return NULL;
+}
+
+/* Many simulated nodes (--sim-nodes, 8 GPUs each) and o->jobs jobs of one
+ * GPU that each "run" 1 s: the controller's cost with a large cluster,
+ * per job and per sync, and its threads. */
+static void
+case_cluster(const opts_t *o)
+{
+    /* A connection per simulated node. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    dev_t_ d;
+    dev_start(o, 0, &d);
+    char *jp = al_xasprintf("%s/state/join-token", d.dir), *join = NULL;
+    size_t n;
+    if (al_fs_read_file(jp, &join, &n) != 0)
+        die("cannot read %s", jp);
+    join[strcspn(join, "\r\n")] = '\0';
+    free(jp);
+    volatile int stop = 0;
+    simnode_t *sn = al_xcalloc((size_t)o->sim_nodes, sizeof *sn);
+    pthread_t *th = al_xcalloc((size_t)o->sim_nodes, sizeof *th);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 256 << 10);
+    int64_t r0 = now_us();
+    for (int i = 0; i < o->sim_nodes; i++) {
+        sn[i] = (simnode_t){
+            .d = &d, .join = join, .idx = i, .dur_ms = 1000, .stop = &stop
+        };
+        if (pthread_create(&th[i], &at, simnode_main, &sn[i]) != 0)
+            die("cannot start simulated node %d", i);
+    }
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    int st;
+    for (;;) {
+        json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &st);
+        long nodes = (long)al_json_int(h, "nodes", 0);
+        json_decref(h);
+        if (nodes >= o->sim_nodes)
+            break;
+        al_clock_sleep_ms(20);
+    }
+    int64_t reg_us = now_us() - r0;
+    al_clock_sleep_ms(1500); /* registrations settle; a timer cycle */
+    double cpu0 = proc_cpu_s(d.pid);
+    long syncs0 = 0;
+    for (int i = 0; i < o->sim_nodes; i++)
+        syncs0 += sn[i].syncs;
+    const char *body = "{\"command\":[\"true\"],\"name\":\"sim\",\"gpus\":1}";
+    int64_t *lat = al_xcalloc((size_t)o->jobs, sizeof *lat);
+    int refused;
+    int64_t t0 = now_us();
+    submit_all(o, &d, body, lat, &refused);
+    if (refused > 0)
+        die("%d submissions refused", refused);
+    int64_t deadline = al_clock_mono_ms() + 300000;
+    while (count_jobs(&c, &d, "active", 1) > 0) {
+        if (al_clock_mono_ms() > deadline)
+            die("jobs still active after 300 s");
+        al_clock_sleep_ms(20);
+    }
+    int64_t done = now_us() - t0;
+    double cpu = proc_cpu_s(d.pid) - cpu0;
+    int failed = count_jobs(&c, &d, "failed,cancelled", 1000);
+    json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &st);
+    long long cycles = (long long)al_json_int(h, "cycles", 0);
+    json_decref(h);
+    long rss = proc_kib(d.pid, "VmRSS"), threads = proc_kib(d.pid, "Threads");
+    al_http_conn_close(&c);
+    stop = 1;
+    dev_stop(o, &d); /* ends the long-polls */
+    long syncs = 0;
+    for (int i = 0; i < o->sim_nodes; i++) {
+        pthread_join(th[i], NULL);
+        syncs += sn[i].syncs;
+    }
+    syncs -= syncs0;
+    printf("{\"case\":\"cluster\",\"nodes\":%d,\"gpus\":%d,\"jobs\":%d,"
+           "\"register_s\":%.2f,\"jobs_per_s\":%.0f,\"failed\":%d,"
+           "\"syncs\":%ld,\"server_cpu_ms_per_job\":%.3f,"
+           "\"server_cpu_ms_per_sync\":%.3f,\"cycles\":%lld,"
+           "\"server_rss_mb\":%.1f,\"server_threads\":%ld}\n",
+           o->sim_nodes, 8 * o->sim_nodes, o->jobs, reg_us / 1e6,
+           o->jobs / (done / 1e6), failed, syncs, cpu * 1000 / o->jobs,
+           syncs > 0 ? cpu * 1000 / (double)syncs : 0.0, cycles, rss / 1024.0,
+           threads);
+    fflush(stdout);
+    pthread_attr_destroy(&at);
+    free(th);
+    free(sn);
+    free(lat);
+    free(join);
+    if (failed > 0)
+        die("%d jobs failed", failed);
+}
+
 static void
 usage(void)
 {
-    fputs("usage: bench/e2e [--case throughput|latency|memory] [--jobs N]\n"
-          "                 [--clients N] [--nodes N] [--allot PATH] "
-          "[--keep]\n",
+    fputs("usage: bench/e2e [--case throughput|latency|memory|cluster]\n"
+          "                 [--jobs N] [--clients N] [--nodes N]\n"
+          "                 [--sim-nodes N] [--allot PATH] [--keep]\n",
           stderr);
     exit(2);
 }
@@ -541,6 +787,7 @@ main(int argc, char **argv)
                  .jobs = 10000,
                  .clients = 8,
                  .nodes = 4,
+                 .sim_nodes = 1000,
                  .keep = false };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -561,11 +808,14 @@ main(int argc, char **argv)
             continue;
         else if (strcmp(a, "--nodes") == 0 && (o.nodes = atoi(v)) > 0)
             continue;
+        else if (strcmp(a, "--sim-nodes") == 0 && (o.sim_nodes = atoi(v)) > 0)
+            continue;
         else
             usage();
     }
     if (o.cse != NULL && strcmp(o.cse, "throughput") != 0 &&
-        strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0)
+        strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
+        strcmp(o.cse, "cluster") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -582,5 +832,7 @@ main(int argc, char **argv)
         case_throughput(&o);
     if (o.cse == NULL || strcmp(o.cse, "memory") == 0)
         case_memory(&o);
+    if (o.cse == NULL || strcmp(o.cse, "cluster") == 0)
+        case_cluster(&o);
     return 0;
 }
