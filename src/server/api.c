@@ -1255,19 +1255,21 @@ api_agent_register(al_ctl_t *ctl, al__req_t *req)
         n.drained = old->drained;
         n.parked = old->parked;
         old->parked = NULL;
+        /* Its jobs still run there (a restarted agent adopts them). */
+        n.runs = old->runs;
+        n.nruns = old->nruns;
+        n.runs_cap = old->runs_cap;
+        old->runs = NULL;
         al__node_fini(old);
         *old = n;
     } else {
-        ctl->nodes =
-            al_xreallocarray(ctl->nodes, (size_t)ctl->nnodes + 1, sizeof n);
-        i = ctl->nnodes++;
-        ctl->nodes[i] = n;
+        i = al__ctl_add_node(ctl, &n);
     }
     al__node_t *np = &ctl->nodes[i];
     np->state = NS_READY;
     np->last_seen = al_clock_mono_ms();
     np->dirty = true;
-    np->changed = true;
+    al__ctl_node_changed(ctl, i);
     al_info("node %s registered: %d GPUs%s, %lld millicores, %lld bytes",
             np->name, np->ngpus, np->emulated ? " (emulated)" : "",
             (long long)np->cpu_milli, (long long)np->mem_bytes);
@@ -1473,7 +1475,7 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         exits = true;
         tk->exit_code = t->exit_code;
         tk->signal = t->signal;
-        n->changed = true;
+        al__ctl_node_changed(ctl, ni);
         al__ctl_dirty(ctl, j);
         char *d = tk->signal ? al_xasprintf("task %d killed by signal %d", task,
                                             tk->signal)
@@ -1526,7 +1528,7 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
         req->acks = acks;
         req->after_cycle = true;
         req->deadline = ctl->sched_due + 1;
-        n->parked = req;
+        al__ctl_park(ctl, ni, req);
         return;
     }
     if (urgent || wait <= 0 || n->changed) {
@@ -1537,7 +1539,7 @@ api_agent_sync(al_ctl_t *ctl, al__req_t *req)
     json_decref(desired);
     json_decref(acks);
     req->deadline = al_clock_mono_ms() + wait;
-    n->parked = req;
+    al__ctl_park(ctl, ni, req);
 }
 
 /* ------------------------------------------------------------------ */

@@ -87,6 +87,21 @@ al__node_fini(al__node_t *n)
     free(n->known);
     n->known = NULL;
     n->nknown = n->known_cap = 0;
+    free(n->runs);
+    n->runs = NULL;
+    n->nruns = n->runs_cap = 0;
+}
+
+int
+al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n)
+{
+    if (ctl->nnodes == ctl->nodes_cap) {
+        ctl->nodes_cap = ctl->nodes_cap ? 2 * ctl->nodes_cap : 16;
+        ctl->nodes = al_xreallocarray(ctl->nodes, (size_t)ctl->nodes_cap,
+                                      sizeof *ctl->nodes);
+    }
+    ctl->nodes[ctl->nnodes] = *n;
+    return ctl->nnodes++;
 }
 
 al__job_t *
@@ -140,12 +155,52 @@ al__ctl_queue(al_ctl_t *ctl, const char *name)
     return NULL;
 }
 
+static uint64_t
+name_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static void
+node_hash_put(al_ctl_t *ctl, int i)
+{
+    size_t mask = ctl->node_hash_cap - 1;
+    size_t at = name_hash(ctl->nodes[i].name) & mask;
+    while (ctl->node_hash[at] >= 0)
+        at = (at + 1) & mask;
+    ctl->node_hash[at] = i;
+}
+
 int
 al__ctl_node_index(al_ctl_t *ctl, const char *name)
 {
-    for (int i = 0; i < ctl->nnodes; i++)
-        if (strcmp(ctl->nodes[i].name, name) == 0)
-            return i;
+    /* Nodes are only appended (and all dropped by a reload, which sets
+     * node_hashed to 0): index those added since the last call, growing
+     * the table to keep it at most half full.  A sync looks its node up:
+     * a linear search was most of a sync's cost with thousands of nodes. */
+    if (ctl->node_hashed > ctl->nnodes)
+        ctl->node_hashed = 0;
+    if (2 * (size_t)ctl->nnodes >= ctl->node_hash_cap) {
+        size_t cap = ctl->node_hash_cap ? ctl->node_hash_cap : 64;
+        while (2 * (size_t)ctl->nnodes >= cap)
+            cap *= 2;
+        free(ctl->node_hash);
+        ctl->node_hash = al_xreallocarray(NULL, cap, sizeof(int));
+        ctl->node_hash_cap = cap;
+        ctl->node_hashed = 0;
+    }
+    if (ctl->node_hashed == 0)
+        memset(ctl->node_hash, 0xff, ctl->node_hash_cap * sizeof(int));
+    for (; ctl->node_hashed < ctl->nnodes; ctl->node_hashed++)
+        node_hash_put(ctl, ctl->node_hashed);
+    size_t mask = ctl->node_hash_cap - 1;
+    for (size_t at = name_hash(name) & mask; ctl->node_hash[at] >= 0;
+         at = (at + 1) & mask)
+        if (strcmp(ctl->nodes[ctl->node_hash[at]].name, name) == 0)
+            return ctl->node_hash[at];
     return -1;
 }
 
@@ -179,6 +234,21 @@ al__ctl_dirty(al_ctl_t *ctl, al__job_t *j)
     ctl->dirty[ctl->ndirty++] = j;
 }
 
+void
+al__ctl_node_changed(al_ctl_t *ctl, int ni)
+{
+    ctl->nodes[ni].changed = true;
+    ctl->nodes_changed = true;
+}
+
+void
+al__ctl_park(al_ctl_t *ctl, int ni, al__req_t *req)
+{
+    ctl->nodes[ni].parked = req;
+    if (req->deadline < ctl->parked_min)
+        ctl->parked_min = req->deadline;
+}
+
 static void
 mark_nodes_changed(al_ctl_t *ctl, const al__job_t *j)
 {
@@ -186,12 +256,38 @@ mark_nodes_changed(al_ctl_t *ctl, const al__job_t *j)
         return;
     for (int t = 0; t < j->ntasks; t++)
         if (j->tasks[t].node >= 0 && j->tasks[t].node < ctl->nnodes)
-            ctl->nodes[j->tasks[t].node].changed = true;
+            al__ctl_node_changed(ctl, j->tasks[t].node);
+}
+
+/* Adds j's run to the runs of the nodes its tasks are on, once a node. */
+static void
+node_runs_add(al_ctl_t *ctl, const al__job_t *j)
+{
+    if (j->tasks == NULL)
+        return;
+    for (int t = 0; t < j->ntasks; t++) {
+        int ni = j->tasks[t].node;
+        if (ni < 0 || ni >= ctl->nnodes)
+            continue;
+        al__node_t *n = &ctl->nodes[ni];
+        /* A job's appends come together: a repeat is the last entry. */
+        if (n->nruns > 0 && n->runs[n->nruns - 1].job == j->id &&
+            n->runs[n->nruns - 1].restart == j->restart_count)
+            continue;
+        if (n->nruns == n->runs_cap) {
+            n->runs_cap = n->runs_cap ? 2 * n->runs_cap : 8;
+            n->runs = al_xreallocarray(n->runs, n->runs_cap, sizeof *n->runs);
+        }
+        n->runs[n->nruns++] = (al__task_key_t){ .job = j->id,
+                                                .task = -1,
+                                                .restart = j->restart_count };
+    }
 }
 
 static void
 running_add(al_ctl_t *ctl, al__job_t *j)
 {
+    node_runs_add(ctl, j);
     if (ctl->nrunning == ctl->running_cap) {
         ctl->running_cap = ctl->running_cap ? 2 * ctl->running_cap : 256;
         /* An array of pointers: each element is sizeof(void *). */
@@ -214,6 +310,8 @@ void
 al__ctl_index_running(al_ctl_t *ctl)
 {
     ctl->nrunning = 0;
+    for (int i = 0; i < ctl->nnodes; i++)
+        ctl->nodes[i].nruns = 0;
     for (uint64_t i = 0; i < ctl->njobs; i++)
         if (ctl->jobs[i] != NULL && ctl->jobs[i]->state == JS_RUNNING)
             running_add(ctl, ctl->jobs[i]);
@@ -305,10 +403,16 @@ al__ctl_desired(al_ctl_t *ctl, int n, int *lacking)
 {
     json_t *tasks = json_array();
     int nlacking = 0;
-    for (size_t i = 0; i < ctl->nrunning; i++) {
-        al__job_t *j = ctl->running[i];
-        if (j->tasks == NULL)
+    al__node_t *node = &ctl->nodes[n];
+    size_t kept = 0;
+    for (size_t i = 0; i < node->nruns; i++) {
+        al__job_t *j = al__ctl_job(ctl, node->runs[i].job);
+        /* A run that ended, or a job that runs again (another restart,
+         * with an entry of its own), leaves the list here. */
+        if (j == NULL || j->state != JS_RUNNING || j->tasks == NULL ||
+            j->restart_count != node->runs[i].restart)
             continue;
+        node->runs[kept++] = node->runs[i];
         const char *master = NULL;
         int n0 = j->tasks[0].node;
         if (n0 >= 0 && n0 < ctl->nnodes)
@@ -356,6 +460,7 @@ al__ctl_desired(al_ctl_t *ctl, int n, int *lacking)
         }
         json_decref(spec);
     }
+    node->nruns = kept;
     if (lacking != NULL)
         *lacking = nlacking;
     return json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
@@ -447,6 +552,7 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     pthread_cond_init(&ctl->cv, &ca);
     pthread_condattr_destroy(&ca);
     ctl->inbox_tail = &ctl->inbox;
+    ctl->parked_min = INT64_MAX;
     al_block_cache_init(&ctl->core_cache);
     ctl->core_alloc = al_block_cache_allocator(&ctl->core_cache);
     char *logs = al_xasprintf("%s/logs", ctl->state_dir);
@@ -502,6 +608,7 @@ al__ctl_stop(al_ctl_t *ctl)
     for (int i = 0; i < ctl->nnodes; i++)
         al__node_fini(&ctl->nodes[i]);
     free(ctl->nodes);
+    free(ctl->node_hash);
     for (int i = 0; i < ctl->ntokens; i++)
         free(ctl->tokens[i].user);
     free(ctl->tokens);
@@ -650,6 +757,7 @@ reload(al_ctl_t *ctl)
         al__node_fini(&ctl->nodes[i]);
     }
     ctl->nnodes = 0;
+    ctl->node_hashed = 0;
     for (int i = 0; i < ctl->ntokens; i++)
         free(ctl->tokens[i].user);
     ctl->ntokens = 0;
@@ -677,10 +785,8 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
     int64_t wake = ctl->sched_last + ctl->opts.sched_interval_ms;
     if (ctl->sched_dirty && ctl->sched_due < wake)
         wake = ctl->sched_due;
-    for (int i = 0; i < ctl->nnodes; i++)
-        if (ctl->nodes[i].parked != NULL &&
-            ctl->nodes[i].parked->deadline < wake)
-            wake = ctl->nodes[i].parked->deadline;
+    if (ctl->parked_min < wake)
+        wake = ctl->parked_min;
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
@@ -735,7 +841,11 @@ static void
 maintain(al_ctl_t *ctl, bool stop)
 {
     int64_t now = al_clock_mono_ms();
-    check_nodes(ctl, now);
+    /* Timeouts are at least 100 ms: a look every 20 ms is soon enough. */
+    if (now - ctl->nodes_checked >= 20) {
+        ctl->nodes_checked = now;
+        check_nodes(ctl, now);
+    }
     if (!stop && ((ctl->sched_dirty && now >= ctl->sched_due) ||
                   now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {
         ctl->sched_dirty = false;
@@ -792,6 +902,10 @@ static void
 answer_polls(al_ctl_t *ctl, bool stop)
 {
     int64_t now = al_clock_mono_ms();
+    if (!stop && !ctl->store_failed && !ctl->nodes_changed && !ctl->cycled &&
+        now < ctl->parked_min)
+        return; /* nothing for any node */
+    ctl->parked_min = INT64_MAX;
     for (int i = 0; i < ctl->nnodes; i++) {
         al__node_t *n = &ctl->nodes[i];
         al__req_t *p = n->parked;
@@ -801,8 +915,11 @@ answer_polls(al_ctl_t *ctl, bool stop)
         if (p != NULL &&
             (changed || now >= p->deadline || stop || ctl->store_failed))
             al__ctl_answer_parked(ctl, i);
+        else if (p != NULL && p->deadline < ctl->parked_min)
+            ctl->parked_min = p->deadline;
         n->changed = false;
     }
+    ctl->nodes_changed = false;
     ctl->cycled = false;
 }
 

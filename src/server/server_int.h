@@ -177,6 +177,12 @@ typedef struct al__node {
      * so the desired set names them without (see al__ctl_desired()). */
     al__task_key_t *known;
     size_t nknown, known_cap;
+    /* The runs with tasks here, as (job, restart, task -1), appended when
+     * a job starts running and dropped lazily by al__ctl_desired() once
+     * the job no longer runs that run: a sync's answer reads these instead
+     * of every running job of the cluster. */
+    al__task_key_t *runs;
+    size_t nruns, runs_cap;
 } al__node_t;
 
 /* ------------------------------------------------------------------ */
@@ -296,10 +302,25 @@ typedef struct al_ctl {
      * blocks stay faulted in from one cycle to the next. */
     al_block_cache_t core_cache;
     al_allocator_t core_alloc;
+    /* Node index by name (al__ctl_node_index()): open addressing, -1 for
+     * an empty slot; the first node_hashed nodes are in it. */
+    int *node_hash;
+    size_t node_hash_cap;
+    int node_hashed;
     uint64_t queue_gen; /* bumped whenever ctl->queues changes shape */
     int nqueues, nnodes, ntokens;
+    int nodes_cap;
     bool sched_dirty;
     bool cycled; /* a cycle ran in this iteration of the loop */
+    /* What spares the loop a pass over every node in each iteration (with
+     * thousands of nodes those passes were a good part of its time): some
+     * node's desired set changed (al__ctl_node_changed()); no parked
+     * long-poll is due before parked_min (a lower bound: parking lowers
+     * it, a pass over the nodes sets it); when silent nodes were last
+     * looked for. */
+    bool nodes_changed;
+    int64_t parked_min;
+    int64_t nodes_checked;
     bool store_failed;
 } al_ctl_t;
 
@@ -326,6 +347,10 @@ al__queue_t *al__ctl_queue(al_ctl_t *ctl, const char *name);
 int al__ctl_node_index(al_ctl_t *ctl, const char *name);
 /* Records that the state changed and a scheduling cycle is due. */
 void al__ctl_touch(al_ctl_t *ctl);
+/* Marks node ni's desired set changed: its long-poll is answered. */
+void al__ctl_node_changed(al_ctl_t *ctl, int ni);
+/* Parks req, a sync of node ni, until its deadline or a change. */
+void al__ctl_park(al_ctl_t *ctl, int ni, al__req_t *req);
 /* Moves a job to a new state, frees or keeps its tasks, marks the nodes it
  * ran on as changed and records an event. */
 void al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
@@ -335,8 +360,11 @@ void al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
                      const char *detail);
 /* Queues a reply for release after the commit (parked requests). */
 void al__ctl_complete(al_ctl_t *ctl, al__req_t *req);
-/* Rebuilds ctl->running from the job table (after loading it). */
+/* Rebuilds ctl->running and the nodes' runs from the job table (after
+ * loading it). */
 void al__ctl_index_running(al_ctl_t *ctl);
+/* Appends a node (growing ctl->nodes geometrically); its index. */
+int al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n);
 /* Queues job j to be written at the next commit. */
 void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
 /* Builds the reply to an agent's sync for node n.  When lacking is not

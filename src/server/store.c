@@ -330,9 +330,7 @@ load_node(al_ctl_t *ctl, const json_t *doc, char **cause)
     al__node_t n;
     if (al__node_from_json(doc, &n, cause) != 0)
         return AL_EPARSE;
-    ctl->nodes =
-        al_xreallocarray(ctl->nodes, (size_t)ctl->nnodes + 1, sizeof n);
-    ctl->nodes[ctl->nnodes++] = n;
+    al__ctl_add_node(ctl, &n);
     return 0;
 }
 
