@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -156,12 +157,14 @@ run_demo(const char *url, const char *token)
  * Starts `allot agent` (this program) for node `name` with state in dir;
  * emulated GPUs `gpus`, only when NVML finds none if fallback.  This
  * process has threads, so the child only restores the signal mask `old`
- * and execs (async-signal-safe calls).  Returns the pid or -1.
+ * and the limit of open files `nofile` this process was started with (the
+ * server raised its own: tasks would inherit it) and execs
+ * (async-signal-safe calls).  Returns the pid or -1.
  */
 static pid_t
 spawn_agent(const char *url, const char *join, const char *name,
             const char *gpus, bool fallback, const char *dir, const char *level,
-            const sigset_t *old)
+            const sigset_t *old, const struct rlimit *nofile)
 {
     /* execv() wants char *const[]: writable copies. */
     char *args[] = {
@@ -191,6 +194,7 @@ spawn_agent(const char *url, const char *join, const char *name,
     pid_t pid = fork();
     if (pid == 0) {
         sigprocmask(SIG_SETMASK, old, NULL);
+        setrlimit(RLIMIT_NOFILE, nofile);
         execv("/proc/self/exe", args);
         _exit(127);
     }
@@ -250,6 +254,8 @@ al_cli_dev(int argc, char **argv)
     so.state_dir = sdir;
     al_server_t *srv;
     char *cause = NULL;
+    struct rlimit nofile;
+    getrlimit(RLIMIT_NOFILE, &nofile);
     if (al_server_start(&so, &srv, &cause) != 0) {
         fprintf(stderr, "allot dev: %s\n", cause);
         free(cause);
@@ -292,7 +298,7 @@ al_cli_dev(int argc, char **argv)
             const char *gpus = fake != NULL ? fake : DEV_FAKE_GPUS;
             pid_t pid =
                 spawn_agent(url, join, nm, gpus, fake == NULL && nodes == 1,
-                            dir, level, &old);
+                            dir, level, &old, &nofile);
             free(nm);
             free(dir);
             if (pid < 0) {

@@ -708,10 +708,16 @@ def scenario_dev(c):
     env.pop("ALLOT_SERVER", None)
     env.pop("ALLOT_TOKEN", None)
     log = open(os.path.join(c.root, "dev.log"), "wb")
+    import resource
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    soft = 512 if hard == resource.RLIM_INFINITY or hard > 512 else hard
+
+    def lower():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     t0 = time.monotonic()
     p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0"],
                          stdout=subprocess.PIPE, stderr=log, env=env,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=lower)
     c.procs.append(p)
     line = p.stdout.readline().decode()
     check(line.startswith("allot dev: ready at http://127.0.0.1:"),
@@ -722,8 +728,8 @@ def scenario_dev(c):
     check("server = http://127.0.0.1:%d" % c.port in cfg and "token = al_"
           in cfg, "config written")
     r = subprocess.run([c.allot, "submit", "--gpus", "1", "--", "sh", "-c",
-                        "echo dev $CUDA_VISIBLE_DEVICES"], env=env,
-                       capture_output=True, text=True, timeout=30)
+                        "echo dev $CUDA_VISIBLE_DEVICES $(ulimit -n)"],
+                       env=env, capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, "submit with the config: " + r.stderr)
     jid = r.stdout.strip()
 
@@ -736,6 +742,11 @@ def scenario_dev(c):
     r = subprocess.run([c.allot, "logs", jid], env=env, capture_output=True,
                        text=True, timeout=30)
     check(r.stdout.startswith("dev "), "dev job log: %r" % r.stdout)
+    # The controller raises its own limit of open files; a task keeps the
+    # one allot dev was started with.
+    check(r.stdout.split()[-1] == str(soft),
+          "the task's open-file limit is allot dev's (%d): %r" %
+          (soft, r.stdout))
     p.send_signal(signal.SIGTERM)
     check(p.wait(10) == 0, "dev exits cleanly on SIGTERM")
     print("  allot dev ready in %.2f s" % ready)
