@@ -361,6 +361,18 @@ print_head(const opts_t *o)
 /* o->jobs trivial jobs (`true`) from o->clients clients against allot dev
  * with o->nodes emulated nodes: durable submits per second, and jobs
  * executed per second until the last one completed. */
+/* Waits (polling every poll_ms) until no job is active; dies after 300 s. */
+static void
+await_idle(al_http_conn_t *c, const dev_t_ *d, int poll_ms)
+{
+    int64_t deadline = al_clock_mono_ms() + 300000;
+    while (count_jobs(c, d, "active", 1) > 0) {
+        if (al_clock_mono_ms() > deadline)
+            die("jobs still active after 300 s");
+        al_clock_sleep_ms(poll_ms);
+    }
+}
+
 static void
 case_throughput(const opts_t *o)
 {
@@ -375,12 +387,7 @@ case_throughput(const opts_t *o)
         die("%d submissions refused", refused);
     al_http_conn_t c;
     al_http_conn_init(&c, &d.url);
-    int64_t deadline = al_clock_mono_ms() + 300000;
-    while (count_jobs(&c, &d, "active", 1) > 0) {
-        if (al_clock_mono_ms() > deadline)
-            die("jobs still active after 300 s");
-        al_clock_sleep_ms(5);
-    }
+    await_idle(&c, &d, 5);
     int64_t done = now_us() - t0;
     int failed = count_jobs(&c, &d, "failed,cancelled", 1000);
     int hst;
@@ -723,12 +730,7 @@ case_cluster(const opts_t *o)
     submit_all(o, &d, body, lat, &refused);
     if (refused > 0)
         die("%d submissions refused", refused);
-    int64_t deadline = al_clock_mono_ms() + 300000;
-    while (count_jobs(&c, &d, "active", 1) > 0) {
-        if (al_clock_mono_ms() > deadline)
-            die("jobs still active after 300 s");
-        al_clock_sleep_ms(20);
-    }
+    await_idle(&c, &d, 20);
     int64_t done = now_us() - t0;
     double cpu = proc_cpu_s(d.pid) - cpu0;
     int failed = count_jobs(&c, &d, "failed,cancelled", 1000);
