@@ -268,7 +268,7 @@ typedef struct al_ctl {
     /* Owned by the loop thread. */
     pthread_t thread;
     sqlite3 *db;
-    sqlite3_stmt *st_job, *st_event;
+    sqlite3_stmt *st_job, *st_event, *st_begin, *st_commit;
     al__job_t **jobs; /* jobs[id - 1]; ids are dense from 1 */
     uint64_t njobs, jobs_cap;
     /* Every job below jobs[active_lo] has ended (or is NULL): what looks

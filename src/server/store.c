@@ -125,7 +125,11 @@ al__store_open(al_ctl_t *ctl, char **cause)
         sqlite3_prepare_v2(ctl->db,
                            "INSERT INTO job_events(job_id, time_ms, event, "
                            "detail) VALUES(?,?,?,?)",
-                           -1, &ctl->st_event, NULL) != SQLITE_OK) {
+                           -1, &ctl->st_event, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(ctl->db, "BEGIN IMMEDIATE", -1, &ctl->st_begin,
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(ctl->db, "COMMIT", -1, &ctl->st_commit, NULL) !=
+            SQLITE_OK) {
         *cause = al_xasprintf("store: %s", sqlite3_errmsg(ctl->db));
         goto fail;
     }
@@ -140,21 +144,38 @@ al__store_close(al_ctl_t *ctl)
 {
     sqlite3_finalize(ctl->st_job);
     sqlite3_finalize(ctl->st_event);
-    ctl->st_job = ctl->st_event = NULL;
+    sqlite3_finalize(ctl->st_begin);
+    sqlite3_finalize(ctl->st_commit);
+    ctl->st_job = ctl->st_event = ctl->st_begin = ctl->st_commit = NULL;
     sqlite3_close(ctl->db);
     ctl->db = NULL;
 }
 
+/* Runs a prepared statement that returns no rows: 0 or AL_EIO. */
+static int
+run_prepared(al_ctl_t *ctl, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE) {
+        al_error("store: %s", sqlite3_errmsg(ctl->db));
+        return AL_EIO;
+    }
+    return 0;
+}
+
+/* BEGIN and COMMIT are prepared once: compiling them again in every
+ * iteration of the loop (sqlite3_exec()) cost more than running them. */
 int
 al__store_begin(al_ctl_t *ctl)
 {
-    return exec(ctl, "BEGIN IMMEDIATE", NULL);
+    return run_prepared(ctl, ctl->st_begin);
 }
 
 int
 al__store_commit(al_ctl_t *ctl)
 {
-    return exec(ctl, "COMMIT", NULL);
+    return run_prepared(ctl, ctl->st_commit);
 }
 
 void
