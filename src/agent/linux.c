@@ -1,4 +1,5 @@
 /* linux.c -- the real machine: hostname, CPUs and memory from sysconf. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -13,37 +14,71 @@
 #include "fs.h"
 #include "platform.h"
 
-int
-al_platform_proc_state(long pid, int64_t *start)
+/* Reads /proc/PID/stat into data (len bytes) and returns where the fields
+ * after the command name begin (" STATE PPID ..."; the name may hold
+ * spaces and parentheses), or NULL.  No heap: the spawner calls this right
+ * after vfork(), and a forked process pays for every page malloc()
+ * touches. */
+static const char *
+read_stat(long pid, char *data, size_t len)
 {
-    /* No heap: the spawner calls this right after vfork(), and a forked
-     * process pays for every page malloc() touches. */
-    char path[64], data[4096];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%ld/stat", pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return -1;
+        return NULL;
     ssize_t n;
-    while ((n = read(fd, data, sizeof data - 1)) < 0 && errno == EINTR)
+    while ((n = read(fd, data, len - 1)) < 0 && errno == EINTR)
         ;
     close(fd);
     if (n <= 0)
-        return -1;
+        return NULL;
     data[n] = '\0';
-    /* Fields after the command name, which may hold spaces: the state is
-     * field 3 and the start time field 22. */
     const char *p = strrchr(data, ')');
-    if (p == NULL || p[1] != ' ')
-        return -1;
-    bool ended = p[2] == 'Z' || p[2] == 'X';
-    for (int field = 2; p != NULL && field < 22; field++)
+    return p != NULL && p[1] == ' ' && p[2] != '\0' ? p + 1 : NULL;
+}
+
+/* Field `field` (1-based, as proc(5) counts, 4 or more) of the fields
+ * read_stat() found at p (the space before field 3), or -1. */
+static long long
+stat_field(const char *p, int field)
+{
+    for (int f = 3; p != NULL && f < field; f++)
         p = strchr(p + 1, ' ');
     char *end;
     long long v = p != NULL ? strtoll(p + 1, &end, 10) : -1;
-    if (p == NULL || end == p + 1)
+    return p == NULL || end == p + 1 ? -1 : v;
+}
+
+int
+al_platform_proc_state(long pid, int64_t *start)
+{
+    char data[4096];
+    const char *p = read_stat(pid, data, sizeof data);
+    /* The state is field 3 and the start time field 22. */
+    long long v = stat_field(p, 22);
+    if (v < 0)
         return -1;
     *start = v;
-    return ended ? 0 : 1;
+    return p[1] == 'Z' || p[1] == 'X' ? 0 : 1;
+}
+
+int
+al_platform_children(long pid, long *out, int max)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d != NULL && n < max && (e = readdir(d)) != NULL) {
+        char *end, data[1024];
+        long c = strtol(e->d_name, &end, 10);
+        if (end != e->d_name && *end == '\0' &&
+            stat_field(read_stat(c, data, sizeof data), 4) == pid)
+            out[n++] = c;
+    }
+    if (d != NULL)
+        closedir(d);
+    return n;
 }
 
 int

@@ -70,5 +70,8 @@ int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
  * good: a restarted agent tells its tasks from unrelated processes that
  * reuse their pids. */
 int al_platform_proc_state(long pid, int64_t *start);
+/* The processes whose parent is pid, at most max of them, into out;
+ * returns how many. */
+int al_platform_children(long pid, long *out, int max);
 
 #endif /* AL_PLATFORM_H */

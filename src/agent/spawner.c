@@ -26,7 +26,6 @@
  * running tasks are reparented to the agent (a child subreaper), which
  * records their ends.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -48,6 +47,7 @@
 #include "clock.h"
 #include "core/error.h"
 #include "log.h"
+#include "platform.h"
 #include "xmalloc.h"
 
 #define MAX_REQUEST (16u << 20)
@@ -422,59 +422,25 @@ await_reply(al__spawner_t *s, int32_t *reply)
     }
 }
 
-/* The parent pid of process pid, from /proc/PID/stat; -1 if unknown. */
-static long
-parent_of(long pid)
-{
-    char path[64], data[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = read(fd, data, sizeof data - 1);
-    close(fd);
-    if (n <= 0)
-        return -1;
-    data[n] = '\0';
-    /* "PID (COMM) STATE PPID ...": the command may hold anything. */
-    const char *p = strrchr(data, ')');
-    if (p == NULL || p[1] != ' ' || p[2] == '\0' || p[3] != ' ')
-        return -1;
-    char *end;
-    long ppid = strtol(p + 4, &end, 10);
-    return end == p + 4 || *end != ' ' ? -1 : ppid;
-}
-
 void
 al__spawner_kill_hung(al__spawner_t *s, const pid_t *known, size_t n)
 {
     if (s->pid <= 0)
         return;
-    pid_t hung[64];
-    size_t nhung = 0;
-    DIR *d = opendir("/proc");
-    struct dirent *e;
-    while (d != NULL && (e = readdir(d)) != NULL && nhung < 64) {
-        char *end;
-        long pid = strtol(e->d_name, &end, 10);
-        if (end == e->d_name || *end != '\0' || parent_of(pid) != s->pid)
-            continue;
-        bool task = false;
-        for (size_t i = 0; i < n && !task; i++)
-            task = known[i] == (pid_t)pid;
-        if (!task)
-            hung[nhung++] = (pid_t)pid;
-    }
-    if (d != NULL)
-        closedir(d);
+    long kids[64];
+    int nkids = al_platform_children(s->pid, kids, 64);
     /* The spawner first: a start that dies lets its vfork() return, and
      * the spawner would write the task's record as if it had started.
      * With its SIGKILL pending it returns to nothing. */
     kill(s->pid, SIGKILL);
-    for (size_t i = 0; i < nhung; i++) {
-        al_warn("killing process %ld: a task's start that hangs",
-                (long)hung[i]);
-        kill(hung[i], SIGKILL);
+    for (int k = 0; k < nkids; k++) {
+        bool task = false;
+        for (size_t i = 0; i < n && !task; i++)
+            task = known[i] == (pid_t)kids[k];
+        if (task)
+            continue;
+        al_warn("killing process %ld: a task's start that hangs", kids[k]);
+        kill((pid_t)kids[k], SIGKILL);
     }
 }
 

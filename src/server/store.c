@@ -151,12 +151,12 @@ al__store_close(al_ctl_t *ctl)
     ctl->db = NULL;
 }
 
-/* Runs a prepared statement that returns no rows: 0 or AL_EIO. */
 static int
-run_prepared(al_ctl_t *ctl, sqlite3_stmt *st)
+step_done(al_ctl_t *ctl, sqlite3_stmt *st)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     if (rc != SQLITE_DONE) {
         al_error("store: %s", sqlite3_errmsg(ctl->db));
         return AL_EIO;
@@ -169,13 +169,13 @@ run_prepared(al_ctl_t *ctl, sqlite3_stmt *st)
 int
 al__store_begin(al_ctl_t *ctl)
 {
-    return run_prepared(ctl, ctl->st_begin);
+    return step_done(ctl, ctl->st_begin);
 }
 
 int
 al__store_commit(al_ctl_t *ctl)
 {
-    return run_prepared(ctl, ctl->st_commit);
+    return step_done(ctl, ctl->st_commit);
 }
 
 void
@@ -183,19 +183,6 @@ al__store_rollback(al_ctl_t *ctl)
 {
     if (!sqlite3_get_autocommit(ctl->db))
         exec(ctl, "ROLLBACK", NULL);
-}
-
-static int
-step_done(al_ctl_t *ctl, sqlite3_stmt *st)
-{
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    sqlite3_clear_bindings(st);
-    if (rc != SQLITE_DONE) {
-        al_error("store: %s", sqlite3_errmsg(ctl->db));
-        return AL_EIO;
-    }
-    return 0;
 }
 
 int
