@@ -1509,6 +1509,13 @@ al_agent_main(int argc, char **argv)
                 strerror(errno));
         return AL_EXIT_FAIL;
     }
+    /* Two agents on one state directory would both own its task slots. */
+    int lock_fd = -1;
+    if (al_fs_lock_dir(a.state_dir, "agent", &lock_fd, &cause) != 0) {
+        fprintf(stderr, "allot agent: %s\n", cause);
+        free(cause);
+        return AL_EXIT_FAIL;
+    }
     if (setup_signals() != 0) {
         fprintf(stderr, "allot agent: cannot set up signals\n");
         return AL_EXIT_FAIL;
@@ -1545,5 +1552,6 @@ al_agent_main(int argc, char **argv)
     free(a.state_dir);
     free(a.task_dir);
     free(filetoken);
+    close(lock_fd);
     return rc;
 }

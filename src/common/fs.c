@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -98,5 +99,47 @@ al_fs_read_file(const char *path, char **data, size_t *n)
     b.data[b.len] = '\0'; /* an empty file too: callers use it as text */
     *n = b.len;
     *data = al_buf_steal(&b);
+    return 0;
+}
+
+int
+al_fs_lock_dir(const char *dir, const char *who, int *fd, char **cause)
+{
+    char *path = al_xasprintf("%s/lock", dir);
+    int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    int rc = 0;
+    if (f < 0) {
+        *cause = al_xasprintf("cannot open %s: %s", path, strerror(errno));
+        rc = AL_EIO;
+    } else if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) {
+            char text[32];
+            ssize_t n = pread(f, text, sizeof text - 1, 0);
+            text[n > 0 ? n : 0] = '\0';
+            long pid = strtol(text, NULL, 10);
+            *cause = al_xasprintf(
+                "%s is in use by another allot %s (pid %ld); stop that "
+                "one first, or give this one a state directory of its own",
+                dir, who, pid);
+            rc = AL_EBUSY;
+        } else {
+            *cause = al_xasprintf("cannot lock %s: %s", path, strerror(errno));
+            rc = AL_EIO;
+        }
+    } else {
+        char text[32];
+        int n = snprintf(text, sizeof text, "%ld\n", (long)getpid());
+        if (ftruncate(f, 0) != 0 || pwrite(f, text, (size_t)n, 0) != n) {
+            *cause = al_xasprintf("cannot write %s: %s", path, strerror(errno));
+            rc = AL_EIO;
+        }
+    }
+    free(path);
+    if (rc != 0) {
+        if (f >= 0)
+            close(f);
+        return rc;
+    }
+    *fd = f;
     return 0;
 }

@@ -25,4 +25,13 @@ int al_fs_write_file(const char *path, const void *data, size_t n, mode_t mode,
  * 0, AL_ENOENT or AL_EIO; nothing stored on error. */
 int al_fs_read_file(const char *path, char **data, size_t *n);
 
+/* Takes an exclusive lock (flock) on DIR/lock, created if missing, for
+ * as long as the process lives or until *fd is closed: the descriptor is
+ * close-on-exec and the lock goes with the process, however it ends.  Our
+ * pid is written in the file for whoever finds it taken.  0 with the
+ * descriptor in *fd; AL_EBUSY when another process holds it, with a
+ * message naming it (who says what it is: "controller") in *cause (caller
+ * frees); AL_EIO with a message otherwise. */
+int al_fs_lock_dir(const char *dir, const char *who, int *fd, char **cause);
+
 #endif /* AL_FS_H */

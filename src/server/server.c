@@ -34,6 +34,7 @@ struct al_server {
     al_ctl_t ctl;
     struct MHD_Daemon *mhd;
     int port;
+    int lock_fd; /* STATE/lock: one controller per state directory */
 };
 
 void
@@ -296,6 +297,11 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
                               o->state_dir, strerror(errno));
         return AL_EIO;
     }
+    /* Two controllers on one state would both hand out the same job ids,
+     * each overwriting the other's jobs in the store. */
+    int lock_fd;
+    if ((rc = al_fs_lock_dir(o->state_dir, "controller", &lock_fd, cause)) != 0)
+        return rc;
     /* A connection is a descriptor, not a thread: let there be as many as
      * the hard limit allows (an agent keeps two). */
     struct rlimit rl;
@@ -304,9 +310,11 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     al_server_t *s = al_xcalloc(1, sizeof *s);
+    s->lock_fd = lock_fd;
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
+        close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
         return rc;
@@ -320,6 +328,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     if (s->mhd == NULL) {
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
         al__ctl_stop(&s->ctl);
+        close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
         return AL_EIO;
@@ -357,6 +366,7 @@ al_server_stop(al_server_t *s)
      * listener, which closes the connections. */
     al__ctl_stop(&s->ctl);
     MHD_stop_daemon(s->mhd);
+    close(s->lock_fd);
     free(s->ctl.state_dir);
     free(s);
 }

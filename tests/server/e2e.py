@@ -1290,6 +1290,56 @@ def scenario_store_full(c):
           "the next job takes the next id: %s %s" % (s, b))
 
 
+def scenario_state_lock(c):
+    """One controller per state directory and one agent per agent state
+    directory: a second is refused with a message naming the first (two
+    controllers would hand out the same job ids, each overwriting the
+    other's jobs in the store); the lock goes with its process however it
+    ends, and a spawner left running by a killed agent does not hold it."""
+    c.start_server()
+    c.start_agent("n1")
+    runner = c.submit("--", "sleep", "120")
+    c.wait_state(runner, "running")
+
+    def second(args):
+        try:
+            p = subprocess.run([c.allot] + args, capture_output=True,
+                               text=True, env=c.env, timeout=15)
+        except subprocess.TimeoutExpired:
+            raise Fail("a second %s on the same state kept running" %
+                       args[0])
+        return p.returncode, p.stderr
+
+    rc, err = second(["server", "--listen", "127.0.0.1:0", "--state",
+                      c.state])
+    check(rc == 1 and "in use by another allot controller (pid %d)" %
+          c.server.pid in err, "a second controller refused: %d %r" %
+          (rc, err))
+    agent_state = os.path.join(c.root, "agent-n1")
+    rc, err = second(["agent", "--server", c.url, "--join-token", c.join,
+                      "--name", "n1", "--state", agent_state,
+                      "--fake-gpus", "8xH100-80GB", "--no-run-as-user"])
+    check(rc == 1 and "in use by another allot agent (pid %d)" %
+          c.agents["n1"].pid in err, "a second agent refused: %d %r" %
+          (rc, err))
+    a = c.submit("--", "true")
+    c.wait_state(a, "completed")
+    # kill -9: the locks go with the processes; the agent's spawner (and
+    # the task under it) lives on without holding the agent's lock.
+    c.kill_server()
+    c.agents["n1"].send_signal(signal.SIGKILL)
+    c.agents["n1"].wait(10)
+    c.start_server()
+    c.start_agent("n1")
+    check(c.job(runner)["state"] == "running" and
+          c.job(runner)["restart_count"] == 0,
+          "the task was adopted, not restarted")
+    b = c.submit("--", "true")
+    c.wait_state(b, "completed")
+    c.cli("cancel", str(runner))
+    c.wait_state(runner, "cancelled")
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1309,6 +1359,7 @@ SCENARIOS = {
     "connections": scenario_connections,
     "launch_hang": scenario_launch_hang,
     "store_full": scenario_store_full,
+    "state_lock": scenario_state_lock,
 }
 
 
