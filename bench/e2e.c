@@ -9,12 +9,20 @@
  * failed).  See bench/README.md for the cases and the targets.
  *
  *   bench/e2e [--case throughput|latency|memory] [--jobs N] [--clients N]
- *             [--nodes N] [--allot PATH] [--keep]
+ *             [--nodes N] [--allot PATH] [--store sqlite|pg] [--keep]
+ *
+ * --store pg keeps the controller's state in PostgreSQL instead: each case
+ * starts a PostgreSQL server of its own (initdb in the case's directory,
+ * a Unix socket there and no TCP), as this program's child so that its CPU
+ * is counted (store_cpu_ms_per_job).
  *
  * With no arguments every case runs (well within 10 minutes).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -42,6 +50,7 @@ typedef struct opts {
     const char *cse, *allot;
     int jobs, clients, nodes, sim_nodes;
     bool keep;
+    bool pg; /* --store pg */
 } opts_t;
 
 /* A running `allot dev`. */
@@ -50,6 +59,8 @@ typedef struct dev {
     char dir[256];
     al_url_t url;
     char *token;
+    pid_t pg_pid;  /* its PostgreSQL server, with --store pg */
+    double pg_cpu; /* the CPU seconds that server used, once stopped */
 } dev_t_;
 
 static int64_t
@@ -123,6 +134,96 @@ proc_kib(pid_t pid, const char *field)
     return v;
 }
 
+/* --store pg: PostgreSQL's programs, and a way to run them (as the
+ * postgres user when we are root: PostgreSQL refuses to run as root). */
+static char *
+pg_path(const char *prog)
+{
+    glob_t g;
+    if (glob("/usr/lib/postgresql/*/bin/postgres", 0, NULL, &g) != 0)
+        die("--store pg: PostgreSQL is not installed (scripts/deps)");
+    char *dir = al_xstrdup(g.gl_pathv[g.gl_pathc - 1]);
+    globfree(&g);
+    *strrchr(dir, '/') = '\0';
+    char *p = al_xasprintf("%s/%s", dir, prog);
+    free(dir);
+    return p;
+}
+
+static pid_t
+pg_spawn(const char *const argv[], const char *log)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+            _exit(126);
+        struct passwd *pw = geteuid() == 0 ? getpwnam("postgres") : NULL;
+        if (geteuid() == 0 &&
+            (pw == NULL || setgid(pw->pw_gid) != 0 || setuid(pw->pw_uid) != 0))
+            _exit(126);
+        execv(argv[0], (char *const *)argv); /* execv() copies them */
+        _exit(127);
+    }
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    return pid;
+}
+
+static int
+pg_run(const char *const argv[], const char *log)
+{
+    pid_t pid = pg_spawn(argv, log);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Starts d's PostgreSQL server and returns the store URI for allot dev. */
+static char *
+pg_start(dev_t_ *d)
+{
+    char *dir = al_xasprintf("%s/pg", d->dir);
+    char *data = al_xasprintf("%s/data", dir);
+    char *log = al_xasprintf("%s/pg.log", d->dir);
+    if (mkdir(dir, 0700) != 0)
+        die("cannot create %s: %s", dir, strerror(errno));
+    if (geteuid() == 0) {
+        struct passwd *pw = getpwnam("postgres");
+        if (pw == NULL || chown(dir, pw->pw_uid, pw->pw_gid) != 0 ||
+            chmod(d->dir, 0711) != 0)
+            die("--store pg: no postgres user to run PostgreSQL as");
+    }
+    char *initdb = pg_path("initdb"), *postgres = pg_path("postgres"),
+         *createdb = pg_path("createdb");
+    const char *const init_argv[] = { initdb,  "-D",        data,
+                                      "-U",    "allot",     "-A",
+                                      "trust", "--no-sync", NULL };
+    if (pg_run(init_argv, log) != 0)
+        die("initdb failed; see %s", log);
+    const char *const pg_argv[] = {
+        postgres, "-D", data, "-k", dir, "-c", "listen_addresses=", NULL
+    };
+    d->pg_pid = pg_spawn(pg_argv, log);
+    const char *const create_argv[] = { createdb, "-h",    dir, "-U",
+                                        "allot",  "allot", NULL };
+    int64_t end = al_clock_mono_ms() + 20000;
+    while (pg_run(create_argv, log) != 0) {
+        if (al_clock_mono_ms() > end)
+            die("PostgreSQL did not start; see %s", log);
+        al_clock_sleep_ms(100);
+    }
+    char *uri = al_xasprintf("postgresql:///allot?host=%s&user=allot", dir);
+    free(initdb);
+    free(postgres);
+    free(createdb);
+    free(dir);
+    free(data);
+    free(log);
+    return uri;
+}
+
 static int
 dev_start(const opts_t *o, int nodes, dev_t_ *d)
 {
@@ -135,6 +236,7 @@ dev_start(const opts_t *o, int nodes, dev_t_ *d)
     char *logp = al_xasprintf("%s/dev.log", d->dir);
     char nbuf[16];
     snprintf(nbuf, sizeof nbuf, "%d", nodes);
+    char *store = o->pg ? pg_start(d) : al_xstrdup("sqlite");
     pid_t pid = fork();
     if (pid == 0) {
         /* The CLI config allot dev writes goes to the private directory,
@@ -146,16 +248,18 @@ dev_start(const opts_t *o, int nodes, dev_t_ *d)
             _exit(126);
         if (nodes > 0)
             execl(o->allot, "allot", "dev", "--listen", "127.0.0.1:0",
-                  "--state", state, "--nodes", nbuf, "--fake-gpus",
-                  "8xH100-80GB", "--log-level", "warn", (char *)NULL);
+                  "--state", state, "--store", store, "--nodes", nbuf,
+                  "--fake-gpus", "8xH100-80GB", "--log-level", "warn",
+                  (char *)NULL);
         else
             execl(o->allot, "allot", "dev", "--listen", "127.0.0.1:0",
-                  "--state", state, "--no-agent", "--log-level", "warn",
-                  (char *)NULL);
+                  "--state", state, "--store", store, "--no-agent",
+                  "--log-level", "warn", (char *)NULL);
         _exit(127);
     }
     if (pid < 0)
         die("fork: %s", strerror(errno));
+    free(store);
     d->pid = pid;
     /* Ready when the log says so and the server answers with every node. */
     char *urlp = al_xasprintf("%s/url", state);
@@ -201,6 +305,16 @@ dev_stop(const opts_t *o, dev_t_ *d)
     memset(&ru, 0, sizeof ru);
     while (wait4(d->pid, &st, 0, &ru) < 0 && errno == EINTR)
         ;
+    if (d->pg_pid > 0) {
+        /* A fast shutdown; its backends' CPU comes with it. */
+        struct rusage pru;
+        memset(&pru, 0, sizeof pru);
+        kill(d->pg_pid, SIGINT);
+        while (wait4(d->pg_pid, &st, 0, &pru) < 0 && errno == EINTR)
+            ;
+        d->pg_cpu = (double)pru.ru_utime.tv_sec + pru.ru_utime.tv_usec / 1e6 +
+                    (double)pru.ru_stime.tv_sec + pru.ru_stime.tv_usec / 1e6;
+    }
     if (!o->keep) {
         char *cmd = al_xasprintf("rm -rf '%s'", d->dir);
         if (system(cmd) != 0)
@@ -350,8 +464,9 @@ print_head(const opts_t *o)
     if (f != NULL)
         fclose(f);
     printf("{\"bench\":\"e2e\",\"cpu\":\"%s\",\"cpus\":%ld,\"load1\":%.2f,"
-           "\"allot\":\"%s\",\"buildtype\":\"%s\"}\n",
-           cpu, sysconf(_SC_NPROCESSORS_ONLN), load, o->allot, BENCH_BUILDTYPE);
+           "\"allot\":\"%s\",\"buildtype\":\"%s\",\"store\":\"%s\"}\n",
+           cpu, sysconf(_SC_NPROCESSORS_ONLN), load, o->allot, BENCH_BUILDTYPE,
+           o->pg ? "pg" : "sqlite");
     fflush(stdout);
 }
 
@@ -404,11 +519,15 @@ case_throughput(const opts_t *o)
            "\"submit_p99_ms\":%.2f,\"jobs_per_s\":%.0f,\"failed\":%d,"
            "\"cpu_ms_per_job\":%.3f,\"server_cpu_ms_per_job\":%.3f,"
            "\"cycles\":%lld,"
-           "\"server_rss_mb\":%.1f,\"server_peak_rss_mb\":%.1f}\n",
+           "\"server_rss_mb\":%.1f,\"server_peak_rss_mb\":%.1f",
            o->jobs, o->clients, o->nodes, o->jobs / (wall / 1e6),
            pct_ms(lat, o->jobs, 0.5), pct_ms(lat, o->jobs, 0.99),
            o->jobs / (done / 1e6), failed, cpu * 1000 / o->jobs,
            server_cpu * 1000 / o->jobs, cycles, rss / 1024.0, hwm / 1024.0);
+    if (o->pg)
+        printf(",\"store\":\"pg\",\"store_cpu_ms_per_job\":%.3f",
+               d.pg_cpu * 1000 / o->jobs);
+    printf("}\n");
     fflush(stdout);
     free(lat);
     if (failed > 0)
@@ -516,13 +635,17 @@ case_memory(const opts_t *o)
     printf("{\"case\":\"memory\",\"pending\":%d,\"clients\":%d,"
            "\"submits_per_s\":%.0f,\"submit_p50_ms\":%.2f,"
            "\"submit_p99_ms\":%.2f,\"server_cpu_ms_per_submit\":%.3f,"
-           "\"server_rss_mb\":%.1f,\"bytes_per_pending_job\":%.0f}\n",
+           "\"server_rss_mb\":%.1f,\"bytes_per_pending_job\":%.0f",
            m.jobs, m.clients, m.jobs / (wall / 1e6), pct_ms(lat, m.jobs, 0.5),
            pct_ms(lat, m.jobs, 0.99), (cpu1 - cpu0) * 1000 / m.jobs,
            after / 1024.0, (double)(after - before) * 1024.0 / m.jobs);
-    fflush(stdout);
     free(lat);
     dev_stop(o, &d);
+    if (o->pg)
+        printf(",\"store\":\"pg\",\"store_cpu_ms_per_submit\":%.3f",
+               d.pg_cpu * 1000 / m.jobs);
+    printf("}\n");
+    fflush(stdout);
 }
 
 /* ------------------------------------------------------------------ */
@@ -769,10 +892,12 @@ case_cluster(const opts_t *o)
 static void
 usage(void)
 {
-    fputs("usage: bench/e2e [--case throughput|latency|memory|cluster]\n"
-          "                 [--jobs N] [--clients N] [--nodes N]\n"
-          "                 [--sim-nodes N] [--allot PATH] [--keep]\n",
-          stderr);
+    fputs(
+        "usage: bench/e2e [--case throughput|latency|memory|cluster]\n"
+        "                 [--jobs N] [--clients N] [--nodes N]\n"
+        "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
+        "                 [--keep]\n",
+        stderr);
     exit(2);
 }
 
@@ -804,6 +929,9 @@ main(int argc, char **argv)
             o.cse = v;
         else if (strcmp(a, "--allot") == 0)
             o.allot = v;
+        else if (strcmp(a, "--store") == 0 &&
+                 (strcmp(v, "pg") == 0 || strcmp(v, "sqlite") == 0))
+            o.pg = strcmp(v, "pg") == 0;
         else if (strcmp(a, "--jobs") == 0 && (o.jobs = atoi(v)) > 0)
             continue;
         else if (strcmp(a, "--clients") == 0 && (o.clients = atoi(v)) > 0)

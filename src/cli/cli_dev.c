@@ -30,14 +30,15 @@ static const char dev_usage[] =
     "usage: allot dev [--listen HOST:PORT] [--state DIR] [--fake-gpus "
     "NxMODEL]\n"
     "                 [--name NODE] [--nodes N] [--no-agent] [--demo]\n"
-    "                 [--log-level L]\n"
+    "                 [--store URI] [--log-level L]\n"
     "Starts a controller and an agent (with the GPUs NVML finds, else\n"
     "emulated " DEV_FAKE_GPUS ", or those of --fake-gpus), writes the\n"
     "server URL and admin token to your config file and runs until\n"
     "interrupted.  --nodes N starts N agents, nodes NODE-0 .. NODE-N-1,\n"
     "each with emulated GPUs (a cluster on one machine).  --demo\n"
     "also creates three queues and a small workload that shows idle GPUs\n"
-    "lent to one queue and reclaimed by another.\n";
+    "lent to one queue and reclaimed by another.  --store keeps the\n"
+    "controller's state in PostgreSQL (see allot server --help).\n";
 
 /* Waits up to ms for the controller to list at least `want` nodes. */
 static bool
@@ -208,12 +209,13 @@ int
 al_cli_dev(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:7070", *state = NULL, *fake = NULL,
-               *name = "local", *level = "info";
+               *name = "local", *level = "info", *store = NULL;
     bool no_agent = false, demo = false, help = false;
     int64_t nodes = 1;
     const al_opt_t opts[] = {
         { .name = "--listen", .kind = AL_OPT_STR, .dst = &listen },
         { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
+        { .name = "--store", .kind = AL_OPT_STR, .dst = &store },
         { .name = "--fake-gpus", .kind = AL_OPT_STR, .dst = &fake },
         { .name = "--name", .kind = AL_OPT_STR, .dst = &name },
         { .name = "--nodes",
@@ -252,6 +254,7 @@ al_cli_dev(int argc, char **argv)
     al_server_opts_default(&so);
     so.listen = listen;
     so.state_dir = sdir;
+    so.store = store;
     al_server_t *srv;
     char *cause = NULL;
     struct rlimit nofile;

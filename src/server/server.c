@@ -375,9 +375,13 @@ al_server_stop(al_server_t *s)
 /* `allot server`                                                     */
 
 static const char server_usage[] =
-    "usage: allot server [--listen HOST:PORT] [--state DIR]\n"
+    "usage: allot server [--listen HOST:PORT] [--state DIR] [--store URI]\n"
     "                    [--node-timeout MS] [--grace MS] [--max-body BYTES]\n"
-    "                    [--sync normal|full] [--log-level LEVEL]\n";
+    "                    [--sync normal|full] [--log-level LEVEL]\n"
+    "  --store URI  where the state lives: sqlite (the default, "
+    "STATE/allot.db)\n"
+    "               or postgresql://[USER@]HOST[:PORT]/DATABASE (any libpq\n"
+    "               URI; a password is better in ~/.pgpass or PGPASSWORD)\n";
 
 int
 al_server_main(int argc, char **argv)
@@ -390,6 +394,7 @@ al_server_main(int argc, char **argv)
     const al_opt_t opts[] = {
         { .name = "--listen", .kind = AL_OPT_STR, .dst = &o.listen },
         { .name = "--state", .kind = AL_OPT_STR, .dst = &o.state_dir },
+        { .name = "--store", .kind = AL_OPT_STR, .dst = &o.store },
         { .name = "--node-timeout",
           .kind = AL_OPT_INT,
           .dst = &o.node_timeout_ms,

@@ -24,7 +24,11 @@ typedef struct al_server_opts {
     int64_t coalesce_ms;       /* wait this long after a change to batch more */
     int64_t grace_ms;          /* SIGTERM..SIGKILL grace told to agents */
     size_t max_body;           /* request body limit in bytes */
-    int sync_full;             /* SQLite synchronous=FULL (else NORMAL) */
+    int sync_full;             /* durable commits: SQLite synchronous=FULL,
+                                  PostgreSQL synchronous_commit=on */
+    /* The state store: NULL or "sqlite" for STATE/allot.db, or a
+     * PostgreSQL connection URI (postgres:// or postgresql://). */
+    const char *store;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

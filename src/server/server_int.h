@@ -25,7 +25,6 @@
 
 #include <jansson.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -267,8 +266,8 @@ typedef struct al_ctl {
 
     /* Owned by the loop thread. */
     pthread_t thread;
-    sqlite3 *db;
-    sqlite3_stmt *st_job, *st_event, *st_begin, *st_commit;
+    const struct al__store_ops *store_ops; /* the store's backend */
+    void *store;                           /* and its connection */
     al__job_t **jobs; /* jobs[id - 1]; ids are dense from 1 */
     uint64_t njobs, jobs_cap;
     /* Every job below jobs[active_lo] has ended (or is NULL): what looks
@@ -473,7 +472,52 @@ void al__reply_error(al__req_t *req, int status, const char *code,
     __attribute__((format(printf, 4, 5)));
 const char *al__req_arg(const al__req_t *req, const char *key);
 
-/* store.c: all calls from the loop thread. */
+/* store.c: all calls from the loop thread.  The rows themselves are
+ * written and read by a backend: store_sqlite.c or store_pg.c. */
+
+/* The tables of JSON documents keyed by name, besides jobs and tokens. */
+typedef enum {
+    AL__DOC_QUEUES = 0,
+    AL__DOC_NODES,
+    AL__DOC_JOBS
+} al__doc_table_t;
+
+typedef struct al__store_ops {
+    /* Opens (and migrates) the store; sets ctl->store.  0, or an AL_E*
+     * code with a malloc()ed message in *cause. */
+    int (*open)(al_ctl_t *ctl, char **cause);
+    void (*close)(al_ctl_t *ctl); /* also after a failed open */
+    int (*begin)(al_ctl_t *ctl);
+    int (*commit)(al_ctl_t *ctl);
+    void (*rollback)(al_ctl_t *ctl);
+    int (*put_job)(al_ctl_t *ctl, const al__job_t *j, const char *state,
+                   const char *doc);
+    int (*event)(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
+                 const char *detail);
+    json_t *(*history)(al_ctl_t *ctl, uint64_t job);
+    /* Writes the document of key in table (AL__DOC_QUEUES or
+     * AL__DOC_NODES), or deletes it when doc is NULL. */
+    int (*put_doc)(al_ctl_t *ctl, al__doc_table_t table, const char *key,
+                   const char *doc);
+    int (*put_token)(al_ctl_t *ctl, const al__token_t *t);
+    /* Calls al__store_add_token() for each stored token. */
+    int (*load_tokens)(al_ctl_t *ctl, char **cause);
+    /* Calls fn for each document of table, in key order (jobs by id). */
+    int (*load_docs)(al_ctl_t *ctl, al__doc_table_t table,
+                     int (*fn)(al_ctl_t *, const char *, char **),
+                     char **cause);
+} al__store_ops_t;
+
+extern const al__store_ops_t al__store_sqlite, al__store_pg;
+/* The SQLite backend's file under the state directory. */
+#define AL__SQLITE_FILE "allot.db"
+
+/* For the backends' load_tokens: one stored token (a malformed row, with
+ * an id, salt or hash of the wrong length, is skipped). */
+void al__store_add_token(al_ctl_t *ctl, const char *id, const char *user,
+                         int role, const void *salt, size_t nsalt,
+                         const void *hash, size_t nhash, int64_t created_ms);
+
 int al__store_open(al_ctl_t *ctl, char **cause);
 void al__store_close(al_ctl_t *ctl);
 int al__store_begin(al_ctl_t *ctl);

@@ -10,6 +10,7 @@ checks what happened.  Processes are always stopped; the directory (with
 every process's log) is removed on success and kept, with its path printed,
 on failure.
 """
+import glob
 import json
 import os
 import re
@@ -61,6 +62,61 @@ def wait_for(pred, timeout, what):
     raise Fail("timed out waiting for " + what)
 
 
+class Postgres:
+    """A private PostgreSQL server for the scenarios that keep the
+    controller's state there: initdb in a directory of its own, listening on
+    a Unix socket in it and nowhere else (as the Debian package's postgres
+    user when we are root: PostgreSQL refuses to run as root)."""
+
+    def __init__(self):
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not found:
+            raise Fail("PostgreSQL is not installed (scripts/deps installs "
+                       "it)")
+        self.bin = os.path.dirname(found[-1])
+        self.dir = tempfile.mkdtemp(prefix="allot-pg-")
+        self.as_user = {}
+        if os.geteuid() == 0:
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+            self.as_user = {"user": pw.pw_uid, "group": pw.pw_gid}
+        self.data = os.path.join(self.dir, "data")
+        self.pg("initdb", "-D", self.data, "-U", "allot", "-A", "trust",
+                "--no-sync")
+        self.start()
+        self.pg("createdb", "-h", self.dir, "-U", "allot", "allot")
+        self.uri = "postgresql:///allot?host=%s&user=allot" % self.dir
+
+    def pg(self, prog, *args):
+        p = subprocess.run([os.path.join(self.bin, prog)] + list(args),
+                           capture_output=True, text=True, timeout=120,
+                           cwd=self.dir, **self.as_user)
+        if p.returncode != 0:
+            raise Fail("%s: exit %d: %s%s" % (prog, p.returncode, p.stdout,
+                                              p.stderr))
+        return p.stdout
+
+    def start(self):
+        self.pg("pg_ctl", "-D", self.data, "-l",
+                os.path.join(self.dir, "postgres.log"), "-w", "-o",
+                "-k %s -c listen_addresses='' -c fsync=on" % self.dir,
+                "start")
+
+    def stop(self, mode="fast"):
+        self.pg("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
+
+    def sql(self, query):
+        return self.pg("psql", "-h", self.dir, "-U", "allot", "-d", "allot",
+                       "-At", "-c", query).strip()
+
+    def close(self):
+        try:
+            self.stop("immediate")
+        except Fail:
+            pass
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 class Cluster:
     def __init__(self, allot, root):
         self.allot = allot
@@ -69,6 +125,8 @@ class Cluster:
         self.url = None
         self.state = os.path.join(root, "server")
         self.server = None
+        self.store = []  # ["--store", URI] when a scenario runs on PostgreSQL
+        self.pg = None
         self.agents = {}
         self.procs = []
         self.env = dict(os.environ)
@@ -98,7 +156,7 @@ class Cluster:
         self.server = self.spawn("server", [
             "server", "--listen", "127.0.0.1:%d" % self.port, "--state",
             self.state, "--grace", "2000", "--log-level", "debug"
-        ] + list(extra), preexec=preexec)
+        ] + self.store + list(extra), preexec=preexec)
         wait_for(lambda: os.path.exists(urlfile), 10, "STATE/url")
         self.url = open(urlfile).read().strip()
         self.port = int(self.url.rsplit(":", 1)[1])
@@ -1340,6 +1398,97 @@ def scenario_state_lock(c):
     c.wait_state(runner, "cancelled")
 
 
+def scenario_pg_store(c):
+    """The controller's state in PostgreSQL (--store URI): the rows and the
+    history are in the database's schema allot, not in STATE/allot.db; a
+    second controller on the same database is refused; a restart of the
+    database is survived; while it is down every call but healthz gets a
+    503 and nothing half-done is kept; kill -9 of the controller with a
+    crash of the database loses nothing; a newer schema and bad URIs are
+    refused with clear errors."""
+    c.store = ["--store", c.pg.uri]
+    c.start_server()
+    c.start_agent("n1")
+    a = c.submit("--name", "first", "--", "true")
+    c.wait_state(a, "completed")
+    check(not os.path.exists(os.path.join(c.state, "allot.db")),
+          "no SQLite file beside a PostgreSQL store")
+    check(c.pg.sql("SELECT state FROM allot.jobs WHERE id = %d" % a) ==
+          "completed", "the job's row is in the database")
+    events = c.pg.sql("SELECT event FROM allot.job_events WHERE job_id = %d"
+                      " ORDER BY seq" % a).split()
+    hist = [e["event"] for e in c.job(a)["history"]]
+    check(events and events == hist and "submitted" in events,
+          "the history comes from the database: %s vs %s" % (events, hist))
+    check(c.pg.sql("SELECT version FROM allot.schema_version") == "1",
+          "schema version 1")
+
+    def server(state, store):
+        try:
+            p = subprocess.run([c.allot, "server", "--listen", "127.0.0.1:0",
+                                "--state", state, "--store", store],
+                               capture_output=True, text=True, env=c.env,
+                               timeout=15)
+        except subprocess.TimeoutExpired:
+            raise Fail("a server that should be refused kept running")
+        return p.returncode, p.stderr
+
+    other = os.path.join(c.root, "other")
+    rc, err = server(other, c.pg.uri)
+    check(rc == 1 and "in use by another allot controller" in err and
+          "(pid %d)" % c.server.pid in err,
+          "a second controller on the database refused: %d %r" % (rc, err))
+
+    # A restart of the database: the next call reconnects.
+    c.pg.stop("fast")
+    c.pg.start()
+    b = c.submit("--", "true")
+    c.wait_state(b, "completed", timeout=30)
+    log = open(os.path.join(c.root, "server.log"), errors="replace").read()
+    check("store: reconnected" in log, "the controller reconnected")
+
+    # Down: 503 for everything but healthz, and nothing half-done kept.
+    c.pg.stop("fast")
+    s, body = c.api("POST", "/v1/jobs", {"command": ["true"]})
+    check(s == 503 and body["error"] == "unavailable",
+          "503 while the database is down: %s %s" % (s, body))
+    s, body = c.api("GET", "/v1/jobs")
+    check(s == 503, "reads too (the state is not known): %s" % s)
+    check(c.healthz() is not None, "healthz answers")
+    c.pg.start()
+    wait_for(lambda: c.api("GET", "/v1/jobs")[0] == 200, 20,
+             "the controller to be back")
+    s, body = c.api("POST", "/v1/jobs", {"command": ["true"]})
+    check(s == 201 and body["id"] == b + 1,
+          "the refused job left no trace: %s %s" % (s, body))
+    c.wait_state(b + 1, "completed", timeout=30)
+
+    # kill -9 of the controller, then a crash of the database.
+    held = c.submit("--hold", "--", "true")
+    c.kill_server()
+    c.pg.stop("immediate")
+    c.pg.start()
+    c.start_server()
+    s, body = c.api("GET", "/v1/jobs?limit=100")
+    got = [(j["id"], j["state"]) for j in body["jobs"]]
+    check(got == [(a, "completed"), (b, "completed"), (b + 1, "completed"),
+                  (held, "held")], "everything is there: %s" % got)
+
+    # A schema newer than this allot, and stores that do not work.
+    c.kill_server()
+    c.pg.sql("UPDATE allot.schema_version SET version = 99")
+    rc, err = server(c.state, c.pg.uri)
+    check(rc == 1 and "schema version 99 is newer" in err,
+          "a newer schema refused: %d %r" % (rc, err))
+    rc, err = server(other, "postgresql:///nosuch?host=%s&user=allot" %
+                     c.pg.dir)
+    check(rc == 1 and "cannot connect to the store" in err and "nosuch" in err,
+          "a database that does not exist: %d %r" % (rc, err))
+    rc, err = server(other, "mysql://localhost/allot")
+    check(rc == 1 and "unknown store 'mysql://localhost/allot'" in err,
+          "an unknown kind of store: %d %r" % (rc, err))
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1360,19 +1509,29 @@ SCENARIOS = {
     "launch_hang": scenario_launch_hang,
     "store_full": scenario_store_full,
     "state_lock": scenario_state_lock,
+    "pg_store": scenario_pg_store,
 }
 
 
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in SCENARIOS:
-        print("usage: e2e.py {%s} ALLOT" % ",".join(SCENARIOS),
+    # pg:SCENARIO runs a scenario with the controller's state in a private
+    # PostgreSQL server instead of SQLite.
+    arg = sys.argv[1] if len(sys.argv) == 3 else ""
+    on_pg = arg.startswith("pg:")
+    name = arg[3:] if on_pg else arg
+    if name not in SCENARIOS:
+        print("usage: e2e.py [pg:]{%s} ALLOT" % ",".join(SCENARIOS),
               file=sys.stderr)
         return 2
-    name, allot = sys.argv[1], os.path.abspath(sys.argv[2])
+    allot = os.path.abspath(sys.argv[2])
     root = tempfile.mkdtemp(prefix="allot-e2e-%s-" % name)
     c = Cluster(allot, root)
     ok = False
     try:
+        if on_pg or name.startswith("pg_"):
+            c.pg = Postgres()
+        if on_pg:
+            c.store = ["--store", c.pg.uri]
         SCENARIOS[name](c)
         ok = True
     except Fail as e:
@@ -1381,6 +1540,11 @@ def main():
         traceback.print_exc()
     finally:
         bad = c.stop()
+        if c.pg is not None:
+            if not ok:
+                shutil.copy(os.path.join(c.pg.dir, "postgres.log"),
+                            os.path.join(root, "postgres.log"))
+            c.pg.close()
     if ok and bad:
         print("FAIL %s: %s" % (name, "; ".join(bad)), file=sys.stderr)
         ok = False

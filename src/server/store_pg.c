@@ -1,0 +1,522 @@
+/*
+ * store_pg.c -- the state store in PostgreSQL (`--store postgresql://...`),
+ * for controllers whose state should live in a database server: managed,
+ * replicated and backed up with the rest of an organisation's data.
+ *
+ * The tables (those of store_sqlite.c) live in the schema "allot" of the
+ * database the URI names, versioned the same way.  One connection, used by
+ * the loop thread only, holds a session-level advisory lock for as long as
+ * it lives: a second controller on the same database is refused (it would
+ * hand out the same job ids).  Statements are prepared once per
+ * connection.  A commit is durable when it returns (synchronous_commit on,
+ * the default of `--sync full`).
+ *
+ * A lost connection (the database restarted, a network cut) fails the
+ * statement or commit in progress: the controller answers 503 and reloads
+ * its state from the store, which reconnects first (and takes the lock
+ * again), so nothing half-done is kept and service resumes once the
+ * database is back.
+ */
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/error.h"
+#include "json.h"
+#include "log.h"
+#include "server_int.h"
+#include "xmalloc.h"
+
+/* The advisory lock's key: "allot" in ASCII.  Advisory locks are scoped
+ * to a database, so one database holds one controller's state. */
+#define LOCK_KEY "418262553460"
+
+typedef struct pg {
+    PGconn *conn;
+    bool broken; /* connected, but set-up failed: connect again */
+} pg_t;
+
+/* Migration i brings the schema from version i to i + 1. */
+static const char *const migrations[] = {
+    "CREATE TABLE jobs(id BIGINT PRIMARY KEY, \"user\" TEXT NOT NULL,"
+    " queue TEXT NOT NULL, state TEXT NOT NULL, submit_ms BIGINT NOT NULL,"
+    " doc TEXT NOT NULL);"
+    "CREATE INDEX jobs_state ON jobs(state);"
+    "CREATE TABLE job_events(seq BIGSERIAL PRIMARY KEY,"
+    " job_id BIGINT NOT NULL, time_ms BIGINT NOT NULL,"
+    " event TEXT NOT NULL, detail TEXT);"
+    "CREATE INDEX job_events_job ON job_events(job_id);"
+    "CREATE TABLE queues(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE nodes(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE tokens(id TEXT PRIMARY KEY, \"user\" TEXT NOT NULL,"
+    " role INTEGER NOT NULL, salt BYTEA NOT NULL, hash BYTEA NOT NULL,"
+    " created_ms BIGINT NOT NULL);",
+};
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+/* Prepared once per connection: name, text, number of parameters. */
+static const struct {
+    const char *name, *sql;
+    int nparams;
+} statements[] = {
+    { "job",
+      "INSERT INTO jobs(id, \"user\", queue, state, submit_ms, doc)"
+      " VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET"
+      " \"user\" = EXCLUDED.\"user\", queue = EXCLUDED.queue,"
+      " state = EXCLUDED.state, submit_ms = EXCLUDED.submit_ms,"
+      " doc = EXCLUDED.doc",
+      6 },
+    { "event",
+      "INSERT INTO job_events(job_id, time_ms, event, detail)"
+      " VALUES($1, $2, $3, $4)",
+      4 },
+    { "history",
+      "SELECT time_ms, event, detail FROM job_events WHERE job_id = $1"
+      " ORDER BY seq",
+      1 },
+    { "queues_put",
+      "INSERT INTO queues VALUES($1, $2) ON CONFLICT (name) DO UPDATE SET"
+      " doc = EXCLUDED.doc",
+      2 },
+    { "queues_del", "DELETE FROM queues WHERE name = $1", 1 },
+    { "nodes_put",
+      "INSERT INTO nodes VALUES($1, $2) ON CONFLICT (name) DO UPDATE SET"
+      " doc = EXCLUDED.doc",
+      2 },
+    { "nodes_del", "DELETE FROM nodes WHERE name = $1", 1 },
+    { "token",
+      "INSERT INTO tokens VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT (id)"
+      " DO UPDATE SET \"user\" = EXCLUDED.\"user\", role = EXCLUDED.role,"
+      " salt = EXCLUDED.salt, hash = EXCLUDED.hash,"
+      " created_ms = EXCLUDED.created_ms",
+      6 },
+};
+
+/* By al__doc_table_t. */
+static const char *const doc_put[] = { "queues_put", "nodes_put", NULL };
+static const char *const doc_del[] = { "queues_del", "nodes_del", NULL };
+static const char *const doc_load[] = {
+    "SELECT doc FROM queues ORDER BY name",
+    "SELECT doc FROM nodes ORDER BY name",
+    "SELECT doc FROM jobs ORDER BY id",
+};
+
+/* libpq's messages end with a newline: without it, for ours. */
+static const char *
+errmsg(const char *m)
+{
+    static __thread char buf[512];
+    snprintf(buf, sizeof buf, "%s", m != NULL && *m ? m : "error");
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+        buf[--n] = '\0';
+    return buf;
+}
+
+/* The result's status is `want`; else logs (or puts in *cause) what went
+ * wrong.  Clears res either way. */
+static int
+result_ok(PGresult *res, ExecStatusType want, char **cause)
+{
+    int rc = 0;
+    if (PQresultStatus(res) != want) {
+        const char *m = errmsg(PQresultErrorMessage(res));
+        if (cause != NULL && *cause == NULL)
+            *cause = al_xasprintf("store: %s", m);
+        else
+            al_error("store: %s", m);
+        rc = AL_EIO;
+    }
+    PQclear(res);
+    return rc;
+}
+
+static int
+exec(pg_t *p, const char *sql, char **cause)
+{
+    return result_ok(PQexec(p->conn, sql), PGRES_COMMAND_OK, cause);
+}
+
+/* The first column of the first row of a query, as a long; -1 if none. */
+static long
+query_long(pg_t *p, const char *sql, char **cause)
+{
+    PGresult *res = PQexec(p->conn, sql);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        result_ok(res, PGRES_TUPLES_OK, cause);
+        return -2;
+    }
+    long v = PQntuples(res) > 0 && !PQgetisnull(res, 0, 0)
+                 ? strtol(PQgetvalue(res, 0, 0), NULL, 10)
+                 : -1;
+    PQclear(res);
+    return v;
+}
+
+static void
+quiet(void *arg, const char *message)
+{
+    (void)arg;
+    al_debug("store: %s", errmsg(message));
+}
+
+static int
+migrate(pg_t *p, char **cause)
+{
+    if (exec(p,
+             "CREATE TABLE IF NOT EXISTS schema_version(version "
+             "INTEGER NOT NULL)",
+             cause) != 0)
+        return AL_EIO;
+    long v = query_long(p, "SELECT version FROM schema_version", cause);
+    if (v < -1)
+        return AL_EIO;
+    if (v < 0)
+        v = 0;
+    if (v > SCHEMA_VERSION) {
+        *cause = al_xasprintf("store schema version %ld is newer than this "
+                              "allot (%d); upgrade allot",
+                              v, SCHEMA_VERSION);
+        return AL_ENOTSUP;
+    }
+    for (; v < SCHEMA_VERSION; v++) {
+        char *sql = al_xasprintf("BEGIN; %s DELETE FROM schema_version;"
+                                 " INSERT INTO schema_version VALUES(%ld);"
+                                 " COMMIT;",
+                                 migrations[v], v + 1);
+        int rc = exec(p, sql, cause);
+        free(sql);
+        if (rc != 0) {
+            exec(p, "ROLLBACK", NULL);
+            return rc;
+        }
+        al_info("store: schema migrated to version %ld", v + 1);
+    }
+    return 0;
+}
+
+/* Who holds the lock, for the message that refuses a second controller. */
+static char *
+lock_holder(pg_t *p)
+{
+    PGresult *res =
+        PQexec(p->conn,
+               "SELECT a.application_name, a.client_addr FROM pg_locks l"
+               " JOIN pg_stat_activity a ON a.pid = l.pid"
+               " WHERE l.locktype = 'advisory' AND l.granted"
+               " AND l.database = (SELECT oid FROM pg_database"
+               " WHERE datname = current_database())"
+               " AND (l.classid::bigint << 32) + l.objid::bigint = " LOCK_KEY);
+    char *who = NULL;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) > 0)
+        who = al_xasprintf("%s%s%s", PQgetvalue(res, 0, 0),
+                           PQgetisnull(res, 0, 1) ? "" : " from ",
+                           PQgetisnull(res, 0, 1) ? "" : PQgetvalue(res, 0, 1));
+    PQclear(res);
+    return who;
+}
+
+/* What a new connection needs: our schema, the commit mode, the lock,
+ * the tables and the prepared statements. */
+static int
+session(al_ctl_t *ctl, pg_t *p, char **cause)
+{
+    PQsetNoticeProcessor(p->conn, quiet, NULL);
+    long have = query_long(
+        p, "SELECT count(*) FROM pg_namespace WHERE nspname = 'allot'", cause);
+    if (have < 0 || (have == 0 && exec(p, "CREATE SCHEMA allot", cause) != 0) ||
+        exec(p, "SET search_path TO allot", cause) != 0 ||
+        exec(p,
+             ctl->opts.sync_full ? "SET synchronous_commit TO on"
+                                 : "SET synchronous_commit TO off",
+             cause) != 0)
+        return AL_EIO;
+    long locked =
+        query_long(p, "SELECT pg_try_advisory_lock(" LOCK_KEY ")::int", cause);
+    if (locked < 0)
+        return AL_EIO;
+    if (locked == 0) {
+        char *who = lock_holder(p);
+        *cause = al_xasprintf(
+            "the store's database is in use by another allot controller "
+            "(%s); stop that one first, or give this one a database of its "
+            "own",
+            who ? who : "connection unknown");
+        free(who);
+        return AL_EBUSY;
+    }
+    int rc = migrate(p, cause);
+    for (size_t i = 0; rc == 0 && i < sizeof statements / sizeof *statements;
+         i++)
+        rc = result_ok(PQprepare(p->conn, statements[i].name, statements[i].sql,
+                                 statements[i].nparams, NULL),
+                       PGRES_COMMAND_OK, cause);
+    return rc;
+}
+
+static int
+pg_open(al_ctl_t *ctl, char **cause)
+{
+    pg_t *p = al_xcalloc(1, sizeof *p);
+    ctl->store = p;
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
+    char *app =
+        al_xasprintf("allot controller on %s (pid %ld)", host, (long)getpid());
+    /* The URI's own application_name, if it sets one, wins. */
+    const char *const keys[] = { "dbname", "fallback_application_name", NULL };
+    const char *const values[] = { ctl->opts.store, app, NULL };
+    p->conn = PQconnectdbParams(keys, values, 1);
+    free(app);
+    if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
+        *cause = al_xasprintf(
+            "cannot connect to the store: %s",
+            errmsg(p->conn ? PQerrorMessage(p->conn) : "out of memory"));
+        return AL_EIO;
+    }
+    return session(ctl, p, cause);
+}
+
+static void
+pg_close(al_ctl_t *ctl)
+{
+    pg_t *p = ctl->store;
+    if (p == NULL)
+        return;
+    PQfinish(p->conn); /* the advisory lock goes with the session */
+    free(p);
+    ctl->store = NULL;
+}
+
+/* A connection that works: the one we have, or a new one after it broke. */
+static int
+ensure(al_ctl_t *ctl, char **cause)
+{
+    pg_t *p = ctl->store;
+    if (PQstatus(p->conn) == CONNECTION_OK && !p->broken)
+        return 0;
+    PQreset(p->conn); /* the same parameters, a new session */
+    if (PQstatus(p->conn) != CONNECTION_OK) {
+        char *m = al_xasprintf("cannot reconnect to the store: %s",
+                               errmsg(PQerrorMessage(p->conn)));
+        if (cause != NULL)
+            *cause = m;
+        else {
+            al_error("%s", m);
+            free(m);
+        }
+        return AL_EIO;
+    }
+    char *why = NULL;
+    int rc = session(ctl, p, &why);
+    if (rc != 0) {
+        al_error("%s", why ? why : "store: cannot set up the connection");
+        if (cause != NULL)
+            *cause = why;
+        else
+            free(why);
+        p->broken = true; /* the next ensure() connects again */
+        return rc;
+    }
+    p->broken = false;
+    al_info("store: reconnected");
+    return 0;
+}
+
+static int
+pg_begin(al_ctl_t *ctl)
+{
+    pg_t *p = ctl->store;
+    if (ensure(ctl, NULL) != 0)
+        return AL_EIO;
+    PGresult *res = PQexec(p->conn, "BEGIN");
+    if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+        PQstatus(p->conn) != CONNECTION_OK) {
+        /* The connection broke while idle (a restart of the database):
+         * nothing was in flight, so a new one can take over at once. */
+        PQclear(res);
+        if (ensure(ctl, NULL) != 0)
+            return AL_EIO;
+        res = PQexec(p->conn, "BEGIN");
+    }
+    return result_ok(res, PGRES_COMMAND_OK, NULL);
+}
+
+static int
+pg_commit(al_ctl_t *ctl)
+{
+    pg_t *p = ctl->store;
+    PGresult *res = PQexec(p->conn, "COMMIT");
+    /* COMMIT of a transaction that a failed statement aborted answers
+     * "ROLLBACK", with a status that says all is well. */
+    if (PQresultStatus(res) == PGRES_COMMAND_OK &&
+        strcmp(PQcmdStatus(res), "COMMIT") != 0) {
+        al_error("store: the transaction was rolled back (%s)",
+                 PQcmdStatus(res));
+        PQclear(res);
+        return AL_EIO;
+    }
+    return result_ok(res, PGRES_COMMAND_OK, NULL);
+}
+
+static void
+pg_rollback(al_ctl_t *ctl)
+{
+    pg_t *p = ctl->store;
+    if (PQstatus(p->conn) == CONNECTION_OK &&
+        PQtransactionStatus(p->conn) != PQTRANS_IDLE)
+        exec(p, "ROLLBACK", NULL);
+}
+
+static int
+run(pg_t *p, const char *name, int n, const char *const *values,
+    const int *lengths, const int *formats)
+{
+    return result_ok(
+        PQexecPrepared(p->conn, name, n, values, lengths, formats, 0),
+        PGRES_COMMAND_OK, NULL);
+}
+
+static int
+pg_put_job(al_ctl_t *ctl, const al__job_t *j, const char *state,
+           const char *doc)
+{
+    char id[24], submit[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)j->id);
+    snprintf(submit, sizeof submit, "%lld", (long long)j->submit_ms);
+    const char *const v[] = { id, j->user, j->queue, state, submit, doc };
+    return run(ctl->store, "job", 6, v, NULL, NULL);
+}
+
+static int
+pg_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
+         const char *detail)
+{
+    char id[24], t[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)job);
+    snprintf(t, sizeof t, "%lld", (long long)ms);
+    const char *const v[] = { id, t, event, detail };
+    return run(ctl->store, "event", 4, v, NULL, NULL);
+}
+
+static json_t *
+pg_history(al_ctl_t *ctl, uint64_t job)
+{
+    pg_t *p = ctl->store;
+    json_t *a = json_array();
+    char id[24];
+    snprintf(id, sizeof id, "%llu", (unsigned long long)job);
+    const char *const v[] = { id };
+    PGresult *res = PQexecPrepared(p->conn, "history", 1, v, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        result_ok(res, PGRES_TUPLES_OK, NULL);
+        return a;
+    }
+    for (int i = 0; i < PQntuples(res); i++)
+        json_array_append_new(
+            a,
+            json_pack("{s:I, s:s, s:s?}", "time_ms",
+                      (json_int_t)strtoll(PQgetvalue(res, i, 0), NULL, 10),
+                      "event", PQgetvalue(res, i, 1), "detail",
+                      PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2)));
+    PQclear(res);
+    return a;
+}
+
+static int
+pg_put_doc(al_ctl_t *ctl, al__doc_table_t table, const char *key,
+           const char *doc)
+{
+    const char *const v[] = { key, doc };
+    return doc != NULL ? run(ctl->store, doc_put[table], 2, v, NULL, NULL)
+                       : run(ctl->store, doc_del[table], 1, v, NULL, NULL);
+}
+
+static int
+pg_put_token(al_ctl_t *ctl, const al__token_t *t)
+{
+    char role[16], created[24];
+    snprintf(role, sizeof role, "%d", t->role);
+    snprintf(created, sizeof created, "%lld", (long long)t->created_ms);
+    const char *const v[] = {
+        t->id,  t->user, role, (const char *)t->salt, (const char *)t->hash,
+        created
+    };
+    const int len[] = { 0, 0, 0, (int)sizeof t->salt, (int)sizeof t->hash, 0 };
+    const int fmt[] = { 0, 0, 0, 1, 1, 0 }; /* salt and hash: binary */
+    return run(ctl->store, "token", 6, v, len, fmt);
+}
+
+static int
+pg_load_tokens(al_ctl_t *ctl, char **cause)
+{
+    if (ensure(ctl, cause) != 0)
+        return AL_EIO;
+    pg_t *p = ctl->store;
+    PGresult *res = PQexec(p->conn, "SELECT id, \"user\", role, salt, hash,"
+                                    " created_ms FROM tokens");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        return result_ok(res, PGRES_TUPLES_OK, cause);
+    for (int i = 0; i < PQntuples(res); i++) {
+        size_t ns = 0, nh = 0;
+        unsigned char *salt =
+            PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 3), &ns);
+        unsigned char *hash =
+            PQunescapeBytea((const unsigned char *)PQgetvalue(res, i, 4), &nh);
+        if (salt != NULL && hash != NULL)
+            al__store_add_token(
+                ctl, PQgetvalue(res, i, 0), PQgetvalue(res, i, 1),
+                (int)strtol(PQgetvalue(res, i, 2), NULL, 10), salt, ns, hash,
+                nh, strtoll(PQgetvalue(res, i, 5), NULL, 10));
+        PQfreemem(salt);
+        PQfreemem(hash);
+    }
+    PQclear(res);
+    return 0;
+}
+
+/* Rows come one at a time (single-row mode): a store of 100,000 jobs is
+ * never one result in memory. */
+static int
+pg_load_docs(al_ctl_t *ctl, al__doc_table_t table,
+             int (*fn)(al_ctl_t *, const char *, char **), char **cause)
+{
+    pg_t *p = ctl->store;
+    if (!PQsendQuery(p->conn, doc_load[table]) ||
+        !PQsetSingleRowMode(p->conn)) {
+        *cause = al_xasprintf("store: %s", errmsg(PQerrorMessage(p->conn)));
+        return AL_EIO;
+    }
+    int rc = 0;
+    PGresult *res;
+    while ((res = PQgetResult(p->conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_SINGLE_TUPLE && rc == 0)
+            rc = fn(ctl, PQgetvalue(res, 0, 0), cause);
+        else if (st != PGRES_SINGLE_TUPLE && st != PGRES_TUPLES_OK && rc == 0) {
+            *cause =
+                al_xasprintf("store: %s", errmsg(PQresultErrorMessage(res)));
+            rc = AL_EIO;
+        }
+        PQclear(res); /* every result is taken, even after an error */
+    }
+    return rc;
+}
+
+const al__store_ops_t al__store_pg = {
+    .open = pg_open,
+    .close = pg_close,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .put_job = pg_put_job,
+    .event = pg_event,
+    .history = pg_history,
+    .put_doc = pg_put_doc,
+    .put_token = pg_put_token,
+    .load_tokens = pg_load_tokens,
+    .load_docs = pg_load_docs,
+};

@@ -1,0 +1,355 @@
+/*
+ * store_sqlite.c -- the state store in SQLite (the default): STATE/allot.db
+ * in WAL mode, a schema version table with forward migrations.  Statements
+ * run often (a job's row, an event, BEGIN, COMMIT) are prepared once.
+ */
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+#include "json.h"
+#include "log.h"
+#include "server_int.h"
+#include "xmalloc.h"
+
+typedef struct lite {
+    sqlite3 *db;
+    sqlite3_stmt *st_job, *st_event, *st_begin, *st_commit;
+} lite_t;
+
+/* Migration i brings the schema from version i to i + 1. */
+static const char *const migrations[] = {
+    "CREATE TABLE jobs(id INTEGER PRIMARY KEY, user TEXT NOT NULL,"
+    " queue TEXT NOT NULL, state TEXT NOT NULL, submit_ms INTEGER NOT NULL,"
+    " doc TEXT NOT NULL);"
+    "CREATE INDEX jobs_state ON jobs(state);"
+    "CREATE TABLE job_events(seq INTEGER PRIMARY KEY,"
+    " job_id INTEGER NOT NULL, time_ms INTEGER NOT NULL,"
+    " event TEXT NOT NULL, detail TEXT);"
+    "CREATE INDEX job_events_job ON job_events(job_id);"
+    "CREATE TABLE queues(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE nodes(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE tokens(id TEXT PRIMARY KEY, user TEXT NOT NULL,"
+    " role INTEGER NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,"
+    " created_ms INTEGER NOT NULL);",
+};
+#define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+/* By al__doc_table_t. */
+static const char *const doc_put[] = {
+    "INSERT OR REPLACE INTO queues VALUES(?, ?)",
+    "INSERT OR REPLACE INTO nodes VALUES(?, ?)",
+    NULL,
+};
+static const char *const doc_del[] = {
+    "DELETE FROM queues WHERE name = ?",
+    "DELETE FROM nodes WHERE name = ?",
+    NULL,
+};
+static const char *const doc_load[] = {
+    "SELECT doc FROM queues ORDER BY name",
+    "SELECT doc FROM nodes ORDER BY name",
+    "SELECT doc FROM jobs ORDER BY id",
+};
+
+static int
+exec(lite_t *l, const char *sql, char **cause)
+{
+    char *err = NULL;
+    if (sqlite3_exec(l->db, sql, NULL, NULL, &err) != SQLITE_OK) {
+        if (cause != NULL)
+            *cause = al_xasprintf("store: %s", err ? err : "error");
+        else
+            al_error("store: %s", err ? err : "error");
+        sqlite3_free(err);
+        return AL_EIO;
+    }
+    return 0;
+}
+
+static int
+schema_version(lite_t *l)
+{
+    sqlite3_stmt *st;
+    int v = -1;
+    if (sqlite3_prepare_v2(l->db, "SELECT version FROM schema_version", -1, &st,
+                           NULL) != SQLITE_OK)
+        return 0;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    return v < 0 ? 0 : v;
+}
+
+static int
+migrate(lite_t *l, char **cause)
+{
+    if (exec(l,
+             "CREATE TABLE IF NOT EXISTS schema_version(version "
+             "INTEGER NOT NULL)",
+             cause) != 0)
+        return AL_EIO;
+    int v = schema_version(l);
+    if (v > SCHEMA_VERSION) {
+        *cause = al_xasprintf("store schema version %d is newer than this "
+                              "allot (%d); upgrade allot",
+                              v, SCHEMA_VERSION);
+        return AL_ENOTSUP;
+    }
+    for (; v < SCHEMA_VERSION; v++) {
+        char *sql = al_xasprintf("BEGIN; %s DELETE FROM schema_version;"
+                                 " INSERT INTO schema_version VALUES(%d);"
+                                 " COMMIT;",
+                                 migrations[v], v + 1);
+        int rc = exec(l, sql, cause);
+        free(sql);
+        if (rc != 0) {
+            exec(l, "ROLLBACK", NULL);
+            return rc;
+        }
+        al_info("store: schema migrated to version %d", v + 1);
+    }
+    return 0;
+}
+
+static void lite_close(al_ctl_t *ctl);
+
+static int
+lite_open(al_ctl_t *ctl, char **cause)
+{
+    lite_t *l = al_xcalloc(1, sizeof *l);
+    ctl->store = l;
+    char *path = al_xasprintf("%s/" AL__SQLITE_FILE, ctl->state_dir);
+    int rc = sqlite3_open_v2(
+        path, &l->db,
+        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        *cause = al_xasprintf("cannot open %s: %s", path,
+                              l->db ? sqlite3_errmsg(l->db) : "out of memory");
+        free(path);
+        return AL_EIO;
+    }
+    free(path);
+    sqlite3_busy_timeout(l->db, 5000);
+    const char *sync = ctl->opts.sync_full ? "PRAGMA synchronous=FULL"
+                                           : "PRAGMA synchronous=NORMAL";
+    if (exec(l, "PRAGMA journal_mode=WAL", cause) != 0 ||
+        exec(l, sync, cause) != 0 ||
+        exec(l, "PRAGMA foreign_keys=ON", cause) != 0 || migrate(l, cause) != 0)
+        return AL_EIO;
+    if (sqlite3_prepare_v2(l->db,
+                           "INSERT OR REPLACE INTO jobs(id, user, queue, "
+                           "state, submit_ms, doc) VALUES(?,?,?,?,?,?)",
+                           -1, &l->st_job, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->db,
+                           "INSERT INTO job_events(job_id, time_ms, event, "
+                           "detail) VALUES(?,?,?,?)",
+                           -1, &l->st_event, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(l->db, "BEGIN IMMEDIATE", -1, &l->st_begin, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(l->db, "COMMIT", -1, &l->st_commit, NULL) !=
+            SQLITE_OK) {
+        *cause = al_xasprintf("store: %s", sqlite3_errmsg(l->db));
+        return AL_EIO;
+    }
+    return 0;
+}
+
+static void
+lite_close(al_ctl_t *ctl)
+{
+    lite_t *l = ctl->store;
+    if (l == NULL)
+        return;
+    sqlite3_finalize(l->st_job);
+    sqlite3_finalize(l->st_event);
+    sqlite3_finalize(l->st_begin);
+    sqlite3_finalize(l->st_commit);
+    sqlite3_close(l->db);
+    free(l);
+    ctl->store = NULL;
+}
+
+static int
+step_done(lite_t *l, sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    if (rc != SQLITE_DONE) {
+        al_error("store: %s", sqlite3_errmsg(l->db));
+        return AL_EIO;
+    }
+    return 0;
+}
+
+/* BEGIN and COMMIT are prepared once: compiling them again in every
+ * iteration of the loop (sqlite3_exec()) cost more than running them. */
+static int
+lite_begin(al_ctl_t *ctl)
+{
+    lite_t *l = ctl->store;
+    return step_done(l, l->st_begin);
+}
+
+static int
+lite_commit(al_ctl_t *ctl)
+{
+    lite_t *l = ctl->store;
+    return step_done(l, l->st_commit);
+}
+
+static void
+lite_rollback(al_ctl_t *ctl)
+{
+    lite_t *l = ctl->store;
+    if (!sqlite3_get_autocommit(l->db))
+        exec(l, "ROLLBACK", NULL);
+}
+
+static int
+lite_put_job(al_ctl_t *ctl, const al__job_t *j, const char *state,
+             const char *doc)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st = l->st_job;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    sqlite3_bind_text(st, 2, j->user, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, j->queue, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, state, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 5, j->submit_ms);
+    sqlite3_bind_text(st, 6, doc, -1, SQLITE_STATIC);
+    return step_done(l, st);
+}
+
+static int
+lite_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
+           const char *detail)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st = l->st_event;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(st, 2, ms);
+    sqlite3_bind_text(st, 3, event, -1, SQLITE_STATIC);
+    if (detail != NULL)
+        sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
+    return step_done(l, st);
+}
+
+static json_t *
+lite_history(al_ctl_t *ctl, uint64_t job)
+{
+    lite_t *l = ctl->store;
+    json_t *a = json_array();
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db,
+                           "SELECT time_ms, event, detail FROM job_events "
+                           "WHERE job_id = ? ORDER BY seq",
+                           -1, &st, NULL) != SQLITE_OK)
+        return a;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *d = (const char *)sqlite3_column_text(st, 2);
+        json_array_append_new(
+            a,
+            json_pack("{s:I, s:s, s:s?}", "time_ms",
+                      (json_int_t)sqlite3_column_int64(st, 0), "event",
+                      (const char *)sqlite3_column_text(st, 1), "detail", d));
+    }
+    sqlite3_finalize(st);
+    return a;
+}
+
+static int
+lite_put_doc(al_ctl_t *ctl, al__doc_table_t table, const char *key,
+             const char *doc)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, doc ? doc_put[table] : doc_del[table], -1,
+                           &st, NULL) != SQLITE_OK)
+        return AL_EIO;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (doc != NULL)
+        sqlite3_bind_text(st, 2, doc, -1, SQLITE_STATIC);
+    int rc = step_done(l, st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int
+lite_put_token(al_ctl_t *ctl, const al__token_t *t)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db,
+                           "INSERT OR REPLACE INTO tokens VALUES(?,?,?,?,?,?)",
+                           -1, &st, NULL) != SQLITE_OK)
+        return AL_EIO;
+    sqlite3_bind_text(st, 1, t->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, t->user, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 3, t->role);
+    sqlite3_bind_blob(st, 4, t->salt, sizeof t->salt, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 5, t->hash, sizeof t->hash, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 6, t->created_ms);
+    int rc = step_done(l, st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int
+lite_load_tokens(al_ctl_t *ctl, char **cause)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db,
+                           "SELECT id, user, role, salt, hash, created_ms "
+                           "FROM tokens",
+                           -1, &st, NULL) != SQLITE_OK) {
+        *cause = al_xasprintf("store: %s", sqlite3_errmsg(l->db));
+        return AL_EIO;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW)
+        al__store_add_token(
+            ctl, (const char *)sqlite3_column_text(st, 0),
+            (const char *)sqlite3_column_text(st, 1), sqlite3_column_int(st, 2),
+            sqlite3_column_blob(st, 3), (size_t)sqlite3_column_bytes(st, 3),
+            sqlite3_column_blob(st, 4), (size_t)sqlite3_column_bytes(st, 4),
+            sqlite3_column_int64(st, 5));
+    sqlite3_finalize(st);
+    return 0;
+}
+
+static int
+lite_load_docs(al_ctl_t *ctl, al__doc_table_t table,
+               int (*fn)(al_ctl_t *, const char *, char **), char **cause)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(l->db, doc_load[table], -1, &st, NULL) !=
+        SQLITE_OK) {
+        *cause = al_xasprintf("store: %s", sqlite3_errmsg(l->db));
+        return AL_EIO;
+    }
+    int rc = 0;
+    while (rc == 0 && sqlite3_step(st) == SQLITE_ROW)
+        rc = fn(ctl, (const char *)sqlite3_column_text(st, 0), cause);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+const al__store_ops_t al__store_sqlite = {
+    .open = lite_open,
+    .close = lite_close,
+    .begin = lite_begin,
+    .commit = lite_commit,
+    .rollback = lite_rollback,
+    .put_job = lite_put_job,
+    .event = lite_event,
+    .history = lite_history,
+    .put_doc = lite_put_doc,
+    .put_token = lite_put_token,
+    .load_tokens = lite_load_tokens,
+    .load_docs = lite_load_docs,
+};
