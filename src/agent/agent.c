@@ -1474,8 +1474,10 @@ al_agent_main(int argc, char **argv)
     a.token = token;
     if (al_platform_probe(&a.plat) != 0) {
         fprintf(stderr, "allot agent: cannot read the machine's resources\n");
+        free(filetoken);
         return AL_EXIT_FAIL;
     }
+    int lock_fd = -1;
     a.name = al_xstrdup(name ? name : a.plat.hostname);
     /* Other nodes reach this one (MASTER_ADDR of a gang) by its hostname
      * unless told otherwise. */
@@ -1486,13 +1488,15 @@ al_agent_main(int argc, char **argv)
         al_platform_fake_gpus(&a.plat, fake, a.name, &cause) != 0) {
         fprintf(stderr, "allot agent: %s\n", cause);
         free(cause);
-        return AL_EXIT_USAGE;
+        rc = AL_EXIT_USAGE;
+        goto fail;
     }
     if (cpus != NULL) {
         double c = strtod(cpus, NULL);
         if (c <= 0) {
             fprintf(stderr, "allot agent: --cpus wants a positive number\n");
-            return AL_EXIT_USAGE;
+            rc = AL_EXIT_USAGE;
+            goto fail;
         }
         a.plat.cpu_milli = (int64_t)(c * 1000);
     }
@@ -1507,18 +1511,20 @@ al_agent_main(int argc, char **argv)
     if (al_fs_mkdir_p(a.task_dir, 0700) != 0) {
         fprintf(stderr, "allot agent: cannot create %s: %s\n", a.task_dir,
                 strerror(errno));
-        return AL_EXIT_FAIL;
+        rc = AL_EXIT_FAIL;
+        goto fail;
     }
     /* Two agents on one state directory would both own its task slots. */
-    int lock_fd = -1;
     if (al_fs_lock_dir(a.state_dir, "agent", &lock_fd, &cause) != 0) {
         fprintf(stderr, "allot agent: %s\n", cause);
         free(cause);
-        return AL_EXIT_FAIL;
+        rc = AL_EXIT_FAIL;
+        goto fail;
     }
     if (setup_signals() != 0) {
         fprintf(stderr, "allot agent: cannot set up signals\n");
-        return AL_EXIT_FAIL;
+        rc = AL_EXIT_FAIL;
+        goto fail;
     }
     a.spawner.pid = -1;
     a.spawner.sock = a.spawner.exit_fd = -1;
@@ -1553,5 +1559,15 @@ al_agent_main(int argc, char **argv)
     free(a.task_dir);
     free(filetoken);
     close(lock_fd);
+    return rc;
+fail:
+    al_platform_close(&a.plat);
+    free(a.name);
+    free(a.addr);
+    free(a.state_dir);
+    free(a.task_dir);
+    free(filetoken);
+    if (lock_fd >= 0)
+        close(lock_fd);
     return rc;
 }

@@ -36,7 +36,12 @@
 
 typedef struct pg {
     PGconn *conn;
-    bool broken; /* connected, but set-up failed: connect again */
+    bool broken; /* connected, but unusable: connect again */
+    /* The transaction in progress (see run()): BEGIN sent, writes sent
+     * whose results are not read yet, and whether one failed. */
+    bool in_txn;
+    int pending;
+    bool failed;
 } pg_t;
 
 /* Migration i brings the schema from version i to i + 1. */
@@ -326,58 +331,211 @@ ensure(al_ctl_t *ctl, char **cause)
     return 0;
 }
 
+/* A transaction's writes go out in pipeline mode, without waiting for
+ * each answer: the statements of a loop iteration cost one round trip to
+ * the server (at COMMIT) instead of one each.  BEGIN is sent when the
+ * first write comes, and waited for: a connection that broke while idle
+ * (the database restarted) is found there, with nothing in flight, and
+ * replaced at once.  Results are read back every PIPE_MAX statements, so
+ * that neither side ever waits on a full socket buffer. */
+#define PIPE_MAX 256
+
 static int
 pg_begin(al_ctl_t *ctl)
 {
+    return ensure(ctl, NULL); /* BEGIN itself waits for the first write */
+}
+
+/* Reads the results of the statements sent since the last read: up to and
+ * including the sync point when `sync`, else those a flush request asked
+ * for.  A failure is remembered in p->failed (the server skips the rest
+ * of the pipeline up to the sync, and COMMIT then fails). */
+static void
+drain(pg_t *p, bool sync)
+{
+    if (!sync && (!PQsendFlushRequest(p->conn) || PQflush(p->conn) != 0)) {
+        p->failed = true;
+        p->pending = 0;
+        return;
+    }
+    while (p->pending > 0 || sync) {
+        PGresult *res = PQgetResult(p->conn);
+        if (res == NULL) {
+            if (PQstatus(p->conn) != CONNECTION_OK) {
+                p->failed = true;
+                al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
+                break;
+            }
+            continue; /* the end of one statement's results */
+        }
+        ExecStatusType st = PQresultStatus(res);
+        if (st == PGRES_PIPELINE_SYNC) {
+            PQclear(res);
+            break;
+        }
+        p->pending--;
+        if (st == PGRES_FATAL_ERROR) {
+            al_error("store: %s", errmsg(PQresultErrorMessage(res)));
+            p->failed = true;
+        } else if (st == PGRES_PIPELINE_ABORTED) {
+            p->failed = true;
+        } else if (st == PGRES_COMMAND_OK &&
+                   strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+            /* COMMIT of a transaction that a failed statement aborted
+             * answers "ROLLBACK", with a status that says all is well. */
+            al_error("store: the transaction was rolled back");
+            p->failed = true;
+        }
+        PQclear(res);
+        /* A statement's results end with a NULL: take it now, so that
+         * the next read starts at the next statement's. */
+        res = PQgetResult(p->conn);
+        if (res != NULL) {
+            PQclear(res);
+            p->failed = true;
+            break;
+        }
+    }
+    if (sync || p->failed)
+        p->pending = 0;
+}
+
+/* A query whose answer is wanted now, in pipeline mode or not (a read in
+ * the middle of a transaction's writes).  NULL if it could not be sent. */
+static PGresult *
+query_now(pg_t *p, const char *name, int n, const char *const *values)
+{
+    if (PQpipelineStatus(p->conn) == PQ_PIPELINE_OFF)
+        return PQexecPrepared(p->conn, name, n, values, NULL, NULL, 0);
+    if (p->pending > 0)
+        drain(p, false);
+    if (!PQsendQueryPrepared(p->conn, name, n, values, NULL, NULL, 0) ||
+        !PQsendFlushRequest(p->conn) || PQflush(p->conn) != 0) {
+        p->failed = true;
+        return NULL;
+    }
+    PGresult *res = PQgetResult(p->conn), *end;
+    if (res != NULL && (end = PQgetResult(p->conn)) != NULL) {
+        PQclear(end);
+        p->failed = true;
+    }
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+        p->failed = true; /* the pipeline is aborted: so is the commit */
+    return res;
+}
+
+/* Opens the transaction (BEGIN, waited for) and pipeline mode for its
+ * writes, unless done already in this transaction. */
+static int
+open_txn(al_ctl_t *ctl)
+{
     pg_t *p = ctl->store;
-    if (ensure(ctl, NULL) != 0)
-        return AL_EIO;
+    if (p->in_txn)
+        return p->failed ? AL_EIO : 0;
     PGresult *res = PQexec(p->conn, "BEGIN");
     if (PQresultStatus(res) != PGRES_COMMAND_OK &&
         PQstatus(p->conn) != CONNECTION_OK) {
-        /* The connection broke while idle (a restart of the database):
-         * nothing was in flight, so a new one can take over at once. */
+        /* The connection broke while idle: nothing was in flight, so a
+         * new one can take over at once. */
         PQclear(res);
         if (ensure(ctl, NULL) != 0)
             return AL_EIO;
         res = PQexec(p->conn, "BEGIN");
     }
-    return result_ok(res, PGRES_COMMAND_OK, NULL);
+    if (result_ok(res, PGRES_COMMAND_OK, NULL) != 0)
+        return AL_EIO;
+    p->in_txn = true;
+    p->failed = false;
+    p->pending = 0;
+    if (!PQenterPipelineMode(p->conn)) {
+        al_error("store: cannot enter pipeline mode: %s",
+                 errmsg(PQerrorMessage(p->conn)));
+        p->failed = true;
+        return AL_EIO;
+    }
+    return 0;
+}
+
+/* Leaves pipeline mode (every result read); false if it cannot. */
+static bool
+leave_pipeline(pg_t *p)
+{
+    if (PQpipelineStatus(p->conn) == PQ_PIPELINE_OFF)
+        return true;
+    if (p->pending > 0)
+        drain(p, false);
+    return PQexitPipelineMode(p->conn) == 1;
 }
 
 static int
 pg_commit(al_ctl_t *ctl)
 {
     pg_t *p = ctl->store;
-    PGresult *res = PQexec(p->conn, "COMMIT");
-    /* COMMIT of a transaction that a failed statement aborted answers
-     * "ROLLBACK", with a status that says all is well. */
-    if (PQresultStatus(res) == PGRES_COMMAND_OK &&
-        strcmp(PQcmdStatus(res), "COMMIT") != 0) {
-        al_error("store: the transaction was rolled back (%s)",
-                 PQcmdStatus(res));
-        PQclear(res);
-        return AL_EIO;
+    if (!p->in_txn)
+        return 0; /* nothing was written */
+    if (!p->failed) {
+        if (PQsendQueryParams(p->conn, "COMMIT", 0, NULL, NULL, NULL, NULL,
+                              0) &&
+            PQpipelineSync(p->conn)) {
+            p->pending++;
+            drain(p, true);
+        } else {
+            al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
+            p->failed = true;
+        }
     }
-    return result_ok(res, PGRES_COMMAND_OK, NULL);
+    if (p->failed)
+        return AL_EIO; /* pg_rollback() ends it */
+    p->in_txn = false;
+    if (!leave_pipeline(p)) {
+        /* Committed; the next transaction will find the connection as it
+         * is and replace it if need be. */
+        al_error("store: cannot leave pipeline mode: %s",
+                 errmsg(PQerrorMessage(p->conn)));
+        p->broken = true;
+    }
+    return 0;
 }
 
 static void
 pg_rollback(al_ctl_t *ctl)
 {
     pg_t *p = ctl->store;
-    if (PQstatus(p->conn) == CONNECTION_OK &&
-        PQtransactionStatus(p->conn) != PQTRANS_IDLE)
+    if (!p->in_txn)
+        return;
+    p->in_txn = false;
+    p->failed = false;
+    if (PQstatus(p->conn) != CONNECTION_OK)
+        return;
+    if (PQpipelineStatus(p->conn) != PQ_PIPELINE_OFF) {
+        /* A sync point ends what the server skipped after an error. */
+        if (PQpipelineSync(p->conn))
+            drain(p, true);
+        if (PQexitPipelineMode(p->conn) != 1) {
+            p->broken = true; /* start over with a new connection */
+            return;
+        }
+    }
+    if (PQtransactionStatus(p->conn) != PQTRANS_IDLE)
         exec(p, "ROLLBACK", NULL);
 }
 
+/* Sends a write of the open transaction (opened here if need be). */
 static int
-run(pg_t *p, const char *name, int n, const char *const *values,
+run(al_ctl_t *ctl, const char *name, int n, const char *const *values,
     const int *lengths, const int *formats)
 {
-    return result_ok(
-        PQexecPrepared(p->conn, name, n, values, lengths, formats, 0),
-        PGRES_COMMAND_OK, NULL);
+    pg_t *p = ctl->store;
+    if (open_txn(ctl) != 0)
+        return AL_EIO;
+    if (!PQsendQueryPrepared(p->conn, name, n, values, lengths, formats, 0)) {
+        al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
+        p->failed = true;
+        return AL_EIO;
+    }
+    if (++p->pending >= PIPE_MAX)
+        drain(p, false);
+    return p->failed ? AL_EIO : 0;
 }
 
 static int
@@ -388,7 +546,7 @@ pg_put_job(al_ctl_t *ctl, const al__job_t *j, const char *state,
     snprintf(id, sizeof id, "%llu", (unsigned long long)j->id);
     snprintf(submit, sizeof submit, "%lld", (long long)j->submit_ms);
     const char *const v[] = { id, j->user, j->queue, state, submit, doc };
-    return run(ctl->store, "job", 6, v, NULL, NULL);
+    return run(ctl, "job", 6, v, NULL, NULL);
 }
 
 static int
@@ -399,7 +557,7 @@ pg_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
     snprintf(id, sizeof id, "%llu", (unsigned long long)job);
     snprintf(t, sizeof t, "%lld", (long long)ms);
     const char *const v[] = { id, t, event, detail };
-    return run(ctl->store, "event", 4, v, NULL, NULL);
+    return run(ctl, "event", 4, v, NULL, NULL);
 }
 
 static json_t *
@@ -410,7 +568,7 @@ pg_history(al_ctl_t *ctl, uint64_t job)
     char id[24];
     snprintf(id, sizeof id, "%llu", (unsigned long long)job);
     const char *const v[] = { id };
-    PGresult *res = PQexecPrepared(p->conn, "history", 1, v, NULL, NULL, 0);
+    PGresult *res = query_now(p, "history", 1, v);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         result_ok(res, PGRES_TUPLES_OK, NULL);
         return a;
@@ -431,8 +589,8 @@ pg_put_doc(al_ctl_t *ctl, al__doc_table_t table, const char *key,
            const char *doc)
 {
     const char *const v[] = { key, doc };
-    return doc != NULL ? run(ctl->store, doc_put[table], 2, v, NULL, NULL)
-                       : run(ctl->store, doc_del[table], 1, v, NULL, NULL);
+    return doc != NULL ? run(ctl, doc_put[table], 2, v, NULL, NULL)
+                       : run(ctl, doc_del[table], 1, v, NULL, NULL);
 }
 
 static int
@@ -447,7 +605,7 @@ pg_put_token(al_ctl_t *ctl, const al__token_t *t)
     };
     const int len[] = { 0, 0, 0, (int)sizeof t->salt, (int)sizeof t->hash, 0 };
     const int fmt[] = { 0, 0, 0, 1, 1, 0 }; /* salt and hash: binary */
-    return run(ctl->store, "token", 6, v, len, fmt);
+    return run(ctl, "token", 6, v, len, fmt);
 }
 
 static int

@@ -1463,6 +1463,21 @@ def scenario_pg_store(c):
           "the refused job left no trace: %s %s" % (s, body))
     c.wait_state(b + 1, "completed", timeout=30)
 
+    # A write the database refuses (a constraint added behind the
+    # controller's back) fails its whole transaction: 503, nothing kept.
+    c.pg.sql("ALTER TABLE allot.jobs ADD CONSTRAINT no_poison"
+             " CHECK (doc NOT LIKE '%poison%')")
+    s, body = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                          "name": "poison"})
+    check(s == 503, "a refused write answers 503: %s %s" % (s, body))
+    wait_for(lambda: c.api("GET", "/v1/jobs")[0] == 200, 20,
+             "the controller to reload")
+    c.pg.sql("ALTER TABLE allot.jobs DROP CONSTRAINT no_poison")
+    s, body = c.api("POST", "/v1/jobs", {"command": ["true"], "name": "ok"})
+    check(s == 201 and body["id"] == b + 2,
+          "the refused job left no trace: %s %s" % (s, body))
+    c.wait_state(b + 2, "completed", timeout=30)
+
     # kill -9 of the controller, then a crash of the database.
     held = c.submit("--hold", "--", "true")
     c.kill_server()
@@ -1472,7 +1487,8 @@ def scenario_pg_store(c):
     s, body = c.api("GET", "/v1/jobs?limit=100")
     got = [(j["id"], j["state"]) for j in body["jobs"]]
     check(got == [(a, "completed"), (b, "completed"), (b + 1, "completed"),
-                  (held, "held")], "everything is there: %s" % got)
+                  (b + 2, "completed"), (held, "held")],
+          "everything is there: %s" % got)
 
     # A schema newer than this allot, and stores that do not work.
     c.kill_server()
