@@ -69,6 +69,9 @@ typedef struct task {
     bool adopted;  /* started by an earlier agent: not our child */
     int64_t start; /* an adopted task's start time (see adopt()) */
     uint64_t devices;
+    /* Its share of each of its GPUs in thousandths: 1000 for whole GPUs;
+     * less for a fractional task, which shares its GPU with others. */
+    int gpu_share;
     int exit_code, signal;
     bool desired;
     bool killing;
@@ -201,6 +204,8 @@ add_task(agent_t *a, unsigned long long job, int index, int restart)
     t->index = index;
     t->restart = restart;
     t->slot = -1;
+    t->gpu_share = 1000; /* until its spec says otherwise (adopted tasks'
+                            records do not say: counted whole) */
     return t;
 }
 
@@ -896,27 +901,43 @@ launch_batch(agent_t *a, launching_t *batch, int n)
     }
 }
 
-/* Starts the waiting tasks that are wanted and whose GPUs are free (a
- * task being stopped keeps its GPUs until it has exited).  The requests go
- * to the spawner in batches and their replies are read together: a round
- * trip between the two processes per task was a good part of a short
- * task's cost. */
+/* Adds (sign 1) or takes (-1) t's share of each of its GPUs to used. */
+static void
+count_share(int used[64], const task_t *t, int sign)
+{
+    for (int d = 0; d < 64; d++)
+        if (t->devices & ((uint64_t)1 << d))
+            used[d] += sign * t->gpu_share;
+}
+
+/* Starts the waiting tasks that are wanted and whose GPUs have room: a
+ * task being stopped keeps its GPUs until it has exited, and fractional
+ * tasks placed on one GPU run beside each other.  The requests go to the
+ * spawner in batches and their replies are read together: a round trip
+ * between the two processes per task was a good part of a short task's
+ * cost. */
 static void
 start_tasks(agent_t *a)
 {
     launching_t batch[AL__SPAWN_BATCH];
     int n = 0;
-    uint64_t busy = 0;
+    int used[64] = { 0 }; /* thousandths of each GPU in use */
     for (int k = 0; k < a->ntasks; k++)
         if (a->tasks[k].state == T_RUNNING)
-            busy |= a->tasks[k].devices;
+            count_share(used, &a->tasks[k], 1);
     for (int i = 0; i < a->ntasks; i++) {
         task_t *t = &a->tasks[i];
-        if (t->state != T_WAITING || !t->desired || (busy & t->devices) != 0)
+        if (t->state != T_WAITING || !t->desired)
             continue;
-        if (!launch_prepare(a, t, &batch[n]))
+        count_share(used, t, 1);
+        bool fits = true;
+        for (int d = 0; d < 64; d++)
+            if ((t->devices & ((uint64_t)1 << d)) && used[d] > 1000)
+                fits = false;
+        if (!fits || !launch_prepare(a, t, &batch[n])) {
+            count_share(used, t, -1);
             continue;
-        busy |= t->devices;
+        }
         int rc = al__spawner_send(&a->spawner, &batch[n].l);
         if (rc == AL_ELIMIT) {
             launch_finish(&batch[n], -1,
@@ -1141,6 +1162,9 @@ apply(agent_t *a, json_t *out)
         t->desired = true;
         if (t->spec == NULL) {
             t->spec = json_incref(d);
+            json_int_t milli = al_json_int(d, "gpu_milli", 0);
+            if (milli > 0 && milli < 1000)
+                t->gpu_share = (int)milli;
             json_t *g = json_object_get(d, "gpus");
             for (size_t k = 0; k < json_array_size(g); k++) {
                 json_int_t dev = json_integer_value(json_array_get(g, k));

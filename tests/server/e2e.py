@@ -1505,6 +1505,30 @@ def scenario_pg_store(c):
           "an unknown kind of store: %d %r" % (rc, err))
 
 
+def scenario_fraction(c):
+    """Fractional jobs placed on one GPU run at the same time on it: each
+    of two 0.4-GPU jobs waits until it sees the other running (the agent
+    once started the second only when the first had exited, while the
+    controller showed both running)."""
+    c.start_server()
+    c.start_agent("n1", "1xA100-40GB")
+    marks = os.path.join(c.root, "marks")
+    os.mkdir(marks)
+    script = ("echo CVD=$CUDA_VISIBLE_DEVICES; touch %s/$ALLOT_JOB_ID; "
+              "for i in $(seq 150); do [ $(ls %s | wc -l) -ge 2 ] && exit 0;"
+              " sleep 0.1; done; exit 3" % (marks, marks))
+    ids = [c.submit("--gpu-fraction", "0.4", "--", "sh", "-c", script)
+           for _ in range(2)]
+    jobs = [c.wait_state(i, ("completed", "failed"), timeout=40) for i in ids]
+    check(all(j["state"] == "completed" for j in jobs),
+          "both ran at once: %s" % [(j["state"], j.get("exit_code"))
+                                    for j in jobs])
+    gpus = [j["placement"][0]["gpus"] for j in jobs]
+    check(gpus[0] == gpus[1] == [0], "on the same GPU: %s" % gpus)
+    for i in ids:
+        check("CVD=0" in c.cli("logs", str(i)).stdout, "CUDA_VISIBLE_DEVICES")
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1526,6 +1550,7 @@ SCENARIOS = {
     "store_full": scenario_store_full,
     "state_lock": scenario_state_lock,
     "pg_store": scenario_pg_store,
+    "fraction": scenario_fraction,
 }
 
 
