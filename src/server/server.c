@@ -319,12 +319,15 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         free(s);
         return rc;
     }
+    /* Not MHD_OPTION_LISTENING_ADDRESS_REUSE: its SO_REUSEPORT let a
+     * second controller bind the same port and take a share of the
+     * connections.  libmicrohttpd sets SO_REUSEADDR, so a restarted
+     * controller binds its port at once all the same. */
     s->mhd = MHD_start_daemon(
         MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
         on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
         on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536, MHD_OPTION_END);
     if (s->mhd == NULL) {
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
         al__ctl_stop(&s->ctl);

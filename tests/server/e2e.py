@@ -1364,7 +1364,7 @@ def scenario_state_lock(c):
             p = subprocess.run([c.allot] + args, capture_output=True,
                                text=True, env=c.env, timeout=15)
         except subprocess.TimeoutExpired:
-            raise Fail("a second %s on the same state kept running" %
+            raise Fail("a second %s that should be refused kept running" %
                        args[0])
         return p.returncode, p.stderr
 
@@ -1373,6 +1373,10 @@ def scenario_state_lock(c):
     check(rc == 1 and "in use by another allot controller (pid %d)" %
           c.server.pid in err, "a second controller refused: %d %r" %
           (rc, err))
+    rc, err = second(["server", "--listen", "127.0.0.1:%d" % c.port,
+                      "--state", os.path.join(c.root, "other")])
+    check(rc == 1 and "cannot listen on 127.0.0.1:%d" % c.port in err,
+          "a second controller on the same port refused: %d %r" % (rc, err))
     agent_state = os.path.join(c.root, "agent-n1")
     rc, err = second(["agent", "--server", c.url, "--join-token", c.join,
                       "--name", "n1", "--state", agent_state,
