@@ -1,13 +1,16 @@
 /* cli_submit.c -- `allot submit`: build a job from flags and a command. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "cli_client.h"
 #include "json.h"
 #include "script.h"
+#include "xmalloc.h"
 
 static const char submit_usage[] =
     "usage: allot submit [--gpus N | --gpu-fraction F] [--gpu-model M]\n"
@@ -39,23 +42,45 @@ bad(const char *what)
     return AL_EXIT_USAGE;
 }
 
-/* The script's text if argv names a job script; NULL otherwise. */
-static char *
-script_text(const char *path)
+/* What path, named without "--", is: a job script (its text in *text), a
+ * command (*text NULL: no such file, or an executable file that is not a
+ * script, such as a program), or neither: said on stderr (false).  A file
+ * taken for a command that is none would fail on the node, and a script
+ * taken for one would run without its #ALLOT options. */
+static bool
+script_text(const char *path, char **text)
 {
+    *text = NULL;
+    struct stat st;
+    if (stat(path, &st) != 0 || S_ISDIR(st.st_mode))
+        return true; /* not a file here: a command */
+    bool exec = access(path, X_OK) == 0;
+    char *buf = al_xmalloc(AL_SCRIPT_MAX + 1);
     FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return NULL;
-    char *buf = malloc(AL_SCRIPT_MAX + 1);
-    size_t n = buf ? fread(buf, 1, AL_SCRIPT_MAX + 1, f) : 0;
-    fclose(f);
-    if (buf == NULL || n > AL_SCRIPT_MAX || memchr(buf, '\0', n) != NULL ||
-        (n < 2 || buf[0] != '#')) {
+    size_t n = f != NULL ? fread(buf, 1, AL_SCRIPT_MAX + 1, f) : 0;
+    const char *why = NULL;
+    if (f == NULL || ferror(f) != 0)
+        why = exec ? NULL : "cannot be read";
+    else if (n < 2 || buf[0] != '#' || memchr(buf, '\0', n) != NULL)
+        why = exec ? NULL
+                   : "is neither a job script (its first line would start "
+                     "with '#', as #!/bin/sh does) nor a program (it is not "
+                     "executable)";
+    else if (n > AL_SCRIPT_MAX)
+        why = "is a job script larger than 512 KiB (to run it as a "
+              "program instead: allot submit [options] -- PROGRAM)";
+    else
+        *text = buf;
+    if (f != NULL)
+        fclose(f);
+    if (*text == NULL)
         free(buf);
-        return NULL;
-    }
-    buf[n] = '\0';
-    return buf;
+    else
+        buf[n] = '\0';
+    if (why != NULL)
+        fprintf(stderr, "allot submit: %s %s%s%s\n", path, why,
+                f == NULL ? ": " : "", f == NULL ? strerror(errno) : "");
+    return why == NULL;
 }
 
 int
@@ -89,7 +114,11 @@ al_cli_submit(int argc, char **argv)
      * lines hold options; the command line overrides them.  After "--",
      * a file is always a command. */
     bool dashdash = strcmp(argv[first - 1], "--") == 0;
-    char *script = dashdash ? NULL : script_text(argv[first]);
+    char *script = NULL;
+    if (!dashdash && !script_text(argv[first], &script)) {
+        json_decref(env);
+        return AL_EXIT_USAGE;
+    }
     char *words = NULL;
     if (script != NULL &&
         al_script_directives(argv[first], script, &a, env, &words) != 0) {

@@ -878,8 +878,26 @@ def scenario_script(c):
                        (4, "--env wants"), (5, "--mem wants")):
         check("%s:%d: %s" % (bad, line, what) in p.stderr,
               "line %d reported: %r" % (line, p.stderr))
+    # Files that are neither a job script nor a program, and a script too
+    # large to send, are refused (they were taken for commands that then
+    # failed on the node, or ran without their #ALLOT options).
+    noscript = os.path.join(c.root, "noshebang.sh")
+    with open(noscript, "w") as f:
+        f.write("echo no interpreter line\n")
+    big = os.path.join(c.root, "big.sh")
+    with open(big, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --hold\n" + "# padding\n" * 60000)
+    for path, what in ((noscript, "is neither a job script"),
+                       (big, "is a job script larger than 512 KiB")):
+        p = c.cli("submit", path, ok=False)
+        check(p.returncode == 2 and what in p.stderr,
+              "%s refused: %d %r" % (path, p.returncode, p.stderr))
     s_, b = c.api("GET", "/v1/jobs?limit=1000")
     check(len(b["jobs"]) == 3, "nothing submitted from a bad script")
+    # A program named without -- is still a command.
+    j = c.submit("/bin/true")
+    check(c.wait_state(j, "completed")["command"] == ["/bin/true"],
+          "a program runs as a command")
 
     # A Slurm job script runs unchanged: #SBATCH options become the
     # request (GPUs per node split over the tasks per node), each task gets
