@@ -330,9 +330,55 @@ al__queue_json(const al__queue_t *q, bool with_share)
     return o;
 }
 
+/* The first member of object o that is not among the n names known, or
+ * NULL: a misspelt field is an error, never silently ignored (a PUT that
+ * ignored "quoat" reset the queue's quota). */
+static const char *
+unknown_member(const json_t *o, const char *const *known, size_t n)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)o, k, v)
+    {
+        (void)v;
+        size_t i = 0;
+        while (i < n && strcmp(known[i], k) != 0)
+            i++;
+        if (i == n)
+            return k;
+    }
+    return NULL;
+}
+
+/* A number member of o (absent or null: def); false if of another type. */
+static bool
+num_member(const json_t *o, const char *key, double def, double *out)
+{
+    json_t *v = json_object_get(o, key);
+    *out = json_is_number(v) ? json_number_value(v) : def;
+    return v == NULL || json_is_null(v) || json_is_number(v);
+}
+
 int
 al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
 {
+    static const char *const keys[] = { "name", "parent", "priority", "quota" };
+    static const char *const rkeys[] = { "deserved", "limit", "weight" };
+    const char *bad = unknown_member(o, keys, sizeof keys / sizeof *keys);
+    if (bad != NULL) {
+        *cause = al_xasprintf("unknown field '%s' (a queue has name, parent, "
+                              "priority and quota)",
+                              bad);
+        return AL_EINVAL;
+    }
+    json_t *pv = json_object_get(o, "parent");
+    json_t *prio = json_object_get(o, "priority");
+    if ((pv != NULL && !json_is_null(pv) && !json_is_string(pv)) ||
+        (prio != NULL && !json_is_null(prio) && !json_is_integer(prio))) {
+        *cause = al_xasprintf("parent must be a queue name and priority an "
+                              "integer");
+        return AL_EINVAL;
+    }
     const char *name = al_json_str(o, "name", NULL);
     if (name == NULL || !valid_name(name, 64)) {
         *cause = al_xasprintf("queue name must be 1-64 letters, digits, "
@@ -340,25 +386,34 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
         return AL_EINVAL;
     }
     json_t *quota = json_object_get(o, "quota");
-    if (quota != NULL && !json_is_object(quota)) {
-        *cause = al_xasprintf("quota must be an object {gpu, cpu, mem}");
+    if ((quota != NULL && !json_is_object(quota)) ||
+        (quota != NULL && (bad = unknown_member(quota, res_names, AL_NRES)))) {
+        *cause =
+            al_xasprintf("quota must be an object of gpu, cpu and mem%s%s%s",
+                         bad ? " (not '" : "", bad ? bad : "", bad ? "')" : "");
         return AL_EINVAL;
     }
     al__queue_t tmp;
     memset(&tmp, 0, sizeof tmp);
     for (int r = 0; r < AL_NRES; r++) {
         json_t *qr = json_object_get(quota, res_names[r]);
-        double des = al_json_num(qr, "deserved", 0);
-        json_t *lim = json_object_get(qr, "limit");
-        double w = al_json_num(qr, "weight", 1.0);
-        if (des < 0 || w < 0 ||
-            (lim != NULL && !json_is_null(lim) && !json_is_number(lim))) {
+        if (qr != NULL && (!json_is_object(qr) ||
+                           (bad = unknown_member(qr, rkeys, 3)) != NULL)) {
+            *cause = al_xasprintf("quota.%s must be an object of deserved, "
+                                  "limit and weight%s%s%s",
+                                  res_names[r], bad ? " (not '" : "",
+                                  bad ? bad : "", bad ? "')" : "");
+            return AL_EINVAL;
+        }
+        double des, w, l;
+        if (!num_member(qr, "deserved", 0, &des) ||
+            !num_member(qr, "weight", 1.0, &w) ||
+            !num_member(qr, "limit", -1, &l) || des < 0 || w < 0) {
             *cause = al_xasprintf("quota.%s: deserved and weight must be "
                                   ">= 0, limit a number (-1: none)",
                                   res_names[r]);
             return AL_EINVAL;
         }
-        double l = json_is_number(lim) ? json_number_value(lim) : -1;
         /* Checked before converting: a double beyond int64_t's range
          * does not convert (undefined behaviour). */
         if (des * res_scale[r] > AL_QUOTA_MAX ||
@@ -706,6 +761,17 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         return fail(cause, AL_EINVAL,
                     al_xstrdup("the body must be a JSON object describing "
                                "the job"));
+    static const char *const keys[] = {
+        "command",      "cwd",   "env",  "script",    "after",     "queue",
+        "class",        "tasks", "gpus", "cpu_milli", "mem_bytes", "time_limit",
+        "gpu_fraction", "user",  "name", "gpu_model", "hold",
+    };
+    const char *bad = unknown_member(b, keys, sizeof keys / sizeof *keys);
+    if (bad != NULL)
+        return fail(cause, AL_EINVAL,
+                    al_xasprintf("unknown field '%s' (see docs/server.md "
+                                 "for a job's fields)",
+                                 bad));
     json_t *cmd = json_object_get(b, "command");
     if (!string_array(cmd))
         return fail(cause, AL_EINVAL,
@@ -1033,6 +1099,21 @@ queue_has_jobs(al_ctl_t *ctl, const char *name)
     return false;
 }
 
+/* True when queue `name` is `q` or one of its ancestors: making it q's
+ * parent would close a cycle (queues that are each other's parent, which
+ * then could never be deleted). */
+static bool
+queue_in_chain(al_ctl_t *ctl, const char *q, const char *name)
+{
+    for (int steps = 0; q != NULL && steps <= ctl->nqueues; steps++) {
+        if (strcmp(q, name) == 0)
+            return true;
+        const al__queue_t *up = al__ctl_queue(ctl, q);
+        q = up != NULL ? up->parent : NULL;
+    }
+    return false;
+}
+
 /* Creates (POST, name in the body) or replaces (PUT, name in the path). */
 static void
 queue_put(al_ctl_t *ctl, al__req_t *req, bool create)
@@ -1064,6 +1145,8 @@ queue_put(al_ctl_t *ctl, al__req_t *req, bool create)
         err = "parent queue does not exist";
     } else if (q.parent != NULL && strcmp(q.parent, q.name) == 0) {
         err = "a queue cannot be its own parent";
+    } else if (q.parent != NULL && queue_in_chain(ctl, q.parent, q.name)) {
+        err = "the parent is below this queue (queues cannot form a cycle)";
     } else if (q.parent != NULL && queue_has_jobs(ctl, q.parent)) {
         err = "parent queue holds jobs; only leaf queues hold jobs";
         status = 409;

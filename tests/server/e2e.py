@@ -500,6 +500,7 @@ def scenario_auth(c):
         b'{"command": ["x"], "env": {"A": 1}}',
         b'{"command": ["x"], "gpu_fraction": 1.5}',
         b'{"command": ["x"], "command": ["y"]}',
+        b'{"command": ["x"], "gpuz": 2}',
     ]
     for raw in bad:
         s, b = c.api("POST", "/v1/jobs", raw=raw)
@@ -572,6 +573,33 @@ def scenario_auth(c):
                  {"quota": {"gpu": {"deserved": 2, "limit": 6}}})
     check(s == 200 and b["quota"]["gpu"]["limit"] == 6, "queue update")
     check(c.api("PUT", "/v1/queues/nope", {})[0] == 404, "404 queue")
+    # Misspelt or mistyped fields are refused, never ignored (a PUT with
+    # "quoat" once reset the quota; a deserved of "4" became 0).
+    for method, path, body in (
+            ("PUT", "/v1/queues/research", {"quoat": {}}),
+            ("PUT", "/v1/queues/research",
+             {"quota": {"tpu": {"deserved": 1}}}),
+            ("PUT", "/v1/queues/research",
+             {"quota": {"gpu": {"deserved": 1, "limt": 3}}}),
+            ("POST", "/v1/queues", {"name": "zz",
+                                    "quota": {"gpu": {"deserved": "4"}}}),
+            ("POST", "/v1/queues", {"name": "zz", "priority": "high"}),
+            ("POST", "/v1/queues", {"name": "zz", "quota": {"gpu": 4}})):
+        s, b = c.api(method, path, body)
+        check(s == 400 and b["error"] == "bad_request",
+              "400 for %s %s: %s %s" % (method, body, s, b))
+    qs = {q["name"]: q for q in c.api("GET", "/v1/queues")[1]["queues"]}
+    check("zz" not in qs and qs["research"]["quota"]["gpu"]["deserved"] == 2
+          and qs["research"]["quota"]["gpu"]["limit"] == 6,
+          "refused changes left the queues as they were")
+    # No cycles: a queue under another cannot become its parent.
+    check(c.api("POST", "/v1/queues", {"name": "p1"})[0] == 201, "p1")
+    check(c.api("POST", "/v1/queues", {"name": "c1", "parent": "p1"})[0] ==
+          201, "c1 under p1")
+    s, b = c.api("PUT", "/v1/queues/p1", {"parent": "c1"})
+    check(s == 400 and "cycle" in b["message"], "no cycle: %s %s" % (s, b))
+    check(c.api("DELETE", "/v1/queues/c1")[0] == 200 and
+          c.api("DELETE", "/v1/queues/p1")[0] == 200, "both deletable")
     s, b = c.api("POST", "/v1/jobs", {"command": ["true"],
                                        "queue": "research", "gpus": 1})
     check(s == 201, "submit to research")
