@@ -122,25 +122,43 @@ al_cli_queues(int argc, char **argv)
         json_decref(queues);
         return AL_EXIT_OK;
     }
-    printf("%-16s %-12s %8s %8s %8s %8s %8s %8s\n", "QUEUE", "PARENT",
-           "GPU-DES", "GPU-FAIR", "GPU-USED", "GPU-LIM", "CPU-DES", "CPU-USED");
+    /* Per resource: deserved, fair share, allocated and limit (GPUs and
+     * cores as numbers, memory in GiB); "-": no limit. */
+    static const struct {
+        const char *key, *head;
+        double scale;
+    } res[] = {
+        { "gpu", "GPU", 1 },
+        { "cpu", "CPU", 1 },
+        { "mem", "MEM-GIB", 1.0 / (1 << 30) },
+    };
+    printf("%-16s %-12s", "QUEUE", "PARENT");
+    for (size_t r = 0; r < sizeof res / sizeof *res; r++)
+        printf(r + 1 < sizeof res / sizeof *res ? "  %-27s" : "  %s",
+               res[r].head);
+    printf("\n%-16s %-12s", "", "");
+    for (size_t r = 0; r < sizeof res / sizeof *res; r++)
+        printf("  %6s %6s %6s %6s", "DES", "FAIR", "USED", "LIM");
+    printf("\n");
     for (size_t i = 0; i < json_array_size(queues); i++) {
         json_t *q = json_array_get(queues, i);
-        json_t *qg = json_object_get(json_object_get(q, "quota"), "gpu");
-        json_t *qc = json_object_get(json_object_get(q, "quota"), "cpu");
-        double lim = al_json_num(qg, "limit", -1);
-        char limtext[32];
-        if (lim < 0)
-            snprintf(limtext, sizeof limtext, "-");
-        else
-            snprintf(limtext, sizeof limtext, "%.1f", lim);
-        printf("%-16s %-12s %8.1f %8.1f %8.1f %8s %8.1f %8.1f\n",
-               al_json_str(q, "name", ""), al_json_str(q, "parent", "-"),
-               al_json_num(qg, "deserved", 0),
-               al_json_num(json_object_get(q, "fair_share"), "gpu", 0),
-               al_json_num(json_object_get(q, "allocated"), "gpu", 0), limtext,
-               al_json_num(qc, "deserved", 0),
-               al_json_num(json_object_get(q, "allocated"), "cpu", 0));
+        printf("%-16s %-12s", al_json_str(q, "name", ""),
+               al_json_str(q, "parent", "-"));
+        for (size_t r = 0; r < sizeof res / sizeof *res; r++) {
+            json_t *qr =
+                json_object_get(json_object_get(q, "quota"), res[r].key);
+            double k = res[r].scale, lim = al_json_num(qr, "limit", -1);
+            char limtext[32] = "-";
+            if (lim >= 0)
+                snprintf(limtext, sizeof limtext, "%.1f", lim * k);
+            printf(
+                "  %6.1f %6.1f %6.1f %6s", al_json_num(qr, "deserved", 0) * k,
+                al_json_num(json_object_get(q, "fair_share"), res[r].key, 0) *
+                    k,
+                al_json_num(json_object_get(q, "allocated"), res[r].key, 0) * k,
+                limtext);
+        }
+        printf("\n");
     }
     json_decref(queues);
     return AL_EXIT_OK;

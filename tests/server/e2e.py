@@ -410,6 +410,14 @@ def scenario_run(c):
          if x["name"] == "research"][0]
     check(q["quota"]["gpu"] == {"deserved": 4, "limit": 8, "weight": 2} and
           q["quota"]["mem"]["deserved"] == 64 << 30, "quota: %s" % q)
+    # The table: deserved / fair share / used / limit of every resource.
+    table = c.cli("queues").stdout.splitlines()
+    check(table[0].split() == ["QUEUE", "PARENT", "GPU", "CPU", "MEM-GIB"]
+          and table[1].split() == ["DES", "FAIR", "USED", "LIM"] * 3,
+          "queues table heads: %r" % table[:2])
+    row = [r for r in table if r.startswith("research ")][0].split()
+    check(row[2:6] == ["4.0", "%.1f" % q["fair_share"]["gpu"], "0.0", "8.0"]
+          and row[10] == "64.0", "the research row: %r" % row)
     c.cli("queue", "set", "research", "--deserved", "gpu=2")
     q = [x for x in json.loads(c.cli("queues", "--json").stdout)
          if x["name"] == "research"][0]
