@@ -15,10 +15,13 @@ al_client_init(al_client_t *c, const char *server, const char *token)
 {
     memset(c, 0, sizeof c[0]);
     char *path = al_ucfg_path();
-    if (server == NULL)
-        server = getenv("ALLOT_SERVER");
-    if (token == NULL)
-        token = getenv("ALLOT_TOKEN");
+    /* Set but empty counts as unset: the config file's then. */
+    if (server == NULL && (server = getenv("ALLOT_SERVER")) != NULL &&
+        server[0] == '\0')
+        server = NULL;
+    if (token == NULL && (token = getenv("ALLOT_TOKEN")) != NULL &&
+        token[0] == '\0')
+        token = NULL;
     c->server = server ? al_xstrdup(server) : al_ucfg_get(path, "server");
     c->token = token ? al_xstrdup(token) : al_ucfg_get(path, "token");
     free(path);

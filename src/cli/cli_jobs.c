@@ -22,6 +22,30 @@ job_id_ok(const char *s)
     return true;
 }
 
+/* True when the positional arguments are npos job ids (1 <= npos <= max);
+ * otherwise says what is wrong (before the usage text the caller prints).
+ * rc != 0: the option parser has said it already. */
+static bool
+ids_ok(const char *cmd, int rc, char **pos, int npos, int max)
+{
+    if (rc != 0)
+        return false;
+    if (npos == 0 || npos > max) {
+        fprintf(stderr, "allot %s: %s\n", cmd,
+                npos == 0 ? "which job? give its id (allot ls lists them)"
+                          : "one job id only");
+        return false;
+    }
+    for (int i = 0; i < npos; i++) {
+        if (!job_id_ok(pos[i])) {
+            fprintf(stderr, "allot %s: '%s' is not a job id (a number)\n", cmd,
+                    pos[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void
 gpus_text(const json_t *j, char *buf, size_t len)
 {
@@ -182,7 +206,7 @@ al_cli_show(int argc, char **argv)
     char *pos[1];
     int npos,
         rc = al_opt_parse("show", NULL, opts, argc, argv, false, pos, 1, &npos);
-    if (rc != 0 || help || npos != 1 || !job_id_ok(pos[0])) {
+    if (help || !ids_ok("show", rc, pos, npos, 1)) {
         fputs(show_usage, help ? stdout : stderr);
         return help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -276,10 +300,7 @@ job_verb(const char *verb, const char *done, int argc, char **argv)
     char *pos[256];
     int npos,
         rc = al_opt_parse(verb, NULL, opts, argc, argv, false, pos, 256, &npos);
-    bool ok = rc == 0 && npos > 0;
-    for (int i = 0; ok && i < npos; i++)
-        ok = job_id_ok(pos[i]);
-    if (!ok || help) {
+    if (help || !ids_ok(verb, rc, pos, npos, 256)) {
         FILE *f = help ? stdout : stderr;
         fprintf(f, "usage: allot %s [--server URL] [--token T] JOBID...\n",
                 verb);
@@ -323,27 +344,64 @@ al_cli_release(int argc, char **argv)
 }
 
 static const char logs_usage[] =
-    "usage: allot logs [-f] [--task N] [--server URL] [--token T] JOBID\n"
+    "usage: allot logs [-f] [--task N] [--restart R] [--json] [--server URL]\n"
+    "                  [--token T] JOBID\n"
     "Prints a task's output (stdout and stderr); -f follows it until the\n"
-    "job ends.\n";
+    "job ends.  --restart R reads the output of an earlier run of a\n"
+    "requeued job (runs count from 0; the default is the latest).  --json\n"
+    "prints {\"job\", \"task\", \"restart\" (null: the latest), \"offset\",\n"
+    "\"text\"} objects, "
+    "one per line (one in all without -f); output that is not UTF-8 comes\n"
+    "as \"base64\" instead of \"text\".\n";
+
+/* One chunk of output as a JSON line (see logs_usage). */
+static void
+print_log_json(const char *job, const char *task, const char *restart,
+               long long off, const char *data, size_t len)
+{
+    json_t *o = json_pack(
+        "{s:I, s:I, s:o, s:I}", "job", (json_int_t)strtoll(job, NULL, 10),
+        "task", (json_int_t)strtoll(task, NULL, 10), "restart",
+        restart ? json_integer((json_int_t)strtoll(restart, NULL, 10))
+                : json_null(),
+        "offset", (json_int_t)off);
+    json_t *text = json_stringn(data, len);
+    if (text != NULL) {
+        json_object_set_new(o, "text", text);
+    } else {
+        char *b64 = al_b64_encode(data, len);
+        json_object_set_new(o, "base64", json_string(b64));
+        free(b64);
+    }
+    char *line = json_dumps(o, JSON_COMPACT);
+    puts(line);
+    free(line);
+    json_decref(o);
+}
 
 int
 al_cli_logs(int argc, char **argv)
 {
-    const char *server = NULL, *token = NULL, *task = "0";
-    bool follow = false, follow2 = false, help = false;
+    const char *server = NULL, *token = NULL, *task = "0", *restart = NULL;
+    bool follow = false, follow2 = false, json = false, help = false;
     const al_opt_t opts[] = {
         { .name = "-f", .kind = AL_OPT_FLAG, .dst = &follow },
         { .name = "--follow", .kind = AL_OPT_FLAG, .dst = &follow2 },
         { .name = "--task", .kind = AL_OPT_STR, .dst = &task },
+        { .name = "--restart", .kind = AL_OPT_STR, .dst = &restart },
+        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
         AL_CLI_CONN_OPTS(server, token, help),
         { .name = NULL },
     };
     char *pos[1];
     int npos,
         rc = al_opt_parse("logs", NULL, opts, argc, argv, false, pos, 1, &npos);
-    if (rc != 0 || help || npos != 1 || !job_id_ok(pos[0]) ||
-        !job_id_ok(task)) {
+    bool ok = help || ids_ok("logs", rc, pos, npos, 1);
+    if (ok && !help && (!job_id_ok(task) || (restart && !job_id_ok(restart)))) {
+        fprintf(stderr, "allot logs: --task and --restart want numbers\n");
+        ok = false;
+    }
+    if (!ok || help) {
         fputs(logs_usage, help ? stdout : stderr);
         return help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -368,15 +426,19 @@ al_cli_logs(int argc, char **argv)
             json_decref(j);
         }
         char path[128];
-        snprintf(path, sizeof path, "/v1/jobs/%s/logs?task=%s&offset=%lld",
-                 pos[0], task, off);
+        snprintf(path, sizeof path, "/v1/jobs/%s/logs?task=%s&offset=%lld%s%s",
+                 pos[0], task, off, restart ? "&restart=" : "",
+                 restart ? restart : "");
         json_t *out = NULL;
         char *raw = NULL;
         size_t len = 0;
         if ((rc = al_client_call(&c, "GET", path, NULL, &out, &raw, &len)) != 0)
             break;
         json_decref(out);
-        fwrite(raw, 1, len, stdout);
+        if (!json)
+            fwrite(raw, 1, len, stdout);
+        else if (len > 0 || (!follow && off == 0))
+            print_log_json(pos[0], task, restart, off, raw, len);
         fflush(stdout);
         free(raw);
         off += (long long)len;

@@ -649,8 +649,9 @@ handle(al_ctl_t *ctl, al__req_t *req)
         const al__token_t *t = al__token_check(ctl, req->token);
         if (t == NULL) {
             al__reply_error(req, 401, "unauthorized",
-                            "missing or invalid bearer token; set "
-                            "ALLOT_TOKEN or run `allot dev`");
+                            "missing or invalid bearer token (send "
+                            "Authorization: Bearer TOKEN; admins create "
+                            "tokens with `allot token create`)");
             return;
         }
         req->user = t->user;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -170,7 +171,8 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
     MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, req);
     const char *auth =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    if (auth != NULL && strncmp(auth, "Bearer ", 7) == 0)
+    /* The scheme is case-insensitive (RFC 9110, 11.1). */
+    if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
         req->token = al_xstrdup(auth + 7);
     /* The loop may answer it before al__ctl_submit() returns; the reply
      * goes out from this thread, at the handler's next call, after this

@@ -308,6 +308,15 @@ def scenario_run(c):
                  "CWD=$(pwd) FOO=$FOO", "--env", "FOO=bar")
     j = c.wait_state(a, "completed")
     out = c.cli("logs", str(a)).stdout
+    lj = json.loads(c.cli("logs", "--json", str(a)).stdout)
+    check(lj["job"] == a and lj["task"] == 0 and lj["offset"] == 0 and
+          lj["text"] == out, "logs --json: %s" % lj)
+    for args, what in ((("cancel", "abc"), "'abc' is not a job id"),
+                       (("show",), "which job?"),
+                       (("logs", "--task", "x", str(a)), "want numbers")):
+        p = c.cli(*args, ok=False)
+        check(p.returncode == 2 and what in p.stderr,
+              "allot %s says what is wrong: %r" % (" ".join(args), p.stderr))
     gpus = ",".join(str(g) for g in j["placement"][0]["gpus"])
     check(len(j["placement"][0]["gpus"]) == 2, "two GPUs placed")
     check("CVD=%s " % gpus in out, "CUDA_VISIBLE_DEVICES=%s in %r" %
@@ -467,6 +476,10 @@ def scenario_auth(c):
           "tokens are not stored in clear")
     s, b = c.api("GET", "/v1/whoami", token=alice)
     check(s == 200 and b == {"user": "alice", "role": "user"}, "whoami")
+    s, b = c.api("GET", "/v1/whoami", token=None,
+                 headers={"Authorization": "bearer " + alice})
+    check(s == 200 and b["user"] == "alice",
+          "the scheme is case-insensitive: %s %s" % (s, b))
 
     # 403: users cannot administer, agents' token is not a user token.
     s, b = c.api("POST", "/v1/queues", {"name": "q"}, token=alice)
@@ -748,6 +761,12 @@ def scenario_node_down(c):
     wait_for(lambda: not task_record(c.root, "agent-n1", j), 15,
              "the stale task on n1 to be stopped")
     check(c.job(j)["state"] == "running", "the job still runs on n2")
+    # Each run's output stays readable: --restart picks the run.
+    wait_for(lambda: "run 0" in c.cli("logs", "--restart", "0", str(j)).stdout,
+             10, "the first run's output (logs --restart 0)")
+    check("run 0" not in c.cli("logs", str(j)).stdout and
+          "run 1" in c.cli("logs", "--restart", "1", str(j)).stdout,
+          "the latest run by default, and --restart 1")
     c.cli("cancel", str(j))
     # A task of a job the controller does not know (its store restored from
     # an older copy, say) is acknowledged, output and all, so that the
@@ -826,6 +845,11 @@ def scenario_dev(c):
                        env=env, capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, "submit with the config: " + r.stderr)
     jid = r.stdout.strip()
+    # Set but empty variables count as unset: the config file's values.
+    r = subprocess.run([c.allot, "show", jid],
+                       env=dict(env, ALLOT_SERVER="", ALLOT_TOKEN=""),
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, "empty ALLOT_SERVER/ALLOT_TOKEN: " + r.stderr)
 
     def done():
         r = subprocess.run([c.allot, "show", "--json", jid], env=env,
