@@ -179,8 +179,17 @@ al_cli_token(int argc, char **argv)
     char *pos[1];
     int npos, rc = al_opt_parse("token", NULL, opts, argc, argv, false, pos, 1,
                                 &npos);
+    bool role_ok = strcmp(role, "user") == 0 || strcmp(role, "admin") == 0 ||
+                   strcmp(role, "agent") == 0;
+    if (rc == 0 && !help && !role_ok)
+        fprintf(stderr,
+                "allot token: --role is user, admin or agent, not "
+                "'%s'\n",
+                role);
+    else if (rc == 0 && !help && user == NULL)
+        fprintf(stderr, "allot token: whose token? give --user NAME\n");
     if (rc != 0 || help || npos != 1 || strcmp(pos[0], "create") != 0 ||
-        user == NULL) {
+        user == NULL || !role_ok) {
         fputs("usage: allot token create --user NAME [--role "
               "user|admin|agent] [--json]\n"
               "Creates a token (admins only) and prints it once; it is "

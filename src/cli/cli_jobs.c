@@ -107,8 +107,9 @@ al_cli_ls(int argc, char **argv)
         fputs(ls_usage, help ? stdout : stderr);
         return help ? AL_EXIT_OK : rc;
     }
-    long max = limit ? strtol(limit, NULL, 10) : 100000;
-    if (max <= 0) {
+    char *end = NULL;
+    long max = limit ? strtol(limit, &end, 10) : 100000;
+    if (max <= 0 || (end != NULL && *end != '\0')) {
         fputs("allot ls: --limit wants a positive number\n", stderr);
         return AL_EXIT_USAGE;
     }

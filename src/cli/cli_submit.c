@@ -26,7 +26,9 @@ static const char submit_usage[] =
     "LANG, and the --env variables.  A job script (a file starting with\n"
     "'#') is sent whole; its '#ALLOT --gpus 2' lines, before its first\n"
     "command, set options, and the command line overrides them.\n"
-    "--time is a limit (90m, 2h, 1d; the job fails when it is reached), and\n"
+    "--after 6,11 waits for both jobs to complete.  --time is a limit (90m,\n"
+    "2h, 1d, or Slurm's 1:30:00 and 2-00:00:00; the job fails when it is\n"
+    "reached), and\n"
     "inside a queue shorter limits start first: a job without one counts as\n"
     "24 hours.\n";
 

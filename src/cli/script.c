@@ -22,6 +22,38 @@ num_arg(const char *s, long long max, long long *out)
     return true;
 }
 
+static long long slurm_time(const char *t);
+
+/* "6", "6,11" or "6:11" (Slurm's afterok:6:11): job ids, as a JSON array;
+ * NULL if malformed. */
+static json_t *
+job_ids(const char *s)
+{
+    json_t *a = json_array();
+    char buf[1024];
+    if (strlen(s) >= sizeof buf) {
+        json_decref(a);
+        return NULL;
+    }
+    strcpy(buf, s);
+    char *save = NULL;
+    for (char *w = strtok_r(buf, ",:", &save); w != NULL;
+         w = strtok_r(NULL, ",:", &save)) {
+        long long v;
+        if (!num_arg(w, (long long)1 << 62, &v) || v == 0 ||
+            json_array_size(a) == 64) {
+            json_decref(a);
+            return NULL;
+        }
+        json_array_append_new(a, json_integer((json_int_t)v));
+    }
+    if (json_array_size(a) == 0) {
+        json_decref(a);
+        return NULL;
+    }
+    return a;
+}
+
 const char *
 al_script_resources(json_t *body, const al_req_flags_t *f)
 {
@@ -63,14 +95,21 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
         json_object_set_new(body, "tasks", json_integer(v));
     }
     if (f->after != NULL) {
-        if (!num_arg(f->after, (long long)1 << 62, &v) || v == 0)
-            return "--after wants a job id";
-        json_object_set_new(body, "after", json_pack("[I]", (json_int_t)v));
+        json_t *ids = job_ids(f->after);
+        if (ids == NULL)
+            return "--after wants job ids (6, or 6,11: after both)";
+        json_object_set_new(body, "after", ids);
     }
     if (f->tlimit != NULL) {
-        int64_t secs;
-        if (al_cli_parse_duration(f->tlimit, &secs) != 0 || secs == 0)
-            return "--time wants a duration like 3600, 90m, 2h or 1d";
+        /* Ours (90m, 2h, 1d) or Slurm's (MM:SS, HH:MM:SS, D-HH:MM). */
+        int64_t secs = -1;
+        if (strpbrk(f->tlimit, ":-") != NULL)
+            secs = slurm_time(f->tlimit);
+        else if (al_cli_parse_duration(f->tlimit, &secs) != 0)
+            secs = -1;
+        if (secs <= 0)
+            return "--time wants a duration like 3600, 90m, 2h, 1d or "
+                   "Slurm's 1:30:00 or 2-00:00:00";
         json_object_set_new(body, "time_limit", json_integer(secs));
     }
     if (f->model != NULL &&
@@ -438,7 +477,7 @@ slurm_line(char **w, int n, slurm_t *s, const char *where)
                     "allot submit: %s: #SBATCH --%s: cannot use '%s'%s\n",
                     where, opt, val,
                     strcmp(opt, "dependency") == 0
-                        ? " (only afterok:JOBID is supported)"
+                        ? " (only afterok:JOBID[:JOBID...] is supported)"
                         : "");
             errors++;
         }
@@ -515,17 +554,8 @@ slurm_apply(const slurm_t *s, al_submit_args_t *a, char *room, const char *path)
         if (m < 9e18)
             a->f.mem = stash(&room, (long long)m >> 20);
     }
-    if (s->dep != NULL) {
-        /* allot's --after takes one id here; more are refused below. */
-        a->f.after = s->dep;
-        if (strchr(s->dep, ':') != NULL || strchr(s->dep, ',') != NULL) {
-            fprintf(stderr,
-                    "allot submit: %s: #SBATCH --dependency: one afterok "
-                    "job at a time is supported\n",
-                    path);
-            return 1;
-        }
-    }
+    if (s->dep != NULL)
+        a->f.after = s->dep; /* afterok:6:11: after both */
     return 0;
 }
 

@@ -313,7 +313,10 @@ def scenario_run(c):
           lj["text"] == out, "logs --json: %s" % lj)
     for args, what in ((("cancel", "abc"), "'abc' is not a job id"),
                        (("show",), "which job?"),
-                       (("logs", "--task", "x", str(a)), "want numbers")):
+                       (("logs", "--task", "x", str(a)), "want numbers"),
+                       (("ls", "--limit", "5x"), "--limit wants"),
+                       (("token", "create", "--user", "x", "--role", "god"),
+                        "--role is user, admin or agent")):
         p = c.cli(*args, ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "allot %s says what is wrong: %r" % (" ".join(args), p.stderr))
@@ -1003,6 +1006,22 @@ def scenario_script(c):
     t = c.submit("--time", "1", "--", "sleep", "30")
     jj = c.wait_state(t, "failed", timeout=15)
     check(any(e["event"] == "timeout" for e in jj["history"]), "timeout")
+
+    # --after takes several ids, --time Slurm's forms too.
+    h1 = c.submit("--hold", "--", "true")
+    h2 = c.submit("--hold", "--", "true")
+    d = c.submit("--after", "%d,%d" % (h1, h2), "--time", "00:10:00", "--",
+                 "true")
+    jd = c.job(d)
+    check(jd["after"] == [h1, h2] and jd["time_limit"] == 600,
+          "--after 2 ids, --time 00:10:00: %s %s" % (jd["after"],
+                                                     jd["time_limit"]))
+    c.cli("release", str(h1))
+    c.wait_state(h1, "completed")
+    time.sleep(0.3)
+    check(c.job(d)["state"] == "pending", "it waits for both")
+    c.cli("release", str(h2))
+    c.wait_state(d, "completed")
 
 
 def scenario_nvml(c):
