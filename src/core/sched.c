@@ -815,13 +815,15 @@ free_devices(al_ctx_t *c, int32_t j)
     return f;
 }
 
-/* Could the job ever fit on the cluster, if everything were free? */
+/* Could the job ever fit on the cluster, if everything were free?  No
+ * (and why) in *why: AL_WHY_NO_MATCH when no node has the GPU model or
+ * pool it asks for, else AL_WHY_TOO_BIG. */
 static bool
-ever_fits(al_ctx_t *c, int32_t j)
+ever_fits(al_ctx_t *c, int32_t j, al_reason_code_t *why)
 {
     const al_job_t *jb = &c->s->jobs[j];
     int64_t total = 0;
-    bool node_ok = false;
+    bool node_ok = false, matched = false;
     int32_t g;
 
     for (g = 0; g < c->ngroups; g++) {
@@ -829,12 +831,18 @@ ever_fits(al_ctx_t *c, int32_t j)
 
         if (!al__req_group(c, g, &jb->req))
             continue;
+        matched = true;
         total += gr->total_dev;
         if (gr->max_dev >= jb->req.gpus && gr->max_cpu >= jb->req.cpu_milli &&
             gr->max_mem >= jb->req.mem_bytes &&
             (jb->req.gpus > 0 || jb->req.gpu_milli == 0 || gr->max_dev > 0))
             node_ok = true;
     }
+    *why = !matched && c->ngroups > 0 &&
+                   ((jb->req.gpu_model != NULL && jb->req.gpu_model[0]) ||
+                    (jb->req.pool != NULL && jb->req.pool[0]))
+               ? AL_WHY_NO_MATCH
+               : AL_WHY_TOO_BIG;
     return node_ok && total >= (int64_t)jb->min_tasks * jb->req.gpus;
 }
 
@@ -2721,9 +2729,9 @@ try_start(al_ctx_t *c, pass_t *ps, int32_t j)
     c->stats.considered++;
     if (!admit(c, j, jb->min_tasks))
         return 0;
-    if (!ever_fits(c, j)) {
-        set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
-                   c->wj[j].task_gpu, 0);
+    al_reason_code_t why;
+    if (!ever_fits(c, j, &why)) {
+        set_reason(c, j, why, NIL, NIL, AL_RES_GPU, c->wj[j].task_gpu, 0);
         return 0;
     }
     c->forbid = model_forbid(c, j, jb->min_tasks, &fq, &fl);

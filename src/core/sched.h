@@ -352,8 +352,9 @@ typedef enum al_reason_code {
     AL_WHY_BEHIND_RESERVATION, /* would delay job `job`'s reservation */
     AL_WHY_ORDER,              /* strict order: behind job `job` */
     AL_WHY_NO_VICTIM,          /* reclaim found no victims to free room */
-    AL_WHY_YIELDED             /* placed, then gave way within the cycle to job
+    AL_WHY_YIELDED,            /* placed, then gave way within the cycle to job
                                   `job`, whose queue is below its fair share */
+    AL_WHY_NO_MATCH /* no node has the GPU model or pool the job asks for */
 } al_reason_code_t;
 
 typedef struct al_reason {

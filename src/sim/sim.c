@@ -1032,8 +1032,8 @@ cycle(sim_t *s, int64_t now)
             int i = s->smap[k];
             al_reason_code_t c = res->reasons[k].code;
             if (s->jobs[i].state == S_PENDING &&
-                (c == AL_WHY_TOO_BIG || c == AL_WHY_DEPS_NEVER ||
-                 c == AL_WHY_BAD_QUEUE))
+                (c == AL_WHY_TOO_BIG || c == AL_WHY_NO_MATCH ||
+                 c == AL_WHY_DEPS_NEVER || c == AL_WHY_BAD_QUEUE))
                 mark_unschedulable(s, i);
         }
     }

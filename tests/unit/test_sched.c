@@ -1626,7 +1626,7 @@ static void
 pool_and_model(void)
 {
     snap_t *s = scenario();
-    int q, a, b, c;
+    int q, a, b, c, d, e;
     al_result_t *r;
 
     snap_node(s, "n0", 4);
@@ -1643,13 +1643,24 @@ pool_and_model(void)
     snap_job_model(s, b, "H100");
     c = snap_job(s, q, 1, 1);
     snap_job_model(s, c, "V100");
+    d = snap_job(s, q, 1, 8); /* H100s exist, not 8 on one node */
+    snap_job_model(s, d, "H100");
+    e = snap_job(s, q, 1, 1);
+    snap_job_pool(s, e, "training"); /* no such pool */
     r = snap_run(s);
     ASSERT_STARTED(r, a, 1);
     ASSERT_EQ(res_find(r, a, AL_DEC_START)->tasks[0].node, 1);
     ASSERT_STARTED(r, b, 1);
     ASSERT_EQ(res_find(r, b, AL_DEC_START)->tasks[0].node, 2);
     ASSERT_NOT_STARTED(r, c);
-    ASSERT_EQ(r->reasons[c].code, AL_WHY_TOO_BIG);
+    ASSERT_EQ(r->reasons[c].code, AL_WHY_NO_MATCH);
+    ASSERT_REASON(r, d, AL_WHY_TOO_BIG);
+    ASSERT_REASON(r, e, AL_WHY_NO_MATCH);
+    {
+        char why[256];
+        al_reason_format(snap_get(s), &r->reasons[c], why, sizeof why);
+        ASSERT(strstr(why, "GPU model or pool") != NULL);
+    }
     al_result_destroy(r);
     snap_destroy(s);
 }
