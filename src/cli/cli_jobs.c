@@ -234,13 +234,31 @@ al_cli_show(int argc, char **argv)
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (al_json_str(j, strs[i], NULL) != NULL)
             printf("%-10s %s\n", strs[i], al_json_str(j, strs[i], ""));
-    printf("%-10s %lld x (%lld GPU%s, %.2f CPU, %lld MiB)\n", "tasks",
-           (long long)al_json_int(j, "tasks", 1),
-           (long long)al_json_int(j, "gpus", 0),
-           al_json_int(j, "gpus", 0) == 1 ? "" : "s",
+    char per[48];
+    long long tg = al_json_int(j, "gpus", 0),
+              tmilli = al_json_int(j, "gpu_milli", 0);
+    if (tg == 0 && tmilli > 0)
+        snprintf(per, sizeof per, "%.2f of a GPU", (double)tmilli / 1000.0);
+    else
+        snprintf(per, sizeof per, "%lld GPU%s", tg, tg == 1 ? "" : "s");
+    printf("%-10s %lld x (%s, %.2f CPU, %lld MiB)\n", "tasks",
+           (long long)al_json_int(j, "tasks", 1), per,
            (double)al_json_int(j, "cpu_milli", 0) / 1000.0,
            (long long)(al_json_int(j, "mem_bytes", 0) >> 20));
     printf("%-10s %s\n", "gpus", g);
+    if (al_json_str(j, "gpu_model", NULL) != NULL)
+        printf("%-10s %s\n", "gpu model", al_json_str(j, "gpu_model", ""));
+    long long lim = al_json_int(j, "time_limit", 0);
+    if (lim > 0)
+        printf("%-10s %lld s\n", "time limit", lim);
+    json_t *after = json_object_get(j, "after");
+    if (json_array_size(after) > 0) {
+        printf("%-10s", "after");
+        for (size_t i = 0; i < json_array_size(after); i++)
+            printf(" %lld",
+                   (long long)json_integer_value(json_array_get(after, i)));
+        printf("\n");
+    }
     json_t *cmd = json_object_get(j, "command");
     printf("%-10s", "command");
     for (size_t i = 0; i < json_array_size(cmd); i++)
@@ -254,10 +272,13 @@ al_cli_show(int argc, char **argv)
     printf("%-10s %lld\n", "restarts",
            (long long)al_json_int(j, "restart_count", 0));
     const char *st = al_json_str(j, "state", "");
-    if (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0)
-        printf("%-10s %lld%s\n", "exit code",
-               (long long)al_json_int(j, "exit_code", 0),
-               al_json_int(j, "signal", 0) ? " (killed by a signal)" : "");
+    long long sig = al_json_int(j, "signal", 0);
+    if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) && sig != 0)
+        printf("%-10s killed by signal %lld (%s)\n", "exit", sig,
+               strsignal((int)sig));
+    else if (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0)
+        printf("%-10s %lld\n", "exit code",
+               (long long)al_json_int(j, "exit_code", 0));
     json_t *pl = json_object_get(j, "placement");
     for (size_t i = 0; i < json_array_size(pl); i++) {
         json_t *p = json_array_get(pl, i);

@@ -1016,6 +1016,9 @@ def scenario_script(c):
     check(jd["after"] == [h1, h2] and jd["time_limit"] == 600,
           "--after 2 ids, --time 00:10:00: %s %s" % (jd["after"],
                                                      jd["time_limit"]))
+    out = c.cli("show", str(d)).stdout
+    check("time limit 600 s" in out and "after      %d %d" % (h1, h2) in out,
+          "show says the limit and what it waits for: %r" % out)
     c.cli("release", str(h1))
     c.wait_state(h1, "completed")
     time.sleep(0.3)
@@ -1628,6 +1631,13 @@ def scenario_fraction(c):
     check(gpus[0] == gpus[1] == [0], "on the same GPU: %s" % gpus)
     for i in ids:
         check("CVD=0" in c.cli("logs", str(i)).stdout, "CUDA_VISIBLE_DEVICES")
+    out = c.cli("show", str(ids[0])).stdout
+    check("1 x (0.40 of a GPU," in out, "show says the fraction: %r" % out)
+    k = c.submit("--", "sh", "-c", "kill -TERM $$")
+    c.wait_state(k, "failed")
+    out = c.cli("show", str(k)).stdout
+    check("killed by signal 15 (Terminated)" in out,
+          "show names the signal: %r" % out)
 
 
 SCENARIOS = {
