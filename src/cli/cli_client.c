@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "fs.h"
 #include "json.h"
 #include "ucfg.h"
 #include "xmalloc.h"
@@ -24,6 +25,21 @@ al_client_init(al_client_t *c, const char *server, const char *token)
         token = NULL;
     c->server = server ? al_xstrdup(server) : al_ucfg_get(path, "server");
     c->token = token ? al_xstrdup(token) : al_ucfg_get(path, "token");
+    if (server == NULL || token == NULL) {
+        /* A misspelt setting would be ignored: say so. */
+        static const char *const keys[] = { "server", "token" };
+        char *text = NULL;
+        size_t n = 0;
+        if (al_fs_read_file(path, &text, &n) == 0) {
+            int bad = al_ucfg_bad_line(text, n, keys, 2);
+            if (bad > 0)
+                fprintf(stderr,
+                        "allot: warning: %s:%d: not a 'server = URL' or "
+                        "'token = TOKEN' line; it is ignored\n",
+                        path, bad);
+            free(text);
+        }
+    }
     free(path);
     if (c->server == NULL)
         c->server = al_xstrdup(AL_CLI_DEFAULT_SERVER);

@@ -74,6 +74,30 @@ al_ucfg_lookup(const char *text, size_t n, const char *key)
     return val;
 }
 
+int
+al_ucfg_bad_line(const char *text, size_t n, const char *const *keys,
+                 size_t nkeys)
+{
+    n = strnlen(text, n);
+    int lineno = 0;
+    for (const char *l = text, *end = text + n; l < end;) {
+        const char *nl = memchr(l, '\n', (size_t)(end - l));
+        size_t len = nl != NULL ? (size_t)(nl - l) : (size_t)(end - l), vlen;
+        lineno++;
+        size_t skip = 0;
+        while (skip < len &&
+               (l[skip] == ' ' || l[skip] == '\t' || l[skip] == '\r'))
+            skip++;
+        bool ok = skip == len || l[skip] == '#';
+        for (size_t k = 0; !ok && k < nkeys; k++)
+            ok = match_key(l, len, keys[k], &vlen) != NULL;
+        if (!ok)
+            return lineno;
+        l += len + (nl != NULL);
+    }
+    return 0;
+}
+
 void
 al_ucfg_rewrite(const char *text, size_t n, const char *key, const char *value,
                 al_buf_t *out)

@@ -29,6 +29,10 @@ int al_ucfg_set(const char *path, const char *key, const char *value);
  * "key = value", the others dropped, or that line added at the end; every
  * line ends with a newline. */
 char *al_ucfg_lookup(const char *text, size_t n, const char *key);
+/* The number (from 1) of the first line that is neither blank, a comment
+ * nor "key = value" for one of the nkeys keys; 0 if there is none. */
+int al_ucfg_bad_line(const char *text, size_t n, const char *const *keys,
+                     size_t nkeys);
 void al_ucfg_rewrite(const char *text, size_t n, const char *key,
                      const char *value, al_buf_t *out);
 

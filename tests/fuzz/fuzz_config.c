@@ -72,6 +72,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(fuzz_str_eq(v, k == set ? values[set] : before[k]));
         free(v);
     }
+    /* A bad line is a line of the text; rewriting adds none. */
+    int bad = al_ucfg_bad_line(text, size, keys, NKEYS);
+    size_t lines = 1;
+    for (size_t i = 0; i < strnlen(text, size); i++)
+        lines += text[i] == '\n';
+    CHECK(bad >= 0 && (size_t)bad <= lines);
+    CHECK(bad != 0 || al_ucfg_bad_line(out.data, out.len, keys, NKEYS) == 0);
     al_ucfg_rewrite(out.data, out.len, keys[set], values[set], &again);
     CHECK(again.len == out.len && memcmp(again.data, out.data, out.len) == 0);
     al_buf_fini(&again);

@@ -853,6 +853,13 @@ def scenario_dev(c):
                        env=dict(env, ALLOT_SERVER="", ALLOT_TOKEN=""),
                        capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, "empty ALLOT_SERVER/ALLOT_TOKEN: " + r.stderr)
+    cfgpath = os.path.join(c.root, ".config", "allot", "config")
+    with open(cfgpath, "a") as f:
+        f.write("srever = http://elsewhere:1\n")
+    r = subprocess.run([c.allot, "show", jid], env=env, capture_output=True,
+                       text=True, timeout=30)
+    check(r.returncode == 0 and "config:3: not a 'server = URL'" in r.stderr,
+          "a misspelt setting is reported: %r" % r.stderr)
 
     def done():
         r = subprocess.run([c.allot, "show", "--json", jid], env=env,

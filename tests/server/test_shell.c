@@ -14,6 +14,7 @@
 #include "buf.h"
 #include "cli_client.h"
 #include "core/error.h"
+#include "fs.h"
 #include "json.h"
 #include "opt.h"
 #include "platform.h"
@@ -122,6 +123,18 @@ user_config(void)
     fputs("# server = http://commented:3\n  other =  x  \n", f);
     fclose(f);
     ASSERT_EQ(al_ucfg_set(path, "token", "t2"), 0);
+    {
+        static const char *const known[] = { "server", "token" };
+        char *text;
+        size_t n;
+        ASSERT_EQ(al_fs_read_file(path, &text, &n), 0);
+        /* server, token, the comment, then "other": line 4. */
+        ASSERT_EQ(al_ucfg_bad_line(text, n, known, 2), 4);
+        ASSERT_EQ(
+            al_ucfg_bad_line("server = a\n\n  # c\ntoken=b", 26, known, 2), 0);
+        ASSERT_EQ(al_ucfg_bad_line("token = b\nsrever = a\n", 22, known, 2), 2);
+        free(text);
+    }
     v = al_ucfg_get(path, "other");
     ASSERT_STR_EQ(v, "x");
     free(v);
