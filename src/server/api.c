@@ -114,9 +114,9 @@ job_of_req(al_ctl_t *ctl, al__req_t *req)
     }
     if (!is_admin(req) && strcmp(j->user, req->user) != 0) {
         al__reply_error(req, 403, "forbidden",
-                        "job %s belongs to %s; only its owner or an admin "
+                        "job %s is not yours; only its owner or an admin "
                         "may use it",
-                        req->cap[0], j->user);
+                        req->cap[0]);
         return NULL;
     }
     return j;

@@ -501,7 +501,8 @@ def scenario_auth(c):
     s, b = c.api("POST", "/v1/jobs/%d/cancel" % aj, token=bob)
     check(s == 403, "bob cannot cancel alice's job")
     s, b = c.api("GET", "/v1/jobs/%d" % aj, token=bob)
-    check(s == 403, "bob cannot read alice's job")
+    check(s == 403 and "alice" not in b["message"],
+          "bob cannot read alice's job, nor learn whose it is: %s" % b)
     s, b = c.api("GET", "/v1/jobs", token=bob)
     check(s == 200 and b["jobs"] == [], "bob lists only his jobs")
     s, b = c.api("GET", "/v1/jobs?user=alice", token=bob)
