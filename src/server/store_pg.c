@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "core/error.h"
 #include "json.h"
 #include "log.h"
@@ -42,6 +43,7 @@ typedef struct pg {
     bool in_txn;
     int pending;
     bool failed;
+    char xid[24]; /* its transaction id (txid_current()), as text */
 } pg_t;
 
 /* Migration i brings the schema from version i to i + 1. */
@@ -432,18 +434,26 @@ open_txn(al_ctl_t *ctl)
     pg_t *p = ctl->store;
     if (p->in_txn)
         return p->failed ? AL_EIO : 0;
-    PGresult *res = PQexec(p->conn, "BEGIN");
-    if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+    /* The transaction's id, should its COMMIT's answer be lost. */
+    static const char begin[] = "BEGIN; SELECT txid_current()";
+    PGresult *res = PQexec(p->conn, begin);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK &&
         PQstatus(p->conn) != CONNECTION_OK) {
         /* The connection broke while idle: nothing was in flight, so a
          * new one can take over at once. */
         PQclear(res);
         if (ensure(ctl, NULL) != 0)
             return AL_EIO;
-        res = PQexec(p->conn, "BEGIN");
+        res = PQexec(p->conn, begin);
     }
-    if (result_ok(res, PGRES_COMMAND_OK, NULL) != 0)
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        snprintf(p->xid, sizeof p->xid, "%s", PQgetvalue(res, 0, 0));
+    if (result_ok(res, PGRES_TUPLES_OK, NULL) != 0) {
+        if (PQstatus(p->conn) == CONNECTION_OK &&
+            PQtransactionStatus(p->conn) != PQTRANS_IDLE)
+            exec(p, "ROLLBACK", NULL);
         return AL_EIO;
+    }
     p->in_txn = true;
     p->failed = false;
     p->pending = 0;
@@ -467,6 +477,43 @@ leave_pipeline(pg_t *p)
     return PQexitPipelineMode(p->conn) == 1;
 }
 
+/* The connection broke with the COMMIT sent and its answer not read: the
+ * transaction may have committed.  Asks a new connection, for a while
+ * (the database may be restarting), whether it did.  True if it did. */
+static bool
+committed_after_all(al_ctl_t *ctl)
+{
+    pg_t *p = ctl->store;
+    if (p->xid[0] == '\0')
+        return false;
+    for (int tries = 0; tries < 40; tries++) {
+        if (tries > 0)
+            al_clock_sleep_ms(50);
+        p->broken = true; /* a new session, whatever the old one's state */
+        if (ensure(ctl, NULL) != 0)
+            continue;
+        const char *const v[] = { p->xid };
+        PGresult *res = PQexecParams(p->conn, "SELECT txid_status($1)", 1, NULL,
+                                     v, NULL, NULL, 0);
+        const char *st = PQresultStatus(res) == PGRES_TUPLES_OK &&
+                                 PQntuples(res) == 1 && !PQgetisnull(res, 0, 0)
+                             ? PQgetvalue(res, 0, 0)
+                             : "";
+        bool done = strcmp(st, "committed") == 0,
+             over = done || strcmp(st, "in progress") != 0;
+        PQclear(res);
+        if (over) {
+            al_warn("store: the connection broke during COMMIT; the "
+                    "transaction %s",
+                    done ? "had committed" : "had not committed");
+            return done;
+        }
+    }
+    al_error("store: the connection broke during COMMIT and the database "
+             "did not come back: requests answered 503 may have been stored");
+    return false;
+}
+
 static int
 pg_commit(al_ctl_t *ctl)
 {
@@ -479,6 +526,12 @@ pg_commit(al_ctl_t *ctl)
             PQpipelineSync(p->conn)) {
             p->pending++;
             drain(p, true);
+            if (p->failed && PQstatus(p->conn) != CONNECTION_OK &&
+                committed_after_all(ctl)) {
+                p->failed = false;
+                p->in_txn = false;
+                return 0; /* on a new connection, out of pipeline mode */
+            }
         } else {
             al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
             p->failed = true;

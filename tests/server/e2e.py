@@ -1648,6 +1648,77 @@ def scenario_fraction(c):
           "show names the signal: %r" % out)
 
 
+def scenario_pg_restart_load(c):
+    """PostgreSQL restarted twice (fast shutdown) while four clients submit
+    and jobs run: submissions may get 503 meanwhile, but every job that got
+    a 201 is in the database afterwards (read back by a restarted
+    controller) and runs exactly once; none that got a 503 is there."""
+    import threading
+    c.store = ["--store", c.pg.uri]
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    marks = os.path.join(c.root, "marks")
+    os.mkdir(marks)
+    accepted, refused, lock = [], [0], threading.Lock()
+    stop = threading.Event()
+
+    def submitter(k):
+        i = 0
+        while not stop.is_set():
+            i += 1
+            name = "c%d-%d" % (k, i)
+            try:
+                s, b = c.api("POST", "/v1/jobs", {
+                    "command": ["sh", "-c", "echo x >> %s/$ALLOT_JOB_ID" %
+                                marks], "name": name})
+            except OSError:
+                continue
+            with lock:
+                if s == 201:
+                    accepted.append((b["id"], name))
+                elif s == 503:
+                    refused[0] += 1
+                else:
+                    raise Fail("unexpected answer %s %s" % (s, b))
+
+    threads = [threading.Thread(target=submitter, args=(k,))
+               for k in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        for _ in range(2):
+            wait_for(lambda: len(accepted) >= 40, 30, "submissions")
+            c.pg.stop("fast")
+            time.sleep(0.5)
+            c.pg.start()
+            n = len(accepted)
+            wait_for(lambda: len(accepted) >= n + 40, 60,
+                     "submissions after the restart")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    c.kill_server()
+    c.start_server()
+    s, b = c.api("GET", "/v1/jobs?limit=1000")
+    check(s == 200 and b["next"] is None, "one page: %s" % s)
+    got = {j["id"]: j["name"] for j in b["jobs"]}
+    lost = [a for a in accepted if got.get(a[0]) != a[1]]
+    check(not lost, "accepted jobs lost or changed: %s" % lost[:5])
+    extra = set(got) - {a[0] for a in accepted}
+    check(not extra, "jobs that were refused are there: %s" % sorted(extra))
+    for jid, _ in accepted:
+        c.wait_state(jid, "completed", timeout=60)
+    for jid, _ in accepted:
+        n = open(os.path.join(marks, str(jid))).read().count("x")
+        check(n == 1, "job %d ran %d times" % (jid, n))
+    log = open(os.path.join(c.root, "server.log"), errors="replace").read()
+    print("  %d accepted, %d refused with 503 across two restarts; commits "
+          "whose answer was lost: %d had committed, %d had not" %
+          (len(accepted), refused[0], log.count("transaction had committed"),
+           log.count("transaction had not committed")))
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1670,6 +1741,7 @@ SCENARIOS = {
     "state_lock": scenario_state_lock,
     "pg_store": scenario_pg_store,
     "fraction": scenario_fraction,
+    "pg_restart_load": scenario_pg_restart_load,
 }
 
 
