@@ -31,11 +31,12 @@ job_ids(const char *s)
 {
     json_t *a = json_array();
     char buf[1024];
-    if (strlen(s) >= sizeof buf) {
+    size_t n = strlen(s);
+    if (n >= sizeof buf) {
         json_decref(a);
         return NULL;
     }
-    strcpy(buf, s);
+    memcpy(buf, s, n + 1);
     char *save = NULL;
     for (char *w = strtok_r(buf, ",:", &save); w != NULL;
          w = strtok_r(NULL, ",:", &save)) {

@@ -156,6 +156,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         j->signal);
     if (j->gpu_model != NULL)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
+    if (j->master_port != 0)
+        json_object_set_new(o, "master_port", json_integer(j->master_port));
     json_t *spec = al__job_spec(j);
     json_object_update(o, spec); /* command, cwd, env, script */
     json_decref(spec);
@@ -237,6 +239,8 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->end_ms = al_json_int(o, "end_ms", 0);
     j->eligible_ms = al_json_int(o, "eligible_ms", j->submit_ms);
     j->restart_count = (int)al_json_int(o, "restart_count", 0);
+    json_int_t mp = al_json_int(o, "master_port", 0);
+    j->master_port = mp > 0 && mp < 65536 ? (int32_t)mp : 0;
     j->exit_code = (int)al_json_int(o, "exit_code", 0);
     j->signal = (int)al_json_int(o, "signal", 0);
     const char *reason = al_json_str(o, "reason", NULL);

@@ -284,6 +284,44 @@ node_runs_add(al_ctl_t *ctl, const al__job_t *j)
     }
 }
 
+#define MASTER_PORT_BASE 29500
+#define MASTER_PORTS 20000
+
+int
+al__job_master_port(const al__job_t *j)
+{
+    return j->master_port != 0 ? j->master_port
+                               : MASTER_PORT_BASE + (int)(j->id % MASTER_PORTS);
+}
+
+void
+al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j)
+{
+    j->master_port = 0;
+    int n0 = j->tasks != NULL ? j->tasks[0].node : -1;
+    if (n0 < 0 || n0 >= ctl->nnodes)
+        return;
+    const al__node_t *n = &ctl->nodes[n0];
+    int first = (int)(j->id % MASTER_PORTS);
+    /* The first port from id's that no other run rendezvousing on this
+     * node uses; the node's runs are few (those with a task here). */
+    for (int k = 0; k < MASTER_PORTS; k++) {
+        int port = MASTER_PORT_BASE + (first + k) % MASTER_PORTS;
+        bool taken = false;
+        for (size_t i = 0; !taken && i < n->nruns; i++) {
+            const al__job_t *o = al__ctl_job(ctl, n->runs[i].job);
+            taken = o != NULL && o != j && o->state == JS_RUNNING &&
+                    o->tasks != NULL && o->tasks[0].node == n0 &&
+                    o->restart_count == n->runs[i].restart &&
+                    al__job_master_port(o) == port;
+        }
+        if (!taken) {
+            j->master_port = port;
+            return;
+        }
+    }
+}
+
 static void
 running_add(al_ctl_t *ctl, al__job_t *j)
 {
@@ -452,7 +490,7 @@ al__ctl_desired(al_ctl_t *ctl, int n, int *lacking)
                 (json_int_t)j->mem_bytes, "rank", t, "world_size", j->ntasks,
                 "local_rank", local_rank, "master_addr",
                 master ? master : "127.0.0.1", "master_port",
-                29500 + (int)(j->id % 20000), "log_off",
+                al__job_master_port(j), "log_off",
                 (json_int_t)al__ctl_log_size(ctl, j, t, j->restart_count),
                 "user", j->user);
             json_object_update(o, spec); /* command, cwd, env, script */

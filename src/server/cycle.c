@@ -335,6 +335,7 @@ apply_starts(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
             j->tasks[t].log_size = -1;
         }
         j->start_ms = now_ms;
+        al__ctl_pick_master_port(ctl, j);
         free(j->reason);
         j->reason = NULL;
         char *detail = placement_text(ctl, j);

@@ -85,6 +85,10 @@ typedef struct al__job {
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
     char *gpu_model;    /* or NULL */
+    /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
+     * 0's node), chosen at start apart from the other runs whose task 0
+     * is on that node; 0: 29500 + id % 20000 (runs started before). */
+    int32_t master_port;
     /* What runs, as compact JSON text: {"command": [...], "cwd": ...,
      * "env": {...}, "script": ...}.  Text, not a jansson tree, because it
      * is read only when the job starts or is shown, and a tree costs
@@ -383,6 +387,11 @@ void al__job_free(al__job_t *j);
 /* The job's spec as a new JSON object (an empty one if unreadable). */
 json_t *al__job_spec(const al__job_t *j);
 void al__node_fini(al__node_t *n);
+
+/* The MASTER_PORT of j's tasks (see al__job_t.master_port). */
+int al__job_master_port(const al__job_t *j);
+/* Picks j's master_port, once its tasks are placed. */
+void al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j);
 
 /* cycle.c: builds a snapshot, runs the core and applies its decisions. */
 void al__cycle_run(al_ctl_t *ctl);

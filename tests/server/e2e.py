@@ -341,7 +341,8 @@ def scenario_run(c):
     check(len({p["node"] for p in j["placement"]}) == 3, "gang on 3 nodes")
     for t in range(3):
         out = c.cli("logs", "--task", str(t), str(g)).stdout
-        check("R=%d W=3 L=0 M=127.0.0.1:" % t in out, "gang env: " + out)
+        check("R=%d W=3 L=0 M=127.0.0.1:%d" % (t, j["master_port"]) in out,
+              "gang env: " + out)
 
     # logs -f follows a running job to its end.
     fj = c.submit("--", "sh", "-c", "echo first; sleep 1.5; echo second")

@@ -364,6 +364,55 @@ fake_gpus(void)
     }
 }
 
+/* Two gangs whose task 0 share a node get different MASTER_PORTs, even
+ * when their ids give the same one (29500 + id % 20000 did). */
+static void
+master_ports(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    al__node_t node;
+    memset(&node, 0, sizeof node);
+    al__task_key_t runs[2] = { { .job = 1, .task = -1, .restart = 0 },
+                               { .job = 20001, .task = -1, .restart = 0 } };
+    node.runs = runs;
+    node.nruns = 2;
+    ctl.nodes = &node;
+    ctl.nnodes = 1;
+    al__task_t ta = { .node = 0 }, tb = { .node = 0 };
+    al__job_t a = { .id = 1, .state = JS_RUNNING, .ntasks = 1, .tasks = &ta };
+    al__job_t b = {
+        .id = 20001, .state = JS_RUNNING, .ntasks = 1, .tasks = &tb
+    };
+    al__job_t *jobs[20001] = { NULL };
+    jobs[0] = &a;
+    jobs[20000] = &b;
+    ctl.jobs = jobs;
+    ctl.njobs = 20001;
+    ASSERT_EQ(al__job_master_port(&b), 29501); /* before any pick */
+    b.state = JS_PENDING;                      /* a starts first */
+    al__ctl_pick_master_port(&ctl, &a);
+    ASSERT_EQ(a.master_port, 29501);
+    b.state = JS_RUNNING;
+    al__ctl_pick_master_port(&ctl, &b);
+    ASSERT_EQ(b.master_port, 29502);
+    /* On another node, or once a has ended, b may have its own port. */
+    tb.node = 1;
+    ctl.nnodes = 2;
+    al__node_t two[2];
+    memcpy(&two[0], &node, sizeof node);
+    memset(&two[1], 0, sizeof two[1]);
+    ctl.nodes = two;
+    al__ctl_pick_master_port(&ctl, &b);
+    ASSERT_EQ(b.master_port, 29501);
+    tb.node = 0;
+    ctl.nodes = &node;
+    ctl.nnodes = 1;
+    a.state = JS_COMPLETED;
+    al__ctl_pick_master_port(&ctl, &b);
+    ASSERT_EQ(b.master_port, 29501);
+}
+
 const al_test_t test_shell[] = {
     { "url_parse", url_parse },
     { "base64", base64 },
@@ -377,5 +426,6 @@ const al_test_t test_shell[] = {
     { "tokens", tokens },
     { "proc_state", proc_state },
     { "fake_gpus", fake_gpus },
+    { "master_ports", master_ports },
     { NULL, NULL },
 };
