@@ -325,6 +325,9 @@ typedef struct al_ctl {
     int64_t parked_min;
     int64_t nodes_checked;
     bool store_failed;
+    /* A write of this iteration's transaction failed: its COMMIT must fail
+     * too (callers may not check every write; see store.c). */
+    bool write_failed;
 } al_ctl_t;
 
 /* ctl.c */

@@ -53,15 +53,32 @@ al__store_close(al_ctl_t *ctl)
         ctl->store_ops->close(ctl);
 }
 
+/* A failed write fails the transaction's COMMIT: committing the others
+ * would keep a change in memory (and answered as done) that the store
+ * lacks, such as a token or a queue, or a job without its history. */
+static int
+wrote(al_ctl_t *ctl, int rc)
+{
+    if (rc != 0)
+        ctl->write_failed = true;
+    return rc;
+}
+
 int
 al__store_begin(al_ctl_t *ctl)
 {
+    ctl->write_failed = false;
     return ctl->store_ops->begin(ctl);
 }
 
 int
 al__store_commit(al_ctl_t *ctl)
 {
+    if (ctl->write_failed) {
+        al_error("store: a write of this transaction failed: not "
+                 "committing it");
+        return AL_EIO;
+    }
     return ctl->store_ops->commit(ctl);
 }
 
@@ -77,7 +94,8 @@ al__store_put_job(al_ctl_t *ctl, const al__job_t *j)
     json_t *doc = al__job_json(ctl, j, true);
     char *text = al_json_dump(doc);
     json_decref(doc);
-    int rc = ctl->store_ops->put_job(ctl, j, al__jstate_names[j->state], text);
+    int rc = wrote(
+        ctl, ctl->store_ops->put_job(ctl, j, al__jstate_names[j->state], text));
     free(text);
     return rc;
 }
@@ -86,7 +104,7 @@ int
 al__store_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
                 const char *detail)
 {
-    return ctl->store_ops->event(ctl, job, ms, event, detail);
+    return wrote(ctl, ctl->store_ops->event(ctl, job, ms, event, detail));
 }
 
 json_t *
@@ -101,7 +119,7 @@ put_doc(al_ctl_t *ctl, al__doc_table_t table, const char *key, json_t *doc)
 {
     char *text = doc != NULL ? al_json_dump(doc) : NULL;
     json_decref(doc);
-    int rc = ctl->store_ops->put_doc(ctl, table, key, text);
+    int rc = wrote(ctl, ctl->store_ops->put_doc(ctl, table, key, text));
     free(text);
     return rc;
 }
@@ -127,7 +145,7 @@ al__store_put_node(al_ctl_t *ctl, const al__node_t *n)
 int
 al__store_put_token(al_ctl_t *ctl, const al__token_t *t)
 {
-    return ctl->store_ops->put_token(ctl, t);
+    return wrote(ctl, ctl->store_ops->put_token(ctl, t));
 }
 
 void

@@ -232,17 +232,17 @@ static int
 session(al_ctl_t *ctl, pg_t *p, char **cause)
 {
     PQsetNoticeProcessor(p->conn, quiet, NULL);
-    long have = query_long(
-        p, "SELECT count(*) FROM pg_namespace WHERE nspname = 'allot'", cause);
-    if (have < 0 || (have == 0 && exec(p, "CREATE SCHEMA allot", cause) != 0) ||
-        exec(p, "SET search_path TO allot", cause) != 0 ||
-        exec(p,
-             ctl->opts.sync_full ? "SET synchronous_commit TO on"
-                                 : "SET synchronous_commit TO off",
-             cause) != 0)
-        return AL_EIO;
-    long locked =
-        query_long(p, "SELECT pg_try_advisory_lock(" LOCK_KEY ")::int", cause);
+    /* The lock first: two controllers starting together must not race
+     * to create the schema.  A session of ours that just broke may hold
+     * it a moment longer (its backend ends on its own time): try for a
+     * second before calling the database taken. */
+    long locked = 0;
+    for (int tries = 0; locked == 0 && tries < 20; tries++) {
+        if (tries > 0)
+            al_clock_sleep_ms(50);
+        locked = query_long(p, "SELECT pg_try_advisory_lock(" LOCK_KEY ")::int",
+                            cause);
+    }
     if (locked < 0)
         return AL_EIO;
     if (locked == 0) {
@@ -255,6 +255,15 @@ session(al_ctl_t *ctl, pg_t *p, char **cause)
         free(who);
         return AL_EBUSY;
     }
+    long have = query_long(
+        p, "SELECT count(*) FROM pg_namespace WHERE nspname = 'allot'", cause);
+    if (have < 0 || (have == 0 && exec(p, "CREATE SCHEMA allot", cause) != 0) ||
+        exec(p, "SET search_path TO allot", cause) != 0 ||
+        exec(p,
+             ctl->opts.sync_full ? "SET synchronous_commit TO on"
+                                 : "SET synchronous_commit TO off",
+             cause) != 0)
+        return AL_EIO;
     int rc = migrate(p, cause);
     for (size_t i = 0; rc == 0 && i < sizeof statements / sizeof *statements;
          i++)
@@ -273,9 +282,18 @@ pg_open(al_ctl_t *ctl, char **cause)
     gethostname(host, sizeof host - 1);
     char *app =
         al_xasprintf("allot controller on %s (pid %ld)", host, (long)getpid());
-    /* The URI's own application_name, if it sets one, wins. */
-    const char *const keys[] = { "dbname", "fallback_application_name", NULL };
-    const char *const values[] = { ctl->opts.store, app, NULL };
+    /* Bounds on every wait, so that a database or network that stops
+     * answering fails the loop's calls (503) instead of stalling the
+     * loop: given before the URI, which may set its own. */
+    const char *const keys[] = {
+        "connect_timeout",           "keepalives_idle",
+        "keepalives_interval",       "keepalives_count",
+        "tcp_user_timeout",          "dbname",
+        "fallback_application_name", NULL
+    };
+    const char *const values[] = { "5", "10",    "5",
+                                   "3", "15000", ctl->opts.store,
+                                   app, NULL };
     p->conn = PQconnectdbParams(keys, values, 1);
     free(app);
     if (p->conn == NULL || PQstatus(p->conn) != CONNECTION_OK) {
@@ -379,8 +397,8 @@ drain(pg_t *p, bool sync)
         if (st == PGRES_FATAL_ERROR) {
             al_error("store: %s", errmsg(PQresultErrorMessage(res)));
             p->failed = true;
-        } else if (st == PGRES_PIPELINE_ABORTED) {
-            p->failed = true;
+        } else if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+            p->failed = true; /* aborted by an earlier error, or stranger */
         } else if (st == PGRES_COMMAND_OK &&
                    strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
             /* COMMIT of a transaction that a failed statement aborted
@@ -442,16 +460,18 @@ open_txn(al_ctl_t *ctl)
         /* The connection broke while idle: nothing was in flight, so a
          * new one can take over at once. */
         PQclear(res);
-        if (ensure(ctl, NULL) != 0)
+        if (ensure(ctl, NULL) != 0) {
+            p->in_txn = p->failed = true; /* the commit must fail */
             return AL_EIO;
+        }
         res = PQexec(p->conn, begin);
     }
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         snprintf(p->xid, sizeof p->xid, "%s", PQgetvalue(res, 0, 0));
     if (result_ok(res, PGRES_TUPLES_OK, NULL) != 0) {
-        if (PQstatus(p->conn) == CONNECTION_OK &&
-            PQtransactionStatus(p->conn) != PQTRANS_IDLE)
-            exec(p, "ROLLBACK", NULL);
+        /* The write is lost: so must the transaction be (pg_rollback()
+         * ends it), whatever its other writes. */
+        p->in_txn = p->failed = true;
         return AL_EIO;
     }
     p->in_txn = true;
@@ -486,7 +506,8 @@ committed_after_all(al_ctl_t *ctl)
     pg_t *p = ctl->store;
     if (p->xid[0] == '\0')
         return false;
-    for (int tries = 0; tries < 40; tries++) {
+    int64_t end = al_clock_mono_ms() + 3000;
+    for (int tries = 0; al_clock_mono_ms() < end; tries++) {
         if (tries > 0)
             al_clock_sleep_ms(50);
         p->broken = true; /* a new session, whatever the old one's state */
@@ -510,7 +531,8 @@ committed_after_all(al_ctl_t *ctl)
         }
     }
     al_error("store: the connection broke during COMMIT and the database "
-             "did not come back: requests answered 503 may have been stored");
+             "did not come back within 3 s: requests answered 503 may have "
+             "been stored");
     return false;
 }
 
@@ -521,20 +543,26 @@ pg_commit(al_ctl_t *ctl)
     if (!p->in_txn)
         return 0; /* nothing was written */
     if (!p->failed) {
-        if (PQsendQueryParams(p->conn, "COMMIT", 0, NULL, NULL, NULL, NULL,
-                              0) &&
-            PQpipelineSync(p->conn)) {
+        if (!PQsendQueryParams(p->conn, "COMMIT", 0, NULL, NULL, NULL, NULL,
+                               0)) {
+            al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
+            p->failed = true; /* not even queued: not committed */
+        } else {
             p->pending++;
-            drain(p, true);
+            if (PQpipelineSync(p->conn)) {
+                drain(p, true);
+            } else {
+                al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
+                p->failed = true;
+            }
+            /* Once queued, the COMMIT may have reached the server (it
+             * commits without waiting for the sync point). */
             if (p->failed && PQstatus(p->conn) != CONNECTION_OK &&
                 committed_after_all(ctl)) {
                 p->failed = false;
                 p->in_txn = false;
                 return 0; /* on a new connection, out of pipeline mode */
             }
-        } else {
-            al_error("store: %s", errmsg(PQerrorMessage(p->conn)));
-            p->failed = true;
         }
     }
     if (p->failed)
@@ -622,6 +650,13 @@ pg_history(al_ctl_t *ctl, uint64_t job)
     snprintf(id, sizeof id, "%llu", (unsigned long long)job);
     const char *const v[] = { id };
     PGresult *res = query_now(p, "history", 1, v);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK &&
+        PQpipelineStatus(p->conn) == PQ_PIPELINE_OFF &&
+        PQstatus(p->conn) != CONNECTION_OK && ensure(ctl, NULL) == 0) {
+        /* Broken while idle: a new connection can answer at once. */
+        PQclear(res);
+        res = query_now(p, "history", 1, v);
+    }
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         result_ok(res, PGRES_TUPLES_OK, NULL);
         return a;
