@@ -42,7 +42,7 @@ static const char dev_usage[] =
 
 /* Waits up to ms for the controller to list at least `want` nodes. */
 static bool
-wait_for_nodes(const char *url, int want, int64_t ms)
+wait_for_nodes(const char *url, const char *token, int want, int64_t ms)
 {
     al_url_t u;
     if (al_url_parse(url, &u, NULL) != 0)
@@ -50,7 +50,7 @@ wait_for_nodes(const char *url, int want, int64_t ms)
     int64_t end = al_clock_mono_ms() + ms;
     while (al_clock_mono_ms() < end) {
         al_http_resp_t r;
-        if (al_http_request(&u, "GET", "/v1/healthz", NULL, NULL, 0, 1000, -1,
+        if (al_http_request(&u, "GET", "/v1/healthz", token, NULL, 0, 1000, -1,
                             &r, NULL) == 0) {
             json_t *v = al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL);
             bool ok = al_json_int(v, "nodes", 0) >= want;
@@ -313,7 +313,7 @@ al_cli_dev(int argc, char **argv)
         }
         free(join);
     }
-    if (status == 0 && nagents > 0 && !wait_for_nodes(url, nagents, 5000))
+    if (status == 0 && nagents > 0 && !wait_for_nodes(url, tok, nagents, 5000))
         fprintf(stderr, "allot dev: not every agent has registered yet\n");
     if (status == 0) {
         printf("allot dev: ready at %s\n"

@@ -513,6 +513,12 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
 static void
 api_healthz(al_ctl_t *ctl, al__req_t *req)
 {
+    /* Anyone may ask whether the controller is up; what it holds is for
+     * callers with a token. */
+    if (al__token_check(ctl, req->token) == NULL) {
+        reply(req, 200, json_pack("{s:b}", "ok", 1));
+        return;
+    }
     reply(req, 200,
           json_pack("{s:b, s:I, s:i, s:I}", "ok", 1, "jobs",
                     (json_int_t)ctl->njobs, "nodes", ctl->nnodes, "cycles",
@@ -1232,9 +1238,11 @@ api_queue_delete(al_ctl_t *ctl, al__req_t *req)
 /* ------------------------------------------------------------------ */
 /* Nodes                                                              */
 
-/* The API form of a node: its stored form plus what runs on it. */
+/* The API form of a node: its stored form plus what runs on it.  A GPU's
+ * job is named for admins and for the job's owner only (users see their
+ * own jobs); others see the GPU in use. */
 static json_t *
-node_view(al_ctl_t *ctl, int idx)
+node_view(al_ctl_t *ctl, int idx, const al__req_t *req)
 {
     const al__node_t *n = &ctl->nodes[idx];
     json_t *o = al__node_json(ctl, n);
@@ -1251,8 +1259,11 @@ node_view(al_ctl_t *ctl, int idx)
                 if (!(j->tasks[t].devices & ((uint64_t)1 << d)))
                     continue;
                 used++;
-                json_object_set_new(json_array_get(gpus, (size_t)d), "job",
-                                    json_integer((json_int_t)j->id));
+                json_t *g = json_array_get(gpus, (size_t)d);
+                if (is_admin(req) || strcmp(j->user, req->user) == 0)
+                    json_object_set_new(g, "job",
+                                        json_integer((json_int_t)j->id));
+                json_object_set_new(g, "busy", json_true());
             }
         }
     }
@@ -1290,7 +1301,7 @@ api_node_list(al_ctl_t *ctl, al__req_t *req)
 {
     json_t *a = json_array();
     for (int i = 0; i < ctl->nnodes; i++)
-        json_array_append_new(a, node_view(ctl, i));
+        json_array_append_new(a, node_view(ctl, i, req));
     reply(req, 200, json_pack("{s:o}", "nodes", a));
 }
 
@@ -1306,7 +1317,7 @@ drain_resume(al_ctl_t *ctl, al__req_t *req, bool drain)
     ctl->nodes[i].dirty = true;
     al__ctl_touch(ctl);
     req->mutating = true;
-    reply(req, 200, node_view(ctl, i));
+    reply(req, 200, node_view(ctl, i, req));
 }
 
 static void

@@ -462,7 +462,10 @@ def scenario_auth(c):
     """401, 403, 400, 404, 405, 409 and 413 answers, as JSON errors."""
     c.start_server("--max-body", "4096")
     s, b = c.api("GET", "/v1/healthz", token=None)
-    check(s == 200 and b["ok"], "healthz is open")
+    check(s == 200 and b == {"ok": True},
+          "healthz is open, and says no more than that: %s" % b)
+    s, b = c.api("GET", "/v1/healthz")
+    check(s == 200 and b["ok"] and "jobs" in b, "more with a token: %s" % b)
     for tok in (None, "al_0000000000000000_00000000000000000000000000000000",
                 "garbage", c.admin[:-1] + ("0" if c.admin[-1] != "0" else "1")):
         s, b = c.api("GET", "/v1/jobs", token=tok)
@@ -1647,6 +1650,18 @@ def scenario_fraction(c):
         check("CVD=0" in c.cli("logs", str(i)).stdout, "CUDA_VISIBLE_DEVICES")
     out = c.cli("show", str(ids[0])).stdout
     check("1 x (0.40 of a GPU," in out, "show says the fraction: %r" % out)
+    # Users see their own jobs only, on the nodes' GPUs too.
+    busy = c.submit("--gpus", "1", "--", "sleep", "60")
+    c.wait_state(busy, "running")
+    s, b = c.api("POST", "/v1/tokens", {"user": "eve", "role": "user"})
+    eve = b["token"]
+    g_admin = c.api("GET", "/v1/nodes")[1]["nodes"][0]["gpus"][0]
+    g_eve = c.api("GET", "/v1/nodes", token=eve)[1]["nodes"][0]["gpus"][0]
+    check(g_admin.get("job") == busy and g_eve.get("busy") and
+          "job" not in g_eve, "others' job ids hidden: %s %s" %
+          (g_admin, g_eve))
+    c.cli("cancel", str(busy))
+    c.wait_state(busy, "cancelled")
     k = c.submit("--", "sh", "-c", "kill -TERM $$")
     c.wait_state(k, "failed")
     out = c.cli("show", str(k)).stdout
