@@ -524,6 +524,15 @@ extern const al__store_ops_t al__store_sqlite, al__store_pg;
 /* The SQLite backend's file under the state directory. */
 #define AL__SQLITE_FILE "allot.db"
 
+/* For the backends' open: brings the schema to version n by the forward
+ * migrations (migration i goes from version i to i + 1).  exec runs SQL
+ * (errors in *cause, or logged when cause is NULL); version reads
+ * schema_version (0 when empty, negative on error).  0, AL_ENOTSUP for a
+ * schema newer than n, or AL_EIO. */
+int al__store_migrate(void *db, int (*exec)(void *, const char *, char **),
+                      int (*version)(void *, char **),
+                      const char *const *migrations, int n, char **cause);
+
 /* For the backends' load_tokens: one stored token (a malformed row, with
  * an id, salt or hash of the wrong length, is skipped). */
 void al__store_add_token(al_ctl_t *ctl, const char *id, const char *user,

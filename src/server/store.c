@@ -53,6 +53,41 @@ al__store_close(al_ctl_t *ctl)
         ctl->store_ops->close(ctl);
 }
 
+int
+al__store_migrate(void *db, int (*exec)(void *, const char *, char **),
+                  int (*version)(void *, char **),
+                  const char *const *migrations, int n, char **cause)
+{
+    if (exec(db,
+             "CREATE TABLE IF NOT EXISTS schema_version(version "
+             "INTEGER NOT NULL)",
+             cause) != 0)
+        return AL_EIO;
+    int v = version(db, cause);
+    if (v < 0)
+        return AL_EIO;
+    if (v > n) {
+        *cause = al_xasprintf("store schema version %d is newer than this "
+                              "allot (%d); upgrade allot",
+                              v, n);
+        return AL_ENOTSUP;
+    }
+    for (; v < n; v++) {
+        char *sql = al_xasprintf("BEGIN; %s DELETE FROM schema_version;"
+                                 " INSERT INTO schema_version VALUES(%d);"
+                                 " COMMIT;",
+                                 migrations[v], v + 1);
+        int rc = exec(db, sql, cause);
+        free(sql);
+        if (rc != 0) {
+            exec(db, "ROLLBACK", NULL);
+            return rc;
+        }
+        al_info("store: schema migrated to version %d", v + 1);
+    }
+    return 0;
+}
+
 /* A failed write fails the transaction's COMMIT: committing the others
  * would keep a change in memory (and answered as done) that the store
  * lacks, such as a token or a queue, or a job without its history. */

@@ -170,39 +170,18 @@ quiet(void *arg, const char *message)
     al_debug("store: %s", errmsg(message));
 }
 
+/* al__store_migrate()'s two calls. */
 static int
-migrate(pg_t *p, char **cause)
+migrate_exec(void *db, const char *sql, char **cause)
 {
-    if (exec(p,
-             "CREATE TABLE IF NOT EXISTS schema_version(version "
-             "INTEGER NOT NULL)",
-             cause) != 0)
-        return AL_EIO;
-    long v = query_long(p, "SELECT version FROM schema_version", cause);
-    if (v < -1)
-        return AL_EIO;
-    if (v < 0)
-        v = 0;
-    if (v > SCHEMA_VERSION) {
-        *cause = al_xasprintf("store schema version %ld is newer than this "
-                              "allot (%d); upgrade allot",
-                              v, SCHEMA_VERSION);
-        return AL_ENOTSUP;
-    }
-    for (; v < SCHEMA_VERSION; v++) {
-        char *sql = al_xasprintf("BEGIN; %s DELETE FROM schema_version;"
-                                 " INSERT INTO schema_version VALUES(%ld);"
-                                 " COMMIT;",
-                                 migrations[v], v + 1);
-        int rc = exec(p, sql, cause);
-        free(sql);
-        if (rc != 0) {
-            exec(p, "ROLLBACK", NULL);
-            return rc;
-        }
-        al_info("store: schema migrated to version %ld", v + 1);
-    }
-    return 0;
+    return exec(db, sql, cause);
+}
+
+static int
+schema_version(void *db, char **cause)
+{
+    long v = query_long(db, "SELECT version FROM schema_version", cause);
+    return v < -1 ? -1 : v < 0 ? 0 : (int)v;
 }
 
 /* Who holds the lock, for the message that refuses a second controller. */
@@ -264,7 +243,8 @@ session(al_ctl_t *ctl, pg_t *p, char **cause)
                                  : "SET synchronous_commit TO off",
              cause) != 0)
         return AL_EIO;
-    int rc = migrate(p, cause);
+    int rc = al__store_migrate(p, migrate_exec, schema_version, migrations,
+                               SCHEMA_VERSION, cause);
     for (size_t i = 0; rc == 0 && i < sizeof statements / sizeof *statements;
          i++)
         rc = result_ok(PQprepare(p->conn, statements[i].name, statements[i].sql,

@@ -68,11 +68,20 @@ exec(lite_t *l, const char *sql, char **cause)
     return 0;
 }
 
+/* al__store_migrate()'s two calls. */
 static int
-schema_version(lite_t *l)
+migrate_exec(void *db, const char *sql, char **cause)
 {
+    return exec(db, sql, cause);
+}
+
+static int
+schema_version(void *db, char **cause)
+{
+    lite_t *l = db;
     sqlite3_stmt *st;
     int v = -1;
+    (void)cause;
     if (sqlite3_prepare_v2(l->db, "SELECT version FROM schema_version", -1, &st,
                            NULL) != SQLITE_OK)
         return 0;
@@ -80,37 +89,6 @@ schema_version(lite_t *l)
         v = sqlite3_column_int(st, 0);
     sqlite3_finalize(st);
     return v < 0 ? 0 : v;
-}
-
-static int
-migrate(lite_t *l, char **cause)
-{
-    if (exec(l,
-             "CREATE TABLE IF NOT EXISTS schema_version(version "
-             "INTEGER NOT NULL)",
-             cause) != 0)
-        return AL_EIO;
-    int v = schema_version(l);
-    if (v > SCHEMA_VERSION) {
-        *cause = al_xasprintf("store schema version %d is newer than this "
-                              "allot (%d); upgrade allot",
-                              v, SCHEMA_VERSION);
-        return AL_ENOTSUP;
-    }
-    for (; v < SCHEMA_VERSION; v++) {
-        char *sql = al_xasprintf("BEGIN; %s DELETE FROM schema_version;"
-                                 " INSERT INTO schema_version VALUES(%d);"
-                                 " COMMIT;",
-                                 migrations[v], v + 1);
-        int rc = exec(l, sql, cause);
-        free(sql);
-        if (rc != 0) {
-            exec(l, "ROLLBACK", NULL);
-            return rc;
-        }
-        al_info("store: schema migrated to version %d", v + 1);
-    }
-    return 0;
 }
 
 static void lite_close(al_ctl_t *ctl);
@@ -136,7 +114,9 @@ lite_open(al_ctl_t *ctl, char **cause)
                                            : "PRAGMA synchronous=NORMAL";
     if (exec(l, "PRAGMA journal_mode=WAL", cause) != 0 ||
         exec(l, sync, cause) != 0 ||
-        exec(l, "PRAGMA foreign_keys=ON", cause) != 0 || migrate(l, cause) != 0)
+        exec(l, "PRAGMA foreign_keys=ON", cause) != 0 ||
+        al__store_migrate(l, migrate_exec, schema_version, migrations,
+                          SCHEMA_VERSION, cause) != 0)
         return AL_EIO;
     if (sqlite3_prepare_v2(l->db,
                            "INSERT OR REPLACE INTO jobs(id, user, queue, "
