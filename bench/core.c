@@ -752,6 +752,8 @@ static const char *const why_names[] = {
     [AL_WHY_BEHIND_RESERVATION] = "behind_reservation",
     [AL_WHY_ORDER] = "order",
     [AL_WHY_NO_VICTIM] = "no_victim",
+    [AL_WHY_YIELDED] = "yielded",
+    [AL_WHY_NO_MATCH] = "no_match",
 };
 #define NWHY ((int)(sizeof(why_names) / sizeof(why_names[0])))
 

@@ -942,6 +942,7 @@ start_tasks(agent_t *a)
         if (rc == AL_ELIMIT) {
             launch_finish(&batch[n], -1,
                           al_xasprintf("the task's request is too large"));
+            count_share(used, t, -1);
             continue;
         }
         batch[n].sent = rc == 0;
@@ -1160,11 +1161,12 @@ apply(agent_t *a, json_t *out)
             t->log_acked = al_json_int(d, "log_off", 0);
         }
         t->desired = true;
+        /* Any entry may name a fraction (an adopted task learns it so). */
+        json_int_t milli = al_json_int(d, "gpu_milli", 0);
+        if (milli > 0 && milli < 1000)
+            t->gpu_share = (int)milli;
         if (t->spec == NULL) {
             t->spec = json_incref(d);
-            json_int_t milli = al_json_int(d, "gpu_milli", 0);
-            if (milli > 0 && milli < 1000)
-                t->gpu_share = (int)milli;
             json_t *g = json_object_get(d, "gpus");
             for (size_t k = 0; k < json_array_size(g); k++) {
                 json_int_t dev = json_integer_value(json_array_get(g, k));

@@ -371,10 +371,25 @@ static const char logs_usage[] =
     "Prints a task's output (stdout and stderr); -f follows it until the\n"
     "job ends.  --restart R reads the output of an earlier run of a\n"
     "requeued job (runs count from 0; the default is the latest).  --json\n"
-    "prints {\"job\", \"task\", \"restart\" (null: the latest), \"offset\",\n"
+    "prints {\"job\", \"task\", \"restart\", \"offset\",\n"
     "\"text\"} objects, "
     "one per line (one in all without -f); output that is not UTF-8 comes\n"
     "as \"base64\" instead of \"text\".\n";
+
+/* How much of the n bytes at p to show now: all but an unfinished UTF-8
+ * character at the end (its other bytes come with the next read). */
+static size_t
+utf8_whole(const char *p, size_t n)
+{
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned char c = (unsigned char)p[n - back];
+        if ((c & 0xC0) == 0x80)
+            continue; /* a continuation byte: look further back */
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        return need > back ? n - back : n;
+    }
+    return n;
+}
 
 /* One chunk of output as a JSON line (see logs_usage). */
 static void
@@ -431,44 +446,71 @@ al_cli_logs(int argc, char **argv)
     al_client_t c;
     if ((rc = al_client_init(&c, server, token)) != 0)
         return rc;
-    long long off = 0;
+    /* One run throughout: the latest when --restart is not given (a job
+     * requeued meanwhile starts a new log). */
+    char jp[64], rbuf[24];
+    snprintf(jp, sizeof jp, "/v1/jobs/%s", pos[0]);
+    if (restart == NULL) {
+        json_t *j = NULL;
+        if ((rc = al_client_call(&c, "GET", jp, NULL, &j, NULL, NULL)) != 0) {
+            al_client_fini(&c);
+            return rc;
+        }
+        snprintf(rbuf, sizeof rbuf, "%lld",
+                 (long long)al_json_int(j, "restart_count", 0));
+        restart = rbuf;
+        json_decref(j);
+    }
+    long long run = strtoll(restart, NULL, 10);
+    long long off = 0, shown = 0;
+    al_buf_t carry = AL_BUF_INIT; /* --json: an unfinished UTF-8 character */
     for (;;) {
-        /* Read the state first: output fetched after seeing an ended job
+        /* Read the state first: output fetched after seeing an ended run
          * is complete. */
         bool ended = true;
         if (follow) {
-            char jp[64];
-            snprintf(jp, sizeof jp, "/v1/jobs/%s", pos[0]);
             json_t *j = NULL;
             if ((rc = al_client_call(&c, "GET", jp, NULL, &j, NULL, NULL)) != 0)
                 break;
             const char *st = al_json_str(j, "state", "");
             ended = strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0 ||
-                    strcmp(st, "cancelled") == 0;
+                    strcmp(st, "cancelled") == 0 ||
+                    run < al_json_int(j, "restart_count", 0);
             json_decref(j);
         }
         char path[128];
-        snprintf(path, sizeof path, "/v1/jobs/%s/logs?task=%s&offset=%lld%s%s",
-                 pos[0], task, off, restart ? "&restart=" : "",
-                 restart ? restart : "");
+        snprintf(path, sizeof path,
+                 "/v1/jobs/%s/logs?task=%s&offset=%lld&restart=%s", pos[0],
+                 task, off, restart);
         json_t *out = NULL;
         char *raw = NULL;
         size_t len = 0;
         if ((rc = al_client_call(&c, "GET", path, NULL, &out, &raw, &len)) != 0)
             break;
         json_decref(out);
-        if (!json)
+        off += (long long)len;
+        bool last = !follow || (ended && len == 0);
+        if (!json) {
             fwrite(raw, 1, len, stdout);
-        else if (len > 0 || (!follow && off == 0))
-            print_log_json(pos[0], task, restart, off, raw, len);
+        } else {
+            al_buf_append(&carry, raw, len);
+            size_t cut = last ? carry.len : utf8_whole(carry.data, carry.len);
+            if (cut > 0 || (last && shown == 0))
+                print_log_json(pos[0], task, restart, shown,
+                               carry.data ? carry.data : "", cut);
+            shown += (long long)cut;
+            if (cut > 0)
+                memmove(carry.data, carry.data + cut, carry.len - cut);
+            carry.len -= cut;
+        }
         fflush(stdout);
         free(raw);
-        off += (long long)len;
-        if (!follow || (ended && len == 0))
+        if (last)
             break;
         if (len == 0)
             al_clock_sleep_ms(300);
     }
+    al_buf_fini(&carry);
     al_client_fini(&c);
     return rc;
 }

@@ -62,12 +62,15 @@ script_text(const char *path, char **text)
     size_t n = f != NULL ? fread(buf, 1, AL_SCRIPT_MAX + 1, f) : 0;
     const char *why = NULL;
     if (f == NULL || ferror(f) != 0)
-        why = exec ? NULL : "cannot be read";
+        why = exec || strchr(path, '/') == NULL ? NULL : "cannot be read";
     else if (n < 2 || buf[0] != '#' || memchr(buf, '\0', n) != NULL)
-        why = exec ? NULL
-                   : "is neither a job script (its first line would start "
-                     "with '#', as #!/bin/sh does) nor a program (it is not "
-                     "executable)";
+        /* Not a script.  A name without '/' is a command found on the
+         * node's PATH, whatever file of that name lies here. */
+        why = exec || strchr(path, '/') == NULL
+                  ? NULL
+                  : "is neither a job script (its first line would start "
+                    "with '#', as #!/bin/sh does) nor a program (it is not "
+                    "executable)";
     else if (n > AL_SCRIPT_MAX)
         why = "is a job script larger than 512 KiB (to run it as a "
               "program instead: allot submit [options] -- PROGRAM)";

@@ -366,7 +366,11 @@ num_member(const json_t *o, const char *key, double def, double *out)
 int
 al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
 {
-    static const char *const keys[] = { "name", "parent", "priority", "quota" };
+    /* The last three are what GET adds (read-only): a document read,
+     * changed and PUT back is accepted, those ignored. */
+    static const char *const keys[] = { "name",  "parent",     "priority",
+                                        "quota", "fair_share", "allocated",
+                                        "demand" };
     static const char *const rkeys[] = { "deserved", "limit", "weight" };
     const char *bad = unknown_member(o, keys, sizeof keys / sizeof *keys);
     if (bad != NULL) {

@@ -302,21 +302,24 @@ al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j)
     if (n0 < 0 || n0 >= ctl->nnodes)
         return;
     const al__node_t *n = &ctl->nodes[n0];
-    int first = (int)(j->id % MASTER_PORTS);
-    /* The first port from id's that no other run rendezvousing on this
-     * node uses; the node's runs are few (those with a task here). */
-    for (int k = 0; k < MASTER_PORTS; k++) {
-        int port = MASTER_PORT_BASE + (first + k) % MASTER_PORTS;
-        bool taken = false;
-        for (size_t i = 0; !taken && i < n->nruns; i++) {
-            const al__job_t *o = al__ctl_job(ctl, n->runs[i].job);
-            taken = o != NULL && o != j && o->state == JS_RUNNING &&
-                    o->tasks != NULL && o->tasks[0].node == n0 &&
-                    o->restart_count == n->runs[i].restart &&
-                    al__job_master_port(o) == port;
+    /* The ports of the other runs rendezvousing on this node (those with
+     * a task here are in its runs), then the first free one from id's. */
+    unsigned char taken[MASTER_PORTS / 8];
+    memset(taken, 0, sizeof taken);
+    for (size_t i = 0; i < n->nruns; i++) {
+        const al__job_t *o = al__ctl_job(ctl, n->runs[i].job);
+        if (o != NULL && o != j && o->state == JS_RUNNING && o->tasks != NULL &&
+            o->tasks[0].node == n0 && o->restart_count == n->runs[i].restart) {
+            int k = al__job_master_port(o) - MASTER_PORT_BASE;
+            if (k >= 0 && k < MASTER_PORTS)
+                taken[k / 8] |= (unsigned char)(1u << (k % 8));
         }
-        if (!taken) {
-            j->master_port = port;
+    }
+    int first = (int)(j->id % MASTER_PORTS);
+    for (int d = 0; d < MASTER_PORTS; d++) {
+        int k = (first + d) % MASTER_PORTS;
+        if (!(taken[k / 8] & (1u << (k % 8)))) {
+            j->master_port = MASTER_PORT_BASE + k;
             return;
         }
     }
@@ -468,10 +471,16 @@ al__ctl_desired(al_ctl_t *ctl, int n, int *lacking)
                 /* The agent has this task and its spec: name it only
                  * (building the spec and the log's size for every task on
                  * every sync was most of a sync's cost). */
-                json_array_append_new(tasks,
-                                      json_pack("{s:I, s:i, s:i}", "job",
-                                                (json_int_t)j->id, "task", t,
-                                                "restart", j->restart_count));
+                json_t *o =
+                    json_pack("{s:I, s:i, s:i}", "job", (json_int_t)j->id,
+                              "task", t, "restart", j->restart_count);
+                /* A fraction is named too: an agent that adopted the task
+                 * from its record does not know it (it would count the
+                 * task as holding its whole GPU). */
+                if (tk->gpu_milli > 0)
+                    json_object_set_new(o, "gpu_milli",
+                                        json_integer(tk->gpu_milli));
+                json_array_append_new(tasks, o);
                 continue;
             }
             nlacking++;

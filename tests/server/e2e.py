@@ -621,6 +621,9 @@ def scenario_auth(c):
     check("zz" not in qs and qs["research"]["quota"]["gpu"]["deserved"] == 2
           and qs["research"]["quota"]["gpu"]["limit"] == 6,
           "refused changes left the queues as they were")
+    s, b = c.api("PUT", "/v1/queues/research", qs["research"])
+    check(s == 200 and b["quota"]["gpu"]["limit"] == 6,
+          "a queue as GET shows it can be PUT back: %s %s" % (s, b))
     # No cycles: a queue under another cannot become its parent.
     check(c.api("POST", "/v1/queues", {"name": "p1"})[0] == 201, "p1")
     check(c.api("POST", "/v1/queues", {"name": "c1", "parent": "p1"})[0] ==
@@ -969,10 +972,17 @@ def scenario_script(c):
               "%s refused: %d %r" % (path, p.returncode, p.stderr))
     s_, b = c.api("GET", "/v1/jobs?limit=1000")
     check(len(b["jobs"]) == 3, "nothing submitted from a bad script")
-    # A program named without -- is still a command.
+    # A program named without -- is still a command, and so is a name
+    # without '/' (found on the node's PATH), whatever data file of that
+    # name lies in the current directory.
     j = c.submit("/bin/true")
     check(c.wait_state(j, "completed")["command"] == ["/bin/true"],
           "a program runs as a command")
+    with open(os.path.join(c.root, "hostname"), "w") as f:
+        f.write("not a script\n")
+    j = c.submit("hostname")
+    check(c.wait_state(j, "completed")["command"] == ["hostname"],
+          "a name without '/' is a command")
 
     # A Slurm job script runs unchanged: #SBATCH options become the
     # request (GPUs per node split over the tasks per node), each task gets
@@ -1037,6 +1047,16 @@ def scenario_script(c):
     check(c.job(d)["state"] == "pending", "it waits for both")
     c.cli("release", str(h2))
     c.wait_state(d, "completed")
+
+    # logs -f --json: a character written in two pieces stays text.
+    u = c.submit("--", "sh", "-c", "printf 'caf\\303'; sleep 1.5; "
+                 "printf '\\251\\n'")
+    c.wait_state(u, "running")
+    objs = [json.loads(line) for line in
+            c.cli("logs", "-f", "--json", str(u)).stdout.splitlines()]
+    check(all("text" in o and o["restart"] == 0 for o in objs) and
+          "".join(o["text"] for o in objs) == "caf\u00e9\n",
+          "a split UTF-8 character: %s" % objs)
 
 
 def scenario_nvml(c):
@@ -1650,6 +1670,22 @@ def scenario_fraction(c):
         check("CVD=0" in c.cli("logs", str(i)).stdout, "CUDA_VISIBLE_DEVICES")
     out = c.cli("show", str(ids[0])).stdout
     check("1 x (0.40 of a GPU," in out, "show says the fraction: %r" % out)
+    # An agent restarted beside running fractional tasks adopts them with
+    # their shares: a 0.2 job placed beside two adopted 0.4 ones starts (it
+    # waited for them once: adopted tasks counted as whole GPUs).
+    long_ = [c.submit("--gpu-fraction", "0.4", "--", "sleep", "40")
+             for _ in range(2)]
+    for i in long_:
+        c.wait_state(i, "running")
+    c.agents["n1"].send_signal(signal.SIGKILL)
+    c.agents["n1"].wait(10)
+    c.start_agent("n1", "1xA100-40GB")
+    small = c.submit("--gpu-fraction", "0.2", "--", "true")
+    c.wait_state(small, "completed", timeout=15)
+    check(all(c.job(i)["state"] == "running" for i in long_),
+          "it ran beside the adopted tasks")
+    for i in long_:
+        c.cli("cancel", str(i))
     # Users see their own jobs only, on the nodes' GPUs too.
     busy = c.submit("--gpus", "1", "--", "sleep", "60")
     c.wait_state(busy, "running")
