@@ -1568,7 +1568,6 @@ al_agent_main(int argc, char **argv)
     adopt(&a);
     rc = run(&a);
     al__spawner_stop(&a.spawner);
-    al_platform_close(&a.plat);
     al_http_conn_close(&a.conn[0]);
     al_http_conn_close(&a.conn[1]);
     /* Tasks keep running in their own sessions; a restarted agent adopts
@@ -1579,14 +1578,7 @@ al_agent_main(int argc, char **argv)
     free(a.tasks);
     free(a.free_slots);
     free(a.logbuf);
-    free(a.name);
-    free(a.addr);
-    free(a.state_dir);
-    free(a.task_dir);
-    free(filetoken);
-    close(lock_fd);
-    return rc;
-fail:
+fail: /* what the set-up took, on the way out or after it failed */
     al_platform_close(&a.plat);
     free(a.name);
     free(a.addr);

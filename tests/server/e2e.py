@@ -285,6 +285,18 @@ class Cluster:
                                  else None)(self.job(jid)),
                         timeout, "job %d to be %s" % (jid, "/".join(states)))
 
+    def refused(self, *args):
+        """Runs `allot ARGS` (a daemon that should refuse to start) and
+        returns its exit status and stderr; one still running after 15 s
+        was not refused."""
+        try:
+            p = subprocess.run([self.allot] + list(args), capture_output=True,
+                               text=True, env=self.env, timeout=15)
+        except subprocess.TimeoutExpired:
+            raise Fail("allot %s should have been refused, and kept "
+                       "running" % " ".join(args[:1]))
+        return p.returncode, p.stderr
+
     def submit(self, *args, **kw):
         p = self.cli("submit", *args, **kw)
         return int(p.stdout.strip())
@@ -1491,28 +1503,19 @@ def scenario_state_lock(c):
     runner = c.submit("--", "sleep", "120")
     c.wait_state(runner, "running")
 
-    def second(args):
-        try:
-            p = subprocess.run([c.allot] + args, capture_output=True,
-                               text=True, env=c.env, timeout=15)
-        except subprocess.TimeoutExpired:
-            raise Fail("a second %s that should be refused kept running" %
-                       args[0])
-        return p.returncode, p.stderr
-
-    rc, err = second(["server", "--listen", "127.0.0.1:0", "--state",
-                      c.state])
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        c.state)
     check(rc == 1 and "in use by another allot controller (pid %d)" %
           c.server.pid in err, "a second controller refused: %d %r" %
           (rc, err))
-    rc, err = second(["server", "--listen", "127.0.0.1:%d" % c.port,
-                      "--state", os.path.join(c.root, "other")])
+    rc, err = c.refused("server", "--listen", "127.0.0.1:%d" % c.port,
+                        "--state", os.path.join(c.root, "other"))
     check(rc == 1 and "cannot listen on 127.0.0.1:%d" % c.port in err,
           "a second controller on the same port refused: %d %r" % (rc, err))
     agent_state = os.path.join(c.root, "agent-n1")
-    rc, err = second(["agent", "--server", c.url, "--join-token", c.join,
-                      "--name", "n1", "--state", agent_state,
-                      "--fake-gpus", "8xH100-80GB", "--no-run-as-user"])
+    rc, err = c.refused("agent", "--server", c.url, "--join-token", c.join,
+                        "--name", "n1", "--state", agent_state,
+                        "--fake-gpus", "8xH100-80GB", "--no-run-as-user")
     check(rc == 1 and "in use by another allot agent (pid %d)" %
           c.agents["n1"].pid in err, "a second agent refused: %d %r" %
           (rc, err))
@@ -1560,14 +1563,8 @@ def scenario_pg_store(c):
           "schema version 1")
 
     def server(state, store):
-        try:
-            p = subprocess.run([c.allot, "server", "--listen", "127.0.0.1:0",
-                                "--state", state, "--store", store],
-                               capture_output=True, text=True, env=c.env,
-                               timeout=15)
-        except subprocess.TimeoutExpired:
-            raise Fail("a server that should be refused kept running")
-        return p.returncode, p.stderr
+        return c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                         state, "--store", store)
 
     other = os.path.join(c.root, "other")
     rc, err = server(other, c.pg.uri)
