@@ -36,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 
 #ifndef BENCH_BUILDTYPE
 #define BENCH_BUILDTYPE "unknown"

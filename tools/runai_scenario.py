@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the Run:ai case-study scenario for `allot sim` (issue 3, target 3).
+"""Generate the Run:ai case-study scenario for `allot sim`.
 
     tools/runai_scenario.py OUT_DIR [--seed 7] [--days 28]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Replay the Microsoft ITP clusters 01-05 through `allot sim` under every
-policy, at the paper's size and the contended size of issue 3, and print the
+policy, at the paper's size and the contended size (offered load about 0.8), and print the
 results as Markdown tables (the ones in docs/simulation.md).
 
     tools/sim_itp.py [--allot build-rel/src/cli/allot] [--traces DIR]

@@ -8,7 +8,7 @@
 #define AL_CLI_H
 
 int al_cli_sim(int argc, char **argv);
-/* The running system (issue 4): cli_server.c, cli_dev.c, cli_submit.c,
+/* The running system: cli_server.c, cli_dev.c, cli_submit.c,
  * cli_jobs.c, cli_cluster.c, cli_admin.c. */
 int al_cli_server(int argc, char **argv);
 int al_cli_agent(int argc, char **argv);

@@ -19,7 +19,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "sched_int.h"
+#include "core_int.h"
 
 double
 al_usage_decay(double usage, int64_t elapsed, int64_t half_life)

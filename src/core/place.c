@@ -12,7 +12,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "sched_int.h"
+#include "core_int.h"
 
 /* SWAR popcount: popcount64 compiles to a libgcc call on
  * baseline x86-64 (no -mpopcnt), which showed up at 12% of a full cycle. */

@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "sched_int.h"
+#include "core_int.h"
 
 static const char *const res_names[AL_NRES] = { "gpu", "cpu", "memory" };
 

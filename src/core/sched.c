@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched_int.h"
+#include "core_int.h"
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                      */

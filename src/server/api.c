@@ -812,7 +812,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     j->cls = r.cls;
     j->ntasks = (int)r.tasks;
     j->gpus = (int32_t)r.gpus;
-    /* A fraction stays below one whole GPU (sched.h: 1..999). */
+    /* A fraction stays below one whole GPU (core.h: 1..999). */
     j->gpu_milli = r.frac > 0 ? (int32_t)(r.frac * AL_GPU_MILLI + 0.5) : 0;
     if (r.frac > 0 && j->gpu_milli < 1)
         j->gpu_milli = 1;

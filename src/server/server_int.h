@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 #include "server.h"
 
 /* ------------------------------------------------------------------ */

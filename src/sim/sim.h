@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 
 /* ------------------------------------------------------------------ */
 /* Trace                                                              */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 
 #define SNAP_GIB ((int64_t)1 << 30)
 

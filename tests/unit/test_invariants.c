@@ -6,7 +6,7 @@
  * snapshots): random nodes with GPUs, NVLink/NUMA domains, racks, pools and
  * models; random queue trees with quotas; validly placed running jobs that
  * respect every capacity, limit and deserved quota; random pending work.
- * The checker is written from the contract in sched.h and issue 2, sharing
+ * The checker is written from the contract in core.h and docs/scheduling.md, sharing
  * no code with the core: it rebuilds the cluster after the decisions and
  * verifies it.  Each snapshot runs for a few cycles, applying decisions in
  * between as a shell would.
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 #include "snap.h"
 #include "test.h"
 
@@ -878,7 +878,7 @@ fits_in(const al_snapshot_t *s, const usage_t *u, const al_job_t *j)
 
 /*
  * Whether the quotas of job j's queues admit its gang on top of usage u,
- * as sched.h and issue 2 state them: limits at every ancestor, and for
+ * as core.h and docs/scheduling.md state them: limits at every ancestor, and for
  * non-preemptible work deserved at every ancestor; with borrow off,
  * deserved for all.  Fractions count as a whole GPU (their share depends
  * on the device).  Queues with model quotas are not judged.
@@ -1205,7 +1205,7 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
         CHECK(c, sh->fair[AL_RES_GPU] <= (double)sh->demand[AL_RES_GPU] + 1,
               "queue %d: fair %g above demand %lld", q, sh->fair[AL_RES_GPU],
               (long long)sh->demand[AL_RES_GPU]);
-        /* Demand counts requests (sched.h), so compare it with what the
+        /* Demand counts requests (core.h), so compare it with what the
          * running jobs requested, not with the shares they were given. */
         CHECK(c, sh->demand[AL_RES_GPU] >= requested[q],
               "queue %d: demand %lld below running requests %lld", q,

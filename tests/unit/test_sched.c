@@ -1,12 +1,12 @@
 /*
  * test_sched.c -- scenario tests of the scheduling core, each with decisions
- * worked out by hand from the contract in sched.h and issue 2.
+ * worked out by hand from the contract in core.h and docs/scheduling.md.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sched.h"
+#include "core/core.h"
 #include "snap.h"
 #include "test.h"
 
@@ -2658,7 +2658,7 @@ reason_format(void)
                          (int)cases[i].code, (int)cases[k].code, texts[i]);
     }
     {
-        /* The issue's example: "queue vision at gpu limit 16". */
+        /* The reason text of the docs: "queue vision at gpu limit 16". */
         al_reason_t r;
 
         memset(&r, 0, sizeof(r));
@@ -2778,7 +2778,7 @@ invalid_snapshots(void)
     al_result_destroy(r);
 
     snap = snap_get(s);
-    /* A pending job with a queue index out of range: sched.h allows
+    /* A pending job with a queue index out of range: core.h allows
      * either answer, AL_EINVAL or the reason AL_WHY_BAD_QUEUE ("queue
      * index invalid or not a leaf"). */
     bad_queue_pending(s, 5);

@@ -1,5 +1,5 @@
 /*
- * sched_int.h -- what the files of the core share and nobody else sees.
+ * core_int.h -- what the files of the core share and nobody else sees.
  *
  * One cycle owns one al_ctx: a working copy of the cluster's free capacity
  * (per node, per device), per-queue accounting and per-job flags.  Every
@@ -7,10 +7,10 @@
  * in an undo log, so that a gang that cannot be placed whole, or a reclaim
  * that finds too few victims, rolls back exactly.
  */
-#ifndef AL_SCHED_INT_H
-#define AL_SCHED_INT_H
+#ifndef AL_CORE_INT_H
+#define AL_CORE_INT_H
 
-#include "sched.h"
+#include "core.h"
 
 #define NIL (-1)
 
@@ -224,4 +224,4 @@ const al_placement_t *al__job_place(const al_ctx_t *c, int32_t j);
 /* Runtime the core assumes for job j (limit, estimate or default). */
 int64_t al__runtime(const al_ctx_t *c, const al_job_t *j);
 
-#endif /* AL_SCHED_INT_H */
+#endif /* AL_CORE_INT_H */

@@ -1,5 +1,5 @@
 /*
- * sched.h -- the door of the allot scheduling core.
+ * core.h -- the door of the allot scheduling core.
  *
  * The core is a pure function: a snapshot of the cluster (nodes, GPUs,
  * topology, queues, jobs, the time "now" and a configuration) goes in, and a
@@ -21,8 +21,8 @@
  * snapshot except by index.  The result keeps a pointer to the allocator
  * struct, which must therefore outlive the result, not only the call.
  */
-#ifndef AL_SCHED_H
-#define AL_SCHED_H
+#ifndef AL_CORE_H
+#define AL_CORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -442,4 +442,4 @@ double al_usage_decay(double usage, int64_t elapsed, int64_t half_life);
 /* Total milli-GPUs requested by one task of job j's request. */
 int64_t al_request_gpu_milli(const al_request_t *req);
 
-#endif /* AL_SCHED_H */
+#endif /* AL_CORE_H */
