@@ -34,6 +34,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "core/error.h"
+#include "daemon.h"
 #include "fs.h"
 #include "http.h"
 #include "json.h"
@@ -1297,27 +1298,6 @@ nap(int64_t ms)
 /* ------------------------------------------------------------------ */
 /* `allot agent`                                                      */
 
-static const char agent_usage[] =
-    "usage: allot agent --server URL [--join-token T | --join-token-file F]\n"
-    "                   [--name NAME] [--addr ADDR (default: hostname)]\n"
-    "                   [--state DIR]\n"
-    "                   [--fake-gpus NxMODEL] [--fallback-gpus NxMODEL]\n"
-    "                   [--cpus N] [--log-level L]\n"
-    "                   [--no-run-as-user] [--launch-timeout MS]\n"
-    "A root agent runs each task as the Unix user who submitted it (who\n"
-    "must exist on the node; the task fails otherwise); --no-run-as-user\n"
-    "runs tasks as the agent's own user, as an agent that is not root\n"
-    "always does.\n"
-    "A task that has not reached its program after --launch-timeout ms\n"
-    "(default 10000; its working directory or program on a file system\n"
-    "that does not answer) is killed and fails, and the next tasks start.\n"
-    "allot agent --probe [--fake-gpus ...] prints what this node would\n"
-    "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
-    "telemetry sample) as JSON and exits.\n"
-    "The join token may also come from ALLOT_JOIN_TOKEN.  --fake-gpus\n"
-    "declares emulated GPUs; --fallback-gpus does so only when NVML finds\n"
-    "no GPU.\n";
-
 static int
 run(agent_t *a)
 {
@@ -1357,14 +1337,7 @@ setup_signals(void)
         fcntl(stop_pipe[i], F_SETFL, fcntl(stop_pipe[i], F_GETFL) | O_NONBLOCK);
         fcntl(stop_pipe[i], F_SETFD, FD_CLOEXEC);
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sa.sa_handler = on_stop;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    al_daemon_catch(on_stop);
     return 0;
 }
 
@@ -1416,52 +1389,129 @@ probe_main(const char *fake, const char *fallback, const char *name)
     return AL_EXIT_OK;
 }
 
+/* `allot agent`'s command line: the options store into this. */
+typedef struct agent_args {
+    const char *server, *token, *token_file, *name, *addr, *state, *fake,
+        *fallback, *cpus;
+    bool no_run_as_user, run_as_user, probe;
+    int64_t launch_timeout;
+    al_daemon_t d;
+} agent_args_t;
+
+#define A(f) offsetof(agent_args_t, f)
+
+static const al_opt_t agent_opts[] = {
+    { .name = "--server",
+      .kind = AL_OPT_STR,
+      .off = A(server),
+      .arg = "URL",
+      .help = "the controller",
+      .flags = AL_OPT_REQUIRED },
+    { .name = "--join-token",
+      .kind = AL_OPT_STR,
+      .off = A(token),
+      .arg = "T",
+      .help = "the join token (the server wrote it to STATE/join-token; "
+              "default: ALLOT_JOIN_TOKEN)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--join-token-file",
+      .kind = AL_OPT_STR,
+      .off = A(token_file),
+      .arg = "F",
+      .help = "read the join token from F" },
+    { .name = "--name",
+      .kind = AL_OPT_STR,
+      .off = A(name),
+      .arg = "NAME",
+      .help = "the node's name (default: hostname)" },
+    { .name = "--addr",
+      .kind = AL_OPT_STR,
+      .off = A(addr),
+      .arg = "ADDR",
+      .help = "where other nodes reach this one (default: hostname)" },
+    { .name = "--state",
+      .kind = AL_OPT_STR,
+      .off = A(state),
+      .arg = "DIR",
+      .help = "the state directory (default: agent-NAME in the user's data "
+              "directory)" },
+    { .name = "--fake-gpus",
+      .kind = AL_OPT_STR,
+      .off = A(fake),
+      .arg = "NxMODEL",
+      .help = "declare emulated GPUs",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--fallback-gpus",
+      .kind = AL_OPT_STR,
+      .off = A(fallback),
+      .arg = "NxMODEL",
+      .help = "declare emulated GPUs only when NVML finds none" },
+    { .name = "--cpus",
+      .kind = AL_OPT_STR,
+      .off = A(cpus),
+      .arg = "N",
+      .help = "CPU cores to offer (default: the machine's)" },
+    { .name = "--no-run-as-user",
+      .kind = AL_OPT_FLAG,
+      .off = A(no_run_as_user),
+      .help = "run tasks as the agent's own user" },
+    /* The default when root; accepted for scripts written before. */
+    { .name = "--run-as-user",
+      .kind = AL_OPT_FLAG,
+      .off = A(run_as_user),
+      .flags = AL_OPT_HIDDEN },
+    { .name = "--probe",
+      .kind = AL_OPT_FLAG,
+      .off = A(probe),
+      .help = "print what this node would offer as JSON and exit" },
+    { .name = "--launch-timeout",
+      .kind = AL_OPT_INT,
+      .off = A(launch_timeout),
+      .min = 100,
+      .max = INT64_C(86400000),
+      .arg = "MS",
+      .help = "kill a task that has not reached its program by then "
+              "(default 10000)" },
+    AL_DAEMON_OPTS(agent_args_t, d),
+    { .name = NULL },
+};
+
+#undef A
+
+const al_opt_cmd_t al_agent_cmd = {
+    .name = "agent",
+    .opts = agent_opts,
+    .about =
+        "A root agent runs each task as the Unix user who submitted it (who\n"
+        "must exist on the node; the task fails otherwise); --no-run-as-user\n"
+        "runs tasks as the agent's own user, as an agent that is not root\n"
+        "always does.\n"
+        "A task that has not reached its program after --launch-timeout ms\n"
+        "(its working directory or program on a file system that does not\n"
+        "answer) is killed and fails, and the next tasks start.\n"
+        "allot agent --probe [--fake-gpus ...] prints what this node would\n"
+        "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
+        "telemetry sample) as JSON and exits.\n",
+};
+
 int
 al_agent_main(int argc, char **argv)
 {
-    const char *server = NULL, *token = getenv("ALLOT_JOIN_TOKEN"),
-               *token_file = NULL, *name = NULL, *addr = NULL, *state = NULL,
-               *fake = NULL, *fallback = NULL, *cpus = NULL;
-    const char *level_name = "info";
-    bool no_run_as_user = false, run_as_user = false, help = false,
-         probe = false;
-    int64_t launch_timeout = 10000;
-    const al_opt_t opts[] = {
-        { .name = "--server", .kind = AL_OPT_STR, .dst = &server },
-        { .name = "--join-token", .kind = AL_OPT_STR, .dst = &token },
-        { .name = "--join-token-file", .kind = AL_OPT_STR, .dst = &token_file },
-        { .name = "--name", .kind = AL_OPT_STR, .dst = &name },
-        { .name = "--addr", .kind = AL_OPT_STR, .dst = &addr },
-        { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
-        { .name = "--fake-gpus", .kind = AL_OPT_STR, .dst = &fake },
-        { .name = "--fallback-gpus", .kind = AL_OPT_STR, .dst = &fallback },
-        { .name = "--cpus", .kind = AL_OPT_STR, .dst = &cpus },
-        { .name = "--no-run-as-user",
-          .kind = AL_OPT_FLAG,
-          .dst = &no_run_as_user },
-        /* The default when root; accepted for scripts written before. */
-        { .name = "--run-as-user", .kind = AL_OPT_FLAG, .dst = &run_as_user },
-        { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level_name },
-        { .name = "--probe", .kind = AL_OPT_FLAG, .dst = &probe },
-        { .name = "--launch-timeout",
-          .kind = AL_OPT_INT,
-          .dst = &launch_timeout,
-          .min = 100,
-          .max = INT64_C(86400000) },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
-        { .name = NULL },
-    };
-    int npos;
-    int rc =
-        al_opt_parse("agent", NULL, opts, argc, argv, false, NULL, 0, &npos);
-    int level = al_log_level_parse(level_name);
-    if (rc == 0 && probe && !help)
-        return probe_main(fake, fallback, name);
-    if (rc != 0 || help || level < 0 || server == NULL) {
-        fputs(agent_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
-    }
-    al_log_setup("agent", (al_log_level_t)level);
+    agent_args_t args;
+    memset(&args, 0, sizeof args);
+    args.token = getenv("ALLOT_JOIN_TOKEN");
+    args.launch_timeout = 10000;
+    int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
+    if (rc == 0 && args.probe && !args.d.help)
+        return probe_main(args.fake, args.fallback, args.name);
+    if (!al_daemon_begin(&args.d, &al_agent_cmd, rc, args.server != NULL, &rc))
+        return rc;
+    const char *server = args.server, *token = args.token,
+               *token_file = args.token_file, *name = args.name,
+               *addr = args.addr, *state = args.state, *fake = args.fake,
+               *fallback = args.fallback, *cpus = args.cpus;
+    bool no_run_as_user = args.no_run_as_user, run_as_user = args.run_as_user;
+    int64_t launch_timeout = args.launch_timeout;
 
     agent_t a;
     memset(&a, 0, sizeof a);

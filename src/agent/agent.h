@@ -17,5 +17,7 @@
 /* `allot agent --server URL --join-token T [options]`.  Returns an exit
  * status (0 ok, 1 failure, 2 usage). */
 int al_agent_main(int argc, char **argv);
+/* Its options and --help (common/opt.h), for the CLI's list of commands. */
+extern const struct al_opt_cmd al_agent_cmd;
 
 #endif /* AL_AGENT_H */

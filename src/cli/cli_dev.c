@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "cli_client.h"
 #include "clock.h"
+#include "daemon.h"
 #include "fs.h"
 #include "json.h"
 #include "log.h"
@@ -26,19 +27,77 @@
 
 #define DEV_FAKE_GPUS "8xH100-80GB"
 
-static const char dev_usage[] =
-    "usage: allot dev [--listen HOST:PORT] [--state DIR] [--fake-gpus "
-    "NxMODEL]\n"
-    "                 [--name NODE] [--nodes N] [--no-agent] [--demo]\n"
-    "                 [--store URI] [--log-level L]\n"
-    "Starts a controller and an agent (with the GPUs NVML finds, else\n"
-    "emulated " DEV_FAKE_GPUS ", or those of --fake-gpus), writes the\n"
-    "server URL and admin token to your config file and runs until\n"
-    "interrupted.  --nodes N starts N agents, nodes NODE-0 .. NODE-N-1,\n"
-    "each with emulated GPUs (a cluster on one machine).  --demo\n"
-    "also creates three queues and a small workload that shows idle GPUs\n"
-    "lent to one queue and reclaimed by another.  --store keeps the\n"
-    "controller's state in PostgreSQL (see allot server --help).\n";
+/* `allot dev`'s command line: the options store into this. */
+typedef struct dev_args {
+    const char *listen, *state, *store, *fake, *name;
+    int64_t nodes;
+    bool no_agent, demo;
+    al_daemon_t d;
+} dev_args_t;
+
+#define D(f) offsetof(dev_args_t, f)
+
+static const al_opt_t dev_opts[] = {
+    { .name = "--listen",
+      .kind = AL_OPT_STR,
+      .off = D(listen),
+      .arg = "HOST:PORT",
+      .help = "where the controller listens (default 127.0.0.1:7070)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--state",
+      .kind = AL_OPT_STR,
+      .off = D(state),
+      .arg = "DIR",
+      .help = "state directory (default: the user's data directory)" },
+    { .name = "--store",
+      .kind = AL_OPT_STR,
+      .off = D(store),
+      .arg = "URI",
+      .help = "the controller's state store (see allot server --help)" },
+    { .name = "--fake-gpus",
+      .kind = AL_OPT_STR,
+      .off = D(fake),
+      .arg = "NxMODEL",
+      .help =
+          "emulated GPUs (default: those NVML finds, else " DEV_FAKE_GPUS ")",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--name",
+      .kind = AL_OPT_STR,
+      .off = D(name),
+      .arg = "NODE",
+      .help = "the node's name (default local)" },
+    { .name = "--nodes",
+      .kind = AL_OPT_INT,
+      .off = D(nodes),
+      .min = 1,
+      .max = 256,
+      .arg = "N",
+      .help = "N agents, nodes NODE-0 .. NODE-N-1, each with emulated GPUs" },
+    { .name = "--no-agent",
+      .kind = AL_OPT_FLAG,
+      .off = D(no_agent),
+      .help = "the controller alone" },
+    { .name = "--demo",
+      .kind = AL_OPT_FLAG,
+      .off = D(demo),
+      .help = "also create three queues and a workload that shows idle GPUs "
+              "lent to one queue and reclaimed by another" },
+    AL_DAEMON_OPTS(dev_args_t, d),
+    { .name = NULL },
+};
+
+#undef D
+
+const al_opt_cmd_t al_cli_dev_cmd = {
+    .name = "dev",
+    .opts = dev_opts,
+    .about =
+        "Starts a controller and an agent (with the GPUs NVML finds, "
+        "else\n"
+        "emulated " DEV_FAKE_GPUS ", or those of --fake-gpus), writes the\n"
+        "server URL and admin token to your config file and runs until\n"
+        "interrupted.  --nodes N makes a cluster on one machine.\n",
+};
 
 /* Waits up to ms for the controller to list at least `want` nodes. */
 static bool
@@ -208,47 +267,20 @@ spawn_agent(const char *url, const char *join, const char *name,
 int
 al_cli_dev(int argc, char **argv)
 {
-    const char *listen = "127.0.0.1:7070", *state = NULL, *fake = NULL,
-               *name = "local", *level = "info", *store = NULL;
-    bool no_agent = false, demo = false, help = false;
-    int64_t nodes = 1;
-    const al_opt_t opts[] = {
-        { .name = "--listen", .kind = AL_OPT_STR, .dst = &listen },
-        { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
-        { .name = "--store", .kind = AL_OPT_STR, .dst = &store },
-        { .name = "--fake-gpus", .kind = AL_OPT_STR, .dst = &fake },
-        { .name = "--name", .kind = AL_OPT_STR, .dst = &name },
-        { .name = "--nodes",
-          .kind = AL_OPT_INT,
-          .dst = &nodes,
-          .min = 1,
-          .max = 256 },
-        { .name = "--no-agent", .kind = AL_OPT_FLAG, .dst = &no_agent },
-        { .name = "--demo", .kind = AL_OPT_FLAG, .dst = &demo },
-        { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
-        { .name = NULL },
-    };
-    int npos,
-        rc = al_opt_parse("dev", NULL, opts, argc, argv, false, NULL, 0, &npos);
-    int lvl = al_log_level_parse(level);
-    if (rc != 0 || help || lvl < 0) {
-        fputs(dev_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
-    }
-    al_log_setup("dev", (al_log_level_t)lvl);
+    dev_args_t a = { .listen = "127.0.0.1:7070", .name = "local", .nodes = 1 };
+    int rc = al_daemon_parse(&a.d, &al_cli_dev_cmd, &a, argc, argv);
+    if (!al_daemon_begin(&a.d, &al_cli_dev_cmd, rc, true, &rc))
+        return rc;
+    const char *listen = a.listen, *state = a.state, *fake = a.fake,
+               *name = a.name, *level = a.d.level, *store = a.store;
+    int64_t nodes = a.nodes;
     char *data = al_ucfg_data_dir();
     char *sdir = state ? al_xstrdup(state) : al_xasprintf("%s/server", data);
     char *adir = state ? al_xasprintf("%s/agent", state)
                        : al_xasprintf("%s/agent", data);
     free(data);
 
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    signal(SIGPIPE, SIG_IGN);
+    al_daemon_block(&a.d);
 
     al_server_opts_t so;
     al_server_opts_default(&so);
@@ -289,7 +321,7 @@ al_cli_dev(int argc, char **argv)
 
     int nagents = 0;
     pid_t *agents = al_xcalloc((size_t)nodes, sizeof *agents);
-    if (status == 0 && !no_agent) {
+    if (status == 0 && !a.no_agent) {
         char *join = al_xasprintf("%s/join-token", sdir);
         for (int i = 0; i < nodes; i++) {
             /* One node keeps the plain name and directory; several are
@@ -301,7 +333,7 @@ al_cli_dev(int argc, char **argv)
             const char *gpus = fake != NULL ? fake : DEV_FAKE_GPUS;
             pid_t pid =
                 spawn_agent(url, join, nm, gpus, fake == NULL && nodes == 1,
-                            dir, level, &old, &nofile);
+                            dir, level, &a.d.old, &nofile);
             free(nm);
             free(dir);
             if (pid < 0) {
@@ -323,10 +355,9 @@ al_cli_dev(int argc, char **argv)
                "allot submit -- echo hello; allot ls --all\n",
                url, sdir, cfg);
         fflush(stdout);
-        if (demo && nagents > 0)
+        if (a.demo && nagents > 0)
             run_demo(url, tok);
-        int sig;
-        sigwait(&set, &sig);
+        al_daemon_wait(&a.d);
     }
     for (int i = 0; i < nagents; i++)
         kill(agents[i], SIGTERM);
@@ -334,7 +365,7 @@ al_cli_dev(int argc, char **argv)
         waitpid(agents[i], NULL, 0);
     free(agents);
     al_server_stop(srv);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    al_daemon_unblock(&a.d);
     free(tok);
     free(tokpath);
     free(cfg);

@@ -24,6 +24,7 @@
 #include "buf.h"
 #include "clock.h"
 #include "core/error.h"
+#include "daemon.h"
 #include "fs.h"
 #include "json.h"
 #include "log.h"
@@ -379,67 +380,96 @@ al_server_stop(al_server_t *s)
 /* ------------------------------------------------------------------ */
 /* `allot server`                                                     */
 
-static const char server_usage[] =
-    "usage: allot server [--listen HOST:PORT] [--state DIR] [--store URI]\n"
-    "                    [--node-timeout MS] [--grace MS] [--max-body BYTES]\n"
-    "                    [--sync normal|full] [--log-level LEVEL]\n"
-    "  --store URI  where the state lives: sqlite (the default, "
-    "STATE/allot.db)\n"
-    "               or postgresql://[USER@]HOST[:PORT]/DATABASE (any libpq\n"
-    "               URI; a password is better in ~/.pgpass or PGPASSWORD)\n";
+/* `allot server`'s command line: the options store into this. */
+typedef struct server_args {
+    al_server_opts_t o;
+    const char *sync;
+    int64_t max_body;
+    al_daemon_t d;
+} server_args_t;
+
+#define S(f) offsetof(server_args_t, f)
+
+static const al_opt_t server_opts[] = {
+    { .name = "--listen",
+      .kind = AL_OPT_STR,
+      .off = S(o.listen),
+      .arg = "HOST:PORT",
+      .help = "where to listen (default 127.0.0.1:7070; port 0 picks a "
+              "free one)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--state",
+      .kind = AL_OPT_STR,
+      .off = S(o.state_dir),
+      .arg = "DIR",
+      .help = "the state directory, created if missing (default "
+              "./allot-state)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--store",
+      .kind = AL_OPT_STR,
+      .off = S(o.store),
+      .arg = "URI",
+      .help = "where the state lives: sqlite (the default, STATE/allot.db) "
+              "or postgresql://[USER@]HOST[:PORT]/DATABASE (any libpq URI; a "
+              "password is better in ~/.pgpass or PGPASSWORD)" },
+    { .name = "--node-timeout",
+      .kind = AL_OPT_INT,
+      .off = S(o.node_timeout_ms),
+      .min = 100,
+      .max = INT64_C(86400000),
+      .arg = "MS",
+      .help = "a node silent this long is marked down (default 30000)" },
+    { .name = "--grace",
+      .kind = AL_OPT_INT,
+      .off = S(o.grace_ms),
+      .min = 0,
+      .max = INT64_C(86400000),
+      .arg = "MS",
+      .help = "from SIGTERM to SIGKILL when a task is stopped (default "
+              "10000)" },
+    { .name = "--max-body",
+      .kind = AL_OPT_INT,
+      .off = S(max_body),
+      .min = 1024,
+      .max = INT64_C(1) << 30,
+      .arg = "BYTES",
+      .help = "the largest request body (default 1048576)" },
+    { .name = "--sync",
+      .kind = AL_OPT_STR,
+      .off = S(sync),
+      .arg = "normal|full",
+      .help = "full (the default): a commit is on disk before its reply; "
+              "normal: faster, a power cut may lose the last ones" },
+    AL_DAEMON_OPTS(server_args_t, d),
+    { .name = NULL },
+};
+
+#undef S
+
+const al_opt_cmd_t al_server_cmd = {
+    .name = "server",
+    .opts = server_opts,
+    .about = "Runs the controller until SIGINT or SIGTERM.\n",
+};
 
 int
 al_server_main(int argc, char **argv)
 {
-    al_server_opts_t o;
-    al_server_opts_default(&o);
-    const char *sync = "full", *level = "info";
-    int64_t max_body = (int64_t)o.max_body;
-    bool help = false;
-    const al_opt_t opts[] = {
-        { .name = "--listen", .kind = AL_OPT_STR, .dst = &o.listen },
-        { .name = "--state", .kind = AL_OPT_STR, .dst = &o.state_dir },
-        { .name = "--store", .kind = AL_OPT_STR, .dst = &o.store },
-        { .name = "--node-timeout",
-          .kind = AL_OPT_INT,
-          .dst = &o.node_timeout_ms,
-          .min = 100,
-          .max = INT64_C(86400000) },
-        { .name = "--grace",
-          .kind = AL_OPT_INT,
-          .dst = &o.grace_ms,
-          .min = 0,
-          .max = INT64_C(86400000) },
-        { .name = "--max-body",
-          .kind = AL_OPT_INT,
-          .dst = &max_body,
-          .min = 1024,
-          .max = INT64_C(1) << 30 },
-        { .name = "--sync", .kind = AL_OPT_STR, .dst = &sync },
-        { .name = "--log-level", .kind = AL_OPT_STR, .dst = &level },
-        { .name = "--help", .kind = AL_OPT_FLAG, .dst = &help },
-        { .name = NULL },
-    };
-    int npos;
-    int rc =
-        al_opt_parse("server", NULL, opts, argc, argv, false, NULL, 0, &npos);
-    int lvl = al_log_level_parse(level);
-    bool sync_ok = strcmp(sync, "full") == 0 || strcmp(sync, "normal") == 0;
-    if (rc != 0 || help || lvl < 0 || !sync_ok) {
-        fputs(server_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
-    }
-    o.max_body = (size_t)max_body;
-    o.sync_full = strcmp(sync, "full") == 0;
-    al_log_setup("server", (al_log_level_t)lvl);
-
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    /* Threads inherit the mask: only sigwait() below sees these. */
-    pthread_sigmask(SIG_BLOCK, &set, &old);
-    signal(SIGPIPE, SIG_IGN);
+    server_args_t a;
+    memset(&a, 0, sizeof a);
+    al_server_opts_default(&a.o);
+    a.sync = "full";
+    a.max_body = (int64_t)a.o.max_body;
+    int rc = al_daemon_parse(&a.d, &al_server_cmd, &a, argc, argv);
+    bool sync_ok = strcmp(a.sync, "full") == 0 || strcmp(a.sync, "normal") == 0;
+    if (!al_daemon_begin(&a.d, &al_server_cmd, rc, sync_ok, &rc))
+        return rc;
+    al_server_opts_t o = a.o;
+    o.max_body = (size_t)a.max_body;
+    o.sync_full = strcmp(a.sync, "full") == 0;
+    /* Threads inherit the mask: only al_daemon_wait() below sees SIGINT
+     * and SIGTERM. */
+    al_daemon_block(&a.d);
 
     al_server_t *s;
     char *cause = NULL;
@@ -451,10 +481,9 @@ al_server_main(int argc, char **argv)
     al_info("listening on http://%.*s:%d (state %s)",
             (int)(strrchr(o.listen, ':') - o.listen), o.listen,
             al_server_port(s), o.state_dir);
-    int sig;
-    sigwait(&set, &sig);
+    int sig = al_daemon_wait(&a.d);
     al_info("signal %d: stopping", sig);
     al_server_stop(s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    al_daemon_unblock(&a.d);
     return AL_EXIT_OK;
 }

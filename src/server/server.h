@@ -51,5 +51,7 @@ void al_server_stop(al_server_t *s);
 /* `allot server [options]`: runs until SIGINT/SIGTERM.  Returns an exit
  * status (0 ok, 1 failure, 2 usage). */
 int al_server_main(int argc, char **argv);
+/* Its options and --help (common/opt.h), for the CLI's list of commands. */
+extern const struct al_opt_cmd al_server_cmd;
 
 #endif /* AL_SERVER_H */
