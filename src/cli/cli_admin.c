@@ -7,13 +7,63 @@
 #include "cli_client.h"
 #include "json.h"
 
-static const char queue_usage[] =
-    "usage: allot queue set NAME [--parent P] [--priority N]\n"
-    "                   [--deserved gpu=N,cpu=N,mem=SIZE]\n"
-    "                   [--limit gpu=N,cpu=N,mem=SIZE] [--weight gpu=W,...]\n"
-    "       allot queue delete NAME\n"
-    "Creates or replaces a queue (admins).  GPUs and CPUs in whole units,\n"
-    "memory with K/M/G/T; a limit of -1 means none.\n";
+typedef struct queue_args {
+    const char *parent, *deserved, *limit, *weight, *server, *token;
+    int64_t priority;
+    bool json, help;
+} queue_args_t;
+
+#define Q(f) offsetof(queue_args_t, f)
+
+static const al_opt_t queue_opts[] = {
+    { .name = "--parent",
+      .kind = AL_OPT_STR,
+      .off = Q(parent),
+      .arg = "P",
+      .help = "the parent queue" },
+    { .name = "--priority",
+      .kind = AL_OPT_INT,
+      .off = Q(priority),
+      .min = -1000000,
+      .max = 1000000,
+      .arg = "N",
+      .help = "higher goes first (default 0)" },
+    { .name = "--deserved",
+      .kind = AL_OPT_STR,
+      .off = Q(deserved),
+      .arg = "gpu=N,cpu=N,mem=SIZE",
+      .help = "the guaranteed quota",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--limit",
+      .kind = AL_OPT_STR,
+      .off = Q(limit),
+      .arg = "gpu=N,cpu=N,mem=SIZE",
+      .help = "the most it may use (-1: no limit)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--weight",
+      .kind = AL_OPT_STR,
+      .off = Q(weight),
+      .arg = "gpu=W,...",
+      .help = "its share of what is left over" },
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = Q(json),
+      .help = "the answer as JSON" },
+    AL_CLI_CONN_OPTS(queue_args_t),
+    { .name = NULL },
+};
+
+#undef Q
+
+const al_opt_cmd_t al_cli_queue_cmd = {
+    .name = "queue",
+    .opts = queue_opts,
+    .args = "set|delete NAME",
+    .about = "Creates or replaces a queue (set) or deletes it (admins).  GPUs "
+             "and CPUs\n"
+             "in whole units, memory with K/M/G/T; a limit of -1 means "
+             "none.\n",
+};
 
 static const char *const res_names[] = { "gpu", "cpu", "mem" };
 
@@ -69,34 +119,20 @@ parse_quota(json_t *quota, const char *field, const char *spec)
 int
 al_cli_queue(int argc, char **argv)
 {
-    const char *parent = NULL, *deserved = NULL, *limit = NULL, *weight = NULL,
-               *server = NULL, *token = NULL;
-    int64_t priority = 0;
-    bool help = false, json = false;
-    const al_opt_t opts[] = {
-        { .name = "--parent", .kind = AL_OPT_STR, .dst = &parent },
-        { .name = "--priority",
-          .kind = AL_OPT_INT,
-          .dst = &priority,
-          .min = -1000000,
-          .max = 1000000 },
-        { .name = "--deserved", .kind = AL_OPT_STR, .dst = &deserved },
-        { .name = "--limit", .kind = AL_OPT_STR, .dst = &limit },
-        { .name = "--weight", .kind = AL_OPT_STR, .dst = &weight },
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
+    queue_args_t a = { 0 };
     char *pos[2];
-    int npos;
-    int rc =
-        al_opt_parse("queue", NULL, opts, argc, argv, false, pos, 2, &npos);
+    int npos = 0;
+    int rc = al_opt_parse_cmd(&al_cli_queue_cmd, NULL, &a, argc, argv, pos, 2,
+                              &npos);
     bool set = npos == 2 && strcmp(pos[0], "set") == 0;
     bool del = npos == 2 && strcmp(pos[0], "delete") == 0;
-    if (rc != 0 || help || (!set && !del)) {
-        fputs(queue_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    if (rc != 0 || a.help || (!set && !del)) {
+        al_opt_usage(a.help ? stdout : stderr, &al_cli_queue_cmd);
+        return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
+    const char *parent = a.parent, *deserved = a.deserved, *limit = a.limit,
+               *weight = a.weight;
+    int64_t priority = a.priority;
     json_t *body = json_pack("{s:s, s:I, s:o}", "name", pos[1], "priority",
                              (json_int_t)priority, "quota", json_object());
     json_t *quota = json_object_get(body, "quota");
@@ -109,7 +145,7 @@ al_cli_queue(int argc, char **argv)
         return AL_EXIT_USAGE;
     }
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0) {
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0) {
         json_decref(body);
         return rc;
     }
@@ -135,7 +171,7 @@ al_cli_queue(int argc, char **argv)
     al_client_fini(&c);
     if (rc != 0)
         return rc;
-    if (json)
+    if (a.json)
         al_cli_print_json(out);
     else
         printf("%s queue %s\n", del ? "deleted" : "set", pos[1]);
@@ -143,29 +179,41 @@ al_cli_queue(int argc, char **argv)
     return AL_EXIT_OK;
 }
 
+/* `allot node` takes only the connection's options. */
+typedef struct node_args {
+    const char *server, *token;
+    bool help;
+} node_args_t;
+
+static const al_opt_t node_opts[] = {
+    AL_CLI_CONN_OPTS(node_args_t),
+    { .name = NULL },
+};
+
+const al_opt_cmd_t al_cli_node_cmd = {
+    .name = "node",
+    .opts = node_opts,
+    .args = "drain|resume NAME",
+    .about = "A drained node keeps its running work and takes no new work "
+             "(admins).\n",
+};
+
 int
 al_cli_node(int argc, char **argv)
 {
-    const char *server = NULL, *token = NULL;
-    bool help = false;
-    const al_opt_t opts[] = {
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
+    node_args_t a = { 0 };
     char *pos[2];
-    int npos;
-    int rc = al_opt_parse("node", NULL, opts, argc, argv, false, pos, 2, &npos);
+    int npos = 0;
+    int rc =
+        al_opt_parse_cmd(&al_cli_node_cmd, NULL, &a, argc, argv, pos, 2, &npos);
     bool ok = npos == 2 &&
               (strcmp(pos[0], "drain") == 0 || strcmp(pos[0], "resume") == 0);
-    if (rc != 0 || help || !ok) {
-        fputs("usage: allot node drain|resume NAME\n"
-              "A drained node keeps its running work and takes no new work "
-              "(admins).\n",
-              help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    if (rc != 0 || a.help || !ok) {
+        al_opt_usage(a.help ? stdout : stderr, &al_cli_node_cmd);
+        return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0)
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
     char path[200];
     snprintf(path, sizeof path, "/v1/nodes/%s/%s", pos[1], pos[0]);

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "http.h"
@@ -16,13 +17,21 @@
 
 #define AL_CLI_DEFAULT_SERVER "http://127.0.0.1:7070"
 
-/* The options every client command takes, as entries of its option table:
- * --server URL, --token T and --help into the variables named. */
+/* The options every client command takes, as entries of a static option
+ * table over struct `type`: --server URL, --token T and --help into its
+ * members server, token and help. */
 // clang-format off
-#define AL_CLI_CONN_OPTS(server, token, help)                         \
-    { .name = "--server", .kind = AL_OPT_STR, .dst = &(server) },     \
-    { .name = "--token", .kind = AL_OPT_STR, .dst = &(token) },       \
-    { .name = "--help", .kind = AL_OPT_FLAG, .dst = &(help) }
+#define AL_CLI_CONN_OPTS(type)                                              \
+    { .name = "--server", .kind = AL_OPT_STR,                               \
+      .off = offsetof(type, server), .arg = "URL",                          \
+      .help = "the controller (default: ALLOT_SERVER, then your config "    \
+              "file, then " AL_CLI_DEFAULT_SERVER ")" },                    \
+    { .name = "--token", .kind = AL_OPT_STR,                                \
+      .off = offsetof(type, token), .arg = "T",                             \
+      .help = "an API token (default: ALLOT_TOKEN, then your config "       \
+              "file)" },                                                    \
+    { .name = "--help", .kind = AL_OPT_FLAG,                                \
+      .off = offsetof(type, help), .help = "this text" }
 // clang-format on
 
 typedef struct al_client {

@@ -14,20 +14,27 @@ struct read_opts {
     bool json, help;
 };
 
+static const al_opt_t read_table[] = {
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = offsetof(struct read_opts, json),
+      .help = "the answer as JSON",
+      .flags = AL_OPT_BRIEF },
+    AL_CLI_CONN_OPTS(struct read_opts),
+    { .name = NULL },
+};
+
+const al_opt_cmd_t al_cli_nodes_cmd = { .name = "nodes", .opts = read_table };
+const al_opt_cmd_t al_cli_queues_cmd = { .name = "queues", .opts = read_table };
+
+/* 0, -1 after --help, or AL_EXIT_USAGE. */
 static int
-parse_read(const char *cmd, int argc, char **argv, struct read_opts *o)
+parse_read(const al_opt_cmd_t *cmd, int argc, char **argv, struct read_opts *o)
 {
     memset(o, 0, sizeof *o);
-    const al_opt_t opts[] = {
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &o->json },
-        AL_CLI_CONN_OPTS(o->server, o->token, o->help),
-        { .name = NULL },
-    };
-    int npos,
-        rc = al_opt_parse(cmd, NULL, opts, argc, argv, false, NULL, 0, &npos);
+    int npos, rc = al_opt_parse_cmd(cmd, NULL, o, argc, argv, NULL, 0, &npos);
     if (rc != 0 || o->help) {
-        fprintf(o->help ? stdout : stderr,
-                "usage: allot %s [--json] [--server URL] [--token T]\n", cmd);
+        al_opt_usage(o->help ? stdout : stderr, cmd);
         return o->help ? -1 : AL_EXIT_USAGE;
     }
     return 0;
@@ -57,7 +64,7 @@ al_cli_nodes(int argc, char **argv)
 {
     struct read_opts o;
     json_t *nodes;
-    int rc = parse_read("nodes", argc, argv, &o);
+    int rc = parse_read(&al_cli_nodes_cmd, argc, argv, &o);
     if (rc != 0)
         return rc < 0 ? AL_EXIT_OK : rc;
     if ((rc = fetch(&o, "/v1/nodes", "nodes", &nodes)) != 0)
@@ -112,7 +119,7 @@ al_cli_queues(int argc, char **argv)
 {
     struct read_opts o;
     json_t *queues;
-    int rc = parse_read("queues", argc, argv, &o);
+    int rc = parse_read(&al_cli_queues_cmd, argc, argv, &o);
     if (rc != 0)
         return rc < 0 ? AL_EXIT_OK : rc;
     if ((rc = fetch(&o, "/v1/queues", "queues", &queues)) != 0)
@@ -164,21 +171,49 @@ al_cli_queues(int argc, char **argv)
     return AL_EXIT_OK;
 }
 
+typedef struct token_args {
+    const char *user, *role, *server, *token;
+    bool json, help;
+} token_args_t;
+
+static const al_opt_t token_opts[] = {
+    { .name = "--user",
+      .kind = AL_OPT_STR,
+      .off = offsetof(token_args_t, user),
+      .arg = "NAME",
+      .help = "whose token",
+      .flags = AL_OPT_REQUIRED },
+    { .name = "--role",
+      .kind = AL_OPT_STR,
+      .off = offsetof(token_args_t, role),
+      .arg = "user|admin|agent",
+      .help = "what it may do (default user)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = offsetof(token_args_t, json),
+      .help = "the answer as JSON" },
+    AL_CLI_CONN_OPTS(token_args_t),
+    { .name = NULL },
+};
+
+const al_opt_cmd_t al_cli_token_cmd = {
+    .name = "token",
+    .opts = token_opts,
+    .args = "create",
+    .about = "Creates a token (admins only) and prints it once; it is stored "
+             "only as a salted hash.\n",
+};
+
 int
 al_cli_token(int argc, char **argv)
 {
-    const char *user = NULL, *role = "user", *server = NULL, *token = NULL;
-    bool json = false, help = false;
-    const al_opt_t opts[] = {
-        { .name = "--user", .kind = AL_OPT_STR, .dst = &user },
-        { .name = "--role", .kind = AL_OPT_STR, .dst = &role },
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
+    token_args_t a = { .role = "user" };
     char *pos[1];
-    int npos, rc = al_opt_parse("token", NULL, opts, argc, argv, false, pos, 1,
-                                &npos);
+    int npos, rc = al_opt_parse_cmd(&al_cli_token_cmd, NULL, &a, argc, argv,
+                                    pos, 1, &npos);
+    const char *user = a.user, *role = a.role;
+    bool help = a.help;
     bool role_ok = strcmp(role, "user") == 0 || strcmp(role, "admin") == 0 ||
                    strcmp(role, "agent") == 0;
     if (rc == 0 && !help && !role_ok)
@@ -190,15 +225,11 @@ al_cli_token(int argc, char **argv)
         fprintf(stderr, "allot token: whose token? give --user NAME\n");
     if (rc != 0 || help || npos != 1 || strcmp(pos[0], "create") != 0 ||
         user == NULL || !role_ok) {
-        fputs("usage: allot token create --user NAME [--role "
-              "user|admin|agent] [--json]\n"
-              "Creates a token (admins only) and prints it once; it is "
-              "stored only as a salted hash.\n",
-              help ? stdout : stderr);
+        al_opt_usage(help ? stdout : stderr, &al_cli_token_cmd);
         return help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0)
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
     json_t *body = json_pack("{s:s, s:s}", "user", user, "role", role);
     json_t *out = NULL;
@@ -207,7 +238,7 @@ al_cli_token(int argc, char **argv)
     al_client_fini(&c);
     if (rc != 0)
         return rc;
-    if (json)
+    if (a.json)
         al_cli_print_json(out);
     else
         printf("%s\n", al_json_str(out, "token", ""));

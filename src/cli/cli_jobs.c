@@ -79,34 +79,73 @@ nodes_text(const json_t *j, al_buf_t *out)
     }
 }
 
-static const char ls_usage[] =
-    "usage: allot ls [--all | --state S[,S...]] [--queue Q] [--user U]\n"
-    "                [--limit N] [--json] [--server URL] [--token T]\n"
-    "Lists pending, held and running jobs (--all: every job).  The last\n"
-    "column shows where a job runs, or why it waits.\n";
+typedef struct ls_args {
+    const char *state, *queue, *user, *limit, *server, *token;
+    bool all, json, help;
+} ls_args_t;
+
+#define L(f) offsetof(ls_args_t, f)
+
+static const al_opt_t ls_opts[] = {
+    { .name = "--all",
+      .kind = AL_OPT_FLAG,
+      .off = L(all),
+      .help = "every job, not only pending, held and running ones",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--state",
+      .kind = AL_OPT_STR,
+      .off = L(state),
+      .arg = "S[,S...]",
+      .help = "jobs in these states",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--queue",
+      .kind = AL_OPT_STR,
+      .off = L(queue),
+      .arg = "Q",
+      .help = "jobs of queue Q",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--user",
+      .kind = AL_OPT_STR,
+      .off = L(user),
+      .arg = "U",
+      .help = "jobs of user U" },
+    { .name = "--limit",
+      .kind = AL_OPT_STR,
+      .off = L(limit),
+      .arg = "N",
+      .help = "at most N jobs (default 100000)" },
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = L(json),
+      .help = "the jobs as a JSON array",
+      .flags = AL_OPT_BRIEF },
+    AL_CLI_CONN_OPTS(ls_args_t),
+    { .name = NULL },
+};
+
+#undef L
+
+const al_opt_cmd_t al_cli_ls_cmd = {
+    .name = "ls",
+    .opts = ls_opts,
+    .about = "Lists pending, held and running jobs (--all: every job).  The "
+             "last\n"
+             "column shows where a job runs, or why it waits.\n",
+};
 
 int
 al_cli_ls(int argc, char **argv)
 {
-    const char *state = NULL, *queue = NULL, *user = NULL, *limit = NULL,
-               *server = NULL, *token = NULL;
-    bool all = false, json = false, help = false;
-    const al_opt_t opts[] = {
-        { .name = "--all", .kind = AL_OPT_FLAG, .dst = &all },
-        { .name = "--state", .kind = AL_OPT_STR, .dst = &state },
-        { .name = "--queue", .kind = AL_OPT_STR, .dst = &queue },
-        { .name = "--user", .kind = AL_OPT_STR, .dst = &user },
-        { .name = "--limit", .kind = AL_OPT_STR, .dst = &limit },
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
-    int npos,
-        rc = al_opt_parse("ls", NULL, opts, argc, argv, false, NULL, 0, &npos);
-    if (rc != 0 || help) {
-        fputs(ls_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : rc;
+    ls_args_t a = { 0 };
+    int npos, rc = al_opt_parse_cmd(&al_cli_ls_cmd, NULL, &a, argc, argv, NULL,
+                                    0, &npos);
+    if (rc != 0 || a.help) {
+        al_opt_usage(a.help ? stdout : stderr, &al_cli_ls_cmd);
+        return a.help ? AL_EXIT_OK : rc;
     }
+    const char *state = a.state, *queue = a.queue, *user = a.user,
+               *limit = a.limit;
+    bool all = a.all, json = a.json;
     char *end = NULL;
     long max = limit ? strtol(limit, &end, 10) : 100000;
     if (max <= 0 || (end != NULL && *end != '\0')) {
@@ -114,7 +153,7 @@ al_cli_ls(int argc, char **argv)
         return AL_EXIT_USAGE;
     }
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0)
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
     json_t *jobs = json_array();
     long long after = 0;
@@ -178,8 +217,27 @@ al_cli_ls(int argc, char **argv)
     return AL_EXIT_OK;
 }
 
-static const char show_usage[] =
-    "usage: allot show [--json] [--server URL] [--token T] JOBID\n";
+/* The options of commands that take only --json and the connection's. */
+typedef struct json_args {
+    const char *server, *token;
+    bool json, help;
+} json_args_t;
+
+static const al_opt_t show_opts[] = {
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = offsetof(json_args_t, json),
+      .help = "the job as JSON",
+      .flags = AL_OPT_BRIEF },
+    AL_CLI_CONN_OPTS(json_args_t),
+    { .name = NULL },
+};
+
+const al_opt_cmd_t al_cli_show_cmd = {
+    .name = "show",
+    .opts = show_opts,
+    .args = "JOBID",
+};
 
 static void
 print_time(const char *label, int64_t ms)
@@ -197,22 +255,16 @@ print_time(const char *label, int64_t ms)
 int
 al_cli_show(int argc, char **argv)
 {
-    const char *server = NULL, *token = NULL;
-    bool json = false, help = false;
-    const al_opt_t opts[] = {
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
+    json_args_t a = { 0 };
     char *pos[1];
-    int npos,
-        rc = al_opt_parse("show", NULL, opts, argc, argv, false, pos, 1, &npos);
-    if (help || !ids_ok("show", rc, pos, npos, 1)) {
-        fputs(show_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    int npos, rc = al_opt_parse_cmd(&al_cli_show_cmd, NULL, &a, argc, argv, pos,
+                                    1, &npos);
+    if (a.help || !ids_ok("show", rc, pos, npos, 1)) {
+        al_opt_usage(a.help ? stdout : stderr, &al_cli_show_cmd);
+        return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0)
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
     char path[64];
     snprintf(path, sizeof path, "/v1/jobs/%s", pos[0]);
@@ -221,7 +273,7 @@ al_cli_show(int argc, char **argv)
     al_client_fini(&c);
     if (rc != 0)
         return rc;
-    if (json) {
+    if (a.json) {
         al_cli_print_json(j);
         json_decref(j);
         return AL_EXIT_OK;
@@ -309,27 +361,41 @@ al_cli_show(int argc, char **argv)
     return AL_EXIT_OK;
 }
 
-/* cancel, hold and release: POST /v1/jobs/ID/<verb> for each id. */
+/* cancel, hold and release: the connection's options and job ids. */
+typedef struct verb_args {
+    const char *server, *token;
+    bool help;
+} verb_args_t;
+
+static const al_opt_t verb_opts[] = {
+    AL_CLI_CONN_OPTS(verb_args_t),
+    { .name = NULL },
+};
+
+const al_opt_cmd_t al_cli_cancel_cmd = { .name = "cancel",
+                                         .opts = verb_opts,
+                                         .args = "JOBID..." };
+const al_opt_cmd_t al_cli_hold_cmd = { .name = "hold",
+                                       .opts = verb_opts,
+                                       .args = "JOBID..." };
+const al_opt_cmd_t al_cli_release_cmd = { .name = "release",
+                                          .opts = verb_opts,
+                                          .args = "JOBID..." };
+
+/* POST /v1/jobs/ID/<verb> for each id; `done` says it happened. */
 static int
-job_verb(const char *verb, const char *done, int argc, char **argv)
+job_verb(const al_opt_cmd_t *cmd, const char *done, int argc, char **argv)
 {
-    const char *server = NULL, *token = NULL;
-    bool help = false;
-    const al_opt_t opts[] = {
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
+    const char *verb = cmd->name;
+    verb_args_t a = { 0 };
     char *pos[256];
-    int npos,
-        rc = al_opt_parse(verb, NULL, opts, argc, argv, false, pos, 256, &npos);
-    if (help || !ids_ok(verb, rc, pos, npos, 256)) {
-        FILE *f = help ? stdout : stderr;
-        fprintf(f, "usage: allot %s [--server URL] [--token T] JOBID...\n",
-                verb);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    int npos, rc = al_opt_parse_cmd(cmd, NULL, &a, argc, argv, pos, 256, &npos);
+    if (a.help || !ids_ok(verb, rc, pos, npos, 256)) {
+        al_opt_usage(a.help ? stdout : stderr, cmd);
+        return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0)
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
     int status = AL_EXIT_OK;
     for (int i = 0; i < npos; i++) {
@@ -350,31 +416,74 @@ job_verb(const char *verb, const char *done, int argc, char **argv)
 int
 al_cli_cancel(int argc, char **argv)
 {
-    return job_verb("cancel", "cancelled", argc, argv);
+    return job_verb(&al_cli_cancel_cmd, "cancelled", argc, argv);
 }
 
 int
 al_cli_hold(int argc, char **argv)
 {
-    return job_verb("hold", "held", argc, argv);
+    return job_verb(&al_cli_hold_cmd, "held", argc, argv);
 }
 
 int
 al_cli_release(int argc, char **argv)
 {
-    return job_verb("release", "released", argc, argv);
+    return job_verb(&al_cli_release_cmd, "released", argc, argv);
 }
 
-static const char logs_usage[] =
-    "usage: allot logs [-f] [--task N] [--restart R] [--json] [--server URL]\n"
-    "                  [--token T] JOBID\n"
-    "Prints a task's output (stdout and stderr); -f follows it until the\n"
-    "job ends.  --restart R reads the output of an earlier run of a\n"
-    "requeued job (runs count from 0; the default is the latest).  --json\n"
-    "prints {\"job\", \"task\", \"restart\", \"offset\",\n"
-    "\"text\"} objects, "
-    "one per line (one in all without -f); output that is not UTF-8 comes\n"
-    "as \"base64\" instead of \"text\".\n";
+typedef struct logs_args {
+    const char *task, *restart, *server, *token;
+    bool follow, follow2, json, help;
+} logs_args_t;
+
+#define G(f) offsetof(logs_args_t, f)
+
+static const al_opt_t logs_opts[] = {
+    { .name = "-f",
+      .kind = AL_OPT_FLAG,
+      .off = G(follow),
+      .help = "follow the output until the job ends",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--follow",
+      .kind = AL_OPT_FLAG,
+      .off = G(follow2),
+      .flags = AL_OPT_HIDDEN },
+    { .name = "--task",
+      .kind = AL_OPT_STR,
+      .off = G(task),
+      .arg = "N",
+      .help = "the task's output (default 0)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--restart",
+      .kind = AL_OPT_STR,
+      .off = G(restart),
+      .arg = "R",
+      .help = "the output of run R of a requeued job (from 0; default the "
+              "latest)" },
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = G(json),
+      .help = "JSON objects, one per line" },
+    AL_CLI_CONN_OPTS(logs_args_t),
+    { .name = NULL },
+};
+
+#undef G
+
+const al_opt_cmd_t al_cli_logs_cmd = {
+    .name = "logs",
+    .opts = logs_opts,
+    .args = "JOBID",
+    .about =
+        "Prints a task's output (stdout and stderr); -f follows it until "
+        "the\n"
+        "job ends.  --restart R reads the output of an earlier run of a\n"
+        "requeued job (runs count from 0; the default is the latest).\n"
+        "--json prints {\"job\", \"task\", \"restart\", \"offset\", "
+        "\"text\"}\n"
+        "objects, one per line (one in all without -f); output that is not\n"
+        "UTF-8 comes as \"base64\" instead of \"text\".\n",
+};
 
 /* How much of the n bytes at p to show now: all but an unfinished UTF-8
  * character at the end (its other bytes come with the next read). */
@@ -391,7 +500,7 @@ utf8_whole(const char *p, size_t n)
     return n;
 }
 
-/* One chunk of output as a JSON line (see logs_usage). */
+/* One chunk of output as a JSON line (see al_cli_logs_cmd.about). */
 static void
 print_log_json(const char *job, const char *task, const char *restart,
                long long off, const char *data, size_t len)
@@ -419,32 +528,24 @@ print_log_json(const char *job, const char *task, const char *restart,
 int
 al_cli_logs(int argc, char **argv)
 {
-    const char *server = NULL, *token = NULL, *task = "0", *restart = NULL;
-    bool follow = false, follow2 = false, json = false, help = false;
-    const al_opt_t opts[] = {
-        { .name = "-f", .kind = AL_OPT_FLAG, .dst = &follow },
-        { .name = "--follow", .kind = AL_OPT_FLAG, .dst = &follow2 },
-        { .name = "--task", .kind = AL_OPT_STR, .dst = &task },
-        { .name = "--restart", .kind = AL_OPT_STR, .dst = &restart },
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &json },
-        AL_CLI_CONN_OPTS(server, token, help),
-        { .name = NULL },
-    };
+    logs_args_t a = { .task = "0" };
     char *pos[1];
-    int npos,
-        rc = al_opt_parse("logs", NULL, opts, argc, argv, false, pos, 1, &npos);
-    bool ok = help || ids_ok("logs", rc, pos, npos, 1);
-    if (ok && !help && (!job_id_ok(task) || (restart && !job_id_ok(restart)))) {
+    int npos, rc = al_opt_parse_cmd(&al_cli_logs_cmd, NULL, &a, argc, argv, pos,
+                                    1, &npos);
+    const char *task = a.task, *restart = a.restart;
+    bool ok = a.help || ids_ok("logs", rc, pos, npos, 1);
+    if (ok && !a.help &&
+        (!job_id_ok(task) || (restart && !job_id_ok(restart)))) {
         fprintf(stderr, "allot logs: --task and --restart want numbers\n");
         ok = false;
     }
-    if (!ok || help) {
-        fputs(logs_usage, help ? stdout : stderr);
-        return help ? AL_EXIT_OK : AL_EXIT_USAGE;
+    if (!ok || a.help) {
+        al_opt_usage(a.help ? stdout : stderr, &al_cli_logs_cmd);
+        return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
-    follow = follow || follow2;
+    bool follow = a.follow || a.follow2, json = a.json;
     al_client_t c;
-    if ((rc = al_client_init(&c, server, token)) != 0)
+    if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
     /* One run throughout: the latest when --restart is not given (a job
      * requeued meanwhile starts a new log). */

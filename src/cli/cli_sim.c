@@ -1,10 +1,10 @@
 /*
  * cli_sim.c -- `allot sim`: replay a trace through the scheduling core.
  *
- * Options come from one table (name, kind, bounds, help), so the parser, the
- * help text and docs/simulation.md cannot drift apart.  Exit status: 0 on
- * success, 1 when an input file is malformed or the run fails, 2 on a usage
- * error.
+ * Options come from one table (name, kind, bounds, help; common/opt.h), so
+ * the parser, the help text and docs/simulation.md cannot drift apart.  Exit
+ * status: 0 on success, 1 when an input file is malformed or the run fails, 2
+ * on a usage error.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "opt.h"
 #include "sim.h"
 
 typedef struct args {
@@ -26,185 +27,233 @@ typedef struct args {
     bool json, progress, quiet, no_timing, help;
 } args_t;
 
-typedef enum kind { O_STR, O_INT, O_NUM, O_FLAG } kind_t;
-
-typedef struct option {
-    const char *name;
-    kind_t kind;
-    size_t off;
-    double lo, hi;
-    const char *arg;
-    const char *help;
-} option_t;
-
 #define A(f) offsetof(args_t, f)
 
-static const option_t options[] = {
-    { "--trace", O_STR, A(trace), 0, 0, "FILE",
-      "trace in the common CSV format (required)" },
-    { "--trace-filter-queue", O_STR, A(filter_queue), 0, 0, "Q",
-      "keep only rows whose queue column is Q (e.g. cluster04)" },
-    { "--nodes", O_INT, A(nodes), 1, 1000000, "N",
-      "homogeneous cluster of N nodes" },
-    { "--gpus-per-node", O_INT, A(gpus_per_node), 0, 64, "G",
-      "GPUs per node (default 8)" },
-    { "--gpu-model", O_STR, A(gpu_model), 0, 0, "M", "GPU model name" },
-    { "--nodes-per-rack", O_INT, A(nodes_per_rack), 0, 1000000, "R",
-      "nodes per rack (a topology level; default none)" },
-    { "--cpus-per-node", O_INT, A(cpus_per_node), 0, 10000000, "C",
-      "CPU cores per node (default 96)" },
-    { "--mem-per-node-gib", O_INT, A(mem_gib), 0, 1000000000, "GIB",
-      "memory per node (default 1024)" },
-    { "--cluster", O_STR, A(cluster), 0, 0, "FILE",
-      "heterogeneous cluster: node groups (see docs/simulation.md)" },
-    { "--queues", O_INT, A(queues), 1, 100000, "N",
-      "N synthetic queues by a stable hash of job_id, each deserving 1/N" },
-    { "--queues-file", O_STR, A(queues_file), 0, 0, "FILE",
-      "queue hierarchy with deserved/weight/limit" },
-    { "--queues-from", O_STR, A(queues_from), 0, 0, "queue|user",
-      "trace column naming each job's queue (default queue)" },
-    { "--policy", O_STR, A(policy), 0, 0, "P[,P...]",
-      "allot (default), fifo, static, backfill, tiresias, sjf-oracle, all" },
-    { "--checkpoint-interval", O_INT, A(checkpoint), 0, 1e12, "S",
-      "seconds between checkpoints; 0 = none (default 1800)" },
-    { "--estimate-factor", O_NUM, A(estimate_factor), 0.01, 1000, "F",
-      "runtime estimate = duration x F (default 2)" },
-    { "--estimate-noise", O_NUM, A(estimate_noise), 0, 10, "S",
-      "log-normal error: each job's estimate x exp(S x z), z standard "
-      "normal from --estimate-seed and the job's id (default 0: none)" },
-    { "--estimate-seed", O_INT, A(estimate_seed), 0, 1e15, "N",
-      "seed of the --estimate-noise draws (default 1)" },
-    { "--usage-half-life", O_INT, A(half_life), 0, 1e12, "S",
-      "half-life of queue usage history (default 604800)" },
-    { "--usage-weight", O_NUM, A(usage_weight), 0, 1000, "W",
-      "how strongly decayed usage bends fair share (core default 1; 0 off)" },
-    { "--pack", O_STR, A(pack), 0, 0, "bin|spread|frag",
-      "placement: bin-packing (default), spread, or fragmentation-aware "
-      "(FGD; with --fill, judged against the whole trace's pod shapes)" },
-    { "--order", O_STR, A(order), 0, 0, "short|fifo",
-      "order inside a queue: shortest expected runtime first (allot's "
-      "default) or first come first served (the baselines'); applies to "
-      "every policy of the run" },
-    { "--tick", O_INT, A(tick), 0, 1e9, "S",
-      "also run a cycle every S seconds while jobs pend (default 0: only "
-      "on events)" },
-    { "--tiresias-thresholds", O_STR, A(tiresias), 0, 0, "A[,B..]",
-      "attained GPU-seconds at which Tiresias jobs drop a level (default "
-      "3600,36000)" },
-    { "--fill", O_NUM, A(fill), 1, 100, "RATIO",
-      "placement experiment (FGD's method): pods in shuffled order, never "
-      "leaving, until requested GPUs reach RATIO x capacity" },
-    { "--seeds", O_STR, A(seeds), 0, 0, "A-B|A,B,..",
-      "seeds of --fill runs (default 42-51)" },
-    { "--json", O_FLAG, A(json), 0, 0, NULL,
-      "print one JSON object per policy instead of tables" },
-    { "--report", O_STR, A(report), 0, 0, "FILE", "write an HTML report" },
-    { "--title", O_STR, A(title), 0, 0, "TEXT", "title of the HTML report" },
-    { "--timeseries", O_STR, A(timeseries), 0, 0, "FILE",
-      "write a CSV time series (FILE.<policy>.csv with several policies)" },
-    { "--jobs-csv", O_STR, A(jobs_csv), 0, 0, "FILE",
-      "write one row per job (FILE.<policy>.csv with several policies)" },
-    { "--progress", O_FLAG, A(progress), 0, 0, NULL,
-      "progress on stderr even when it is not a terminal" },
-    { "--quiet", O_FLAG, A(quiet), 0, 0, NULL, "no progress on stderr" },
-    { "--no-timing", O_FLAG, A(no_timing), 0, 0, NULL,
-      "write 0 for wall-clock figures, so output is byte-for-byte "
-      "reproducible" },
-    { "--help", O_FLAG, A(help), 0, 0, NULL, "this text" },
+static const al_opt_t options[] = {
+    { .name = "--trace",
+      .kind = AL_OPT_STR,
+      .off = A(trace),
+      .arg = "FILE",
+      .help = "trace in the common CSV format (required)",
+      .flags = AL_OPT_REQUIRED },
+    { .name = "--trace-filter-queue",
+      .kind = AL_OPT_STR,
+      .off = A(filter_queue),
+      .arg = "Q",
+      .help = "keep only rows whose queue column is Q (e.g. cluster04)" },
+    { .name = "--nodes",
+      .kind = AL_OPT_INT,
+      .off = A(nodes),
+      .min = 1,
+      .max = 1000000,
+      .arg = "N",
+      .help = "homogeneous cluster of N nodes",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--gpus-per-node",
+      .kind = AL_OPT_INT,
+      .off = A(gpus_per_node),
+      .min = 0,
+      .max = 64,
+      .arg = "G",
+      .help = "GPUs per node (default 8)" },
+    { .name = "--gpu-model",
+      .kind = AL_OPT_STR,
+      .off = A(gpu_model),
+      .arg = "M",
+      .help = "GPU model name" },
+    { .name = "--nodes-per-rack",
+      .kind = AL_OPT_INT,
+      .off = A(nodes_per_rack),
+      .min = 0,
+      .max = 1000000,
+      .arg = "R",
+      .help = "nodes per rack (a topology level; default none)" },
+    { .name = "--cpus-per-node",
+      .kind = AL_OPT_INT,
+      .off = A(cpus_per_node),
+      .min = 0,
+      .max = 10000000,
+      .arg = "C",
+      .help = "CPU cores per node (default 96)" },
+    { .name = "--mem-per-node-gib",
+      .kind = AL_OPT_INT,
+      .off = A(mem_gib),
+      .min = 0,
+      .max = 1000000000,
+      .arg = "GIB",
+      .help = "memory per node (default 1024)" },
+    { .name = "--cluster",
+      .kind = AL_OPT_STR,
+      .off = A(cluster),
+      .arg = "FILE",
+      .help = "heterogeneous cluster: node groups (see docs/simulation.md)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--queues",
+      .kind = AL_OPT_INT,
+      .off = A(queues),
+      .min = 1,
+      .max = 100000,
+      .arg = "N",
+      .help =
+          "N synthetic queues by a stable hash of job_id, each deserving 1/N" },
+    { .name = "--queues-file",
+      .kind = AL_OPT_STR,
+      .off = A(queues_file),
+      .arg = "FILE",
+      .help = "queue hierarchy with deserved/weight/limit" },
+    { .name = "--queues-from",
+      .kind = AL_OPT_STR,
+      .off = A(queues_from),
+      .arg = "queue|user",
+      .help = "trace column naming each job's queue (default queue)" },
+    { .name = "--policy",
+      .kind = AL_OPT_STR,
+      .off = A(policy),
+      .arg = "P[,P...]",
+      .help =
+          "allot (default), fifo, static, backfill, tiresias, sjf-oracle, all",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--checkpoint-interval",
+      .kind = AL_OPT_INT,
+      .off = A(checkpoint),
+      .min = 0,
+      .max = INT64_C(1000000000000),
+      .arg = "S",
+      .help = "seconds between checkpoints; 0 = none (default 1800)" },
+    { .name = "--estimate-factor",
+      .kind = AL_OPT_NUM,
+      .off = A(estimate_factor),
+      .lo = 0.01,
+      .hi = 1000,
+      .arg = "F",
+      .help = "runtime estimate = duration x F (default 2)" },
+    { .name = "--estimate-noise",
+      .kind = AL_OPT_NUM,
+      .off = A(estimate_noise),
+      .lo = 0,
+      .hi = 10,
+      .arg = "S",
+      .help =
+          "log-normal error: each job's estimate x exp(S x z), z standard "
+          "normal from --estimate-seed and the job's id (default 0: none)" },
+    { .name = "--estimate-seed",
+      .kind = AL_OPT_INT,
+      .off = A(estimate_seed),
+      .min = 0,
+      .max = INT64_C(1000000000000000),
+      .arg = "N",
+      .help = "seed of the --estimate-noise draws (default 1)" },
+    { .name = "--usage-half-life",
+      .kind = AL_OPT_INT,
+      .off = A(half_life),
+      .min = 0,
+      .max = INT64_C(1000000000000),
+      .arg = "S",
+      .help = "half-life of queue usage history (default 604800)" },
+    { .name = "--usage-weight",
+      .kind = AL_OPT_NUM,
+      .off = A(usage_weight),
+      .lo = 0,
+      .hi = 1000,
+      .arg = "W",
+      .help = "how strongly decayed usage bends fair share (core default 1; 0 "
+              "off)" },
+    { .name = "--pack",
+      .kind = AL_OPT_STR,
+      .off = A(pack),
+      .arg = "bin|spread|frag",
+      .help =
+          "placement: bin-packing (default), spread, or fragmentation-aware "
+          "(FGD; with --fill, judged against the whole trace's pod shapes)" },
+    { .name = "--order",
+      .kind = AL_OPT_STR,
+      .off = A(order),
+      .arg = "short|fifo",
+      .help =
+          "order inside a queue: shortest expected runtime first (allot's "
+          "default) or first come first served (the baselines'); applies to "
+          "every policy of the run" },
+    { .name = "--tick",
+      .kind = AL_OPT_INT,
+      .off = A(tick),
+      .min = 0,
+      .max = INT64_C(1000000000),
+      .arg = "S",
+      .help =
+          "also run a cycle every S seconds while jobs pend (default 0: only "
+          "on events)" },
+    { .name = "--tiresias-thresholds",
+      .kind = AL_OPT_STR,
+      .off = A(tiresias),
+      .arg = "A[,B..]",
+      .help =
+          "attained GPU-seconds at which Tiresias jobs drop a level (default "
+          "3600,36000)" },
+    { .name = "--fill",
+      .kind = AL_OPT_NUM,
+      .off = A(fill),
+      .lo = 1,
+      .hi = 100,
+      .arg = "RATIO",
+      .help =
+          "placement experiment (FGD's method): pods in shuffled order, never "
+          "leaving, until requested GPUs reach RATIO x capacity" },
+    { .name = "--seeds",
+      .kind = AL_OPT_STR,
+      .off = A(seeds),
+      .arg = "A-B|A,B,..",
+      .help = "seeds of --fill runs (default 42-51)" },
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = A(json),
+      .help = "print one JSON object per policy instead of tables",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--report",
+      .kind = AL_OPT_STR,
+      .off = A(report),
+      .arg = "FILE",
+      .help = "write an HTML report",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--title",
+      .kind = AL_OPT_STR,
+      .off = A(title),
+      .arg = "TEXT",
+      .help = "title of the HTML report" },
+    { .name = "--timeseries",
+      .kind = AL_OPT_STR,
+      .off = A(timeseries),
+      .arg = "FILE",
+      .help =
+          "write a CSV time series (FILE.<policy>.csv with several policies)" },
+    { .name = "--jobs-csv",
+      .kind = AL_OPT_STR,
+      .off = A(jobs_csv),
+      .arg = "FILE",
+      .help =
+          "write one row per job (FILE.<policy>.csv with several policies)" },
+    { .name = "--progress",
+      .kind = AL_OPT_FLAG,
+      .off = A(progress),
+      .help = "progress on stderr even when it is not a terminal" },
+    { .name = "--quiet",
+      .kind = AL_OPT_FLAG,
+      .off = A(quiet),
+      .help = "no progress on stderr" },
+    { .name = "--no-timing",
+      .kind = AL_OPT_FLAG,
+      .off = A(no_timing),
+      .help = "write 0 for wall-clock figures, so output is byte-for-byte "
+              "reproducible" },
+    { .name = "--help",
+      .kind = AL_OPT_FLAG,
+      .off = A(help),
+      .help = "this text" },
+    { .name = NULL },
 };
 
-#define NOPTIONS (sizeof(options) / sizeof(options[0]))
+#undef A
 
-static void
-help(FILE *f)
-{
-    fprintf(f, "usage: allot sim --trace FILE.csv [options]\n\n");
-    for (size_t i = 0; i < NOPTIONS; i++) {
-        char left[64];
-        snprintf(left, sizeof left, "%s%s%s", options[i].name,
-                 options[i].arg ? " " : "",
-                 options[i].arg ? options[i].arg : "");
-        fprintf(f, "  %-34s %s\n", left, options[i].help);
-    }
-}
-
-static int
-set_option(args_t *a, const option_t *o, const char *val)
-{
-    void *p = (char *)a + o->off;
-    char *end;
-    switch (o->kind) {
-    case O_STR:
-        *(const char **)p = val;
-        return 0;
-    case O_FLAG:
-        *(bool *)p = true;
-        return 0;
-    case O_INT: {
-        long long v = strtoll(val, &end, 10);
-        if (*val == '\0' || *end != '\0' || v < o->lo || v > o->hi) {
-            fprintf(stderr,
-                    "allot sim: %s: expected a whole number in [%.0f, %.0f], "
-                    "got '%s'\n",
-                    o->name, o->lo, o->hi, val);
-            return -1;
-        }
-        *(int64_t *)p = v;
-        return 0;
-    }
-    case O_NUM: {
-        double v = strtod(val, &end);
-        if (*val == '\0' || *end != '\0' || !(v >= o->lo && v <= o->hi)) {
-            fprintf(stderr,
-                    "allot sim: %s: expected a number in [%g, %g], got "
-                    "'%s'\n",
-                    o->name, o->lo, o->hi, val);
-            return -1;
-        }
-        *(double *)p = v;
-        return 0;
-    }
-    }
-    return -1;
-}
-
-static int
-parse_args(int argc, char **argv, args_t *a)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        const char *eq = strchr(arg, '=');
-        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        const option_t *o = NULL;
-        for (size_t k = 0; k < NOPTIONS && o == NULL; k++)
-            if (strlen(options[k].name) == nlen &&
-                strncmp(options[k].name, arg, nlen) == 0)
-                o = &options[k];
-        if (o == NULL) {
-            fprintf(stderr, "allot sim: unknown option '%s' (try --help)\n",
-                    arg);
-            return -1;
-        }
-        const char *val = NULL;
-        if (o->kind == O_FLAG) {
-            if (eq) {
-                fprintf(stderr, "allot sim: %s takes no value\n", o->name);
-                return -1;
-            }
-        } else if (eq) {
-            val = eq + 1;
-        } else if (i + 1 < argc) {
-            val = argv[++i];
-        } else {
-            fprintf(stderr, "allot sim: %s needs a value (%s)\n", o->name,
-                    o->arg);
-            return -1;
-        }
-        if (set_option(a, o, val) < 0)
-            return -1;
-    }
-    return 0;
-}
+const al_opt_cmd_t al_cli_sim_cmd = { .name = "sim", .opts = options };
 
 /* Splits a comma list of policies; returns the count or -1. */
 static int
@@ -645,10 +694,12 @@ al_cli_sim(int argc, char **argv)
     a.half_life = (int64_t)7 * 86400;
     a.usage_weight = -1;
     a.policy = "allot";
-    if (parse_args(argc, argv, &a) < 0)
+    int npos;
+    if (al_opt_parse_cmd(&al_cli_sim_cmd, NULL, &a, argc, argv, NULL, 0,
+                         &npos) != 0)
         return 2;
     if (a.help) {
-        help(stdout);
+        al_opt_usage(stdout, &al_cli_sim_cmd);
         return 0;
     }
     al_sim_opts_t o;

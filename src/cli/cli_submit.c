@@ -12,26 +12,6 @@
 #include "script.h"
 #include "xmalloc.h"
 
-static const char submit_usage[] =
-    "usage: allot submit [--gpus N | --gpu-fraction F] [--gpu-model M]\n"
-    "                    [--cpus C] [--mem M]\n"
-    "                    [--tasks N] [--queue Q] [--class train|build|"
-    "inference]\n"
-    "                    [--name X] [--after JOBID] [--time T]\n"
-    "                    [--env K=V]... [--hold] [--json]\n"
-    "                    [--server URL] [--token T] -- command args...\n"
-    "       allot submit [options] job.sh [args...]\n"
-    "Prints the new job's id.  --mem takes K/M/G/T suffixes (plain numbers\n"
-    "are MiB).  The job runs in the current directory with PATH, HOME,\n"
-    "LANG, and the --env variables.  A job script (a file starting with\n"
-    "'#') is sent whole; its '#ALLOT --gpus 2' lines, before its first\n"
-    "command, set options, and the command line overrides them.\n"
-    "--after 6,11 waits for both jobs to complete.  --time is a limit (90m,\n"
-    "2h, 1d, or Slurm's 1:30:00 and 2-00:00:00; the job fails when it is\n"
-    "reached), and\n"
-    "inside a queue shorter limits start first: a job without one counts as\n"
-    "24 hours.\n";
-
 /* Variables of the submitter's environment passed on to the job. */
 static const char *const passed_env[] = { "PATH",       "HOME", "LANG",
                                           "LC_ALL",     "USER", "PYTHONPATH",
@@ -94,17 +74,15 @@ al_cli_submit(int argc, char **argv)
     al_submit_args_t cl, a;
     memset(&cl, 0, sizeof cl);
     memset(&a, 0, sizeof a);
-    al_opt_t opts[AL_SUBMIT_NOPTS];
-    al_script_opts(&cl, opts);
     int first = argc;
-    int rc =
-        al_opt_parse("submit", NULL, opts, argc, argv, true, NULL, 0, &first);
+    int rc = al_opt_parse_cmd(&al_script_cmd, NULL, &cl, argc, argv, NULL, 0,
+                              &first);
     if (rc != 0 || cl.help) {
-        fputs(submit_usage, cl.help ? stdout : stderr);
+        al_opt_usage(cl.help ? stdout : stderr, &al_script_cmd);
         return cl.help ? AL_EXIT_OK : rc;
     }
     if (first >= argc) {
-        fputs(submit_usage, stderr);
+        al_opt_usage(stderr, &al_script_cmd);
         return bad("no command given; put it after --, or name a job "
                    "script");
     }

@@ -1,16 +1,25 @@
 /*
  * main.c -- the `allot` command: a table of subcommands (tmux's cmd_entry).
- * To add one, write cli_<name>.c, declare it in cli.h and add a row here.
+ * To add one, write cli_<name>.c with its function and its option table
+ * (an al_opt_cmd_t), declare both in cli.h and add a row here; the list
+ * `allot --help` prints is made from the rows and the tables.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "agent.h"
 #include "cli.h"
+#include "opt.h"
+#include "script.h"
+#include "server.h"
 
 typedef struct subcommand {
     const char *name;
     int (*fn)(int argc, char **argv);
-    const char *usage; /* one line: arguments and what it does */
+    /* Its options, whose required and brief ones make its line in the
+     * list; NULL for a command without options. */
+    const al_opt_cmd_t *cmd;
+    const char *summary; /* what it does, in a few words */
 } subcommand_t;
 
 static int cmd_help(int argc, char **argv);
@@ -19,68 +28,71 @@ static int cmd_version(int argc, char **argv);
 static const subcommand_t subcommands[] = {
     { .name = "sim",
       .fn = al_cli_sim,
-      .usage = "--trace FILE.csv [cluster] [queues] [--policy P] [--json] "
-               "[--report out.html] [--timeseries out.csv]\n"
-               "        replay a job trace through the scheduling core in "
-               "virtual time" },
+      .cmd = &al_cli_sim_cmd,
+      .summary = "replay a job trace through the scheduling core in virtual "
+                 "time" },
     { .name = "dev",
       .fn = al_cli_dev,
-      .usage = "[--listen HOST:PORT] [--fake-gpus NxMODEL]\n"
-               "        run a controller and an agent here; sets up the CLI" },
+      .cmd = &al_cli_dev_cmd,
+      .summary = "run a controller and an agent here; sets up the CLI" },
     { .name = "server",
       .fn = al_cli_server,
-      .usage = "[--listen HOST:PORT] [--state DIR]\n"
-               "        run the controller" },
+      .cmd = &al_server_cmd,
+      .summary = "run the controller" },
     { .name = "agent",
       .fn = al_cli_agent,
-      .usage = "--server URL --join-token T [--fake-gpus NxMODEL]\n"
-               "        run a node agent" },
+      .cmd = &al_agent_cmd,
+      .summary = "run a node agent" },
     { .name = "submit",
       .fn = al_cli_submit,
-      .usage = "[--gpus N] [--cpus C] [--mem M] [--tasks N] [--queue Q] "
-               "[--class C] -- cmd...\n"
-               "        submit a job; prints its id" },
+      .cmd = &al_script_cmd,
+      .summary = "submit a job; prints its id" },
     { .name = "ls",
       .fn = al_cli_ls,
-      .usage = "[--all] [--state S] [--queue Q] [--json]\n"
-               "        list jobs, where they run or why they wait" },
+      .cmd = &al_cli_ls_cmd,
+      .summary = "list jobs, where they run or why they wait" },
     { .name = "show",
       .fn = al_cli_show,
-      .usage = "[--json] JOBID\n        a job's details and history" },
+      .cmd = &al_cli_show_cmd,
+      .summary = "a job's details and history" },
     { .name = "cancel",
       .fn = al_cli_cancel,
-      .usage = "JOBID...\n        cancel jobs" },
+      .cmd = &al_cli_cancel_cmd,
+      .summary = "cancel jobs" },
     { .name = "hold",
       .fn = al_cli_hold,
-      .usage = "JOBID...\n        keep pending jobs from starting" },
+      .cmd = &al_cli_hold_cmd,
+      .summary = "keep pending jobs from starting" },
     { .name = "release",
       .fn = al_cli_release,
-      .usage = "JOBID...\n        release held jobs" },
+      .cmd = &al_cli_release_cmd,
+      .summary = "release held jobs" },
     { .name = "logs",
       .fn = al_cli_logs,
-      .usage = "[-f] [--task N] JOBID\n        a task's output" },
+      .cmd = &al_cli_logs_cmd,
+      .summary = "a task's output" },
     { .name = "nodes",
       .fn = al_cli_nodes,
-      .usage = "[--json]\n        nodes, their GPUs and state" },
+      .cmd = &al_cli_nodes_cmd,
+      .summary = "nodes, their GPUs and state" },
     { .name = "queues",
       .fn = al_cli_queues,
-      .usage = "[--json]\n        queues: deserved, fair share, allocated" },
+      .cmd = &al_cli_queues_cmd,
+      .summary = "queues: deserved, fair share, allocated" },
     { .name = "token",
       .fn = al_cli_token,
-      .usage = "create --user NAME [--role user|admin]\n"
-               "        create an API token (admins)" },
+      .cmd = &al_cli_token_cmd,
+      .summary = "create an API token (admins)" },
     { .name = "queue",
       .fn = al_cli_queue,
-      .usage = "set|delete NAME [--deserved gpu=N,...] [--limit ...]\n"
-               "        create, change or delete a queue (admins)" },
+      .cmd = &al_cli_queue_cmd,
+      .summary = "create, change or delete a queue (admins)" },
     { .name = "node",
       .fn = al_cli_node,
-      .usage = "drain|resume NAME\n"
-               "        stop or resume placing work on a node (admins)" },
-    { .name = "help", .fn = cmd_help, .usage = "\n        this list" },
-    { .name = "version",
-      .fn = cmd_version,
-      .usage = "\n        print the version" },
+      .cmd = &al_cli_node_cmd,
+      .summary = "stop or resume placing work on a node (admins)" },
+    { .name = "help", .fn = cmd_help, .summary = "this list" },
+    { .name = "version", .fn = cmd_version, .summary = "print the version" },
 };
 
 #define NSUBCOMMANDS (sizeof(subcommands) / sizeof(subcommands[0]))
@@ -89,9 +101,12 @@ static void
 usage(FILE *f)
 {
     fprintf(f, "usage: allot <command> [arguments]\n\ncommands:\n");
-    for (size_t i = 0; i < NSUBCOMMANDS; i++)
-        fprintf(f, "  allot %s %s\n", subcommands[i].name,
-                subcommands[i].usage);
+    for (size_t i = 0; i < NSUBCOMMANDS; i++) {
+        fprintf(f, "  allot %s", subcommands[i].name);
+        if (subcommands[i].cmd != NULL)
+            al_opt_brief(f, subcommands[i].cmd);
+        fprintf(f, "\n        %s\n", subcommands[i].summary);
+    }
     fprintf(f, "\n`allot <command> --help` describes a command's options.\n");
 }
 

@@ -2,6 +2,7 @@
  * lines. */
 #include "script.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,29 +126,116 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
     return NULL;
 }
 
-void
-al_script_opts(al_submit_args_t *a, al_opt_t *opts)
-{
-    const al_opt_t table[AL_SUBMIT_NOPTS] = {
-        { .name = "--gpus", .kind = AL_OPT_STR, .dst = &a->f.gpus },
-        { .name = "--gpu-fraction", .kind = AL_OPT_STR, .dst = &a->f.frac },
-        { .name = "--gpu-model", .kind = AL_OPT_STR, .dst = &a->f.model },
-        { .name = "--cpus", .kind = AL_OPT_STR, .dst = &a->f.cpus },
-        { .name = "--mem", .kind = AL_OPT_STR, .dst = &a->f.mem },
-        { .name = "--tasks", .kind = AL_OPT_STR, .dst = &a->f.tasks },
-        { .name = "--queue", .kind = AL_OPT_STR, .dst = &a->queue },
-        { .name = "--class", .kind = AL_OPT_STR, .dst = &a->f.cls },
-        { .name = "--name", .kind = AL_OPT_STR, .dst = &a->name },
-        { .name = "--after", .kind = AL_OPT_STR, .dst = &a->f.after },
-        { .name = "--time", .kind = AL_OPT_STR, .dst = &a->f.tlimit },
-        { .name = "--env", .kind = AL_OPT_STR, .dst = &a->envopt },
-        { .name = "--hold", .kind = AL_OPT_FLAG, .dst = &a->hold },
-        { .name = "--json", .kind = AL_OPT_FLAG, .dst = &a->json },
-        AL_CLI_CONN_OPTS(a->server, a->token, a->help),
-        { .name = NULL },
-    };
-    memcpy(opts, table, sizeof table);
-}
+#define O(f) offsetof(al_submit_args_t, f)
+
+static const al_opt_t submit_opts[] = {
+    { .name = "--gpus",
+      .kind = AL_OPT_STR,
+      .off = O(f.gpus),
+      .arg = "N",
+      .help = "GPUs per task, 0..64",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--gpu-fraction",
+      .kind = AL_OPT_STR,
+      .off = O(f.frac),
+      .arg = "F",
+      .help = "part of one GPU per task (0 < F < 1), instead of --gpus" },
+    { .name = "--gpu-model",
+      .kind = AL_OPT_STR,
+      .off = O(f.model),
+      .arg = "M",
+      .help = "only GPUs of this model" },
+    { .name = "--cpus",
+      .kind = AL_OPT_STR,
+      .off = O(f.cpus),
+      .arg = "C",
+      .help = "CPU cores per task (e.g. 4 or 0.5)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--mem",
+      .kind = AL_OPT_STR,
+      .off = O(f.mem),
+      .arg = "M",
+      .help = "memory per task, with K/M/G/T (plain numbers are MiB)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--tasks",
+      .kind = AL_OPT_STR,
+      .off = O(f.tasks),
+      .arg = "N",
+      .help = "tasks started together, 1..4096 (default 1)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--queue",
+      .kind = AL_OPT_STR,
+      .off = O(queue),
+      .arg = "Q",
+      .help = "the queue",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--class",
+      .kind = AL_OPT_STR,
+      .off = O(f.cls),
+      .arg = "train|build|inference",
+      .help = "the kind of work",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--name",
+      .kind = AL_OPT_STR,
+      .off = O(name),
+      .arg = "X",
+      .help = "the job's name" },
+    { .name = "--after",
+      .kind = AL_OPT_STR,
+      .off = O(f.after),
+      .arg = "JOBID[,JOBID...]",
+      .help = "start once these jobs have completed" },
+    { .name = "--time",
+      .kind = AL_OPT_STR,
+      .off = O(f.tlimit),
+      .arg = "T",
+      .help = "a time limit" },
+    /* Every one counts: al_script_env() reads them from argv. */
+    { .name = "--env",
+      .kind = AL_OPT_STR,
+      .off = O(envopt),
+      .arg = "K=V",
+      .help = "a variable for the job (repeatable)" },
+    { .name = "--hold",
+      .kind = AL_OPT_FLAG,
+      .off = O(hold),
+      .help = "hold the job until `allot release`" },
+    { .name = "--json",
+      .kind = AL_OPT_FLAG,
+      .off = O(json),
+      .help = "the new job as JSON" },
+    AL_CLI_CONN_OPTS(al_submit_args_t),
+    { .name = NULL },
+};
+
+#undef O
+
+const al_opt_cmd_t al_script_cmd = {
+    .name = "submit",
+    .opts = submit_opts,
+    .args = "-- command args... | job.sh [args...]",
+    .stop_at_args = true,
+    .about =
+        "Prints the new job's id.  The job runs in the current directory "
+        "with\n"
+        "PATH, HOME, LANG, and the --env variables.  A job script (a file\n"
+        "starting with '#') is sent whole; its '#ALLOT --gpus 2' lines, "
+        "before\n"
+        "its first command, set options, and the command line overrides "
+        "them.\n"
+        "--after 6,11 waits for both jobs to complete.  --time is a limit "
+        "(90m,\n"
+        "2h, 1d, or Slurm's 1:30:00 and 2-00:00:00; the job fails when it "
+        "is\n"
+        "reached), and inside a queue shorter limits start first: a job\n"
+        "without one counts as 24 hours.\n",
+};
+
+/* An #ALLOT line: the same options, and nothing else. */
+static const al_opt_cmd_t directive_cmd = {
+    .name = "submit",
+    .opts = submit_opts,
+};
 
 void
 al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
@@ -619,8 +707,6 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
             snprintf(where, sizeof where, "%s:%d", path, lineno);
             al_submit_args_t one;
             memset(&one, 0, sizeof one);
-            al_opt_t opts[AL_SUBMIT_NOPTS];
-            al_script_opts(&one, opts);
             int npos;
             json_t *probe = json_object();
             const char *err = NULL;
@@ -628,8 +714,8 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
                 fprintf(stderr, "allot submit: %s: more than %d words\n", where,
                         AL_SCRIPT_MAX_WORDS);
                 errors++;
-            } else if (al_opt_parse("submit", where, opts, n, argv, false, NULL,
-                                    0, &npos) != 0 ||
+            } else if (al_opt_parse_cmd(&directive_cmd, where, &one, n, argv,
+                                        NULL, 0, &npos) != 0 ||
                        !al_script_env(env, n, argv, where)) {
                 errors++;
             } else if ((err = al_script_resources(probe, &one.f)) != NULL) {

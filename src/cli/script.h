@@ -25,12 +25,9 @@ typedef struct al_submit_args {
     bool json, hold, help;
 } al_submit_args_t;
 
-/* Entries of the option table al_script_opts fills, with its {NULL}. */
-#define AL_SUBMIT_NOPTS 18
-
-/* Fills opts (AL_SUBMIT_NOPTS entries) with the options of `allot submit`
- * storing into *a. */
-void al_script_opts(al_submit_args_t *a, al_opt_t *opts);
+/* The options of `allot submit` over an al_submit_args_t (the first
+ * positional argument ends them), and its --help. */
+extern const al_opt_cmd_t al_script_cmd;
 /* Copies the settings given in `from` over `to`. */
 void al_script_merge(al_submit_args_t *to, const al_submit_args_t *from);
 /* Adds every --env NAME=VALUE of argv[1..n-1] to env; the option table
