@@ -379,55 +379,115 @@ slurm_gres_gpus(const char *g)
     return total;
 }
 
-/* The #SBATCH options allot reads, long and short names. */
-static const struct {
+/* Setters of the #SBATCH options allot reads: each stores val into the
+ * member at off of *s, or returns false when allot cannot use it. */
+static bool
+set_str(slurm_t *s, size_t off, const char *val)
+{
+    *(const char **)((char *)s + off) = val;
+    return true;
+}
+
+static bool
+set_count(slurm_t *s, size_t off, const char *val)
+{
+    long long v;
+    if (!num_arg(val, 1 << 20, &v))
+        return false;
+    *(long long *)((char *)s + off) = v;
+    return true;
+}
+
+static bool
+set_time(slurm_t *s, size_t off, const char *val)
+{
+    return slurm_time(val) >= 0 && set_str(s, off, val);
+}
+
+/* Only afterok:6:11 keeps its meaning here (--after 6,11). */
+static bool
+set_dep(slurm_t *s, size_t off, const char *val)
+{
+    return strncmp(val, "afterok:", 8) == 0 && set_str(s, off, val + 8);
+}
+
+static bool
+set_gres(slurm_t *s, size_t off, const char *val)
+{
+    long long v = slurm_gres_gpus(val);
+    if (v < 0)
+        return false;
+    *(long long *)((char *)s + off) = v;
+    return true;
+}
+
+/* What allot does with one #SBATCH option, by its long and short names. */
+typedef struct slurm_opt {
     const char *lng;
+    /* Reads the value into the member at off; NULL: the option changes
+     * nothing here (Slurm's output files, mail, accounts, binding hints)
+     * and is ignored with a note. */
+    bool (*set)(slurm_t *s, size_t off, const char *val);
+    size_t off;
+    const char *hint; /* added to the error when set() refuses a value */
     char shrt;
-} slurm_takes[] = {
-    { "job-name", 'J' },      { "partition", 'p' },
-    { "ntasks", 'n' },        { "nodes", 'N' },
-    { "cpus-per-task", 'c' }, { "time", 't' },
-    { "dependency", 'd' },    { "mem", 0 },
-    { "mem-per-cpu", 0 },     { "gres", 0 },
-    { "gpus", 'G' },          { "gpus-per-node", 0 },
-    { "gpus-per-task", 0 },   { "ntasks-per-node", 0 },
+    bool flag;   /* an ignored option that takes no value */
+    bool refuse; /* an error: its meaning cannot be kept (job arrays) */
+} slurm_opt_t;
+
+#define S(f) offsetof(slurm_t, f)
+
+static const slurm_opt_t slurm_opts[] = {
+    { .lng = "job-name", .shrt = 'J', .set = set_str, .off = S(name) },
+    { .lng = "partition", .shrt = 'p', .set = set_str, .off = S(partition) },
+    { .lng = "ntasks", .shrt = 'n', .set = set_count, .off = S(ntasks) },
+    { .lng = "nodes", .shrt = 'N', .set = set_count, .off = S(nodes) },
+    { .lng = "cpus-per-task", .shrt = 'c', .set = set_str, .off = S(cpus) },
+    { .lng = "time", .shrt = 't', .set = set_time, .off = S(time) },
+    { .lng = "dependency",
+      .shrt = 'd',
+      .set = set_dep,
+      .off = S(dep),
+      .hint = " (only afterok:JOBID[:JOBID...] is supported)" },
+    { .lng = "mem", .set = set_str, .off = S(mem) },
+    { .lng = "mem-per-cpu", .set = set_str, .off = S(mem_per_cpu) },
+    { .lng = "gres", .set = set_gres, .off = S(gpus_node) },
+    { .lng = "gpus", .shrt = 'G', .set = set_count, .off = S(gpus_total) },
+    { .lng = "gpus-per-node", .set = set_count, .off = S(gpus_node) },
+    { .lng = "gpus-per-task", .set = set_count, .off = S(gpus_task) },
+    { .lng = "ntasks-per-node", .set = set_count, .off = S(per_node) },
+    { .lng = "array", .shrt = 'a', .refuse = true },
+    { .lng = "output", .shrt = 'o' },
+    { .lng = "error", .shrt = 'e' },
+    { .lng = "account", .shrt = 'A' },
+    { .lng = "qos", .shrt = 'q' },
+    { .lng = "mail-type" },
+    { .lng = "mail-user" },
+    { .lng = "exclusive", .flag = true },
+    { .lng = "export" },
+    { .lng = "chdir", .shrt = 'D' },
+    { .lng = "constraint" },
+    { .lng = "requeue", .flag = true },
+    { .lng = "no-requeue", .flag = true },
+    { .lng = "signal" },
+    { .lng = "open-mode" },
+    { .lng = "comment" },
+    { .lng = "reservation" },
+    { .lng = "wckey" },
+    { .lng = "hint" },
+    { .lng = "distribution" },
+    { .lng = "mem-bind" },
+    { .lng = "cpu-bind" },
+    { .lng = "gpu-bind" },
+    { .lng = "threads-per-core" },
+    { .lng = "parsable", .flag = true },
+    { .lng = "wait", .flag = true },
+    { .lng = "nice" },
+    { .lng = "priority" },
+    { .lng = "licenses" },
 };
 
-/* Options that change nothing here (Slurm's output files, mail, accounts,
- * binding hints); those marked flag take no value. */
-static const struct {
-    const char *name;
-    bool flag;
-} slurm_ignored[] = {
-    { "output", false },
-    { "error", false },
-    { "account", false },
-    { "qos", false },
-    { "mail-type", false },
-    { "mail-user", false },
-    { "exclusive", true },
-    { "export", false },
-    { "chdir", false },
-    { "constraint", false },
-    { "requeue", true },
-    { "no-requeue", true },
-    { "signal", false },
-    { "open-mode", false },
-    { "comment", false },
-    { "reservation", false },
-    { "wckey", false },
-    { "hint", false },
-    { "distribution", false },
-    { "mem-bind", false },
-    { "cpu-bind", false },
-    { "gpu-bind", false },
-    { "threads-per-core", false },
-    { "parsable", true },
-    { "wait", true },
-    { "nice", false },
-    { "priority", false },
-    { "licenses", false },
-};
+#undef S
 
 /* One option word: "--key[=value]" or "-k[value]". */
 typedef struct slurm_word {
@@ -455,31 +515,23 @@ slurm_split(char *a, slurm_word_t *o)
     return false;
 }
 
-/* Index of the option in slurm_takes, or -1. */
-static int
+/* The entry of the option word o, or NULL when allot does not know it. */
+static const slurm_opt_t *
 slurm_find(const slurm_word_t *o)
 {
-    for (size_t k = 0; k < sizeof slurm_takes / sizeof slurm_takes[0]; k++)
-        if ((o->key[0] && strcmp(o->key, slurm_takes[k].lng) == 0) ||
-            (o->shrt && o->shrt == slurm_takes[k].shrt))
-            return (int)k;
-    return -1;
+    for (size_t k = 0; k < sizeof slurm_opts / sizeof slurm_opts[0]; k++)
+        if ((o->key[0] && strcmp(o->key, slurm_opts[k].lng) == 0) ||
+            (o->shrt && o->shrt == slurm_opts[k].shrt))
+            return &slurm_opts[k];
+    return NULL;
 }
 
-/* An option allot does not read: an error for job arrays, otherwise a
- * note.  Returns 1 for an error; *takes_value says whether the next word
- * is its value (when none was inside the word). */
+/* An option allot does not read (e NULL when it is not known at all): an
+ * error for job arrays, otherwise a note.  Returns 1 for an error. */
 static int
-slurm_other(const slurm_word_t *o, const char *where, bool *takes_value)
+slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const char *where)
 {
-    bool known = o->shrt && strchr("oeAqD", o->shrt) != NULL;
-    *takes_value = true;
-    for (size_t k = 0; k < sizeof slurm_ignored / sizeof *slurm_ignored; k++)
-        if (o->key[0] && strcmp(o->key, slurm_ignored[k].name) == 0) {
-            known = true;
-            *takes_value = !slurm_ignored[k].flag;
-        }
-    if (strcmp(o->key, "array") == 0 || o->shrt == 'a') {
+    if (e != NULL && e->refuse) {
         fprintf(stderr,
                 "allot submit: %s: job arrays (#SBATCH --array) are not "
                 "supported; submit one job per element\n",
@@ -489,43 +541,9 @@ slurm_other(const slurm_word_t *o, const char *where, bool *takes_value)
     char shrt[2] = { o->shrt, '\0' };
     fprintf(stderr, "allot submit: %s: note: #SBATCH %s%s %s\n", where,
             o->key[0] ? "--" : "-", o->key[0] ? o->key : shrt,
-            known ? "does not apply here; ignored"
-                  : "is not known to allot; ignored");
+            e != NULL ? "does not apply here; ignored"
+                      : "is not known to allot; ignored");
     return 0;
-}
-
-/* Stores option opt's value into *s; false when allot cannot use it. */
-static bool
-slurm_set(slurm_t *s, const char *opt, const char *val)
-{
-    long long v = -1;
-    if (strcmp(opt, "job-name") == 0)
-        s->name = val;
-    else if (strcmp(opt, "partition") == 0)
-        s->partition = val;
-    else if (strcmp(opt, "cpus-per-task") == 0)
-        s->cpus = val;
-    else if (strcmp(opt, "mem") == 0)
-        s->mem = val;
-    else if (strcmp(opt, "mem-per-cpu") == 0)
-        s->mem_per_cpu = val;
-    else if (strcmp(opt, "time") == 0 && slurm_time(val) >= 0)
-        s->time = val;
-    else if (strcmp(opt, "dependency") == 0 && strncmp(val, "afterok:", 8) == 0)
-        s->dep = val + 8;
-    else if (strcmp(opt, "gres") == 0 && (v = slurm_gres_gpus(val)) >= 0)
-        s->gpus_node = v;
-    else if (strcmp(opt, "time") == 0 || strcmp(opt, "dependency") == 0 ||
-             strcmp(opt, "gres") == 0 || !num_arg(val, 1 << 20, &v))
-        return false;
-    else
-        *(strcmp(opt, "ntasks") == 0            ? &s->ntasks
-          : strcmp(opt, "nodes") == 0           ? &s->nodes
-          : strcmp(opt, "ntasks-per-node") == 0 ? &s->per_node
-          : strcmp(opt, "gpus-per-node") == 0   ? &s->gpus_node
-          : strcmp(opt, "gpus-per-task") == 0   ? &s->gpus_task
-                                                : &s->gpus_total) = v;
-    return true;
 }
 
 /* Reads one #SBATCH line's words into *s.  Options that change nothing
@@ -544,10 +562,10 @@ slurm_line(char **w, int n, slurm_t *s, const char *where)
             errors++;
             continue;
         }
-        int t = slurm_find(&o);
-        if (t < 0) {
-            bool takes_value;
-            errors += slurm_other(&o, where, &takes_value);
+        const slurm_opt_t *e = slurm_find(&o);
+        if (e == NULL || e->set == NULL) {
+            bool takes_value = e == NULL || !e->flag;
+            errors += slurm_other(&o, e, where);
             /* A value given apart belongs to the ignored option. */
             if (o.val == NULL && takes_value && i + 1 < n && w[i + 1][0] != '-')
                 i++;
@@ -560,14 +578,10 @@ slurm_line(char **w, int n, slurm_t *s, const char *where)
             continue;
         }
         const char *val = o.val != NULL ? o.val : w[++i];
-        const char *opt = slurm_takes[t].lng;
-        if (!slurm_set(s, opt, val)) {
+        if (!e->set(s, e->off, val)) {
             fprintf(stderr,
                     "allot submit: %s: #SBATCH --%s: cannot use '%s'%s\n",
-                    where, opt, val,
-                    strcmp(opt, "dependency") == 0
-                        ? " (only afterok:JOBID[:JOBID...] is supported)"
-                        : "");
+                    where, e->lng, val, e->hint != NULL ? e->hint : "");
             errors++;
         }
     }
