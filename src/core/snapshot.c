@@ -4,7 +4,7 @@
  *
  * Owns: the configuration's defaults (al_config_default), the checks that
  * refuse a malformed snapshot with a cause (al__check_snapshot, and those
- * inside al__setup), the cause string itself (set_cause),
+ * inside al__setup), the cause string itself (set_cause, al_cause_free),
  * and al__setup.  Calls: capacity.c (the working cluster, taking what
  * running jobs hold), frag.c (the workload profile), order.c (the critical
  * path).  Called by pass.c.
@@ -12,7 +12,6 @@
 #include <float.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core_int.h"
@@ -43,11 +42,30 @@ al_request_gpu_milli(const al_request_t *req)
     return req->gpu_milli > 0 ? req->gpu_milli : 0;
 }
 
-/* Stores the message (msg formatted with x and y) in *cause. */
+/* The allocator a cause is made with and freed with. */
+static const al_allocator_t *
+cause_allocator(const al_snapshot_t *snap)
+{
+    return snap != NULL && snap->allocator != NULL ? snap->allocator
+                                                   : &al_default_allocator;
+}
+
+void
+al_cause_free(const al_snapshot_t *snap, char *cause)
+{
+    const al_allocator_t *a = cause_allocator(snap);
+
+    if (cause != NULL)
+        a->free(a->ctx, cause);
+}
+
+/* Stores the message (msg formatted with x and y) in *cause, made with the
+ * snapshot's allocator (see al_cause_free).  Without memory, no cause. */
 static void
 set_cause(const al_snapshot_t *snap, char **cause, const char *msg, int64_t x,
           int64_t y)
 {
+    const al_allocator_t *a = cause_allocator(snap);
     char buf[256];
     size_t n;
     char *p;
@@ -61,10 +79,7 @@ set_cause(const al_snapshot_t *snap, char **cause, const char *msg, int64_t x,
 #pragma GCC diagnostic pop
     if (n >= sizeof(buf))
         n = sizeof(buf) - 1;
-    /* The cause is a plain malloc()ed string: the caller frees it with
-     * free(), whatever allocator the core used. */
-    (void)snap;
-    p = malloc(n + 1);
+    p = a->malloc(a->ctx, n + 1);
     if (p == NULL)
         return;
     memcpy(p, buf, n + 1);
