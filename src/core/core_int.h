@@ -3,11 +3,11 @@
  *
  * One cycle owns one al_cycle_t: a working copy of the cluster's free
  * capacity (per node, per device), per-queue accounting and per-job flags.
- * Every change to capacity goes through take()/give() in capacity.c, which
- * record it in an undo log, so that a gang that cannot be placed whole, or a
- * reclaim that finds too few victims, rolls back exactly.
+ * Every change to capacity goes through al__take()/al__give() in capacity.c,
+ * which record it in an undo log, so that a gang that cannot be placed whole,
+ * or a reclaim that finds too few victims, rolls back exactly.
  *
- * The files, bottom to top; each calls only files above it in this list
+ * The files, bottom to top; each calls only files listed before it
  * (tools/layers.py draws the graph from the objects and refuses a circle):
  *
  *   vec.c        growable arrays on the caller's allocator
@@ -25,13 +25,14 @@
  *
  * Why this order and not another: capacity is what everything changes, so
  * it sits low, with quota and order below it because they only read the
- * working state.  Fragmentation scoring needs capacity's device picks and
- * is itself one way the task search places, so it sits between them (kept
- * in place.c, the two called each other).  Setup takes what running jobs
- * hold through capacity and builds frag's profile, so it is above both,
- * though it runs first.  Reclaim sits below reserve: a reservation whose
- * time has come evicts what it lent (al__evict), while the victim search
- * never looks at reservations.
+ * working state.  Take/give live in capacity.c, not with the search in
+ * place.c: fragmentation scoring needs the device picks below it while the
+ * task search dispatches to it, so in one file with the search the two
+ * would call each other.  Setup takes what running jobs hold through
+ * capacity and builds frag's profile, so it is above both, though it runs
+ * first.  Reclaim sits below reserve: a reservation whose time has come
+ * evicts what it lent (al__evict), while the victim search never looks at
+ * reservations.
  *
  * One header, in sections per file, rather than one per file: the working
  * state's types are read by nearly every file, and the list of what each
