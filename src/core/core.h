@@ -413,12 +413,18 @@ typedef struct al_result {
  * Runs one scheduling cycle.  On success returns 0 and stores a new result in
  * *out, which the caller releases with al_result_destroy().  On failure
  * returns a negative AL_E* code, leaves *out untouched and, when cause is not
- * NULL, may store a malloc()ed message (the caller frees it) in *cause.
+ * NULL, may store a message in *cause, which the caller frees with
+ * al_cause_free(snap, cause): the core makes it with snap->allocator (the
+ * libc default when snap or its allocator is NULL), like everything else.
  * AL_EINVAL: the snapshot is inconsistent (an index out of range, a parent
  * after its child, a running job without placement...).  AL_ENOMEM: the
  * allocator failed; nothing leaks.
  */
 int al_sched_run(const al_snapshot_t *snap, al_result_t **out, char **cause);
+
+/* Frees a cause that al_sched_run(snap, ...) stored, with the allocator it
+ * was made with.  al_cause_free(snap, NULL) does nothing. */
+void al_cause_free(const al_snapshot_t *snap, char *cause);
 
 /* Releases a result.  al_result_destroy(NULL) does nothing. */
 void al_result_destroy(al_result_t *res);

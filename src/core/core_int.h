@@ -1,11 +1,44 @@
 /*
  * core_int.h -- what the files of the core share and nobody else sees.
  *
- * One cycle owns one al_ctx: a working copy of the cluster's free capacity
- * (per node, per device), per-queue accounting and per-job flags.  Every
- * change to capacity goes through take()/give() in place.c, which record it
- * in an undo log, so that a gang that cannot be placed whole, or a reclaim
- * that finds too few victims, rolls back exactly.
+ * One cycle owns one al_cycle_t: a working copy of the cluster's free
+ * capacity (per node, per device), per-queue accounting and per-job flags.
+ * Every change to capacity goes through al__take()/al__give() in capacity.c,
+ * which record it in an undo log, so that a gang that cannot be placed whole,
+ * or a reclaim that finds too few victims, rolls back exactly.
+ *
+ * The files, bottom to top; each calls only files listed before it
+ * (tools/layers.py draws the graph from the objects and refuses a circle):
+ *
+ *   vec.c        growable arrays on the caller's allocator
+ *   order.c      sort keys, the queue heap, the candidates' order
+ *   quota.c      admission: limits, borrowing, deserved and model quotas
+ *   capacity.c   the working cluster, its indexes and the undo log
+ *   frag.c       fragmentation-aware scoring (AL_PACK_FRAG)
+ *   place.c      room for one task, then for a whole gang
+ *   snapshot.c   checking the snapshot, setting up the working state
+ *   fairshare.c  fair shares over the queue tree
+ *   reclaim.c    victims, eviction, shedding, reclaim for one job
+ *   reserve.c    backfill reservations and their holds
+ *   pass.c       the allocation pass, the result, al_sched_run
+ *   (reason.c, alloc.c and error.c stand apart: the door's other services.)
+ *
+ * Why this order and not another: capacity is what everything changes, so
+ * it sits low, with quota and order below it because they only read the
+ * working state.  Take/give live in capacity.c, not with the search in
+ * place.c: fragmentation scoring needs the device picks below it while the
+ * task search dispatches to it, so in one file with the search the two
+ * would call each other.  Setup takes what running jobs hold through
+ * capacity and builds frag's profile, so it is above both, though it runs
+ * first.  Reclaim sits below reserve: a reservation whose time has come
+ * evicts what it lent (al__evict), while the victim search never looks at
+ * reservations.
+ *
+ * One header, in sections per file, rather than one per file: the working
+ * state's types are read by nearly every file, and the list of what each
+ * file offers, in layer order, is the map of the core.  Small helpers that
+ * hot loops of several files call are static inline here (the build has no
+ * link-time optimisation; they were inlined inside one file before).
  */
 #ifndef AL_CORE_INT_H
 #define AL_CORE_INT_H
@@ -125,6 +158,12 @@ typedef struct wjob {
     int64_t held_extra; /* running: the part held by tasks past min_tasks */
 } wjob_t;
 
+/* Sort keys: three unsigned words compared in order, then the index. */
+typedef struct skey {
+    uint64_t k[3];
+    int32_t idx;
+} skey_t;
+
 /* One undo record. */
 typedef struct undo {
     int8_t kind;      /* U_* */
@@ -142,7 +181,7 @@ typedef struct undo {
 
 enum { U_TAKE = 1, U_GIVE, U_HOLD, U_UNHOLD, U_JOB };
 
-typedef struct al_ctx {
+typedef struct al_cycle {
     const al_snapshot_t *s;
     al_config_t cfg;
     const al_allocator_t *a;
@@ -161,7 +200,7 @@ typedef struct al_ctx {
     const char *gm_pool, *gm_model;
     uint64_t gm_mask;
     /* Groups the job being placed may not use (its queue chain is at a
-     * per-model limit there); see model_forbid() in sched.c. */
+     * per-model limit there); see al__model_forbid() in quota.c. */
     uint64_t forbid;
     int ndomains[AL_MAX_TOPO_LEVELS];
     int32_t *dom_nodes[AL_MAX_TOPO_LEVELS]; /* CSR: nodes of each domain */
@@ -181,47 +220,287 @@ typedef struct al_ctx {
      * fcap slots (a power of two) of key, node and the search's stamp. */
     uint64_t *fkey;
     int32_t *fnode, *fstamp, fcap, fcur;
-    uint64_t version;  /* bumps whenever capacity grows */
-    int64_t nevicted;  /* evictions and shrinks tried (undone ones too) */
-    int32_t *vstamp;   /* victim_ok_cached(): per job, the pick it was judged */
-    uint8_t *vok;      /*   in, its answers, and (16) whether vkey is set */
-    struct skey *vkey; /* its cost key, computed once a pick */
+    uint64_t version; /* bumps whenever capacity grows */
+    int64_t nevicted; /* evictions and shrinks tried (undone ones too) */
+    int32_t *vstamp;  /* victim_ok_cached(): per job, the pick it was judged */
+    uint8_t *vok;     /*   in, its answers, and (16) whether vkey is set */
+    skey_t *vkey;     /* its cost key, computed once a pick */
     int32_t vepoch;
+    struct victim *vs, *vscratch; /* al__reclaim_one()'s, taken on first use */
     int64_t min_resv_start; /* earliest reservation start, INT64_MAX none */
     al_cycle_stats_t stats;
-} al_ctx_t;
+} al_cycle_t;
 
-/* vec.c-like helpers (sched.c). */
-int al__vec_push(al_ctx_t *c, vec_t *v, const void *elem);
-void al__vec_free(al_ctx_t *c, vec_t *v);
+/* The backfill reservations of one pass (reserve.c's). */
+typedef struct resv_int {
+    al_reservation_t r;
+    uint64_t *hold; /* per reserved node: devices held */
+    int64_t *hcpu, *hmem;
+} resv_int_t;
 
-/* fairshare.c */
-void al__fairshare(al_ctx_t *c);
+typedef struct resv_set {
+    resv_int_t *resv; /* reserve_depth + 1 entries */
+    int32_t nresv;
+    int64_t held_dev; /* devices reservations hold */
+    int64_t *sim_dev; /* al__reserve()'s sweep arrays, taken on first use */
+    int32_t *sim_dm;
+} resv_set_t;
 
-/* place.c */
-int al__profile(al_ctx_t *c);
-int al__popcount(uint64_t x);
-/* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
-int64_t al__placed_gpu(const al_placement_t *p);
-int al__place_init(al_ctx_t *c);
-int al__take(al_ctx_t *c, int32_t job, const al_placement_t *p, bool charge);
-int al__give(al_ctx_t *c, int32_t job, const al_placement_t *p, bool charge);
-int al__hold(al_ctx_t *c, int32_t node, uint64_t mask, int64_t cpu,
-             int64_t mem);
-int al__unhold_all(al_ctx_t *c, int32_t node);
-void al__undo_to(al_ctx_t *c, size_t mark);
-int al__job_mark(al_ctx_t *c, int32_t job);
-int al__find_task(al_ctx_t *c, int32_t job, int only_node, int topo_level,
-                  int32_t topo_dom, al_placement_t *out);
-int64_t al__node_slots(al_ctx_t *c, int32_t node, const al_request_t *req);
-bool al__group_match(const al_ctx_t *c, int32_t g, const al_request_t *req);
-bool al__req_group(al_ctx_t *c, int32_t g, const al_request_t *req);
+/* The queues in order of need (order.c's heap). */
+typedef struct qheap {
+    int32_t *h;
+    int32_t n;
+} qheap_t;
 
-/* The placements job j holds now: the snapshot's, or those of the START
- * decision this cycle made.  Valid until ctx->tasks grows. */
-const al_placement_t *al__job_place(const al_ctx_t *c, int32_t j);
+/* ------------------------------------------------------------------ */
+/* Small helpers for every file (static inline: hot loops call them)  */
+
+/* SWAR popcount: popcount64 compiles to a libgcc call on
+ * baseline x86-64 (no -mpopcnt), which showed up at 12% of a full cycle. */
+static inline int
+popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ULL);
+    x = (x & 0x3333333333333333ULL) + ((x >> 2) & 0x3333333333333333ULL);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0FULL;
+    return (int)((x * 0x0101010101010101ULL) >> 56);
+}
+
+/* A signed value as an unsigned key that sorts as it does. */
+static inline uint64_t
+bias(int64_t v)
+{
+    return (uint64_t)v ^ (1ULL << 63);
+}
+
+static inline int
+skey_cmp(const skey_t *a, const skey_t *b)
+{
+    if (a->k[0] != b->k[0])
+        return a->k[0] < b->k[0] ? -1 : 1;
+    if (a->k[1] != b->k[1])
+        return a->k[1] < b->k[1] ? -1 : 1;
+    if (a->k[2] != b->k[2])
+        return a->k[2] < b->k[2] ? -1 : 1;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/* Sets job j's reason; returns false, so that a check can fail with it. */
+static inline bool
+set_reason(al_cycle_t *c, int32_t j, al_reason_code_t code, int32_t q,
+           int32_t other, int res, int64_t amount, int64_t time)
+{
+    al_reason_t *r = &c->reasons[j];
+
+    r->code = code;
+    r->queue = q;
+    r->job = other;
+    r->res = res;
+    r->amount = amount;
+    r->time = time;
+    return false;
+}
 
 /* Runtime the core assumes for job j (limit, estimate or default). */
-int64_t al__runtime(const al_ctx_t *c, const al_job_t *j);
+static inline int64_t
+job_runtime(const al_cycle_t *c, const al_job_t *j)
+{
+    int64_t t = c->cfg.default_runtime;
+
+    if (j->estimate > 0)
+        t = j->estimate;
+    if (j->time_limit > 0 && (j->estimate <= 0 || j->time_limit < t))
+        t = j->time_limit;
+    return t;
+}
+
+/* The placements job j holds now: the snapshot's, or those of the START
+ * decision this cycle made.  Valid until c->tasks grows. */
+static inline const al_placement_t *
+job_place(const al_cycle_t *c, int32_t j)
+{
+    if (c->wj[j].place_off != NIL)
+        return (const al_placement_t *)c->tasks.data + c->wj[j].place_off;
+    return c->s->jobs[j].placement;
+}
+
+static inline bool
+queue_ok(const al_cycle_t *c, int32_t q)
+{
+    return q >= 0 && q < c->nq && c->wq[q].leaf;
+}
+
+/*
+ * A job larger than queue a's deserved GPUs can never run inside that quota:
+ * all of it is over quota there (as Run:ai counts it), however little else
+ * the queue runs, so a's deserved quota does not shield it.  Without this a
+ * whole-cluster gang of a queue deserving one node held every other queue
+ * below its guarantee for as long as it ran.
+ */
+static inline bool
+over_quota_alone(const al_cycle_t *c, int32_t a, int64_t gpu)
+{
+    return gpu > c->s->queues[a].quota[AL_RES_GPU].deserved;
+}
+
+/* Milli-GPUs a fractional request needs on device di. */
+static inline int32_t
+frac_milli(const al_cycle_t *c, const al_request_t *req, int32_t di)
+{
+    int64_t m = req->gpu_milli;
+
+    if (req->gpu_mem > 0 && c->dev_cap[di] > 0) {
+        int64_t bym =
+            (req->gpu_mem * AL_GPU_MILLI + c->dev_cap[di] - 1) / c->dev_cap[di];
+        if (bym > m)
+            m = bym;
+    }
+    if (m > AL_GPU_MILLI)
+        m = AL_GPU_MILLI;
+    return (int32_t)m;
+}
+
+static inline bool
+is_frac(const al_request_t *req)
+{
+    return req->gpus == 0 && (req->gpu_milli > 0 || req->gpu_mem > 0);
+}
+
+/* Whole devices available to new work on node w: free and not held. */
+static inline uint64_t
+avail_mask(const wnode_t *w)
+{
+    return w->free_mask & ~w->hold_mask;
+}
+
+/* free_cpu and free_mem already exclude what reservations hold. */
+static inline bool
+cpu_mem_fit(const wnode_t *w, const al_request_t *req)
+{
+    return w->free_cpu >= req->cpu_milli && w->free_mem >= req->mem_bytes;
+}
+
+/* Is node a better choice than cur (by pack policy, then index)? */
+static inline bool
+better(const al_cycle_t *c, int32_t a, int32_t cur)
+{
+    int32_t fa, fc;
+
+    if (cur == NIL)
+        return true;
+    fa = c->wn[a].nfree;
+    fc = c->wn[cur].nfree;
+    if (fa != fc)
+        return c->cfg.pack == AL_PACK_SPREAD ? fa > fc : fa < fc;
+    return a < cur;
+}
+
+/* ------------------------------------------------------------------ */
+/* vec.c                                                              */
+
+int al__vec_push(al_cycle_t *c, vec_t *v, const void *elem);
+void al__vec_free(al_cycle_t *c, vec_t *v);
+
+/* ------------------------------------------------------------------ */
+/* order.c                                                            */
+
+/* Sorts v[0..n) by (k[0], k[1], k[2], idx) on c's scratch; AL_ENOMEM. */
+int al__skey_sort(al_cycle_t *c, skey_t *v, size_t n);
+/* Queue q's dominant share over its fair share. */
+double al__share_ratio(const al_cycle_t *c, int32_t q);
+/* Adds queue q to the heap, keyed by its allocation now. */
+void al__heap_push(al_cycle_t *c, qheap_t *hp, int32_t q);
+void al__heap_pop(al_cycle_t *c, qheap_t *hp);
+/* Re-keys queue q after its allocation changed, and re-places it. */
+void al__heap_fix(al_cycle_t *c, qheap_t *hp, int32_t q);
+/* Each job's critical path (wjob_t.crit), from its dependents. */
+int al__critical_path(al_cycle_t *c);
+/* The candidates in allocation order (per queue slices), into *order. */
+int al__build_order(al_cycle_t *c, skey_t **order, size_t *norder);
+int64_t al__response_ratio(const al_cycle_t *c, const al_job_t *jb,
+                           int64_t waited);
+
+/* ------------------------------------------------------------------ */
+/* quota.c                                                            */
+
+/* May job j start ntasks more tasks under its queue chain's quotas?  Sets
+ * the reason when not. */
+bool al__admit(al_cycle_t *c, int32_t j, int64_t ntasks);
+bool al__within_quota(al_cycle_t *c, int32_t j);
+uint64_t al__model_forbid(al_cycle_t *c, int32_t j, int64_t ntasks, int32_t *q,
+                          int64_t *lim);
+
+/* ------------------------------------------------------------------ */
+/* capacity.c                                                         */
+
+int al__place_init(al_cycle_t *c);
+bool al__req_group(al_cycle_t *c, int32_t g, const al_request_t *req);
+/* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
+int64_t al__placed_gpu(const al_placement_t *p);
+int al__take(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);
+int al__give(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);
+int al__hold(al_cycle_t *c, int32_t node, uint64_t mask, int64_t cpu,
+             int64_t mem);
+int al__unhold_all(al_cycle_t *c, int32_t node);
+int al__job_mark(al_cycle_t *c, int32_t job);
+void al__undo_to(al_cycle_t *c, size_t mark);
+uint64_t al__pick_devices(const al_cycle_t *c, const wnode_t *w, uint64_t avail,
+                          int g);
+
+/* ------------------------------------------------------------------ */
+/* frag.c                                                             */
+
+int al__profile(al_cycle_t *c);
+int al__frag_pick(al_cycle_t *c, const al_request_t *req, const int32_t *list,
+                  int32_t nlist, al_placement_t *out);
+
+/* ------------------------------------------------------------------ */
+/* place.c                                                            */
+
+int al__find_task(al_cycle_t *c, int32_t job, int only_node, int topo_level,
+                  int32_t topo_dom, al_placement_t *out);
+int64_t al__free_devices(al_cycle_t *c, int32_t j);
+bool al__ever_fits(al_cycle_t *c, int32_t j, al_reason_code_t *why);
+int al__record_start(al_cycle_t *c, int32_t j, int32_t ntasks, bool lent,
+                     int32_t lent_from);
+int al__place_gang(al_cycle_t *c, int32_t j);
+
+/* ------------------------------------------------------------------ */
+/* snapshot.c                                                         */
+
+/* Checks al_sched_run()'s arguments, the snapshot's counts and its
+ * configuration, and fills *cfg (the snapshot's or the defaults).
+ * AL_EINVAL with the cause. */
+int al__check_snapshot(const al_snapshot_t *snap, al_result_t **out,
+                       al_config_t *cfg, char **cause);
+/* The working state of cycle c from its snapshot.  AL_EINVAL with the
+ * cause, or AL_ENOMEM. */
+int al__setup(al_cycle_t *c, char **cause);
+
+/* ------------------------------------------------------------------ */
+/* fairshare.c                                                        */
+
+void al__fairshare(al_cycle_t *c);
+
+/* ------------------------------------------------------------------ */
+/* reclaim.c                                                          */
+
+int al__evict(al_cycle_t *c, int32_t x, int32_t for_job, al_evict_why_t why);
+int al__reclaim_one(al_cycle_t *c, int32_t j, bool *started);
+
+/* ------------------------------------------------------------------ */
+/* reserve.c                                                          */
+
+int al__reserve(al_cycle_t *c, resv_set_t *rs, int32_t j, resv_int_t *out,
+                bool *made);
+int al__claim_lent(al_cycle_t *c, const resv_set_t *rs, int32_t j,
+                   const resv_int_t *rv, bool *started);
+int al__apply_holds(al_cycle_t *c, const resv_int_t *rv);
+int al__unhold_resv(al_cycle_t *c, resv_set_t *rs);
+int64_t al__held_now(const al_cycle_t *c, const resv_set_t *rs);
+int al__rehold(al_cycle_t *c, resv_set_t *rs);
+int al__rehold_waiting(al_cycle_t *c, resv_set_t *rs, int32_t skip);
+bool al__has_resv(const resv_set_t *rs, int32_t j);
+int32_t al__touched_resv(const al_cycle_t *c, const resv_set_t *rs, int32_t j);
 
 #endif /* AL_CORE_INT_H */

@@ -31,7 +31,7 @@ al_usage_decay(double usage, int64_t elapsed, int64_t half_life)
 
 /* Upper bound of what queue q can use of resource r. */
 static double
-cap_of(const al_ctx_t *c, int32_t q, int r)
+cap_of(const al_cycle_t *c, int32_t q, int r)
 {
     double cap = (double)c->wq[q].demand[r];
     int64_t lim = c->s->queues[q].quota[r].limit;
@@ -51,7 +51,7 @@ cap_of(const al_ctx_t *c, int32_t q, int r)
  * demand and limit, scaled down if they add up to more than `amount`.
  * Returns what is left. */
 static double
-give_deserved(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount)
+give_deserved(al_cycle_t *c, const int32_t *kids, int nk, int r, double amount)
 {
     double dsum = 0;
     int i;
@@ -76,7 +76,7 @@ give_deserved(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount)
 
 /* Splits `amount` of resource r among the children kids[0..nk). */
 static void
-split(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount,
+split(al_cycle_t *c, const int32_t *kids, int nk, int r, double amount,
       const double *weff, bool *open)
 {
     double left;
@@ -147,7 +147,7 @@ split(al_ctx_t *c, const int32_t *kids, int nk, int r, double amount,
 
 /* Effective surplus weights of the children, bent by usage history. */
 static void
-weights(const al_ctx_t *c, const int32_t *kids, int nk, int r, double *weff)
+weights(const al_cycle_t *c, const int32_t *kids, int nk, int r, double *weff)
 {
     double wsum = 0, usum = 0;
     int i;
@@ -176,7 +176,7 @@ weights(const al_ctx_t *c, const int32_t *kids, int nk, int r, double *weff)
 }
 
 void
-al__fairshare(al_ctx_t *c)
+al__fairshare(al_cycle_t *c)
 {
     int32_t q, *kids = NULL;
     double *weff = NULL;

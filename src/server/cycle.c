@@ -458,7 +458,7 @@ al__cycle_run(al_ctl_t *ctl)
     if (rc != 0) {
         al_error("scheduling cycle failed: %s%s%s", al_err_name(rc),
                  cause ? ": " : "", cause ? cause : "");
-        free(cause);
+        al_cause_free(&b.snap, cause);
     } else {
         apply_evictions(ctl, &b, res);
         apply_starts(ctl, &b, res, now_ms);

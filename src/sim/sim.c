@@ -987,7 +987,7 @@ cycle(sim_t *s, int64_t now)
     if (rc < 0) {
         set_error(s, rc, "core cycle at t=%lld failed: %s: %s", (long long)now,
                   al_err_name(rc), cause ? cause : al_strerror(rc));
-        free(cause);
+        al_cause_free(&snap, cause);
         return 0;
     }
     int nev = 0;

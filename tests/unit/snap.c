@@ -543,10 +543,10 @@ snap_run(snap_t *s)
     if (rc != 0) {
         fprintf(stderr, "    al_sched_run: %s (%s)\n", al_err_name(rc),
                 cause != NULL ? cause : "no cause");
-        free(cause);
+        al_cause_free(snap_peek(s), cause);
         AL__FAIL("al_sched_run failed");
     }
-    free(cause);
+    al_cause_free(snap_peek(s), cause);
     ASSERT(r != NULL);
     return r;
 }

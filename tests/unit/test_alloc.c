@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/core.h"
 #include "test.h"
 
 /*
@@ -346,6 +347,43 @@ block_cache(void)
         ASSERT_EQ(bc.nfree[c], 0);
 }
 
+/* A refused snapshot's cause comes from the snapshot's allocator and goes
+ * back to it through al_cause_free(); the core calls no malloc of its own. */
+static void
+cause_on_allocator(void)
+{
+    struct counting c;
+    al_allocator_t a = counting_allocator(&c);
+    al_snapshot_t snap;
+    al_result_t *sentinel = (al_result_t *)&sentinel, *out = sentinel;
+    char *cause = NULL;
+
+    memset(&snap, 0, sizeof(snap));
+    snap.allocator = &a;
+    snap.nnodes = -1;
+    ASSERT_EQ(al_sched_run(&snap, &out, &cause), AL_EINVAL);
+    ASSERT(out == sentinel);
+    ASSERT(cause != NULL);
+    ASSERT(strstr(cause, "bad counts") != NULL);
+    ASSERT_EQ(c.calls, 1);
+    ASSERT_EQ(c.live, 1);
+    al_cause_free(&snap, cause);
+    ASSERT_EQ(c.live, 0);
+    al_cause_free(&snap, NULL);
+
+    /* Without memory for it there is no cause, and the error stands. */
+    c.fail_at = c.calls + 1;
+    cause = NULL;
+    ASSERT_EQ(al_sched_run(&snap, &out, &cause), AL_EINVAL);
+    ASSERT(cause == NULL);
+    ASSERT_EQ(c.live, 0);
+
+    /* No snapshot at all: the cause is the default allocator's. */
+    ASSERT_EQ(al_sched_run(NULL, &out, &cause), AL_EINVAL);
+    ASSERT(cause != NULL);
+    al_cause_free(NULL, cause);
+}
+
 const al_test_t test_alloc[] = {
     { "block_cache", block_cache },
     { "basics", basics },
@@ -355,5 +393,6 @@ const al_test_t test_alloc[] = {
     { "array_overflow", array_overflow },
     { "failing_allocator", failing_allocator },
     { "fail_every_call", fail_every_call },
+    { "cause_on_allocator", cause_on_allocator },
     { NULL, NULL },
 };

@@ -6,9 +6,9 @@
  * snapshots): random nodes with GPUs, NVLink/NUMA domains, racks, pools and
  * models; random queue trees with quotas; validly placed running jobs that
  * respect every capacity, limit and deserved quota; random pending work.
- * The checker is written from the contract in core.h and docs/scheduling.md, sharing
- * no code with the core: it rebuilds the cluster after the decisions and
- * verifies it.  Each snapshot runs for a few cycles, applying decisions in
+ * The checker is written from the contract in core.h and docs/scheduling.md,
+ * sharing no code with the core: it rebuilds the cluster after the decisions
+ * and verifies it.  Each snapshot runs for a few cycles, applying decisions in
  * between as a shell would.
  *
  * AL_INVARIANT_ITERS sets the number of random snapshots (default 10000;
@@ -878,8 +878,8 @@ fits_in(const al_snapshot_t *s, const usage_t *u, const al_job_t *j)
 
 /*
  * Whether the quotas of job j's queues admit its gang on top of usage u,
- * as core.h and docs/scheduling.md state them: limits at every ancestor, and for
- * non-preemptible work deserved at every ancestor; with borrow off,
+ * as core.h and docs/scheduling.md state them: limits at every ancestor, and
+ * for non-preemptible work deserved at every ancestor; with borrow off,
  * deserved for all.  Fractions count as a whole GPU (their share depends
  * on the device).  Queues with model quotas are not judged.
  */
@@ -1511,7 +1511,7 @@ inject_failures(const al_snapshot_t *s, const al_result_t *ref)
         f.fail_at = n;
         out = sentinel;
         rc = al_sched_run(&local, &out, &cause);
-        free(cause);
+        al_cause_free(&local, cause);
         if (rc == 0)
             break;
         if (rc != AL_ENOMEM)
@@ -1864,10 +1864,10 @@ run_checked(snap_t *b, uint64_t sd, int iter, int cycle, chk_t *c)
         fprintf(stderr, "    seed %llu iter %d cycle %d: %s (%s)\n",
                 (unsigned long long)sd, iter, cycle, al_err_name(rc),
                 cause != NULL ? cause : "");
-        free(cause);
+        al_cause_free(s, cause);
         AL__FAIL("a valid snapshot was refused");
     }
-    free(cause);
+    al_cause_free(s, cause);
     if (!check_result(s, r, c)) {
         if (getenv("AL_INVARIANT_DUMP") != NULL) {
             fprintf(stderr, "    iteration %d cycle %d: %s\n", iter, cycle,

@@ -2718,7 +2718,7 @@ expect_einval(snap_t *s, al_snapshot_t *snap, const char *what)
                  al_err_name(rc));
     }
     ASSERT(out == sentinel);
-    free(cause);
+    al_cause_free(snap, cause);
     /* And the cause is optional. */
     ASSERT_EQ(al_sched_run(snap, &out, NULL), AL_EINVAL);
     ASSERT(out == sentinel);
