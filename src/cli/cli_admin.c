@@ -58,7 +58,7 @@ static const al_opt_t queue_opts[] = {
 const al_opt_cmd_t al_cli_queue_cmd = {
     .name = "queue",
     .opts = queue_opts,
-    .args = "set|delete NAME",
+    .lead = "set|delete NAME",
     .about = "Creates or replaces a queue (set) or deletes it (admins).  GPUs "
              "and CPUs\n"
              "in whole units, memory with K/M/G/T; a limit of -1 means "
@@ -193,7 +193,7 @@ static const al_opt_t node_opts[] = {
 const al_opt_cmd_t al_cli_node_cmd = {
     .name = "node",
     .opts = node_opts,
-    .args = "drain|resume NAME",
+    .lead = "drain|resume NAME",
     .about = "A drained node keeps its running work and takes no new work "
              "(admins).\n",
 };

@@ -200,7 +200,7 @@ static const al_opt_t token_opts[] = {
 const al_opt_cmd_t al_cli_token_cmd = {
     .name = "token",
     .opts = token_opts,
-    .args = "create",
+    .lead = "create",
     .about = "Creates a token (admins only) and prints it once; it is stored "
              "only as a salted hash.\n",
 };

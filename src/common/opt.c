@@ -163,6 +163,8 @@ al_opt_usage(FILE *f, const al_opt_cmd_t *c)
 {
     bool others = false;
     fprintf(f, "usage: allot %s", c->name);
+    if (c->lead != NULL)
+        fprintf(f, " %s", c->lead);
     for (const al_opt_t *o = c->opts; o->name != NULL; o++) {
         if ((o->flags & AL_OPT_REQUIRED) != 0)
             put_synopsis(f, o);
@@ -185,6 +187,8 @@ al_opt_usage(FILE *f, const al_opt_cmd_t *c)
 void
 al_opt_brief(FILE *f, const al_opt_cmd_t *c)
 {
+    if (c->lead != NULL)
+        fprintf(f, " %s", c->lead);
     for (const al_opt_t *o = c->opts; o->name != NULL; o++)
         if ((o->flags & (AL_OPT_REQUIRED | AL_OPT_BRIEF)) != 0)
             put_synopsis(f, o);

@@ -57,6 +57,9 @@ typedef struct al_opt {
 typedef struct al_opt_cmd {
     const char *name;     /* "ls": messages start "allot ls: " */
     const al_opt_t *opts; /* ending with { .name = NULL } */
+    const char *lead;     /* positional words before the options in the
+                             synopsis (a verb: "create", "set|delete NAME"),
+                             or NULL */
     const char *args;     /* positional arguments after the options in the
                              synopsis ("JOBID..."), or NULL */
     const char *about;    /* text between the synopsis and the options (each
@@ -85,11 +88,11 @@ int al_opt_parse_cmd(const al_opt_cmd_t *c, const char *where, void *base,
 /*
  * `allot CMD --help`: "usage: allot CMD SYNOPSIS", the about text, then one
  * line per option ("  --name ARG" padded to a column, then its help).  The
- * synopsis is the required options, "[options]" and c->args.
+ * synopsis is c->lead, the required options, "[options]" and c->args.
  */
 void al_opt_usage(FILE *f, const al_opt_cmd_t *c);
-/* The command's line in `allot --help`: its required and brief options
- * (the others in brackets) and c->args, without a newline. */
+/* The command's line in `allot --help`: c->lead, its required and brief
+ * options (the others in brackets) and c->args, without a newline. */
 void al_opt_brief(FILE *f, const al_opt_cmd_t *c);
 
 #endif /* AL_OPT_H */

@@ -400,6 +400,21 @@ opt_usage_text(void)
     ASSERT_STR_EQ(text, "usage: allot b --x X\n\n"
                         "  --x X                              x\n");
     free(text);
+    /* A verb comes before the options, other positionals after them. */
+    al_opt_cmd_t verb = bare;
+    verb.lead = "set NAME";
+    verb.args = "MORE";
+    capture_begin(&stdout);
+    al_opt_brief(stdout, &verb);
+    text = capture_end(&stdout);
+    ASSERT_STR_EQ(text, " set NAME --x X MORE");
+    free(text);
+    capture_begin(&stdout);
+    al_opt_usage(stdout, &verb);
+    text = capture_end(&stdout);
+    ASSERT_STR_EQ(text, "usage: allot b set NAME --x X MORE\n\n"
+                        "  --x X                              x\n");
+    free(text);
 }
 
 /* ------------------------------------------------------------------ */
