@@ -66,8 +66,8 @@ static void
 group_figures(const al_sim_result_t *r, const int *sel, int nsel, group_t *g)
 {
     memset(g, 0, sizeof(*g));
-    double *jct = al__xmalloc((size_t)(nsel + 1) * sizeof(double));
-    double *q = al__xmalloc((size_t)(nsel + 1) * sizeof(double));
+    double *jct = al_xmalloc((size_t)(nsel + 1) * sizeof(double));
+    double *q = al_xmalloc((size_t)(nsel + 1) * sizeof(double));
     double speed = 0;
     int n = 0;
     for (int k = 0; k < nsel; k++) {
@@ -123,7 +123,7 @@ void
 al_report_summary(const al_sim_result_t *r, al_sim_summary_t *s)
 {
     memset(s, 0, sizeof(*s));
-    int *sel = al__xmalloc((size_t)(r->njobs + 1) * sizeof(int));
+    int *sel = al_xmalloc((size_t)(r->njobs + 1) * sizeof(int));
     for (int i = 0; i < r->njobs; i++)
         sel[i] = i;
     group_t all;
@@ -219,7 +219,7 @@ al_report_json(FILE *f, const al_sim_result_t *r)
             s.lost_gpu_hours, s.jain_fairness, s.sim_wall_s,
             (long long)s.cycles, s.avg_cycle_ms);
     fprintf(f, ",\"capacity_gpus\":%.3f", (double)r->capacity / AL_GPU_MILLI);
-    int *sel = al__xmalloc((size_t)(r->njobs + 1) * sizeof(int));
+    int *sel = al_xmalloc((size_t)(r->njobs + 1) * sizeof(int));
     fprintf(f, ",\"per_queue\":[");
     double tot_alloc = 0, tot_fair = 0;
     for (int q = 0; q < r->nqueues; q++) {
@@ -335,7 +335,7 @@ al_report_table(FILE *f, const al_sim_result_t *r)
             "(%.3f ms avg)  wall %.2fs\n",
             (long long)s.preemptions, s.lost_gpu_hours, s.jain_fairness,
             (long long)s.cycles, s.avg_cycle_ms, s.sim_wall_s);
-    int *sel = al__xmalloc((size_t)(r->njobs + 1) * sizeof(int));
+    int *sel = al_xmalloc((size_t)(r->njobs + 1) * sizeof(int));
     fprintf(f, "  %-16s %9s %7s %7s %7s %9s %9s %9s\n", "queue", "deserved",
             "jobs", "done", "unsched", "avg JCT", "avg wait", "p95 wait");
     for (int q = 0; q < r->nqueues; q++) {
@@ -533,7 +533,7 @@ plot_cdf(FILE *f, const al_sim_result_t *const *r, int n)
     }
     for (int k = 0; k < n; k++) {
         const al_sim_result_t *x = r[k];
-        double *v = al__xmalloc((size_t)(x->njobs + 1) * sizeof(double));
+        double *v = al_xmalloc((size_t)(x->njobs + 1) * sizeof(double));
         int m = 0;
         for (int i = 0; i < x->njobs; i++)
             if (x->jobs[i].end >= 0) {

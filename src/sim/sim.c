@@ -312,7 +312,7 @@ heap_push(sim_t *s, event_t e)
 {
     if (s->nheap == s->capheap) {
         s->capheap = s->capheap ? 2 * s->capheap : 1024;
-        s->heap = al__xrealloc(s->heap, (size_t)s->capheap * sizeof(event_t));
+        s->heap = al_xrealloc(s->heap, (size_t)s->capheap * sizeof(event_t));
     }
     int i = s->nheap++;
     while (i > 0) {
@@ -392,7 +392,7 @@ find_name(char **names, int n, const char *key)
 static void
 queues_from_column(sim_t *s, bool user)
 {
-    char **v = al__xmalloc((size_t)(s->njobs + 1) * sizeof(char *));
+    char **v = al_xmalloc((size_t)(s->njobs + 1) * sizeof(char *));
     for (int i = 0; i < s->njobs; i++) {
         const al_trace_job_t *tj = &s->tr->jobs[i];
         v[i] = user ? tj->user : tj->queue;
@@ -405,9 +405,9 @@ queues_from_column(sim_t *s, bool user)
     if (n == 0)
         v[n++] = (char *)"";
     s->nmq = n;
-    s->mq_names = al__xmalloc((size_t)n * sizeof(char *));
+    s->mq_names = al_xmalloc((size_t)n * sizeof(char *));
     for (int i = 0; i < n; i++)
-        s->mq_names[i] = al__xstrdup(v[i][0] ? v[i] : "default");
+        s->mq_names[i] = al_xstrdup(v[i][0] ? v[i] : "default");
     for (int i = 0; i < s->njobs; i++) {
         const al_trace_job_t *tj = &s->tr->jobs[i];
         const char *key = user ? tj->user : tj->queue;
@@ -431,23 +431,23 @@ queues_from_file(sim_t *s)
 {
     const al_queues_t *qf = s->o->qfile;
     double cap = (double)s->tot[AL_RES_GPU] / AL_GPU_MILLI;
-    bool *leaf = al__xcalloc((size_t)qf->nqueues, sizeof(bool));
+    bool *leaf = al_xcalloc((size_t)qf->nqueues, sizeof(bool));
     for (int i = 0; i < qf->nqueues; i++)
         leaf[i] = true;
     for (int i = 0; i < qf->nqueues; i++)
         if (qf->queues[i].parent >= 0)
             leaf[qf->queues[i].parent] = false;
     s->ncq = qf->nqueues;
-    s->cq = al__xcalloc((size_t)s->ncq, sizeof(al_queue_t));
-    s->cq_names = al__xcalloc((size_t)s->ncq, sizeof(char *));
+    s->cq = al_xcalloc((size_t)s->ncq, sizeof(al_queue_t));
+    s->cq_names = al_xcalloc((size_t)s->ncq, sizeof(char *));
     s->nmq = 0;
-    s->mq_names = al__xcalloc((size_t)s->ncq, sizeof(char *));
-    s->mq_deserved = al__xcalloc((size_t)s->ncq, sizeof(double));
-    s->mq_to_cq = al__xcalloc((size_t)s->ncq, sizeof(int));
+    s->mq_names = al_xcalloc((size_t)s->ncq, sizeof(char *));
+    s->mq_deserved = al_xcalloc((size_t)s->ncq, sizeof(double));
+    s->mq_to_cq = al_xcalloc((size_t)s->ncq, sizeof(int));
     for (int i = 0; i < qf->nqueues; i++) {
         const al_qdef_t *d = &qf->queues[i];
         al_queue_t *q = &s->cq[i];
-        s->cq_names[i] = al__xstrdup(d->name);
+        s->cq_names[i] = al_xstrdup(d->name);
         q->name = s->cq_names[i];
         q->parent = d->parent;
         q->priority = d->priority;
@@ -462,7 +462,7 @@ queues_from_file(sim_t *s)
         q->quota[AL_RES_MEM] =
             quota(llround(frac * (double)s->tot[AL_RES_MEM]), d->weight);
         if (leaf[i]) {
-            s->mq_names[s->nmq] = al__xstrdup(d->name);
+            s->mq_names[s->nmq] = al_xstrdup(d->name);
             s->mq_deserved[s->nmq] = d->deserved;
             s->mq_to_cq[s->nmq] = i;
             s->nmq++;
@@ -493,11 +493,9 @@ queues_flat(sim_t *s)
 {
     if (s->o->qmode == AL_QMODE_HASH) {
         s->nmq = s->o->nqueues;
-        s->mq_names = al__xmalloc((size_t)s->nmq * sizeof(char *));
+        s->mq_names = al_xmalloc((size_t)s->nmq * sizeof(char *));
         for (int q = 0; q < s->nmq; q++) {
-            al_buf_t b = { 0 };
-            al__buf_printf(&b, "q%d", q);
-            s->mq_names[q] = b.s;
+            s->mq_names[q] = al_xasprintf("q%d", q);
         }
         for (int i = 0; i < s->njobs; i++)
             s->jobs[i].mq =
@@ -506,13 +504,13 @@ queues_flat(sim_t *s)
         queues_from_column(s, s->o->qmode == AL_QMODE_USER);
     }
     s->ncq = s->nmq;
-    s->cq = al__xcalloc((size_t)s->ncq, sizeof(al_queue_t));
-    s->cq_names = al__xcalloc((size_t)s->ncq, sizeof(char *));
-    s->mq_deserved = al__xcalloc((size_t)s->nmq, sizeof(double));
-    s->mq_to_cq = al__xcalloc((size_t)s->nmq, sizeof(int));
+    s->cq = al_xcalloc((size_t)s->ncq, sizeof(al_queue_t));
+    s->cq_names = al_xcalloc((size_t)s->ncq, sizeof(char *));
+    s->mq_deserved = al_xcalloc((size_t)s->nmq, sizeof(double));
+    s->mq_to_cq = al_xcalloc((size_t)s->nmq, sizeof(int));
     for (int q = 0; q < s->nmq; q++) {
         al_queue_t *cq = &s->cq[q];
-        s->cq_names[q] = al__xstrdup(s->mq_names[q]);
+        s->cq_names[q] = al_xstrdup(s->mq_names[q]);
         cq->name = s->cq_names[q];
         cq->parent = -1;
         for (int r = 0; r < AL_NRES; r++) {
@@ -533,9 +531,9 @@ single_core_queue(sim_t *s)
     for (int i = 0; i < s->ncq; i++)
         free(s->cq_names[i]);
     s->ncq = 1;
-    s->cq = al__xrealloc(s->cq, sizeof(al_queue_t));
+    s->cq = al_xrealloc(s->cq, sizeof(al_queue_t));
     memset(s->cq, 0, sizeof(al_queue_t));
-    s->cq_names[0] = al__xstrdup("all");
+    s->cq_names[0] = al_xstrdup("all");
     s->cq->name = s->cq_names[0];
     s->cq->parent = -1;
     for (int r = 0; r < AL_NRES; r++)
@@ -560,10 +558,10 @@ setup_queues(sim_t *s)
         s->jobs[i].cq = s->mq_to_cq[s->jobs[i].mq];
     if (s->pol->single_queue)
         single_core_queue(s);
-    s->cq_alloc = al__xcalloc((size_t)s->ncq, sizeof(int64_t));
-    s->cq_fair = al__xcalloc((size_t)s->ncq, sizeof(double));
-    s->mq_alloc = al__xcalloc((size_t)s->nmq, sizeof(int64_t));
-    s->mq_pend = al__xcalloc((size_t)s->nmq, sizeof(int64_t));
+    s->cq_alloc = al_xcalloc((size_t)s->ncq, sizeof(int64_t));
+    s->cq_fair = al_xcalloc((size_t)s->ncq, sizeof(double));
+    s->mq_alloc = al_xcalloc((size_t)s->nmq, sizeof(int64_t));
+    s->mq_pend = al_xcalloc((size_t)s->nmq, sizeof(int64_t));
 }
 
 /* Splits a job into a gang of identical tasks that nodes can hold. */
@@ -623,7 +621,7 @@ int
 al_sim_profile(const al_trace_t *tr, const al_cluster_t *cl, double coverage,
                al_shape_t **out)
 {
-    al_shape_t *all = al__xcalloc((size_t)tr->njobs + 1, sizeof(*all));
+    al_shape_t *all = al_xcalloc((size_t)tr->njobs + 1, sizeof(*all));
     double total = 0, cum = 0;
     int n = 0, k;
 
@@ -740,12 +738,12 @@ set_error(sim_t *s, int rc, const char *fmt, ...)
 {
     if (s->err != NULL)
         return;
-    al_buf_t b = { 0 };
+    al_buf_t b = AL_BUF_INIT;
     va_list ap;
     va_start(ap, fmt);
-    al__buf_vprintf(&b, fmt, ap);
+    al_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    s->err = b.s;
+    s->err = al_buf_steal(&b);
     s->rc = rc;
 }
 
@@ -817,7 +815,7 @@ start_job(sim_t *s, int i, const al_decision_t *d, int64_t now)
         return;
     }
     j->place =
-        al__xrealloc(j->place, (size_t)j->ntasks * sizeof(al_placement_t));
+        al_xrealloc(j->place, (size_t)j->ntasks * sizeof(al_placement_t));
     memcpy(j->place, d->tasks, (size_t)j->ntasks * sizeof(al_placement_t));
     for (int t = 0; t < j->ntasks; t++)
         if (j->place[t].node < 0 || j->place[t].node >= s->cl->nnodes) {
@@ -923,8 +921,8 @@ cycle(sim_t *s, int64_t now)
 {
     if (s->nact > s->capsj) {
         s->capsj = s->nact * 2;
-        s->sj = al__xrealloc(s->sj, (size_t)s->capsj * sizeof(al_job_t));
-        s->smap = al__xrealloc(s->smap, (size_t)s->capsj * sizeof(int));
+        s->sj = al_xrealloc(s->sj, (size_t)s->capsj * sizeof(al_job_t));
+        s->smap = al_xrealloc(s->smap, (size_t)s->capsj * sizeof(int));
     }
     /* The active array's order is deterministic (arrivals in trace order,
      * swap-removal), so the snapshot is too. */
@@ -1157,8 +1155,8 @@ ts_record(sim_t *s, int64_t now)
     }
     if (s->nts == s->capts) {
         s->capts = s->capts ? 2 * s->capts : 4096;
-        s->ts_t = al__xrealloc(s->ts_t, (size_t)s->capts * sizeof(int64_t));
-        s->ts_a = al__xrealloc(s->ts_a, (size_t)s->capts * sizeof(int64_t));
+        s->ts_t = al_xrealloc(s->ts_t, (size_t)s->capts * sizeof(int64_t));
+        s->ts_a = al_xrealloc(s->ts_a, (size_t)s->capts * sizeof(int64_t));
     }
     s->ts_t[s->nts] = now;
     s->ts_a[s->nts++] = s->alloc;
@@ -1216,7 +1214,7 @@ cmp_i64(const void *a, const void *b)
 static void
 oracle_priorities(sim_t *s)
 {
-    int64_t *d = al__xmalloc((size_t)(s->njobs + 1) * sizeof(int64_t));
+    int64_t *d = al_xmalloc((size_t)(s->njobs + 1) * sizeof(int64_t));
     for (int i = 0; i < s->njobs; i++)
         d[i] = s->tr->jobs[i].duration;
     qsort(d, (size_t)s->njobs, sizeof(int64_t), cmp_i64);
@@ -1318,21 +1316,21 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     s->cfg.nprofile = opts->nprofile;
     s->cfg.profile = opts->profile;
     s->njobs = trace->njobs;
-    s->jobs = al__xcalloc((size_t)s->njobs + 1, sizeof(sjob_t));
+    s->jobs = al_xcalloc((size_t)s->njobs + 1, sizeof(sjob_t));
     setup_queues(s);
 
-    al_sim_result_t *r = al__xcalloc(1, sizeof(*r));
+    al_sim_result_t *r = al_xcalloc(1, sizeof(*r));
     s->r = r;
     r->policy = opts->policy;
     r->trace = trace;
     r->njobs = s->njobs;
-    r->jobs = al__xcalloc((size_t)s->njobs + 1, sizeof(al_sim_job_t));
+    r->jobs = al_xcalloc((size_t)s->njobs + 1, sizeof(al_sim_job_t));
     r->capacity = cluster->gpu_capacity;
     r->nqueues = s->nmq;
-    r->queues = al__xcalloc((size_t)s->nmq, sizeof(al_sim_queue_t));
+    r->queues = al_xcalloc((size_t)s->nmq, sizeof(al_sim_queue_t));
     r->alloc_at_full = -1;
     for (int q = 0; q < s->nmq; q++) {
-        r->queues[q].name = al__xstrdup(s->mq_names[q]);
+        r->queues[q].name = al_xstrdup(s->mq_names[q]);
         r->queues[q].deserved_gpus = s->mq_deserved[q];
     }
     for (int i = 0; i < s->njobs; i++) {
@@ -1348,15 +1346,15 @@ sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
         oracle_priorities(s);
 
     int nn = cluster->nnodes;
-    s->dev_base = al__xcalloc((size_t)nn + 1, sizeof(int));
+    s->dev_base = al_xcalloc((size_t)nn + 1, sizeof(int));
     for (int n = 0; n < nn; n++)
         s->dev_base[n + 1] = s->dev_base[n] + cluster->nodes[n].ndevices;
-    s->dev_used = al__xcalloc((size_t)s->dev_base[nn] + 1, sizeof(int32_t));
-    s->free_whole = al__xcalloc((size_t)nn + 1, sizeof(int));
+    s->dev_used = al_xcalloc((size_t)s->dev_base[nn] + 1, sizeof(int32_t));
+    s->free_whole = al_xcalloc((size_t)nn + 1, sizeof(int));
     for (int n = 0; n < nn; n++)
         s->free_whole[n] = cluster->nodes[n].ndevices;
-    s->cpu_used = al__xcalloc((size_t)nn + 1, sizeof(int64_t));
-    s->act = al__xcalloc((size_t)s->njobs + 1, sizeof(int));
+    s->cpu_used = al_xcalloc((size_t)nn + 1, sizeof(int64_t));
+    s->act = al_xcalloc((size_t)s->njobs + 1, sizeof(int));
     s->next_tick = -1;
 }
 
@@ -1446,9 +1444,9 @@ al_sim_run(const al_trace_t *trace, const al_cluster_t *cluster,
         (opts->qmode == AL_QMODE_FILE &&
          (opts->qfile == NULL || opts->qfile->nqueues < 1))) {
         if (cause)
-            *cause = al__xstrdup(cluster->gpu_capacity <= 0
-                                     ? "the cluster has no GPUs"
-                                     : "invalid simulation options");
+            *cause = al_xstrdup(cluster->gpu_capacity <= 0
+                                    ? "the cluster has no GPUs"
+                                    : "invalid simulation options");
         return AL_EINVAL;
     }
     sim_t s_ = { 0 }, *s = &s_;

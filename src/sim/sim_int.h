@@ -2,8 +2,8 @@
  * sim_int.h -- internals shared between the files of the simulator.
  *
  * Memory: the simulator is a shell, so it aborts on out-of-memory through
- * al__xmalloc and friends (STYLE rule 7) instead of threading AL_ENOMEM
- * through every parser.
+ * src/common's al_xmalloc and friends (STYLE rule 7) instead of threading
+ * AL_ENOMEM through every parser; its buffers are src/common's al_buf.
  */
 #ifndef AL_SIM_INT_H
 #define AL_SIM_INT_H
@@ -12,22 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void *al__xmalloc(size_t n);
-void *al__xcalloc(size_t n, size_t sz);
-void *al__xrealloc(void *p, size_t n);
-char *al__xstrdup(const char *s);
-char *al__xstrndup(const char *s, size_t n);
-
-/* A growable NUL-terminated string. */
-typedef struct al_buf {
-    char *s;
-    size_t len, cap;
-} al_buf_t;
-
-void al__buf_printf(al_buf_t *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-void al__buf_vprintf(al_buf_t *b, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
+#include "buf.h"
+#include "xmalloc.h"
 
 /*
  * Collects parse errors: at most AL_MAX_ERRORS messages are kept, the rest
@@ -55,7 +41,8 @@ int al__err_give(al_errs_t *e, char **cause);
 char *al__kv_line(const char *name, const char *buf, size_t len, size_t *off,
                   int *line, al_errs_t *errs);
 
-/* Reads a whole file; returns 0, or AL_EIO with a message in *cause. */
+/* parse.c: reads a whole file (NUL-terminated, *len bytes before the NUL);
+ * returns 0, or AL_EIO with a message naming the file in *cause. */
 int al__read_file(const char *path, char **data, size_t *len, char **cause);
 
 /* Parses a whole decimal integer / finite number; 0 or -1. */
