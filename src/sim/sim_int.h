@@ -50,7 +50,10 @@ int al__read_file(const char *path, char **data, size_t *len, char **cause);
 int al__parse_i64(const char *s, int64_t *v);
 int al__parse_num(const char *s, double *v);
 
-/* FNV-1a 64-bit hash of a string: stable across runs and machines. */
+/* A 64-bit hash of a string, stable across runs and machines: FNV-1a's
+ * steps from 1469598103934665603, one digit short of FNV's offset basis.
+ * Kept so: queues by hash and estimate noise (hence every result) depend
+ * on it. */
 uint64_t al__hash(const char *s);
 
 /*

@@ -17,15 +17,16 @@ extern const al_test_t test_error[];
 extern const al_test_t test_alloc[];
 extern const al_test_t test_sched[];
 extern const al_test_t test_invariants[];
+extern const al_test_t test_agent[];
+extern const al_test_t test_simulator[];
 
 static const struct {
     const char *module;
     const al_test_t *tests;
 } registry[] = {
-    { "error", test_error },
-    { "alloc", test_alloc },
-    { "sched", test_sched },
-    { "invariants", test_invariants },
+    { "error", test_error }, { "alloc", test_alloc },
+    { "sched", test_sched }, { "invariants", test_invariants },
+    { "agent", test_agent }, { "simulator", test_simulator },
 };
 
 int
