@@ -1,5 +1,10 @@
 /*
- * sim_int.h -- internals shared between the files of the simulator.
+ * sim_int.h -- internals shared between the files of the simulator
+ * (sim.h is its door).
+ *
+ * The files: the inputs, parsed (trace.c, cluster.c, queues.c, with the
+ * helpers they share in parse.c); a run (sim.c and the files below it, see
+ * "A run" further down); what a run prints (report.c, report_html.c).
  *
  * Memory: the simulator is a shell, so it aborts on out-of-memory through
  * src/common's al_xmalloc and friends (STYLE rule 7) instead of threading
@@ -224,6 +229,9 @@ void al__metrics_finish(sim_t *s);
 double al__now_s(void);
 /* Runs one core cycle at `now`; returns the number of evictions. */
 int al__cycle(sim_t *s, int64_t now);
+
+/* report.c: qsort()'s order of doubles, ascending. */
+int al__cmp_dbl(const void *a, const void *b);
 
 /* setup.c */
 /* Builds the state and the empty result (s->r) of a run. */
