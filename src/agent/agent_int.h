@@ -150,6 +150,7 @@ int al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status);
 
 /* A task's state; al__task_state_name() names it in reports. */
 enum { T_WAITING = 0, T_RUNNING, T_EXITED };
+
 typedef struct task {
     unsigned long long job;
     int index, restart;
@@ -180,7 +181,7 @@ typedef struct task {
 typedef struct agent {
     al_url_t url;
     /* Two connections kept open between syncs: a sync cut short by a
-
+     * task's exit leaves its connection waiting for the controller's
      * answer (which it gives when the next sync comes), and the next sync
      * goes on the other one. */
     al_http_conn_t conn[2];

@@ -24,8 +24,8 @@
 #include "platform.h"
 #include "xmalloc.h"
 
-#define LOG_CHUNK                                                              \
-    ((size_t)256 * 1024) /* the most of a log one report carries */
+/* The most of a task's log that one report carries. */
+#define LOG_CHUNK ((size_t)256 * 1024)
 #define IDLE_POLL_MS 25000
 #define BUSY_POLL_MS 1000
 #define TELEMETRY_MS 10000 /* how often real GPUs are sampled and reported */

@@ -1,11 +1,12 @@
 /*
- * report_html.c -- `allot sim --html`: a self-contained HTML report of one
- * or more runs, with inline SVG plots (utilisation over time, the CDF of
+ * report_html.c -- `allot sim --report FILE`: a self-contained HTML report of
+ * one or more runs, with inline SVG plots (utilisation over time, the CDF of
  * job completion times, each queue's allocation beside its fair share and
  * demand) and the summary tables.  Every figure is defined in
  * docs/simulation.md.
  *
- * May call: report.c (al_report_summary, al__cmp_dbl), libc and libm.
+ * May call: report.c (al_report_summary, al__cmp_dbl), policy.c
+ * (al_policy_name), libc and libm.
  */
 #include <math.h>
 #include <stdlib.h>
