@@ -1,4 +1,21 @@
-/* agent_int.h -- internals shared by the agent's files (agent.c, launch.c). */
+/*
+ * agent_int.h -- internals shared by the agent's files.
+ *
+ * The files, top to bottom (each calls only those below it):
+ *
+ *   agent.c    `allot agent`: start-up, signals, adopting an earlier
+ *              agent's tasks, the loop (agent.h is the door)
+ *   sync.c     the protocol with the controller: register, sync (report
+ *              tasks, logs and telemetry), apply the desired set
+ *   start.c    starting wanted tasks: GPU room, what a start needs,
+ *              batches to the spawner, a spawner dying or hanging midway
+ *   env.c      a task's environment
+ *   task.c     the task table: slots and their files, records on disk,
+ *              exits, reaping, stopping, adopting one task
+ *   spawner.c  the process that is the tasks' parent
+ *   launch.c   starting one task (in the spawner), records' format
+ *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
+ */
 #ifndef AL_AGENT_INT_H
 #define AL_AGENT_INT_H
 
@@ -7,6 +24,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
+#include "http.h"
 #include "platform.h"
 
 /* nvml.c: fills info->gpus from NVML when the driver's library loads and
@@ -124,5 +144,150 @@ void al__spawner_kill_hung(al__spawner_t *s, const pid_t *known, size_t n);
 /* One ended task ({pid, wait status}; its record has the exit already),
  * without blocking: 1, or 0 if none. */
 int al__spawner_reaped(al__spawner_t *s, pid_t *pid, int *status);
+
+/* ------------------------------------------------------------------ */
+/* The agent's state (agent.c and the files it calls)                 */
+
+/* A task's state; al__task_state_name() names it in reports. */
+enum { T_WAITING = 0, T_RUNNING, T_EXITED };
+
+typedef struct task {
+    unsigned long long job;
+    int index, restart;
+    int slot; /* its files are tasks/SLOT.{state,log,script}; -1: none yet */
+    int state;
+    pid_t pid;     /* the task (process group leader) */
+    bool adopted;  /* started by an earlier agent: not our child */
+    int64_t start; /* an adopted task's start time (see al__task_adopt()) */
+    uint64_t devices;
+    /* Its share of each of its GPUs in thousandths: 1000 for whole GPUs;
+     * less for a fractional task, which shares its GPU with others. */
+    int gpu_share;
+    int exit_code, signal;
+    bool desired;
+    bool killing;
+    int64_t kill_at;   /* monotonic ms for SIGKILL */
+    int64_t log_acked; /* bytes the controller has */
+    /* When its log was last looked at (monotonic ms), and whether that
+     * look found nothing new: a quiet running task's log is looked at
+     * again only after LOG_LOOK_MS (see report_task() in sync.c). */
+    int64_t log_looked;
+    bool log_quiet;
+    bool acked_exit; /* the controller saw the exit */
+    bool script;     /* its slot may hold a script (tasks/SLOT.script) */
+    json_t *spec;    /* the desired entry it was started from */
+} task_t;
+
+typedef struct agent {
+    al_url_t url;
+    /* Two connections kept open between syncs: a sync cut short by a
+     * task's exit leaves its connection waiting for the controller's
+     * answer (which it gives when the next sync comes), and the next sync
+     * goes on the other one. */
+    al_http_conn_t conn[2];
+    int cur;              /* the one the next request goes on */
+    int64_t respawned_ms; /* when al__task_respawn() last started a
+                             spawner, or 0 */
+    const char *token;
+    char *name;
+    char *addr;
+    char *state_dir;
+    char *task_dir;
+    al_platform_info_t plat;
+    int64_t grace_ms;
+    task_t *tasks;
+    int ntasks, cap;
+    /* Task file slots: a task's files are reused by a later task once the
+     * controller has all of its output, so that short tasks cost no file
+     * creation or removal (on ext4, allocating inodes among recently
+     * deleted ones is what dominated the agent's time). */
+    int *free_slots;
+    int nfree, free_cap, nslots;
+    char *logbuf;       /* LOG_CHUNK bytes for reading logs, once needed */
+    int64_t sampled_at; /* monotonic ms of the last telemetry sample */
+    al__spawner_t spawner;
+    bool registered;
+    bool run_as_user; /* root agent: run tasks as their submitter */
+    /* agent.c's self-pipe, set by run(): wake_fd becomes readable when a
+     * task has ended or a stop signal came, wake_write is its write end
+     * (given to the spawner); stop_fd only on a stop signal. */
+    int wake_fd, wake_write, stop_fd;
+} agent_t;
+
+/* task.c */
+/* "waiting", "running" or "exited": a task's state as reports name it. */
+const char *al__task_state_name(int state);
+/* The path of t's file STATE/tasks/SLOT.ext (caller frees). */
+char *al__task_file(const agent_t *a, const task_t *t, const char *ext);
+/* Gives t a slot (a free one, else a new one) unless it has one. */
+void al__task_take_slot(agent_t *a, task_t *t);
+/* Makes slot free for the next task. */
+void al__task_free_slot(agent_t *a, int slot);
+/* Parses a file name "SLOT.state" into *slot; false for anything else. */
+bool al__task_slot_parse(const char *name, int *slot);
+/* The task (job, index, restart), or NULL. */
+task_t *al__task_find(agent_t *a, unsigned long long job, int index,
+                      int restart);
+/* Adds a task, waiting, without a slot; pointers into the table are
+ * invalidated (as by al__task_remove()). */
+task_t *al__task_add(agent_t *a, unsigned long long job, int index,
+                     int restart);
+/* Forgets t (the last task takes its place); its slot's files are emptied
+ * for the next task.  log_size is the size of its log when the caller just
+ * looked, or -1. */
+void al__task_remove(agent_t *a, task_t *t, int64_t log_size);
+/* A file's size, 0 when it cannot be read. */
+int64_t al__file_size(const char *path);
+/* Records that t could not even be started (exit code 127, why in its
+ * log). */
+void al__task_fail(agent_t *a, task_t *t, const char *why);
+/* Takes t as the task its record names, started by an earlier agent or
+ * spawner: running if process pid with that start time lives, else ended
+ * (with its recorded exit, or SIGKILL). */
+void al__task_adopt(agent_t *a, task_t *t, long pid, long long start);
+/* The spawner is gone: its tasks are watched as adopted ones and another
+ * spawner starts (at most one a second). */
+void al__task_respawn(agent_t *a);
+/* Takes the ends of tasks: the spawner's reports, orphans, adopted ones. */
+void al__task_reap(agent_t *a);
+/* Stops t (SIGTERM, then SIGKILL once the grace period is over, which
+ * al__task_escalate() sends). */
+void al__task_stop(agent_t *a, task_t *t);
+void al__task_escalate(agent_t *a);
+
+/* env.c */
+/* An environment being built: the first `borrowed` entries are the
+ * agent's own (environ's strings, which it never changes), the rest are
+ * allocated.  v is NULL-terminated once an entry is pushed. */
+typedef struct al__env {
+    char **v;
+    size_t n, cap, borrowed;
+} al__env_t;
+/* "k=v", malloc()ed. */
+char *al__env_entry(const char *k, const char *v);
+/* Appends entry (owned by e unless among the borrowed ones). */
+void al__env_push(al__env_t *e, char *entry);
+/* Keeps only the last setting of each name, in order. */
+void al__env_dedup(al__env_t *e);
+/* The environment of a task from its desired entry s (see env.c); gpus is
+ * its CUDA_VISIBLE_DEVICES.  Release with al__env_fini(). */
+al__env_t al__task_env(const agent_t *a, json_t *s, const char *gpus);
+void al__env_fini(al__env_t *e);
+
+/* start.c */
+/* Adds (sign 1) or takes (-1) t's share of each of its GPUs to used
+ * (thousandths of each GPU in use). */
+void al__share_count(int used[64], const task_t *t, int sign);
+/* Whether each of t's GPUs is within its 1000 thousandths in used (which
+ * counts t already). */
+bool al__share_fits(const int used[64], const task_t *t);
+/* Starts the waiting tasks that are wanted and whose GPUs have room. */
+void al__start_tasks(agent_t *a);
+
+/* sync.c: registers the node / runs one sync (report, wait for the answer,
+ * apply it).  0 or an error (AL_EBUSY: interrupted by a task's end or a
+ * signal; AL_EAUTH: registration refused for good). */
+int al__sync_register(agent_t *a);
+int al__sync_once(agent_t *a);
 
 #endif /* AL_AGENT_INT_H */

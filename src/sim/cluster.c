@@ -15,9 +15,9 @@ static void
 add_string(al_cluster_t *c, char *s)
 {
     if ((c->nstrings & (c->nstrings - 1)) == 0) /* grow at powers of two */
-        c->strings = al__xrealloc(c->strings,
-                                  (size_t)(c->nstrings ? 2 * c->nstrings : 1) *
-                                      sizeof(char *));
+        c->strings = al_xrealloc(c->strings,
+                                 (size_t)(c->nstrings ? 2 * c->nstrings : 1) *
+                                     sizeof(char *));
     c->strings[c->nstrings++] = s;
 }
 
@@ -31,8 +31,8 @@ build_nodes(al_cluster_t *c)
         ndev += c->groups[g].count * c->groups[g].gpus;
     }
     c->nnodes = nnodes;
-    c->nodes = al__xcalloc((size_t)nnodes, sizeof(al_node_t));
-    c->devices = al__xcalloc((size_t)ndev, sizeof(al_device_t));
+    c->nodes = al_xcalloc((size_t)nnodes, sizeof(al_node_t));
+    c->devices = al_xcalloc((size_t)ndev, sizeof(al_device_t));
     int n = 0, d = 0;
     c->gpu_capacity = 0;
     c->max_gpus_per_node = 0;
@@ -42,20 +42,17 @@ build_nodes(al_cluster_t *c)
         if (gr->gpus > c->max_gpus_per_node)
             c->max_gpus_per_node = gr->gpus;
         for (int i = 0; i < gr->count; i++, n++) {
-            al_buf_t b = { 0 };
-            al__buf_printf(&b, "%s-%04d", gr->name, i);
-            add_string(c, b.s);
+            char *name = al_xasprintf("%s-%04d", gr->name, i);
+            add_string(c, name);
             al_node_t *nd = &c->nodes[n];
-            nd->name = b.s;
+            nd->name = name;
             nd->pool = gr->pool;
             nd->gpu_model = gr->model;
             if (gr->nodes_per_rack > 0) {
                 if (i % gr->nodes_per_rack == 0) {
-                    al_buf_t r = { 0 };
-                    al__buf_printf(&r, "%s-rack%d", gr->name,
-                                   i / gr->nodes_per_rack);
-                    add_string(c, r.s);
-                    rack = r.s;
+                    rack = al_xasprintf("%s-rack%d", gr->name,
+                                        i / gr->nodes_per_rack);
+                    add_string(c, rack);
                 }
                 nd->topo[0] = rack;
                 c->racks = true;
@@ -83,14 +80,14 @@ al_cluster_homogeneous(int nodes, int gpus, const char *model,
     if (nodes <= 0 || nodes > 1000000 || gpus < 0 || gpus > AL_MAX_DEVICES ||
         nodes_per_rack < 0 || cpus < 0 || mem_gib < 0)
         return NULL;
-    al_cluster_t *c = al__xcalloc(1, sizeof(*c));
+    al_cluster_t *c = al_xcalloc(1, sizeof(*c));
     c->ngroups = 1;
-    c->groups = al__xcalloc(1, sizeof(al_cluster_group_t));
+    c->groups = al_xcalloc(1, sizeof(al_cluster_group_t));
     al_cluster_group_t *g = &c->groups[0];
-    g->name = al__xstrdup("node");
+    g->name = al_xstrdup("node");
     g->count = nodes;
     g->gpus = gpus;
-    g->model = model ? al__xstrdup(model) : NULL;
+    g->model = model ? al_xstrdup(model) : NULL;
     g->gpu_mem = 80 * GIB;
     g->cpu_milli = (int64_t)cpus * 1000;
     g->mem_bytes = mem_gib * GIB;
@@ -130,7 +127,7 @@ group_kv(void *ctx, const char *key, const char *val)
             return;
         }
         free(*dst);
-        *dst = al__xstrdup(val);
+        *dst = al_xstrdup(val);
         return;
     }
     static const struct {
@@ -215,9 +212,7 @@ al_cluster_parse(const char *name, const char *buf, size_t len,
         if (!x.seen_gpus)
             al__err(&errs, "%s:%d: field 'gpus': missing", name, line);
         if (x.g.name == NULL) {
-            al_buf_t b = { 0 };
-            al__buf_printf(&b, "g%d", ngroups);
-            x.g.name = b.s;
+            x.g.name = al_xasprintf("g%d", ngroups);
         }
         for (int k = 0; k < ngroups && errs.n == before; k++)
             if (strcmp(groups[k].name, x.g.name) == 0)
@@ -230,7 +225,7 @@ al_cluster_parse(const char *name, const char *buf, size_t len,
             free_group(&x.g);
             continue;
         }
-        groups = al__xrealloc(groups, (size_t)(ngroups + 1) * sizeof(*groups));
+        groups = al_xrealloc(groups, (size_t)(ngroups + 1) * sizeof(*groups));
         groups[ngroups++] = x.g;
     }
     if (errs.n == 0 && ngroups == 0)
@@ -241,7 +236,7 @@ al_cluster_parse(const char *name, const char *buf, size_t len,
         free(groups);
         return al__err_give(&errs, cause);
     }
-    al_cluster_t *c = al__xcalloc(1, sizeof(*c));
+    al_cluster_t *c = al_xcalloc(1, sizeof(*c));
     c->groups = groups;
     c->ngroups = ngroups;
     build_nodes(c);

@@ -37,7 +37,7 @@ queue_kv(void *ctx, const char *key, const char *val)
             return;
         }
         free(*dst);
-        *dst = al__xstrdup(val);
+        *dst = al_xstrdup(val);
         return;
     }
     static const char *const nums[] = { "deserved", "weight", "limit",
@@ -134,7 +134,7 @@ al_queues_parse(const char *name, const char *buf, size_t len,
             free(x.q.name);
             continue;
         }
-        qs = al__xrealloc(qs, (size_t)(nq + 1) * sizeof(*qs));
+        qs = al_xrealloc(qs, (size_t)(nq + 1) * sizeof(*qs));
         qs[nq++] = x.q;
         if (nq > 100000) {
             al__err(&errs, "%s:%d: too many queues", name, line);
@@ -149,7 +149,7 @@ al_queues_parse(const char *name, const char *buf, size_t len,
         free_defs(qs, nq);
         return al__err_give(&errs, cause);
     }
-    al_queues_t *q = al__xcalloc(1, sizeof(*q));
+    al_queues_t *q = al_xcalloc(1, sizeof(*q));
     q->queues = qs;
     q->nqueues = nq;
     *out = q;

@@ -52,7 +52,7 @@ split(fields_t *fs, const char *p, const char *end, const char **why)
 {
     size_t need = (size_t)(end - p) + 1;
     if (need > fs->scap) {
-        fs->scratch = al__xrealloc(fs->scratch, need * 2);
+        fs->scratch = al_xrealloc(fs->scratch, need * 2);
         fs->scap = need * 2;
     }
     char *o = fs->scratch;
@@ -60,7 +60,7 @@ split(fields_t *fs, const char *p, const char *end, const char **why)
     for (;;) {
         if (fs->n == fs->cap) {
             fs->cap = fs->cap ? fs->cap * 2 : 16;
-            fs->f = al__xrealloc(fs->f, (size_t)fs->cap * sizeof(char *));
+            fs->f = al_xrealloc(fs->f, (size_t)fs->cap * sizeof(char *));
         }
         fs->f[fs->n++] = o;
         if (p < end && *p == '"') {
@@ -239,14 +239,14 @@ parse_row(parser_t *ps)
         return;
     if (ps->errs.n > 0)
         return; /* the run is refused anyway; stop collecting rows */
-    j.id = al__xstrdup(v[C_ID]);
-    j.user = al__xstrdup(v[C_USER]);
-    j.queue = al__xstrdup(v[C_QUEUE]);
-    j.status = al__xstrdup(v[C_STATUS]);
+    j.id = al_xstrdup(v[C_ID]);
+    j.user = al_xstrdup(v[C_USER]);
+    j.queue = al_xstrdup(v[C_QUEUE]);
+    j.status = al_xstrdup(v[C_STATUS]);
     j.line = ps->line;
     if (ps->njobs == ps->cap) {
         ps->cap = ps->cap ? ps->cap * 2 : 1024;
-        ps->jobs = al__xrealloc(ps->jobs, (size_t)ps->cap * sizeof(*ps->jobs));
+        ps->jobs = al_xrealloc(ps->jobs, (size_t)ps->cap * sizeof(*ps->jobs));
     }
     ps->jobs[ps->njobs++] = j;
 }
@@ -303,8 +303,8 @@ al_trace_parse(const char *name, const char *buf, size_t len,
     }
     if (ps.njobs > 1)
         qsort(ps.jobs, (size_t)ps.njobs, sizeof(*ps.jobs), cmp_job);
-    al_trace_t *t = al__xcalloc(1, sizeof(*t));
-    t->name = al__xstrdup(name);
+    al_trace_t *t = al_xcalloc(1, sizeof(*t));
+    t->name = al_xstrdup(name);
     t->jobs = ps.jobs;
     t->njobs = ps.njobs;
     t->nrows = ps.nrows;
@@ -335,14 +335,14 @@ al_trace_resample(const al_trace_t *t, uint64_t seed, int64_t target_milli,
     for (int i = 0; i < n; i++)
         sum += t->jobs[i].gpu_milli;
     int cap = n + 16, m = 0;
-    int *pick = al__xmalloc((size_t)cap * sizeof(int));
+    int *pick = al_xmalloc((size_t)cap * sizeof(int));
     for (int i = 0; i < n; i++)
         pick[m++] = i;
     while (n > 0 && sum > 0 && sum < target_milli) {
         int k = (int)(next_rand(&st) % (uint64_t)n);
         if (m == cap) {
             cap *= 2;
-            pick = al__xrealloc(pick, (size_t)cap * sizeof(int));
+            pick = al_xrealloc(pick, (size_t)cap * sizeof(int));
         }
         pick[m++] = k;
         sum += t->jobs[k].gpu_milli;
@@ -353,22 +353,18 @@ al_trace_resample(const al_trace_t *t, uint64_t seed, int64_t target_milli,
         pick[i] = pick[k];
         pick[k] = x;
     }
-    al_trace_t *o = al__xcalloc(1, sizeof(*o));
-    al_buf_t b = { 0 };
-    al__buf_printf(&b, "%s (resampled, seed %llu)", t->name,
-                   (unsigned long long)seed);
-    o->name = b.s;
-    o->jobs = al__xcalloc((size_t)m + 1, sizeof(*o->jobs));
+    al_trace_t *o = al_xcalloc(1, sizeof(*o));
+    o->name = al_xasprintf("%s (resampled, seed %llu)", t->name,
+                           (unsigned long long)seed);
+    o->jobs = al_xcalloc((size_t)m + 1, sizeof(*o->jobs));
     for (int i = 0; i < m; i++) {
         const al_trace_job_t *src = &t->jobs[pick[i]];
         al_trace_job_t *j = &o->jobs[i];
         *j = *src;
-        al_buf_t id = { 0 };
-        al__buf_printf(&id, "%s#%d", src->id, i);
-        j->id = id.s;
-        j->user = al__xstrdup(src->user);
-        j->queue = al__xstrdup(src->queue);
-        j->status = al__xstrdup(src->status);
+        j->id = al_xasprintf("%s#%d", src->id, i);
+        j->user = al_xstrdup(src->user);
+        j->queue = al_xstrdup(src->queue);
+        j->status = al_xstrdup(src->status);
         j->submit = i;
         j->duration = duration;
     }

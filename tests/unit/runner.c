@@ -19,6 +19,8 @@ extern const al_test_t test_sched[];
 extern const al_test_t test_invariants[];
 extern const al_test_t test_common[];
 extern const al_test_t test_cli[];
+extern const al_test_t test_agent[];
+extern const al_test_t test_simulator[];
 
 static const struct {
     const char *module;
@@ -27,6 +29,7 @@ static const struct {
     { "error", test_error },   { "alloc", test_alloc },
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
+    { "agent", test_agent },   { "simulator", test_simulator },
 };
 
 int

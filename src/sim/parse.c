@@ -1,93 +1,23 @@
-/* util.c -- memory, strings, files and number parsing for the simulator. */
+/*
+ * parse.c -- what the simulator's input parsers (trace.c, cluster.c,
+ * queues.c) share: reading a whole input file with a message naming it,
+ * collecting errors, `key=value` lines and words, whole numbers, and a
+ * stable hash of names.
+ *
+ * May call: src/common's base (allocation, buffers, files) and libc.
+ * Memory, buffers and file reading are src/common's; only what is the
+ * simulator's own lives here.
+ */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
+#include "fs.h"
 #include "sim_int.h"
-
-static void
-oom(void)
-{
-    fputs("allot: out of memory\n", stderr);
-    abort();
-}
-
-void *
-al__xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL)
-        oom();
-    return p;
-}
-
-void *
-al__xcalloc(size_t n, size_t sz)
-{
-    void *p = calloc(n ? n : 1, sz ? sz : 1);
-    if (p == NULL)
-        oom();
-    return p;
-}
-
-void *
-al__xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (q == NULL)
-        oom();
-    return q;
-}
-
-char *
-al__xstrdup(const char *s)
-{
-    return al__xstrndup(s, strlen(s));
-}
-
-char *
-al__xstrndup(const char *s, size_t n)
-{
-    char *p = al__xmalloc(n + 1);
-    memcpy(p, s, n);
-    p[n] = '\0';
-    return p;
-}
-
-void
-al__buf_vprintf(al_buf_t *b, const char *fmt, va_list ap)
-{
-    va_list aq;
-    va_copy(aq, ap);
-    /* va_copy above initialises aq; the analyzer does not model va_copy
-     * from a va_list parameter. */
-    /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
-    int n = vsnprintf(NULL, 0, fmt, aq);
-    va_end(aq);
-    if (n < 0)
-        return;
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + (size_t)n + 1)
-            cap *= 2;
-        b->s = al__xrealloc(b->s, cap);
-        b->cap = cap;
-    }
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    b->len += (size_t)n;
-}
-
-void
-al__buf_printf(al_buf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    al__buf_vprintf(b, fmt, ap);
-    va_end(ap);
-}
 
 void
 al__err(al_errs_t *e, const char *fmt, ...)
@@ -98,8 +28,8 @@ al__err(al_errs_t *e, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     if (e->buf.len > 0)
-        al__buf_printf(&e->buf, "\n");
-    al__buf_vprintf(&e->buf, fmt, ap);
+        al_buf_putc(&e->buf, '\n');
+    al_buf_vprintf(&e->buf, fmt, ap);
     va_end(ap);
 }
 
@@ -107,11 +37,9 @@ int
 al__err_give(al_errs_t *e, char **cause)
 {
     if (e->n > AL_MAX_ERRORS)
-        al__buf_printf(&e->buf, "\n... and %d more errors",
-                       e->n - AL_MAX_ERRORS);
-    char *s = e->buf.s ? e->buf.s : al__xstrdup("");
-    e->buf.s = NULL;
-    e->buf.len = e->buf.cap = 0;
+        al_buf_printf(&e->buf, "\n... and %d more errors",
+                      e->n - AL_MAX_ERRORS);
+    char *s = al_buf_steal(&e->buf);
     e->n = 0;
     if (cause)
         *cause = s;
@@ -120,44 +48,26 @@ al__err_give(al_errs_t *e, char **cause)
     return AL_EPARSE;
 }
 
+/* errno values that read(2) gives and open(2) with O_RDONLY does not. */
+static const int read_errnos[] = { EISDIR, EIO, EAGAIN, EBADF, EFAULT };
+
 int
 al__read_file(const char *path, char **data, size_t *len, char **cause)
 {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        if (cause) {
-            al_buf_t b = { 0 };
-            al__buf_printf(&b, "%s: %s", path, strerror(errno));
-            *cause = b.s;
-        }
-        return AL_EIO;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *p = al__xmalloc(cap);
-    for (;;) {
-        if (n == cap) {
-            cap *= 2;
-            p = al__xrealloc(p, cap);
-        }
-        size_t got = fread(p + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(p);
-        if (cause) {
-            al_buf_t b = { 0 };
-            al__buf_printf(&b, "%s: read error", path);
-            *cause = b.s;
-        }
-        return AL_EIO;
-    }
-    *data = p;
-    *len = n;
-    return 0;
+    int rc = al_fs_read_file(path, data, len);
+    if (rc == 0)
+        return 0;
+    /* al_fs_read_file() returns as open() or read() left errno.  The
+     * message says why a file could not be opened, and only "read error"
+     * when it opened but could not be read (a directory). */
+    int e = rc == AL_ENOENT ? ENOENT : errno;
+    bool read_failed = false;
+    for (size_t i = 0; i < sizeof read_errnos / sizeof read_errnos[0]; i++)
+        read_failed = read_failed || e == read_errnos[i];
+    if (cause)
+        *cause = read_failed ? al_xasprintf("%s: read error", path)
+                             : al_xasprintf("%s: %s", path, strerror(e));
+    return AL_EIO;
 }
 
 int
@@ -244,12 +154,11 @@ al__kv_line(const char *name, const char *buf, size_t len, size_t *off,
         size_t n = nl ? (size_t)(nl - p) : len - *off;
         *off += n + (nl ? 1 : 0);
         (*line)++;
-        char *l = al__xstrndup(p, n);
-        if (strlen(l) != n) {
+        if (memchr(p, '\0', n) != NULL) {
             al__err(errs, "%s:%d: NUL byte in line", name, *line);
-            free(l);
             continue;
         }
+        char *l = al_xstrndup(p, n);
         char *hash = strchr(l, '#');
         if (hash)
             *hash = '\0';

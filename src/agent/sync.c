@@ -1,0 +1,297 @@
+/*
+ * sync.c -- the agent's side of the protocol with the controller:
+ * registration (the node's resources and GPUs), then syncs, each a
+ * long-poll that reports every task (its state, exit, and the next chunk
+ * of its log) with the GPUs' telemetry, and applies the answer: the acks,
+ * the desired set of tasks (starting what is missing, stopping what is no
+ * longer wanted, forgetting what is over and fully reported).
+ *
+ * May call: start.c, task.c, the platform (telemetry), src/common (HTTP,
+ * JSON).
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent_int.h"
+#include "buf.h"
+#include "clock.h"
+#include "core/error.h"
+#include "http.h"
+#include "json.h"
+#include "log.h"
+#include "platform.h"
+#include "xmalloc.h"
+
+/* The most of a task's log that one report carries. */
+#define LOG_CHUNK ((size_t)256 * 1024)
+#define IDLE_POLL_MS 25000
+#define BUSY_POLL_MS 1000
+#define TELEMETRY_MS 10000 /* how often real GPUs are sampled and reported */
+/* How often the log of a running task that printed nothing new is looked
+ * at.  Syncs come at every task's exit when tasks are short: a stat() of
+ * every running task's log on each was most of the agent's system time. */
+#define LOG_LOOK_MS 100
+
+/* POSTs body to path.  A task's end interrupts the request (AL_EBUSY)
+ * when intr is true; a stop signal always does. */
+static int
+call(agent_t *a, const char *path, json_t *body, int timeout_ms,
+     al_http_resp_t *resp, json_t **out, char **cause, bool intr)
+{
+    char *text = al_json_dump(body);
+    al_http_conn_t *c = &a->conn[a->cur];
+    int rc = al_http_conn_request(c, "POST", path, a->token, text, strlen(text),
+                                  timeout_ms, intr ? a->wake_fd : a->stop_fd,
+                                  resp, cause);
+    free(text);
+    if (rc == AL_EBUSY && c->pending)
+        a->cur ^= 1;
+    if (rc != 0)
+        return rc;
+    *out = al_json_parse(resp->body.data ? resp->body.data : "", resp->body.len,
+                         NULL);
+    return 0;
+}
+
+int
+al__sync_register(agent_t *a)
+{
+    json_t *gpus = json_array();
+    for (int i = 0; i < a->plat.ngpus; i++) {
+        const al_gpu_info_t *g = &a->plat.gpus[i];
+        json_array_append_new(gpus,
+                              json_pack("{s:s, s:s, s:I, s:i, s:i}", "uuid",
+                                        g->uuid, "model", g->model, "mem_bytes",
+                                        (json_int_t)g->mem_bytes, "numa",
+                                        g->numa, "nvlink", g->nvlink));
+    }
+    json_t *body =
+        json_pack("{s:s, s:s, s:I, s:I, s:b, s:o}", "name", a->name, "addr",
+                  a->addr, "cpu_milli", (json_int_t)a->plat.cpu_milli,
+                  "mem_bytes", (json_int_t)a->plat.mem_bytes, "emulated",
+                  a->plat.emulated, "gpus", gpus);
+    al_http_resp_t resp;
+    json_t *out = NULL;
+    char *cause = NULL;
+    int rc =
+        call(a, "/v1/agent/register", body, 10000, &resp, &out, &cause, true);
+    json_decref(body);
+    if (rc != 0) {
+        if (rc != AL_EBUSY)
+            al_warn("register: %s", cause ? cause : al_strerror(rc));
+        free(cause);
+        return rc;
+    }
+    if (resp.status != 200) {
+        al_error("register refused (%d): %s", resp.status,
+                 al_json_str(out, "message", al_buf_cstr(&resp.body)));
+        rc = resp.status == 401 || resp.status == 403 ? AL_EAUTH : AL_EIO;
+    } else {
+        a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
+        a->registered = true;
+        al_info("registered as node %s with %s (%d GPUs%s)", a->name,
+                a->url.host, a->plat.ngpus,
+                a->plat.emulated ? ", emulated" : "");
+    }
+    json_decref(out);
+    al_http_resp_fini(&resp);
+    return rc;
+}
+
+/* The report of one task, with the next chunk of its log. */
+static json_t *
+report_task(agent_t *a, task_t *t, bool *more)
+{
+    json_t *o = json_pack("{s:I, s:i, s:i, s:s, s:I}", "job",
+                          (json_int_t)t->job, "task", t->index, "restart",
+                          t->restart, "state", al__task_state_name(t->state),
+                          "log_off", (json_int_t)t->log_acked);
+    if (t->state == T_EXITED) {
+        json_object_set_new(o, "exit_code", json_integer(t->exit_code));
+        json_object_set_new(o, "signal", json_integer(t->signal));
+    }
+    /* Most tasks have nothing new to say: look before reading, and look
+     * at a quiet running task's log only now and then (an ended task's
+     * log is always looked at: all of it must reach the controller). */
+    int64_t now = al_clock_mono_ms();
+    if (t->slot < 0 || (t->state == T_RUNNING && t->log_quiet &&
+                        now - t->log_looked < LOG_LOOK_MS))
+        return o;
+    t->log_looked = now;
+    t->log_quiet = true;
+    char *lp = al__task_file(a, t, "log");
+    int fd =
+        al__file_size(lp) > t->log_acked ? open(lp, O_RDONLY | O_CLOEXEC) : -1;
+    free(lp);
+    if (fd >= 0) {
+        if (a->logbuf == NULL)
+            a->logbuf = al_xmalloc(LOG_CHUNK);
+        ssize_t n = pread(fd, a->logbuf, LOG_CHUNK, t->log_acked);
+        if (n > 0) {
+            char *b64 = al_b64_encode(a->logbuf, (size_t)n);
+            json_object_set_new(o, "log", json_string(b64));
+            free(b64);
+            *more = true;
+            t->log_quiet = false;
+        }
+        close(fd);
+    }
+    return o;
+}
+
+static void
+apply(agent_t *a, json_t *out)
+{
+    json_t *acks = json_object_get(out, "acks");
+    for (size_t i = 0; i < json_array_size(acks); i++) {
+        json_t *k = json_array_get(acks, i);
+        task_t *t =
+            al__task_find(a, (unsigned long long)al_json_int(k, "job", 0),
+                          (int)al_json_int(k, "task", -1),
+                          (int)al_json_int(k, "restart", -1));
+        if (t == NULL)
+            continue;
+        t->log_acked = al_json_int(k, "log_off", t->log_acked);
+        if (t->state == T_EXITED)
+            t->acked_exit = true;
+    }
+    a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
+    for (int i = 0; i < a->ntasks; i++)
+        a->tasks[i].desired = false;
+    json_t *want = json_object_get(out, "tasks");
+    for (size_t i = 0; i < json_array_size(want); i++) {
+        json_t *d = json_array_get(want, i);
+        unsigned long long job = (unsigned long long)al_json_int(d, "job", 0);
+        int index = (int)al_json_int(d, "task", -1);
+        int restart = (int)al_json_int(d, "restart", -1);
+        task_t *t = al__task_find(a, job, index, restart);
+        if (t == NULL) {
+            t = al__task_add(a, job, index, restart);
+            t->state = T_WAITING;
+            t->log_acked = al_json_int(d, "log_off", 0);
+        }
+        t->desired = true;
+        /* Any entry may name a fraction (an adopted task learns it so). */
+        json_int_t milli = al_json_int(d, "gpu_milli", 0);
+        if (milli > 0 && milli < 1000)
+            t->gpu_share = (int)milli;
+        if (t->spec == NULL) {
+            t->spec = json_incref(d);
+            json_t *g = json_object_get(d, "gpus");
+            for (size_t k = 0; k < json_array_size(g); k++) {
+                json_int_t dev = json_integer_value(json_array_get(g, k));
+                if (dev >= 0 && dev < 64)
+                    t->devices |= (uint64_t)1 << dev;
+            }
+        }
+    }
+    /* Stop what is not wanted; forget what is over and fully reported. */
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        if (t->desired)
+            continue;
+        if (t->state == T_RUNNING) {
+            al__task_stop(a, t);
+        } else if (t->state == T_WAITING) {
+            al__task_remove(a, t, -1);
+            i--;
+        } else if (t->state == T_EXITED && t->acked_exit) {
+            char *lp = al__task_file(a, t, "log");
+            int64_t size = al__file_size(lp);
+            free(lp);
+            if (t->log_acked >= size) {
+                al__task_remove(a, t, size);
+                i--;
+            }
+        }
+    }
+    al__start_tasks(a);
+}
+
+/* Real GPUs' telemetry, at most every TELEMETRY_MS: an array of {index,
+ * util, mem_util, mem_used, temp_c, power_mw} (fields the driver does not
+ * give left out), or NULL when none is due. */
+static json_t *
+telemetry(agent_t *a, int64_t now)
+{
+    if (a->plat.nvml == NULL || a->plat.emulated ||
+        (a->sampled_at != 0 && now - a->sampled_at < TELEMETRY_MS))
+        return NULL;
+    a->sampled_at = now;
+    json_t *arr = json_array();
+    for (int i = 0; i < a->plat.ngpus; i++) {
+        al_gpu_sample_t g;
+        if (al_platform_sample(&a->plat, i, &g) != 0)
+            continue;
+        json_t *o = json_pack("{s:i}", "index", i);
+        const struct {
+            const char *key;
+            int64_t v;
+        } f[] = {
+            { "util", g.util_pct },     { "mem_util", g.mem_util_pct },
+            { "mem_used", g.mem_used }, { "temp_c", g.temp_c },
+            { "power_mw", g.power_mw },
+        };
+        for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+            if (f[k].v >= 0)
+                json_object_set_new(o, f[k].key,
+                                    json_integer((json_int_t)f[k].v));
+        json_array_append_new(arr, o);
+    }
+    return arr;
+}
+
+int
+al__sync_once(agent_t *a)
+{
+    json_t *tasks = json_array();
+    bool more = false, running = false, exited_unacked = false;
+    for (int i = 0; i < a->ntasks; i++) {
+        task_t *t = &a->tasks[i];
+        json_array_append_new(tasks, report_task(a, t, &more));
+        running = running || t->state == T_RUNNING;
+        exited_unacked =
+            exited_unacked || (t->state == T_EXITED && !t->acked_exit);
+    }
+    int64_t wait = more || exited_unacked ? 0
+                   : running              ? BUSY_POLL_MS
+                                          : IDLE_POLL_MS;
+    int64_t now = al_clock_mono_ms();
+    for (int i = 0; i < a->ntasks; i++)
+        if (a->tasks[i].killing && a->tasks[i].kill_at - now < wait)
+            wait = a->tasks[i].kill_at > now ? a->tasks[i].kill_at - now : 0;
+    json_t *gpus = telemetry(a, now);
+    if (a->plat.nvml != NULL && !a->plat.emulated &&
+        wait > a->sampled_at + TELEMETRY_MS - now)
+        wait = a->sampled_at + TELEMETRY_MS - now;
+    json_t *body = json_pack("{s:s, s:o, s:I}", "node", a->name, "tasks", tasks,
+                             "wait_ms", (json_int_t)(wait > 0 ? wait : 0));
+    if (gpus != NULL)
+        json_object_set_new(body, "gpus", gpus);
+    al_http_resp_t resp;
+    json_t *out = NULL;
+    char *cause = NULL;
+    int rc = call(a, "/v1/agent/sync", body, (int)wait + 15000, &resp, &out,
+                  &cause, wait > 0);
+    json_decref(body);
+    if (rc != 0) {
+        if (rc != AL_EBUSY)
+            al_warn("sync: %s", cause ? cause : al_strerror(rc));
+        free(cause);
+        return rc;
+    }
+    if (resp.status == 409) {
+        a->registered = false;
+    } else if (resp.status != 200 || !json_is_object(out)) {
+        al_warn("sync refused (%d): %s", resp.status,
+                al_json_str(out, "message", al_buf_cstr(&resp.body)));
+        rc = AL_EIO;
+    } else {
+        apply(a, out);
+    }
+    json_decref(out);
+    al_http_resp_fini(&resp);
+    return rc;
+}
