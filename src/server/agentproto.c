@@ -12,6 +12,7 @@
  */
 #include <fcntl.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,90 @@ node_knows(const al__node_t *n, uint64_t job, int task, int restart)
     return false;
 }
 
+/* The members of a desired task, in the order of its JSON; `brief` ones
+ * are named for a task the agent has (al__desired_task_json()). */
+enum { F_U64, F_INT, F_I32, F_I64, F_STR, F_DEVICES };
+enum { BRIEF_NO = 0, BRIEF_ALWAYS, BRIEF_NONZERO };
+
+static const struct desired_field {
+    const char *key;
+    int kind;  /* F_* */
+    int brief; /* BRIEF_* */
+    size_t off;
+} desired_fields[] = {
+#define FIELD(k, kind, brief)                                                  \
+    {                                                                          \
+#k, kind, brief, offsetof(al__desired_task_t, k)                       \
+    }
+    FIELD(job, F_U64, BRIEF_ALWAYS),
+    FIELD(task, F_INT, BRIEF_ALWAYS),
+    FIELD(restart, F_INT, BRIEF_ALWAYS),
+    { "gpus", F_DEVICES, BRIEF_NO, offsetof(al__desired_task_t, devices) },
+    /* A fraction is named in the brief form too: an agent that adopted
+     * the task from its record does not know it (it would count the task
+     * as holding its whole GPU). */
+    FIELD(gpu_milli, F_I32, BRIEF_NONZERO),
+    FIELD(cpu_milli, F_I64, BRIEF_NO),
+    FIELD(mem_bytes, F_I64, BRIEF_NO),
+    FIELD(rank, F_INT, BRIEF_NO),
+    FIELD(world_size, F_INT, BRIEF_NO),
+    FIELD(local_rank, F_INT, BRIEF_NO),
+    FIELD(master_addr, F_STR, BRIEF_NO),
+    FIELD(master_port, F_INT, BRIEF_NO),
+    FIELD(log_off, F_I64, BRIEF_NO),
+    FIELD(user, F_STR, BRIEF_NO),
+#undef FIELD
+};
+
+json_t *
+al__desired_task_json(const al__desired_task_t *t, bool known,
+                      const json_t *spec)
+{
+    json_t *o = json_object();
+    const char *base = (const char *)t;
+    for (size_t i = 0; i < sizeof desired_fields / sizeof *desired_fields;
+         i++) {
+        const struct desired_field *f = &desired_fields[i];
+        const void *at = base + f->off;
+        json_int_t v = 0;
+        json_t *x;
+        switch (f->kind) {
+        case F_U64:
+            v = (json_int_t) * (const uint64_t *)at;
+            break;
+        case F_INT:
+            v = *(const int *)at;
+            break;
+        case F_I32:
+            v = *(const int32_t *)at;
+            break;
+        case F_I64:
+            v = *(const int64_t *)at;
+            break;
+        default:
+            break;
+        }
+        if (known &&
+            (f->brief == BRIEF_NO || (f->brief == BRIEF_NONZERO && v <= 0)))
+            continue;
+        if (f->kind == F_STR) {
+            x = json_string(*(const char *const *)at);
+        } else if (f->kind == F_DEVICES) {
+            uint64_t devices = *(const uint64_t *)at;
+            x = json_array();
+            for (int d = 0; d < AL_MAX_DEVICES; d++)
+                if (devices & ((uint64_t)1 << d))
+                    json_array_append_new(x, json_integer(d));
+        } else {
+            x = json_integer(v);
+        }
+        json_object_set_new(o, f->key, x);
+    }
+    if (!known && spec != NULL)
+        json_object_update(o, (json_t *)spec); /* command, cwd, env, script */
+    return o;
+}
+
 json_t *
 al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
 {
@@ -255,43 +340,35 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             int local_rank = local++;
             if (tk->done)
                 continue;
+            al__desired_task_t d = {
+                .job = j->id,
+                .task = t,
+                .restart = j->restart_count,
+                .devices = tk->devices,
+                .gpu_milli = tk->gpu_milli,
+            };
             if (node_knows(&ctl->nodes[n], j->id, t, j->restart_count)) {
                 /* The agent has this task and its spec: name it only
                  * (building the spec and the log's size for every task on
                  * every sync was most of a sync's cost). */
-                json_t *o =
-                    json_pack("{s:I, s:i, s:i}", "job", (json_int_t)j->id,
-                              "task", t, "restart", j->restart_count);
-                /* A fraction is named too: an agent that adopted the task
-                 * from its record does not know it (it would count the
-                 * task as holding its whole GPU). */
-                if (tk->gpu_milli > 0)
-                    json_object_set_new(o, "gpu_milli",
-                                        json_integer(tk->gpu_milli));
-                json_array_append_new(tasks, o);
+                json_array_append_new(tasks,
+                                      al__desired_task_json(&d, true, NULL));
                 continue;
             }
             nlacking++;
-            json_t *gpus = json_array();
-            for (int d = 0; d < AL_MAX_DEVICES; d++)
-                if (tk->devices & ((uint64_t)1 << d))
-                    json_array_append_new(gpus, json_integer(d));
             if (spec == NULL)
                 spec = al__job_spec(j);
-            json_t *o = json_pack(
-                "{s:I, s:i, s:i, s:o, s:i, s:I, s:I,"
-                " s:i, s:i, s:i, s:s, s:i, s:I, s:s}",
-                "job", (json_int_t)j->id, "task", t, "restart",
-                j->restart_count, "gpus", gpus, "gpu_milli", tk->gpu_milli,
-                "cpu_milli", (json_int_t)j->cpu_milli, "mem_bytes",
-                (json_int_t)j->mem_bytes, "rank", t, "world_size", j->ntasks,
-                "local_rank", local_rank, "master_addr",
-                master ? master : "127.0.0.1", "master_port",
-                al__job_master_port(j), "log_off",
-                (json_int_t)al__proto_log_size(ctl, j, t, j->restart_count),
-                "user", j->user);
-            json_object_update(o, spec); /* command, cwd, env, script */
-            json_array_append_new(tasks, o);
+            d.cpu_milli = j->cpu_milli;
+            d.mem_bytes = j->mem_bytes;
+            d.rank = t;
+            d.world_size = j->ntasks;
+            d.local_rank = local_rank;
+            d.master_addr = master ? master : "127.0.0.1";
+            d.master_port = al__job_master_port(j);
+            d.log_off = al__proto_log_size(ctl, j, t, j->restart_count);
+            d.user = j->user;
+            json_array_append_new(tasks,
+                                  al__desired_task_json(&d, false, spec));
         }
         json_decref(spec);
     }

@@ -44,6 +44,28 @@ typedef struct al__sync {
 int al__sync_parse(const json_t *body, al__sync_t *s, char **cause);
 void al__sync_fini(al__sync_t *s);
 
+/* A task of a node's desired set as its answer names it: what an agent
+ * needs to start it (besides the job's spec: command, cwd, env,
+ * script). */
+typedef struct al__desired_task {
+    uint64_t job;
+    int task, restart;
+    uint64_t devices; /* GPU indexes on the node, a bit each */
+    int32_t gpu_milli;
+    int64_t cpu_milli, mem_bytes;
+    int rank, world_size, local_rank;
+    const char *master_addr;
+    int master_port;
+    int64_t log_off; /* bytes of its output the server has */
+    const char *user;
+} al__desired_task_t;
+
+/* The JSON of desired task t: when `known`, the agent has the task and
+ * its spec, and only job, task, restart and a fraction (gpu_milli > 0) are
+ * named; else every member of t, in the struct's order, then the members
+ * of spec (may be NULL). */
+json_t *al__desired_task_json(const al__desired_task_t *t, bool known,
+                              const json_t *spec);
 /* Builds the reply to an agent's sync for node n.  When lacking is not
  * NULL it is set to the number of tasks in the reply that the node's last
  * sync did not report (tasks it has to start). */
