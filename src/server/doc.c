@@ -33,18 +33,6 @@ al__valid_name(const char *s, size_t max)
     return true;
 }
 
-/* Hands msg (malloc()ed) to *cause, or frees it when cause is NULL;
- * returns err. */
-int
-al__fail(char **cause, int err, char *msg)
-{
-    if (cause != NULL)
-        *cause = msg;
-    else
-        free(msg);
-    return err;
-}
-
 /* The first member of object o that is not among the n names known, or
  * NULL: a misspelt field is an error, never silently ignored (a PUT that
  * ignored "quoat" reset the queue's quota). */

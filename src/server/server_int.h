@@ -26,7 +26,8 @@
  *   auth.c        bearer tokens (salted SHA-256, constant-time compare)
  *
  * This header holds the types and the layers from state.c down; the
- * handlers' layer (agentproto.c, api_*.c) is declared in api_int.h.
+ * handlers' layer (agentproto.c, api_*.c) is declared in api_int.h, and
+ * what lies under store.c (its backends) in store_int.h.
  *
  * Threads.  Two: libmicrohttpd's one polling thread (epoll) reads
  * requests, and the loop thread owns everything in al_ctl_t except `mu`,
@@ -49,6 +50,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/core.h"
 #include "server.h"
@@ -397,8 +399,17 @@ void al__reason_fini(al_ctl_t *ctl);
 /* True when s is 1..max letters, digits, '-', '_' or '.'. */
 bool al__valid_name(const char *s, size_t max);
 /* Hands msg (malloc()ed) to *cause, or frees it when cause is NULL;
- * returns err. */
-int al__fail(char **cause, int err, char *msg);
+ * returns err.  Inline: a checker that reads one file at a time sees that
+ * a refusal returns err, never 0 with the out-parameters unset. */
+static inline int
+al__fail(char **cause, int err, char *msg)
+{
+    if (cause != NULL)
+        *cause = msg;
+    else
+        free(msg);
+    return err;
+}
 /* The first member of object o that is not among the n names known, or
  * NULL. */
 const char *al__unknown_member(const json_t *o, const char *const *known,
@@ -450,63 +461,12 @@ int al__job_parse(const json_t *body, const char *caller, bool admin,
                   al__job_t **out, char **cause);
 
 /* ------------------------------------------------------------------ */
-/* store.c, store_base.c and the backends                             */
+/* store.c: the store, for the layers above                          */
 
 /* store.c: all calls from the loop thread.  The rows themselves are
  * written and read by a backend: store_sqlite.c or store_pg.c. */
 
-/* The tables of JSON documents keyed by name, besides jobs and tokens. */
-typedef enum {
-    AL__DOC_QUEUES = 0,
-    AL__DOC_NODES,
-    AL__DOC_JOBS
-} al__doc_table_t;
-
-typedef struct al__store_ops {
-    /* Opens (and migrates) the store; sets ctl->store.  0, or an AL_E*
-     * code with a malloc()ed message in *cause. */
-    int (*open)(al_ctl_t *ctl, char **cause);
-    void (*close)(al_ctl_t *ctl); /* also after a failed open */
-    int (*begin)(al_ctl_t *ctl);
-    int (*commit)(al_ctl_t *ctl);
-    void (*rollback)(al_ctl_t *ctl);
-    int (*put_job)(al_ctl_t *ctl, const al__job_t *j, const char *state,
-                   const char *doc);
-    int (*event)(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
-                 const char *detail);
-    json_t *(*history)(al_ctl_t *ctl, uint64_t job);
-    /* Writes the document of key in table (AL__DOC_QUEUES or
-     * AL__DOC_NODES), or deletes it when doc is NULL. */
-    int (*put_doc)(al_ctl_t *ctl, al__doc_table_t table, const char *key,
-                   const char *doc);
-    int (*put_token)(al_ctl_t *ctl, const al__token_t *t);
-    /* Calls al__store_add_token() for each stored token. */
-    int (*load_tokens)(al_ctl_t *ctl, char **cause);
-    /* Calls fn for each document of table, in key order (jobs by id). */
-    int (*load_docs)(al_ctl_t *ctl, al__doc_table_t table,
-                     int (*fn)(al_ctl_t *, const char *, char **),
-                     char **cause);
-} al__store_ops_t;
-
-extern const al__store_ops_t al__store_sqlite, al__store_pg;
-/* The SQLite backend's file under the state directory. */
-#define AL__SQLITE_FILE "allot.db"
-
-/* For the backends' open: brings the schema to version n by the forward
- * migrations (migration i goes from version i to i + 1).  exec runs SQL
- * (errors in *cause, or logged when cause is NULL); version reads
- * schema_version (0 when empty, negative on error).  0, AL_ENOTSUP for a
- * schema newer than n, or AL_EIO. */
-int al__store_migrate(void *db, int (*exec)(void *, const char *, char **),
-                      int (*version)(void *, char **),
-                      const char *const *migrations, int n, char **cause);
-
-/* For the backends' load_tokens: one stored token (a malformed row, with
- * an id, salt or hash of the wrong length, is skipped). */
-void al__store_add_token(al_ctl_t *ctl, const char *id, const char *user,
-                         int role, const void *salt, size_t nsalt,
-                         const void *hash, size_t nhash, int64_t created_ms);
-
+/* What a backend implements is in store_int.h. */
 int al__store_open(al_ctl_t *ctl, char **cause);
 void al__store_close(al_ctl_t *ctl);
 int al__store_begin(al_ctl_t *ctl);
