@@ -17,15 +17,15 @@ extern const al_test_t test_error[];
 extern const al_test_t test_alloc[];
 extern const al_test_t test_sched[];
 extern const al_test_t test_invariants[];
+extern const al_test_t test_server[];
 
 static const struct {
     const char *module;
     const al_test_t *tests;
 } registry[] = {
-    { "error", test_error },
-    { "alloc", test_alloc },
-    { "sched", test_sched },
-    { "invariants", test_invariants },
+    { "error", test_error },   { "alloc", test_alloc },
+    { "sched", test_sched },   { "invariants", test_invariants },
+    { "server", test_server },
 };
 
 int
