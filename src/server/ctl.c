@@ -1,518 +1,30 @@
 /*
  * ctl.c -- the control loop: the one thread that owns the controller's
- * state.  Each iteration takes every request queued by the HTTP daemon,
- * handles them, marks silent nodes down, runs a scheduling cycle when one
- * is due, writes what changed to the store in one transaction, and only
- * after the commit releases the replies (durable before acknowledged) and
- * answers the long-polls of the nodes whose desired tasks changed.
+ * state.  Each iteration takes every request queued by the intake,
+ * authenticates and handles them, marks silent nodes down, runs a
+ * scheduling cycle when one is due, writes what changed to the store in
+ * one transaction, and only after the commit answers the long-polls of
+ * the nodes whose desired tasks changed and gives the replies back to the
+ * intake through ctl->reply (durable before acknowledged).
+ *
+ * May call: the handlers through the route table's pointers (and
+ * agentproto.c for parked polls), cycle.c, state.c, table.c, reason.c,
+ * store.c, auth.c and req.c.  Nothing below calls it; the intake
+ * (server.c) calls al__ctl_start/stop/submit.
  */
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
+#include "api_int.h"
 #include "clock.h"
 #include "core/error.h"
 #include "fs.h"
 #include "json.h"
 #include "log.h"
-#include "server_int.h"
 #include "xmalloc.h"
-
-const char *const al__jstate_names[JS_COUNT] = {
-    [JS_PENDING] = "pending", [JS_HELD] = "held",
-    [JS_RUNNING] = "running", [JS_COMPLETED] = "completed",
-    [JS_FAILED] = "failed",   [JS_CANCELLED] = "cancelled",
-};
-
-int
-al__jstate_parse(const char *s)
-{
-    for (int i = 0; i < JS_COUNT; i++)
-        if (strcmp(s, al__jstate_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-const al__jclass_t al__jclasses[] = {
-    { .name = "train", .priority = AL_PRIO_TRAIN, .preemptible = true },
-    { .name = "build", .priority = AL_PRIO_BUILD, .preemptible = false },
-    { .name = "inference",
-      .priority = AL_PRIO_INFERENCE,
-      .preemptible = false },
-};
-const int al__njclasses = sizeof al__jclasses / sizeof al__jclasses[0];
-
-void
-al__job_free(al__job_t *j)
-{
-    if (j == NULL)
-        return;
-    free(j->name);
-    free(j->user);
-    free(j->queue);
-    free(j->gpu_model);
-    free(j->spec);
-    free(j->after);
-    free(j->reason);
-    free(j->tasks);
-    free(j);
-}
-
-json_t *
-al__job_spec(const al__job_t *j)
-{
-    json_t *v = j->spec ? al_json_parse(j->spec, strlen(j->spec), NULL) : NULL;
-    if (!json_is_object(v)) {
-        json_decref(v);
-        v = json_object();
-    }
-    return v;
-}
-
-void
-al__node_fini(al__node_t *n)
-{
-    free(n->name);
-    free(n->addr);
-    for (int i = 0; i < n->ngpus; i++) {
-        free(n->gpus[i].uuid);
-        free(n->gpus[i].model);
-    }
-    free(n->gpus);
-    free(n->devices);
-    free(n->known);
-    n->known = NULL;
-    n->nknown = n->known_cap = 0;
-    free(n->runs);
-    n->runs = NULL;
-    n->nruns = n->runs_cap = 0;
-}
-
-int
-al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n)
-{
-    if (ctl->nnodes == ctl->nodes_cap) {
-        ctl->nodes_cap = ctl->nodes_cap ? 2 * ctl->nodes_cap : 16;
-        ctl->nodes = al_xreallocarray(ctl->nodes, (size_t)ctl->nodes_cap,
-                                      sizeof *ctl->nodes);
-    }
-    ctl->nodes[ctl->nnodes] = *n;
-    return ctl->nnodes++;
-}
-
-al__job_t *
-al__ctl_job(al_ctl_t *ctl, uint64_t id)
-{
-    if (id == 0 || id > ctl->njobs)
-        return NULL;
-    return ctl->jobs[id - 1];
-}
-
-uint64_t
-al__ctl_first_active(al_ctl_t *ctl)
-{
-    /* An ended job never becomes active again, so the mark only moves
-     * forward (reload() starts it over). */
-    while (ctl->active_lo < ctl->njobs) {
-        al__job_t *j = ctl->jobs[ctl->active_lo];
-        if (j != NULL && j->state <= JS_RUNNING)
-            break;
-        if (j != NULL)
-            j->snap = -1;
-        ctl->active_lo++;
-    }
-    return ctl->active_lo;
-}
-
-void
-al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
-{
-    if (j->id > ctl->jobs_cap) {
-        uint64_t cap = ctl->jobs_cap ? ctl->jobs_cap : 1024;
-        while (cap < j->id)
-            cap *= 2;
-        /* The table holds pointers: each element is sizeof(void *). */
-        ctl->jobs = al_xreallocarray(ctl->jobs, cap, sizeof(void *));
-        memset(ctl->jobs + ctl->jobs_cap, 0,
-               (cap - ctl->jobs_cap) * sizeof(void *));
-        ctl->jobs_cap = cap;
-    }
-    ctl->jobs[j->id - 1] = j;
-    if (j->id > ctl->njobs)
-        ctl->njobs = j->id;
-}
-
-al__queue_t *
-al__ctl_queue(al_ctl_t *ctl, const char *name)
-{
-    for (int i = 0; i < ctl->nqueues; i++)
-        if (strcmp(ctl->queues[i].name, name) == 0)
-            return &ctl->queues[i];
-    return NULL;
-}
-
-static uint64_t
-name_hash(const char *s)
-{
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
-    for (; *s != '\0'; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
-
-static void
-node_hash_put(al_ctl_t *ctl, int i)
-{
-    size_t mask = ctl->node_hash_cap - 1;
-    size_t at = name_hash(ctl->nodes[i].name) & mask;
-    while (ctl->node_hash[at] >= 0)
-        at = (at + 1) & mask;
-    ctl->node_hash[at] = i;
-}
-
-int
-al__ctl_node_index(al_ctl_t *ctl, const char *name)
-{
-    /* Nodes are only appended (and all dropped by a reload, which sets
-     * node_hashed to 0): index those added since the last call, growing
-     * the table to keep it at most half full.  A sync looks its node up:
-     * a linear search was most of a sync's cost with thousands of nodes. */
-    if (ctl->node_hashed > ctl->nnodes)
-        ctl->node_hashed = 0;
-    if (2 * (size_t)ctl->nnodes >= ctl->node_hash_cap) {
-        size_t cap = ctl->node_hash_cap ? ctl->node_hash_cap : 64;
-        while (2 * (size_t)ctl->nnodes >= cap)
-            cap *= 2;
-        free(ctl->node_hash);
-        ctl->node_hash = al_xreallocarray(NULL, cap, sizeof(int));
-        ctl->node_hash_cap = cap;
-        ctl->node_hashed = 0;
-    }
-    if (ctl->node_hashed == 0)
-        memset(ctl->node_hash, 0xff, ctl->node_hash_cap * sizeof(int));
-    for (; ctl->node_hashed < ctl->nnodes; ctl->node_hashed++)
-        node_hash_put(ctl, ctl->node_hashed);
-    size_t mask = ctl->node_hash_cap - 1;
-    for (size_t at = name_hash(name) & mask; ctl->node_hash[at] >= 0;
-         at = (at + 1) & mask)
-        if (strcmp(ctl->nodes[ctl->node_hash[at]].name, name) == 0)
-            return ctl->node_hash[at];
-    return -1;
-}
-
-void
-al__ctl_touch(al_ctl_t *ctl)
-{
-    if (!ctl->sched_dirty) {
-        /* Coalesce changes for a few ms, and for longer when cycles are
-         * expensive (a large backlog), so that cycles take at most about a
-         * third of the loop's time while requests pour in. */
-        int64_t wait = ctl->opts.coalesce_ms;
-        if (2 * ctl->cycle_ms > wait)
-            wait = 2 * ctl->cycle_ms;
-        ctl->sched_dirty = true;
-        ctl->sched_due = al_clock_mono_ms() + wait;
-    }
-}
-
-void
-al__ctl_dirty(al_ctl_t *ctl, al__job_t *j)
-{
-    if (j->dirty)
-        return;
-    j->dirty = true;
-    if (ctl->ndirty == ctl->dirty_cap) {
-        ctl->dirty_cap = ctl->dirty_cap ? 2 * ctl->dirty_cap : 256;
-        /* An array of pointers: each element is sizeof(void *). */
-        ctl->dirty =
-            al_xreallocarray(ctl->dirty, ctl->dirty_cap, sizeof(void *));
-    }
-    ctl->dirty[ctl->ndirty++] = j;
-}
-
-void
-al__ctl_node_changed(al_ctl_t *ctl, int ni)
-{
-    ctl->nodes[ni].changed = true;
-    ctl->nodes_changed = true;
-}
-
-void
-al__ctl_park(al_ctl_t *ctl, int ni, al__req_t *req)
-{
-    ctl->nodes[ni].parked = req;
-    if (req->deadline < ctl->parked_min)
-        ctl->parked_min = req->deadline;
-}
-
-static void
-mark_nodes_changed(al_ctl_t *ctl, const al__job_t *j)
-{
-    if (j->tasks == NULL)
-        return;
-    for (int t = 0; t < j->ntasks; t++)
-        if (j->tasks[t].node >= 0 && j->tasks[t].node < ctl->nnodes)
-            al__ctl_node_changed(ctl, j->tasks[t].node);
-}
-
-/* Adds j's run to the runs of the nodes its tasks are on, once a node. */
-static void
-node_runs_add(al_ctl_t *ctl, const al__job_t *j)
-{
-    if (j->tasks == NULL)
-        return;
-    for (int t = 0; t < j->ntasks; t++) {
-        int ni = j->tasks[t].node;
-        if (ni < 0 || ni >= ctl->nnodes)
-            continue;
-        al__node_t *n = &ctl->nodes[ni];
-        /* A job's appends come together: a repeat is the last entry. */
-        if (n->nruns > 0 && n->runs[n->nruns - 1].job == j->id &&
-            n->runs[n->nruns - 1].restart == j->restart_count)
-            continue;
-        if (n->nruns == n->runs_cap) {
-            n->runs_cap = n->runs_cap ? 2 * n->runs_cap : 8;
-            n->runs = al_xreallocarray(n->runs, n->runs_cap, sizeof *n->runs);
-        }
-        n->runs[n->nruns++] = (al__task_key_t){ .job = j->id,
-                                                .task = -1,
-                                                .restart = j->restart_count };
-    }
-}
-
-#define MASTER_PORT_BASE 29500
-#define MASTER_PORTS 20000
-
-int
-al__job_master_port(const al__job_t *j)
-{
-    return j->master_port != 0 ? j->master_port
-                               : MASTER_PORT_BASE + (int)(j->id % MASTER_PORTS);
-}
-
-void
-al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j)
-{
-    j->master_port = 0;
-    int n0 = j->tasks != NULL ? j->tasks[0].node : -1;
-    if (n0 < 0 || n0 >= ctl->nnodes)
-        return;
-    const al__node_t *n = &ctl->nodes[n0];
-    /* The ports of the other runs rendezvousing on this node (those with
-     * a task here are in its runs), then the first free one from id's. */
-    unsigned char taken[MASTER_PORTS / 8];
-    memset(taken, 0, sizeof taken);
-    for (size_t i = 0; i < n->nruns; i++) {
-        const al__job_t *o = al__ctl_job(ctl, n->runs[i].job);
-        if (o != NULL && o != j && o->state == JS_RUNNING && o->tasks != NULL &&
-            o->tasks[0].node == n0 && o->restart_count == n->runs[i].restart) {
-            int k = al__job_master_port(o) - MASTER_PORT_BASE;
-            if (k >= 0 && k < MASTER_PORTS)
-                taken[k / 8] |= (unsigned char)(1u << (k % 8));
-        }
-    }
-    int first = (int)(j->id % MASTER_PORTS);
-    for (int d = 0; d < MASTER_PORTS; d++) {
-        int k = (first + d) % MASTER_PORTS;
-        if (!(taken[k / 8] & (1u << (k % 8)))) {
-            j->master_port = MASTER_PORT_BASE + k;
-            return;
-        }
-    }
-}
-
-static void
-running_add(al_ctl_t *ctl, al__job_t *j)
-{
-    node_runs_add(ctl, j);
-    if (ctl->nrunning == ctl->running_cap) {
-        ctl->running_cap = ctl->running_cap ? 2 * ctl->running_cap : 256;
-        /* An array of pointers: each element is sizeof(void *). */
-        ctl->running =
-            al_xreallocarray(ctl->running, ctl->running_cap, sizeof(void *));
-    }
-    j->run_idx = ctl->nrunning;
-    ctl->running[ctl->nrunning++] = j;
-}
-
-static void
-running_remove(al_ctl_t *ctl, al__job_t *j)
-{
-    al__job_t *last = ctl->running[--ctl->nrunning];
-    ctl->running[j->run_idx] = last;
-    last->run_idx = j->run_idx;
-}
-
-void
-al__ctl_index_running(al_ctl_t *ctl)
-{
-    ctl->nrunning = 0;
-    for (int i = 0; i < ctl->nnodes; i++)
-        ctl->nodes[i].nruns = 0;
-    for (uint64_t i = 0; i < ctl->njobs; i++)
-        if (ctl->jobs[i] != NULL && ctl->jobs[i]->state == JS_RUNNING)
-            running_add(ctl, ctl->jobs[i]);
-}
-
-void
-al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
-                  const char *event, const char *detail)
-{
-    int64_t now = al_clock_ms();
-    if (j->state == JS_RUNNING || st == JS_RUNNING)
-        mark_nodes_changed(ctl, j);
-    if (j->state == JS_RUNNING && st != JS_RUNNING)
-        running_remove(ctl, j);
-    else if (j->state != JS_RUNNING && st == JS_RUNNING)
-        running_add(ctl, j);
-    j->state = st;
-    j->why_valid = false;
-    if (st >= JS_COMPLETED) {
-        j->end_ms = now;
-        free(j->reason);
-        j->reason = detail != NULL ? al_xstrdup(detail) : NULL;
-    }
-    al__ctl_dirty(ctl, j);
-    al__store_event(ctl, j->id, now, event, detail);
-    al__ctl_touch(ctl);
-}
-
-void
-al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
-                const char *detail)
-{
-    mark_nodes_changed(ctl, j);
-    free(j->tasks);
-    j->tasks = NULL;
-    j->restart_count++;
-    j->eligible_ms = al_clock_ms();
-    j->start_ms = 0;
-    al__ctl_set_state(ctl, j, JS_PENDING, event, detail);
-}
-
-/* The task of j that is run `restart` of task `task`, when that is j's
- * current run; else NULL. */
-static al__task_t *
-current_task(al__job_t *j, int task, int restart)
-{
-    if (j->tasks == NULL || task < 0 || task >= j->ntasks ||
-        restart != j->restart_count)
-        return NULL;
-    return &j->tasks[task];
-}
-
-int64_t
-al__ctl_log_size(al_ctl_t *ctl, al__job_t *j, int task, int restart)
-{
-    al__task_t *tk = current_task(j, task, restart);
-    if (tk != NULL && tk->log_size >= 0)
-        return tk->log_size;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/logs/%llu.%d.%d.log", ctl->state_dir,
-             (unsigned long long)j->id, task, restart);
-    struct stat st;
-    int64_t size = stat(path, &st) == 0 ? (int64_t)st.st_size : 0;
-    if (tk != NULL)
-        tk->log_size = size;
-    return size;
-}
-
-void
-al__ctl_log_grew(al__job_t *j, int task, int restart, int64_t size)
-{
-    al__task_t *tk = current_task(j, task, restart);
-    if (tk != NULL)
-        tk->log_size = size;
-}
-
-static bool
-node_knows(const al__node_t *n, uint64_t job, int task, int restart)
-{
-    for (size_t i = 0; i < n->nknown; i++)
-        if (n->known[i].job == job && n->known[i].task == task &&
-            n->known[i].restart == restart)
-            return true;
-    return false;
-}
-
-json_t *
-al__ctl_desired(al_ctl_t *ctl, int n, int *lacking)
-{
-    json_t *tasks = json_array();
-    int nlacking = 0;
-    al__node_t *node = &ctl->nodes[n];
-    size_t kept = 0;
-    for (size_t i = 0; i < node->nruns; i++) {
-        al__job_t *j = al__ctl_job(ctl, node->runs[i].job);
-        /* A run that ended, or a job that runs again (another restart,
-         * with an entry of its own), leaves the list here. */
-        if (j == NULL || j->state != JS_RUNNING || j->tasks == NULL ||
-            j->restart_count != node->runs[i].restart)
-            continue;
-        node->runs[kept++] = node->runs[i];
-        const char *master = NULL;
-        int n0 = j->tasks[0].node;
-        if (n0 >= 0 && n0 < ctl->nnodes)
-            master = ctl->nodes[n0].addr;
-        int local = 0;
-        json_t *spec = NULL;
-        for (int t = 0; t < j->ntasks; t++) {
-            const al__task_t *tk = &j->tasks[t];
-            if (tk->node != n)
-                continue;
-            int local_rank = local++;
-            if (tk->done)
-                continue;
-            if (node_knows(&ctl->nodes[n], j->id, t, j->restart_count)) {
-                /* The agent has this task and its spec: name it only
-                 * (building the spec and the log's size for every task on
-                 * every sync was most of a sync's cost). */
-                json_t *o =
-                    json_pack("{s:I, s:i, s:i}", "job", (json_int_t)j->id,
-                              "task", t, "restart", j->restart_count);
-                /* A fraction is named too: an agent that adopted the task
-                 * from its record does not know it (it would count the
-                 * task as holding its whole GPU). */
-                if (tk->gpu_milli > 0)
-                    json_object_set_new(o, "gpu_milli",
-                                        json_integer(tk->gpu_milli));
-                json_array_append_new(tasks, o);
-                continue;
-            }
-            nlacking++;
-            json_t *gpus = json_array();
-            for (int d = 0; d < AL_MAX_DEVICES; d++)
-                if (tk->devices & ((uint64_t)1 << d))
-                    json_array_append_new(gpus, json_integer(d));
-            if (spec == NULL)
-                spec = al__job_spec(j);
-            json_t *o = json_pack(
-                "{s:I, s:i, s:i, s:o, s:i, s:I, s:I,"
-                " s:i, s:i, s:i, s:s, s:i, s:I, s:s}",
-                "job", (json_int_t)j->id, "task", t, "restart",
-                j->restart_count, "gpus", gpus, "gpu_milli", tk->gpu_milli,
-                "cpu_milli", (json_int_t)j->cpu_milli, "mem_bytes",
-                (json_int_t)j->mem_bytes, "rank", t, "world_size", j->ntasks,
-                "local_rank", local_rank, "master_addr",
-                master ? master : "127.0.0.1", "master_port",
-                al__job_master_port(j), "log_off",
-                (json_int_t)al__ctl_log_size(ctl, j, t, j->restart_count),
-                "user", j->user);
-            json_object_update(o, spec); /* command, cwd, env, script */
-            json_array_append_new(tasks, o);
-        }
-        json_decref(spec);
-    }
-    node->nruns = kept;
-    if (lacking != NULL)
-        *lacking = nlacking;
-    return json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
-                     (json_int_t)ctl->opts.grace_ms);
-}
 
 /* ------------------------------------------------------------------ */
 /* Start-up                                                           */
@@ -640,7 +152,7 @@ al__ctl_stop(al_ctl_t *ctl)
     pthread_mutex_unlock(&ctl->mu);
     pthread_join(ctl->thread, NULL);
     al_block_cache_fini(&ctl->core_cache);
-    al__cycle_fini(ctl);
+    al__reason_fini(ctl);
     al__store_close(ctl);
     for (uint64_t i = 0; i < ctl->njobs; i++)
         al__job_free(ctl->jobs[i]);
@@ -674,8 +186,6 @@ al__ctl_submit(al_ctl_t *ctl, al__req_t *req)
         pthread_mutex_unlock(&ctl->mu);
         return false;
     }
-    /* Suspended before the loop can see it: the loop resumes it. */
-    MHD_suspend_connection(req->conn);
     req->next = NULL;
     *ctl->inbox_tail = req;
     ctl->inbox_tail = &req->next;
@@ -771,13 +281,6 @@ flush(al_ctl_t *ctl)
     return rc;
 }
 
-void
-al__ctl_complete(al_ctl_t *ctl, al__req_t *req)
-{
-    req->next = ctl->ready;
-    ctl->ready = req;
-}
-
 /* Drops the whole in-memory state and loads it again from the store: after
  * a failed commit, memory may hold changes the store does not. */
 static void
@@ -800,7 +303,7 @@ reload(al_ctl_t *ctl)
         al__req_t *p = ctl->nodes[i].parked;
         if (p != NULL) {
             al__reply_error(p, 503, "unavailable", "the store was reloaded");
-            al__ctl_complete(ctl, p);
+            al__req_complete(ctl, p);
         }
         al__node_fini(&ctl->nodes[i]);
     }
@@ -859,12 +362,12 @@ handle_batch(al_ctl_t *ctl, al__req_t *batch, bool txn)
         if (!txn && r->route->role != ROLE_NONE) {
             al__reply_error(r, 503, "unavailable",
                             "the state store is unavailable");
-            al__ctl_complete(ctl, r);
+            al__req_complete(ctl, r);
             continue;
         }
         handle(ctl, r);
         if (r->deadline == 0 || r->status != 0)
-            al__ctl_complete(ctl, r);
+            al__req_complete(ctl, r);
     }
 }
 
@@ -919,32 +422,6 @@ maintain(al_ctl_t *ctl, bool stop)
     ctl->store_failed = true;
 }
 
-void
-al__ctl_answer_parked(al_ctl_t *ctl, int ni)
-{
-    al__node_t *n = &ctl->nodes[ni];
-    al__req_t *p = n->parked;
-    if (p == NULL)
-        return;
-    if (ctl->store_failed) {
-        /* What its acks acknowledge, and what the desired set says (a
-         * cancel, an eviction), may not be stored: say nothing; the agent
-         * syncs again after the reload. */
-        json_decref(p->acks);
-        p->acks = NULL;
-        al__reply_error(p, 503, "unavailable",
-                        "the state store failed to commit");
-    } else {
-        p->status = 200;
-        p->resp = al__ctl_desired(ctl, ni, NULL);
-        if (p->acks != NULL)
-            json_object_set_new(p->resp, "acks", p->acks);
-        p->acks = NULL;
-    }
-    n->parked = NULL;
-    al__ctl_complete(ctl, p);
-}
-
 /* Answers the long-polls whose node changed or whose time is up. */
 static void
 answer_polls(al_ctl_t *ctl, bool stop)
@@ -962,7 +439,7 @@ answer_polls(al_ctl_t *ctl, bool stop)
         bool changed = p != NULL && p->after_cycle ? ctl->cycled : n->changed;
         if (p != NULL &&
             (changed || now >= p->deadline || stop || ctl->store_failed))
-            al__ctl_answer_parked(ctl, i);
+            al__proto_answer_parked(ctl, i);
         else if (p != NULL && p->deadline < ctl->parked_min)
             ctl->parked_min = p->deadline;
         n->changed = false;
@@ -971,13 +448,13 @@ answer_polls(al_ctl_t *ctl, bool stop)
     ctl->cycled = false;
 }
 
-/* Hands the replies that are ready back to their connections. */
+/* Hands the replies that are ready back to the intake. */
 static void
 release(al_ctl_t *ctl)
 {
     for (al__req_t *r = ctl->ready, *next; r != NULL; r = next) {
         next = r->next; /* r is gone once its reply is sent */
-        al__http_reply(r);
+        ctl->reply(r);
     }
     ctl->ready = NULL;
 }

@@ -3,6 +3,10 @@
  * controller's memory, run the core, apply its decisions (start, evict),
  * and keep every pending job's reason and every queue's share for the API.
  * Runs on the loop thread, inside the iteration's store transaction.
+ *
+ * May call: the core, state.c (every start, eviction and requeue),
+ * table.c and reason.c.  The loop calls al__cycle_run(); nothing here
+ * calls back into the loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,12 +82,6 @@ placement_text(const al_ctl_t *ctl, const al__job_t *j)
     }
     return al_xstrdup(buf);
 }
-
-static const char *const evict_why[] = {
-    [AL_EVICT_RECLAIM] = "reclaimed by another queue",
-    [AL_EVICT_PREEMPT] = "preempted by a higher priority job",
-    [AL_EVICT_RESERVATION] = "ran on lent capacity; the reservation starts",
-};
 
 /* The snapshot being built and the arrays it points into; everything is
  * released by build_fini(). */
@@ -298,8 +296,9 @@ apply_evictions(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
         al__job_t *j = b->act[d->job];
         if (j->state != JS_RUNNING)
             continue;
-        const char *why =
-            d->why <= AL_EVICT_RESERVATION ? evict_why[d->why] : "evicted";
+        const char *why = d->why <= AL_EVICT_RESERVATION
+                              ? al__evict_reasons[d->why]
+                              : "evicted";
         char *detail =
             d->for_job >= 0 && (size_t)d->for_job < b->nj
                 ? al_xasprintf("%s (for job %llu)", why,
@@ -366,7 +365,7 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
     }
     ctl->reason_now = b->snap.now;
     if (ctl->reason_qgen != ctl->queue_gen + 1) {
-        al__cycle_fini(ctl);
+        al__reason_fini(ctl);
         ctl->reason_qnames =
             al_xcalloc((size_t)ctl->nqueues + 1, sizeof(char *));
         for (int i = 0; i < ctl->nqueues; i++)
@@ -376,41 +375,6 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
     }
     for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++)
         ctl->queues[b->qorder[i]].share = res->queues[i];
-}
-
-const char *
-al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf, size_t len)
-{
-    if ((j->state != JS_PENDING && j->state != JS_HELD) || !j->why_valid)
-        return j->reason;
-    /* A snapshot of one queue and one job: all al_reason_format() reads
-     * besides the clock. */
-    al_reason_t r = j->why;
-    int q = r.queue;
-    al_queue_t sq = { .name = q >= 0 && q < ctl->reason_nq
-                                  ? ctl->reason_qnames[q]
-                                  : NULL };
-    al_job_t sj = { .id = j->why_job };
-    al_snapshot_t s = { .now = ctl->reason_now,
-                        .nqueues = 1,
-                        .queues = &sq,
-                        .njobs = 1,
-                        .jobs = &sj };
-    r.queue = q >= 0 ? 0 : -1;
-    r.job = j->why_job != 0 ? 0 : -1;
-    al_reason_format(&s, &r, buf, len);
-    return buf;
-}
-
-void
-al__cycle_fini(al_ctl_t *ctl)
-{
-    for (int i = 0; i < ctl->reason_nq; i++)
-        free(ctl->reason_qnames[i]);
-    free(ctl->reason_qnames);
-    ctl->reason_qnames = NULL;
-    ctl->reason_nq = 0;
-    ctl->reason_qgen = 0;
 }
 
 /* Decayed usage for time-based fair share (one-day half-life). */

@@ -5,8 +5,13 @@
  * access handler collects the body (refusing more than max_body bytes with
  * 413), matches the route table, parses the JSON body and the query
  * arguments, suspends the connection and queues the request for the
- * control loop; once the reply is durable the loop resumes the connection
- * (al__http_reply()) and the handler, called again, sends the reply.
+ * control loop; once the reply is durable the loop hands the request back
+ * through ctl.reply (reply_ready(), which resumes the connection) and the
+ * handler, called again, sends the reply.  The only file of the
+ * controller that knows libmicrohttpd.
+ *
+ * May call: ctl.c (start, stop, submit), route.c (matching a path) and
+ * req.c (an error reply).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -175,15 +180,17 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
     /* The scheme is case-insensitive (RFC 9110, 11.1). */
     if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
         req->token = al_xstrdup(auth + 7);
-    /* The loop may answer it before al__ctl_submit() returns; the reply
-     * goes out from this thread, at the handler's next call, after this
-     * one. */
+    /* Suspended before the loop can see it: the loop may answer it
+     * before al__ctl_submit() returns, and hands it back through
+     * reply_ready(), which resumes the connection; the reply goes out from
+     * this thread, at the handler's next call, after this one. */
     req->conn = c;
     cn->req = req;
+    MHD_suspend_connection(c);
     if (!al__ctl_submit(&s->ctl, req)) {
-        cn->req = NULL;
-        req_free(req);
-        return send_error(c, 503, "unavailable", "the server is stopping");
+        /* Not taken: the server is stopping.  Answered the same way. */
+        al__reply_error(req, 503, "unavailable", "the server is stopping");
+        MHD_resume_connection(c);
     }
     return MHD_YES;
 }
@@ -210,7 +217,7 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
         return MHD_YES;
     }
     if (cn->req != NULL) {
-        /* Resumed by al__http_reply(): the reply is ready. */
+        /* Resumed by reply_ready(): the reply is ready. */
         al__req_t *req = cn->req;
         cn->req = NULL;
         return send_handled(c, req);
@@ -233,8 +240,10 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
     return dispatch(s, c, url, method, cn);
 }
 
-void
-al__http_reply(al__req_t *req)
+/* ctl->reply: the loop hands back a request whose reply is durable (loop
+ * thread).  Its connection, resumed, sends the reply and frees it. */
+static void
+reply_ready(al__req_t *req)
 {
     MHD_resume_connection(req->conn);
 }
@@ -316,6 +325,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     s->lock_fd = lock_fd;
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
+    s->ctl.reply = reply_ready;
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
         close(s->lock_fd);
         free(s->ctl.state_dir);

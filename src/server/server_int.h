@@ -1,24 +1,47 @@
 /*
- * server_int.h -- internals shared by the files of the controller:
- *   server.c  options, HTTP intake (libmicrohttpd, driven by the loop),
- *             start/stop
- *   ctl.c     the control loop: the single owner of the state below
- *   api.c     the route table and its handlers (run on the loop thread)
- *   store.c   the SQLite store
- *   auth.c    bearer tokens (salted SHA-256, constant-time compare)
+ * server_int.h -- internals shared by the files of the controller, in
+ * layers; a file calls only the layers below it (tools/layers.py checks
+ * that no two files call each other, directly or around a circle):
+ *
+ *   server.c      `allot server`: options, start/stop and the HTTP intake;
+ *                 the only file that knows libmicrohttpd
+ *   ctl.c         the control loop: inbox, batches, commit, replies given
+ *                 back through ctl->reply, node and time-limit timers
+ *   route.c       the route table and path matching
+ *   api_jobs.c, api_queues.c, api_nodes.c, api_tokens.c
+ *                 the handlers of each resource
+ *   agentproto.c  the agent protocol: register, sync, desired task sets,
+ *                 parked long-polls, the server's copy of task output
+ *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
+ *   state.c       state changes: a job's transitions, requeue, master
+ *                 ports, a cycle due, a node's set changed
+ *   req.c         a request's arguments and reply
+ *   store.c       the store: transactions, objects to rows and back;
+ *                 store_sqlite.c and store_pg.c, the backends, over
+ *                 store_base.c (migrations, token rows)
+ *   jobbody.c     a job submission body, checked
+ *   doc.c         the JSON forms of jobs, queues and nodes (API and store)
+ *   table.c       the tables: jobs, queues, nodes by name, dirty jobs
+ *   reason.c      names of states and classes, reasons' text
+ *   auth.c        bearer tokens (salted SHA-256, constant-time compare)
+ *
+ * This header holds the types and the layers from state.c down; the
+ * handlers' layer (agentproto.c, api_*.c) is declared in api_int.h, and
+ * what lies under store.c (its backends) in store_int.h.
  *
  * Threads.  Two: libmicrohttpd's one polling thread (epoll) reads
  * requests, and the loop thread owns everything in al_ctl_t except `mu`,
  * `cv`, `inbox`, `waiting` and `stop`.  The access handler builds an
  * al__req_t, suspends its connection and queues the request on the inbox
- * under `mu`; the loop takes the whole inbox at once, handles it and
- * resumes each connection once its reply is durable, and the daemon's
- * thread, called again, sends the reply.  So a batch costs one wake-up of
- * each thread, not a thread per connection woken per request (those
- * wake-ups were about half of the controller's CPU for small requests on
- * a 2-CPU machine, and an agent's long-poll held a thread all the time),
- * and the intake goes on while the loop waits for the disk.  There is one
- * lock and it is never held while calling out.
+ * under `mu`; the loop takes the whole inbox at once, handles it and,
+ * once a reply is durable, hands the request back through ctl->reply,
+ * which resumes its connection, and the daemon's thread, called again,
+ * sends the reply.  So a batch costs one wake-up of each thread, not a
+ * thread per connection woken per request (those wake-ups were about
+ * half of the controller's CPU for small requests on a 2-CPU machine, and
+ * an agent's long-poll held a thread all the time), and the intake goes
+ * on while the loop waits for the disk.  There is one lock and it is
+ * never held while calling out.
  */
 #ifndef AL_SERVER_INT_H
 #define AL_SERVER_INT_H
@@ -27,6 +50,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "core/core.h"
 #include "server.h"
@@ -44,6 +68,7 @@ typedef enum al__jstate {
     JS_COUNT
 } al__jstate_t;
 
+/* reason.c */
 extern const char *const al__jstate_names[JS_COUNT];
 /* JS_* of a name, or -1. */
 int al__jstate_parse(const char *s);
@@ -68,7 +93,7 @@ typedef struct al__task {
     int signal;
     /* Bytes in the server's copy of this run's log (logs/J.T.R.log), or
      * -1 until known: syncs ask for it once per task, not once per report
-     * (see al__ctl_log_size()). */
+     * (see al__proto_log_size()). */
     int64_t log_size;
 } al__task_t;
 
@@ -177,11 +202,11 @@ typedef struct al__node {
     al__req_t *parked;    /* a long-poll sync waiting for a change */
     bool dirty;
     /* The tasks its agent reported in its last sync: it has their specs,
-     * so the desired set names them without (see al__ctl_desired()). */
+     * so the desired set names them without (see al__proto_desired()). */
     al__task_key_t *known;
     size_t nknown, known_cap;
     /* The runs with tasks here, as (job, restart, task -1), appended when
-     * a job starts running and dropped lazily by al__ctl_desired() once
+     * a job starts running and dropped lazily by al__proto_desired() once
      * the job no longer runs that run: a sync's answer reads these instead
      * of every running job of the cluster. */
     al__task_key_t *runs;
@@ -233,7 +258,7 @@ struct al__req {
      * the next scheduling cycle (or at its deadline), not before. */
     json_t *acks;
     bool after_cycle;
-    struct MHD_Connection *conn; /* suspended until the reply is ready */
+    void *conn; /* the intake's connection, suspended until the reply */
     al__req_t *next;
 };
 
@@ -267,6 +292,11 @@ typedef struct al_ctl {
     al__req_t *inbox, **inbox_tail;
     bool waiting; /* the loop waits on cv: a new request signals it */
     bool stop;
+
+    /* Set by the intake before al__ctl_start(): the loop hands it each
+     * request whose reply is ready (durable), on the loop thread, and no
+     * longer touches the request afterwards. */
+    void (*reply)(al__req_t *req);
 
     /* Owned by the loop thread. */
     pthread_t thread;
@@ -330,18 +360,11 @@ typedef struct al_ctl {
     bool write_failed;
 } al_ctl_t;
 
-/* ctl.c */
-int al__ctl_start(al_ctl_t *ctl, char **cause);
-/* Stops the loop, which answers every request it took. */
-void al__ctl_stop(al_ctl_t *ctl);
-/* Queues a request for the loop (daemon's thread) and suspends its
- * connection; false, with nothing done, when the server is stopping. */
-bool al__ctl_submit(al_ctl_t *ctl, al__req_t *req);
+/* ------------------------------------------------------------------ */
+/* table.c: the tables                                                */
 
-/* server.c */
-/* Hands a handled request back to its connection, which sends the reply
- * and frees the request (loop thread). */
-void al__http_reply(al__req_t *req);
+void al__job_free(al__job_t *j);
+void al__node_fini(al__node_t *n);
 al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
 /* The index in ctl->jobs of the first job that may be active (pending,
  * held or running): all before it have ended.  Jobs it passes get snap
@@ -351,61 +374,64 @@ uint64_t al__ctl_first_active(al_ctl_t *ctl);
 void al__ctl_put_job(al_ctl_t *ctl, al__job_t *j);
 al__queue_t *al__ctl_queue(al_ctl_t *ctl, const char *name);
 int al__ctl_node_index(al_ctl_t *ctl, const char *name);
-/* Records that the state changed and a scheduling cycle is due. */
-void al__ctl_touch(al_ctl_t *ctl);
-/* Marks node ni's desired set changed: its long-poll is answered. */
-void al__ctl_node_changed(al_ctl_t *ctl, int ni);
-/* Parks req, a sync of node ni, until its deadline or a change. */
-void al__ctl_park(al_ctl_t *ctl, int ni, al__req_t *req);
-/* Moves a job to a new state, frees or keeps its tasks, marks the nodes it
- * ran on as changed and records an event. */
-void al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
-                       const char *event, const char *detail);
-/* Requeues a running job (preemption, node loss): same id, restart+1. */
-void al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
-                     const char *detail);
-/* Queues a reply for release after the commit (parked requests). */
-void al__ctl_complete(al_ctl_t *ctl, al__req_t *req);
-/* Rebuilds ctl->running and the nodes' runs from the job table (after
- * loading it). */
-void al__ctl_index_running(al_ctl_t *ctl);
 /* Appends a node (growing ctl->nodes geometrically); its index. */
 int al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n);
 /* Queues job j to be written at the next commit. */
 void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
-/* Builds the reply to an agent's sync for node n.  When lacking is not
- * NULL it is set to the number of tasks in the reply that the node's last
- * sync did not report (tasks it has to start). */
-json_t *al__ctl_desired(al_ctl_t *ctl, int n, int *lacking);
-/* Answers node ni's parked sync, if any: its desired set and the acks it
- * waited with, or 503 when the last commit failed. */
-void al__ctl_answer_parked(al_ctl_t *ctl, int ni);
-/* The size of the server's copy of the log of task `task` of job j's run
- * `restart` (0 when there is none), kept in the task while it is j's
- * current run. */
-int64_t al__ctl_log_size(al_ctl_t *ctl, al__job_t *j, int task, int restart);
-/* Records that the copy now holds `size` bytes. */
-void al__ctl_log_grew(al__job_t *j, int task, int restart, int64_t size);
-void al__job_free(al__job_t *j);
-/* The job's spec as a new JSON object (an empty one if unreadable). */
-json_t *al__job_spec(const al__job_t *j);
-void al__node_fini(al__node_t *n);
 
-/* The MASTER_PORT of j's tasks (see al__job_t.master_port). */
-int al__job_master_port(const al__job_t *j);
-/* Picks j's master_port, once its tasks are placed. */
-void al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j);
+/* ------------------------------------------------------------------ */
+/* reason.c: names and reasons (and al__jstate_names above)           */
 
-/* cycle.c: builds a snapshot, runs the core and applies its decisions. */
-void al__cycle_run(al_ctl_t *ctl);
+/* Node states by NS_*, as shown. */
+extern const char *const al__node_state_names[];
+/* Why the core evicted a job, by AL_EVICT_* up to AL_EVICT_RESERVATION. */
+extern const char *const al__evict_reasons[];
 /* The text of job j's reason (why it waits, or how it ended), formatted
  * into buf (len bytes) when it must be; NULL when it has none. */
 const char *al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf,
                            size_t len);
-/* Frees what al__cycle_run() keeps between cycles for al__job_reason(). */
-void al__cycle_fini(al_ctl_t *ctl);
+/* Frees the queue names kept for al__job_reason() (cycle.c keeps them). */
+void al__reason_fini(al_ctl_t *ctl);
 
-/* api.c */
+/* ------------------------------------------------------------------ */
+/* doc.c: the document forms                                          */
+
+/* True when s is 1..max letters, digits, '-', '_' or '.'. */
+bool al__valid_name(const char *s, size_t max);
+/* Hands msg (malloc()ed) to *cause, or frees it when cause is NULL;
+ * returns err.  Inline: a checker that reads one file at a time sees that
+ * a refusal returns err, never 0 with the out-parameters unset. */
+static inline int
+al__fail(char **cause, int err, char *msg)
+{
+    if (cause != NULL)
+        *cause = msg;
+    else
+        free(msg);
+    return err;
+}
+/* The first member of object o that is not among the n names known, or
+ * NULL. */
+const char *al__unknown_member(const json_t *o, const char *const *known,
+                               size_t n);
+/* The job's spec as a new JSON object (an empty one if unreadable). */
+json_t *al__job_spec(const al__job_t *j);
+json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
+/* Loads a job from its internal JSON; NULL if malformed. */
+al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
+json_t *al__queue_json(const al__queue_t *q, bool with_share);
+/* Reads a queue body or stored document into *q (name and parent
+ * malloc()ed; quotas within 0..AL_QUOTA_MAX or AL_UNLIMITED).  0, or
+ * AL_EINVAL with the reason in *cause (caller frees), *q untouched. */
+int al__queue_from_json(const json_t *o, al__queue_t *q, char **cause);
+json_t *al__node_json(const al_ctl_t *ctl, const al__node_t *n);
+/* Reads an agent's register body or a stored node into *n (release with
+ * al__node_fini); at most AL_MAX_DEVICES GPUs.  0, or AL_EINVAL with the
+ * reason in *cause (caller frees), *n untouched. */
+int al__node_from_json(const json_t *o, al__node_t *n, char **cause);
+
+/* ------------------------------------------------------------------ */
+/* jobbody.c: a submission body                                       */
 
 /* Bounds of a submitted job (docs/server.md, "Job body"). */
 #define AL_JOB_MAX_TASKS 4096
@@ -434,111 +460,13 @@ void al__cycle_fini(al_ctl_t *ctl);
 int al__job_parse(const json_t *body, const char *caller, bool admin,
                   al__job_t **out, char **cause);
 
-/* One task as an agent reports it in a sync (POST /v1/agent/sync). */
-typedef struct al__sync_task {
-    uint64_t job;    /* 0 when missing or not a positive integer */
-    int task;        /* -1 when missing or not in 0..INT_MAX */
-    int restart;     /* -1 when missing or not in 0..INT_MAX */
-    bool exited;     /* state "exited" */
-    int exit_code;   /* clamped to int's range; 0 when missing */
-    int signal;      /* likewise */
-    int64_t log_off; /* where `log` starts in the task's output */
-    const char *log; /* base64 of output, or NULL; owned by the body */
-} al__sync_task_t;
-
-typedef struct al__sync {
-    const char *node; /* owned by the body */
-    int64_t wait_ms;
-    size_t ntasks;
-    al__sync_task_t *tasks;
-    /* Telemetry of real GPUs: sample k is for GPU index[k] (0..63; -1 when
-     * the entry is malformed).  Out-of-range values are -1 (unknown). */
-    size_t nsamples;
-    int *index;
-    al__gpu_sample_t *samples;
-} al__sync_t;
-
-/* Reads an agent's sync body.  Lenient, like the protocol: a malformed
- * task entry keeps the defaults above and the caller skips it.  Returns 0
- * (release *s with al__sync_fini; its strings belong to body, which must
- * outlive it) or AL_EINVAL when the body names no node, with the reason in
- * *cause (caller frees; cause may be NULL). */
-int al__sync_parse(const json_t *body, al__sync_t *s, char **cause);
-void al__sync_fini(al__sync_t *s);
-
-json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
-/* Loads a job from its internal JSON; NULL if malformed. */
-al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
-json_t *al__queue_json(const al__queue_t *q, bool with_share);
-/* Reads a queue body or stored document into *q (name and parent
- * malloc()ed; quotas within 0..AL_QUOTA_MAX or AL_UNLIMITED).  0, or
- * AL_EINVAL with the reason in *cause (caller frees), *q untouched. */
-int al__queue_from_json(const json_t *o, al__queue_t *q, char **cause);
-json_t *al__node_json(const al_ctl_t *ctl, const al__node_t *n);
-/* Reads an agent's register body or a stored node into *n (release with
- * al__node_fini); at most AL_MAX_DEVICES GPUs.  0, or AL_EINVAL with the
- * reason in *cause (caller frees), *n untouched. */
-int al__node_from_json(const json_t *o, al__node_t *n, char **cause);
-void al__reply_error(al__req_t *req, int status, const char *code,
-                     const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-const char *al__req_arg(const al__req_t *req, const char *key);
+/* ------------------------------------------------------------------ */
+/* store.c: the store, for the layers above                          */
 
 /* store.c: all calls from the loop thread.  The rows themselves are
  * written and read by a backend: store_sqlite.c or store_pg.c. */
 
-/* The tables of JSON documents keyed by name, besides jobs and tokens. */
-typedef enum {
-    AL__DOC_QUEUES = 0,
-    AL__DOC_NODES,
-    AL__DOC_JOBS
-} al__doc_table_t;
-
-typedef struct al__store_ops {
-    /* Opens (and migrates) the store; sets ctl->store.  0, or an AL_E*
-     * code with a malloc()ed message in *cause. */
-    int (*open)(al_ctl_t *ctl, char **cause);
-    void (*close)(al_ctl_t *ctl); /* also after a failed open */
-    int (*begin)(al_ctl_t *ctl);
-    int (*commit)(al_ctl_t *ctl);
-    void (*rollback)(al_ctl_t *ctl);
-    int (*put_job)(al_ctl_t *ctl, const al__job_t *j, const char *state,
-                   const char *doc);
-    int (*event)(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
-                 const char *detail);
-    json_t *(*history)(al_ctl_t *ctl, uint64_t job);
-    /* Writes the document of key in table (AL__DOC_QUEUES or
-     * AL__DOC_NODES), or deletes it when doc is NULL. */
-    int (*put_doc)(al_ctl_t *ctl, al__doc_table_t table, const char *key,
-                   const char *doc);
-    int (*put_token)(al_ctl_t *ctl, const al__token_t *t);
-    /* Calls al__store_add_token() for each stored token. */
-    int (*load_tokens)(al_ctl_t *ctl, char **cause);
-    /* Calls fn for each document of table, in key order (jobs by id). */
-    int (*load_docs)(al_ctl_t *ctl, al__doc_table_t table,
-                     int (*fn)(al_ctl_t *, const char *, char **),
-                     char **cause);
-} al__store_ops_t;
-
-extern const al__store_ops_t al__store_sqlite, al__store_pg;
-/* The SQLite backend's file under the state directory. */
-#define AL__SQLITE_FILE "allot.db"
-
-/* For the backends' open: brings the schema to version n by the forward
- * migrations (migration i goes from version i to i + 1).  exec runs SQL
- * (errors in *cause, or logged when cause is NULL); version reads
- * schema_version (0 when empty, negative on error).  0, AL_ENOTSUP for a
- * schema newer than n, or AL_EIO. */
-int al__store_migrate(void *db, int (*exec)(void *, const char *, char **),
-                      int (*version)(void *, char **),
-                      const char *const *migrations, int n, char **cause);
-
-/* For the backends' load_tokens: one stored token (a malformed row, with
- * an id, salt or hash of the wrong length, is skipped). */
-void al__store_add_token(al_ctl_t *ctl, const char *id, const char *user,
-                         int role, const void *salt, size_t nsalt,
-                         const void *hash, size_t nhash, int64_t created_ms);
-
+/* What a backend implements is in store_int.h. */
 int al__store_open(al_ctl_t *ctl, char **cause);
 void al__store_close(al_ctl_t *ctl);
 int al__store_begin(al_ctl_t *ctl);
@@ -556,7 +484,69 @@ int al__store_put_token(al_ctl_t *ctl, const al__token_t *t);
 /* Loads jobs, queues, nodes and tokens into the (empty) controller. */
 int al__store_load(al_ctl_t *ctl, char **cause);
 
-/* auth.c */
+/* ------------------------------------------------------------------ */
+/* state.c: state changes                                             */
+
+/* Records that the state changed and a scheduling cycle is due. */
+void al__ctl_touch(al_ctl_t *ctl);
+/* Marks node ni's desired set changed: its long-poll is answered. */
+void al__ctl_node_changed(al_ctl_t *ctl, int ni);
+/* Moves a job to a new state, frees or keeps its tasks, marks the nodes it
+ * ran on as changed and records an event. */
+void al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
+                       const char *event, const char *detail);
+/* Requeues a running job (preemption, node loss): same id, restart+1. */
+void al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
+                     const char *detail);
+/* Rebuilds ctl->running and the nodes' runs from the job table (after
+ * loading it). */
+void al__ctl_index_running(al_ctl_t *ctl);
+/* The MASTER_PORT of j's tasks (see al__job_t.master_port). */
+int al__job_master_port(const al__job_t *j);
+/* Picks j's master_port, once its tasks are placed. */
+void al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j);
+
+/* The path of the server's copy of the log of a task's run (caller
+ * frees). */
+char *al__log_path(al_ctl_t *ctl, uint64_t job, int task, int restart);
+
+/* ------------------------------------------------------------------ */
+/* req.c: a request's reply                                           */
+
+/* Sets req's reply to the error {error: code, message: fmt...}. */
+void al__reply_error(al__req_t *req, int status, const char *code,
+                     const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Sets req's reply to body (taking it). */
+void al__reply(al__req_t *req, int status, json_t *body);
+/* The query argument key, or NULL. */
+const char *al__req_arg(const al__req_t *req, const char *key);
+/* Whether the caller has the admin role. */
+bool al__req_admin(const al__req_t *req);
+/* Queues a reply for release after the commit (parked requests). */
+void al__req_complete(al_ctl_t *ctl, al__req_t *req);
+
+/* ------------------------------------------------------------------ */
+/* cycle.c                                                            */
+
+/* Builds a snapshot, runs the core and applies its decisions. */
+void al__cycle_run(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* ctl.c: the loop, for the intake                                    */
+
+/* Starts the loop; ctl->opts, state_dir and reply are set. */
+int al__ctl_start(al_ctl_t *ctl, char **cause);
+/* Stops the loop, which answers every request it took. */
+void al__ctl_stop(al_ctl_t *ctl);
+/* Queues a request for the loop (daemon's thread), its connection
+ * already suspended; false, with nothing done, when the server is
+ * stopping. */
+bool al__ctl_submit(al_ctl_t *ctl, al__req_t *req);
+
+/* ------------------------------------------------------------------ */
+/* auth.c                                                             */
+
 /* Creates a token for user with role; returns the secret text (caller
  * frees) and the stored record in *t. */
 char *al__token_create(const char *user, int role, al__token_t *t);

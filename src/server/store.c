@@ -8,6 +8,10 @@
  * objects into rows and back; the backend writes and reads the rows.
  * Only the loop thread calls these functions; it groups everything it
  * changes while handling a batch of requests into one transaction.
+ *
+ * May call: the backends (through their ops), doc.c (the documents),
+ * table.c (loaded objects go into the tables) and reason.c (state names);
+ * never a handler or the loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +19,7 @@
 #include "core/error.h"
 #include "json.h"
 #include "log.h"
-#include "server_int.h"
+#include "store_int.h"
 #include "xmalloc.h"
 
 static bool
@@ -51,41 +55,6 @@ al__store_close(al_ctl_t *ctl)
 {
     if (ctl->store_ops != NULL)
         ctl->store_ops->close(ctl);
-}
-
-int
-al__store_migrate(void *db, int (*exec)(void *, const char *, char **),
-                  int (*version)(void *, char **),
-                  const char *const *migrations, int n, char **cause)
-{
-    if (exec(db,
-             "CREATE TABLE IF NOT EXISTS schema_version(version "
-             "INTEGER NOT NULL)",
-             cause) != 0)
-        return AL_EIO;
-    int v = version(db, cause);
-    if (v < 0)
-        return AL_EIO;
-    if (v > n) {
-        *cause = al_xasprintf("store schema version %d is newer than this "
-                              "allot (%d); upgrade allot",
-                              v, n);
-        return AL_ENOTSUP;
-    }
-    for (; v < n; v++) {
-        char *sql = al_xasprintf("BEGIN; %s DELETE FROM schema_version;"
-                                 " INSERT INTO schema_version VALUES(%d);"
-                                 " COMMIT;",
-                                 migrations[v], v + 1);
-        int rc = exec(db, sql, cause);
-        free(sql);
-        if (rc != 0) {
-            exec(db, "ROLLBACK", NULL);
-            return rc;
-        }
-        al_info("store: schema migrated to version %d", v + 1);
-    }
-    return 0;
 }
 
 /* A failed write fails the transaction's COMMIT: committing the others
@@ -181,27 +150,6 @@ int
 al__store_put_token(al_ctl_t *ctl, const al__token_t *t)
 {
     return wrote(ctl, ctl->store_ops->put_token(ctl, t));
-}
-
-void
-al__store_add_token(al_ctl_t *ctl, const char *id, const char *user, int role,
-                    const void *salt, size_t nsalt, const void *hash,
-                    size_t nhash, int64_t created_ms)
-{
-    al__token_t t;
-    memset(&t, 0, sizeof t);
-    if (id == NULL || user == NULL || strlen(id) >= sizeof t.id ||
-        nsalt != sizeof t.salt || nhash != sizeof t.hash)
-        return;
-    memcpy(t.id, id, strlen(id) + 1);
-    t.user = al_xstrdup(user);
-    t.role = role;
-    memcpy(t.salt, salt, sizeof t.salt);
-    memcpy(t.hash, hash, sizeof t.hash);
-    t.created_ms = created_ms;
-    ctl->tokens =
-        al_xreallocarray(ctl->tokens, (size_t)ctl->ntokens + 1, sizeof t);
-    ctl->tokens[ctl->ntokens++] = t;
 }
 
 static int

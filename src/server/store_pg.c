@@ -28,7 +28,7 @@
 #include "core/error.h"
 #include "json.h"
 #include "log.h"
-#include "server_int.h"
+#include "store_int.h"
 #include "xmalloc.h"
 
 /* The advisory lock's key: "allot" in ASCII.  Advisory locks are scoped

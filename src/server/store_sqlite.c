@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "json.h"
 #include "log.h"
-#include "server_int.h"
+#include "store_int.h"
 #include "xmalloc.h"
 
 typedef struct lite {

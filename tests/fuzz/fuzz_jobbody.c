@@ -1,6 +1,6 @@
 /*
  * fuzz_jobbody.c -- libFuzzer harness for the job submission body
- * (POST /v1/jobs): al__job_parse in src/server/api.c.  Each input is JSON
+ * (POST /v1/jobs): al__job_parse in src/server/jobbody.c.  Each input is JSON
  * text, read as the server reads a body, then checked for a user and for
  * an admin.  Checks:
  *   - a refusal is AL_EINVAL (400) or AL_EPERM (403, only for a user naming

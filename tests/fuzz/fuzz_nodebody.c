@@ -1,7 +1,7 @@
 /*
  * fuzz_nodebody.c -- libFuzzer harness for an agent's register body
  * (POST /v1/agent/register) and the stored node document:
- * al__node_from_json in src/server/api.c.  Each input is JSON text.
+ * al__node_from_json in src/server/doc.c.  Each input is JSON text.
  * Checks:
  *   - a refusal is AL_EINVAL with a message and leaves *n alone;
  *   - an accepted node has a valid name (as given), at most AL_MAX_DEVICES

@@ -1,7 +1,7 @@
 /*
  * fuzz_queuebody.c -- libFuzzer harness for the queue body (POST and PUT
  * /v1/queues) and stored queue document: al__queue_from_json in
- * src/server/api.c.  Each input is JSON text.  Checks:
+ * src/server/doc.c.  Each input is JSON text.  Checks:
  *   - a refusal is AL_EINVAL with a message and leaves *q alone;
  *   - an accepted queue has a valid name (as given), quotas within
  *     0..AL_QUOTA_MAX or AL_UNLIMITED and weights >= 0;

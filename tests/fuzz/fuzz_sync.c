@@ -1,6 +1,6 @@
 /*
  * fuzz_sync.c -- libFuzzer harness for an agent's sync body
- * (POST /v1/agent/sync): al__sync_parse in src/server/api.c, and the
+ * (POST /v1/agent/sync): al__sync_parse in src/server/agentproto.c, and the
  * base64 decoder (al_b64_decode, src/common/json.c) its log chunks go
  * through.  Each input is JSON text.  Checks:
  *   - a refusal (AL_EINVAL, with a message) happens exactly when the body
@@ -14,10 +14,10 @@
  */
 #include <limits.h>
 
+#include "api_int.h"
 #include "core/error.h"
 #include "fuzz.h"
 #include "json.h"
-#include "server_int.h"
 
 /* Whether member key of o is an integer in [lo, hi]. */
 static int

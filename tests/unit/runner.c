@@ -21,6 +21,7 @@ extern const al_test_t test_common[];
 extern const al_test_t test_cli[];
 extern const al_test_t test_agent[];
 extern const al_test_t test_simulator[];
+extern const al_test_t test_server[];
 
 static const struct {
     const char *module;
@@ -30,6 +31,7 @@ static const struct {
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
+    { "server", test_server },
 };
 
 int

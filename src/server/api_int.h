@@ -1,0 +1,114 @@
+/*
+ * api_int.h -- the handlers' layer of the controller (see server_int.h
+ * for the map): the agent protocol (agentproto.c) and the handlers of
+ * each resource (api_*.c), which route.c's table names and the loop
+ * calls.  Everything here runs on the loop thread.
+ */
+#ifndef AL_SERVER_API_INT_H
+#define AL_SERVER_API_INT_H
+
+#include "server_int.h"
+
+/* ------------------------------------------------------------------ */
+/* agentproto.c: the agent protocol                                   */
+
+/* One task as an agent reports it in a sync (POST /v1/agent/sync). */
+typedef struct al__sync_task {
+    uint64_t job;    /* 0 when missing or not a positive integer */
+    int task;        /* -1 when missing or not in 0..INT_MAX */
+    int restart;     /* -1 when missing or not in 0..INT_MAX */
+    bool exited;     /* state "exited" */
+    int exit_code;   /* clamped to int's range; 0 when missing */
+    int signal;      /* likewise */
+    int64_t log_off; /* where `log` starts in the task's output */
+    const char *log; /* base64 of output, or NULL; owned by the body */
+} al__sync_task_t;
+
+typedef struct al__sync {
+    const char *node; /* owned by the body */
+    int64_t wait_ms;
+    size_t ntasks;
+    al__sync_task_t *tasks;
+    /* Telemetry of real GPUs: sample k is for GPU index[k] (0..63; -1 when
+     * the entry is malformed).  Out-of-range values are -1 (unknown). */
+    size_t nsamples;
+    int *index;
+    al__gpu_sample_t *samples;
+} al__sync_t;
+
+/* Reads an agent's sync body.  Lenient, like the protocol: a malformed
+ * task entry keeps the defaults above and the caller skips it.  Returns 0
+ * (release *s with al__sync_fini; its strings belong to body, which must
+ * outlive it) or AL_EINVAL when the body names no node, with the reason in
+ * *cause (caller frees; cause may be NULL). */
+int al__sync_parse(const json_t *body, al__sync_t *s, char **cause);
+void al__sync_fini(al__sync_t *s);
+
+/* A task of a node's desired set as its answer names it: what an agent
+ * needs to start it (besides the job's spec: command, cwd, env,
+ * script). */
+typedef struct al__desired_task {
+    uint64_t job;
+    int task, restart;
+    uint64_t devices; /* GPU indexes on the node, a bit each */
+    int32_t gpu_milli;
+    int64_t cpu_milli, mem_bytes;
+    int rank, world_size, local_rank;
+    const char *master_addr;
+    int master_port;
+    int64_t log_off; /* bytes of its output the server has */
+    const char *user;
+} al__desired_task_t;
+
+/* The JSON of desired task t: when `known`, the agent has the task and
+ * its spec, and only job, task, restart and a fraction (gpu_milli > 0) are
+ * named; else every member of t, in the struct's order, then the members
+ * of spec (may be NULL). */
+json_t *al__desired_task_json(const al__desired_task_t *t, bool known,
+                              const json_t *spec);
+/* Builds the reply to an agent's sync for node n.  When lacking is not
+ * NULL it is set to the number of tasks in the reply that the node's last
+ * sync did not report (tasks it has to start). */
+json_t *al__proto_desired(al_ctl_t *ctl, int n, int *lacking);
+/* Parks req, a sync of node ni, until its deadline or a change. */
+void al__proto_park(al_ctl_t *ctl, int ni, al__req_t *req);
+/* Answers node ni's parked sync, if any: its desired set and the acks it
+ * waited with, or 503 when the last commit failed. */
+void al__proto_answer_parked(al_ctl_t *ctl, int ni);
+/* The size of the server's copy of the log of task `task` of job j's run
+ * `restart` (0 when there is none), kept in the task while it is j's
+ * current run. */
+int64_t al__proto_log_size(al_ctl_t *ctl, al__job_t *j, int task, int restart);
+/* Records that the copy now holds `size` bytes. */
+void al__proto_log_grew(al__job_t *j, int task, int restart, int64_t size);
+
+/* ------------------------------------------------------------------ */
+/* The handlers (route.c's table)                                     */
+
+/* agentproto.c */
+void al__proto_register(al_ctl_t *ctl, al__req_t *req);
+void al__proto_sync(al_ctl_t *ctl, al__req_t *req);
+/* api_jobs.c */
+void al__api_job_submit(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_cancel(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_hold(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_release(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_logs(al_ctl_t *ctl, al__req_t *req);
+/* api_queues.c */
+void al__api_queue_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_queue_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_queue_create(al_ctl_t *ctl, al__req_t *req);
+void al__api_queue_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_queue_delete(al_ctl_t *ctl, al__req_t *req);
+/* api_nodes.c */
+void al__api_node_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_node_drain(al_ctl_t *ctl, al__req_t *req);
+void al__api_node_resume(al_ctl_t *ctl, al__req_t *req);
+/* api_tokens.c */
+void al__api_healthz(al_ctl_t *ctl, al__req_t *req);
+void al__api_whoami(al_ctl_t *ctl, al__req_t *req);
+void al__api_token_create(al_ctl_t *ctl, al__req_t *req);
+
+#endif /* AL_SERVER_API_INT_H */

@@ -1,0 +1,294 @@
+/*
+ * api_jobs.c -- the handlers of /v1/jobs: submit, list, show (with its
+ * history), cancel, hold, release and the output of a job's tasks.  Run on
+ * the loop thread, which owns what they read and change.
+ *
+ * May call: state.c (every change of a job's state), table.c, jobbody.c
+ * and doc.c (the forms), reason.c, store.c (events, history) and req.c.
+ */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api_int.h"
+#include "clock.h"
+#include "core/error.h"
+#include "json.h"
+#include "xmalloc.h"
+
+#define MAX_LIST 1000
+#define MAX_LOG_READ (4 << 20)
+
+/* Parses a decimal id; 0 when malformed. */
+static uint64_t
+parse_id(const char *s)
+{
+    if (s == NULL || *s == '\0' || strlen(s) > 19)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return 0;
+    return strtoull(s, NULL, 10);
+}
+
+/* The job named by the first capture, visible to the caller, or NULL after
+ * replying 404/403. */
+static al__job_t *
+job_of_req(al_ctl_t *ctl, al__req_t *req)
+{
+    uint64_t id = parse_id(req->cap[0]);
+    al__job_t *j = al__ctl_job(ctl, id);
+    if (j == NULL) {
+        al__reply_error(req, 404, "not_found", "no job %s", req->cap[0]);
+        return NULL;
+    }
+    if (!al__req_admin(req) && strcmp(j->user, req->user) != 0) {
+        al__reply_error(req, 403, "forbidden",
+                        "job %s is not yours; only its owner or an admin "
+                        "may use it",
+                        req->cap[0]);
+        return NULL;
+    }
+    return j;
+}
+
+void
+al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = NULL;
+    char *cause = NULL;
+    int rc =
+        al__job_parse(req->body, req->user, al__req_admin(req), &j, &cause);
+    if (rc != 0) {
+        if (rc == AL_EPERM)
+            al__reply_error(req, 403, "forbidden", "%s", cause);
+        else
+            al__reply_error(req, 400, "bad_request", "%s", cause);
+        free(cause);
+        return;
+    }
+    /* What the body refers to must exist. */
+    if (al__ctl_queue(ctl, j->queue) == NULL) {
+        al__reply_error(req, 400, "bad_request",
+                        "no queue '%s'; `allot queues` lists them", j->queue);
+        al__job_free(j);
+        return;
+    }
+    for (int i = 0; i < ctl->nqueues; i++) {
+        if (ctl->queues[i].parent != NULL &&
+            strcmp(ctl->queues[i].parent, j->queue) == 0) {
+            al__reply_error(req, 400, "bad_request",
+                            "queue '%s' has sub-queues; submit to a leaf "
+                            "queue",
+                            j->queue);
+            al__job_free(j);
+            return;
+        }
+    }
+    for (int i = 0; i < j->nafter; i++) {
+        if (al__ctl_job(ctl, j->after[i]) == NULL) {
+            al__reply_error(req, 400, "bad_request",
+                            "after: no such job (entry %d)", i);
+            al__job_free(j);
+            return;
+        }
+    }
+    j->id = ctl->njobs + 1;
+    al__ctl_put_job(ctl, j);
+    j->submit_ms = j->eligible_ms = al_clock_ms();
+    al__ctl_dirty(ctl, j);
+    al__store_event(ctl, j->id, j->submit_ms, "submitted", NULL);
+    al__ctl_touch(ctl);
+    req->mutating = true;
+    al__reply(req, 201, al__job_json(ctl, j, false));
+}
+
+void
+al__api_job_list(al_ctl_t *ctl, al__req_t *req)
+{
+    bool want[JS_COUNT];
+    const char *states = al__req_arg(req, "state");
+    for (int s = 0; s < JS_COUNT; s++)
+        want[s] = states == NULL;
+    if (states != NULL) {
+        char *copy = al_xstrdup(states), *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t != NULL;
+             t = strtok_r(NULL, ",", &save)) {
+            int s = strcmp(t, "active") == 0 ? -2 : al__jstate_parse(t);
+            if (s == -2) {
+                want[JS_PENDING] = want[JS_HELD] = want[JS_RUNNING] = true;
+            } else if (s < 0) {
+                al__reply_error(req, 400, "bad_request",
+                                "unknown state '%s' (pending, held, running, "
+                                "completed, failed, cancelled, active)",
+                                t);
+                free(copy);
+                return;
+            } else {
+                want[s] = true;
+            }
+        }
+        free(copy);
+    }
+    const char *queue = al__req_arg(req, "queue");
+    const char *user = al__req_arg(req, "user");
+    if (!al__req_admin(req)) {
+        if (user != NULL && strcmp(user, req->user) != 0) {
+            al__reply_error(req, 403, "forbidden",
+                            "only an admin may list other users' jobs");
+            return;
+        }
+        user = req->user;
+    }
+    int64_t limit = 100;
+    const char *ls = al__req_arg(req, "limit");
+    if (ls != NULL) {
+        uint64_t v = parse_id(ls);
+        if (v == 0 || v > MAX_LIST) {
+            al__reply_error(req, 400, "bad_request", "limit must be 1..%d",
+                            MAX_LIST);
+            return;
+        }
+        limit = (int64_t)v;
+    }
+    uint64_t after = 0;
+    const char *as = al__req_arg(req, "after");
+    if (as != NULL && (after = parse_id(as)) == 0 && strcmp(as, "0") != 0) {
+        al__reply_error(req, 400, "bad_request", "after must be a job id");
+        return;
+    }
+    /* Only active jobs wanted: none lies before the first active one. */
+    if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED]) {
+        uint64_t lo = al__ctl_first_active(ctl);
+        if (after < lo)
+            after = lo;
+    }
+    json_t *jobs = json_array();
+    uint64_t last = 0;
+    bool more = false;
+    for (uint64_t i = after; i < ctl->njobs; i++) {
+        const al__job_t *j = ctl->jobs[i];
+        if (j == NULL || !want[j->state] ||
+            (queue != NULL && strcmp(queue, j->queue) != 0) ||
+            (user != NULL && strcmp(user, j->user) != 0))
+            continue;
+        if ((int64_t)json_array_size(jobs) == limit) {
+            more = true;
+            break;
+        }
+        json_array_append_new(jobs, al__job_json(ctl, j, false));
+        last = j->id;
+    }
+    json_t *o = json_pack("{s:o}", "jobs", jobs);
+    json_object_set_new(o, "next",
+                        more ? json_integer((json_int_t)last) : json_null());
+    al__reply(req, 200, o);
+}
+
+void
+al__api_job_get(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = job_of_req(ctl, req);
+    if (j == NULL)
+        return;
+    json_t *o = al__job_json(ctl, j, false);
+    json_object_set_new(o, "history", al__store_history(ctl, j->id));
+    al__reply(req, 200, o);
+}
+
+void
+al__api_job_cancel(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = job_of_req(ctl, req);
+    if (j == NULL)
+        return;
+    if (j->state >= JS_COMPLETED) {
+        al__reply_error(req, 409, "conflict", "job %llu already %s",
+                        (unsigned long long)j->id, al__jstate_names[j->state]);
+        return;
+    }
+    char *d = al_xasprintf("cancelled by %s", req->user);
+    al__ctl_set_state(ctl, j, JS_CANCELLED, "cancelled", d);
+    free(d);
+    req->mutating = true;
+    al__reply(req, 200, al__job_json(ctl, j, false));
+}
+
+/* Hold (from pending) and release (from held); idempotent. */
+static void
+hold_release(al_ctl_t *ctl, al__req_t *req, al__jstate_t from, al__jstate_t to,
+             const char *event)
+{
+    al__job_t *j = job_of_req(ctl, req);
+    if (j == NULL)
+        return;
+    if (j->state != from && j->state != to) {
+        al__reply_error(req, 409, "conflict", "job %llu is %s, not %s",
+                        (unsigned long long)j->id, al__jstate_names[j->state],
+                        al__jstate_names[from]);
+        return;
+    }
+    if (j->state == from) {
+        al__ctl_set_state(ctl, j, to, event, req->user);
+        req->mutating = true;
+    }
+    al__reply(req, 200, al__job_json(ctl, j, false));
+}
+
+void
+al__api_job_hold(al_ctl_t *ctl, al__req_t *req)
+{
+    hold_release(ctl, req, JS_PENDING, JS_HELD, "held");
+}
+
+void
+al__api_job_release(al_ctl_t *ctl, al__req_t *req)
+{
+    hold_release(ctl, req, JS_HELD, JS_PENDING, "released");
+}
+
+void
+al__api_job_logs(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = job_of_req(ctl, req);
+    if (j == NULL)
+        return;
+    const char *ts = al__req_arg(req, "task"),
+               *rs = al__req_arg(req, "restart"),
+               *os = al__req_arg(req, "offset");
+    int64_t task = ts ? (int64_t)parse_id(ts) : 0;
+    int64_t restart = rs ? (int64_t)parse_id(rs) : j->restart_count;
+    int64_t off = os ? (int64_t)parse_id(os) : 0;
+    if (task >= j->ntasks || (ts && task == 0 && strcmp(ts, "0") != 0)) {
+        al__reply_error(req, 400, "bad_request", "task must be 0..%d",
+                        j->ntasks - 1);
+        return;
+    }
+    char *path = al__log_path(ctl, j->id, (int)task, (int)restart);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    req->status = 200;
+    req->text = al_xstrdup("");
+    req->text_len = 0;
+    if (fd < 0)
+        return;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_size > off) {
+        size_t n = (size_t)(st.st_size - off);
+        if (n > MAX_LOG_READ)
+            n = MAX_LOG_READ;
+        char *buf = al_xmalloc(n + 1);
+        ssize_t r = pread(fd, buf, n, off);
+        if (r > 0) {
+            free(req->text);
+            req->text = buf;
+            req->text_len = (size_t)r;
+        } else {
+            free(buf);
+        }
+    }
+    close(fd);
+}

@@ -1,0 +1,82 @@
+/*
+ * reason.c -- the words the controller shows: the names of job states,
+ * job classes and node states, why a job was evicted, and the text of a
+ * pending job's reason, formatted from the core's small struct only when
+ * it is shown (al__job_reason()) with the queue names kept from the last
+ * cycle.
+ *
+ * May call: the core (al_reason_format) and nothing else of the server.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_int.h"
+
+const char *const al__jstate_names[JS_COUNT] = {
+    [JS_PENDING] = "pending", [JS_HELD] = "held",
+    [JS_RUNNING] = "running", [JS_COMPLETED] = "completed",
+    [JS_FAILED] = "failed",   [JS_CANCELLED] = "cancelled",
+};
+
+int
+al__jstate_parse(const char *s)
+{
+    for (int i = 0; i < JS_COUNT; i++)
+        if (strcmp(s, al__jstate_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const al__jclass_t al__jclasses[] = {
+    { .name = "train", .priority = AL_PRIO_TRAIN, .preemptible = true },
+    { .name = "build", .priority = AL_PRIO_BUILD, .preemptible = false },
+    { .name = "inference",
+      .priority = AL_PRIO_INFERENCE,
+      .preemptible = false },
+};
+const int al__njclasses = sizeof al__jclasses / sizeof al__jclasses[0];
+
+const char *const al__node_state_names[] = {
+    [NS_READY] = "ready", [NS_DRAINING] = "draining", [NS_DOWN] = "down"
+};
+
+const char *const al__evict_reasons[] = {
+    [AL_EVICT_RECLAIM] = "reclaimed by another queue",
+    [AL_EVICT_PREEMPT] = "preempted by a higher priority job",
+    [AL_EVICT_RESERVATION] = "ran on lent capacity; the reservation starts",
+};
+
+const char *
+al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf, size_t len)
+{
+    if ((j->state != JS_PENDING && j->state != JS_HELD) || !j->why_valid)
+        return j->reason;
+    /* A snapshot of one queue and one job: all al_reason_format() reads
+     * besides the clock. */
+    al_reason_t r = j->why;
+    int q = r.queue;
+    al_queue_t sq = { .name = q >= 0 && q < ctl->reason_nq
+                                  ? ctl->reason_qnames[q]
+                                  : NULL };
+    al_job_t sj = { .id = j->why_job };
+    al_snapshot_t s = { .now = ctl->reason_now,
+                        .nqueues = 1,
+                        .queues = &sq,
+                        .njobs = 1,
+                        .jobs = &sj };
+    r.queue = q >= 0 ? 0 : -1;
+    r.job = j->why_job != 0 ? 0 : -1;
+    al_reason_format(&s, &r, buf, len);
+    return buf;
+}
+
+void
+al__reason_fini(al_ctl_t *ctl)
+{
+    for (int i = 0; i < ctl->reason_nq; i++)
+        free(ctl->reason_qnames[i]);
+    free(ctl->reason_qnames);
+    ctl->reason_qnames = NULL;
+    ctl->reason_nq = 0;
+    ctl->reason_qgen = 0;
+}

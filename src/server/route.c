@@ -1,0 +1,151 @@
+/*
+ * route.c -- the route table of the API under /v1 (method, path, least
+ * role, handler) and matching a request's path against it.  The intake
+ * (server.c) matches a request before queueing it; the loop (ctl.c)
+ * checks the role and calls the handler.
+ *
+ * May call: nothing of the server; it names every handler (api_*.c,
+ * agentproto.c), whose files it sits above.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+#include "xmalloc.h"
+
+const al__route_t al__routes[] = {
+    { .method = "GET",
+      .path = "/v1/healthz",
+      .role = ROLE_NONE,
+      .fn = al__api_healthz },
+    { .method = "GET",
+      .path = "/v1/whoami",
+      .role = ROLE_USER,
+      .fn = al__api_whoami },
+    { .method = "POST",
+      .path = "/v1/tokens",
+      .role = ROLE_ADMIN,
+      .fn = al__api_token_create },
+    { .method = "POST",
+      .path = "/v1/jobs",
+      .role = ROLE_USER,
+      .fn = al__api_job_submit },
+    { .method = "GET",
+      .path = "/v1/jobs",
+      .role = ROLE_USER,
+      .fn = al__api_job_list },
+    { .method = "GET",
+      .path = "/v1/jobs/*",
+      .role = ROLE_USER,
+      .fn = al__api_job_get },
+    { .method = "POST",
+      .path = "/v1/jobs/*/cancel",
+      .role = ROLE_USER,
+      .fn = al__api_job_cancel },
+    { .method = "POST",
+      .path = "/v1/jobs/*/hold",
+      .role = ROLE_USER,
+      .fn = al__api_job_hold },
+    { .method = "POST",
+      .path = "/v1/jobs/*/release",
+      .role = ROLE_USER,
+      .fn = al__api_job_release },
+    { .method = "GET",
+      .path = "/v1/jobs/*/logs",
+      .role = ROLE_USER,
+      .fn = al__api_job_logs },
+    { .method = "GET",
+      .path = "/v1/queues",
+      .role = ROLE_USER,
+      .fn = al__api_queue_list },
+    { .method = "POST",
+      .path = "/v1/queues",
+      .role = ROLE_ADMIN,
+      .fn = al__api_queue_create },
+    { .method = "GET",
+      .path = "/v1/queues/*",
+      .role = ROLE_USER,
+      .fn = al__api_queue_get },
+    { .method = "PUT",
+      .path = "/v1/queues/*",
+      .role = ROLE_ADMIN,
+      .fn = al__api_queue_update },
+    { .method = "DELETE",
+      .path = "/v1/queues/*",
+      .role = ROLE_ADMIN,
+      .fn = al__api_queue_delete },
+    { .method = "GET",
+      .path = "/v1/nodes",
+      .role = ROLE_USER,
+      .fn = al__api_node_list },
+    { .method = "POST",
+      .path = "/v1/nodes/*/drain",
+      .role = ROLE_ADMIN,
+      .fn = al__api_node_drain },
+    { .method = "POST",
+      .path = "/v1/nodes/*/resume",
+      .role = ROLE_ADMIN,
+      .fn = al__api_node_resume },
+    { .method = "POST",
+      .path = "/v1/agent/register",
+      .role = ROLE_AGENT,
+      .fn = al__proto_register },
+    { .method = "POST",
+      .path = "/v1/agent/sync",
+      .role = ROLE_AGENT,
+      .fn = al__proto_sync },
+};
+const int al__nroutes = sizeof al__routes / sizeof al__routes[0];
+
+/* Matches path against pattern segment by segment; '*' captures one
+ * non-empty segment into cap (malloc()ed). */
+static bool
+path_match(const char *pattern, const char *path, char **cap)
+{
+    int ncap = 0;
+    const char *p = pattern, *s = path;
+    char *got[2] = { NULL, NULL };
+    while (*p != '\0' && *s != '\0') {
+        if (*p == '*') {
+            size_t n = strcspn(s, "/");
+            if (n == 0 || ncap == 2)
+                break;
+            got[ncap++] = al_xstrndup(s, n);
+            p++;
+            s += n;
+        } else if (*p == *s) {
+            p++;
+            s++;
+        } else {
+            break;
+        }
+    }
+    if (*p != '\0' || (*s != '\0' && strcmp(s, "/") != 0)) {
+        free(got[0]);
+        free(got[1]);
+        return false;
+    }
+    cap[0] = got[0];
+    cap[1] = got[1];
+    return true;
+}
+
+const al__route_t *
+al__route_match(const char *method, const char *path, char **cap, bool *path_ok)
+{
+    *path_ok = false;
+    for (int i = 0; i < al__nroutes; i++) {
+        char *c[2];
+        if (!path_match(al__routes[i].path, path, c))
+            continue;
+        if (strcmp(al__routes[i].method, method) == 0) {
+            cap[0] = c[0];
+            cap[1] = c[1];
+            return &al__routes[i];
+        }
+        *path_ok = true;
+        free(c[0]);
+        free(c[1]);
+    }
+    return NULL;
+}

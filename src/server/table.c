@@ -1,0 +1,177 @@
+/*
+ * table.c -- the controller's tables: jobs by id, queues by name, nodes
+ * (with their index by name) and the list of jobs to write at the next
+ * commit, and freeing what they hold.  Plain data: changes of a job's
+ * state, which have consequences (events, nodes to tell, a cycle), are
+ * state.c's.
+ *
+ * May call: nothing of the server (common's allocation only).  Every other
+ * file of the controller may call it.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_int.h"
+#include "xmalloc.h"
+
+void
+al__job_free(al__job_t *j)
+{
+    if (j == NULL)
+        return;
+    free(j->name);
+    free(j->user);
+    free(j->queue);
+    free(j->gpu_model);
+    free(j->spec);
+    free(j->after);
+    free(j->reason);
+    free(j->tasks);
+    free(j);
+}
+
+void
+al__node_fini(al__node_t *n)
+{
+    free(n->name);
+    free(n->addr);
+    for (int i = 0; i < n->ngpus; i++) {
+        free(n->gpus[i].uuid);
+        free(n->gpus[i].model);
+    }
+    free(n->gpus);
+    free(n->devices);
+    free(n->known);
+    n->known = NULL;
+    n->nknown = n->known_cap = 0;
+    free(n->runs);
+    n->runs = NULL;
+    n->nruns = n->runs_cap = 0;
+}
+
+int
+al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n)
+{
+    if (ctl->nnodes == ctl->nodes_cap) {
+        ctl->nodes_cap = ctl->nodes_cap ? 2 * ctl->nodes_cap : 16;
+        ctl->nodes = al_xreallocarray(ctl->nodes, (size_t)ctl->nodes_cap,
+                                      sizeof *ctl->nodes);
+    }
+    ctl->nodes[ctl->nnodes] = *n;
+    return ctl->nnodes++;
+}
+
+al__job_t *
+al__ctl_job(al_ctl_t *ctl, uint64_t id)
+{
+    if (id == 0 || id > ctl->njobs)
+        return NULL;
+    return ctl->jobs[id - 1];
+}
+
+uint64_t
+al__ctl_first_active(al_ctl_t *ctl)
+{
+    /* An ended job never becomes active again, so the mark only moves
+     * forward (reload() starts it over). */
+    while (ctl->active_lo < ctl->njobs) {
+        al__job_t *j = ctl->jobs[ctl->active_lo];
+        if (j != NULL && j->state <= JS_RUNNING)
+            break;
+        if (j != NULL)
+            j->snap = -1;
+        ctl->active_lo++;
+    }
+    return ctl->active_lo;
+}
+
+void
+al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
+{
+    if (j->id > ctl->jobs_cap) {
+        uint64_t cap = ctl->jobs_cap ? ctl->jobs_cap : 1024;
+        while (cap < j->id)
+            cap *= 2;
+        /* The table holds pointers: each element is sizeof(void *). */
+        ctl->jobs = al_xreallocarray(ctl->jobs, cap, sizeof(void *));
+        memset(ctl->jobs + ctl->jobs_cap, 0,
+               (cap - ctl->jobs_cap) * sizeof(void *));
+        ctl->jobs_cap = cap;
+    }
+    ctl->jobs[j->id - 1] = j;
+    if (j->id > ctl->njobs)
+        ctl->njobs = j->id;
+}
+
+al__queue_t *
+al__ctl_queue(al_ctl_t *ctl, const char *name)
+{
+    for (int i = 0; i < ctl->nqueues; i++)
+        if (strcmp(ctl->queues[i].name, name) == 0)
+            return &ctl->queues[i];
+    return NULL;
+}
+
+static uint64_t
+name_hash(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
+    for (; *s != '\0'; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static void
+node_hash_put(al_ctl_t *ctl, int i)
+{
+    size_t mask = ctl->node_hash_cap - 1;
+    size_t at = name_hash(ctl->nodes[i].name) & mask;
+    while (ctl->node_hash[at] >= 0)
+        at = (at + 1) & mask;
+    ctl->node_hash[at] = i;
+}
+
+int
+al__ctl_node_index(al_ctl_t *ctl, const char *name)
+{
+    /* Nodes are only appended (and all dropped by a reload, which sets
+     * node_hashed to 0): index those added since the last call, growing
+     * the table to keep it at most half full.  A sync looks its node up:
+     * a linear search was most of a sync's cost with thousands of nodes. */
+    if (ctl->node_hashed > ctl->nnodes)
+        ctl->node_hashed = 0;
+    if (2 * (size_t)ctl->nnodes >= ctl->node_hash_cap) {
+        size_t cap = ctl->node_hash_cap ? ctl->node_hash_cap : 64;
+        while (2 * (size_t)ctl->nnodes >= cap)
+            cap *= 2;
+        free(ctl->node_hash);
+        ctl->node_hash = al_xreallocarray(NULL, cap, sizeof(int));
+        ctl->node_hash_cap = cap;
+        ctl->node_hashed = 0;
+    }
+    if (ctl->node_hashed == 0)
+        memset(ctl->node_hash, 0xff, ctl->node_hash_cap * sizeof(int));
+    for (; ctl->node_hashed < ctl->nnodes; ctl->node_hashed++)
+        node_hash_put(ctl, ctl->node_hashed);
+    size_t mask = ctl->node_hash_cap - 1;
+    for (size_t at = name_hash(name) & mask; ctl->node_hash[at] >= 0;
+         at = (at + 1) & mask)
+        if (strcmp(ctl->nodes[ctl->node_hash[at]].name, name) == 0)
+            return ctl->node_hash[at];
+    return -1;
+}
+
+void
+al__ctl_dirty(al_ctl_t *ctl, al__job_t *j)
+{
+    if (j->dirty)
+        return;
+    j->dirty = true;
+    if (ctl->ndirty == ctl->dirty_cap) {
+        ctl->dirty_cap = ctl->dirty_cap ? 2 * ctl->dirty_cap : 256;
+        /* An array of pointers: each element is sizeof(void *). */
+        ctl->dirty =
+            al_xreallocarray(ctl->dirty, ctl->dirty_cap, sizeof(void *));
+    }
+    ctl->dirty[ctl->ndirty++] = j;
+}

@@ -1,0 +1,875 @@
+/*
+ * test_server.c -- unit tests of the controller's pure parts: the names
+ * of states and classes and the text of reasons (reason.c), the document
+ * forms of jobs, queues and nodes and their round trips through the stored
+ * form (doc.c), a job submission body (jobbody.c), and the agent
+ * protocol's sync body and desired task sets (agentproto.c).  No loop, no
+ * store, no HTTP: a zeroed controller with the tables a test fills.
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+#include "core/error.h"
+#include "json.h"
+#include "server_int.h"
+#include "test.h"
+
+/* ------------------------------------------------------------------ */
+/* Helpers                                                            */
+
+static json_t *
+parse(const char *text)
+{
+    json_t *v = al_json_parse(text, strlen(text), NULL);
+    ASSERT(v != NULL);
+    return v;
+}
+
+/* Asserts that v dumps as the compact JSON `want`; takes v. */
+#define ASSERT_JSON(v, want)                                                   \
+    do {                                                                       \
+        json_t *aj__v = (v);                                                   \
+        char *aj__s = al_json_dump(aj__v);                                     \
+        json_decref(aj__v);                                                    \
+        int aj__same = strcmp(aj__s, (want)) == 0;                             \
+        if (!aj__same)                                                         \
+            fprintf(stderr, "    got  %s\n    want %s\n", aj__s, (want));      \
+        free(aj__s);                                                           \
+        ASSERT(aj__same);                                                      \
+    } while (0)
+
+/* Parses body as user `caller`; returns the rc and the job or cause. */
+static int
+job_parse(const char *body, const char *caller, bool admin, al__job_t **j,
+          char **cause)
+{
+    json_t *b = parse(body);
+    int rc = al__job_parse(b, caller, admin, j, cause);
+    json_decref(b);
+    return rc;
+}
+
+/* Asserts that body is refused with rc and exactly the text want, and that
+ * the out-parameter is left alone. */
+static void
+job_refused(const char *body, bool admin, int rc, const char *want)
+{
+    al__job_t *j = NULL;
+    char *cause = NULL;
+    ASSERT_EQ(job_parse(body, "alice", admin, &j, &cause), rc);
+    ASSERT(j == NULL);
+    ASSERT_STR_EQ(cause, want);
+    free(cause);
+    /* Without a place for the reason: the same answer, nothing leaked. */
+    ASSERT_EQ(job_parse(body, "alice", admin, &j, NULL), rc);
+    ASSERT(j == NULL);
+}
+
+/* Whether an out-parameter, filled with a pattern and copied to before,
+ * still holds the pattern: its bytes, as a refusal must leave them. */
+static bool
+untouched(const void *now, const void *before, size_t n)
+{
+    return memcmp(now, before, n) == 0;
+}
+
+static void
+ctl_fini(al_ctl_t *ctl)
+{
+    for (uint64_t i = 0; i < ctl->njobs; i++)
+        al__job_free(ctl->jobs[i]);
+    free(ctl->jobs);
+    free(ctl->running);
+    free(ctl->dirty);
+    for (int i = 0; i < ctl->nnodes; i++)
+        al__node_fini(&ctl->nodes[i]);
+    free(ctl->nodes);
+    free(ctl->node_hash);
+    memset(ctl, 0, sizeof *ctl);
+}
+
+/* Adds a node read from its register body. */
+static int
+add_node(al_ctl_t *ctl, const char *body)
+{
+    json_t *b = parse(body);
+    al__node_t n;
+    char *cause = NULL;
+    ASSERT_EQ(al__node_from_json(b, &n, &cause), 0);
+    json_decref(b);
+    return al__ctl_add_node(ctl, &n);
+}
+
+/* ------------------------------------------------------------------ */
+/* Names and reasons                                                  */
+
+static void
+state_names(void)
+{
+    static const char *const want[JS_COUNT] = {
+        "pending", "held", "running", "completed", "failed", "cancelled",
+    };
+    for (int s = 0; s < JS_COUNT; s++) {
+        ASSERT_STR_EQ(al__jstate_names[s], want[s]);
+        ASSERT_EQ(al__jstate_parse(want[s]), s);
+    }
+    ASSERT_EQ(al__jstate_parse("active"), -1);
+    ASSERT_EQ(al__jstate_parse("Running"), -1);
+    ASSERT_EQ(al__jstate_parse(""), -1);
+    ASSERT_STR_EQ(al__node_state_names[NS_READY], "ready");
+    ASSERT_STR_EQ(al__node_state_names[NS_DRAINING], "draining");
+    ASSERT_STR_EQ(al__node_state_names[NS_DOWN], "down");
+}
+
+static void
+job_classes(void)
+{
+    ASSERT_EQ(al__njclasses, 3);
+    ASSERT_STR_EQ(al__jclasses[0].name, "train");
+    ASSERT_EQ(al__jclasses[0].priority, AL_PRIO_TRAIN);
+    ASSERT(al__jclasses[0].preemptible);
+    ASSERT_STR_EQ(al__jclasses[1].name, "build");
+    ASSERT_EQ(al__jclasses[1].priority, AL_PRIO_BUILD);
+    ASSERT(!al__jclasses[1].preemptible);
+    ASSERT_STR_EQ(al__jclasses[2].name, "inference");
+    ASSERT_EQ(al__jclasses[2].priority, AL_PRIO_INFERENCE);
+    ASSERT(!al__jclasses[2].preemptible);
+}
+
+static void
+evict_reasons(void)
+{
+    ASSERT_STR_EQ(al__evict_reasons[AL_EVICT_RECLAIM],
+                  "reclaimed by another queue");
+    ASSERT_STR_EQ(al__evict_reasons[AL_EVICT_PREEMPT],
+                  "preempted by a higher priority job");
+    ASSERT_STR_EQ(al__evict_reasons[AL_EVICT_RESERVATION],
+                  "ran on lent capacity; the reservation starts");
+}
+
+static void
+job_reason(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    char team[] = "team", other[] = "other";
+    char *qnames[] = { team, other };
+    ctl.reason_qnames = qnames;
+    ctl.reason_nq = 2;
+    ctl.reason_now = 1000;
+    al__job_t j;
+    memset(&j, 0, sizeof j);
+    char buf[256];
+
+    /* Pending with no reason from a cycle: the stored one, or none. */
+    j.state = JS_PENDING;
+    ASSERT(al__job_reason(&ctl, &j, buf, sizeof buf) == NULL);
+    char gone[] = "queue gone does not exist or is not a leaf";
+    j.reason = gone;
+    ASSERT(al__job_reason(&ctl, &j, buf, sizeof buf) == gone);
+
+    /* The last cycle's reason, with the queue and job it names. */
+    j.why_valid = true;
+    j.why = (al_reason_t){ .code = AL_WHY_NO_VICTIM, .queue = 1, .job = -1 };
+    ASSERT_STR_EQ(al__job_reason(&ctl, &j, buf, sizeof buf),
+                  "queue other is below its fair share but no running job "
+                  "can be reclaimed for it");
+    j.why = (al_reason_t){ .code = AL_WHY_ORDER, .queue = 0, .job = 0 };
+    j.why_job = 42;
+    ASSERT_STR_EQ(al__job_reason(&ctl, &j, buf, sizeof buf),
+                  "behind job 42 in strict order");
+    /* A queue index beyond the names kept is shown as unknown. */
+    j.why = (al_reason_t){ .code = AL_WHY_NO_VICTIM, .queue = 5, .job = -1 };
+    ASSERT_STR_EQ(al__job_reason(&ctl, &j, buf, sizeof buf),
+                  "queue ? is below its fair share but no running job can "
+                  "be reclaimed for it");
+    j.state = JS_HELD;
+    j.why = (al_reason_t){ .code = AL_WHY_HELD, .queue = -1, .job = -1 };
+    ASSERT_STR_EQ(al__job_reason(&ctl, &j, buf, sizeof buf), "held by user");
+
+    /* An ended job shows how it ended, whatever a cycle said before. */
+    j.state = JS_COMPLETED;
+    char ended[] = "all tasks exited with code 0";
+    j.reason = ended;
+    ASSERT(al__job_reason(&ctl, &j, buf, sizeof buf) == ended);
+}
+
+/* ------------------------------------------------------------------ */
+/* Job bodies                                                         */
+
+static void
+job_body_defaults(void)
+{
+    al__job_t *j = NULL;
+    ASSERT_EQ(job_parse("{\"command\": [\"/usr/bin/python3\", \"train.py\"]}",
+                        "alice", false, &j, NULL),
+              0);
+    ASSERT_STR_EQ(j->name, "python3");
+    ASSERT_STR_EQ(j->user, "alice");
+    ASSERT_STR_EQ(j->queue, "default");
+    ASSERT_EQ(j->cls, 0);
+    ASSERT_EQ(j->ntasks, 1);
+    ASSERT_EQ(j->gpus, 0);
+    ASSERT_EQ(j->gpu_milli, 0);
+    ASSERT_EQ(j->cpu_milli, 100);
+    ASSERT_EQ(j->mem_bytes, 0);
+    ASSERT_EQ(j->time_limit, 0);
+    ASSERT(j->gpu_model == NULL);
+    ASSERT_EQ(j->nafter, 0);
+    ASSERT_EQ(j->state, JS_PENDING);
+    ASSERT_EQ(j->snap, -1);
+    ASSERT_EQ(j->id, 0);
+    ASSERT_STR_EQ(j->spec, "{\"command\":[\"/usr/bin/python3\",\"train.py\"]}");
+    al__job_free(j);
+}
+
+static void
+job_body_full(void)
+{
+    al__job_t *j = NULL;
+    ASSERT_EQ(job_parse("{\"command\": [\"run\"], \"queue\": \"team\", "
+                        "\"class\": \"inference\", \"tasks\": 4, \"gpus\": 2, "
+                        "\"cpu_milli\": 8000, \"mem_bytes\": 1024, "
+                        "\"time_limit\": 600, \"gpu_model\": \"H100\", "
+                        "\"after\": [3, 5], \"hold\": true, \"name\": \"n\", "
+                        "\"env\": {\"A\": \"1\"}, \"cwd\": \"/w\", "
+                        "\"script\": \"#!/bin/sh\", \"user\": \"bob\"}",
+                        "root", true, &j, NULL),
+              0);
+    ASSERT_STR_EQ(j->name, "n");
+    ASSERT_STR_EQ(j->user, "bob");
+    ASSERT_STR_EQ(j->queue, "team");
+    ASSERT_EQ(j->cls, 2);
+    ASSERT_EQ(j->ntasks, 4);
+    ASSERT_EQ(j->gpus, 2);
+    ASSERT_EQ(j->cpu_milli, 8000);
+    ASSERT_EQ(j->mem_bytes, 1024);
+    ASSERT_EQ(j->time_limit, 600);
+    ASSERT_STR_EQ(j->gpu_model, "H100");
+    ASSERT_EQ(j->nafter, 2);
+    ASSERT_EQ(j->after[0], 3);
+    ASSERT_EQ(j->after[1], 5);
+    ASSERT_EQ(j->state, JS_HELD);
+    /* The spec keeps command, cwd, script and env, in that order. */
+    ASSERT_STR_EQ(j->spec, "{\"command\":[\"run\"],\"cwd\":\"/w\","
+                           "\"script\":\"#!/bin/sh\",\"env\":{\"A\":\"1\"}}");
+    al__job_free(j);
+}
+
+static void
+job_body_fraction(void)
+{
+    static const struct {
+        const char *frac;
+        int32_t milli;
+    } cases[] = {
+        { "0.25", 250 },
+        { "0.5", 500 },
+        { "0.0004", 1 },   /* never rounded to nothing */
+        { "0.9999", 999 }, /* never rounded to a whole GPU */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char body[128];
+        snprintf(body, sizeof body,
+                 "{\"command\": [\"x\"], \"gpu_fraction\": %s}", cases[i].frac);
+        al__job_t *j = NULL;
+        ASSERT_EQ(job_parse(body, "alice", false, &j, NULL), 0);
+        ASSERT_EQ(j->gpus, 0);
+        ASSERT_EQ(j->gpu_milli, cases[i].milli);
+        al__job_free(j);
+    }
+}
+
+static void
+job_body_refused(void)
+{
+    job_refused("[1]", false, AL_EINVAL,
+                "the body must be a JSON object describing the job");
+    job_refused("{\"command\": [\"x\"], \"bogus\": 1}", false, AL_EINVAL,
+                "unknown field 'bogus' (see docs/server.md for a job's "
+                "fields)");
+    job_refused("{\"command\": []}", false, AL_EINVAL,
+                "command must be a non-empty array of strings");
+    job_refused("{\"command\": [\"x\", 1]}", false, AL_EINVAL,
+                "command must be a non-empty array of strings");
+    job_refused("{\"command\": [\"x\"], \"tasks\": 0}", false, AL_EINVAL,
+                "tasks must be an integer in 1..4096");
+    job_refused("{\"command\": [\"x\"], \"gpus\": 65}", false, AL_EINVAL,
+                "gpus must be an integer in 0..64");
+    job_refused("{\"command\": [\"x\"], \"class\": \"gpu\"}", false, AL_EINVAL,
+                "class must be train, build or inference");
+    job_refused("{\"command\": [\"x\"], \"queue\": 3}", false, AL_EINVAL,
+                "queue must be a string");
+    job_refused("{\"command\": [\"x\"], \"gpus\": 1, \"gpu_fraction\": 0.5}",
+                false, AL_EINVAL,
+                "gpu_fraction must be in (0, 1) and excludes gpus");
+    job_refused("{\"command\": [\"x\"], \"gpu_fraction\": 1}", false, AL_EINVAL,
+                "gpu_fraction must be in (0, 1) and excludes gpus");
+    job_refused("{\"command\": [\"x\"], \"env\": {\"A\": 1}}", false, AL_EINVAL,
+                "env must be an object of strings");
+    job_refused("{\"command\": [\"x\"], \"after\": [2, 0]}", false, AL_EINVAL,
+                "after: no such job (entry 1)");
+    job_refused("{\"command\": [\"x\"], \"hold\": 1}", false, AL_EINVAL,
+                "hold must be true or false");
+    job_refused("{\"command\": [\"/bin/\"]}", false, AL_EINVAL,
+                "name must be 1-128 bytes");
+    /* Only an admin may submit for another user, and only as a valid
+     * name. */
+    job_refused("{\"command\": [\"x\"], \"user\": \"bob\"}", false, AL_EPERM,
+                "only an admin may submit for another user");
+    job_refused("{\"command\": [\"x\"], \"user\": \"b b\"}", true, AL_EINVAL,
+                "bad user name");
+    /* Naming oneself is no other user. */
+    al__job_t *j = NULL;
+    ASSERT_EQ(job_parse("{\"command\": [\"x\"], \"user\": \"alice\"}", "alice",
+                        false, &j, NULL),
+              0);
+    ASSERT_STR_EQ(j->user, "alice");
+    al__job_free(j);
+}
+
+/* ------------------------------------------------------------------ */
+/* Job documents                                                      */
+
+static void
+job_doc_round_trip(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    add_node(&ctl, "{\"name\": \"n1\"}");
+    add_node(&ctl, "{\"name\": \"n2\"}");
+    al__job_t *j = NULL;
+    ASSERT_EQ(job_parse("{\"command\": [\"/bin/train\"], \"queue\": \"team\", "
+                        "\"class\": \"build\", \"tasks\": 2, \"gpus\": 2, "
+                        "\"after\": [3], \"env\": {\"A\": \"1\"}, "
+                        "\"time_limit\": 600, \"gpu_model\": \"H100\"}",
+                        "alice", false, &j, NULL),
+              0);
+    j->id = 7;
+    j->submit_ms = j->eligible_ms = 1000;
+    const char *stored =
+        "{\"id\":7,\"name\":\"train\",\"user\":\"alice\",\"queue\":\"team\","
+        "\"class\":\"build\",\"state\":\"pending\",\"tasks\":2,\"gpus\":2,"
+        "\"gpu_milli\":0,\"cpu_milli\":100,\"mem_bytes\":0,"
+        "\"time_limit\":600,\"after\":[3],\"submit_ms\":1000,\"start_ms\":0,"
+        "\"end_ms\":0,\"eligible_ms\":1000,\"restart_count\":0,"
+        "\"exit_code\":0,\"signal\":0,\"gpu_model\":\"H100\","
+        "\"command\":[\"/bin/train\"],\"env\":{\"A\":\"1\"}}";
+    ASSERT_JSON(al__job_json(&ctl, j, true), stored);
+    /* The API's form adds what the class implies. */
+    json_t *api = al__job_json(&ctl, j, false);
+    ASSERT_EQ(json_integer_value(json_object_get(api, "priority")),
+              AL_PRIO_BUILD);
+    ASSERT(json_is_false(json_object_get(api, "preemptible")));
+    json_decref(api);
+
+    /* Running, with a placement, a master port and exits. */
+    j->state = JS_RUNNING;
+    j->start_ms = 2000;
+    j->restart_count = 1;
+    j->master_port = 29600;
+    j->tasks = calloc(2, sizeof *j->tasks);
+    j->tasks[0] = (al__task_t){ .node = 1, .devices = 5, .gpu_mem = 9 };
+    j->tasks[1] = (al__task_t){
+        .node = 0, .devices = 2, .done = true, .exit_code = 3, .signal = 9
+    };
+    json_t *doc = al__job_json(&ctl, j, true);
+    char *text = al_json_dump(doc);
+    ASSERT(strstr(text, "\"master_port\":29600,\"command\"") != NULL);
+    ASSERT(strstr(text, "\"placement\":[{\"task\":0,\"node\":\"n2\","
+                        "\"gpus\":[0,2],\"gpu_milli\":0,\"gpu_mem\":9,"
+                        "\"done\":false,\"exit_code\":0,\"signal\":0},"
+                        "{\"task\":1,\"node\":\"n1\",\"gpus\":[1],"
+                        "\"gpu_milli\":0,\"gpu_mem\":0,\"done\":true,"
+                        "\"exit_code\":3,\"signal\":9}]}") != NULL);
+    al__job_t *back = al__job_from_json(&ctl, doc);
+    ASSERT(back != NULL);
+    ASSERT_EQ(back->id, 7);
+    ASSERT_EQ(back->state, JS_RUNNING);
+    ASSERT_EQ(back->cls, 1);
+    ASSERT_EQ(back->restart_count, 1);
+    ASSERT_EQ(back->master_port, 29600);
+    ASSERT_EQ(back->tasks[0].node, 1);
+    ASSERT_EQ(back->tasks[0].devices, 5);
+    ASSERT_EQ(back->tasks[0].log_size, -1);
+    ASSERT_EQ(back->tasks[1].node, 0);
+    ASSERT(back->tasks[1].done);
+    ASSERT_EQ(back->tasks[1].exit_code, 3);
+    ASSERT_EQ(back->snap, -1);
+    ASSERT_STR_EQ(back->spec, j->spec);
+    ASSERT_EQ(ctl.ndirty, 0);
+    /* And it writes the same document again. */
+    json_t *doc2 = al__job_json(&ctl, back, true);
+    char *text2 = al_json_dump(doc2);
+    ASSERT_STR_EQ(text2, text);
+    free(text2);
+    json_decref(doc2);
+    al__job_free(back);
+    free(text);
+    json_decref(doc);
+    al__job_free(j);
+    ctl_fini(&ctl);
+}
+
+static void
+job_doc_lost_node(void)
+{
+    /* A running job whose node is no longer in the store runs again: it
+     * comes back pending, one restart later, to be written again. */
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    json_t *doc = parse("{\"id\": 3, \"name\": \"x\", \"user\": \"u\", "
+                        "\"queue\": \"q\", \"state\": \"running\", "
+                        "\"restart_count\": 2, \"placement\": [{\"task\": 0, "
+                        "\"node\": \"gone\", \"gpus\": [0]}]}");
+    al__job_t *j = al__job_from_json(&ctl, doc);
+    json_decref(doc);
+    ASSERT(j != NULL);
+    ASSERT_EQ(j->state, JS_PENDING);
+    ASSERT_EQ(j->restart_count, 3);
+    ASSERT(j->tasks == NULL);
+    ASSERT_EQ(ctl.ndirty, 1);
+    ASSERT(ctl.dirty[0] == j);
+    ASSERT(j->dirty);
+    al__job_free(j);
+    ctl_fini(&ctl);
+
+    /* Malformed documents load as nothing. */
+    static const char *const bad[] = {
+        "{\"name\": \"x\", \"user\": \"u\", \"queue\": \"q\", "
+        "\"state\": \"pending\"}", /* no id */
+        "{\"id\": 1, \"user\": \"u\", \"queue\": \"q\", "
+        "\"state\": \"pending\"}", /* no name */
+        "{\"id\": 1, \"name\": \"x\", \"user\": \"u\", \"queue\": \"q\", "
+        "\"state\": \"sleeping\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        doc = parse(bad[i]);
+        ASSERT(al__job_from_json(&ctl, doc) == NULL);
+        json_decref(doc);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Queue documents                                                    */
+
+static void
+same_quota(const al_quota_t *a, const al_quota_t *b)
+{
+    for (int r = 0; r < AL_NRES; r++) {
+        ASSERT_EQ(a[r].deserved, b[r].deserved);
+        ASSERT_EQ(a[r].limit, b[r].limit);
+        ASSERT_DBL_NEAR(a[r].weight, b[r].weight, 0);
+    }
+}
+
+static void
+queue_doc(void)
+{
+    json_t *b = parse("{\"name\": \"team\", \"parent\": \"root\", "
+                      "\"priority\": 3, \"quota\": {\"gpu\": {\"deserved\": "
+                      "2, \"limit\": 4.5}, \"mem\": {\"deserved\": "
+                      "1073741824, \"weight\": 2}}}");
+    al__queue_t q;
+    char *cause = NULL;
+    ASSERT_EQ(al__queue_from_json(b, &q, &cause), 0);
+    json_decref(b);
+    ASSERT(cause == NULL);
+    ASSERT_STR_EQ(q.name, "team");
+    ASSERT_STR_EQ(q.parent, "root");
+    ASSERT_EQ(q.priority, 3);
+    ASSERT_EQ(q.quota[AL_RES_GPU].deserved, 2000);
+    ASSERT_EQ(q.quota[AL_RES_GPU].limit, 4500);
+    ASSERT_DBL_NEAR(q.quota[AL_RES_GPU].weight, 1.0, 0);
+    ASSERT_EQ(q.quota[AL_RES_CPU].deserved, 0);
+    ASSERT_EQ(q.quota[AL_RES_CPU].limit, AL_UNLIMITED);
+    ASSERT_EQ(q.quota[AL_RES_MEM].deserved, 1073741824);
+    ASSERT_EQ(q.quota[AL_RES_MEM].limit, AL_UNLIMITED);
+    ASSERT_DBL_NEAR(q.quota[AL_RES_MEM].weight, 2.0, 0);
+    const char *stored =
+        "{\"name\":\"team\",\"parent\":\"root\",\"priority\":3,\"quota\":{"
+        "\"gpu\":{\"deserved\":2.0,\"limit\":4.5,\"weight\":1.0},"
+        "\"cpu\":{\"deserved\":0.0,\"limit\":-1,\"weight\":1.0},"
+        "\"mem\":{\"deserved\":1073741824,\"limit\":-1,\"weight\":2.0}}}";
+    json_t *doc = al__queue_json(&q, false);
+    char *text = al_json_dump(doc);
+    ASSERT_STR_EQ(text, stored);
+    /* The stored form reads back into the same queue. */
+    al__queue_t back;
+    ASSERT_EQ(al__queue_from_json(doc, &back, &cause), 0);
+    ASSERT_STR_EQ(back.name, q.name);
+    ASSERT_STR_EQ(back.parent, q.parent);
+    ASSERT_EQ(back.priority, q.priority);
+    same_quota(back.quota, q.quota);
+    /* So does the API's form, with the share it adds (read-only). */
+    q.share.allocated[AL_RES_GPU] = 1000;
+    json_t *shown = al__queue_json(&q, true);
+    ASSERT_DBL_NEAR(json_real_value(json_object_get(
+                        json_object_get(shown, "allocated"), "gpu")),
+                    1.0, 0);
+    al__queue_t again;
+    ASSERT_EQ(al__queue_from_json(shown, &again, &cause), 0);
+    same_quota(again.quota, q.quota);
+    free(again.name);
+    free(again.parent);
+    json_decref(shown);
+    free(back.name);
+    free(back.parent);
+    free(text);
+    json_decref(doc);
+    free(q.name);
+    free(q.parent);
+}
+
+static void
+queue_doc_refused(void)
+{
+    static const struct {
+        const char *body, *cause;
+    } cases[] = {
+        { "{\"name\": \"q\", \"quoat\": {}}",
+          "unknown field 'quoat' (a queue has name, parent, priority and "
+          "quota)" },
+        { "{\"name\": \"a b\"}",
+          "queue name must be 1-64 letters, digits, '-', '_' or '.'" },
+        { "{\"parent\": \"x\"}",
+          "queue name must be 1-64 letters, digits, '-', '_' or '.'" },
+        { "{\"name\": \"q\", \"priority\": 1.5}",
+          "parent must be a queue name and priority an integer" },
+        { "{\"name\": \"q\", \"quota\": {\"gpus\": {}}}",
+          "quota must be an object of gpu, cpu and mem (not 'gpus')" },
+        { "{\"name\": \"q\", \"quota\": []}",
+          "quota must be an object of gpu, cpu and mem" },
+        { "{\"name\": \"q\", \"quota\": {\"cpu\": {\"max\": 1}}}",
+          "quota.cpu must be an object of deserved, limit and weight (not "
+          "'max')" },
+        { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"deserved\": -1}}}",
+          "quota.gpu: deserved and weight must be >= 0, limit a number (-1: "
+          "none)" },
+        { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"limit\": \"4\"}}}",
+          "quota.gpu: deserved and weight must be >= 0, limit a number (-1: "
+          "none)" },
+        { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"deserved\": 2e12}}}",
+          "quota.gpu: deserved and limit must be at most 1125899906843" },
+        { "{\"name\": \"q\", \"quota\": {\"mem\": {\"limit\": 2e15}}}",
+          "quota.mem: deserved and limit must be at most 1125899906842624" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *b = parse(cases[i].body);
+        al__queue_t q, before;
+        memset(&q, 0x5a, sizeof q);
+        memcpy(&before, &q, sizeof q); /* bytes, padding included */
+        char *cause = NULL;
+        ASSERT_EQ(al__queue_from_json(b, &q, &cause), AL_EINVAL);
+        json_decref(b);
+        ASSERT_STR_EQ(cause, cases[i].cause);
+        ASSERT(untouched(&q, &before, sizeof q));
+        free(cause);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Node documents                                                     */
+
+static void
+node_doc(void)
+{
+    json_t *b = parse(
+        "{\"name\": \"gpu-01\", \"addr\": \"10.0.0.5\", \"cpu_milli\": 64000, "
+        "\"mem_bytes\": 1099511627776, \"gpus\": [{\"uuid\": \"GPU-a\", "
+        "\"model\": \"H100\", \"mem_bytes\": 85899345920, \"numa\": 0, "
+        "\"nvlink\": 1}, {\"uuid\": \"GPU-b\", \"mem_bytes\": 100, "
+        "\"numa\": 1}]}");
+    al__node_t n;
+    char *cause = NULL;
+    ASSERT_EQ(al__node_from_json(b, &n, &cause), 0);
+    json_decref(b);
+    ASSERT_STR_EQ(n.name, "gpu-01");
+    ASSERT_STR_EQ(n.addr, "10.0.0.5");
+    ASSERT(!n.emulated);
+    ASSERT_EQ(n.state, NS_READY);
+    ASSERT_EQ(n.cpu_milli, 64000);
+    ASSERT_EQ(n.ngpus, 2);
+    ASSERT_STR_EQ(n.gpus[1].model, "unknown");
+    ASSERT_EQ(n.gpus[1].nvlink, -1);
+    ASSERT_EQ(n.gpus[1].sample.util, -1);
+    ASSERT_EQ(n.gpus[1].sample.at_ms, 0);
+    ASSERT_EQ(n.devices[0].mem_bytes, 85899345920);
+    ASSERT_EQ(n.devices[1].numa, 1);
+    ASSERT_EQ(n.devices[0].nvlink, 1);
+    const char *stored =
+        "{\"name\":\"gpu-01\",\"addr\":\"10.0.0.5\",\"emulated\":false,"
+        "\"drained\":false,\"state\":\"ready\",\"cpu_milli\":64000,"
+        "\"mem_bytes\":1099511627776,\"gpus\":[{\"index\":0,\"uuid\":"
+        "\"GPU-a\",\"model\":\"H100\",\"mem_bytes\":85899345920,\"numa\":0,"
+        "\"nvlink\":1},{\"index\":1,\"uuid\":\"GPU-b\",\"model\":\"unknown\","
+        "\"mem_bytes\":100,\"numa\":1,\"nvlink\":-1}]}";
+    json_t *doc = al__node_json(NULL, &n);
+    char *text = al_json_dump(doc);
+    ASSERT_STR_EQ(text, stored);
+    /* Read back (as the store does), the same node writes the same. */
+    al__node_t back;
+    ASSERT_EQ(al__node_from_json(doc, &back, &cause), 0);
+    ASSERT_JSON(al__node_json(NULL, &back), stored);
+    al__node_fini(&back);
+    free(text);
+    json_decref(doc);
+
+    /* A drained node that is up shows as draining, and stays drained. */
+    n.drained = true;
+    doc = al__node_json(NULL, &n);
+    ASSERT_STR_EQ(al_json_str(doc, "state", NULL), "draining");
+    ASSERT_EQ(al__node_from_json(doc, &back, &cause), 0);
+    ASSERT(back.drained);
+    ASSERT_EQ(back.state, NS_READY);
+    al__node_fini(&back);
+    json_decref(doc);
+    n.state = NS_DOWN;
+    doc = al__node_json(NULL, &n);
+    ASSERT_STR_EQ(al_json_str(doc, "state", NULL), "down");
+    json_decref(doc);
+    al__node_fini(&n);
+}
+
+static void
+node_doc_refused(void)
+{
+    char many[4096];
+    size_t off =
+        (size_t)snprintf(many, sizeof many, "{\"name\": \"n\", \"gpus\": [{}");
+    for (int i = 1; i <= AL_MAX_DEVICES; i++)
+        off += (size_t)snprintf(many + off, sizeof many - off, ", {}");
+    snprintf(many + off, sizeof many - off, "]}");
+    const char *bodies[] = { "{\"name\": \"a b\"}", "{\"addr\": \"x\"}",
+                             "{\"name\": \"n\", \"gpus\": {}}", many };
+    for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+        json_t *b = parse(bodies[i]);
+        al__node_t n, before;
+        memset(&n, 0x5a, sizeof n);
+        memcpy(&before, &n, sizeof n); /* bytes, padding included */
+        char *cause = NULL;
+        ASSERT_EQ(al__node_from_json(b, &n, &cause), AL_EINVAL);
+        json_decref(b);
+        ASSERT_STR_EQ(cause, "a node needs a name (letters, digits, '-', '_', "
+                             "'.') and at most 64 GPUs");
+        ASSERT(untouched(&n, &before, sizeof n));
+        free(cause);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The agent protocol                                                 */
+
+static void
+sync_body(void)
+{
+    json_t *b = parse(
+        "{\"node\": \"n1\", \"wait_ms\": 5000, \"tasks\": ["
+        "{\"job\": 4, \"task\": 0, \"restart\": 1, \"state\": \"exited\", "
+        "\"exit_code\": 3, \"log_off\": 10, \"log\": \"aGk=\"}, "
+        "{\"job\": -2, \"task\": \"x\", \"restart\": 99999999999, "
+        "\"state\": \"running\", \"exit_code\": 99999999999, "
+        "\"signal\": -99999999999}, {}], "
+        "\"gpus\": [{\"index\": 1, \"util\": 50, \"mem_util\": 101, "
+        "\"temp_c\": 60, \"mem_used\": 1000, \"power_mw\": -5}, "
+        "{\"index\": 64}]}");
+    al__sync_t s;
+    char *cause = NULL;
+    ASSERT_EQ(al__sync_parse(b, &s, &cause), 0);
+    ASSERT(cause == NULL);
+    ASSERT_STR_EQ(s.node, "n1");
+    ASSERT_EQ(s.wait_ms, 5000);
+    ASSERT_EQ(s.ntasks, 3);
+    ASSERT_EQ(s.tasks[0].job, 4);
+    ASSERT_EQ(s.tasks[0].task, 0);
+    ASSERT_EQ(s.tasks[0].restart, 1);
+    ASSERT(s.tasks[0].exited);
+    ASSERT_EQ(s.tasks[0].exit_code, 3);
+    ASSERT_EQ(s.tasks[0].signal, 0);
+    ASSERT_EQ(s.tasks[0].log_off, 10);
+    ASSERT_STR_EQ(s.tasks[0].log, "aGk=");
+    /* Malformed members keep the defaults; codes are clamped, not cut. */
+    ASSERT_EQ(s.tasks[1].job, 0);
+    ASSERT_EQ(s.tasks[1].task, -1);
+    ASSERT_EQ(s.tasks[1].restart, -1);
+    ASSERT(!s.tasks[1].exited);
+    ASSERT_EQ(s.tasks[1].exit_code, INT_MAX);
+    ASSERT_EQ(s.tasks[1].signal, INT_MIN);
+    ASSERT_EQ(s.tasks[2].job, 0);
+    ASSERT_EQ(s.tasks[2].task, -1);
+    ASSERT(s.tasks[2].log == NULL);
+    ASSERT_EQ(s.nsamples, 2);
+    ASSERT_EQ(s.index[0], 1);
+    ASSERT_EQ(s.samples[0].util, 50);
+    ASSERT_EQ(s.samples[0].mem_util, -1);
+    ASSERT_EQ(s.samples[0].temp_c, 60);
+    ASSERT_EQ(s.samples[0].mem_used, 1000);
+    ASSERT_EQ(s.samples[0].power_mw, -1);
+    ASSERT_EQ(s.samples[0].at_ms, 0);
+    ASSERT_EQ(s.index[1], -1);
+    al__sync_fini(&s);
+    ASSERT(s.tasks == NULL);
+    ASSERT_EQ(s.ntasks, 0);
+    json_decref(b);
+
+    /* No node: refused, *s left alone. */
+    b = parse("{\"tasks\": []}");
+    memset(&s, 0x5a, sizeof s);
+    al__sync_t before;
+    memcpy(&before, &s, sizeof s); /* bytes, padding included */
+    ASSERT_EQ(al__sync_parse(b, &s, &cause), AL_EINVAL);
+    ASSERT_STR_EQ(cause, "node not registered; register first");
+    ASSERT(untouched(&s, &before, sizeof s));
+    free(cause);
+    ASSERT_EQ(al__sync_parse(b, &s, NULL), AL_EINVAL);
+    json_decref(b);
+}
+
+static void
+desired_task_encoding(void)
+{
+    al__desired_task_t d = {
+        .job = 12,
+        .task = 1,
+        .restart = 2,
+        .devices = 6,
+        .gpu_milli = 0,
+        .cpu_milli = 2000,
+        .mem_bytes = 4096,
+        .rank = 1,
+        .world_size = 2,
+        .local_rank = 0,
+        .master_addr = "10.0.0.5",
+        .master_port = 29512,
+        .log_off = 77,
+        .user = "alice",
+    };
+    json_t *spec = parse("{\"command\": [\"x\"], \"env\": {\"A\": \"1\"}}");
+    ASSERT_JSON(al__desired_task_json(&d, false, spec),
+                "{\"job\":12,\"task\":1,\"restart\":2,\"gpus\":[1,2],"
+                "\"gpu_milli\":0,\"cpu_milli\":2000,\"mem_bytes\":4096,"
+                "\"rank\":1,\"world_size\":2,\"local_rank\":0,"
+                "\"master_addr\":\"10.0.0.5\",\"master_port\":29512,"
+                "\"log_off\":77,\"user\":\"alice\",\"command\":[\"x\"],"
+                "\"env\":{\"A\":\"1\"}}");
+    /* A task the agent has: named only, its fraction when it has one. */
+    ASSERT_JSON(al__desired_task_json(&d, true, spec),
+                "{\"job\":12,\"task\":1,\"restart\":2}");
+    d.gpu_milli = 250;
+    ASSERT_JSON(al__desired_task_json(&d, true, NULL),
+                "{\"job\":12,\"task\":1,\"restart\":2,\"gpu_milli\":250}");
+
+    /* The same as the members written out one by one. */
+    d.job = (uint64_t)1 << 40;
+    d.devices = (uint64_t)1 << 63;
+    d.cpu_milli = INT64_C(1) << 40;
+    json_t *want = json_pack(
+        "{s:I, s:i, s:i, s:[i], s:i, s:I, s:I, s:i, s:i, s:i, s:s, s:i, s:I,"
+        " s:s}",
+        "job", (json_int_t)d.job, "task", d.task, "restart", d.restart, "gpus",
+        63, "gpu_milli", d.gpu_milli, "cpu_milli", (json_int_t)d.cpu_milli,
+        "mem_bytes", (json_int_t)d.mem_bytes, "rank", d.rank, "world_size",
+        d.world_size, "local_rank", d.local_rank, "master_addr", d.master_addr,
+        "master_port", d.master_port, "log_off", (json_int_t)d.log_off, "user",
+        d.user);
+    json_object_update(want, spec);
+    char *w = al_json_dump(want);
+    ASSERT_JSON(al__desired_task_json(&d, false, spec), w);
+    free(w);
+    json_decref(want);
+    json_decref(spec);
+}
+
+static void
+desired_set(void)
+{
+    /* Two nodes, a job of two tasks across them, a second job on one:
+     * each node's answer names its tasks, in full where its agent lacks
+     * them. */
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    char dir[] = "/nonexistent/allot-unit"; /* no logs: sizes are 0 */
+    ctl.state_dir = dir;
+    ctl.opts.grace_ms = 10000;
+    add_node(&ctl, "{\"name\": \"a\", \"addr\": \"10.0.0.1\"}");
+    add_node(&ctl, "{\"name\": \"b\", \"addr\": \"10.0.0.2\"}");
+    al__job_t *j = NULL;
+    ASSERT_EQ(job_parse("{\"command\": [\"true\"], \"tasks\": 2, \"gpus\": 1}",
+                        "u", false, &j, NULL),
+              0);
+    j->id = 1;
+    j->state = JS_RUNNING;
+    j->tasks = calloc(2, sizeof *j->tasks);
+    j->tasks[0] = (al__task_t){ .node = 0, .devices = 1, .log_size = -1 };
+    j->tasks[1] = (al__task_t){ .node = 1, .devices = 2, .log_size = -1 };
+    al__ctl_put_job(&ctl, j);
+    al__job_t *k = NULL;
+    ASSERT_EQ(job_parse("{\"command\": [\"sleep\"], \"gpu_fraction\": 0.5}",
+                        "v", false, &k, NULL),
+              0);
+    k->id = 2;
+    k->state = JS_RUNNING;
+    k->restart_count = 1;
+    k->master_port = 29999;
+    k->tasks = calloc(1, sizeof *k->tasks);
+    k->tasks[0] = (al__task_t){ .node = 1, .gpu_milli = 500, .log_size = 5 };
+    al__ctl_put_job(&ctl, k);
+    al__ctl_index_running(&ctl);
+
+    int lacking = -1;
+    ASSERT_JSON(al__proto_desired(&ctl, 0, &lacking),
+                "{\"tasks\":[{\"job\":1,\"task\":0,\"restart\":0,"
+                "\"gpus\":[0],\"gpu_milli\":0,\"cpu_milli\":100,"
+                "\"mem_bytes\":0,\"rank\":0,\"world_size\":2,"
+                "\"local_rank\":0,\"master_addr\":\"10.0.0.1\","
+                "\"master_port\":29501,\"log_off\":0,\"user\":\"u\","
+                "\"command\":[\"true\"]}],\"grace_ms\":10000}");
+    ASSERT_EQ(lacking, 1);
+    /* The log's size, looked up once, is kept in the task. */
+    ASSERT_EQ(j->tasks[0].log_size, 0);
+
+    al__node_t *b = &ctl.nodes[1];
+    b->known = calloc(1, sizeof *b->known);
+    b->known[0] = (al__task_key_t){ .job = 1, .task = 1, .restart = 0 };
+    b->nknown = b->known_cap = 1;
+    ASSERT_JSON(al__proto_desired(&ctl, 1, &lacking),
+                "{\"tasks\":[{\"job\":1,\"task\":1,\"restart\":0},"
+                "{\"job\":2,\"task\":0,\"restart\":1,\"gpus\":[],"
+                "\"gpu_milli\":500,\"cpu_milli\":100,\"mem_bytes\":0,"
+                "\"rank\":0,\"world_size\":1,\"local_rank\":0,"
+                "\"master_addr\":\"10.0.0.2\",\"master_port\":29999,"
+                "\"log_off\":5,\"user\":\"v\",\"command\":[\"sleep\"]}],"
+                "\"grace_ms\":10000}");
+    ASSERT_EQ(lacking, 1);
+
+    /* A done task is not asked for; an ended job leaves the node's runs. */
+    j->tasks[1].done = true;
+    k->state = JS_COMPLETED;
+    ASSERT_JSON(al__proto_desired(&ctl, 1, NULL),
+                "{\"tasks\":[],\"grace_ms\":10000}");
+    ASSERT_EQ(b->nruns, 1);
+    ctl_fini(&ctl);
+}
+
+const al_test_t test_server[] = {
+    { "state_names", state_names },
+    { "job_classes", job_classes },
+    { "evict_reasons", evict_reasons },
+    { "job_reason", job_reason },
+    { "job_body_defaults", job_body_defaults },
+    { "job_body_full", job_body_full },
+    { "job_body_fraction", job_body_fraction },
+    { "job_body_refused", job_body_refused },
+    { "job_doc_round_trip", job_doc_round_trip },
+    { "job_doc_lost_node", job_doc_lost_node },
+    { "queue_doc", queue_doc },
+    { "queue_doc_refused", queue_doc_refused },
+    { "node_doc", node_doc },
+    { "node_doc_refused", node_doc_refused },
+    { "sync_body", sync_body },
+    { "desired_task_encoding", desired_task_encoding },
+    { "desired_set", desired_set },
+    { NULL, NULL },
+};
