@@ -455,7 +455,7 @@ al_agent_main(int argc, char **argv)
     a.spawner.sock = a.spawner.exit_fd = -1;
     a.spawner.timeout_ms = launch_timeout;
     /* Tasks orphaned by a spawner that died come to the agent, which then
-     * learns how they end (see reap()). */
+     * learns how they end (see al__task_reap() in task.c). */
     if (al_platform_subreaper() != 0)
         al_warn("cannot become a child subreaper: the ends of tasks whose "
                 "spawner dies will be unknown");

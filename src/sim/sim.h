@@ -8,15 +8,16 @@
  * cluster, where a started job runs for its trace duration and a preempted
  * job restarts from its last checkpoint.
  *
- * Modules: trace.c (the common trace CSV), cluster.c (node groups), queues.c
- * (the --queues-file hierarchy), sim.c (the event loop), report.c (JSON,
- * table, CSV and HTML output), util.c (memory, strings, numbers; internal,
- * in sim_int.h).  Parsers never abort on bad input: they return AL_EPARSE
- * and a malloc()ed *cause naming the file, line and field of every problem
- * found.  Out of memory aborts (al_xmalloc semantics, STYLE rule 7); the
- * library keeps its own small allocator helpers rather than link
- * src/common, which would drag jansson and libcrypto into every simulator
- * build and test.
+ * Modules (sim_int.h maps them): trace.c (the common trace CSV), cluster.c
+ * (node groups), queues.c (the --queues-file hierarchy), sim.c (the event
+ * loop) over cycle.c, setup.c, policy.c, jobs.c, metrics.c and events.c,
+ * report.c and report_html.c (JSON, table, CSV and HTML output), parse.c
+ * (what the parsers share; internal, in sim_int.h).  Parsers never abort
+ * on bad input: they return AL_EPARSE and a malloc()ed *cause naming the
+ * file, line and field of every problem found.  Out of memory aborts
+ * (al_xmalloc semantics, STYLE rule 7): the library links src/common's
+ * base (allocation, buffers, files; libc only), not its JSON and crypto
+ * part.
  *
  * Nothing here keeps global state: runs are independent and deterministic
  * (the same inputs give the same result, byte for byte, apart from the
