@@ -9,6 +9,7 @@
  *              tasks, logs and telemetry), apply the desired set
  *   start.c    starting wanted tasks: GPU room, what a start needs,
  *              batches to the spawner, a spawner dying or hanging midway
+ *   tasklog.c  a task's output: the next chunk of its log for a report
  *   env.c      a task's environment
  *   task.c     the task table: slots and their files, records on disk,
  *              exits, reaping, stopping, adopting one task
@@ -170,7 +171,7 @@ typedef struct task {
     int64_t log_acked; /* bytes the controller has */
     /* When its log was last looked at (monotonic ms), and whether that
      * look found nothing new: a quiet running task's log is looked at
-     * again only after LOG_LOOK_MS (see report_task() in sync.c). */
+     * again only after LOG_LOOK_MS (see tasklog.c). */
     int64_t log_looked;
     bool log_quiet;
     bool acked_exit; /* the controller saw the exit */
@@ -254,6 +255,13 @@ void al__task_reap(agent_t *a);
  * al__task_escalate() sends). */
 void al__task_stop(agent_t *a, task_t *t);
 void al__task_escalate(agent_t *a);
+
+/* tasklog.c */
+/* Adds to report (a sync's report of t) the next chunk of t's log after
+ * what the controller acknowledged, base64 under "log", when there is one;
+ * returns whether it did (more may follow).  A running task that printed
+ * nothing lately is looked at only every so often. */
+bool al__tasklog_chunk(agent_t *a, task_t *t, json_t *report);
 
 /* env.c */
 /* An environment being built: the first `borrowed` entries are the

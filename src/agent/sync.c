@@ -6,8 +6,8 @@
  * the desired set of tasks (starting what is missing, stopping what is no
  * longer wanted, forgetting what is over and fully reported).
  *
- * May call: start.c, task.c, the platform (telemetry), src/common (HTTP,
- * JSON).
+ * May call: start.c, task.c, tasklog.c, the platform (telemetry),
+ * src/common (HTTP, JSON).
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -24,15 +24,9 @@
 #include "platform.h"
 #include "xmalloc.h"
 
-/* The most of a task's log that one report carries. */
-#define LOG_CHUNK ((size_t)256 * 1024)
 #define IDLE_POLL_MS 25000
 #define BUSY_POLL_MS 1000
 #define TELEMETRY_MS 10000 /* how often real GPUs are sampled and reported */
-/* How often the log of a running task that printed nothing new is looked
- * at.  Syncs come at every task's exit when tasks are short: a stat() of
- * every running task's log on each was most of the agent's system time. */
-#define LOG_LOOK_MS 100
 
 /* POSTs body to path.  A task's end interrupts the request (AL_EBUSY)
  * when intr is true; a stop signal always does. */
@@ -112,32 +106,8 @@ report_task(agent_t *a, task_t *t, bool *more)
         json_object_set_new(o, "exit_code", json_integer(t->exit_code));
         json_object_set_new(o, "signal", json_integer(t->signal));
     }
-    /* Most tasks have nothing new to say: look before reading, and look
-     * at a quiet running task's log only now and then (an ended task's
-     * log is always looked at: all of it must reach the controller). */
-    int64_t now = al_clock_mono_ms();
-    if (t->slot < 0 || (t->state == T_RUNNING && t->log_quiet &&
-                        now - t->log_looked < LOG_LOOK_MS))
-        return o;
-    t->log_looked = now;
-    t->log_quiet = true;
-    char *lp = al__task_file(a, t, "log");
-    int fd =
-        al__file_size(lp) > t->log_acked ? open(lp, O_RDONLY | O_CLOEXEC) : -1;
-    free(lp);
-    if (fd >= 0) {
-        if (a->logbuf == NULL)
-            a->logbuf = al_xmalloc(LOG_CHUNK);
-        ssize_t n = pread(fd, a->logbuf, LOG_CHUNK, t->log_acked);
-        if (n > 0) {
-            char *b64 = al_b64_encode(a->logbuf, (size_t)n);
-            json_object_set_new(o, "log", json_string(b64));
-            free(b64);
-            *more = true;
-            t->log_quiet = false;
-        }
-        close(fd);
-    }
+    if (al__tasklog_chunk(a, t, o))
+        *more = true;
     return o;
 }
 

@@ -39,10 +39,7 @@ al__api_token_create(al_ctl_t *ctl, al__req_t *req)
 {
     const char *user = al_json_str(req->body, "user", NULL);
     const char *role = al_json_str(req->body, "role", "user");
-    int r = strcmp(role, "user") == 0    ? ROLE_USER
-            : strcmp(role, "admin") == 0 ? ROLE_ADMIN
-            : strcmp(role, "agent") == 0 ? ROLE_AGENT
-                                         : ROLE_NONE;
+    int r = al__role_parse(role);
     if (user == NULL || !al__valid_name(user, 64) || r == ROLE_NONE) {
         al__reply_error(req, 400, "bad_request",
                         "need {\"user\": NAME, \"role\": "

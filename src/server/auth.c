@@ -30,6 +30,15 @@ al__role_name(int role)
     return role_names[role];
 }
 
+int
+al__role_parse(const char *name)
+{
+    for (int r = ROLE_USER; r <= ROLE_AGENT; r++)
+        if (strcmp(name, role_names[r]) == 0)
+            return r;
+    return ROLE_NONE;
+}
+
 static void
 hex(const unsigned char *in, size_t n, char *out)
 {

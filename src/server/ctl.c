@@ -8,8 +8,8 @@
  * intake through ctl->reply (durable before acknowledged).
  *
  * May call: the handlers through the route table's pointers (and
- * agentproto.c for parked polls), cycle.c, state.c, table.c, reason.c,
- * store.c, auth.c and req.c.  Nothing below calls it; the intake
+ * agentproto.c for parked polls), bootstrap.c, cycle.c, state.c, table.c,
+ * reason.c, store.c, auth.c and req.c.  Nothing below calls it; the intake
  * (server.c) calls al__ctl_start/stop/submit.
  */
 #include <errno.h>
@@ -28,76 +28,6 @@
 
 /* ------------------------------------------------------------------ */
 /* Start-up                                                           */
-
-static int
-write_secret(al_ctl_t *ctl, const char *leaf, const char *secret, char **cause)
-{
-    char *path = al_xasprintf("%s/%s", ctl->state_dir, leaf);
-    char *text = al_xasprintf("%s\n", secret);
-    int rc = al_fs_write_file(path, text, strlen(text), 0600, AL_FS_SYNC);
-    if (rc != 0)
-        *cause = al_xasprintf("cannot write %s", path);
-    free(text);
-    free(path);
-    return rc;
-}
-
-/* First start: the admin and join tokens and the default queue. */
-static int
-bootstrap(al_ctl_t *ctl, char **cause)
-{
-    int rc = 0;
-    if (al__store_begin(ctl) != 0) {
-        *cause = al_xasprintf("store: cannot begin a transaction");
-        return AL_EIO;
-    }
-    if (ctl->ntokens == 0) {
-        static const struct {
-            const char *user, *file;
-            int role;
-        } first[] = {
-            { .user = "admin", .file = "admin-token", .role = ROLE_ADMIN },
-            { .user = "agent", .file = "join-token", .role = ROLE_AGENT },
-        };
-        for (size_t i = 0; rc == 0 && i < sizeof first / sizeof first[0]; i++) {
-            al__token_t t;
-            char *secret = al__token_create(first[i].user, first[i].role, &t);
-            rc = write_secret(ctl, first[i].file, secret, cause);
-            free(secret);
-            if (rc == 0)
-                rc = al__store_put_token(ctl, &t);
-            ctl->tokens = al_xreallocarray(ctl->tokens,
-                                           (size_t)ctl->ntokens + 1, sizeof t);
-            ctl->tokens[ctl->ntokens++] = t;
-        }
-        if (rc == 0)
-            al_info("created the admin token (%s/admin-token) and the join "
-                    "token (%s/join-token)",
-                    ctl->state_dir, ctl->state_dir);
-    }
-    if (rc == 0 && ctl->nqueues == 0) {
-        al__queue_t q;
-        memset(&q, 0, sizeof q);
-        q.name = al_xstrdup("default");
-        for (int r = 0; r < AL_NRES; r++) {
-            q.quota[r].deserved = 0;
-            q.quota[r].limit = AL_UNLIMITED;
-            q.quota[r].weight = 1.0;
-        }
-        ctl->queues = al_xmalloc(sizeof q);
-        ctl->queues[ctl->nqueues++] = q;
-        ctl->queue_gen++;
-        rc = al__store_put_queue(ctl, &q);
-    }
-    if (rc == 0)
-        rc = al__store_commit(ctl);
-    if (rc != 0) {
-        al__store_rollback(ctl);
-        if (*cause == NULL)
-            *cause = al_xasprintf("store: cannot write the first state");
-    }
-    return rc;
-}
 
 static void *loop_main(void *arg);
 
@@ -126,7 +56,7 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
         return rc;
     if ((rc = al__store_load(ctl, cause)) == 0)
         al__ctl_index_running(ctl);
-    if (rc != 0 || (rc = bootstrap(ctl, cause)) != 0) {
+    if (rc != 0 || (rc = al__bootstrap(ctl, cause)) != 0) {
         al__store_close(ctl);
         return rc;
     }
@@ -227,37 +157,6 @@ handle(al_ctl_t *ctl, al__req_t *req)
         }
     }
     rt->fn(ctl, req);
-}
-
-/* Marks nodes silent past the timeout down and requeues their jobs. */
-static void
-check_nodes(al_ctl_t *ctl, int64_t mono)
-{
-    for (int i = 0; i < ctl->nnodes; i++) {
-        al__node_t *n = &ctl->nodes[i];
-        if (n->state == NS_DOWN ||
-            mono - n->last_seen < ctl->opts.node_timeout_ms)
-            continue;
-        al_warn("node %s silent for %lld ms: marked down, its jobs requeued",
-                n->name, (long long)(mono - n->last_seen));
-        n->state = NS_DOWN;
-        n->dirty = true;
-        /* Backwards: a requeue takes the job out of ctl->running. */
-        for (size_t k = ctl->nrunning; k-- > 0;) {
-            al__job_t *j = ctl->running[k];
-            if (j->tasks == NULL)
-                continue;
-            for (int t = 0; t < j->ntasks; t++) {
-                if (j->tasks[t].node == i && !j->tasks[t].done) {
-                    char *d = al_xasprintf("node %s down", n->name);
-                    al__ctl_requeue(ctl, j, "requeued", d);
-                    free(d);
-                    break;
-                }
-            }
-        }
-        al__ctl_touch(ctl);
-    }
 }
 
 static int
@@ -371,22 +270,6 @@ handle_batch(al_ctl_t *ctl, al__req_t *batch, bool txn)
     }
 }
 
-/* Ends the running jobs past their time limit (their agents stop them). */
-static void
-check_time_limits(al_ctl_t *ctl)
-{
-    int64_t now = al_clock_ms();
-    for (size_t i = ctl->nrunning; i-- > 0;) {
-        al__job_t *j = ctl->running[i];
-        if (j->time_limit <= 0 || now - j->start_ms < j->time_limit * 1000)
-            continue;
-        char *d = al_xasprintf("time limit of %lld s reached",
-                               (long long)j->time_limit);
-        al__ctl_set_state(ctl, j, JS_FAILED, "timeout", d);
-        free(d);
-    }
-}
-
 /* Node timeouts, the scheduling cycle when due, and the commit. */
 static void
 maintain(al_ctl_t *ctl, bool stop)
@@ -395,13 +278,13 @@ maintain(al_ctl_t *ctl, bool stop)
     /* Timeouts are at least 100 ms: a look every 20 ms is soon enough. */
     if (now - ctl->nodes_checked >= 20) {
         ctl->nodes_checked = now;
-        check_nodes(ctl, now);
+        al__ctl_nodes_down(ctl, now);
     }
     if (!stop && ((ctl->sched_dirty && now >= ctl->sched_due) ||
                   now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {
         ctl->sched_dirty = false;
         ctl->sched_last = now;
-        check_time_limits(ctl);
+        al__ctl_time_limits(ctl);
         al__cycle_run(ctl);
         ctl->cycled = true;
         ctl->cycle_ms = al_clock_mono_ms() - now;

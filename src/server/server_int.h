@@ -5,8 +5,10 @@
  *
  *   server.c      `allot server`: options, start/stop and the HTTP intake;
  *                 the only file that knows libmicrohttpd
- *   ctl.c         the control loop: inbox, batches, commit, replies given
- *                 back through ctl->reply, node and time-limit timers
+ *   ctl.c         the control loop: inbox, authentication, batches,
+ *                 commit, replies given back through ctl->reply, timers
+ *   bootstrap.c   a first start: the admin and join tokens, the default
+ *                 queue
  *   route.c       the route table and path matching
  *   api_jobs.c, api_queues.c, api_nodes.c, api_tokens.c
  *                 the handlers of each resource
@@ -14,7 +16,8 @@
  *                 parked long-polls, the server's copy of task output
  *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
  *   state.c       state changes: a job's transitions, requeue, master
- *                 ports, a cycle due, a node's set changed
+ *                 ports, a cycle due, a node's set changed, silent nodes
+ *                 down, time limits
  *   req.c         a request's arguments and reply
  *   store.c       the store: transactions, objects to rows and back;
  *                 store_sqlite.c and store_pg.c, the backends, over
@@ -505,6 +508,11 @@ void al__ctl_index_running(al_ctl_t *ctl);
 int al__job_master_port(const al__job_t *j);
 /* Picks j's master_port, once its tasks are placed. */
 void al__ctl_pick_master_port(al_ctl_t *ctl, al__job_t *j);
+/* Marks the nodes silent for the node timeout (mono: al_clock_mono_ms()
+ * now) down and requeues their jobs. */
+void al__ctl_nodes_down(al_ctl_t *ctl, int64_t mono);
+/* Ends the running jobs past their time limit (their agents stop them). */
+void al__ctl_time_limits(al_ctl_t *ctl);
 
 /* The path of the server's copy of the log of a task's run (caller
  * frees). */
@@ -545,6 +553,14 @@ void al__ctl_stop(al_ctl_t *ctl);
 bool al__ctl_submit(al_ctl_t *ctl, al__req_t *req);
 
 /* ------------------------------------------------------------------ */
+/* bootstrap.c                                                        */
+
+/* On a first start (no token, no queue): creates the admin and join tokens,
+ * writes them to the state directory, and the default queue, in one
+ * transaction.  0, or an error with *cause set. */
+int al__bootstrap(al_ctl_t *ctl, char **cause);
+
+/* ------------------------------------------------------------------ */
 /* auth.c                                                             */
 
 /* Creates a token for user with role; returns the secret text (caller
@@ -553,5 +569,7 @@ char *al__token_create(const char *user, int role, al__token_t *t);
 /* Finds the token matching `text`; NULL if none. */
 const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
 const char *al__role_name(int role);
+/* ROLE_USER, ROLE_ADMIN or ROLE_AGENT of a name; ROLE_NONE for any other. */
+int al__role_parse(const char *name);
 
 #endif /* AL_SERVER_INT_H */

@@ -2,8 +2,9 @@
  * state.c -- changes of the controller's state that have consequences: a
  * job's move to another state (the event recorded, the nodes whose
  * desired set changes, the index of running jobs and of each node's runs
- * kept), a requeue, the master port of a started job, and the marks that
- * a scheduling cycle is due or a node's long-poll must be answered.
+ * kept), a requeue, the master port of a started job, the marks that a
+ * scheduling cycle is due or a node's long-poll must be answered, and the
+ * changes that time brings (silent nodes down, time limits reached).
  * Handlers, the agent protocol, the cycle and the loop change jobs through
  * these functions, never by setting j->state themselves.
  *
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "log.h"
 #include "server_int.h"
 #include "xmalloc.h"
 
@@ -189,4 +191,49 @@ al__log_path(al_ctl_t *ctl, uint64_t job, int task, int restart)
 {
     return al_xasprintf("%s/logs/%llu.%d.%d.log", ctl->state_dir,
                         (unsigned long long)job, task, restart);
+}
+
+void
+al__ctl_nodes_down(al_ctl_t *ctl, int64_t mono)
+{
+    for (int i = 0; i < ctl->nnodes; i++) {
+        al__node_t *n = &ctl->nodes[i];
+        if (n->state == NS_DOWN ||
+            mono - n->last_seen < ctl->opts.node_timeout_ms)
+            continue;
+        al_warn("node %s silent for %lld ms: marked down, its jobs requeued",
+                n->name, (long long)(mono - n->last_seen));
+        n->state = NS_DOWN;
+        n->dirty = true;
+        /* Backwards: a requeue takes the job out of ctl->running. */
+        for (size_t k = ctl->nrunning; k-- > 0;) {
+            al__job_t *j = ctl->running[k];
+            if (j->tasks == NULL)
+                continue;
+            for (int t = 0; t < j->ntasks; t++) {
+                if (j->tasks[t].node == i && !j->tasks[t].done) {
+                    char *d = al_xasprintf("node %s down", n->name);
+                    al__ctl_requeue(ctl, j, "requeued", d);
+                    free(d);
+                    break;
+                }
+            }
+        }
+        al__ctl_touch(ctl);
+    }
+}
+
+void
+al__ctl_time_limits(al_ctl_t *ctl)
+{
+    int64_t now = al_clock_ms();
+    for (size_t i = ctl->nrunning; i-- > 0;) {
+        al__job_t *j = ctl->running[i];
+        if (j->time_limit <= 0 || now - j->start_ms < j->time_limit * 1000)
+            continue;
+        char *d = al_xasprintf("time limit of %lld s reached",
+                               (long long)j->time_limit);
+        al__ctl_set_state(ctl, j, JS_FAILED, "timeout", d);
+        free(d);
+    }
 }

@@ -420,6 +420,71 @@ adopt_alive(void)
     free(a.tasks);
 }
 
+/* The next chunk of a task's log for a report (tasklog.c): what follows
+ * the acknowledged offset, base64; nothing when all is acknowledged; a
+ * quiet running task is not looked at again at once. */
+static void
+log_chunks(void)
+{
+    char dir[] = "/tmp/allot-unit-agent-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    agent_t a;
+    memset(&a, 0, sizeof a);
+    a.task_dir = dir;
+    task_t *t = al__task_add(&a, 5, 0, 0);
+    al__task_take_slot(&a, t);
+    t->state = T_RUNNING;
+    char *lp = al__task_file(&a, t, "log");
+    FILE *f = fopen(lp, "w");
+    ASSERT(f != NULL);
+    fputs("hello\n", f);
+    fclose(f);
+
+    json_t *r = json_object();
+    ASSERT(al__tasklog_chunk(&a, t, r));
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "log")), "aGVsbG8K");
+    json_decref(r);
+
+    /* From the acknowledged offset on: "llo\n". */
+    t->log_acked = 2;
+    t->log_quiet = false;
+    r = json_object();
+    ASSERT(al__tasklog_chunk(&a, t, r));
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "log")), "bGxvCg==");
+    json_decref(r);
+
+    /* All acknowledged: nothing, and the task counts as quiet. */
+    t->log_acked = 6;
+    r = json_object();
+    ASSERT(!al__tasklog_chunk(&a, t, r));
+    ASSERT(json_object_get(r, "log") == NULL);
+    ASSERT(t->log_quiet);
+    json_decref(r);
+
+    /* Quiet and looked at just now: new output waits for the next look;
+     * an ended task is always looked at. */
+    f = fopen(lp, "a");
+    ASSERT(f != NULL);
+    fputs("more", f);
+    fclose(f);
+    r = json_object();
+    ASSERT(!al__tasklog_chunk(&a, t, r));
+    t->state = T_EXITED;
+    ASSERT(al__tasklog_chunk(&a, t, r));
+    ASSERT_STR_EQ(json_string_value(json_object_get(r, "log")), "bW9yZQ==");
+    json_decref(r);
+
+    unlink(lp);
+    free(lp);
+    char *sp = al__task_file(&a, t, "state");
+    unlink(sp);
+    free(sp);
+    rmdir(dir);
+    free(a.logbuf);
+    free(a.tasks);
+    free(a.free_slots);
+}
+
 const al_test_t test_agent[] = {
     { "env_entry", env_entry },
     { "env_dedup_order", env_dedup_order },
@@ -431,5 +496,6 @@ const al_test_t test_agent[] = {
     { "gpu_shares", gpu_shares },
     { "table_on_disk", table_on_disk },
     { "adopt_alive", adopt_alive },
+    { "log_chunks", log_chunks },
     { NULL, NULL },
 };

@@ -853,7 +853,24 @@ desired_set(void)
     ctl_fini(&ctl);
 }
 
+/* Role names both ways (auth.c): what token creation takes and shows. */
+static void
+role_names(void)
+{
+    ASSERT_EQ(al__role_parse("user"), ROLE_USER);
+    ASSERT_EQ(al__role_parse("admin"), ROLE_ADMIN);
+    ASSERT_EQ(al__role_parse("agent"), ROLE_AGENT);
+    ASSERT_EQ(al__role_parse("none"), ROLE_NONE);
+    ASSERT_EQ(al__role_parse("Admin"), ROLE_NONE);
+    ASSERT_EQ(al__role_parse(""), ROLE_NONE);
+    for (int r = ROLE_USER; r <= ROLE_AGENT; r++)
+        ASSERT_EQ(al__role_parse(al__role_name(r)), r);
+    ASSERT_STR_EQ(al__role_name(ROLE_NONE), "none");
+    ASSERT_STR_EQ(al__role_name(99), "none");
+}
+
 const al_test_t test_server[] = {
+    { "role_names", role_names },
     { "state_names", state_names },
     { "job_classes", job_classes },
     { "evict_reasons", evict_reasons },
