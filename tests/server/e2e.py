@@ -328,7 +328,7 @@ def scenario_run(c):
                        (("logs", "--task", "x", str(a)), "want numbers"),
                        (("ls", "--limit", "5x"), "--limit wants"),
                        (("token", "create", "--user", "x", "--role", "god"),
-                        "--role is user, admin or agent")):
+                        "--role is user, admin, agent or metrics")):
         p = c.cli(*args, ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "allot %s says what is wrong: %r" % (" ".join(args), p.stderr))
