@@ -79,14 +79,22 @@ label(al_buf_t *b, const char *s)
     }
 }
 
-/* A value: integers as such, other numbers with full precision. */
+/* A value: integers as such, other numbers in the fewest digits that
+ * read back as the same double (0.1, not 0.10000000000000001). */
 static void
 value(al_buf_t *b, double v)
 {
-    if (v == (double)(int64_t)v && v > -1e15 && v < 1e15)
+    if (v == (double)(int64_t)v && v > -1e15 && v < 1e15) {
         al_buf_printf(b, " %lld\n", (long long)v);
-    else
-        al_buf_printf(b, " %.17g\n", v);
+        return;
+    }
+    char s[32];
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, v);
+        if (strtod(s, NULL) == v)
+            break;
+    }
+    al_buf_printf(b, " %s\n", s);
 }
 
 /* The controller queue index of job j, or -1 when its queue is gone. */
