@@ -418,6 +418,19 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         al_warn("cannot write %s", path);
     free(path);
     free(url);
+    /* And STATE/metrics-url, the metrics listener's (a scrape config's
+     * target when it picked its port itself). */
+    if (s->metrics_mhd != NULL) {
+        char mhost[INET_ADDRSTRLEN] = "127.0.0.1";
+        if (msa.sin_addr.s_addr != htonl(INADDR_ANY))
+            inet_ntop(AF_INET, &msa.sin_addr, mhost, sizeof mhost);
+        url = al_xasprintf("http://%s:%d/metrics\n", mhost, s->metrics_port);
+        path = al_xasprintf("%s/metrics-url", o->state_dir);
+        if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
+            al_warn("cannot write %s", path);
+        free(path);
+        free(url);
+    }
     *out = s;
     return 0;
 }
