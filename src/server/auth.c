@@ -16,11 +16,8 @@
 #include "xmalloc.h"
 
 static const char *const role_names[] = {
-    [ROLE_NONE] = "none",
-    [ROLE_USER] = "user",
-    [ROLE_ADMIN] = "admin",
-    [ROLE_AGENT] = "agent",
-    [ROLE_METRICS] = "metrics",
+    [ROLE_NONE] = "none",   [ROLE_USER] = "user",       [ROLE_ADMIN] = "admin",
+    [ROLE_AGENT] = "agent", [ROLE_METRICS] = "metrics",
 };
 
 const char *

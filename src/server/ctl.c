@@ -144,7 +144,7 @@ handle(al_ctl_t *ctl, al__req_t *req)
         req->user = t->user;
         req->role = t->role;
         /* Agents may only use agent routes, and only agents may. */
-        bool ok = rt->role == ROLE_AGENT ? t->role == ROLE_AGENT
+        bool ok = rt->role == ROLE_AGENT   ? t->role == ROLE_AGENT
                   : rt->role == ROLE_ADMIN ? t->role == ROLE_ADMIN
                   : rt->role == ROLE_METRICS
                       ? (t->role == ROLE_METRICS || t->role == ROLE_ADMIN)

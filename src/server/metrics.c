@@ -131,8 +131,7 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
         if (j->state == JS_HELD)
             why[AL_WHY_HELD]++;
         else if (j->state == JS_PENDING)
-            why[j->why_valid && (int)j->why.code >= 0 &&
-                        (int)j->why.code < NWHY
+            why[j->why_valid && (int)j->why.code >= 0 && (int)j->why.code < NWHY
                     ? (int)j->why.code
                     : WHY_UNKNOWN]++;
     }
@@ -323,8 +322,7 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
             by_state[ctl->nodes[i].state]++;
     head(b, "allot_nodes", "gauge", "Nodes by state.");
     for (int s = 0; s <= NS_DOWN; s++) {
-        al_buf_printf(b, "allot_nodes{state=\"%s\"}",
-                      al__node_state_names[s]);
+        al_buf_printf(b, "allot_nodes{state=\"%s\"}", al__node_state_names[s]);
         value(b, by_state[s]);
     }
     head(b, "allot_node_sync_age_seconds", "gauge",
@@ -360,12 +358,12 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
                 const al__gpu_sample_t *x = &n->gpus[g].sample;
                 if (x->at_ms == 0)
                     continue;
-                double v = k == 0   ? (x->util < 0 ? -1 : x->util / 100.0)
-                           : k == 1 ? (double)x->mem_used
-                           : k == 2 ? (x->power_mw < 0
-                                           ? -1
-                                           : (double)x->power_mw / 1000.0)
-                                    : (double)x->temp_c;
+                double v =
+                    k == 0   ? (x->util < 0 ? -1 : x->util / 100.0)
+                    : k == 1 ? (double)x->mem_used
+                    : k == 2
+                        ? (x->power_mw < 0 ? -1 : (double)x->power_mw / 1000.0)
+                        : (double)x->temp_c;
                 gpu_line(b, tel[k].name, n, g, v);
             }
         }
@@ -373,8 +371,7 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
 }
 
 static void
-histogram(al_buf_t *b, const char *name, const char *help,
-          const al__hist_t *h)
+histogram(al_buf_t *b, const char *name, const char *help, const al__hist_t *h)
 {
     head(b, name, "histogram", help);
     uint64_t cum = 0;

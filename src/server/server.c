@@ -262,8 +262,8 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 /* The metrics listener's access handler: the same intake, one route. */
 static enum MHD_Result
 on_metrics_request(void *cls, struct MHD_Connection *c, const char *url,
-                   const char *method, const char *version,
-                   const char *upload, size_t *upload_size, void **con_cls)
+                   const char *method, const char *version, const char *upload,
+                   size_t *upload_size, void **con_cls)
 {
     (void)version;
     return intake(cls, true, c, url, method, upload, upload_size, con_cls);
@@ -331,6 +331,7 @@ int
 al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
 {
     struct sockaddr_in sa, msa;
+    memset(&msa, 0, sizeof msa);
     int rc = parse_listen("--listen", o->listen, &sa, cause);
     if (rc == 0 && o->metrics_listen != NULL)
         rc = parse_listen("--metrics-listen", o->metrics_listen, &msa, cause);
@@ -385,8 +386,8 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         /* Its own polling thread: a scrape waits on the loop like any
          * request, and never on the API's connections. */
         s->metrics_mhd = MHD_start_daemon(
-            MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL,
-            NULL, on_metrics_request, s, MHD_OPTION_SOCK_ADDR, &msa,
+            MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+            on_metrics_request, s, MHD_OPTION_SOCK_ADDR, &msa,
             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
             MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
             MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_END);

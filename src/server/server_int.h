@@ -392,8 +392,8 @@ typedef struct al_ctl {
     bool nodes_changed;
     int64_t parked_min;
     int64_t nodes_checked;
+    al__counters_t counters; /* for GET /metrics */
     bool store_failed;
-    al__counters_t counters;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
     bool write_failed;

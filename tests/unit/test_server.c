@@ -885,10 +885,9 @@ metrics_job(al_ctl_t *ctl, uint64_t id, const char *body, al__jstate_t st,
     j->state = st;
     if (st == JS_RUNNING) {
         j->tasks = calloc(1, sizeof *j->tasks);
-        j->tasks[0] = (al__task_t){ .node = 0,
-                                    .devices = devices,
-                                    .gpu_milli = milli,
-                                    .log_size = -1 };
+        j->tasks[0] = (al__task_t){
+            .node = 0, .devices = devices, .gpu_milli = milli, .log_size = -1
+        };
     }
     al__ctl_put_job(ctl, j);
     return j;
@@ -908,10 +907,12 @@ metrics_render(void)
     ctl.nodes[0].last_seen = 1000;
     ctl.nodes[1].last_seen = 500;
     ctl.nodes[1].state = NS_DOWN;
-    ctl.nodes[0].gpus[1].sample =
-        (al__gpu_sample_t){ .util = 75, .mem_util = 10, .temp_c = 61,
-                            .mem_used = 1048576, .power_mw = 250500,
-                            .at_ms = 1 };
+    ctl.nodes[0].gpus[1].sample = (al__gpu_sample_t){ .util = 75,
+                                                      .mem_util = 10,
+                                                      .temp_c = 61,
+                                                      .mem_used = 1048576,
+                                                      .power_mw = 250500,
+                                                      .at_ms = 1 };
     al__queue_t qs[2];
     memset(qs, 0, sizeof qs);
     char team[] = "team", idle[] = "idle";
@@ -925,20 +926,26 @@ metrics_render(void)
     qs[1].quota[AL_RES_GPU].deserved = 3000;
     ctl.queues = qs;
     ctl.nqueues = 2;
-    metrics_job(&ctl, 1, "{\"command\": [\"x\"], \"queue\": \"team\", "
-                         "\"gpus\": 2}", JS_RUNNING, 3, 0);
-    metrics_job(&ctl, 2, "{\"command\": [\"x\"], \"queue\": \"team\", "
-                         "\"gpu_fraction\": 0.5, \"class\": \"build\"}",
+    metrics_job(&ctl, 1,
+                "{\"command\": [\"x\"], \"queue\": \"team\", "
+                "\"gpus\": 2}",
+                JS_RUNNING, 3, 0);
+    metrics_job(&ctl, 2,
+                "{\"command\": [\"x\"], \"queue\": \"team\", "
+                "\"gpu_fraction\": 0.5, \"class\": \"build\"}",
                 JS_RUNNING, 4, 500);
-    al__job_t *p = metrics_job(&ctl, 3, "{\"command\": [\"x\"], "
-                                        "\"queue\": \"team\"}",
+    al__job_t *p = metrics_job(&ctl, 3,
+                               "{\"command\": [\"x\"], "
+                               "\"queue\": \"team\"}",
                                JS_PENDING, 0, 0);
     p->why = (al_reason_t){ .code = AL_WHY_CAPACITY, .queue = -1, .job = -1 };
     p->why_valid = true;
     metrics_job(&ctl, 4, "{\"command\": [\"x\"], \"queue\": \"team\"}",
                 JS_PENDING, 0, 0);
-    metrics_job(&ctl, 5, "{\"command\": [\"x\"], \"queue\": \"gone\", "
-                         "\"hold\": true}", JS_HELD, 0, 0);
+    metrics_job(&ctl, 5,
+                "{\"command\": [\"x\"], \"queue\": \"gone\", "
+                "\"hold\": true}",
+                JS_HELD, 0, 0);
     metrics_job(&ctl, 6, "{\"command\": [\"x\"], \"queue\": \"team\"}",
                 JS_COMPLETED, 0, 0);
     al__ctl_index_running(&ctl);
