@@ -842,6 +842,22 @@ case_cluster(const opts_t *o)
     }
     int64_t reg_us = now_us() - r0;
     al_clock_sleep_ms(1500); /* registrations settle; a timer cycle */
+    /* GET /metrics with every node registered: the round trip of a
+     * scrape (the loop renders it, one line per node at least). */
+    int64_t m0 = now_us();
+    size_t mbytes = 0;
+    enum { NSCRAPE = 20 };
+    for (int i = 0; i < NSCRAPE; i++) {
+        al_http_resp_t r;
+        char *cause = NULL;
+        if (al_http_conn_request(&c, "GET", "/metrics", d.token, NULL, 0, 60000,
+                                 -1, &r, &cause) != 0 ||
+            r.status != 200)
+            die("GET /metrics failed: %s", cause ? cause : "status");
+        mbytes = r.body.len;
+        al_http_resp_fini(&r);
+    }
+    double metrics_ms = (double)(now_us() - m0) / 1000.0 / NSCRAPE;
     double cpu0 = proc_cpu_s(d.pid);
     long syncs0 = 0;
     for (int i = 0; i < o->sim_nodes; i++)
@@ -874,11 +890,12 @@ case_cluster(const opts_t *o)
            "\"register_s\":%.2f,\"jobs_per_s\":%.0f,\"failed\":%d,"
            "\"syncs\":%ld,\"server_cpu_ms_per_job\":%.3f,"
            "\"server_cpu_ms_per_sync\":%.3f,\"cycles\":%lld,"
-           "\"server_rss_mb\":%.1f,\"server_threads\":%ld}\n",
+           "\"server_rss_mb\":%.1f,\"server_threads\":%ld,"
+           "\"metrics_ms\":%.2f,\"metrics_kib\":%.1f}\n",
            o->sim_nodes, 8 * o->sim_nodes, o->jobs, reg_us / 1e6,
            o->jobs / (done / 1e6), failed, syncs, cpu * 1000 / o->jobs,
            syncs > 0 ? cpu * 1000 / (double)syncs : 0.0, cycles, rss / 1024.0,
-           threads);
+           threads, metrics_ms, (double)mbytes / 1024.0);
     fflush(stdout);
     pthread_attr_destroy(&at);
     free(th);

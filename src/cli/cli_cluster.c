@@ -186,8 +186,9 @@ static const al_opt_t token_opts[] = {
     { .name = "--role",
       .kind = AL_OPT_STR,
       .off = offsetof(token_args_t, role),
-      .arg = "user|admin|agent",
-      .help = "what it may do (default user)",
+      .arg = "user|admin|agent|metrics",
+      .help = "what it may do (default user; metrics: only GET /metrics, "
+              "for Prometheus)",
       .flags = AL_OPT_BRIEF },
     { .name = "--json",
       .kind = AL_OPT_FLAG,
@@ -215,10 +216,10 @@ al_cli_token(int argc, char **argv)
     const char *user = a.user, *role = a.role;
     bool help = a.help;
     bool role_ok = strcmp(role, "user") == 0 || strcmp(role, "admin") == 0 ||
-                   strcmp(role, "agent") == 0;
+                   strcmp(role, "agent") == 0 || strcmp(role, "metrics") == 0;
     if (rc == 0 && !help && !role_ok)
         fprintf(stderr,
-                "allot token: --role is user, admin or agent, not "
+                "allot token: --role is user, admin, agent or metrics, not "
                 "'%s'\n",
                 role);
     else if (rc == 0 && !help && user == NULL)

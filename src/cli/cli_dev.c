@@ -29,7 +29,7 @@
 
 /* `allot dev`'s command line: the options store into this. */
 typedef struct dev_args {
-    const char *listen, *state, *store, *fake, *name;
+    const char *listen, *metrics_listen, *state, *store, *fake, *name;
     int64_t nodes;
     bool no_agent, demo;
     al_daemon_t d;
@@ -44,6 +44,12 @@ static const al_opt_t dev_opts[] = {
       .arg = "HOST:PORT",
       .help = "where the controller listens (default 127.0.0.1:7070)",
       .flags = AL_OPT_BRIEF },
+    { .name = "--metrics-listen",
+      .kind = AL_OPT_STR,
+      .off = D(metrics_listen),
+      .arg = "HOST:PORT",
+      .help = "also serve GET /metrics here, without a token (see allot "
+              "server --help)" },
     { .name = "--state",
       .kind = AL_OPT_STR,
       .off = D(state),
@@ -287,6 +293,7 @@ al_cli_dev(int argc, char **argv)
     so.listen = listen;
     so.state_dir = sdir;
     so.store = store;
+    so.metrics_listen = a.metrics_listen;
     al_server_t *srv;
     char *cause = NULL;
     struct rlimit nofile;

@@ -7,6 +7,7 @@
 #ifndef AL_SERVER_API_INT_H
 #define AL_SERVER_API_INT_H
 
+#include "buf.h"
 #include "server_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -110,5 +111,11 @@ void al__api_node_resume(al_ctl_t *ctl, al__req_t *req);
 void al__api_healthz(al_ctl_t *ctl, al__req_t *req);
 void al__api_whoami(al_ctl_t *ctl, al__req_t *req);
 void al__api_token_create(al_ctl_t *ctl, al__req_t *req);
+/* metrics.c: GET /metrics, the Prometheus text exposition (version 0.0.4)
+ * of the tables, rendered read-only. */
+void al__api_metrics(al_ctl_t *ctl, al__req_t *req);
+/* Appends the exposition to out; mono_ms is al_clock_mono_ms() now (the
+ * agents' sync ages are reckoned from it). */
+void al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out);
 
 #endif /* AL_SERVER_API_INT_H */

@@ -43,7 +43,7 @@ al__api_token_create(al_ctl_t *ctl, al__req_t *req)
     if (user == NULL || !al__valid_name(user, 64) || r == ROLE_NONE) {
         al__reply_error(req, 400, "bad_request",
                         "need {\"user\": NAME, \"role\": "
-                        "\"user\"|\"admin\"|\"agent\"}");
+                        "\"user\"|\"admin\"|\"agent\"|\"metrics\"}");
         return;
     }
     al__token_t t;

@@ -16,16 +16,14 @@
 #include "xmalloc.h"
 
 static const char *const role_names[] = {
-    [ROLE_NONE] = "none",
-    [ROLE_USER] = "user",
-    [ROLE_ADMIN] = "admin",
-    [ROLE_AGENT] = "agent",
+    [ROLE_NONE] = "none",   [ROLE_USER] = "user",       [ROLE_ADMIN] = "admin",
+    [ROLE_AGENT] = "agent", [ROLE_METRICS] = "metrics",
 };
 
 const char *
 al__role_name(int role)
 {
-    if (role < 0 || role > ROLE_AGENT)
+    if (role < 0 || role > AL_ROLE_LAST)
         return "none";
     return role_names[role];
 }
@@ -33,7 +31,7 @@ al__role_name(int role)
 int
 al__role_parse(const char *name)
 {
-    for (int r = ROLE_USER; r <= ROLE_AGENT; r++)
+    for (int r = ROLE_USER; r <= AL_ROLE_LAST; r++)
         if (strcmp(name, role_names[r]) == 0)
             return r;
     return ROLE_NONE;

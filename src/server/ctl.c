@@ -144,9 +144,10 @@ handle(al_ctl_t *ctl, al__req_t *req)
         req->user = t->user;
         req->role = t->role;
         /* Agents may only use agent routes, and only agents may. */
-        bool ok = rt->role == ROLE_AGENT ? t->role == ROLE_AGENT
-                  : rt->role == ROLE_ADMIN
-                      ? t->role == ROLE_ADMIN
+        bool ok = rt->role == ROLE_AGENT   ? t->role == ROLE_AGENT
+                  : rt->role == ROLE_ADMIN ? t->role == ROLE_ADMIN
+                  : rt->role == ROLE_METRICS
+                      ? (t->role == ROLE_METRICS || t->role == ROLE_ADMIN)
                       : (t->role == ROLE_USER || t->role == ROLE_ADMIN);
         if (!ok) {
             al__reply_error(req, 403, "forbidden",
@@ -289,8 +290,13 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->cycled = true;
         ctl->cycle_ms = al_clock_mono_ms() - now;
     }
-    if (flush(ctl) == 0 && al__store_commit(ctl) == 0)
-        return;
+    if (flush(ctl) == 0) {
+        double t0 = al__mono_s();
+        int rc = al__store_commit(ctl);
+        al__hist_observe(&ctl->counters.commit, al__mono_s() - t0);
+        if (rc == 0)
+            return;
+    }
     al_error("store commit failed; answering 503 and reloading the state "
              "from the store");
     al__store_rollback(ctl);

@@ -304,6 +304,8 @@ apply_evictions(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
                 ? al_xasprintf("%s (for job %llu)", why,
                                (unsigned long long)b->act[d->for_job]->id)
                 : al_xstrdup(why);
+        if (d->why <= AL_EVICT_RESERVATION)
+            ctl->counters.evicted[d->why][d->requeue ? 1 : 0]++;
         if (d->requeue)
             al__ctl_requeue(ctl, j, "preempted", detail);
         else
@@ -417,7 +419,9 @@ al__cycle_run(al_ctl_t *ctl)
     };
     al_result_t *res = NULL;
     char *cause = NULL;
+    double t0 = al__mono_s();
     int rc = al_sched_run(&b.snap, &res, &cause);
+    al__hist_observe(&ctl->counters.cycle, al__mono_s() - t0);
     ctl->cycles++;
     if (rc != 0) {
         al_error("scheduling cycle failed: %s%s%s", al_err_name(rc),

@@ -94,8 +94,22 @@ const al__route_t al__routes[] = {
       .path = "/v1/agent/sync",
       .role = ROLE_AGENT,
       .fn = al__proto_sync },
+    /* Prometheus' scrape: not under /v1, where its convention expects
+     * it. */
+    { .method = "GET",
+      .path = "/metrics",
+      .role = ROLE_METRICS,
+      .fn = al__api_metrics },
 };
 const int al__nroutes = sizeof al__routes / sizeof al__routes[0];
+
+/* GET /metrics on --metrics-listen's address, where it needs no token. */
+const al__route_t al__metrics_open_route = {
+    .method = "GET",
+    .path = "/metrics",
+    .role = ROLE_NONE,
+    .fn = al__api_metrics,
+};
 
 /* Matches path against pattern segment by segment; '*' captures one
  * non-empty segment into cap (malloc()ed). */

@@ -41,6 +41,9 @@ struct al_server {
     al_ctl_t ctl;
     struct MHD_Daemon *mhd;
     int port;
+    /* --metrics-listen: GET /metrics without a token, nothing else. */
+    struct MHD_Daemon *metrics_mhd;
+    int metrics_port;
     int lock_fd; /* STATE/lock: one controller per state directory */
 };
 
@@ -151,11 +154,19 @@ send_handled(struct MHD_Connection *c, al__req_t *req)
  * for the loop with its connection suspended until the reply is ready. */
 static enum MHD_Result
 dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
-         const char *method, struct conn *cn)
+         const char *method, struct conn *cn, bool metrics_only)
 {
     bool path_ok;
     char *cap[2] = { NULL, NULL };
-    const al__route_t *route = al__route_match(method, url, cap, &path_ok);
+    const al__route_t *route;
+    if (metrics_only) {
+        /* The metrics listener knows one path, and no token. */
+        path_ok = strcmp(url, al__metrics_open_route.path) == 0;
+        route = path_ok && strcmp(method, "GET") == 0 ? &al__metrics_open_route
+                                                      : NULL;
+    } else {
+        route = al__route_match(method, url, cap, &path_ok);
+    }
     if (route == NULL)
         return path_ok ? send_error(c, 405, "method_not_allowed",
                                     "method not allowed on this path")
@@ -196,11 +207,10 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
 }
 
 static enum MHD_Result
-on_request(void *cls, struct MHD_Connection *c, const char *url,
-           const char *method, const char *version, const char *upload,
-           size_t *upload_size, void **con_cls)
+intake(al_server_t *s, bool metrics_only, struct MHD_Connection *c,
+       const char *url, const char *method, const char *upload,
+       size_t *upload_size, void **con_cls)
 {
-    al_server_t *s = cls;
     struct conn *cn = *con_cls;
     if (cn == NULL) {
         cn = al_xcalloc(1, sizeof *cn);
@@ -237,7 +247,26 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
                  s->ctl.opts.max_body);
         return send_error(c, 413, "too_large", msg);
     }
-    return dispatch(s, c, url, method, cn);
+    return dispatch(s, c, url, method, cn, metrics_only);
+}
+
+static enum MHD_Result
+on_request(void *cls, struct MHD_Connection *c, const char *url,
+           const char *method, const char *version, const char *upload,
+           size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    return intake(cls, false, c, url, method, upload, upload_size, con_cls);
+}
+
+/* The metrics listener's access handler: the same intake, one route. */
+static enum MHD_Result
+on_metrics_request(void *cls, struct MHD_Connection *c, const char *url,
+                   const char *method, const char *version, const char *upload,
+                   size_t *upload_size, void **con_cls)
+{
+    (void)version;
+    return intake(cls, true, c, url, method, upload, upload_size, con_cls);
 }
 
 /* ctl->reply: the loop hands back a request whose reply is durable (loop
@@ -265,14 +294,15 @@ on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static int
-parse_listen(const char *listen, struct sockaddr_in *sa, char **cause)
+parse_listen(const char *opt, const char *listen, struct sockaddr_in *sa,
+             char **cause)
 {
     const char *colon = strrchr(listen, ':');
     char host[64];
     memset(sa, 0, sizeof *sa);
     sa->sin_family = AF_INET;
     if (colon == NULL || (size_t)(colon - listen) >= sizeof host) {
-        *cause = al_xasprintf("--listen wants HOST:PORT, not '%s'", listen);
+        *cause = al_xasprintf("%s wants HOST:PORT, not '%s'", opt, listen);
         return AL_EINVAL;
     }
     memcpy(host, listen, (size_t)(colon - listen));
@@ -280,7 +310,7 @@ parse_listen(const char *listen, struct sockaddr_in *sa, char **cause)
     char *end;
     unsigned long port = strtoul(colon + 1, &end, 10);
     if (*end != '\0' || colon[1] == '\0' || port > 65535) {
-        *cause = al_xasprintf("bad port in --listen '%s'", listen);
+        *cause = al_xasprintf("bad port in %s '%s'", opt, listen);
         return AL_EINVAL;
     }
     sa->sin_port = htons((uint16_t)port);
@@ -289,9 +319,9 @@ parse_listen(const char *listen, struct sockaddr_in *sa, char **cause)
     else if (strcmp(host, "localhost") == 0)
         sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     else if (inet_pton(AF_INET, host, &sa->sin_addr) != 1) {
-        *cause = al_xasprintf("--listen host must be an IPv4 address, not "
+        *cause = al_xasprintf("%s host must be an IPv4 address, not "
                               "'%s'",
-                              host);
+                              opt, host);
         return AL_EINVAL;
     }
     return 0;
@@ -300,8 +330,11 @@ parse_listen(const char *listen, struct sockaddr_in *sa, char **cause)
 int
 al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
 {
-    struct sockaddr_in sa;
-    int rc = parse_listen(o->listen, &sa, cause);
+    struct sockaddr_in sa, msa;
+    memset(&msa, 0, sizeof msa);
+    int rc = parse_listen("--listen", o->listen, &sa, cause);
+    if (rc == 0 && o->metrics_listen != NULL)
+        rc = parse_listen("--metrics-listen", o->metrics_listen, &msa, cause);
     if (rc != 0)
         return rc;
     if (al_fs_mkdir_p(o->state_dir, 0700) != 0) {
@@ -349,6 +382,29 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         free(s);
         return AL_EIO;
     }
+    if (o->metrics_listen != NULL) {
+        /* Its own polling thread: a scrape waits on the loop like any
+         * request, and never on the API's connections. */
+        s->metrics_mhd = MHD_start_daemon(
+            MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
+            on_metrics_request, s, MHD_OPTION_SOCK_ADDR, &msa,
+            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_END);
+        if (s->metrics_mhd == NULL) {
+            *cause = al_xasprintf("cannot listen on %s (port in use?)",
+                                  o->metrics_listen);
+            al__ctl_stop(&s->ctl);
+            MHD_stop_daemon(s->mhd);
+            close(s->lock_fd);
+            free(s->ctl.state_dir);
+            free(s);
+            return AL_EIO;
+        }
+        const union MHD_DaemonInfo *mi =
+            MHD_get_daemon_info(s->metrics_mhd, MHD_DAEMON_INFO_BIND_PORT);
+        s->metrics_port = mi != NULL ? mi->port : ntohs(msa.sin_port);
+    }
     const union MHD_DaemonInfo *di =
         MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di != NULL ? di->port : ntohs(sa.sin_port);
@@ -363,6 +419,19 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         al_warn("cannot write %s", path);
     free(path);
     free(url);
+    /* And STATE/metrics-url, the metrics listener's (a scrape config's
+     * target when it picked its port itself). */
+    if (s->metrics_mhd != NULL) {
+        char mhost[INET_ADDRSTRLEN] = "127.0.0.1";
+        if (msa.sin_addr.s_addr != htonl(INADDR_ANY))
+            inet_ntop(AF_INET, &msa.sin_addr, mhost, sizeof mhost);
+        url = al_xasprintf("http://%s:%d/metrics\n", mhost, s->metrics_port);
+        path = al_xasprintf("%s/metrics-url", o->state_dir);
+        if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
+            al_warn("cannot write %s", path);
+        free(path);
+        free(url);
+    }
     *out = s;
     return 0;
 }
@@ -371,6 +440,12 @@ int
 al_server_port(const al_server_t *s)
 {
     return s->port;
+}
+
+int
+al_server_metrics_port(const al_server_t *s)
+{
+    return s->metrics_port;
 }
 
 void
@@ -382,6 +457,8 @@ al_server_stop(al_server_t *s)
      * listener, which closes the connections. */
     al__ctl_stop(&s->ctl);
     MHD_stop_daemon(s->mhd);
+    if (s->metrics_mhd != NULL)
+        MHD_stop_daemon(s->metrics_mhd);
     close(s->lock_fd);
     free(s->ctl.state_dir);
     free(s);
@@ -422,6 +499,13 @@ static const al_opt_t server_opts[] = {
       .help = "where the state lives: sqlite (the default, STATE/allot.db) "
               "or postgresql://[USER@]HOST[:PORT]/DATABASE (any libpq URI; a "
               "password is better in ~/.pgpass or PGPASSWORD)" },
+    { .name = "--metrics-listen",
+      .kind = AL_OPT_STR,
+      .off = S(o.metrics_listen),
+      .arg = "HOST:PORT",
+      .help = "also listen here for GET /metrics only, without a token "
+              "(for Prometheus; port 0 picks a free one; elsewhere /metrics "
+              "needs a token of the metrics or admin role)" },
     { .name = "--node-timeout",
       .kind = AL_OPT_INT,
       .off = S(o.node_timeout_ms),
@@ -491,6 +575,10 @@ al_server_main(int argc, char **argv)
     al_info("listening on http://%.*s:%d (state %s)",
             (int)(strrchr(o.listen, ':') - o.listen), o.listen,
             al_server_port(s), o.state_dir);
+    if (o.metrics_listen != NULL)
+        al_info("metrics on http://%.*s:%d/metrics",
+                (int)(strrchr(o.metrics_listen, ':') - o.metrics_listen),
+                o.metrics_listen, al_server_metrics_port(s));
     int sig = al_daemon_wait(&a.d);
     al_info("signal %d: stopping", sig);
     al_server_stop(s);

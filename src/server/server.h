@@ -29,6 +29,9 @@ typedef struct al_server_opts {
     /* The state store: NULL or "sqlite" for STATE/allot.db, or a
      * PostgreSQL connection URI (postgres:// or postgresql://). */
     const char *store;
+    /* "HOST:PORT" of a second listener that serves GET /metrics only,
+     * without a token (for a Prometheus on a trusted network), or NULL. */
+    const char *metrics_listen;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */
@@ -45,6 +48,8 @@ typedef struct al_server al_server_t;
 int al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause);
 /* The port actually bound. */
 int al_server_port(const al_server_t *s);
+/* The port of the metrics listener, or 0 when there is none. */
+int al_server_metrics_port(const al_server_t *s);
 /* Stops the listener and the loop and releases everything; NULL is a no-op. */
 void al_server_stop(al_server_t *s);
 

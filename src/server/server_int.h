@@ -27,6 +27,8 @@
  *   table.c       the tables: jobs, queues, nodes by name, dirty jobs
  *   reason.c      names of states and classes, reasons' text
  *   auth.c        bearer tokens (salted SHA-256, constant-time compare)
+ *   metrics.c     GET /metrics: the Prometheus exposition of the tables
+ *                 (a handler, declared in api_int.h)
  *
  * This header holds the types and the layers from state.c down; the
  * handlers' layer (agentproto.c, api_*.c) is declared in api_int.h, and
@@ -219,7 +221,10 @@ typedef struct al__node {
 /* ------------------------------------------------------------------ */
 /* Tokens                                                             */
 
-enum { ROLE_NONE = 0, ROLE_USER, ROLE_ADMIN, ROLE_AGENT };
+/* Stored as integers: a new role goes at the end.  ROLE_METRICS may only
+ * read GET /metrics (Prometheus' scrape token); an admin may too. */
+enum { ROLE_NONE = 0, ROLE_USER, ROLE_ADMIN, ROLE_AGENT, ROLE_METRICS };
+#define AL_ROLE_LAST ROLE_METRICS
 
 typedef struct al__token {
     char id[17];
@@ -276,11 +281,41 @@ struct al__route {
 
 extern const al__route_t al__routes[];
 extern const int al__nroutes;
+/* GET /metrics without a token, the one route of the metrics listener. */
+extern const al__route_t al__metrics_open_route;
 
 /* Returns the route for method+path and its captures, or NULL; *path_ok
  * tells whether some route had the path under another method (405). */
 const al__route_t *al__route_match(const char *method, const char *path,
                                    char **cap, bool *path_ok);
+
+/* ------------------------------------------------------------------ */
+/* Counters for GET /metrics                                          */
+
+/* A histogram of durations in seconds over fixed buckets (al__hist_bounds,
+ * upper bounds, AL_HIST_NB of them; +Inf is `count`): what Prometheus
+ * reads as one, cumulative at render time.  Loop thread only. */
+#define AL_HIST_NB 14
+extern const double al__hist_bounds[AL_HIST_NB];
+typedef struct al__hist {
+    uint64_t bucket[AL_HIST_NB]; /* observations in (bound[i-1], bound[i]] */
+    uint64_t count;
+    double sum;
+} al__hist_t;
+
+/* What the loop counts as it goes, since this controller started (never
+ * stored): Prometheus' counters, which it reads as rates. */
+typedef struct al__counters {
+    /* Jobs the core evicted, by AL_EVICT_* cause, and whether they were
+     * requeued (preemptible) or ended. */
+    uint64_t evicted[AL_EVICT_RESERVATION + 1][2];
+    uint64_t node_down_requeues; /* jobs requeued as their node went down */
+    uint64_t nodes_down;         /* nodes marked down for silence */
+    uint64_t time_limits;        /* jobs ended at their time limit */
+    uint64_t ended[JS_COUNT];    /* jobs that reached each final state */
+    al__hist_t cycle;            /* the core's call (al_sched_run) */
+    al__hist_t commit;           /* the store's commit */
+} al__counters_t;
 
 /* ------------------------------------------------------------------ */
 /* The controller                                                     */
@@ -357,6 +392,7 @@ typedef struct al_ctl {
     bool nodes_changed;
     int64_t parked_min;
     int64_t nodes_checked;
+    al__counters_t counters; /* for GET /metrics */
     bool store_failed;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
@@ -381,6 +417,11 @@ int al__ctl_node_index(al_ctl_t *ctl, const char *name);
 int al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n);
 /* Queues job j to be written at the next commit. */
 void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
+/* Counts one observation of `seconds` in h. */
+void al__hist_observe(al__hist_t *h, double seconds);
+/* The monotonic clock in seconds, finer than al_clock_mono_ms(): what the
+ * histograms time with. */
+double al__mono_s(void);
 
 /* ------------------------------------------------------------------ */
 /* reason.c: names and reasons (and al__jstate_names above)           */
@@ -569,7 +610,7 @@ char *al__token_create(const char *user, int role, al__token_t *t);
 /* Finds the token matching `text`; NULL if none. */
 const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
 const char *al__role_name(int role);
-/* ROLE_USER, ROLE_ADMIN or ROLE_AGENT of a name; ROLE_NONE for any other. */
+/* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);
 
 #endif /* AL_SERVER_INT_H */

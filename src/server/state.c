@@ -164,6 +164,8 @@ al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
     j->state = st;
     j->why_valid = false;
     if (st >= JS_COMPLETED) {
+        if (j->state < JS_COMPLETED)
+            ctl->counters.ended[st]++;
         j->end_ms = now;
         free(j->reason);
         j->reason = detail != NULL ? al_xstrdup(detail) : NULL;
@@ -205,6 +207,7 @@ al__ctl_nodes_down(al_ctl_t *ctl, int64_t mono)
                 n->name, (long long)(mono - n->last_seen));
         n->state = NS_DOWN;
         n->dirty = true;
+        ctl->counters.nodes_down++;
         /* Backwards: a requeue takes the job out of ctl->running. */
         for (size_t k = ctl->nrunning; k-- > 0;) {
             al__job_t *j = ctl->running[k];
@@ -213,6 +216,7 @@ al__ctl_nodes_down(al_ctl_t *ctl, int64_t mono)
             for (int t = 0; t < j->ntasks; t++) {
                 if (j->tasks[t].node == i && !j->tasks[t].done) {
                     char *d = al_xasprintf("node %s down", n->name);
+                    ctl->counters.node_down_requeues++;
                     al__ctl_requeue(ctl, j, "requeued", d);
                     free(d);
                     break;
@@ -233,6 +237,7 @@ al__ctl_time_limits(al_ctl_t *ctl)
             continue;
         char *d = al_xasprintf("time limit of %lld s reached",
                                (long long)j->time_limit);
+        ctl->counters.time_limits++;
         al__ctl_set_state(ctl, j, JS_FAILED, "timeout", d);
         free(d);
     }

@@ -3,13 +3,15 @@
  * (with their index by name) and the list of jobs to write at the next
  * commit, and freeing what they hold.  Plain data: changes of a job's
  * state, which have consequences (events, nodes to tell, a cycle), are
- * state.c's.
+ * state.c's.  Also the histograms' buckets and clock, plain data for
+ * GET /metrics that the layers above fill.
  *
  * May call: nothing of the server (common's allocation only).  Every other
  * file of the controller may call it.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "server_int.h"
 #include "xmalloc.h"
@@ -174,4 +176,33 @@ al__ctl_dirty(al_ctl_t *ctl, al__job_t *j)
             al_xreallocarray(ctl->dirty, ctl->dirty_cap, sizeof(void *));
     }
     ctl->dirty[ctl->ndirty++] = j;
+}
+
+/* From 0.5 ms to 10 s: a cycle of a small cluster takes well under a
+ * millisecond, one of a large backlog tens of milliseconds; a commit with
+ * synchronous=FULL a few milliseconds on an SSD, far more on a slow disk. */
+const double al__hist_bounds[AL_HIST_NB] = {
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+    0.1,    0.25,  0.5,    1,     2.5,  5,     10,
+};
+
+void
+al__hist_observe(al__hist_t *h, double seconds)
+{
+    for (int i = 0; i < AL_HIST_NB; i++) {
+        if (seconds <= al__hist_bounds[i]) {
+            h->bucket[i]++;
+            break;
+        }
+    }
+    h->count++;
+    h->sum += seconds;
+}
+
+double
+al__mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }

@@ -24,6 +24,7 @@ import tempfile
 import time
 import traceback
 import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -328,7 +329,7 @@ def scenario_run(c):
                        (("logs", "--task", "x", str(a)), "want numbers"),
                        (("ls", "--limit", "5x"), "--limit wants"),
                        (("token", "create", "--user", "x", "--role", "god"),
-                        "--role is user, admin or agent")):
+                        "--role is user, admin, agent or metrics")):
         p = c.cli(*args, ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "allot %s says what is wrong: %r" % (" ".join(args), p.stderr))
@@ -1772,6 +1773,152 @@ def scenario_pg_restart_load(c):
           (len(accepted), refused[0], log.count("transaction had committed"),
            log.count("transaction had not committed")))
 
+def free_port():
+    """A port free now on loopback (for a program that cannot pick its own
+    and say which)."""
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
+def scenario_metrics(c):
+    """GET /metrics: who may read it (a metrics or admin token, or anyone
+    on --metrics-listen's address, which serves nothing else), that
+    promtool finds the exposition well formed, and that a real Prometheus
+    scraping it answers PromQL with what `allot queues` says."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    c.start_server("--metrics-listen", "127.0.0.1:0")
+    murl = open(os.path.join(c.state, "metrics-url")).read().strip()
+    c.start_agent("n1", "8xH100-80GB")
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "team", "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+    check(s == 201, "queue team: %s %s" % (s, b))
+    jobs = [c.submit("--queue", "team", "--gpus", "2", "--", "sleep", "60")
+            for _ in range(3)]
+    for j in jobs:
+        c.wait_state(j, "running")
+    # A node of real (fake NVML) GPUs, for telemetry; nothing runs there.
+    if lib and os.path.exists(lib):
+        c.start_agent("gpu", None, {"ALLOT_NVML_LIB": lib,
+                                    "FAKE_NVML_GPUS": "2"})
+    wait = c.submit("--queue", "team", "--gpus", "8", "--gpu-model",
+                    "H100-80GB", "--", "true")
+
+    # Access on the API's listener.
+    s, _ = c.api("GET", "/metrics", token=None)
+    check(s == 401, "/metrics without a token: %s" % s)
+    user = c.cli("token", "create", "--user", "alice").stdout.strip()
+    s, b = c.api("GET", "/metrics", token=user)
+    check(s == 403 and "metrics" in b["message"],
+          "/metrics with a user token: %s %s" % (s, b))
+    mtok = c.cli("token", "create", "--user", "prom", "--role",
+                 "metrics").stdout.strip()
+    s, text = c.api("GET", "/metrics", token=mtok)
+    check(s == 200 and "# TYPE allot_jobs gauge" in text,
+          "/metrics with a metrics token: %s %.200s" % (s, text))
+    s, text = c.api("GET", "/metrics")
+    check(s == 200 and "# TYPE allot_jobs gauge" in text,
+          "/metrics with the admin token: %s" % s)
+    for path in ("/v1/jobs", "/v1/whoami", "/v1/queues"):
+        s, b = c.api("GET", path, token=mtok)
+        check(s == 403, "a metrics token on %s: %s" % (path, s))
+
+    # The metrics listener: /metrics without a token, nothing else.
+    def get(url):
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+    base = murl[:-len("/metrics")]
+    s, text = get(murl)
+    check(s == 200 and "allot_queue_allocated_gpus{queue=\"team\"} 6\n"
+          in text, "metrics listener: %s %.300s" % (s, text))
+    for path in ("/v1/healthz", "/v1/jobs", "/", "/metrics/x"):
+        s, _ = get(base + path)
+        check(s == 404, "metrics listener %s: %s" % (path, s))
+    check("allot_jobs{queue=\"team\",state=\"running\",class=\"train\"} 3\n"
+          in text and "allot_gpus{model=\"H100-80GB\"} 8\n" in text and
+          "allot_gpus_allocated{model=\"H100-80GB\"} 6\n" in text and
+          "allot_queue_borrowed_gpus{queue=\"team\"} 4\n" in text and
+          "allot_nodes{state=\"ready\"}" in text,
+          "jobs, GPUs and queues in the exposition: %s" % text)
+    pend = wait_for(lambda: (lambda t: t if re.search(
+        r'^allot_pending_jobs\{reason="(capacity|no_node_fits|no_victim|'
+        r'reserved)"\} 1$', t, re.M) else None)(get(murl)[1]), 10,
+        "job %d pending with a reason" % wait)
+    check(pend, "pending by reason")
+    if lib and os.path.exists(lib):
+        # The fake NVML: GPU i is 10*i % 100 busy, uses i GiB, draws 100+i W.
+        t = wait_for(lambda: (lambda t: t if "allot_gpu_power_watts{" in t
+                              else None)(get(murl)[1]), 10, "GPU telemetry")
+        for line in ('allot_gpu_utilization_ratio{node="gpu",gpu="1",'
+                     'model="A100-SXM4-40GB"} 0.1',
+                     'allot_gpu_memory_used_bytes{node="gpu",gpu="1",'
+                     'model="A100-SXM4-40GB"} 1073741824',
+                     'allot_gpu_power_watts{node="gpu",gpu="1",'
+                     'model="A100-SXM4-40GB"} 101'):
+            check(line + "\n" in t, "telemetry line %s in %s" % (line, t))
+
+    # promtool's own check of the format and of Prometheus' conventions.
+    promtool = shutil.which("promtool")
+    check(promtool is not None, "promtool installed (scripts/deps)")
+    p = subprocess.run([promtool, "check", "metrics"], input=get(murl)[1],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0 and p.stdout.strip() == "" and
+          p.stderr.strip() == "",
+          "promtool check metrics: %d %s %s" % (p.returncode, p.stdout,
+                                               p.stderr))
+
+    # A real Prometheus scrapes the metrics listener every second.
+    prom = shutil.which("prometheus")
+    check(prom is not None, "prometheus installed (scripts/deps)")
+    cfg = os.path.join(c.root, "prometheus.yml")
+    with open(cfg, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+                "scrape_configs:\n  - job_name: allot\n"
+                "    metrics_path: /metrics\n"
+                "    static_configs:\n      - targets: ['%s']\n"
+                % base[len("http://"):])
+    pport = free_port()
+    log = open(os.path.join(c.root, "prometheus.log"), "ab")
+    pp = subprocess.Popen([prom, "--config.file=" + cfg,
+                           "--storage.tsdb.path=" +
+                           os.path.join(c.root, "tsdb"),
+                           "--web.listen-address=127.0.0.1:%d" % pport],
+                          stdout=log, stderr=subprocess.STDOUT,
+                          start_new_session=True)
+    log.close()
+    c.procs.append(pp)
+
+    def query(q):
+        url = "http://127.0.0.1:%d/api/v1/query?%s" % (
+            pport, urllib.parse.urlencode({"query": q}))
+        try:
+            with urllib.request.urlopen(url, timeout=10) as r:
+                res = json.loads(r.read())["data"]["result"]
+        except (OSError, ValueError, KeyError):
+            return None
+        return res or None
+    res = wait_for(lambda: query('allot_queue_allocated_gpus{queue="team"}'),
+                   60, "Prometheus to scrape allot")
+    queues = {q["name"]: q for q in
+              json.loads(c.cli("queues", "--json").stdout)}
+    check(len(res) == 1 and float(res[0]["value"][1]) ==
+          queues["team"]["allocated"]["gpu"] == 6,
+          "PromQL allocated GPUs of team %s == allot queues %s" %
+          (res, queues["team"]["allocated"]))
+    res = query('allot_queue_deserved_gpus{queue="team"}')
+    check(res and float(res[0]["value"][1]) ==
+          queues["team"]["quota"]["gpu"]["deserved"],
+          "PromQL deserved of team: %s" % res)
+    res = query('sum(allot_jobs{queue="team",state="running"})')
+    check(res and float(res[0]["value"][1]) == 3, "PromQL running: %s" % res)
+    res = query('up{job="allot"}')
+    check(res and res[0]["value"][1] == "1", "Prometheus target up: %s" % res)
+    for j in jobs + [wait]:
+        c.cli("cancel", str(j), ok=False)
+
 
 SCENARIOS = {
     "run": scenario_run,
@@ -1796,6 +1943,7 @@ SCENARIOS = {
     "pg_store": scenario_pg_store,
     "fraction": scenario_fraction,
     "pg_restart_load": scenario_pg_restart_load,
+    "metrics": scenario_metrics,
 }
 
 

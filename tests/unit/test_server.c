@@ -853,6 +853,195 @@ desired_set(void)
     ctl_fini(&ctl);
 }
 
+/* ------------------------------------------------------------------ */
+/* Metrics (metrics.c)                                                */
+
+/* Whether the exposition `text` holds `line` as a whole line. */
+static bool
+has_line(const char *text, const char *line)
+{
+    size_t n = strlen(line);
+    for (const char *p = text; (p = strstr(p, line)) != NULL; p++)
+        if ((p == text || p[-1] == '\n') && p[n] == '\n')
+            return true;
+    return false;
+}
+
+#define ASSERT_LINE(text, line)                                                \
+    do {                                                                       \
+        if (!has_line((text), (line)))                                         \
+            fprintf(stderr, "    no line: %s\n", (line));                      \
+        ASSERT(has_line((text), (line)));                                      \
+    } while (0)
+
+/* A running job of queue q on node 0's GPUs `devices` (or a fraction). */
+static al__job_t *
+metrics_job(al_ctl_t *ctl, uint64_t id, const char *body, al__jstate_t st,
+            uint64_t devices, int32_t milli)
+{
+    al__job_t *j = NULL;
+    ASSERT_EQ(job_parse(body, "u", false, &j, NULL), 0);
+    j->id = id;
+    j->state = st;
+    if (st == JS_RUNNING) {
+        j->tasks = calloc(1, sizeof *j->tasks);
+        j->tasks[0] = (al__task_t){
+            .node = 0, .devices = devices, .gpu_milli = milli, .log_size = -1
+        };
+    }
+    al__ctl_put_job(ctl, j);
+    return j;
+}
+
+static void
+metrics_render(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    add_node(&ctl, "{\"name\": \"a\", \"addr\": \"10.0.0.1\", \"gpus\": ["
+                   "{\"uuid\": \"G0\", \"model\": \"H100\"}, "
+                   "{\"uuid\": \"G1\", \"model\": \"H100\"}, "
+                   "{\"uuid\": \"G2\", \"model\": \"A\\\"100\"}]}");
+    add_node(&ctl, "{\"name\": \"b\", \"addr\": \"10.0.0.2\", \"gpus\": ["
+                   "{\"uuid\": \"G3\", \"model\": \"H100\"}]}");
+    ctl.nodes[0].last_seen = 1000;
+    ctl.nodes[1].last_seen = 500;
+    ctl.nodes[1].state = NS_DOWN;
+    ctl.nodes[0].gpus[1].sample = (al__gpu_sample_t){ .util = 75,
+                                                      .mem_util = 10,
+                                                      .temp_c = 61,
+                                                      .mem_used = 1048576,
+                                                      .power_mw = 250500,
+                                                      .at_ms = 1 };
+    al__queue_t qs[2];
+    memset(qs, 0, sizeof qs);
+    char team[] = "team", idle[] = "idle";
+    qs[0].name = team;
+    qs[0].quota[AL_RES_GPU].deserved = 1000;
+    qs[0].share.allocated[AL_RES_GPU] = 2500;
+    qs[0].share.allocated[AL_RES_CPU] = 1500;
+    qs[0].share.allocated[AL_RES_MEM] = 4096;
+    qs[0].share.fair[AL_RES_GPU] = 1500;
+    qs[1].name = idle;
+    qs[1].quota[AL_RES_GPU].deserved = 3000;
+    ctl.queues = qs;
+    ctl.nqueues = 2;
+    metrics_job(&ctl, 1,
+                "{\"command\": [\"x\"], \"queue\": \"team\", "
+                "\"gpus\": 2}",
+                JS_RUNNING, 3, 0);
+    metrics_job(&ctl, 2,
+                "{\"command\": [\"x\"], \"queue\": \"team\", "
+                "\"gpu_fraction\": 0.5, \"class\": \"build\"}",
+                JS_RUNNING, 4, 500);
+    al__job_t *p = metrics_job(&ctl, 3,
+                               "{\"command\": [\"x\"], "
+                               "\"queue\": \"team\"}",
+                               JS_PENDING, 0, 0);
+    p->why = (al_reason_t){ .code = AL_WHY_CAPACITY, .queue = -1, .job = -1 };
+    p->why_valid = true;
+    metrics_job(&ctl, 4, "{\"command\": [\"x\"], \"queue\": \"team\"}",
+                JS_PENDING, 0, 0);
+    metrics_job(&ctl, 5,
+                "{\"command\": [\"x\"], \"queue\": \"gone\", "
+                "\"hold\": true}",
+                JS_HELD, 0, 0);
+    metrics_job(&ctl, 6, "{\"command\": [\"x\"], \"queue\": \"team\"}",
+                JS_COMPLETED, 0, 0);
+    al__ctl_index_running(&ctl);
+    ctl.counters.evicted[AL_EVICT_RECLAIM][1] = 3;
+    ctl.counters.ended[JS_FAILED] = 2;
+    ctl.cycles = 7;
+    al__hist_observe(&ctl.counters.cycle, 0.0003);
+    al__hist_observe(&ctl.counters.cycle, 0.002);
+    al__hist_observe(&ctl.counters.cycle, 30);
+
+    al_buf_t b;
+    al_buf_init(&b);
+    al__metrics_render(&ctl, 3500, &b);
+    const char *t = al_buf_cstr(&b);
+    static const char *const want[] = {
+        "# HELP allot_jobs Jobs pending, held or running, by queue, state "
+        "and class.",
+        "# TYPE allot_jobs gauge",
+        "allot_jobs{queue=\"team\",state=\"running\",class=\"train\"} 1",
+        "allot_jobs{queue=\"team\",state=\"running\",class=\"build\"} 1",
+        "allot_jobs{queue=\"team\",state=\"pending\",class=\"train\"} 2",
+        "allot_jobs{queue=\"idle\",state=\"pending\",class=\"train\"} 0",
+        "allot_jobs{queue=\"\",state=\"held\",class=\"train\"} 1",
+        "allot_pending_jobs{reason=\"capacity\"} 1",
+        "allot_pending_jobs{reason=\"unknown\"} 1",
+        "allot_pending_jobs{reason=\"held\"} 1",
+        "allot_jobs_ended_total{state=\"failed\"} 2",
+        "# TYPE allot_gpus gauge",
+        "allot_gpus{model=\"H100\"} 2",
+        "allot_gpus{model=\"A\\\"100\"} 1",
+        "allot_gpus_allocated{model=\"H100\"} 2",
+        "allot_gpus_allocated{model=\"A\\\"100\"} 0.5",
+        "allot_queue_deserved_gpus{queue=\"team\"} 1",
+        "allot_queue_deserved_gpus{queue=\"idle\"} 3",
+        "allot_queue_fair_share_gpus{queue=\"team\"} 1.5",
+        "allot_queue_allocated_gpus{queue=\"team\"} 2.5",
+        "allot_queue_allocated_cpus{queue=\"team\"} 1.5",
+        "allot_queue_allocated_memory_bytes{queue=\"team\"} 4096",
+        "allot_queue_borrowed_gpus{queue=\"team\"} 1.5",
+        "allot_queue_borrowed_gpus{queue=\"idle\"} 0",
+        "allot_nodes{state=\"ready\"} 1",
+        "allot_nodes{state=\"down\"} 1",
+        "allot_node_sync_age_seconds{node=\"a\"} 2.5",
+        "allot_node_sync_age_seconds{node=\"b\"} 3",
+        "allot_gpu_utilization_ratio{node=\"a\",gpu=\"1\",model=\"H100\"} "
+        "0.75",
+        "allot_gpu_memory_used_bytes{node=\"a\",gpu=\"1\",model=\"H100\"} "
+        "1048576",
+        "allot_gpu_power_watts{node=\"a\",gpu=\"1\",model=\"H100\"} 250.5",
+        "allot_gpu_temperature_celsius{node=\"a\",gpu=\"1\",model=\"H100\"} "
+        "61",
+        "allot_evictions_total{cause=\"reclaim\",outcome=\"requeued\"} 3",
+        "allot_evictions_total{cause=\"preempt\",outcome=\"failed\"} 0",
+        "allot_scheduling_cycles_total 7",
+        "# TYPE allot_scheduling_cycle_duration_seconds histogram",
+        "allot_scheduling_cycle_duration_seconds_bucket{le=\"0.0005\"} 1",
+        "allot_scheduling_cycle_duration_seconds_bucket{le=\"0.001\"} 1",
+        "allot_scheduling_cycle_duration_seconds_bucket{le=\"0.0025\"} 2",
+        "allot_scheduling_cycle_duration_seconds_bucket{le=\"10\"} 2",
+        "allot_scheduling_cycle_duration_seconds_bucket{le=\"+Inf\"} 3",
+        "allot_scheduling_cycle_duration_seconds_sum 30.0023",
+        "allot_scheduling_cycle_duration_seconds_count 3",
+        "allot_store_commit_duration_seconds_count 0",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ASSERT_LINE(t, want[i]);
+    /* No telemetry for a GPU that sent none, nor a queue gone with no
+     * jobs; no ended job among the gauges. */
+    ASSERT(strstr(t, "gpu=\"0\"") == NULL);
+    ASSERT(!has_line(t, "allot_jobs{queue=\"\",state=\"pending\","
+                        "class=\"train\"} 0"));
+    ASSERT(strstr(t, "state=\"completed\",class") == NULL);
+    /* Every sample's family has its HELP and TYPE before it, and every
+     * line ends with a newline. */
+    ASSERT(t[strlen(t) - 1] == '\n');
+    char fam[128] = "";
+    for (const char *line = t; *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        ASSERT(end != NULL);
+        if (strncmp(line, "# TYPE ", 7) == 0) {
+            size_t n = strcspn(line + 7, " ");
+            ASSERT(n < sizeof fam);
+            memcpy(fam, line + 7, n);
+            fam[n] = '\0';
+        } else if (line[0] != '#') {
+            ASSERT(fam[0] != '\0');
+            ASSERT(strncmp(line, fam, strlen(fam)) == 0);
+        }
+        line = end + 1;
+    }
+    al_buf_fini(&b);
+    ctl.queues = NULL;
+    ctl.nqueues = 0;
+    ctl_fini(&ctl);
+}
+
 /* Role names both ways (auth.c): what token creation takes and shows. */
 static void
 role_names(void)
@@ -860,11 +1049,13 @@ role_names(void)
     ASSERT_EQ(al__role_parse("user"), ROLE_USER);
     ASSERT_EQ(al__role_parse("admin"), ROLE_ADMIN);
     ASSERT_EQ(al__role_parse("agent"), ROLE_AGENT);
+    ASSERT_EQ(al__role_parse("metrics"), ROLE_METRICS);
     ASSERT_EQ(al__role_parse("none"), ROLE_NONE);
     ASSERT_EQ(al__role_parse("Admin"), ROLE_NONE);
     ASSERT_EQ(al__role_parse(""), ROLE_NONE);
-    for (int r = ROLE_USER; r <= ROLE_AGENT; r++)
+    for (int r = ROLE_USER; r <= AL_ROLE_LAST; r++)
         ASSERT_EQ(al__role_parse(al__role_name(r)), r);
+    ASSERT_STR_EQ(al__role_name(ROLE_METRICS), "metrics");
     ASSERT_STR_EQ(al__role_name(ROLE_NONE), "none");
     ASSERT_STR_EQ(al__role_name(99), "none");
 }
@@ -888,5 +1079,6 @@ const al_test_t test_server[] = {
     { "sync_body", sync_body },
     { "desired_task_encoding", desired_task_encoding },
     { "desired_set", desired_set },
+    { "metrics_render", metrics_render },
     { NULL, NULL },
 };

@@ -1,0 +1,450 @@
+/*
+ * metrics.c -- GET /metrics: the controller's state in Prometheus' text
+ * exposition format (version 0.0.4), rendered from the tables on the loop
+ * thread, read-only, into one buffer: jobs by state, queue and class,
+ * pending jobs by reason, GPUs by model, each queue's quota, fair share
+ * and allocation (what `allot queues` shows, from the same last cycle),
+ * nodes, the agents' last syncs and GPU telemetry, and the loop's
+ * counters and histograms (al__counters_t).  Names follow Prometheus'
+ * conventions: the allot_ prefix, base units in the name, _total on
+ * counters, and labels of low cardinality (no job ids).
+ *
+ * May call: table.c and reason.c (names), and common's buffer; it changes
+ * nothing.  route.c's table names its handler.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+#include "buf.h"
+#include "clock.h"
+#include "xmalloc.h"
+
+/* Low-cardinality names of the core's reasons (AL_WHY_*), as labels. */
+static const char *const why_names[] = {
+    [AL_WHY_NONE] = "none",
+    [AL_WHY_HELD] = "held",
+    [AL_WHY_DEPS] = "dependencies",
+    [AL_WHY_DEPS_NEVER] = "dependency_failed",
+    [AL_WHY_BAD_QUEUE] = "bad_queue",
+    [AL_WHY_TOO_BIG] = "too_big",
+    [AL_WHY_LIMIT] = "queue_limit",
+    [AL_WHY_MODEL_LIMIT] = "model_limit",
+    [AL_WHY_DESERVED] = "over_deserved",
+    [AL_WHY_NO_BORROW] = "no_borrow",
+    [AL_WHY_CAPACITY] = "capacity",
+    [AL_WHY_NO_NODE] = "no_node_fits",
+    [AL_WHY_TOPOLOGY] = "topology",
+    [AL_WHY_RESERVED] = "reserved",
+    [AL_WHY_BEHIND_RESERVATION] = "behind_reservation",
+    [AL_WHY_ORDER] = "order",
+    [AL_WHY_NO_VICTIM] = "no_victim",
+    [AL_WHY_YIELDED] = "yielded",
+    [AL_WHY_NO_MATCH] = "no_match",
+};
+#define NWHY ((int)(sizeof why_names / sizeof why_names[0]))
+/* A pending job no cycle has looked at yet. */
+#define WHY_UNKNOWN NWHY
+
+/* Label names of the eviction causes, by AL_EVICT_*. */
+static const char *const evict_causes[] = {
+    [AL_EVICT_RECLAIM] = "reclaim",
+    [AL_EVICT_PREEMPT] = "preempt",
+    [AL_EVICT_RESERVATION] = "reservation",
+};
+
+/* The most GPU models told apart; GPUs of any further model count as
+ * "other" (a cluster has a handful). */
+#define MAX_MODELS 32
+
+static void
+head(al_buf_t *b, const char *name, const char *type, const char *help)
+{
+    al_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Appends s as a label value: backslash, double quote and newline
+ * escaped, as the format asks. */
+static void
+label(al_buf_t *b, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        if (*s == '\\' || *s == '"')
+            al_buf_putc(b, '\\');
+        if (*s == '\n')
+            al_buf_puts(b, "\\n");
+        else
+            al_buf_putc(b, *s);
+    }
+}
+
+/* A value: integers as such, other numbers in the fewest digits that
+ * read back as the same double (0.1, not 0.10000000000000001). */
+static void
+value(al_buf_t *b, double v)
+{
+    if (v == (double)(int64_t)v && v > -1e15 && v < 1e15) {
+        al_buf_printf(b, " %lld\n", (long long)v);
+        return;
+    }
+    char s[32];
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, v);
+        if (strtod(s, NULL) == v)
+            break;
+    }
+    al_buf_printf(b, " %s\n", s);
+}
+
+/* The controller queue index of job j, or -1 when its queue is gone. */
+static int
+job_queue(const al_ctl_t *ctl, const al__job_t *j)
+{
+    if (j->qgen == ctl->queue_gen + 1 && j->qidx < ctl->nqueues)
+        return j->qidx;
+    for (int i = 0; i < ctl->nqueues; i++)
+        if (strcmp(ctl->queues[i].name, j->queue) == 0)
+            return i;
+    return -1;
+}
+
+/* Active jobs (pending, held, running) by queue, state and class, and
+ * pending and held ones by reason; ended jobs as counters. */
+static void
+render_jobs(const al_ctl_t *ctl, al_buf_t *b)
+{
+    enum { NACT = JS_RUNNING + 1 };
+    size_t nq = (size_t)ctl->nqueues + 1; /* the last: a queue gone */
+    size_t ncell = nq * NACT * (size_t)al__njclasses;
+    uint64_t *cell = al_xcalloc(ncell, sizeof *cell);
+    uint64_t why[NWHY + 1] = { 0 };
+    for (uint64_t i = ctl->active_lo; i < ctl->njobs; i++) {
+        const al__job_t *j = ctl->jobs[i];
+        if (j == NULL || j->state > JS_RUNNING || j->cls < 0 ||
+            j->cls >= al__njclasses)
+            continue;
+        int q = job_queue(ctl, j);
+        size_t qi = q < 0 ? nq - 1 : (size_t)q;
+        cell[(qi * NACT + (size_t)j->state) * (size_t)al__njclasses +
+             (size_t)j->cls]++;
+        if (j->state == JS_HELD)
+            why[AL_WHY_HELD]++;
+        else if (j->state == JS_PENDING)
+            why[j->why_valid && (int)j->why.code >= 0 && (int)j->why.code < NWHY
+                    ? (int)j->why.code
+                    : WHY_UNKNOWN]++;
+    }
+    head(b, "allot_jobs", "gauge",
+         "Jobs pending, held or running, by queue, state and class.");
+    for (size_t q = 0; q < nq; q++)
+        for (int s = 0; s < NACT; s++)
+            for (int c = 0; c < al__njclasses; c++) {
+                uint64_t n =
+                    cell[(q * NACT + (size_t)s) * (size_t)al__njclasses +
+                         (size_t)c];
+                /* A queue with no jobs still shows its zeros, so that a
+                 * query sees 0, not nothing; a queue gone only when it
+                 * has jobs. */
+                if (q == nq - 1 && n == 0)
+                    continue;
+                al_buf_puts(b, "allot_jobs{queue=\"");
+                label(b, q == nq - 1 ? "" : ctl->queues[q].name);
+                al_buf_printf(b, "\",state=\"%s\",class=\"%s\"}",
+                              al__jstate_names[s], al__jclasses[c].name);
+                value(b, (double)n);
+            }
+    free(cell);
+    head(b, "allot_pending_jobs", "gauge",
+         "Jobs pending or held, by why the last scheduling cycle left them "
+         "waiting (unknown: no cycle has seen them yet).");
+    for (int w = 1; w <= NWHY; w++) {
+        al_buf_printf(b, "allot_pending_jobs{reason=\"%s\"}",
+                      w == WHY_UNKNOWN ? "unknown" : why_names[w]);
+        value(b, (double)why[w]);
+    }
+    head(b, "allot_jobs_ended_total", "counter",
+         "Jobs that ended, by final state, since the controller started.");
+    for (int s = JS_COMPLETED; s < JS_COUNT; s++) {
+        al_buf_printf(b, "allot_jobs_ended_total{state=\"%s\"}",
+                      al__jstate_names[s]);
+        value(b, (double)ctl->counters.ended[s]);
+    }
+}
+
+/* The model of GPU g of node n, as counted: at most MAX_MODELS names. */
+static int
+model_slot(const char **models, int *nmodels, const char *m)
+{
+    if (m == NULL || *m == '\0')
+        m = "unknown";
+    for (int i = 0; i < *nmodels; i++)
+        if (strcmp(models[i], m) == 0)
+            return i;
+    if (*nmodels == MAX_MODELS - 1) {
+        models[*nmodels] = "other";
+        return (*nmodels)++;
+    }
+    if (*nmodels == MAX_MODELS)
+        return MAX_MODELS - 1;
+    models[*nmodels] = m;
+    return (*nmodels)++;
+}
+
+/* GPUs by model on the nodes that are not down, and those held by
+ * running tasks (a fraction counts as its share). */
+static void
+render_gpus(const al_ctl_t *ctl, al_buf_t *b)
+{
+    const char *models[MAX_MODELS];
+    int nmodels = 0;
+    int64_t total[MAX_MODELS] = { 0 }, milli[MAX_MODELS] = { 0 };
+    for (int i = 0; i < ctl->nnodes; i++) {
+        const al__node_t *n = &ctl->nodes[i];
+        if (n->state == NS_DOWN)
+            continue;
+        for (int g = 0; g < n->ngpus; g++)
+            total[model_slot(models, &nmodels, n->gpus[g].model)]++;
+    }
+    for (size_t k = 0; k < ctl->nrunning; k++) {
+        const al__job_t *j = ctl->running[k];
+        for (int t = 0; j->tasks != NULL && t < j->ntasks; t++) {
+            const al__task_t *tk = &j->tasks[t];
+            if (tk->done || tk->node < 0 || tk->node >= ctl->nnodes)
+                continue;
+            const al__node_t *n = &ctl->nodes[tk->node];
+            for (int g = 0; g < n->ngpus && g < 64; g++)
+                if (tk->devices & (UINT64_C(1) << g))
+                    milli[model_slot(models, &nmodels, n->gpus[g].model)] +=
+                        tk->gpu_milli > 0 ? tk->gpu_milli : AL_GPU_MILLI;
+        }
+    }
+    head(b, "allot_gpus", "gauge",
+         "GPUs on the nodes that are not down, by model.");
+    for (int m = 0; m < nmodels; m++) {
+        al_buf_puts(b, "allot_gpus{model=\"");
+        label(b, models[m]);
+        al_buf_puts(b, "\"}");
+        value(b, (double)total[m]);
+    }
+    head(b, "allot_gpus_allocated", "gauge",
+         "GPUs held by running tasks, by model (a fraction counts as its "
+         "share).");
+    for (int m = 0; m < nmodels; m++) {
+        al_buf_puts(b, "allot_gpus_allocated{model=\"");
+        label(b, models[m]);
+        al_buf_puts(b, "\"}");
+        value(b, (double)milli[m] / AL_GPU_MILLI);
+    }
+}
+
+/* One line of a per-queue metric. */
+static void
+queue_line(al_buf_t *b, const char *name, const al__queue_t *q, double v)
+{
+    al_buf_printf(b, "%s{queue=\"", name);
+    label(b, q->name);
+    al_buf_puts(b, "\"}");
+    value(b, v);
+}
+
+/* Each queue's deserved quota, fair share and allocation by resource, in
+ * base units (GPUs, CPU cores, bytes), as `allot queues` shows them: the
+ * quota as set, the rest as of the last cycle. */
+static void
+render_queues(const al_ctl_t *ctl, al_buf_t *b)
+{
+    static const struct {
+        const char *suffix, *unit;
+        double scale;
+    } res[AL_NRES] = {
+        [AL_RES_GPU] = { "gpus", "GPUs", AL_GPU_MILLI },
+        [AL_RES_CPU] = { "cpus", "CPU cores", 1000.0 },
+        [AL_RES_MEM] = { "memory_bytes", "bytes of memory", 1.0 },
+    };
+    static const char *const what[3] = { "deserved", "fair_share",
+                                         "allocated" };
+    static const char *const help[3] = {
+        "Deserved (guaranteed) quota of the queue",
+        "Fair share of the queue as of the last scheduling cycle",
+        "Allocated to the queue's running jobs as of the last scheduling "
+        "cycle",
+    };
+    for (int w = 0; w < 3; w++)
+        for (int r = 0; r < AL_NRES; r++) {
+            char name[64], h[160];
+            snprintf(name, sizeof name, "allot_queue_%s_%s", what[w],
+                     res[r].suffix);
+            snprintf(h, sizeof h, "%s, in %s.", help[w], res[r].unit);
+            head(b, name, "gauge", h);
+            for (int i = 0; i < ctl->nqueues; i++) {
+                const al__queue_t *q = &ctl->queues[i];
+                double v = w == 0   ? (double)q->quota[r].deserved
+                           : w == 1 ? q->share.fair[r]
+                                    : (double)q->share.allocated[r];
+                queue_line(b, name, q, v / res[r].scale);
+            }
+        }
+    head(b, "allot_queue_borrowed_gpus", "gauge",
+         "GPUs the queue holds over its deserved quota (borrowed from "
+         "others' idle quota).");
+    for (int i = 0; i < ctl->nqueues; i++) {
+        const al__queue_t *q = &ctl->queues[i];
+        int64_t over =
+            q->share.allocated[AL_RES_GPU] - q->quota[AL_RES_GPU].deserved;
+        queue_line(b, "allot_queue_borrowed_gpus", q,
+                   over > 0 ? (double)over / AL_GPU_MILLI : 0.0);
+    }
+}
+
+/* One line of a per-GPU metric, when its value is known (>= 0). */
+static void
+gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, double v)
+{
+    if (v < 0)
+        return;
+    al_buf_printf(b, "%s{node=\"", name);
+    label(b, n->name);
+    al_buf_printf(b, "\",gpu=\"%d\",model=\"", g);
+    label(b, n->gpus[g].model ? n->gpus[g].model : "unknown");
+    al_buf_puts(b, "\"}");
+    value(b, v);
+}
+
+/* Nodes by state, each node's time since its agent's last sync, and the
+ * GPU telemetry agents send (real GPUs only: emulated ones send none). */
+static void
+render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
+{
+    int by_state[NS_DOWN + 1] = { 0 };
+    for (int i = 0; i < ctl->nnodes; i++)
+        if (ctl->nodes[i].state >= 0 && ctl->nodes[i].state <= NS_DOWN)
+            by_state[ctl->nodes[i].state]++;
+    head(b, "allot_nodes", "gauge", "Nodes by state.");
+    for (int s = 0; s <= NS_DOWN; s++) {
+        al_buf_printf(b, "allot_nodes{state=\"%s\"}", al__node_state_names[s]);
+        value(b, by_state[s]);
+    }
+    head(b, "allot_node_sync_age_seconds", "gauge",
+         "Seconds since the node's agent last synced (since the controller "
+         "started, for a node not heard from since).");
+    for (int i = 0; i < ctl->nnodes; i++) {
+        const al__node_t *n = &ctl->nodes[i];
+        int64_t age = mono_ms - n->last_seen;
+        al_buf_puts(b, "allot_node_sync_age_seconds{node=\"");
+        label(b, n->name);
+        al_buf_puts(b, "\"}");
+        value(b, age > 0 ? (double)age / 1000.0 : 0.0);
+    }
+    static const struct {
+        const char *name, *help;
+    } tel[] = {
+        { "allot_gpu_utilization_ratio",
+          "GPU utilisation (0 to 1) as its agent last sent it." },
+        { "allot_gpu_memory_used_bytes",
+          "GPU memory in use as its agent last sent it." },
+        { "allot_gpu_power_watts",
+          "GPU power draw as its agent last sent it." },
+        { "allot_gpu_temperature_celsius",
+          "GPU temperature as its agent last sent it." },
+    };
+    for (int k = 0; k < 4; k++) {
+        head(b, tel[k].name, "gauge", tel[k].help);
+        for (int i = 0; i < ctl->nnodes; i++) {
+            const al__node_t *n = &ctl->nodes[i];
+            if (n->state == NS_DOWN)
+                continue;
+            for (int g = 0; g < n->ngpus; g++) {
+                const al__gpu_sample_t *x = &n->gpus[g].sample;
+                if (x->at_ms == 0)
+                    continue;
+                double v =
+                    k == 0   ? (x->util < 0 ? -1 : x->util / 100.0)
+                    : k == 1 ? (double)x->mem_used
+                    : k == 2
+                        ? (x->power_mw < 0 ? -1 : (double)x->power_mw / 1000.0)
+                        : (double)x->temp_c;
+                gpu_line(b, tel[k].name, n, g, v);
+            }
+        }
+    }
+}
+
+static void
+histogram(al_buf_t *b, const char *name, const char *help, const al__hist_t *h)
+{
+    head(b, name, "histogram", help);
+    uint64_t cum = 0;
+    for (int i = 0; i < AL_HIST_NB; i++) {
+        cum += h->bucket[i];
+        al_buf_printf(b, "%s_bucket{le=\"%g\"}", name, al__hist_bounds[i]);
+        value(b, (double)cum);
+    }
+    al_buf_printf(b, "%s_bucket{le=\"+Inf\"}", name);
+    value(b, (double)h->count);
+    al_buf_printf(b, "%s_sum", name);
+    value(b, h->sum);
+    al_buf_printf(b, "%s_count", name);
+    value(b, (double)h->count);
+}
+
+/* The loop's counters and histograms. */
+static void
+render_counters(const al_ctl_t *ctl, al_buf_t *b)
+{
+    const al__counters_t *c = &ctl->counters;
+    head(b, "allot_evictions_total", "counter",
+         "Running jobs the scheduler evicted, by cause (reclaim: for another "
+         "queue's fair share; preempt: for a higher priority job of its "
+         "queue; reservation: it ran on lent capacity) and outcome.");
+    for (int w = 0; w <= AL_EVICT_RESERVATION; w++)
+        for (int rq = 0; rq < 2; rq++) {
+            al_buf_printf(b,
+                          "allot_evictions_total{cause=\"%s\",outcome=\"%s\"}",
+                          evict_causes[w], rq ? "requeued" : "failed");
+            value(b, (double)c->evicted[w][rq]);
+        }
+    head(b, "allot_node_down_requeues_total", "counter",
+         "Running jobs requeued because a node they ran on went down.");
+    al_buf_puts(b, "allot_node_down_requeues_total");
+    value(b, (double)c->node_down_requeues);
+    head(b, "allot_nodes_down_total", "counter",
+         "Times a node was marked down for staying silent.");
+    al_buf_puts(b, "allot_nodes_down_total");
+    value(b, (double)c->nodes_down);
+    head(b, "allot_time_limit_kills_total", "counter",
+         "Running jobs ended at their time limit.");
+    al_buf_puts(b, "allot_time_limit_kills_total");
+    value(b, (double)c->time_limits);
+    head(b, "allot_scheduling_cycles_total", "counter",
+         "Scheduling cycles run.");
+    al_buf_puts(b, "allot_scheduling_cycles_total");
+    value(b, (double)ctl->cycles);
+    histogram(b, "allot_scheduling_cycle_duration_seconds",
+              "Time the scheduling core took for one cycle.", &c->cycle);
+    histogram(b, "allot_store_commit_duration_seconds",
+              "Time the state store took to commit one transaction.",
+              &c->commit);
+}
+
+void
+al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out)
+{
+    render_jobs(ctl, out);
+    render_gpus(ctl, out);
+    render_queues(ctl, out);
+    render_nodes(ctl, out, mono_ms);
+    render_counters(ctl, out);
+}
+
+void
+al__api_metrics(al_ctl_t *ctl, al__req_t *req)
+{
+    al_buf_t b;
+    al_buf_init(&b);
+    al_buf_reserve(&b, 16384);
+    al__metrics_render(ctl, al_clock_mono_ms(), &b);
+    req->text_len = b.len;
+    req->text = al_buf_steal(&b);
+    req->status = 200;
+}
