@@ -767,7 +767,11 @@ def scenario_node_down(c):
     j = c.submit("--gpus", "1", "--", "sh", "-c",
                  "echo run $ALLOT_RESTART_COUNT; sleep 30")
     c.wait_state(j, "running")
-    # Stop the agent (its task keeps running in its own session: kill it).
+    # "running" is the controller's decision: wait until n1 has started the
+    # task (its record), or a kill before that leaves no first run at all.
+    wait_for(lambda: task_record(c.root, "agent-n1", j), 10,
+             "n1 to start the task")
+    # Stop the agent (its task keeps running in its own session).
     c.agents["n1"].send_signal(signal.SIGKILL)
     c.agents["n1"].wait(10)
     c.start_agent("n2", "1xH100-80GB")
