@@ -733,29 +733,8 @@ struct opts {
     bool fork;
 };
 
-/* Reason codes' names, for the histogram of why pending jobs wait. */
-static const char *const why_names[] = {
-    [AL_WHY_NONE] = "none",
-    [AL_WHY_HELD] = "held",
-    [AL_WHY_DEPS] = "deps",
-    [AL_WHY_DEPS_NEVER] = "deps_never",
-    [AL_WHY_BAD_QUEUE] = "bad_queue",
-    [AL_WHY_TOO_BIG] = "too_big",
-    [AL_WHY_LIMIT] = "limit",
-    [AL_WHY_MODEL_LIMIT] = "model_limit",
-    [AL_WHY_DESERVED] = "deserved",
-    [AL_WHY_NO_BORROW] = "no_borrow",
-    [AL_WHY_CAPACITY] = "capacity",
-    [AL_WHY_NO_NODE] = "no_node",
-    [AL_WHY_TOPOLOGY] = "topology",
-    [AL_WHY_RESERVED] = "reserved",
-    [AL_WHY_BEHIND_RESERVATION] = "behind_reservation",
-    [AL_WHY_ORDER] = "order",
-    [AL_WHY_NO_VICTIM] = "no_victim",
-    [AL_WHY_YIELDED] = "yielded",
-    [AL_WHY_NO_MATCH] = "no_match",
-};
-#define NWHY ((int)(sizeof(why_names) / sizeof(why_names[0])))
+/* Reasons counted by code; named with al_reason_name(). */
+#define NWHY ((int)AL_WHY_COUNT)
 
 /* Cycle times of one series of reps, each sorted once the reps are done. */
 struct timing {
@@ -973,7 +952,7 @@ print_figures(const struct opts *o, const struct world *w, bool full,
         if (f->why[i] == 0)
             continue;
         printf("%s\"%s\":%" PRId64, first ? "" : ",",
-               i < NWHY && why_names[i] != NULL ? why_names[i] : "other",
+               i < NWHY ? al_reason_name((al_reason_code_t)i) : "other",
                f->why[i]);
         first = 0;
     }

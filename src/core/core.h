@@ -354,7 +354,8 @@ typedef enum al_reason_code {
     AL_WHY_NO_VICTIM,          /* reclaim found no victims to free room */
     AL_WHY_YIELDED,            /* placed, then gave way within the cycle to job
                                   `job`, whose queue is below its fair share */
-    AL_WHY_NO_MATCH /* no node has the GPU model or pool the job asks for */
+    AL_WHY_NO_MATCH, /* no node has the GPU model or pool the job asks for */
+    AL_WHY_COUNT     /* the number of codes */
 } al_reason_code_t;
 
 typedef struct al_reason {
@@ -437,6 +438,14 @@ void al_result_destroy(al_result_t *res);
  */
 int al_reason_format(const al_snapshot_t *snap, const al_reason_t *r, char *buf,
                      size_t len);
+
+/*
+ * A reason code's short name, stable across versions and safe as a label
+ * or a JSON key ("capacity", "no_node_fits", "over_deserved"; "none" for
+ * AL_WHY_NONE), or NULL for a value that is no code.  Metrics and
+ * benchmarks count reasons by it.
+ */
+const char *al_reason_name(al_reason_code_t code);
 
 /*
  * Decays a usage figure: the value `usage` measured `elapsed` seconds ago,

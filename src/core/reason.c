@@ -11,6 +11,36 @@
 
 static const char *const res_names[AL_NRES] = { "gpu", "cpu", "memory" };
 
+static const char *const why_names[AL_WHY_COUNT] = {
+    [AL_WHY_NONE] = "none",
+    [AL_WHY_HELD] = "held",
+    [AL_WHY_DEPS] = "dependencies",
+    [AL_WHY_DEPS_NEVER] = "dependency_failed",
+    [AL_WHY_BAD_QUEUE] = "bad_queue",
+    [AL_WHY_TOO_BIG] = "too_big",
+    [AL_WHY_LIMIT] = "queue_limit",
+    [AL_WHY_MODEL_LIMIT] = "model_limit",
+    [AL_WHY_DESERVED] = "over_deserved",
+    [AL_WHY_NO_BORROW] = "no_borrow",
+    [AL_WHY_CAPACITY] = "capacity",
+    [AL_WHY_NO_NODE] = "no_node_fits",
+    [AL_WHY_TOPOLOGY] = "topology",
+    [AL_WHY_RESERVED] = "reserved",
+    [AL_WHY_BEHIND_RESERVATION] = "behind_reservation",
+    [AL_WHY_ORDER] = "order",
+    [AL_WHY_NO_VICTIM] = "no_victim",
+    [AL_WHY_YIELDED] = "yielded",
+    [AL_WHY_NO_MATCH] = "no_match",
+};
+
+const char *
+al_reason_name(al_reason_code_t code)
+{
+    if ((int)code < 0 || code >= AL_WHY_COUNT)
+        return NULL;
+    return why_names[code];
+}
+
 static const char *
 queue_name(const al_snapshot_t *s, int32_t q)
 {
@@ -129,6 +159,8 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
                         "queue %s is below its fair share but no running "
                         "job can be reclaimed for it",
                         queue_name(s, r->queue));
+    case AL_WHY_COUNT: /* no code: below */
+        break;
     }
     return snprintf(buf, len, "unknown reason %d", (int)r->code);
 }

@@ -21,29 +21,8 @@
 #include "clock.h"
 #include "xmalloc.h"
 
-/* Low-cardinality names of the core's reasons (AL_WHY_*), as labels. */
-static const char *const why_names[] = {
-    [AL_WHY_NONE] = "none",
-    [AL_WHY_HELD] = "held",
-    [AL_WHY_DEPS] = "dependencies",
-    [AL_WHY_DEPS_NEVER] = "dependency_failed",
-    [AL_WHY_BAD_QUEUE] = "bad_queue",
-    [AL_WHY_TOO_BIG] = "too_big",
-    [AL_WHY_LIMIT] = "queue_limit",
-    [AL_WHY_MODEL_LIMIT] = "model_limit",
-    [AL_WHY_DESERVED] = "over_deserved",
-    [AL_WHY_NO_BORROW] = "no_borrow",
-    [AL_WHY_CAPACITY] = "capacity",
-    [AL_WHY_NO_NODE] = "no_node_fits",
-    [AL_WHY_TOPOLOGY] = "topology",
-    [AL_WHY_RESERVED] = "reserved",
-    [AL_WHY_BEHIND_RESERVATION] = "behind_reservation",
-    [AL_WHY_ORDER] = "order",
-    [AL_WHY_NO_VICTIM] = "no_victim",
-    [AL_WHY_YIELDED] = "yielded",
-    [AL_WHY_NO_MATCH] = "no_match",
-};
-#define NWHY ((int)(sizeof why_names / sizeof why_names[0]))
+/* Reasons by the core's short names (al_reason_name), as labels. */
+#define NWHY ((int)AL_WHY_COUNT)
 /* A pending job no cycle has looked at yet. */
 #define WHY_UNKNOWN NWHY
 
@@ -160,7 +139,8 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
          "waiting (unknown: no cycle has seen them yet).");
     for (int w = 1; w <= NWHY; w++) {
         al_buf_printf(b, "allot_pending_jobs{reason=\"%s\"}",
-                      w == WHY_UNKNOWN ? "unknown" : why_names[w]);
+                      w == WHY_UNKNOWN ? "unknown"
+                                       : al_reason_name((al_reason_code_t)w));
         value(b, (double)why[w]);
     }
     head(b, "allot_jobs_ended_total", "counter",

@@ -3436,7 +3436,27 @@ pack_frag_bad_profile(void)
     snap_destroy(s);
 }
 
+/* Every reason code has a short name: distinct, a label's characters. */
+static void
+reason_names(void)
+{
+    ASSERT_STR_EQ(al_reason_name(AL_WHY_NONE), "none");
+    ASSERT_STR_EQ(al_reason_name(AL_WHY_CAPACITY), "capacity");
+    ASSERT_STR_EQ(al_reason_name(AL_WHY_NO_NODE), "no_node_fits");
+    ASSERT_STR_EQ(al_reason_name(AL_WHY_NO_MATCH), "no_match");
+    ASSERT(al_reason_name(AL_WHY_COUNT) == NULL);
+    ASSERT(al_reason_name((al_reason_code_t)-1) == NULL);
+    for (int i = 0; i < AL_WHY_COUNT; i++) {
+        const char *n = al_reason_name((al_reason_code_t)i);
+        ASSERT(n != NULL && n[0] != '\0');
+        ASSERT_EQ(strspn(n, "abcdefghijklmnopqrstuvwxyz_"), strlen(n));
+        for (int k = 0; k < i; k++)
+            ASSERT(strcmp(n, al_reason_name((al_reason_code_t)k)) != 0);
+    }
+}
+
 const al_test_t test_sched[] = {
+    { "reason_names", reason_names },
     { "starving_job_first", starving_job_first },
     { "yield_within_cycle", yield_within_cycle },
     { "pack_frag", pack_frag },
