@@ -36,6 +36,7 @@ static const char *const evict_causes[] = {
 /* The most GPU models told apart; GPUs of any further model count as
  * "other" (a cluster has a handful). */
 #define MAX_MODELS 32
+#define OTHER_MODELS "other"
 
 static void
 head(al_buf_t *b, const char *name, const char *type, const char *help)
@@ -152,22 +153,34 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
     }
 }
 
-/* The model of GPU g of node n, as counted: at most MAX_MODELS names. */
+static int
+find_model(const char **models, int nmodels, const char *m)
+{
+    for (int i = 0; i < nmodels; i++)
+        if (strcmp(models[i], m) == 0)
+            return i;
+    return -1;
+}
+
+/* The slot of GPU model m among models: at most MAX_MODELS - 1 names, and
+ * the last slot, OTHER_MODELS, for the rest (a model of that very name
+ * included, so that no two series share a label). */
 static int
 model_slot(const char **models, int *nmodels, const char *m)
 {
     if (m == NULL || *m == '\0')
         m = "unknown";
-    for (int i = 0; i < *nmodels; i++)
-        if (strcmp(models[i], m) == 0)
-            return i;
-    if (*nmodels == MAX_MODELS - 1) {
-        models[*nmodels] = "other";
+    int i = find_model(models, *nmodels, m);
+    if (i >= 0)
+        return i;
+    if (strcmp(m, OTHER_MODELS) != 0 && *nmodels < MAX_MODELS - 1) {
+        models[*nmodels] = m;
         return (*nmodels)++;
     }
-    if (*nmodels == MAX_MODELS)
-        return MAX_MODELS - 1;
-    models[*nmodels] = m;
+    i = find_model(models, *nmodels, OTHER_MODELS);
+    if (i >= 0)
+        return i;
+    models[*nmodels] = OTHER_MODELS; /* room: names take MAX_MODELS - 1 */
     return (*nmodels)++;
 }
 
@@ -286,7 +299,8 @@ gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, double v)
     al_buf_printf(b, "%s{node=\"", name);
     label(b, n->name);
     al_buf_printf(b, "\",gpu=\"%d\",model=\"", g);
-    label(b, n->gpus[g].model ? n->gpus[g].model : "unknown");
+    const char *m = n->gpus[g].model;
+    label(b, m != NULL && *m != '\0' ? m : "unknown"); /* as allot_gpus */
     al_buf_puts(b, "\"}");
     value(b, v);
 }

@@ -431,6 +431,11 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
             al_warn("cannot write %s", path);
         free(path);
         free(url);
+    } else {
+        /* No listener now: no address left from an earlier start. */
+        path = al_xasprintf("%s/metrics-url", o->state_dir);
+        (void)unlink(path);
+        free(path);
     }
     *out = s;
     return 0;

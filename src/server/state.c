@@ -161,10 +161,11 @@ al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
         running_remove(ctl, j);
     else if (j->state != JS_RUNNING && st == JS_RUNNING)
         running_add(ctl, j);
+    al__jstate_t was = j->state;
     j->state = st;
     j->why_valid = false;
     if (st >= JS_COMPLETED) {
-        if (j->state < JS_COMPLETED)
+        if (was < JS_COMPLETED)
             ctl->counters.ended[st]++;
         j->end_ms = now;
         free(j->reason);

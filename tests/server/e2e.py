@@ -1922,6 +1922,16 @@ def scenario_metrics(c):
     check(res and res[0]["value"][1] == "1", "Prometheus target up: %s" % res)
     for j in jobs + [wait]:
         c.cli("cancel", str(j), ok=False)
+    # Counters of ended jobs count each job once, by how it ended (the
+    # 8-GPU job may have run once the others were cancelled).
+    def ended():
+        return {m.group(1): int(m.group(2)) for m in re.finditer(
+            r'^allot_jobs_ended_total\{state="(\w+)"\} (\d+)$',
+            get(murl)[1], re.M)}
+    e = wait_for(lambda: (lambda e: e if sum(e.values()) == 4 else None)(
+        ended()), 10, "four ended jobs counted")
+    check(e.get("cancelled", 0) >= 3 and e.get("failed", 0) == 0,
+          "ended jobs by state: %s" % e)
 
 
 SCENARIOS = {

@@ -1042,6 +1042,47 @@ metrics_render(void)
     ctl_fini(&ctl);
 }
 
+/* GPU models past the table's room, and one named like the bucket of the
+ * rest, share one "other" series; a GPU without a model is "unknown" in
+ * every family. */
+static void
+metrics_models(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    al_buf_t body;
+    al_buf_init(&body);
+    al_buf_puts(&body, "{\"name\": \"a\", \"addr\": \"x\", \"gpus\": ["
+                       "{\"uuid\": \"o\", \"model\": \"other\"}, "
+                       "{\"uuid\": \"e\", \"model\": \"\"}");
+    for (int i = 0; i < 40; i++)
+        al_buf_printf(&body, ", {\"uuid\": \"u%d\", \"model\": \"M%d\"}", i, i);
+    al_buf_puts(&body, "]}");
+    add_node(&ctl, al_buf_cstr(&body));
+    al_buf_fini(&body);
+    ctl.nodes[0].last_seen = 1000;
+    ctl.nodes[0].gpus[1].sample =
+        (al__gpu_sample_t){ .util = 50, .temp_c = 40, .at_ms = 1 };
+
+    al_buf_t b;
+    al_buf_init(&b);
+    al__metrics_render(&ctl, 1000, &b);
+    const char *t = al_buf_cstr(&b);
+    /* The model named "other" opens the bucket's slot; "unknown" and
+     * M0..M28 fill the other 30 names of the 31 a table lends names;
+     * M29..M39 join the bucket. */
+    ASSERT_LINE(t, "allot_gpus{model=\"other\"} 12");
+    ASSERT_LINE(t, "allot_gpus{model=\"unknown\"} 1");
+    ASSERT_LINE(t, "allot_gpus{model=\"M28\"} 1");
+    ASSERT(strstr(t, "model=\"M29\"") == NULL);
+    const char *first = strstr(t, "allot_gpus{model=\"other\"}");
+    ASSERT(strstr(first + 1, "allot_gpus{model=\"other\"}") == NULL);
+    ASSERT_LINE(t, "allot_gpu_utilization_ratio{node=\"a\",gpu=\"1\","
+                   "model=\"unknown\"} 0.5");
+    al_buf_fini(&b);
+    ctl_fini(&ctl);
+}
+
 /* Role names both ways (auth.c): what token creation takes and shows. */
 static void
 role_names(void)
@@ -1062,6 +1103,7 @@ role_names(void)
 
 const al_test_t test_server[] = {
     { "role_names", role_names },
+    { "metrics_models", metrics_models },
     { "state_names", state_names },
     { "job_classes", job_classes },
     { "evict_reasons", evict_reasons },
