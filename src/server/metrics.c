@@ -382,6 +382,16 @@ histogram(al_buf_t *b, const char *name, const char *help, const al__hist_t *h)
     value(b, (double)h->count);
 }
 
+/* A family of one sample without labels. */
+static void
+scalar(al_buf_t *b, const char *name, const char *type, const char *help,
+       double v)
+{
+    head(b, name, type, help);
+    al_buf_puts(b, name);
+    value(b, v);
+}
+
 /* The loop's counters and histograms. */
 static void
 render_counters(const al_ctl_t *ctl, al_buf_t *b)
@@ -398,22 +408,16 @@ render_counters(const al_ctl_t *ctl, al_buf_t *b)
                           evict_causes[w], rq ? "requeued" : "failed");
             value(b, (double)c->evicted[w][rq]);
         }
-    head(b, "allot_node_down_requeues_total", "counter",
-         "Running jobs requeued because a node they ran on went down.");
-    al_buf_puts(b, "allot_node_down_requeues_total");
-    value(b, (double)c->node_down_requeues);
-    head(b, "allot_nodes_down_total", "counter",
-         "Times a node was marked down for staying silent.");
-    al_buf_puts(b, "allot_nodes_down_total");
-    value(b, (double)c->nodes_down);
-    head(b, "allot_time_limit_kills_total", "counter",
-         "Running jobs ended at their time limit.");
-    al_buf_puts(b, "allot_time_limit_kills_total");
-    value(b, (double)c->time_limits);
-    head(b, "allot_scheduling_cycles_total", "counter",
-         "Scheduling cycles run.");
-    al_buf_puts(b, "allot_scheduling_cycles_total");
-    value(b, (double)ctl->cycles);
+    scalar(b, "allot_node_down_requeues_total", "counter",
+           "Running jobs requeued because a node they ran on went down.",
+           (double)c->node_down_requeues);
+    scalar(b, "allot_nodes_down_total", "counter",
+           "Times a node was marked down for staying silent.",
+           (double)c->nodes_down);
+    scalar(b, "allot_time_limit_kills_total", "counter",
+           "Running jobs ended at their time limit.", (double)c->time_limits);
+    scalar(b, "allot_scheduling_cycles_total", "counter",
+           "Scheduling cycles run.", (double)ctl->cycles);
     histogram(b, "allot_scheduling_cycle_duration_seconds",
               "Time the scheduling core took for one cycle.", &c->cycle);
     histogram(b, "allot_store_commit_duration_seconds",

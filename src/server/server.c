@@ -327,6 +327,28 @@ parse_listen(const char *opt, const char *listen, struct sockaddr_in *sa,
     return 0;
 }
 
+/* Writes STATE/leaf: "http://HOST:PORT" + suffix of a listener bound to
+ * sa (127.0.0.1 for the any-address), or removes it when sa is NULL. */
+static void
+write_url(const char *state_dir, const char *leaf, const struct sockaddr_in *sa,
+          int port, const char *suffix)
+{
+    char *path = al_xasprintf("%s/%s", state_dir, leaf);
+    if (sa == NULL) {
+        (void)unlink(path);
+        free(path);
+        return;
+    }
+    char host[INET_ADDRSTRLEN] = "127.0.0.1";
+    if (sa->sin_addr.s_addr != htonl(INADDR_ANY))
+        inet_ntop(AF_INET, &sa->sin_addr, host, sizeof host);
+    char *url = al_xasprintf("http://%s:%d%s\n", host, port, suffix);
+    if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
+        al_warn("cannot write %s", path);
+    free(url);
+    free(path);
+}
+
 int
 al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
 {
@@ -408,35 +430,16 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     const union MHD_DaemonInfo *di =
         MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di != NULL ? di->port : ntohs(sa.sin_port);
-    /* STATE/url tells scripts and tests where the server listens, which
-     * matters when it picked its port itself (--listen HOST:0). */
-    char host[INET_ADDRSTRLEN] = "127.0.0.1";
-    if (sa.sin_addr.s_addr != htonl(INADDR_ANY))
-        inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
-    char *url = al_xasprintf("http://%s:%d\n", host, s->port);
-    char *path = al_xasprintf("%s/url", o->state_dir);
-    if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
-        al_warn("cannot write %s", path);
-    free(path);
-    free(url);
-    /* And STATE/metrics-url, the metrics listener's (a scrape config's
-     * target when it picked its port itself). */
-    if (s->metrics_mhd != NULL) {
-        char mhost[INET_ADDRSTRLEN] = "127.0.0.1";
-        if (msa.sin_addr.s_addr != htonl(INADDR_ANY))
-            inet_ntop(AF_INET, &msa.sin_addr, mhost, sizeof mhost);
-        url = al_xasprintf("http://%s:%d/metrics\n", mhost, s->metrics_port);
-        path = al_xasprintf("%s/metrics-url", o->state_dir);
-        if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
-            al_warn("cannot write %s", path);
-        free(path);
-        free(url);
-    } else {
-        /* No listener now: no address left from an earlier start. */
-        path = al_xasprintf("%s/metrics-url", o->state_dir);
-        (void)unlink(path);
-        free(path);
-    }
+    /* STATE/url and STATE/metrics-url tell scripts, tests and scrape
+     * configs where the server listens, which matters when it picked its
+     * port itself (HOST:0); a start without a metrics listener leaves no
+     * address of an earlier one. */
+    write_url(o->state_dir, "url", &sa, s->port, "");
+    if (s->metrics_mhd != NULL)
+        write_url(o->state_dir, "metrics-url", &msa, s->metrics_port,
+                  "/metrics");
+    else
+        write_url(o->state_dir, "metrics-url", NULL, 0, NULL);
     *out = s;
     return 0;
 }

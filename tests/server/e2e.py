@@ -1932,6 +1932,11 @@ def scenario_metrics(c):
         ended()), 10, "four ended jobs counted")
     check(e.get("cancelled", 0) >= 3 and e.get("failed", 0) == 0,
           "ended jobs by state: %s" % e)
+    # A restart without the metrics listener leaves no stale address.
+    c.kill_server(signal.SIGTERM)
+    c.start_server()
+    check(not os.path.exists(os.path.join(c.state, "metrics-url")),
+          "STATE/metrics-url removed when no metrics listener runs")
 
 
 SCENARIOS = {
