@@ -89,6 +89,8 @@ al__ctl_stop(al_ctl_t *ctl)
     free(ctl->jobs);
     free(ctl->running);
     free(ctl->dirty);
+    free(ctl->api_hist);
+    al__waste_fini(&ctl->waste);
     for (int i = 0; i < ctl->nqueues; i++) {
         free(ctl->queues[i].name);
         free(ctl->queues[i].parent);
@@ -117,6 +119,7 @@ al__ctl_submit(al_ctl_t *ctl, al__req_t *req)
         return false;
     }
     req->next = NULL;
+    req->t_in = al__mono_s();
     *ctl->inbox_tail = req;
     ctl->inbox_tail = &req->next;
     if (ctl->waiting) {
@@ -343,6 +346,7 @@ release(al_ctl_t *ctl)
 {
     for (al__req_t *r = ctl->ready, *next; r != NULL; r = next) {
         next = r->next; /* r is gone once its reply is sent */
+        al__api_observe(ctl, r, al__mono_s() - r->t_in);
         ctl->reply(r);
     }
     ctl->ready = NULL;

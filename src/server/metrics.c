@@ -33,11 +33,6 @@ static const char *const evict_causes[] = {
     [AL_EVICT_RESERVATION] = "reservation",
 };
 
-/* The most GPU models told apart; GPUs of any further model count as
- * "other" (a cluster has a handful). */
-#define MAX_MODELS 32
-#define OTHER_MODELS "other"
-
 static void
 head(al_buf_t *b, const char *name, const char *type, const char *help)
 {
@@ -153,51 +148,20 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
     }
 }
 
-static int
-find_model(const char **models, int nmodels, const char *m)
-{
-    for (int i = 0; i < nmodels; i++)
-        if (strcmp(models[i], m) == 0)
-            return i;
-    return -1;
-}
-
-/* The slot of GPU model m among models: at most MAX_MODELS - 1 names, and
- * the last slot, OTHER_MODELS, for the rest (a model of that very name
- * included, so that no two series share a label). */
-static int
-model_slot(const char **models, int *nmodels, const char *m)
-{
-    if (m == NULL || *m == '\0')
-        m = "unknown";
-    int i = find_model(models, *nmodels, m);
-    if (i >= 0)
-        return i;
-    if (strcmp(m, OTHER_MODELS) != 0 && *nmodels < MAX_MODELS - 1) {
-        models[*nmodels] = m;
-        return (*nmodels)++;
-    }
-    i = find_model(models, *nmodels, OTHER_MODELS);
-    if (i >= 0)
-        return i;
-    models[*nmodels] = OTHER_MODELS; /* room: names take MAX_MODELS - 1 */
-    return (*nmodels)++;
-}
-
 /* GPUs by model on the nodes that are not down, and those held by
  * running tasks (a fraction counts as its share). */
 static void
 render_gpus(const al_ctl_t *ctl, al_buf_t *b)
 {
-    const char *models[MAX_MODELS];
+    const char *models[AL_MAX_MODELS];
     int nmodels = 0;
-    int64_t total[MAX_MODELS] = { 0 }, milli[MAX_MODELS] = { 0 };
+    int64_t total[AL_MAX_MODELS] = { 0 }, milli[AL_MAX_MODELS] = { 0 };
     for (int i = 0; i < ctl->nnodes; i++) {
         const al__node_t *n = &ctl->nodes[i];
         if (n->state == NS_DOWN)
             continue;
         for (int g = 0; g < n->ngpus; g++)
-            total[model_slot(models, &nmodels, n->gpus[g].model)]++;
+            total[al__model_slot(models, &nmodels, n->gpus[g].model)]++;
     }
     for (size_t k = 0; k < ctl->nrunning; k++) {
         const al__job_t *j = ctl->running[k];
@@ -208,7 +172,7 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
             const al__node_t *n = &ctl->nodes[tk->node];
             for (int g = 0; g < n->ngpus && g < 64; g++)
                 if (tk->devices & (UINT64_C(1) << g))
-                    milli[model_slot(models, &nmodels, n->gpus[g].model)] +=
+                    milli[al__model_slot(models, &nmodels, n->gpus[g].model)] +=
                         tk->gpu_milli > 0 ? tk->gpu_milli : AL_GPU_MILLI;
         }
     }
@@ -364,22 +328,38 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
     }
 }
 
+/* The samples of one histogram; lbl is its labels ("a=\"x\",") or "". */
+static void
+hist_samples(al_buf_t *b, const char *name, const char *lbl,
+             const al__hist_t *h)
+{
+    uint64_t cum = 0;
+    for (int i = 0; i < AL_HIST_NB; i++) {
+        cum += h->bucket[i];
+        al_buf_printf(b, "%s_bucket{%sle=\"%g\"}", name, lbl,
+                      al__hist_bounds[i]);
+        value(b, (double)cum);
+    }
+    al_buf_printf(b, "%s_bucket{%sle=\"+Inf\"}", name, lbl);
+    value(b, (double)h->count);
+    int n = (int)strlen(lbl) - 1; /* lbl without its trailing comma */
+    if (n > 0)
+        al_buf_printf(b, "%s_sum{%.*s}", name, n, lbl);
+    else
+        al_buf_printf(b, "%s_sum", name);
+    value(b, h->sum);
+    if (n > 0)
+        al_buf_printf(b, "%s_count{%.*s}", name, n, lbl);
+    else
+        al_buf_printf(b, "%s_count", name);
+    value(b, (double)h->count);
+}
+
 static void
 histogram(al_buf_t *b, const char *name, const char *help, const al__hist_t *h)
 {
     head(b, name, "histogram", help);
-    uint64_t cum = 0;
-    for (int i = 0; i < AL_HIST_NB; i++) {
-        cum += h->bucket[i];
-        al_buf_printf(b, "%s_bucket{le=\"%g\"}", name, al__hist_bounds[i]);
-        value(b, (double)cum);
-    }
-    al_buf_printf(b, "%s_bucket{le=\"+Inf\"}", name);
-    value(b, (double)h->count);
-    al_buf_printf(b, "%s_sum", name);
-    value(b, h->sum);
-    al_buf_printf(b, "%s_count", name);
-    value(b, (double)h->count);
+    hist_samples(b, name, "", h);
 }
 
 /* A family of one sample without labels. */
@@ -425,6 +405,82 @@ render_counters(const al_ctl_t *ctl, al_buf_t *b)
               &c->commit);
 }
 
+/* One line of a per-model metric of waste.c's table. */
+static void
+model_line(al_buf_t *b, const char *name, const char *model, double v)
+{
+    al_buf_printf(b, "%s{model=\"", name);
+    label(b, model);
+    al_buf_puts(b, "\"}");
+    value(b, v);
+}
+
+/* The wastage figures (waste.c): the last look's gauges, the counters
+ * PromQL computes any window's ratio from, and the last ten minutes'. */
+static void
+render_waste(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
+{
+    const al__waste_t *w = &ctl->waste;
+    static const struct {
+        const char *name, *type, *help;
+    } fam[5] = {
+        { "allot_gpus_idle", "gauge",
+          "GPUs on nodes that are not down that no task holds any part of, "
+          "by model, as of the last scheduling cycle." },
+        { "allot_gpus_idle_while_waiting", "gauge",
+          "Idle GPUs while a pending job that may run on the model would fit "
+          "on its idle GPUs (the wastage), as of the last scheduling cycle." },
+        { "allot_gpu_seconds_total", "counter",
+          "GPU-seconds of the GPUs on nodes that are not down, by model." },
+        { "allot_gpu_idle_seconds_total", "counter",
+          "GPU-seconds those GPUs were idle, by model." },
+        { "allot_gpu_wasted_seconds_total", "counter",
+          "GPU-seconds those GPUs were idle while fitting work waited, by "
+          "model: the wastage ratio over any window is "
+          "rate(allot_gpu_wasted_seconds_total) / "
+          "rate(allot_gpu_seconds_total)." },
+    };
+    for (int f = 0; f < 5; f++) {
+        head(b, fam[f].name, fam[f].type, fam[f].help);
+        for (int m = 0; m < w->nmodels; m++) {
+            double v = f == 0   ? w->idle[m]
+                       : f == 1 ? (w->waiting[m] ? w->idle[m] : 0)
+                       : f == 2 ? w->gpu_s[m]
+                       : f == 3 ? w->idle_s[m]
+                                : w->wasted_s[m];
+            model_line(b, fam[f].name, w->model[m], v);
+        }
+    }
+    scalar(b, "allot_wastage_ratio", "gauge",
+           "Share of the GPU-time of the last ten minutes that GPUs sat "
+           "idle while work that would fit on them waited (0 to 1).",
+           al__waste_ratio(w, mono_ms));
+}
+
+/* API requests' durations by route and status. */
+static void
+render_api(const al_ctl_t *ctl, al_buf_t *b)
+{
+    const char *name = "allot_api_request_duration_seconds";
+    head(b, name, "histogram",
+         "Time from a request's arrival at the controller's loop to its "
+         "reply, by route and status (an agent's sync includes its "
+         "long-poll wait).");
+    for (int i = 0; i < ctl->napi_hist; i++) {
+        const al__api_hist_t *a = &ctl->api_hist[i];
+        const al__route_t *rt = a->route < al__nroutes
+                                    ? &al__routes[a->route]
+                                    : &al__metrics_open_route;
+        al_buf_t l;
+        al_buf_init(&l);
+        al_buf_printf(&l, "method=\"%s\",route=\"", rt->method);
+        label(&l, rt->path);
+        al_buf_printf(&l, "\",status=\"%d\",", a->status);
+        hist_samples(b, name, l.data, &a->h);
+        al_buf_fini(&l);
+    }
+}
+
 void
 al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out)
 {
@@ -433,6 +489,8 @@ al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out)
     render_queues(ctl, out);
     render_nodes(ctl, out, mono_ms);
     render_counters(ctl, out);
+    render_waste(ctl, out, mono_ms);
+    render_api(ctl, out);
 }
 
 void

@@ -267,6 +267,7 @@ struct al__req {
     json_t *acks;
     bool after_cycle;
     void *conn; /* the intake's connection, suspended until the reply */
+    double t_in; /* al__mono_s() when the loop was handed it */
     al__req_t *next;
 };
 
@@ -316,6 +317,40 @@ typedef struct al__counters {
     al__hist_t cycle;            /* the core's call (al_sched_run) */
     al__hist_t commit;           /* the store's commit */
 } al__counters_t;
+
+/* API requests' durations, from the intake's hand-over to the reply's
+ * release, by route (index into al__routes, al__nroutes for the metrics
+ * listener's) and status; a new pair is added as it is first seen. */
+typedef struct al__api_hist {
+    int route, status;
+    al__hist_t h;
+} al__api_hist_t;
+
+/* ------------------------------------------------------------------ */
+/* waste.c: GPU-time idle while fitting work waits                    */
+
+/* GPU models told apart in metrics' labels (al__model_slot()). */
+#define AL_MAX_MODELS 32
+
+#define AL_WASTE_WINDOW_S 600 /* allot_wastage_ratio's window */
+#define AL_WASTE_SLOTS 60     /* the window's slots */
+typedef struct al__waste {
+    int nmodels;
+    const char *model[AL_MAX_MODELS]; /* al__model_slot()'s; owned */
+    /* As of the last look: GPUs on nodes not down, those no task holds
+     * any part of, and whether pending work would fit on those. */
+    int total[AL_MAX_MODELS], idle[AL_MAX_MODELS];
+    bool waiting[AL_MAX_MODELS];
+    /* Since this controller started: GPU-seconds in all, idle, and idle
+     * while fitting work waited. */
+    double gpu_s[AL_MAX_MODELS], idle_s[AL_MAX_MODELS],
+        wasted_s[AL_MAX_MODELS];
+    int64_t last_ms; /* monotonic ms of the last look; 0: none */
+    /* The window: GPU-seconds and wasted GPU-seconds by slot, each slot
+     * stamped with its number since the epoch. */
+    double slot_cap[AL_WASTE_SLOTS], slot_wasted[AL_WASTE_SLOTS];
+    int64_t slot_stamp[AL_WASTE_SLOTS];
+} al__waste_t;
 
 /* ------------------------------------------------------------------ */
 /* The controller                                                     */
@@ -393,6 +428,9 @@ typedef struct al_ctl {
     int64_t parked_min;
     int64_t nodes_checked;
     al__counters_t counters; /* for GET /metrics */
+    al__api_hist_t *api_hist;
+    int napi_hist, api_hist_cap;
+    al__waste_t waste;
     bool store_failed;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
@@ -419,6 +457,22 @@ int al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n);
 void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
 /* Counts one observation of `seconds` in h. */
 void al__hist_observe(al__hist_t *h, double seconds);
+/* The slot of GPU model m (NULL or "" is "unknown") among models, for
+ * labels: at most AL_MAX_MODELS - 1 names, added as met (models[i] = m,
+ * which must outlive the table), and the last slot, "other", for the rest
+ * (a model of that very name included, so that no two series share a
+ * label). */
+int al__model_slot(const char **models, int *nmodels, const char *m);
+/* Counts a request's duration under its route and status. */
+void al__api_observe(al_ctl_t *ctl, const al__req_t *req, double seconds);
+
+/* waste.c: a look after a cycle, at now_ms (wall clock: jobs' eligible
+ * times) and mono_ms (monotonic: the time between looks). */
+void al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms);
+/* Wasted over all GPU-seconds in the last AL_WASTE_WINDOW_S before
+ * mono_ms; 0 when nothing is known yet. */
+double al__waste_ratio(const al__waste_t *w, int64_t mono_ms);
+void al__waste_fini(al__waste_t *w);
 /* The monotonic clock in seconds, finer than al_clock_mono_ms(): what the
  * histograms time with. */
 double al__mono_s(void);

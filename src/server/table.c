@@ -199,6 +199,59 @@ al__hist_observe(al__hist_t *h, double seconds)
     h->sum += seconds;
 }
 
+static int
+find_model(const char **models, int nmodels, const char *m)
+{
+    for (int i = 0; i < nmodels; i++)
+        if (strcmp(models[i], m) == 0)
+            return i;
+    return -1;
+}
+
+int
+al__model_slot(const char **models, int *nmodels, const char *m)
+{
+    static const char other[] = "other";
+    if (m == NULL || *m == '\0')
+        m = "unknown";
+    int i = find_model(models, *nmodels, m);
+    if (i >= 0)
+        return i;
+    if (strcmp(m, other) != 0 && *nmodels < AL_MAX_MODELS - 1) {
+        models[*nmodels] = m;
+        return (*nmodels)++;
+    }
+    i = find_model(models, *nmodels, other);
+    if (i >= 0)
+        return i;
+    models[*nmodels] = other; /* room: names take AL_MAX_MODELS - 1 */
+    return (*nmodels)++;
+}
+
+void
+al__api_observe(al_ctl_t *ctl, const al__req_t *req, double seconds)
+{
+    int route = req->route >= al__routes && req->route < al__routes + al__nroutes
+                    ? (int)(req->route - al__routes)
+                    : al__nroutes;
+    al__api_hist_t *h = NULL;
+    for (int i = 0; i < ctl->napi_hist && h == NULL; i++)
+        if (ctl->api_hist[i].route == route &&
+            ctl->api_hist[i].status == req->status)
+            h = &ctl->api_hist[i];
+    if (h == NULL) {
+        if (ctl->napi_hist == ctl->api_hist_cap) {
+            ctl->api_hist_cap = ctl->api_hist_cap ? 2 * ctl->api_hist_cap : 16;
+            ctl->api_hist =
+                al_xreallocarray(ctl->api_hist, (size_t)ctl->api_hist_cap,
+                                 sizeof *ctl->api_hist);
+        }
+        h = &ctl->api_hist[ctl->napi_hist++];
+        *h = (al__api_hist_t){ .route = route, .status = req->status };
+    }
+    al__hist_observe(&h->h, seconds < 0 ? 0 : seconds);
+}
+
 double
 al__mono_s(void)
 {

@@ -1852,6 +1852,31 @@ def scenario_metrics(c):
         r'reserved)"\} 1$', t, re.M) else None)(get(murl)[1]), 10,
         "job %d pending with a reason" % wait)
     check(pend, "pending by reason")
+    # Wastage: a queue at its limit leaves a GPU idle while its next job,
+    # which would fit there, waits.  The 8-GPU job never fits (6 held).
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "lim", "quota": {"gpu": {"deserved": 0, "limit": 1}}})
+    check(s == 201, "queue lim: %s %s" % (s, b))
+    lim = [c.submit("--queue", "lim", "--gpus", "1", "--", "sleep", "60")
+           for _ in range(2)]
+    c.wait_state(lim[0], "running")
+    t = wait_for(lambda: (lambda t: t if
+                          'allot_gpus_idle_while_waiting{model="H100-80GB"} 1\n'
+                          in t else None)(get(murl)[1]), 10,
+                 "one idle GPU while job %d waits at its queue's limit" % lim[1])
+    check('allot_gpus_idle{model="H100-80GB"} 1\n' in t,
+          "idle GPUs: %s" % t)
+    m = re.search(r'^allot_wastage_ratio (\S+)$', t, re.M)
+    check(m and 0 <= float(m.group(1)) <= 1, "wastage ratio in %s" % t)
+    m = re.search(r'^allot_api_request_duration_seconds_count\{method="POST",'
+                  r'route="/v1/jobs",status="201"\} (\d+)$', t, re.M)
+    check(m and int(m.group(1)) >= 6, "POST /v1/jobs durations: %s" % t)
+    c.cli("cancel", str(lim[1]))
+    t = wait_for(lambda: (lambda t: t if
+                          'allot_gpus_idle_while_waiting{model="H100-80GB"} 0\n'
+                          in t else None)(get(murl)[1]), 10,
+                 "no wastage once nothing fitting waits")
+    jobs.append(lim[0])
     if lib and os.path.exists(lib):
         # The fake NVML: GPU i is 10*i % 100 busy, uses i GiB, draws 100+i W.
         t = wait_for(lambda: (lambda t: t if "allot_gpu_power_watts{" in t
@@ -1918,6 +1943,12 @@ def scenario_metrics(c):
           "PromQL deserved of team: %s" % res)
     res = query('sum(allot_jobs{queue="team",state="running"})')
     check(res and float(res[0]["value"][1]) == 3, "PromQL running: %s" % res)
+    res = wait_for(lambda: query(
+        'sum(rate(allot_gpu_wasted_seconds_total[1m])) / '
+        'sum(rate(allot_gpu_seconds_total[1m]))'), 30,
+        "two scrapes for a rate")
+    check(res and 0 <= float(res[0]["value"][1]) <= 1,
+          "PromQL wastage ratio: %s" % res)
     res = query('up{job="allot"}')
     check(res and res[0]["value"][1] == "1", "Prometheus target up: %s" % res)
     for j in jobs + [wait]:
@@ -1928,9 +1959,9 @@ def scenario_metrics(c):
         return {m.group(1): int(m.group(2)) for m in re.finditer(
             r'^allot_jobs_ended_total\{state="(\w+)"\} (\d+)$',
             get(murl)[1], re.M)}
-    e = wait_for(lambda: (lambda e: e if sum(e.values()) == 4 else None)(
-        ended()), 10, "four ended jobs counted")
-    check(e.get("cancelled", 0) >= 3 and e.get("failed", 0) == 0,
+    e = wait_for(lambda: (lambda e: e if sum(e.values()) == 6 else None)(
+        ended()), 10, "six ended jobs counted")
+    check(e.get("cancelled", 0) >= 5 and e.get("failed", 0) == 0,
           "ended jobs by state: %s" % e)
     # A restart without the metrics listener leaves no stale address.
     c.kill_server(signal.SIGTERM)

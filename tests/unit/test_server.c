@@ -1042,6 +1042,89 @@ metrics_render(void)
     ctl_fini(&ctl);
 }
 
+/* The wastage: idle GPUs count as wasted while a pending job that waits
+ * for something else than room (here a quota) would fit on them, and not
+ * while the only pending job is too big for them or held; each look's
+ * state holds until the next one. */
+static void
+waste_ratio(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    add_node(&ctl, "{\"name\": \"a\", \"addr\": \"x\", \"cpu_milli\": 8000, "
+                   "\"mem_bytes\": 1073741824, \"gpus\": ["
+                   "{\"uuid\": \"G0\", \"model\": \"H100\"}, "
+                   "{\"uuid\": \"G1\", \"model\": \"H100\"}, "
+                   "{\"uuid\": \"G2\", \"model\": \"H100\"}, "
+                   "{\"uuid\": \"G3\", \"model\": \"H100\"}]}");
+    add_node(&ctl, "{\"name\": \"b\", \"addr\": \"y\", \"cpu_milli\": 8000, "
+                   "\"mem_bytes\": 1073741824, \"gpus\": ["
+                   "{\"uuid\": \"G4\", \"model\": \"A100\"}]}");
+    ctl.nodes[1].state = NS_DOWN;
+    metrics_job(&ctl, 1, "{\"command\": [\"x\"], \"gpus\": 2}", JS_RUNNING,
+                3, 0);
+    al__job_t *p = metrics_job(
+        &ctl, 2, "{\"command\": [\"x\"], \"gpus\": 2, \"cpu_milli\": 1000}",
+        JS_PENDING, 0, 0);
+    p->why = (al_reason_t){ .code = AL_WHY_LIMIT, .queue = -1, .job = -1 };
+    p->why_valid = true;
+    al__ctl_index_running(&ctl);
+
+    al__waste_observe(&ctl, 0, 1000);
+    ASSERT_EQ(ctl.waste.nmodels, 1); /* node b is down: not counted */
+    ASSERT_STR_EQ(ctl.waste.model[0], "H100");
+    ASSERT_EQ(ctl.waste.total[0], 4);
+    ASSERT_EQ(ctl.waste.idle[0], 2);
+    ASSERT(ctl.waste.waiting[0]);
+    al__waste_observe(&ctl, 0, 11000);
+    ASSERT(ctl.waste.gpu_s[0] == 40.0);
+    ASSERT(ctl.waste.idle_s[0] == 20.0);
+    ASSERT(ctl.waste.wasted_s[0] == 20.0);
+    ASSERT(al__waste_ratio(&ctl.waste, 11000) == 0.5);
+
+    /* Three GPUs a task do not fit on two idle ones: idle, not wasted. */
+    p->gpus = 3;
+    al__waste_observe(&ctl, 0, 21000); /* the last state held until now */
+    ASSERT(ctl.waste.wasted_s[0] == 40.0);
+    ASSERT(!ctl.waste.waiting[0]);
+    al__waste_observe(&ctl, 0, 31000);
+    ASSERT(ctl.waste.wasted_s[0] == 40.0);
+    ASSERT(ctl.waste.idle_s[0] == 60.0);
+    double r = al__waste_ratio(&ctl.waste, 31000) - 40.0 / 120.0;
+    ASSERT(r < 1e-12 && r > -1e-12);
+
+    /* Two tasks of one GPU fit; not when the job asks for another model,
+     * nor when it waits for its dependencies. */
+    p->gpus = 1;
+    p->ntasks = 2;
+    al__waste_observe(&ctl, 0, 32000);
+    ASSERT(ctl.waste.waiting[0]);
+    free(p->gpu_model);
+    p->gpu_model = strdup("A100");
+    al__waste_observe(&ctl, 0, 33000);
+    ASSERT(!ctl.waste.waiting[0]);
+    free(p->gpu_model);
+    p->gpu_model = NULL;
+    p->why.code = AL_WHY_DEPS;
+    al__waste_observe(&ctl, 0, 34000);
+    ASSERT(!ctl.waste.waiting[0]);
+
+    /* Rendered as counters by model and the window's ratio. */
+    al_buf_t b;
+    al_buf_init(&b);
+    al__metrics_render(&ctl, 34000, &b);
+    const char *t = al_buf_cstr(&b);
+    ASSERT_LINE(t, "allot_gpus_idle{model=\"H100\"} 2");
+    ASSERT_LINE(t, "allot_gpus_idle_while_waiting{model=\"H100\"} 0");
+    ASSERT_LINE(t, "allot_gpu_wasted_seconds_total{model=\"H100\"} 42");
+    ASSERT_LINE(t, "allot_gpu_seconds_total{model=\"H100\"} 132");
+    ASSERT(strstr(t, "allot_wastage_ratio 0.318") != NULL);
+    /* Past the window, nothing is known. */
+    ASSERT(al__waste_ratio(&ctl.waste, 34000 + 700000) == 0);
+    al_buf_fini(&b);
+    ctl_fini(&ctl);
+}
+
 /* GPU models past the table's room, and one named like the bucket of the
  * rest, share one "other" series; a GPU without a model is "unknown" in
  * every family. */
@@ -1122,5 +1205,6 @@ const al_test_t test_server[] = {
     { "desired_task_encoding", desired_task_encoding },
     { "desired_set", desired_set },
     { "metrics_render", metrics_render },
+    { "waste_ratio", waste_ratio },
     { NULL, NULL },
 };

@@ -1,0 +1,249 @@
+/*
+ * waste.c -- the wastage ratio of the running cluster: the share of
+ * GPU-time a GPU sat idle while work that would fit on the idle GPUs
+ * waited.  After each scheduling cycle the loop calls al__waste_observe(),
+ * which first adds the time since the last look (at the state seen then)
+ * to the counters, then looks again: per GPU model, the GPUs on nodes that
+ * are up, those no task holds any part of, and whether some pending job
+ * would fit on the idle ones (its tasks, GPUs, CPU and memory, by a greedy
+ * count over the nodes: a job that waits only for a quota, a reservation
+ * or its turn counts; one waiting for its dependencies, a hold, or a node
+ * that does not exist does not).  The state holds until the next look, as
+ * the simulator's does between events, so the counters are exact for the
+ * controller's view of the cluster at cycle granularity.
+ *
+ * The definition is the simulator's (docs/simulation.md), per model: an
+ * idle GPU of model M is wasted while a pending job that may run on M
+ * would fit on the idle GPUs of M.  GET /metrics renders the counters
+ * (GPU-seconds, idle GPU-seconds, wasted GPU-seconds, by model, so PromQL
+ * can compute the ratio over any window) and allot_wastage_ratio over the
+ * last ten minutes, kept here in ten-second slots.
+ *
+ * May call: table.c (the tables), common's allocation.  Changes nothing
+ * but ctl->waste.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server_int.h"
+#include "xmalloc.h"
+
+/* The slot of a time in the window's ring. */
+#define SLOT_MS (AL_WASTE_WINDOW_S * 1000 / AL_WASTE_SLOTS)
+
+/* The model slot of name m (al__model_slot()), its name copied when
+ * new: nodes come and go, the counters stay. */
+static int
+model_of(al__waste_t *w, const char *m)
+{
+    int n = w->nmodels, i = al__model_slot(w->model, &w->nmodels, m);
+    if (w->nmodels > n)
+        w->model[i] = al_xstrdup(w->model[i]);
+    return i;
+}
+
+/* What is free on one node that is up and takes work. */
+typedef struct freenode {
+    int model;
+    uint64_t idle; /* devices no task holds any part of */
+    int nidle;
+    int64_t cpu, mem;
+} freenode_t;
+
+/* The free resources of the ready nodes into fn[] (one per ctl node;
+ * model -1 for a node that takes no work), and the per-model totals. */
+static void
+look_nodes(al_ctl_t *ctl, freenode_t *fn)
+{
+    al__waste_t *w = &ctl->waste;
+    for (int m = 0; m < AL_MAX_MODELS; m++)
+        w->total[m] = w->idle[m] = 0;
+    for (int i = 0; i < ctl->nnodes; i++) {
+        const al__node_t *n = &ctl->nodes[i];
+        fn[i] = (freenode_t){ .model = -1 };
+        if (n->state == NS_DOWN || n->ngpus <= 0)
+            continue;
+        int ng = n->ngpus < 64 ? n->ngpus : 64;
+        fn[i].model = model_of(w, n->gpus[0].model);
+        fn[i].idle = ng == 64 ? UINT64_MAX : (UINT64_C(1) << ng) - 1;
+        fn[i].cpu = n->cpu_milli;
+        fn[i].mem = n->mem_bytes;
+        w->total[fn[i].model] += ng;
+        if (n->drained || n->state != NS_READY)
+            fn[i].model = -1 - fn[i].model; /* counted, takes no work */
+    }
+    for (size_t k = 0; k < ctl->nrunning; k++) {
+        const al__job_t *j = ctl->running[k];
+        for (int t = 0; j->tasks != NULL && t < j->ntasks; t++) {
+            const al__task_t *tk = &j->tasks[t];
+            if (tk->done || tk->node < 0 || tk->node >= ctl->nnodes)
+                continue;
+            freenode_t *f = &fn[tk->node];
+            f->idle &= ~tk->devices;
+            f->cpu -= j->cpu_milli;
+            f->mem -= j->mem_bytes;
+        }
+    }
+    for (int i = 0; i < ctl->nnodes; i++) {
+        freenode_t *f = &fn[i];
+        f->nidle = __builtin_popcountll(f->idle);
+        int m = f->model >= 0 ? f->model : -1 - f->model;
+        if (ctl->nodes[i].state != NS_DOWN && ctl->nodes[i].ngpus > 0)
+            w->idle[m] += f->nidle;
+        if (f->model < 0)
+            f->nidle = 0; /* idle, but no job may start there */
+    }
+}
+
+/* Whether job j would fit on the idle GPUs of model m's nodes. */
+static bool
+fits(const al_ctl_t *ctl, const al__waste_t *w, const freenode_t *fn,
+     const al__job_t *j, int m)
+{
+    if (j->gpu_model != NULL && j->gpu_model[0] != '\0' &&
+        strcmp(j->gpu_model, w->model[m]) != 0) /* "other" takes none */
+        return false;
+    int per = j->gpus > 0 ? j->gpus : 1; /* a fraction takes one idle GPU */
+    int placed = 0;
+    for (int i = 0; i < ctl->nnodes && placed < j->ntasks; i++) {
+        const freenode_t *f = &fn[i];
+        if (f->model != m || f->nidle < per)
+            continue;
+        int64_t by_gpu = f->nidle / per;
+        int64_t by_cpu = j->cpu_milli > 0 ? f->cpu / j->cpu_milli : by_gpu;
+        int64_t by_mem = j->mem_bytes > 0 ? f->mem / j->mem_bytes : by_gpu;
+        int64_t k = by_gpu < by_cpu ? by_gpu : by_cpu;
+        k = k < by_mem ? k : by_mem;
+        placed += k > 0 ? (int)(k < j->ntasks ? k : j->ntasks) : 0;
+    }
+    return placed >= j->ntasks;
+}
+
+/* Whether pending job j waits for something other than free room: its
+ * dependencies, a hold, a time, or a queue or node that cannot be. */
+static bool
+waits_for_other(const al__job_t *j, int64_t now_ms)
+{
+    if (j->state != JS_PENDING || (j->gpus <= 0 && j->gpu_milli <= 0))
+        return true;
+    if (j->eligible_ms > now_ms)
+        return true;
+    if (!j->why_valid)
+        return true; /* no cycle has looked at it, or its queue is gone */
+    switch (j->why.code) {
+    case AL_WHY_HELD:
+    case AL_WHY_DEPS:
+    case AL_WHY_DEPS_NEVER:
+    case AL_WHY_BAD_QUEUE:
+    case AL_WHY_TOO_BIG:
+    case AL_WHY_NO_MATCH:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Adds the time since the last look, at the state seen then. */
+static void
+accrue(al__waste_t *w, int64_t now_ms)
+{
+    if (w->last_ms <= 0 || now_ms <= w->last_ms) {
+        w->last_ms = now_ms > w->last_ms ? now_ms : w->last_ms;
+        return;
+    }
+    double dt = (double)(now_ms - w->last_ms) / 1000.0;
+    double cap = 0, wasted = 0;
+    for (int m = 0; m < w->nmodels; m++) {
+        w->gpu_s[m] += w->total[m] * dt;
+        w->idle_s[m] += w->idle[m] * dt;
+        if (w->waiting[m]) {
+            w->wasted_s[m] += w->idle[m] * dt;
+            wasted += w->idle[m] * dt;
+        }
+        cap += w->total[m] * dt;
+    }
+    int64_t stamp = now_ms / SLOT_MS;
+    int s = (int)(stamp % AL_WASTE_SLOTS);
+    if (w->slot_stamp[s] != stamp) {
+        w->slot_stamp[s] = stamp;
+        w->slot_cap[s] = w->slot_wasted[s] = 0;
+    }
+    w->slot_cap[s] += cap;
+    w->slot_wasted[s] += wasted;
+    w->last_ms = now_ms;
+}
+
+void
+al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms)
+{
+    al__waste_t *w = &ctl->waste;
+    accrue(w, mono_ms);
+    freenode_t *fn = al_xcalloc((size_t)ctl->nnodes + 1, sizeof *fn);
+    look_nodes(ctl, fn);
+    bool any_idle = false;
+    for (int m = 0; m < w->nmodels; m++) {
+        w->waiting[m] = false;
+        any_idle |= w->idle[m] > 0;
+    }
+    /* Jobs of one shape fit alike: each shape is tried once per look (a
+     * backlog is mostly copies of a few shapes).  A look stops as soon as
+     * every model with idle GPUs has fitting work. */
+    struct shape {
+        int32_t gpus, milli;
+        int ntasks;
+        int64_t cpu, mem;
+        const char *model;
+    } seen[64];
+    int nseen = 0, left = 0;
+    for (int m = 0; m < w->nmodels; m++)
+        left += w->idle[m] > 0;
+    for (uint64_t i = al__ctl_first_active(ctl);
+         any_idle && left > 0 && i < ctl->njobs; i++) {
+        const al__job_t *j = ctl->jobs[i];
+        if (j == NULL || waits_for_other(j, now_ms))
+            continue;
+        bool dup = false;
+        for (int k = 0; k < nseen && !dup; k++)
+            dup = seen[k].gpus == j->gpus && seen[k].milli == j->gpu_milli &&
+                  seen[k].ntasks == j->ntasks && seen[k].cpu == j->cpu_milli &&
+                  seen[k].mem == j->mem_bytes &&
+                  (seen[k].model == j->gpu_model ||
+                   (seen[k].model != NULL && j->gpu_model != NULL &&
+                    strcmp(seen[k].model, j->gpu_model) == 0));
+        if (dup)
+            continue;
+        for (int m = 0; m < w->nmodels; m++)
+            if (!w->waiting[m] && w->idle[m] > 0 && fits(ctl, w, fn, j, m)) {
+                w->waiting[m] = true;
+                left--;
+            }
+        if (nseen < (int)(sizeof seen / sizeof seen[0]))
+            seen[nseen++] = (struct shape){ j->gpus,      j->gpu_milli,
+                                            j->ntasks,    j->cpu_milli,
+                                            j->mem_bytes, j->gpu_model };
+    }
+    free(fn);
+}
+
+double
+al__waste_ratio(const al__waste_t *w, int64_t now_ms)
+{
+    double cap = 0, wasted = 0;
+    int64_t now_stamp = now_ms / SLOT_MS;
+    for (int s = 0; s < AL_WASTE_SLOTS; s++) {
+        if (w->slot_stamp[s] <= now_stamp - AL_WASTE_SLOTS ||
+            w->slot_stamp[s] > now_stamp)
+            continue;
+        cap += w->slot_cap[s];
+        wasted += w->slot_wasted[s];
+    }
+    return cap > 0 ? wasted / cap : 0;
+}
+
+void
+al__waste_fini(al__waste_t *w)
+{
+    for (int m = 0; m < w->nmodels; m++)
+        free((char *)w->model[m]);
+    memset(w, 0, sizeof *w);
+}
