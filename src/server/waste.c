@@ -8,7 +8,8 @@
  * would fit on the idle ones (its tasks, GPUs, CPU and memory, by a greedy
  * count over the nodes: a job that waits only for a quota, a reservation
  * or its turn counts; one waiting for its dependencies, a hold, or a node
- * that does not exist does not).  The state holds until the next look, as
+ * that does not exist does not, nor one the cycle found too big for the
+ * free room).  The state holds until the next look, as
  * the simulator's does between events, so the counters are exact for the
  * controller's view of the cluster at cycle granularity.
  *
@@ -119,8 +120,11 @@ fits(const al_ctl_t *ctl, const al__waste_t *w, const freenode_t *fn,
     return placed >= j->ntasks;
 }
 
-/* Whether pending job j waits for something other than free room: its
- * dependencies, a hold, a time, or a queue or node that cannot be. */
+/* Whether pending job j waits for something other than free room (its
+ * dependencies, a hold, a time, or a queue or node that cannot be), or
+ * the cycle found that it does not fit in the free room: skipped without
+ * a look, which keeps a look cheap under a backlog of jobs too big for
+ * what is free. */
 static bool
 waits_for_other(const al__job_t *j, int64_t now_ms)
 {
@@ -137,6 +141,9 @@ waits_for_other(const al__job_t *j, int64_t now_ms)
     case AL_WHY_BAD_QUEUE:
     case AL_WHY_TOO_BIG:
     case AL_WHY_NO_MATCH:
+    case AL_WHY_CAPACITY:
+    case AL_WHY_NO_NODE:
+    case AL_WHY_TOPOLOGY:
         return true;
     default:
         return false;
