@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/error.h"
 #include "fs.h"
@@ -179,6 +180,85 @@ al_cli_parse_duration(const char *s, int64_t *seconds)
         }
     }
     return -1;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
+ * days_from_civil). */
+static int64_t
+days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+int
+al_cli_parse_when(const char *s, int64_t now, int64_t *out)
+{
+    if (strcmp(s, "now") == 0) {
+        *out = now;
+        return 0;
+    }
+    if (s[0] == '-') {
+        int64_t d;
+        if (al_cli_parse_duration(s + 1, &d) != 0 || d > now)
+            return -1;
+        *out = now - d;
+        return 0;
+    }
+    if (s[0] == '@') {
+        char *end;
+        long long v = strtoll(s + 1, &end, 10);
+        if (end == s + 1 || *end != '\0' || v < 0 || v > 253402300799LL)
+            return -1;
+        *out = v;
+        return 0;
+    }
+    int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
+    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+        return -1;
+    const char *p = s + n;
+    if (*p == 'T' || *p == ' ') {
+        int k = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &k) != 2 || k != 5)
+            return -1;
+        p += 1 + k;
+        if (*p == ':') {
+            if (sscanf(p + 1, "%2d%n", &sec, &k) != 1 || k != 2)
+                return -1;
+            p += 1 + k;
+        }
+    }
+    bool utc = *p == 'Z';
+    if (utc)
+        p++;
+    static const int mdays[12] = { 31, 29, 31, 30, 31, 30,
+                                   31, 31, 30, 31, 30, 31 };
+    if (*p != '\0' || y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 ||
+        d > mdays[mo - 1] ||
+        (mo == 2 && d == 29 &&
+         (y % 4 != 0 || (y % 100 == 0 && y % 400 != 0))) ||
+        h > 23 || mi > 59 || sec > 59 || h < 0 || mi < 0 || sec < 0)
+        return -1;
+    if (utc) {
+        *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+        return 0;
+    }
+    struct tm tm = { .tm_year = y - 1900,
+                     .tm_mon = mo - 1,
+                     .tm_mday = d,
+                     .tm_hour = h,
+                     .tm_min = mi,
+                     .tm_sec = sec,
+                     .tm_isdst = -1 };
+    time_t t = mktime(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    *out = (int64_t)t;
+    return 0;
 }
 
 void

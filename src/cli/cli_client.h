@@ -62,6 +62,11 @@ int al_cli_parse_mem(const char *s, int64_t *bytes);
 /* Parses a duration: seconds, or a number with s, m, h or d ("90",
  * "30m", "1.5h").  0 or -1 if malformed. */
 int al_cli_parse_duration(const char *s, int64_t *seconds);
+/* Parses a point in time for --since/--until, into seconds since the
+ * epoch: "now", "-DURATION" (before now: "-7d", "-90m"), "@SECONDS",
+ * "YYYY-MM-DD", "YYYY-MM-DDTHH:MM[:SS]" in local time, or with a trailing
+ * "Z" in UTC.  0 or -1 if malformed. */
+int al_cli_parse_when(const char *s, int64_t now, int64_t *out);
 /* Prints v as indented JSON on stdout. */
 void al_cli_print_json(const json_t *v);
 

@@ -114,6 +114,10 @@ void al__api_token_create(al_ctl_t *ctl, al__req_t *req);
 /* metrics.c: GET /metrics, the Prometheus text exposition (version 0.0.4)
  * of the tables, rendered read-only. */
 void al__api_metrics(al_ctl_t *ctl, al__req_t *req);
+
+/* api_usage.c: the usage history and accounting */
+void al__api_usage(al_ctl_t *ctl, al__req_t *req);
+void al__api_report(al_ctl_t *ctl, al__req_t *req);
 /* Appends the exposition to out; mono_ms is al_clock_mono_ms() now (the
  * agents' sync ages are reckoned from it). */
 void al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out);

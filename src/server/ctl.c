@@ -293,6 +293,7 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->cycled = true;
         ctl->cycle_ms = al_clock_mono_ms() - now;
     }
+    al__usage_tick(ctl, al_clock_ms());
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);

@@ -72,18 +72,6 @@ value(al_buf_t *b, double v)
     al_buf_printf(b, " %s\n", s);
 }
 
-/* The controller queue index of job j, or -1 when its queue is gone. */
-static int
-job_queue(const al_ctl_t *ctl, const al__job_t *j)
-{
-    if (j->qgen == ctl->queue_gen + 1 && j->qidx < ctl->nqueues)
-        return j->qidx;
-    for (int i = 0; i < ctl->nqueues; i++)
-        if (strcmp(ctl->queues[i].name, j->queue) == 0)
-            return i;
-    return -1;
-}
-
 /* Active jobs (pending, held, running) by queue, state and class, and
  * pending and held ones by reason; ended jobs as counters. */
 static void
@@ -99,7 +87,7 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
         if (j == NULL || j->state > JS_RUNNING || j->cls < 0 ||
             j->cls >= al__njclasses)
             continue;
-        int q = job_queue(ctl, j);
+        int q = al__job_qidx(ctl, j);
         size_t qi = q < 0 ? nq - 1 : (size_t)q;
         cell[(qi * NACT + (size_t)j->state) * (size_t)al__njclasses +
              (size_t)j->cls]++;

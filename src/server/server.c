@@ -56,6 +56,10 @@ al_server_opts_default(al_server_opts_t *o)
     o->node_timeout_ms = 30000;
     o->sched_interval_ms = 1000;
     o->coalesce_ms = 2;
+    o->usage_interval_s = 60;
+    o->usage_rollup = 60;
+    o->usage_keep_fine_days = 7;
+    o->usage_keep_coarse_days = 365;
     o->grace_ms = 10000;
     o->max_body = 1 << 20;
     o->sync_full = 1;
@@ -83,7 +87,12 @@ send_reply(struct MHD_Connection *c, int status, const char *ctype, char *data,
 static enum MHD_Result
 send_json(struct MHD_Connection *c, int status, json_t *body)
 {
-    char *text = al_json_dump(body);
+    /* Numbers in 15 digits: 0.003, not 0.0030000000000000001 (a reply is
+     * read by people and tools; the store keeps 17). */
+    char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY |
+                                      JSON_REAL_PRECISION(15));
+    if (text == NULL)
+        abort(); /* jansson fails only on allocation */
     size_t len = strlen(text);
     /* Newline-terminated for people using curl. */
     text = al_xrealloc(text, len + 2);
@@ -514,6 +523,37 @@ static const al_opt_t server_opts[] = {
       .help = "also listen here for GET /metrics only, without a token "
               "(for Prometheus; port 0 picks a free one; elsewhere /metrics "
               "needs a token of the metrics or admin role)" },
+    { .name = "--usage-keep-minutes",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_keep_fine_days),
+      .min = 1,
+      .max = 36500,
+      .arg = "DAYS",
+      .help = "keep the usage history's minutes this long (default 7)" },
+    { .name = "--usage-keep-hours",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_keep_coarse_days),
+      .min = 1,
+      .max = 36500,
+      .arg = "DAYS",
+      .help = "keep its hours this long (default 365)" },
+    { .name = "--usage-interval",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_interval_s),
+      .min = 0,
+      .max = 3600,
+      .arg = "SECONDS",
+      .help = "sample the usage history this often (default 60; 0: never)",
+      .flags = AL_OPT_HIDDEN },
+    { .name = "--usage-rollup",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_rollup),
+      .min = 2,
+      .max = 1000,
+      .arg = "N",
+      .help = "a coarse row of the usage history every N samples (default "
+              "60: hours of minutes)",
+      .flags = AL_OPT_HIDDEN },
     { .name = "--node-timeout",
       .kind = AL_OPT_INT,
       .off = S(o.node_timeout_ms),

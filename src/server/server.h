@@ -32,6 +32,12 @@ typedef struct al_server_opts {
     /* "HOST:PORT" of a second listener that serves GET /metrics only,
      * without a token (for a Prometheus on a trusted network), or NULL. */
     const char *metrics_listen;
+    /* The usage history (history.c): a fine row every usage_interval_s
+     * (0: none), a coarse one every usage_rollup fine steps, each kept
+     * this long. */
+    int64_t usage_interval_s;
+    int64_t usage_rollup;
+    int64_t usage_keep_fine_days, usage_keep_coarse_days;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

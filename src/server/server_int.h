@@ -266,7 +266,7 @@ struct al__req {
      * the next scheduling cycle (or at its deadline), not before. */
     json_t *acks;
     bool after_cycle;
-    void *conn; /* the intake's connection, suspended until the reply */
+    void *conn;  /* the intake's connection, suspended until the reply */
     double t_in; /* al__mono_s() when the loop was handed it */
     al__req_t *next;
 };
@@ -327,6 +327,24 @@ typedef struct al__api_hist {
 } al__api_hist_t;
 
 /* ------------------------------------------------------------------ */
+/* history.c: the usage history                                       */
+
+/* A row's figures, in GPUs (means over its step); NAN/NULL: unknown or
+ * not of that kind of row. */
+enum {
+    AL_U_GPUS = 0,
+    AL_U_ALLOC,
+    AL_U_USED,
+    AL_U_DESERVED,
+    AL_U_FAIR,
+    AL_U_PENDING,
+    AL_U_IDLE,
+    AL_U_WASTED,
+    AL_USAGE_NF
+};
+extern const char *const al__usage_names[AL_USAGE_NF];
+
+/* ------------------------------------------------------------------ */
 /* waste.c: GPU-time idle while fitting work waits                    */
 
 /* GPU models told apart in metrics' labels (al__model_slot()). */
@@ -343,14 +361,21 @@ typedef struct al__waste {
     bool waiting[AL_MAX_MODELS];
     /* Since this controller started: GPU-seconds in all, idle, and idle
      * while fitting work waited. */
-    double gpu_s[AL_MAX_MODELS], idle_s[AL_MAX_MODELS],
-        wasted_s[AL_MAX_MODELS];
+    double gpu_s[AL_MAX_MODELS], idle_s[AL_MAX_MODELS], wasted_s[AL_MAX_MODELS];
     int64_t last_ms; /* monotonic ms of the last look; 0: none */
     /* The window: GPU-seconds and wasted GPU-seconds by slot, each slot
      * stamped with its number since the epoch. */
     double slot_cap[AL_WASTE_SLOTS], slot_wasted[AL_WASTE_SLOTS];
     int64_t slot_stamp[AL_WASTE_SLOTS];
 } al__waste_t;
+
+typedef struct al__usage {
+    int64_t next_t;   /* the next fine row's time (s); 0: not looked yet */
+    int64_t rolled_t; /* the start of the last coarse step rolled up */
+    /* waste.c's counters and look time at the last sample, by its slots */
+    int64_t prev_mono;
+    double prev_idle_s[AL_MAX_MODELS], prev_wasted_s[AL_MAX_MODELS];
+} al__usage_t;
 
 /* ------------------------------------------------------------------ */
 /* The controller                                                     */
@@ -431,6 +456,7 @@ typedef struct al_ctl {
     al__api_hist_t *api_hist;
     int napi_hist, api_hist_cap;
     al__waste_t waste;
+    al__usage_t usage;
     bool store_failed;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
@@ -457,6 +483,9 @@ int al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n);
 void al__ctl_dirty(al_ctl_t *ctl, al__job_t *j);
 /* Counts one observation of `seconds` in h. */
 void al__hist_observe(al__hist_t *h, double seconds);
+/* The controller queue index of job j (its cached one while the queues
+ * keep their shape), or -1 when its queue is gone. */
+int al__job_qidx(const al_ctl_t *ctl, const al__job_t *j);
 /* The slot of GPU model m (NULL or "" is "unknown") among models, for
  * labels: at most AL_MAX_MODELS - 1 names, added as met (models[i] = m,
  * which must outlive the table), and the last slot, "other", for the rest
@@ -473,6 +502,22 @@ void al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms);
  * mono_ms; 0 when nothing is known yet. */
 double al__waste_ratio(const al__waste_t *w, int64_t mono_ms);
 void al__waste_fini(al__waste_t *w);
+/* The slot of GPU model m in w, added when new. */
+int al__waste_model(al__waste_t *w, const char *m);
+
+/* history.c: called by the loop in each iteration's transaction; samples
+ * when a step is due.  now_ms is the wall clock. */
+void al__usage_tick(al_ctl_t *ctl, int64_t now_ms);
+/* GET /v1/usage's answer: the series by queue or by model over [from,
+ * to) (seconds), in buckets of `bucket` seconds (made a multiple of the
+ * rows' step; coarse rows once it is a coarse step or more). */
+json_t *al__usage_series(al_ctl_t *ctl, int64_t from, int64_t to,
+                         int64_t bucket, bool by_model);
+/* report.c: GET /v1/report's answer over [since, until) (ms) grouped by
+ * `by` (queue, user, class, model or node); user non-NULL: that user's
+ * jobs only, without the cluster's used GPUs. */
+json_t *al__usage_report(al_ctl_t *ctl, int64_t since, int64_t until,
+                         const char *by, const char *user);
 /* The monotonic clock in seconds, finer than al_clock_mono_ms(): what the
  * histograms time with. */
 double al__mono_s(void);
@@ -567,6 +612,14 @@ int al__job_parse(const json_t *body, const char *caller, bool admin,
 /* What a backend implements is in store_int.h. */
 int al__store_open(al_ctl_t *ctl, char **cause);
 void al__store_close(al_ctl_t *ctl);
+/* A row of a read: its columns as text, NULL for SQL NULL; nonzero stops
+ * the read. */
+typedef int (*al__store_row_fn)(void *arg, int ncols, const char *const *cols);
+/* The statements of the usage history, by name (see al__store_ops_t). */
+int al__store_write(al_ctl_t *ctl, const char *name, int n,
+                    const char *const *v);
+int al__store_read(al_ctl_t *ctl, const char *name, int n, const char *const *v,
+                   al__store_row_fn fn, void *arg);
 int al__store_begin(al_ctl_t *ctl);
 int al__store_commit(al_ctl_t *ctl);
 void al__store_rollback(al_ctl_t *ctl);

@@ -117,6 +117,19 @@ al__store_history(al_ctl_t *ctl, uint64_t job)
     return ctl->store_ops->history(ctl, job);
 }
 
+int
+al__store_write(al_ctl_t *ctl, const char *name, int n, const char *const *v)
+{
+    return wrote(ctl, ctl->store_ops->write(ctl, name, n, v));
+}
+
+int
+al__store_read(al_ctl_t *ctl, const char *name, int n, const char *const *v,
+               al__store_row_fn fn, void *arg)
+{
+    return ctl->store_ops->read(ctl, name, n, v, fn, arg);
+}
+
 /* Writes a document (NULL: deletes the row of key). */
 static int
 put_doc(al_ctl_t *ctl, al__doc_table_t table, const char *key, json_t *doc)

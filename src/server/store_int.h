@@ -41,6 +41,14 @@ typedef struct al__store_ops {
     int (*load_docs)(al_ctl_t *ctl, al__doc_table_t table,
                      int (*fn)(al_ctl_t *, const char *, char **),
                      char **cause);
+    /* A statement of the backend's table by name (both backends name the
+     * same ones: the usage history's, history.c's), with n parameters as
+     * text (NULL for SQL NULL).  write: in the transaction; read: each row
+     * to fn as text columns (NULL for NULL), stopping when fn returns
+     * nonzero.  0 or AL_EIO (AL_ENOENT for an unknown name). */
+    int (*write)(al_ctl_t *ctl, const char *name, int n, const char *const *v);
+    int (*read)(al_ctl_t *ctl, const char *name, int n, const char *const *v,
+                al__store_row_fn fn, void *arg);
 } al__store_ops_t;
 
 extern const al__store_ops_t al__store_sqlite, al__store_pg;

@@ -61,6 +61,12 @@ static const char *const migrations[] = {
     "CREATE TABLE tokens(id TEXT PRIMARY KEY, \"user\" TEXT NOT NULL,"
     " role INTEGER NOT NULL, salt BYTEA NOT NULL, hash BYTEA NOT NULL,"
     " created_ms BIGINT NOT NULL);",
+    "CREATE TABLE usage(step INTEGER NOT NULL, t BIGINT NOT NULL,"
+    " queue TEXT NOT NULL, model TEXT NOT NULL, gpus DOUBLE PRECISION,"
+    " alloc DOUBLE PRECISION, used DOUBLE PRECISION,"
+    " deserved DOUBLE PRECISION, fair DOUBLE PRECISION,"
+    " pending DOUBLE PRECISION, idle DOUBLE PRECISION,"
+    " wasted DOUBLE PRECISION, PRIMARY KEY(step, t, queue, model));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -94,6 +100,39 @@ static const struct {
       " doc = EXCLUDED.doc",
       2 },
     { "nodes_del", "DELETE FROM nodes WHERE name = $1", 1 },
+    /* The usage history's, as store_sqlite.c names them. */
+    { "usage_put",
+      "INSERT INTO usage(step, t, queue, model, gpus, alloc, used, deserved,"
+      " fair, pending, idle, wasted) VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
+      " $9, $10, $11, $12) ON CONFLICT (step, t, queue, model) DO UPDATE SET"
+      " gpus = EXCLUDED.gpus, alloc = EXCLUDED.alloc, used = EXCLUDED.used,"
+      " deserved = EXCLUDED.deserved, fair = EXCLUDED.fair,"
+      " pending = EXCLUDED.pending, idle = EXCLUDED.idle,"
+      " wasted = EXCLUDED.wasted",
+      12 },
+    { "usage_rollup",
+      "INSERT INTO usage SELECT $2::integer, $3::bigint, queue, model,"
+      " avg(gpus), avg(alloc), avg(used), avg(deserved), avg(fair),"
+      " avg(pending), avg(idle), avg(wasted) FROM usage WHERE step = $1"
+      " AND t >= $3::bigint AND t < $4 GROUP BY queue, model"
+      " ON CONFLICT (step, t, queue, model) DO UPDATE SET"
+      " gpus = EXCLUDED.gpus, alloc = EXCLUDED.alloc, used = EXCLUDED.used,"
+      " deserved = EXCLUDED.deserved, fair = EXCLUDED.fair,"
+      " pending = EXCLUDED.pending, idle = EXCLUDED.idle,"
+      " wasted = EXCLUDED.wasted",
+      4 },
+    { "usage_trim", "DELETE FROM usage WHERE step = $1 AND t < $2", 2 },
+    { "usage_last", "SELECT max(t) FROM usage WHERE step = $1", 1 },
+    { "usage_first", "SELECT min(t) FROM usage WHERE step = $1", 1 },
+    { "usage_rows",
+      "SELECT t, queue, model, gpus, alloc, used, deserved, fair, pending,"
+      " idle, wasted FROM usage WHERE step = $1 AND t >= $2 AND t < $3"
+      " ORDER BY t",
+      3 },
+    { "events_from",
+      "SELECT job_id, time_ms, event, detail FROM job_events"
+      " WHERE job_id >= $1 ORDER BY job_id, seq",
+      1 },
     { "token",
       "INSERT INTO tokens VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT (id)"
       " DO UPDATE SET \"user\" = EXCLUDED.\"user\", role = EXCLUDED.role,"
@@ -621,6 +660,52 @@ pg_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
     return run(ctl, "event", 4, v, NULL, NULL);
 }
 
+/* The named statement's index, or -1. */
+static int
+named(const char *name, int n)
+{
+    for (size_t i = 0; i < sizeof statements / sizeof *statements; i++)
+        if (strcmp(statements[i].name, name) == 0)
+            return statements[i].nparams == n ? (int)i : -1;
+    return -1;
+}
+
+static int
+pg_write(al_ctl_t *ctl, const char *name, int n, const char *const *v)
+{
+    if (named(name, n) < 0) {
+        al_error("store: no statement '%s' of %d parameters", name, n);
+        return AL_EIO;
+    }
+    return run(ctl, name, n, v, NULL, NULL);
+}
+
+static int
+pg_read(al_ctl_t *ctl, const char *name, int n, const char *const *v,
+        al__store_row_fn fn, void *arg)
+{
+    pg_t *p = ctl->store;
+    if (named(name, n) < 0) {
+        al_error("store: no statement '%s' of %d parameters", name, n);
+        return AL_EIO;
+    }
+    PGresult *res = query_now(p, name, n, v);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        result_ok(res, PGRES_TUPLES_OK, NULL);
+        return AL_EIO;
+    }
+    const char *cols[16];
+    int ncols = PQnfields(res) < 16 ? PQnfields(res) : 16;
+    for (int i = 0; i < PQntuples(res); i++) {
+        for (int c = 0; c < ncols; c++)
+            cols[c] = PQgetisnull(res, i, c) ? NULL : PQgetvalue(res, i, c);
+        if (fn(arg, ncols, cols) != 0)
+            break;
+    }
+    PQclear(res);
+    return 0;
+}
+
 static json_t *
 pg_history(al_ctl_t *ctl, uint64_t job)
 {
@@ -741,6 +826,8 @@ const al__store_ops_t al__store_pg = {
     .put_job = pg_put_job,
     .event = pg_event,
     .history = pg_history,
+    .write = pg_write,
+    .read = pg_read,
     .put_doc = pg_put_doc,
     .put_token = pg_put_token,
     .load_tokens = pg_load_tokens,

@@ -33,6 +33,12 @@ static const char *const migrations[] = {
     "CREATE TABLE tokens(id TEXT PRIMARY KEY, user TEXT NOT NULL,"
     " role INTEGER NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,"
     " created_ms INTEGER NOT NULL);",
+    /* The usage history (history.c): one row per step, time, queue and
+     * GPU model ("" for all), each figure a mean over the step in GPUs. */
+    "CREATE TABLE usage(step INTEGER NOT NULL, t INTEGER NOT NULL,"
+    " queue TEXT NOT NULL, model TEXT NOT NULL, gpus REAL, alloc REAL,"
+    " used REAL, deserved REAL, fair REAL, pending REAL, idle REAL,"
+    " wasted REAL, PRIMARY KEY(step, t, queue, model));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -51,6 +57,32 @@ static const char *const doc_load[] = {
     "SELECT doc FROM queues ORDER BY name",
     "SELECT doc FROM nodes ORDER BY name",
     "SELECT doc FROM jobs ORDER BY id",
+};
+
+/* The named statements of al__store_ops_t's write and read. */
+static const struct {
+    const char *name, *sql;
+} named[] = {
+    { "usage_put",
+      "INSERT OR REPLACE INTO usage(step, t, queue, model, gpus,"
+      " alloc, used, deserved, fair, pending, idle, wasted)"
+      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)" },
+    /* ?1 the fine step, ?2 the coarse one, [?3, ?4) the coarse step's
+     * span: its rows become the means of the fine rows there. */
+    { "usage_rollup",
+      "INSERT OR REPLACE INTO usage SELECT ?2, ?3, queue, model, avg(gpus),"
+      " avg(alloc), avg(used), avg(deserved), avg(fair), avg(pending),"
+      " avg(idle), avg(wasted) FROM usage WHERE step = ?1 AND t >= ?3"
+      " AND t < ?4 GROUP BY queue, model" },
+    { "usage_trim", "DELETE FROM usage WHERE step = ?1 AND t < ?2" },
+    { "usage_last", "SELECT max(t) FROM usage WHERE step = ?1" },
+    { "usage_first", "SELECT min(t) FROM usage WHERE step = ?1" },
+    { "usage_rows",
+      "SELECT t, queue, model, gpus, alloc, used, deserved, fair, pending,"
+      " idle, wasted FROM usage WHERE step = ?1 AND t >= ?2 AND t < ?3"
+      " ORDER BY t" },
+    { "events_from", "SELECT job_id, time_ms, event, detail FROM job_events"
+                     " WHERE job_id >= ?1 ORDER BY job_id, seq" },
 };
 
 static int
@@ -319,6 +351,66 @@ lite_load_docs(al_ctl_t *ctl, al__doc_table_t table,
     return rc;
 }
 
+/* A named statement, prepared and bound; NULL when unknown or broken. */
+static sqlite3_stmt *
+prepare_named(lite_t *l, const char *name, int n, const char *const *v)
+{
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++) {
+        if (strcmp(named[i].name, name) != 0)
+            continue;
+        sqlite3_stmt *st;
+        if (sqlite3_prepare_v2(l->db, named[i].sql, -1, &st, NULL) !=
+            SQLITE_OK) {
+            al_error("store: %s", sqlite3_errmsg(l->db));
+            return NULL;
+        }
+        for (int k = 0; k < n; k++)
+            if (v[k] != NULL)
+                sqlite3_bind_text(st, k + 1, v[k], -1, SQLITE_STATIC);
+        return st;
+    }
+    al_error("store: no statement '%s'", name);
+    return NULL;
+}
+
+static int
+lite_write(al_ctl_t *ctl, const char *name, int n, const char *const *v)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st = prepare_named(l, name, n, v);
+    if (st == NULL)
+        return AL_EIO;
+    int rc = step_done(l, st);
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static int
+lite_read(al_ctl_t *ctl, const char *name, int n, const char *const *v,
+          al__store_row_fn fn, void *arg)
+{
+    lite_t *l = ctl->store;
+    sqlite3_stmt *st = prepare_named(l, name, n, v);
+    if (st == NULL)
+        return AL_EIO;
+    const char *cols[16];
+    int rc, ncols = sqlite3_column_count(st);
+    if (ncols > 16)
+        ncols = 16;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        for (int c = 0; c < ncols; c++)
+            cols[c] = (const char *)sqlite3_column_text(st, c);
+        if (fn(arg, ncols, cols) != 0) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE)
+        al_error("store: %s", sqlite3_errmsg(l->db));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : AL_EIO;
+}
+
 const al__store_ops_t al__store_sqlite = {
     .open = lite_open,
     .close = lite_close,
@@ -332,4 +424,6 @@ const al__store_ops_t al__store_sqlite = {
     .put_token = lite_put_token,
     .load_tokens = lite_load_tokens,
     .load_docs = lite_load_docs,
+    .write = lite_write,
+    .read = lite_read,
 };

@@ -199,6 +199,17 @@ al__hist_observe(al__hist_t *h, double seconds)
     h->sum += seconds;
 }
 
+int
+al__job_qidx(const al_ctl_t *ctl, const al__job_t *j)
+{
+    if (j->qgen == ctl->queue_gen + 1 && j->qidx < ctl->nqueues)
+        return j->qidx;
+    for (int i = 0; i < ctl->nqueues; i++)
+        if (strcmp(ctl->queues[i].name, j->queue) == 0)
+            return i;
+    return -1;
+}
+
 static int
 find_model(const char **models, int nmodels, const char *m)
 {
@@ -231,9 +242,10 @@ al__model_slot(const char **models, int *nmodels, const char *m)
 void
 al__api_observe(al_ctl_t *ctl, const al__req_t *req, double seconds)
 {
-    int route = req->route >= al__routes && req->route < al__routes + al__nroutes
-                    ? (int)(req->route - al__routes)
-                    : al__nroutes;
+    int route =
+        req->route >= al__routes && req->route < al__routes + al__nroutes
+            ? (int)(req->route - al__routes)
+            : al__nroutes;
     al__api_hist_t *h = NULL;
     for (int i = 0; i < ctl->napi_hist && h == NULL; i++)
         if (ctl->api_hist[i].route == route &&

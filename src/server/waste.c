@@ -34,8 +34,8 @@
 
 /* The model slot of name m (al__model_slot()), its name copied when
  * new: nodes come and go, the counters stay. */
-static int
-model_of(al__waste_t *w, const char *m)
+int
+al__waste_model(al__waste_t *w, const char *m)
 {
     int n = w->nmodels, i = al__model_slot(w->model, &w->nmodels, m);
     if (w->nmodels > n)
@@ -65,7 +65,7 @@ look_nodes(al_ctl_t *ctl, freenode_t *fn)
         if (n->state == NS_DOWN || n->ngpus <= 0)
             continue;
         int ng = n->ngpus < 64 ? n->ngpus : 64;
-        fn[i].model = model_of(w, n->gpus[0].model);
+        fn[i].model = al__waste_model(w, n->gpus[0].model);
         fn[i].idle = ng == 64 ? UINT64_MAX : (UINT64_C(1) << ng) - 1;
         fn[i].cpu = n->cpu_milli;
         fn[i].mem = n->mem_bytes;
@@ -225,9 +225,9 @@ al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms)
                 left--;
             }
         if (nseen < (int)(sizeof seen / sizeof seen[0]))
-            seen[nseen++] = (struct shape){ j->gpus,      j->gpu_milli,
-                                            j->ntasks,    j->cpu_milli,
-                                            j->mem_bytes, j->gpu_model };
+            seen[nseen++] =
+                (struct shape){ j->gpus,      j->gpu_milli, j->ntasks,
+                                j->cpu_milli, j->mem_bytes, j->gpu_model };
     }
     free(fn);
 }

@@ -1970,6 +1970,117 @@ def scenario_metrics(c):
           "STATE/metrics-url removed when no metrics listener runs")
 
 
+def scenario_usage(c):
+    """The usage history and accounting: samples every second (coarse rows
+    every three), GET /v1/usage by queue and model agrees with what ran,
+    a kill -9 and restart leaves no step twice and a gap no longer than it
+    was down; `allot report` GPU-hours agree with the jobs' run times, a
+    user sees their own rows only; `allot history` lists the ended jobs;
+    bad periods are refused."""
+    c.start_server("--usage-interval", "1", "--usage-rollup", "3")
+    c.start_agent("n1", "4xH100-80GB", extra=("--no-run-as-user",))
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "team", "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+    check(s == 201, "queue team: %s %s" % (s, b))
+    alice = c.cli("token", "create", "--user", "alice").stdout.strip()
+    t0 = time.time()
+    a = c.submit("--queue", "team", "--gpus", "2", "--", "sleep", "4")
+    b_ = c.submit("--queue", "team", "--gpus", "1", "--", "sleep", "4",
+                  token=alice)
+    for j in (a, b_):
+        c.wait_state(j, "running")
+
+    def series(by, step=1):
+        s, u = c.api("GET", "/v1/usage?by=%s&from=%d&step=%d" %
+                     (by, int(t0) - 5, step))
+        check(s == 200, "usage by %s: %s %s" % (by, s, u))
+        return {x[by]: x for x in u["series"]}
+    q = wait_for(lambda: (lambda q: q if "team" in q and 3.0 in
+                          q["team"]["allocated"] else None)(series("queue")),
+                 15, "a sample with team's 3 GPUs")
+    check(q["team"]["deserved"][-1] == 2.0, "deserved: %s" % q["team"])
+    check(all(v is None or v >= 0 for v in q["team"]["pending"]),
+          "pending: %s" % q["team"])
+    m = series("model")["H100-80GB"]
+    check(m["gpus"][-1] == 4.0 and 3.0 in m["allocated"],
+          "model series: %s" % m)
+    check("deserved" not in m and "idle" in m and "wasted" in m,
+          "model series fields: %s" % sorted(m))
+    for j in (a, b_):
+        c.wait_state(j, "completed", timeout=30)
+
+    # A kill -9 and a restart: no step twice, a gap no longer than the
+    # time it was down (plus a step).
+    time.sleep(1.5)
+    c.kill_server(signal.SIGKILL)
+    down = time.time()
+    time.sleep(2)
+    c.start_server("--usage-interval", "1", "--usage-rollup", "3")
+    up = time.time()
+    time.sleep(4)
+    q = series("queue")["team"]
+    ts = q["t"]
+    check(len(ts) == len(set(ts)) and ts == sorted(ts),
+          "no step twice: %s" % ts)
+    gaps = [y - x for x, y in zip(ts, ts[1:]) if y - x > 1]
+    check(len(gaps) <= 1 and all(g <= (up - down) + 3 for g in gaps),
+          "one gap, as long as the restart (%.1fs): %s" % (up - down, ts))
+    # Coarse rows: a query at a coarse step reads them.
+    s, u = c.api("GET", "/v1/usage?by=queue&from=%d&step=3" % (int(t0) - 5))
+    check(s == 200 and u["step"] == 3 and u["series"], "coarse rows: %s" % u)
+
+    # The report: GPU-hours from the runs, 2 GPUs x a's run + 1 x b's.
+    ja, jb = c.job(a), c.job(b_)
+    want = (2 * (ja["end_ms"] - ja["start_ms"]) +
+            (jb["end_ms"] - jb["start_ms"])) / 3.6e6
+    rep = json.loads(c.cli("report", "--since", "-5m", "--json").stdout)
+    rows = {r["key"]: r for r in rep["rows"]}
+    check(abs(rows["team"]["gpu_hours"] - want) < 1e-6 and
+          rows["team"]["started"] == 2 and rows["team"]["completed"] == 2,
+          "report by queue %s, want %.6f GPU-h" % (rows, want))
+    check(rows["team"]["used_gpu_hours"] is None and
+          rows["team"]["efficiency"] is None,
+          "emulated GPUs send no telemetry: used unknown: %s" % rows["team"])
+    check(rep["total"]["wastage_ratio"] is not None and
+          0 <= rep["total"]["wastage_ratio"] <= 1, "wastage: %s" % rep)
+    rep = json.loads(c.cli("report", "--since", "-5m", "--by", "user",
+                           "--json").stdout)
+    check(sorted(r["key"] for r in rep["rows"]) == ["admin", "alice"],
+          "by user (admin): %s" % rep["rows"])
+    rep = json.loads(c.cli("report", "--since", "-5m", "--by", "user",
+                           "--json", token=alice).stdout)
+    check([r["key"] for r in rep["rows"]] == ["alice"] and
+          abs(rep["rows"][0]["gpu_hours"] -
+              (jb["end_ms"] - jb["start_ms"]) / 3.6e6) < 1e-6,
+          "by user (alice sees her own): %s" % rep["rows"])
+    out = c.cli("report", "--since", "-5m", "--by", "node").stdout
+    check(re.search(r"^n1\s", out, re.M) and
+          re.search(r"^total\s", out, re.M), "report by node: %s" % out)
+    csv = c.cli("report", "--since", "-5m", "--csv").stdout.splitlines()
+    check(csv[0].startswith("queue,gpu_hours,used_gpu_hours,efficiency") and
+          csv[-1].startswith("total,"), "csv: %s" % csv)
+
+    # History: both jobs, with their node; alice sees only hers.
+    out = c.cli("history", "--since", "-5m").stdout
+    check(re.search(r"^%d\s.*completed.*\sn1$" % a, out, re.M) and
+          re.search(r"^%d\s" % b_, out, re.M), "history: %s" % out)
+    h = json.loads(c.cli("history", "--json", token=alice).stdout)
+    check([j["id"] for j in h] == [b_], "alice's history: %s" % h)
+
+    # Bad input: exit 2 from the CLI, 400 from the API.
+    for args in (("report", "--since", "2026-13-01"),
+                 ("report", "--since", "-1m", "--until", "-2m"),
+                 ("report", "--by", "gpu"), ("history", "--until", "soon")):
+        p = c.cli(*args, ok=False)
+        check(p.returncode == 2 and p.stderr.strip(),
+              "%s: %d %s" % (args, p.returncode, p.stderr))
+    for path in ("/v1/usage?from=x", "/v1/usage?by=user",
+                 "/v1/usage?from=100&to=50", "/v1/usage?step=0",
+                 "/v1/report?by=gpu", "/v1/report?since=-5"):
+        s, b = c.api("GET", path)
+        check(s == 400 and b.get("message"), "%s: %s %s" % (path, s, b))
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -1994,6 +2105,7 @@ SCENARIOS = {
     "fraction": scenario_fraction,
     "pg_restart_load": scenario_pg_restart_load,
     "metrics": scenario_metrics,
+    "usage": scenario_usage,
 }
 
 

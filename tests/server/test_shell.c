@@ -247,6 +247,59 @@ cli_durations(void)
     }
 }
 
+/* --since/--until: relative, epoch, dates in UTC and local time; bad
+ * dates (month 13, 30 February, 29 February of a common year) refused. */
+static void
+cli_when(void)
+{
+    int64_t now = 1795600000, t = -1;
+    ASSERT_EQ(al_cli_parse_when("now", now, &t), 0);
+    ASSERT_EQ(t, now);
+    ASSERT_EQ(al_cli_parse_when("-7d", now, &t), 0);
+    ASSERT_EQ(t, now - 7 * 86400);
+    ASSERT_EQ(al_cli_parse_when("-90m", now, &t), 0);
+    ASSERT_EQ(t, now - 5400);
+    ASSERT_EQ(al_cli_parse_when("@1700000000", now, &t), 0);
+    ASSERT_EQ(t, 1700000000);
+    ASSERT_EQ(al_cli_parse_when("1970-01-01Z", now, &t), 0);
+    ASSERT_EQ(t, 0);
+    ASSERT_EQ(al_cli_parse_when("2026-11-25T12:30:15Z", now, &t), 0);
+    ASSERT_EQ(t, 1795609815);
+    ASSERT_EQ(al_cli_parse_when("2024-02-29T00:00Z", now, &t), 0);
+    ASSERT_EQ(t, 1709164800);
+    /* Local time: one day apart is 86400 s apart, give or take an hour of
+     * daylight saving. */
+    int64_t a, b;
+    ASSERT_EQ(al_cli_parse_when("2026-06-01", now, &a), 0);
+    ASSERT_EQ(al_cli_parse_when("2026-06-02 00:00", now, &b), 0);
+    ASSERT(b - a >= 82800 && b - a <= 90000);
+    static const char *const bad[] = {
+        "",
+        "yesterday",
+        "-",
+        "-5x",
+        "@",
+        "@12x",
+        "@-5",
+        "2026-13-01",
+        "2026-02-30",
+        "2023-02-29",
+        "2026-1-01",
+        "2026-01-01T25:00",
+        "2026-01-01T12:60",
+        "2026-01-01T12:00:61",
+        "2026-01-01X",
+        "2026-01-01T12:00Zz",
+        "1969-12-31",
+        "-99999999d",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        t = 42;
+        ASSERT_EQ(al_cli_parse_when(bad[i], now, &t), -1);
+        ASSERT_EQ(t, 42);
+    }
+}
+
 static void
 routes(void)
 {
@@ -422,6 +475,7 @@ const al_test_t test_shell[] = {
     { "cli_options", cli_options },
     { "cli_sizes", cli_sizes },
     { "cli_durations", cli_durations },
+    { "cli_when", cli_when },
     { "routes", routes },
     { "tokens", tokens },
     { "proc_state", proc_state },

@@ -1061,8 +1061,8 @@ waste_ratio(void)
                    "\"mem_bytes\": 1073741824, \"gpus\": ["
                    "{\"uuid\": \"G4\", \"model\": \"A100\"}]}");
     ctl.nodes[1].state = NS_DOWN;
-    metrics_job(&ctl, 1, "{\"command\": [\"x\"], \"gpus\": 2}", JS_RUNNING,
-                3, 0);
+    metrics_job(&ctl, 1, "{\"command\": [\"x\"], \"gpus\": 2}", JS_RUNNING, 3,
+                0);
     al__job_t *p = metrics_job(
         &ctl, 2, "{\"command\": [\"x\"], \"gpus\": 2, \"cpu_milli\": 1000}",
         JS_PENDING, 0, 0);
