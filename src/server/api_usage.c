@@ -76,9 +76,9 @@ al__api_usage(al_ctl_t *ctl, al__req_t *req)
                         "by must be queue or model, not '%s'", by);
         return;
     }
-    al__reply(req, 200,
-              al__usage_series(ctl, from, to, step,
-                               by != NULL && strcmp(by, "model") == 0));
+    bool by_model = by != NULL && strcmp(by, "model") == 0;
+    const char *key = al__req_arg(req, by_model ? "model" : "queue");
+    al__reply(req, 200, al__usage_series(ctl, from, to, step, by_model, key));
 }
 
 void

@@ -282,17 +282,20 @@ typedef struct gather {
     bool by_model;
     int64_t from, bucket;
     int nb;
-    series_t *s;
+    series_t *s, *last;
     int ns, cap;
-    int64_t rowstep; /* the step of the rows read: a bucket's weight */
 } gather_t;
 
 static series_t *
 series_of(gather_t *g, const char *key)
 {
+    /* Rows come a series at a time (the store's key is step, queue,
+     * model, time): the last one is the likely one. */
+    if (g->last != NULL && strcmp(g->last->key, key) == 0)
+        return g->last;
     for (int i = 0; i < g->ns; i++)
         if (strcmp(g->s[i].key, key) == 0)
-            return &g->s[i];
+            return g->last = &g->s[i];
     if (g->ns == g->cap) {
         g->cap = g->cap ? 2 * g->cap : 8;
         g->s = al_xreallocarray(g->s, (size_t)g->cap, sizeof *g->s);
@@ -301,7 +304,7 @@ series_of(gather_t *g, const char *key)
     s->key = al_xstrdup(key);
     s->sum = al_xcalloc((size_t)g->nb * AL_USAGE_NF, sizeof *s->sum);
     s->n = al_xcalloc((size_t)g->nb * AL_USAGE_NF, sizeof *s->n);
-    return s;
+    return g->last = s;
 }
 
 /* A row: t, queue, model, then the figures in AL_U_* order. */
@@ -311,9 +314,6 @@ gather_row(void *arg, int ncols, const char *const *cols)
     gather_t *g = arg;
     if (ncols < 3 + AL_USAGE_NF || cols[0] == NULL || cols[1] == NULL ||
         cols[2] == NULL)
-        return 0;
-    bool model_row = cols[1][0] == '\0';
-    if (model_row != g->by_model || (!model_row && cols[2][0] != '\0'))
         return 0;
     int64_t t = strtoll(cols[0], NULL, 10);
     int64_t b = (t - g->from) / g->bucket;
@@ -332,7 +332,7 @@ gather_row(void *arg, int ncols, const char *const *cols)
 
 json_t *
 al__usage_series(al_ctl_t *ctl, int64_t from, int64_t to, int64_t bucket,
-                 bool by_model)
+                 bool by_model, const char *key)
 {
     int64_t step =
         ctl->opts.usage_interval_s > 0 ? ctl->opts.usage_interval_s : 60;
@@ -342,9 +342,7 @@ al__usage_series(al_ctl_t *ctl, int64_t from, int64_t to, int64_t bucket,
         bucket = rowstep;
     bucket = bucket / rowstep * rowstep;
     from = from / bucket * bucket;
-    gather_t g = {
-        .by_model = by_model, .from = from, .bucket = bucket, .rowstep = rowstep
-    };
+    gather_t g = { .by_model = by_model, .from = from, .bucket = bucket };
     g.nb = (int)((to - from + bucket - 1) / bucket);
     if (g.nb < 0)
         g.nb = 0;
@@ -352,9 +350,14 @@ al__usage_series(al_ctl_t *ctl, int64_t from, int64_t to, int64_t bucket,
     snprintf(a, sizeof a, "%lld", (long long)rowstep);
     snprintf(b, sizeof b, "%lld", (long long)from);
     snprintf(c, sizeof c, "%lld", (long long)to);
-    const char *v[] = { a, b, c };
+    const char *v[] = { a, b, c, key };
+    static const char *const stmt[2][2] = {
+        { "usage_rows_queues", "usage_rows_queue" },
+        { "usage_rows_models", "usage_rows_model" },
+    };
     if (g.nb > 0)
-        al__store_read(ctl, "usage_rows", 3, v, gather_row, &g);
+        al__store_read(ctl, stmt[by_model][key != NULL], key != NULL ? 4 : 3, v,
+                       gather_row, &g);
 
     json_t *out = json_pack("{s:I, s:I, s:I, s:s}", "from", (json_int_t)from,
                             "to", (json_int_t)to, "step", (json_int_t)bucket,

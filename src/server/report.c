@@ -308,7 +308,8 @@ usage_row(void *arg, int ncols, const char *const *cols)
     return 0;
 }
 
-/* Reads the usage rows of [from, to) (seconds) of one step. */
+/* Reads the usage rows of [from, to) (seconds) of one step: the models'
+ * (the cluster's wastage and used GPUs) and, by queue, the queues'. */
 static void
 read_usage(report_t *r, int64_t step, int64_t from, int64_t to)
 {
@@ -320,7 +321,9 @@ read_usage(report_t *r, int64_t step, int64_t from, int64_t to)
     snprintf(c, sizeof c, "%lld", (long long)to);
     const char *v[] = { a, b, c };
     usage_read_t ur = { r, step };
-    al__store_read(r->ctl, "usage_rows", 3, v, usage_row, &ur);
+    al__store_read(r->ctl, "usage_rows_models", 3, v, usage_row, &ur);
+    if (r->by == BY_QUEUE)
+        al__store_read(r->ctl, "usage_rows_queues", 3, v, usage_row, &ur);
 }
 
 static int

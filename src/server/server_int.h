@@ -508,11 +508,12 @@ int al__waste_model(al__waste_t *w, const char *m);
 /* history.c: called by the loop in each iteration's transaction; samples
  * when a step is due.  now_ms is the wall clock. */
 void al__usage_tick(al_ctl_t *ctl, int64_t now_ms);
-/* GET /v1/usage's answer: the series by queue or by model over [from,
- * to) (seconds), in buckets of `bucket` seconds (made a multiple of the
- * rows' step; coarse rows once it is a coarse step or more). */
+/* GET /v1/usage's answer: the series by queue or by model (only that of
+ * key when not NULL) over [from, to) (seconds), in buckets of `bucket`
+ * seconds (made a multiple of the rows' step; coarse rows once it is a
+ * coarse step or more). */
 json_t *al__usage_series(al_ctl_t *ctl, int64_t from, int64_t to,
-                         int64_t bucket, bool by_model);
+                         int64_t bucket, bool by_model, const char *key);
 /* report.c: GET /v1/report's answer over [since, until) (ms) grouped by
  * `by` (queue, user, class, model or node); user non-NULL: that user's
  * jobs only, without the cluster's used GPUs. */

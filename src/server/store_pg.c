@@ -66,9 +66,15 @@ static const char *const migrations[] = {
     " alloc DOUBLE PRECISION, used DOUBLE PRECISION,"
     " deserved DOUBLE PRECISION, fair DOUBLE PRECISION,"
     " pending DOUBLE PRECISION, idle DOUBLE PRECISION,"
-    " wasted DOUBLE PRECISION, PRIMARY KEY(step, t, queue, model));",
+    " wasted DOUBLE PRECISION, PRIMARY KEY(step, queue, model, t));"
+    "CREATE INDEX usage_t ON usage(step, t);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
+
+/* The columns of a usage row as history.c reads them. */
+#define USAGE_COLS                                                             \
+    "t, queue, model, gpus, alloc, used, deserved, fair, pending, idle, "      \
+    "wasted"
 
 /* Prepared once per connection: name, text, number of parameters. */
 static const struct {
@@ -104,7 +110,7 @@ static const struct {
     { "usage_put",
       "INSERT INTO usage(step, t, queue, model, gpus, alloc, used, deserved,"
       " fair, pending, idle, wasted) VALUES($1, $2, $3, $4, $5, $6, $7, $8,"
-      " $9, $10, $11, $12) ON CONFLICT (step, t, queue, model) DO UPDATE SET"
+      " $9, $10, $11, $12) ON CONFLICT (step, queue, model, t) DO UPDATE SET"
       " gpus = EXCLUDED.gpus, alloc = EXCLUDED.alloc, used = EXCLUDED.used,"
       " deserved = EXCLUDED.deserved, fair = EXCLUDED.fair,"
       " pending = EXCLUDED.pending, idle = EXCLUDED.idle,"
@@ -115,7 +121,7 @@ static const struct {
       " avg(gpus), avg(alloc), avg(used), avg(deserved), avg(fair),"
       " avg(pending), avg(idle), avg(wasted) FROM usage WHERE step = $1"
       " AND t >= $3::bigint AND t < $4 GROUP BY queue, model"
-      " ON CONFLICT (step, t, queue, model) DO UPDATE SET"
+      " ON CONFLICT (step, queue, model, t) DO UPDATE SET"
       " gpus = EXCLUDED.gpus, alloc = EXCLUDED.alloc, used = EXCLUDED.used,"
       " deserved = EXCLUDED.deserved, fair = EXCLUDED.fair,"
       " pending = EXCLUDED.pending, idle = EXCLUDED.idle,"
@@ -124,10 +130,21 @@ static const struct {
     { "usage_trim", "DELETE FROM usage WHERE step = $1 AND t < $2", 2 },
     { "usage_last", "SELECT max(t) FROM usage WHERE step = $1", 1 },
     { "usage_first", "SELECT min(t) FROM usage WHERE step = $1", 1 },
-    { "usage_rows",
-      "SELECT t, queue, model, gpus, alloc, used, deserved, fair, pending,"
-      " idle, wasted FROM usage WHERE step = $1 AND t >= $2 AND t < $3"
-      " ORDER BY t",
+    { "usage_rows_queue",
+      "SELECT " USAGE_COLS " FROM usage WHERE step = $1 AND queue = $4"
+      " AND model = '' AND t >= $2 AND t < $3",
+      4 },
+    { "usage_rows_model",
+      "SELECT " USAGE_COLS " FROM usage WHERE step = $1 AND queue = ''"
+      " AND model = $4 AND t >= $2 AND t < $3",
+      4 },
+    { "usage_rows_queues",
+      "SELECT " USAGE_COLS " FROM usage WHERE step = $1 AND queue <> ''"
+      " AND model = '' AND t >= $2 AND t < $3",
+      3 },
+    { "usage_rows_models",
+      "SELECT " USAGE_COLS " FROM usage WHERE step = $1 AND queue = ''"
+      " AND model <> '' AND t >= $2 AND t < $3",
       3 },
     { "events_from",
       "SELECT job_id, time_ms, event, detail FROM job_events"

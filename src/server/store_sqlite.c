@@ -38,7 +38,8 @@ static const char *const migrations[] = {
     "CREATE TABLE usage(step INTEGER NOT NULL, t INTEGER NOT NULL,"
     " queue TEXT NOT NULL, model TEXT NOT NULL, gpus REAL, alloc REAL,"
     " used REAL, deserved REAL, fair REAL, pending REAL, idle REAL,"
-    " wasted REAL, PRIMARY KEY(step, t, queue, model));",
+    " wasted REAL, PRIMARY KEY(step, queue, model, t));"
+    "CREATE INDEX usage_t ON usage(step, t);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -59,6 +60,11 @@ static const char *const doc_load[] = {
     "SELECT doc FROM jobs ORDER BY id",
 };
 
+/* The columns of a usage row as history.c reads them. */
+#define USAGE_COLS                                                             \
+    "t, queue, model, gpus, alloc, used, deserved, fair, pending, idle, "      \
+    "wasted"
+
 /* The named statements of al__store_ops_t's write and read. */
 static const struct {
     const char *name, *sql;
@@ -77,10 +83,20 @@ static const struct {
     { "usage_trim", "DELETE FROM usage WHERE step = ?1 AND t < ?2" },
     { "usage_last", "SELECT max(t) FROM usage WHERE step = ?1" },
     { "usage_first", "SELECT min(t) FROM usage WHERE step = ?1" },
-    { "usage_rows",
-      "SELECT t, queue, model, gpus, alloc, used, deserved, fair, pending,"
-      " idle, wasted FROM usage WHERE step = ?1 AND t >= ?2 AND t < ?3"
-      " ORDER BY t" },
+    /* ?1 the step, [?2, ?3) the span, ?4 the queue or model: the rows of
+     * one series, of every queue, or of every model. */
+    { "usage_rows_queue", "SELECT " USAGE_COLS " FROM usage WHERE step = ?1"
+                          " AND queue = ?4 AND model = '' AND t >= ?2"
+                          " AND t < ?3" },
+    { "usage_rows_model", "SELECT " USAGE_COLS " FROM usage WHERE step = ?1"
+                          " AND queue = '' AND model = ?4 AND t >= ?2"
+                          " AND t < ?3" },
+    { "usage_rows_queues", "SELECT " USAGE_COLS " FROM usage WHERE step = ?1"
+                           " AND queue <> '' AND model = '' AND t >= ?2"
+                           " AND t < ?3" },
+    { "usage_rows_models", "SELECT " USAGE_COLS " FROM usage WHERE step = ?1"
+                           " AND queue = '' AND model <> '' AND t >= ?2"
+                           " AND t < ?3" },
     { "events_from", "SELECT job_id, time_ms, event, detail FROM job_events"
                      " WHERE job_id >= ?1 ORDER BY job_id, seq" },
 };

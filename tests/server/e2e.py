@@ -2025,6 +2025,9 @@ def scenario_usage(c):
     gaps = [y - x for x, y in zip(ts, ts[1:]) if y - x > 1]
     check(len(gaps) <= 1 and all(g <= (up - down) + 3 for g in gaps),
           "one gap, as long as the restart (%.1fs): %s" % (up - down, ts))
+    s, u = c.api("GET", "/v1/usage?by=queue&queue=team&from=%d" % (int(t0) - 5))
+    check(s == 200 and [x["queue"] for x in u["series"]] == ["team"],
+          "one queue's series: %s" % u)
     # Coarse rows: a query at a coarse step reads them.
     s, u = c.api("GET", "/v1/usage?by=queue&from=%d&step=3" % (int(t0) - 5))
     check(s == 200 and u["step"] == 3 and u["series"], "coarse rows: %s" % u)
