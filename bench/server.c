@@ -110,6 +110,8 @@ build(al_ctl_t *ctl, int nnodes, int njobs, int nqueues)
         j->spec = al_xstrdup("{\"command\": [\"python\", \"train.py\"]}");
         j->submit_ms = 1;
         j->snap = -1;
+        j->qidx = i % nqueues; /* as a cycle leaves it */
+        j->qgen = ctl->queue_gen + 1;
         if (i < running && node < nnodes) {
             j->state = JS_RUNNING;
             j->tasks = al_xcalloc(1, sizeof *j->tasks);

@@ -54,13 +54,14 @@ last_row(al_ctl_t *ctl, int64_t step)
     return t;
 }
 
+/* A figure as stored: thousandths of a GPU; "" for NAN (NULL). */
 static void
 num(char *buf, size_t n, double v)
 {
     if (isnan(v))
         buf[0] = '\0';
     else
-        snprintf(buf, n, "%.9g", v);
+        snprintf(buf, n, "%lld", (long long)llround(v * 1000));
 }
 
 /* Writes one row; NAN figures are NULL. */
@@ -270,8 +271,7 @@ const char *const al__usage_names[AL_USAGE_NF] = {
 
 /* Rows into series: one per key (a queue's name, or a model's), each a
  * bucket per `bucket` seconds holding the mean of each figure over the
- * rows in it (the rows of one time summed first: for `by` model that is
- * the one row). */
+ * rows in it. */
 typedef struct series {
     char *key;
     double *sum; /* nb * AL_USAGE_NF */
@@ -324,7 +324,7 @@ gather_row(void *arg, int ncols, const char *const *cols)
         const char *c = cols[3 + f];
         if (c == NULL)
             continue;
-        s->sum[b * AL_USAGE_NF + f] += strtod(c, NULL);
+        s->sum[b * AL_USAGE_NF + f] += (double)strtoll(c, NULL, 10) / 1000;
         s->n[b * AL_USAGE_NF + f]++;
     }
     return 0;

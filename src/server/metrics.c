@@ -44,7 +44,9 @@ head(al_buf_t *b, const char *name, const char *type, const char *help)
 static void
 label(al_buf_t *b, const char *s)
 {
-    for (; *s != '\0'; s++) {
+    size_t plain = strcspn(s, "\\\"\n"); /* most names need no escape */
+    al_buf_append(b, s, plain);
+    for (s += plain; *s != '\0'; s++) {
         if (*s == '\\' || *s == '"')
             al_buf_putc(b, '\\');
         if (*s == '\n')
@@ -54,13 +56,43 @@ label(al_buf_t *b, const char *s)
     }
 }
 
+/* " v/10^dec\n" for an integer v: the decimal digits of a quotient
+ * by a power of ten, trailing zeros dropped, which is the shortest text
+ * that reads back as that double (45 and 2 give 0.45).  Written by hand:
+ * printf was most of the time of rendering a large cluster's telemetry. */
+static void
+fixed(al_buf_t *b, int64_t v, int dec)
+{
+    char s[48], *e = s + sizeof s, *p = e;
+    *--p = '\n';
+    uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+    bool digits = false;
+    for (int i = 0; i < dec; i++, u /= 10) {
+        int d = (int)(u % 10);
+        if (d != 0 || digits) {
+            *--p = (char)('0' + d);
+            digits = true;
+        }
+    }
+    if (digits)
+        *--p = '.';
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    if (v < 0)
+        *--p = '-';
+    *--p = ' ';
+    al_buf_append(b, p, (size_t)(e - p));
+}
+
 /* A value: integers as such, other numbers in the fewest digits that
  * read back as the same double (0.1, not 0.10000000000000001). */
 static void
 value(al_buf_t *b, double v)
 {
     if (v == (double)(int64_t)v && v > -1e15 && v < 1e15) {
-        al_buf_printf(b, " %lld\n", (long long)v);
+        fixed(b, (int64_t)v, 0);
         return;
     }
     char s[32];
@@ -242,19 +274,26 @@ render_queues(const al_ctl_t *ctl, al_buf_t *b)
     }
 }
 
-/* One line of a per-GPU metric, when its value is known (>= 0). */
+/* One line of a per-GPU metric, when its value is known (v >= 0): v /
+ * 10^dec. */
 static void
-gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, double v)
+gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, int64_t v,
+         int dec)
 {
     if (v < 0)
         return;
-    al_buf_printf(b, "%s{node=\"", name);
+    al_buf_puts(b, name);
+    al_buf_puts(b, "{node=\"");
     label(b, n->name);
-    al_buf_printf(b, "\",gpu=\"%d\",model=\"", g);
+    al_buf_puts(b, "\",gpu=\"");
+    char idx[16];
+    int k = snprintf(idx, sizeof idx, "%d", g);
+    al_buf_append(b, idx, (size_t)k);
+    al_buf_puts(b, "\",model=\"");
     const char *m = n->gpus[g].model;
     label(b, m != NULL && *m != '\0' ? m : "unknown"); /* as allot_gpus */
     al_buf_puts(b, "\"}");
-    value(b, v);
+    fixed(b, v, dec);
 }
 
 /* Nodes by state, each node's time since its agent's last sync, and the
@@ -280,7 +319,7 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
         al_buf_puts(b, "allot_node_sync_age_seconds{node=\"");
         label(b, n->name);
         al_buf_puts(b, "\"}");
-        value(b, age > 0 ? (double)age / 1000.0 : 0.0);
+        fixed(b, age > 0 ? age : 0, 3);
     }
     static const struct {
         const char *name, *help;
@@ -304,13 +343,13 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
                 const al__gpu_sample_t *x = &n->gpus[g].sample;
                 if (x->at_ms == 0)
                     continue;
-                double v =
-                    k == 0   ? (x->util < 0 ? -1 : x->util / 100.0)
-                    : k == 1 ? (double)x->mem_used
-                    : k == 2
-                        ? (x->power_mw < 0 ? -1 : (double)x->power_mw / 1000.0)
-                        : (double)x->temp_c;
-                gpu_line(b, tel[k].name, n, g, v);
+                /* Utilisation in percent and power in milliwatts: ratios
+                 * and watts as exact decimals. */
+                int64_t v = k == 0   ? x->util
+                            : k == 1 ? x->mem_used
+                            : k == 2 ? x->power_mw
+                                     : x->temp_c;
+                gpu_line(b, tel[k].name, n, g, v, k == 0 ? 2 : k == 2 ? 3 : 0);
             }
         }
     }

@@ -263,6 +263,13 @@ typedef struct usage_read {
     int64_t step;
 } usage_read_t;
 
+/* A stored figure (thousandths of a GPU) in GPUs. */
+static double
+gpus_of(const char *c)
+{
+    return (double)strtoll(c, NULL, 10) / 1000;
+}
+
 static int
 usage_row(void *arg, int ncols, const char *const *cols)
 {
@@ -275,16 +282,16 @@ usage_row(void *arg, int ncols, const char *const *cols)
      * efficiency is unknown, not 0, on GPUs that send none. */
     const char *used = cols[3 + AL_U_USED];
     const char *alloc = cols[3 + AL_U_ALLOC];
-    if (alloc == NULL || strtod(alloc, NULL) <= 0)
+    if (alloc == NULL || gpus_of(alloc) <= 0)
         used = NULL;
     double s = (double)ur->step;
     if (model_row) {
         if (cols[3 + AL_U_GPUS] != NULL)
-            r->total.cap_s += strtod(cols[3 + AL_U_GPUS], NULL) * s;
+            r->total.cap_s += gpus_of(cols[3 + AL_U_GPUS]) * s;
         if (cols[3 + AL_U_WASTED] != NULL)
-            r->total.wasted_s += strtod(cols[3 + AL_U_WASTED], NULL) * s;
+            r->total.wasted_s += gpus_of(cols[3 + AL_U_WASTED]) * s;
         if (used != NULL && r->user == NULL) {
-            r->total.used_s += strtod(used, NULL) * s;
+            r->total.used_s += gpus_of(used) * s;
             r->total.used_known = true;
         }
     }
@@ -296,14 +303,14 @@ usage_row(void *arg, int ncols, const char *const *cols)
     if (g == NULL)
         return 0;
     if (used != NULL && r->user == NULL) {
-        g->used_s += strtod(used, NULL) * s;
+        g->used_s += gpus_of(used) * s;
         g->used_known = true;
     }
     if (model_row) {
         if (cols[3 + AL_U_GPUS] != NULL)
-            g->cap_s += strtod(cols[3 + AL_U_GPUS], NULL) * s;
+            g->cap_s += gpus_of(cols[3 + AL_U_GPUS]) * s;
         if (cols[3 + AL_U_WASTED] != NULL)
-            g->wasted_s += strtod(cols[3 + AL_U_WASTED], NULL) * s;
+            g->wasted_s += gpus_of(cols[3 + AL_U_WASTED]) * s;
     }
     return 0;
 }

@@ -62,11 +62,9 @@ static const char *const migrations[] = {
     " role INTEGER NOT NULL, salt BYTEA NOT NULL, hash BYTEA NOT NULL,"
     " created_ms BIGINT NOT NULL);",
     "CREATE TABLE usage(step INTEGER NOT NULL, t BIGINT NOT NULL,"
-    " queue TEXT NOT NULL, model TEXT NOT NULL, gpus DOUBLE PRECISION,"
-    " alloc DOUBLE PRECISION, used DOUBLE PRECISION,"
-    " deserved DOUBLE PRECISION, fair DOUBLE PRECISION,"
-    " pending DOUBLE PRECISION, idle DOUBLE PRECISION,"
-    " wasted DOUBLE PRECISION, PRIMARY KEY(step, queue, model, t));"
+    " queue TEXT NOT NULL, model TEXT NOT NULL, gpus BIGINT, alloc BIGINT,"
+    " used BIGINT, deserved BIGINT, fair BIGINT, pending BIGINT,"
+    " idle BIGINT, wasted BIGINT, PRIMARY KEY(step, queue, model, t));"
     "CREATE INDEX usage_t ON usage(step, t);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
@@ -118,8 +116,11 @@ static const struct {
       12 },
     { "usage_rollup",
       "INSERT INTO usage SELECT $2::integer, $3::bigint, queue, model,"
-      " avg(gpus), avg(alloc), avg(used), avg(deserved), avg(fair),"
-      " avg(pending), avg(idle), avg(wasted) FROM usage WHERE step = $1"
+      " round(avg(gpus))::bigint, round(avg(alloc))::bigint,"
+      " round(avg(used))::bigint, round(avg(deserved))::bigint,"
+      " round(avg(fair))::bigint, round(avg(pending))::bigint,"
+      " round(avg(idle))::bigint, round(avg(wasted))::bigint"
+      " FROM usage WHERE step = $1"
       " AND t >= $3::bigint AND t < $4 GROUP BY queue, model"
       " ON CONFLICT (step, queue, model, t) DO UPDATE SET"
       " gpus = EXCLUDED.gpus, alloc = EXCLUDED.alloc, used = EXCLUDED.used,"

@@ -33,12 +33,15 @@ static const char *const migrations[] = {
     "CREATE TABLE tokens(id TEXT PRIMARY KEY, user TEXT NOT NULL,"
     " role INTEGER NOT NULL, salt BLOB NOT NULL, hash BLOB NOT NULL,"
     " created_ms INTEGER NOT NULL);",
-    /* The usage history (history.c): one row per step, time, queue and
-     * GPU model ("" for all), each figure a mean over the step in GPUs. */
+    /* The usage history (history.c): one row per step, queue and GPU
+     * model ("" for all) and time, each figure a mean over the step in
+     * thousandths of a GPU (integers: read back as text, a REAL costs a
+     * printf). */
     "CREATE TABLE usage(step INTEGER NOT NULL, t INTEGER NOT NULL,"
-    " queue TEXT NOT NULL, model TEXT NOT NULL, gpus REAL, alloc REAL,"
-    " used REAL, deserved REAL, fair REAL, pending REAL, idle REAL,"
-    " wasted REAL, PRIMARY KEY(step, queue, model, t));"
+    " queue TEXT NOT NULL, model TEXT NOT NULL, gpus INTEGER,"
+    " alloc INTEGER, used INTEGER, deserved INTEGER, fair INTEGER,"
+    " pending INTEGER, idle INTEGER, wasted INTEGER,"
+    " PRIMARY KEY(step, queue, model, t));"
     "CREATE INDEX usage_t ON usage(step, t);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
@@ -76,10 +79,11 @@ static const struct {
     /* ?1 the fine step, ?2 the coarse one, [?3, ?4) the coarse step's
      * span: its rows become the means of the fine rows there. */
     { "usage_rollup",
-      "INSERT OR REPLACE INTO usage SELECT ?2, ?3, queue, model, avg(gpus),"
-      " avg(alloc), avg(used), avg(deserved), avg(fair), avg(pending),"
-      " avg(idle), avg(wasted) FROM usage WHERE step = ?1 AND t >= ?3"
-      " AND t < ?4 GROUP BY queue, model" },
+      "INSERT OR REPLACE INTO usage SELECT ?2, ?3, queue, model,"
+      " round(avg(gpus)), round(avg(alloc)), round(avg(used)),"
+      " round(avg(deserved)), round(avg(fair)), round(avg(pending)),"
+      " round(avg(idle)), round(avg(wasted)) FROM usage WHERE step = ?1"
+      " AND t >= ?3 AND t < ?4 GROUP BY queue, model" },
     { "usage_trim", "DELETE FROM usage WHERE step = ?1 AND t < ?2" },
     { "usage_last", "SELECT max(t) FROM usage WHERE step = ?1" },
     { "usage_first", "SELECT min(t) FROM usage WHERE step = ?1" },
