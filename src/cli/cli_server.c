@@ -81,7 +81,7 @@ exec_daemon(int argc, char **argv)
     char **args = calloc((size_t)argc + 2, sizeof *args);
     if (args == NULL)
         abort();
-    args[0] = (char *)"allot"; // NOLINT: execv() wants char *const[]
+    args[0] = (char *)"allot"; /* execv() takes char *const[] */
     for (int i = 0; i < argc; i++)
         args[i + 1] = argv[i];
     execv(path, args);

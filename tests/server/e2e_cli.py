@@ -19,8 +19,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
 from e2e import Fail, check, wait_for  # noqa: E402
 
-# What a client may map: the C library, libm, jansson, the loader.
+# What a client may map: the C library, libm, jansson, the loader; in a
+# sanitizer build also the sanitizers' runtimes and what they load.
 CLIENT_LIBS = ("libc.so", "libm.so", "libjansson.so", "ld-linux")
+SANITIZERS = ("libasan.so", "libubsan.so", "liblsan.so", "libtsan.so")
+SANITIZER_LIBS = SANITIZERS + ("libgcc_s.so", "libstdc++.so")
 
 
 def mapped_libs(pid):
@@ -35,8 +38,10 @@ def mapped_libs(pid):
 
 
 def foreign(libs):
-    return sorted(lib for lib in libs
-                  if not any(lib.startswith(ok) for ok in CLIENT_LIBS))
+    ok = CLIENT_LIBS
+    if any(lib.startswith(SANITIZERS) for lib in libs):
+        ok += SANITIZER_LIBS
+    return sorted(lib for lib in libs if not lib.startswith(ok))
 
 
 def scenario_client_libs(c):
