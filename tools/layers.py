@@ -65,11 +65,12 @@ def symbols(obj):
 
 
 def code_symbols(obj):
-    """The functions an object file defines."""
+    """The global functions an object file defines (a sanitizer's
+    constructors are local)."""
     text = subprocess.run(["nm", obj], check=True, capture_output=True,
                           text=True).stdout
     return [p[2] for p in (line.split() for line in text.splitlines())
-            if len(p) == 3 and p[1] in "Tt"]
+            if len(p) == 3 and p[1] == "T"]
 
 
 # Libraries by rank: a call goes only to a lower rank.
