@@ -17,7 +17,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
-from e2e import Fail, check, wait_for  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
 
 # What a client may map: the C library, libm, jansson, the loader; in a
 # sanitizer build also the sanitizers' runtimes and what they load.
