@@ -8,7 +8,8 @@
  * only when the system misbehaves (a submission refused, a job lost or
  * failed).  See bench/README.md for the cases and the targets.
  *
- *   bench/e2e [--case throughput|latency|memory] [--jobs N] [--clients N]
+ *   bench/e2e [--case throughput|latency|memory|cluster|cli] [--jobs N]
+ *             [--clients N]
  *             [--nodes N] [--allot PATH] [--store sqlite|pg] [--keep]
  *
  * --store pg keeps the controller's state in PostgreSQL instead: each case
@@ -18,18 +19,22 @@
  *
  * With no arguments every case runs (well within 10 minutes).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -906,11 +911,161 @@ case_cluster(const opts_t *o)
         die("%d jobs failed", failed);
 }
 
+/* ------------------------------------------------------------------ */
+/* cli: the allot command as a shell script drives it                 */
+
+extern char **environ;
+
+#define CLI_SUBMITS 300 /* `allot submit -- true`, one process each */
+#define CLI_STARTS 200  /* `allot version` and /bin/true, alternately */
+
+/* Runs argv (stdout to /dev/null) and waits; its wall time in us, or -1
+ * when it did not exit 0. */
+static int64_t
+cli_run(const char *const argv[])
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    int64_t t0 = now_us();
+    pid_t pid;
+    int st = -1;
+    /* posix_spawn() copies argv. */
+    if (posix_spawn(&pid, argv[0], &fa, NULL, (char *const *)argv, environ) ==
+        0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    int64_t us = now_us() - t0;
+    posix_spawn_file_actions_destroy(&fa);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? us : -1;
+}
+
+/* The shared objects (and the vdso, as ldd counts) `allot submit` maps:
+ * caught while it waits for a server that accepts and never answers. */
+static int
+cli_shared_libs(const char *allot)
+{
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    socklen_t len = sizeof sa;
+    if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(ls, 4) != 0 ||
+        getsockname(ls, (struct sockaddr *)&sa, &len) != 0)
+        die("cli: a listening socket: %s", strerror(errno));
+    char *url = al_xasprintf("http://127.0.0.1:%d", ntohs(sa.sin_port));
+    char *old =
+        getenv("ALLOT_SERVER") ? al_xstrdup(getenv("ALLOT_SERVER")) : NULL;
+    setenv("ALLOT_SERVER", url, 1);
+    const char *const argv[] = { allot, "submit", "--", "true", NULL };
+    pid_t pid;
+    if (posix_spawn(&pid, allot, NULL, NULL, (char *const *)argv, environ) != 0)
+        die("cli: cannot run %s", allot);
+    if (old != NULL)
+        setenv("ALLOT_SERVER", old, 1);
+    else
+        unsetenv("ALLOT_SERVER");
+    free(old);
+    free(url);
+    int conn = accept(ls, NULL, NULL); /* it is in its first call now */
+    char path[64], line[4096];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "r");
+    char seen[64][256];
+    int n = 0;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        const char *name = strchr(line, '/');
+        if (name == NULL)
+            name = strstr(line, "[vdso]");
+        if (name == NULL ||
+            (strstr(name, ".so") == NULL && strcmp(name, "[vdso]\n") != 0))
+            continue;
+        bool dup = false;
+        for (int i = 0; i < n && !dup; i++)
+            dup = strcmp(seen[i], name) == 0;
+        if (!dup && n < 64)
+            snprintf(seen[n++], sizeof seen[0], "%s", name);
+    }
+    if (f != NULL)
+        fclose(f);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    if (conn >= 0)
+        close(conn);
+    close(ls);
+    return n;
+}
+
+/* CLI_SUBMITS `allot submit -- true` from a shell loop against allot dev,
+ * and the start-up time of `allot version` beside /bin/true's, measured
+ * in the same run (their medians). */
+static void
+case_cli(const opts_t *o)
+{
+    dev_t_ d;
+    dev_start(o, o->nodes, &d);
+    char *urlp = al_xasprintf("%s/state/url", d.dir), *url = NULL;
+    size_t n;
+    if (al_fs_read_file(urlp, &url, &n) != 0)
+        die("cli: cannot read %s", urlp);
+    url[strcspn(url, "\r\n")] = '\0';
+    setenv("ALLOT_SERVER", url, 1);
+    setenv("ALLOT_TOKEN", d.token, 1);
+    setenv("ALLOT", o->allot, 1);
+    char script[160];
+    snprintf(script, sizeof script,
+             "i=0; while [ $i -lt %d ]; do \"$ALLOT\" submit -- true "
+             ">/dev/null || exit 1; i=$((i + 1)); done",
+             CLI_SUBMITS);
+    const char *const loop[] = { "/bin/sh", "-c", script, NULL };
+    int64_t wall = cli_run(loop);
+    if (wall < 0)
+        die("cli: an allot submit of the loop failed");
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    await_idle(&c, &d, 5);
+    int failed = count_jobs(&c, &d, "failed,cancelled", 1000);
+    int done = count_jobs(&c, &d, "completed", CLI_SUBMITS + 1);
+    al_http_conn_close(&c);
+    if (failed > 0 || done != CLI_SUBMITS)
+        die("cli: %d jobs failed, %d of %d completed", failed, done,
+            CLI_SUBMITS);
+
+    const char *const version[] = { o->allot, "version", NULL };
+    const char *const truth[] = { "/bin/true", NULL };
+    int64_t *tv = al_xcalloc(CLI_STARTS, sizeof *tv);
+    int64_t *tt = al_xcalloc(CLI_STARTS, sizeof *tt);
+    for (int i = 0; i < CLI_STARTS; i++) {
+        tv[i] = cli_run(version);
+        tt[i] = cli_run(truth);
+        if (tv[i] < 0 || tt[i] < 0)
+            die("cli: allot version or /bin/true failed");
+    }
+    double start = pct_ms(tv, CLI_STARTS, 0.5);
+    double true_ms = pct_ms(tt, CLI_STARTS, 0.5);
+    int libs = cli_shared_libs(o->allot);
+    unsetenv("ALLOT_SERVER");
+    unsetenv("ALLOT_TOKEN");
+    unsetenv("ALLOT");
+    printf("{\"case\":\"cli\",\"submits\":%d,\"nodes\":%d,"
+           "\"cli_submits_per_s\":%.0f,\"cli_start_ms\":%.3f,"
+           "\"true_start_ms\":%.3f,\"cli_start_ratio\":%.2f,"
+           "\"cli_shared_libs\":%d}\n",
+           CLI_SUBMITS, o->nodes, CLI_SUBMITS / (wall / 1e6), start, true_ms,
+           start / true_ms, libs);
+    fflush(stdout);
+    free(tv);
+    free(tt);
+    free(url);
+    free(urlp);
+    dev_stop(o, &d);
+}
+
 static void
 usage(void)
 {
     fputs(
-        "usage: bench/e2e [--case throughput|latency|memory|cluster]\n"
+        "usage: bench/e2e [--case throughput|latency|memory|cluster|cli]\n"
         "                 [--jobs N] [--clients N] [--nodes N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",
@@ -962,7 +1117,7 @@ main(int argc, char **argv)
     }
     if (o.cse != NULL && strcmp(o.cse, "throughput") != 0 &&
         strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
-        strcmp(o.cse, "cluster") != 0)
+        strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -981,5 +1136,7 @@ main(int argc, char **argv)
         case_memory(&o);
     if (o.cse == NULL || strcmp(o.cse, "cluster") == 0)
         case_cluster(&o);
+    if (o.cse == NULL || strcmp(o.cse, "cli") == 0)
+        case_cli(&o);
     return 0;
 }

@@ -15,8 +15,10 @@ source files:
 A cycle in either graph is printed and makes the exit status 1.  Also
 checked: every call between libraries points down their ranks (core, then base,
 then common, then sim, server and agent, which never call each other, then
-the allot command), so the core uses no other allot library, and only
-server/server.c includes <microhttpd.h>.
+the allot command's two programs), so the core uses no other allot library;
+the client program, allot, uses no code of the controller's or the agent's
+libraries (allot-daemon runs them); only server/server.c includes
+<microhttpd.h>.
 
 Prints the edges of each graph with the number of symbols behind a call
 edge, or Graphviz (--dot).  Used by a meson test (tests/meson.build) and by
@@ -60,6 +62,15 @@ def symbols(obj):
         elif len(parts) == 3 and parts[1] in "TDBRCVWG":
             defined.add(parts[2])
     return defined, used
+
+
+def code_symbols(obj):
+    """The global functions an object file defines (a sanitizer's
+    constructors are local)."""
+    text = subprocess.run(["nm", obj], check=True, capture_output=True,
+                          text=True).stdout
+    return [p[2] for p in (line.split() for line in text.splitlines())
+            if len(p) == 3 and p[1] == "T"]
 
 
 # Libraries by rank: a call goes only to a lower rank.
@@ -172,9 +183,29 @@ def main():
             o = owner.get(s)
             if o is None or o[0] == lib:
                 continue
+            if rank == TOP and RANKS.get(o[0], TOP) == TOP:
+                continue  # allot and allot-daemon share src/cli's files
             if RANKS.get(o[0], TOP) >= rank:
                 bad = 1
                 print(f"UPWARD: {name} ({lib}) calls {s} of {o[1]} ({o[0]})")
+
+    # The client, the allot program, loads no daemon's code: of the
+    # controller's and the agent's libraries it uses only objects that
+    # define data and no function (their option tables, for its help).
+    paths = {name: path for m in MODULES
+             for path in objects(args.build, m).values()
+             for name in [f"{m}/{os.path.basename(path)[:-4]}"]}
+    for (lib, name), used in sorted(libsyms.items()):
+        if lib != "allot":
+            continue
+        for s in sorted(used):
+            o = owner.get(s)
+            if o is None or o[0] not in ("allotserver", "allotagent"):
+                continue
+            if code_symbols(paths[o[1]]):
+                bad = 1
+                print(f"CLIENT: {name} (allot) uses {s} of {o[1]} ({o[0]}),"
+                      " which holds code; the daemons run in allot-daemon")
 
     for m in mods:
         objs = objects(args.build, m)
@@ -226,7 +257,8 @@ def main():
                         print(f"MHD: {m}/{f} includes <microhttpd.h>;"
                               " only server/server.c may")
     if bad:
-        print("layers: circles or upward arrows found", file=sys.stderr)
+        print("layers: circles, upward arrows or daemon code in the client"
+              " found", file=sys.stderr)
     else:
         print(f"layers: {', '.join(mods)}: no circles")
     return bad

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "agent_cmd.h"
 #include "agent_int.h"
 #include "buf.h"
 #include "clock.h"
@@ -237,111 +238,6 @@ probe_main(const char *fake, const char *fallback, const char *name)
     al_platform_close(&plat);
     return AL_EXIT_OK;
 }
-
-/* `allot agent`'s command line: the options store into this. */
-typedef struct agent_args {
-    const char *server, *token, *token_file, *name, *addr, *state, *fake,
-        *fallback, *cpus;
-    bool no_run_as_user, run_as_user, probe;
-    int64_t launch_timeout;
-    al_daemon_t d;
-} agent_args_t;
-
-#define A(f) offsetof(agent_args_t, f)
-
-static const al_opt_t agent_opts[] = {
-    { .name = "--server",
-      .kind = AL_OPT_STR,
-      .off = A(server),
-      .arg = "URL",
-      .help = "the controller",
-      .flags = AL_OPT_REQUIRED },
-    { .name = "--join-token",
-      .kind = AL_OPT_STR,
-      .off = A(token),
-      .arg = "T",
-      .help = "the join token (the server wrote it to STATE/join-token; "
-              "default: ALLOT_JOIN_TOKEN)",
-      .flags = AL_OPT_BRIEF },
-    { .name = "--join-token-file",
-      .kind = AL_OPT_STR,
-      .off = A(token_file),
-      .arg = "F",
-      .help = "read the join token from F" },
-    { .name = "--name",
-      .kind = AL_OPT_STR,
-      .off = A(name),
-      .arg = "NAME",
-      .help = "the node's name (default: hostname)" },
-    { .name = "--addr",
-      .kind = AL_OPT_STR,
-      .off = A(addr),
-      .arg = "ADDR",
-      .help = "where other nodes reach this one (default: hostname)" },
-    { .name = "--state",
-      .kind = AL_OPT_STR,
-      .off = A(state),
-      .arg = "DIR",
-      .help = "the state directory (default: agent-NAME in the user's data "
-              "directory)" },
-    { .name = "--fake-gpus",
-      .kind = AL_OPT_STR,
-      .off = A(fake),
-      .arg = "NxMODEL",
-      .help = "declare emulated GPUs",
-      .flags = AL_OPT_BRIEF },
-    { .name = "--fallback-gpus",
-      .kind = AL_OPT_STR,
-      .off = A(fallback),
-      .arg = "NxMODEL",
-      .help = "declare emulated GPUs only when NVML finds none" },
-    { .name = "--cpus",
-      .kind = AL_OPT_STR,
-      .off = A(cpus),
-      .arg = "N",
-      .help = "CPU cores to offer (default: the machine's)" },
-    { .name = "--no-run-as-user",
-      .kind = AL_OPT_FLAG,
-      .off = A(no_run_as_user),
-      .help = "run tasks as the agent's own user" },
-    /* The default when root; accepted for scripts written before. */
-    { .name = "--run-as-user",
-      .kind = AL_OPT_FLAG,
-      .off = A(run_as_user),
-      .flags = AL_OPT_HIDDEN },
-    { .name = "--probe",
-      .kind = AL_OPT_FLAG,
-      .off = A(probe),
-      .help = "print what this node would offer as JSON and exit" },
-    { .name = "--launch-timeout",
-      .kind = AL_OPT_INT,
-      .off = A(launch_timeout),
-      .min = 100,
-      .max = INT64_C(86400000),
-      .arg = "MS",
-      .help = "kill a task that has not reached its program by then "
-              "(default 10000)" },
-    AL_DAEMON_OPTS(agent_args_t, d),
-    { .name = NULL },
-};
-
-#undef A
-
-const al_opt_cmd_t al_agent_cmd = {
-    .name = "agent",
-    .opts = agent_opts,
-    .about =
-        "A root agent runs each task as the Unix user who submitted it (who\n"
-        "must exist on the node; the task fails otherwise); --no-run-as-user\n"
-        "runs tasks as the agent's own user, as an agent that is not root\n"
-        "always does.\n"
-        "A task that has not reached its program after --launch-timeout ms\n"
-        "(its working directory or program on a file system that does not\n"
-        "answer) is killed and fails, and the next tasks start.\n"
-        "allot agent --probe [--fake-gpus ...] prints what this node would\n"
-        "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
-        "telemetry sample) as JSON and exits.\n",
-};
 
 int
 al_agent_main(int argc, char **argv)

@@ -16,6 +16,9 @@
  *   spawner.c  the process that is the tasks' parent
  *   launch.c   starting one task (in the spawner), records' format
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
+ *
+ * Beside them, agent_cmd.c: `allot agent`'s option table alone (data), which
+ * the allot command links for its help without the agent.
  */
 #ifndef AL_AGENT_INT_H
 #define AL_AGENT_INT_H

@@ -8,8 +8,9 @@
 #define AL_CLI_H
 
 int al_cli_sim(int argc, char **argv);
-/* The running system: cli_server.c, cli_dev.c, cli_submit.c,
- * cli_jobs.c, cli_cluster.c, cli_admin.c. */
+/* The running system: cli_submit.c, cli_jobs.c, cli_cluster.c,
+ * cli_admin.c; the daemons' three (cli_server.c) exec allot-daemon, which
+ * runs them (main_daemon.c, cli_dev.c). */
 int al_cli_server(int argc, char **argv);
 int al_cli_agent(int argc, char **argv);
 int al_cli_dev(int argc, char **argv);

@@ -1,10 +1,11 @@
 /*
  * cli_dev.c -- `allot dev`: a controller and one agent on this machine (or
  * several, each an emulated node, with --nodes N).
- * The controller runs in this process; the agent is this same program run
- * as `allot agent` in a child process (fork and exec at once).  State lives
- * under the user's data directory; the admin token and URL go to the user's
- * config so the CLI works at once.
+ * Part of allot-daemon (main_daemon.c), to which the allot command hands
+ * `allot dev`.  The controller runs in this process; the agent is this
+ * same program run as `allot agent` in a child process (fork and exec at
+ * once).  State lives under the user's data directory; the admin token
+ * and URL go to the user's config so the CLI works at once.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -15,95 +16,16 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cli_client.h"
+#include "cli_dev.h"
 #include "clock.h"
 #include "daemon.h"
 #include "fs.h"
+#include "http.h"
 #include "json.h"
 #include "log.h"
 #include "server.h"
 #include "ucfg.h"
 #include "xmalloc.h"
-
-#define DEV_FAKE_GPUS "8xH100-80GB"
-
-/* `allot dev`'s command line: the options store into this. */
-typedef struct dev_args {
-    const char *listen, *metrics_listen, *state, *store, *fake, *name;
-    int64_t nodes;
-    bool no_agent, demo;
-    al_daemon_t d;
-} dev_args_t;
-
-#define D(f) offsetof(dev_args_t, f)
-
-static const al_opt_t dev_opts[] = {
-    { .name = "--listen",
-      .kind = AL_OPT_STR,
-      .off = D(listen),
-      .arg = "HOST:PORT",
-      .help = "where the controller listens (default 127.0.0.1:7070)",
-      .flags = AL_OPT_BRIEF },
-    { .name = "--metrics-listen",
-      .kind = AL_OPT_STR,
-      .off = D(metrics_listen),
-      .arg = "HOST:PORT",
-      .help = "also serve GET /metrics here, without a token (see allot "
-              "server --help)" },
-    { .name = "--state",
-      .kind = AL_OPT_STR,
-      .off = D(state),
-      .arg = "DIR",
-      .help = "state directory (default: the user's data directory)" },
-    { .name = "--store",
-      .kind = AL_OPT_STR,
-      .off = D(store),
-      .arg = "URI",
-      .help = "the controller's state store (see allot server --help)" },
-    { .name = "--fake-gpus",
-      .kind = AL_OPT_STR,
-      .off = D(fake),
-      .arg = "NxMODEL",
-      .help =
-          "emulated GPUs (default: those NVML finds, else " DEV_FAKE_GPUS ")",
-      .flags = AL_OPT_BRIEF },
-    { .name = "--name",
-      .kind = AL_OPT_STR,
-      .off = D(name),
-      .arg = "NODE",
-      .help = "the node's name (default local)" },
-    { .name = "--nodes",
-      .kind = AL_OPT_INT,
-      .off = D(nodes),
-      .min = 1,
-      .max = 256,
-      .arg = "N",
-      .help = "N agents, nodes NODE-0 .. NODE-N-1, each with emulated GPUs" },
-    { .name = "--no-agent",
-      .kind = AL_OPT_FLAG,
-      .off = D(no_agent),
-      .help = "the controller alone" },
-    { .name = "--demo",
-      .kind = AL_OPT_FLAG,
-      .off = D(demo),
-      .help = "also create three queues and a workload that shows idle GPUs "
-              "lent to one queue and reclaimed by another" },
-    AL_DAEMON_OPTS(dev_args_t, d),
-    { .name = NULL },
-};
-
-#undef D
-
-const al_opt_cmd_t al_cli_dev_cmd = {
-    .name = "dev",
-    .opts = dev_opts,
-    .about =
-        "Starts a controller and an agent (with the GPUs NVML finds, "
-        "else\n"
-        "emulated " DEV_FAKE_GPUS ", or those of --fake-gpus), writes the\n"
-        "server URL and admin token to your config file and runs until\n"
-        "interrupted.  --nodes N makes a cluster on one machine.\n",
-};
 
 /* Waits up to ms for the controller to list at least `want` nodes. */
 static bool
@@ -271,7 +193,7 @@ spawn_agent(const char *url, const char *join, const char *name,
 }
 
 int
-al_cli_dev(int argc, char **argv)
+al_dev_main(int argc, char **argv)
 {
     dev_args_t a = { .listen = "127.0.0.1:7070", .name = "local", .nodes = 1 };
     int rc = al_daemon_parse(&a.d, &al_cli_dev_cmd, &a, argc, argv);

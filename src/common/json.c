@@ -1,11 +1,8 @@
-/* json.c -- jansson helpers and base64 (through OpenSSL's EVP coder). */
+/* json.c -- jansson helpers. */
 #include "json.h"
 
-#include <openssl/evp.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "core/error.h"
 #include "xmalloc.h"
 
 int64_t
@@ -54,34 +51,4 @@ al_json_dump(const json_t *v)
     if (s == NULL)
         abort(); /* jansson fails only on allocation */
     return s;
-}
-
-char *
-al_b64_encode(const void *data, size_t n)
-{
-    char *out = al_xmalloc(4 * ((n + 2) / 3) + 1);
-    EVP_EncodeBlock((unsigned char *)out, data, (int)n);
-    return out;
-}
-
-int
-al_b64_decode(const char *s, unsigned char **out, size_t *outlen)
-{
-    size_t len = strlen(s);
-    if (len % 4 != 0)
-        return AL_EPARSE;
-    unsigned char *buf = al_xmalloc(len / 4 * 3 + 1);
-    int n = EVP_DecodeBlock(buf, (const unsigned char *)s, (int)len);
-    if (n < 0) {
-        free(buf);
-        return AL_EPARSE;
-    }
-    /* EVP_DecodeBlock counts the padding as data; take it back off. */
-    if (len >= 1 && s[len - 1] == '=')
-        n--;
-    if (len >= 2 && s[len - 2] == '=')
-        n--;
-    *out = buf;
-    *outlen = (size_t)n;
-    return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * json.h -- small helpers over jansson for reading request and response
- * objects with defaults, and for encoding binary data (log chunks) as
- * base64 strings.
+ * objects with defaults; binary data (log chunks) goes into JSON strings
+ * as base64 (b64.h, included here for the callers of both).
  */
 #ifndef AL_JSON_H
 #define AL_JSON_H
@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "b64.h"
 
 /* Member `key` of obj as an integer, or def when absent or not an integer. */
 int64_t al_json_int(const json_t *obj, const char *key, int64_t def);
@@ -25,11 +27,5 @@ double al_json_num(const json_t *obj, const char *key, double def);
 json_t *al_json_parse(const char *data, size_t len, char **cause);
 /* Compact encoding; the caller frees the result. */
 char *al_json_dump(const json_t *v);
-
-/* Base64 of n bytes; the caller frees the result. */
-char *al_b64_encode(const void *data, size_t n);
-/* Decodes a base64 string into a malloc()ed buffer and its length; returns 0
- * or AL_EPARSE (nothing stored). */
-int al_b64_decode(const char *s, unsigned char **out, size_t *outlen);
 
 #endif /* AL_JSON_H */

@@ -30,6 +30,9 @@
  *   metrics.c     GET /metrics: the Prometheus exposition of the tables
  *                 (a handler, declared in api_int.h)
  *
+ * Beside them, server_cmd.c: `allot server`'s option table alone (data),
+ * which the allot command links for its help without the controller.
+ *
  * This header holds the types and the layers from state.c down; the
  * handlers' layer (agentproto.c, api_*.c) is declared in api_int.h, and
  * what lies under store.c (its backends) in store_int.h.

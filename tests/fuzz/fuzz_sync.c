@@ -1,7 +1,7 @@
 /*
  * fuzz_sync.c -- libFuzzer harness for an agent's sync body
  * (POST /v1/agent/sync): al__sync_parse in src/server/agentproto.c, and the
- * base64 decoder (al_b64_decode, src/common/json.c) its log chunks go
+ * base64 decoder (al_b64_decode, src/common/b64.c) its log chunks go
  * through.  Each input is JSON text.  Checks:
  *   - a refusal (AL_EINVAL, with a message) happens exactly when the body
  *     names no node;

@@ -637,8 +637,26 @@ json_base64(void)
     unsigned char *d = NULL;
     size_t n = 99;
     ASSERT_EQ(al_b64_decode("Zm9v!", &d, &n), AL_EPARSE);
+    /* Padding only at the end of the last group; no spaces. */
+    static const char *const bad[] = { "Zg==Zm8=", "Z===",      "====",
+                                       "Zm 9",     "Zm9v\n   ", "=Zm9" };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        ASSERT_EQ(al_b64_decode(bad[k], &d, &n), AL_EPARSE);
     ASSERT(d == NULL);
     ASSERT_EQ(n, 99);
+    /* Every byte value, at every length up to 3 groups and more. */
+    unsigned char in[300];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (unsigned char)(i * 7 + 3);
+    for (size_t len = 0; len <= sizeof in; len++) {
+        char *e = al_b64_encode(in, len);
+        ASSERT_EQ(strlen(e), (len + 2) / 3 * 4);
+        ASSERT_EQ(al_b64_decode(e, &d, &n), 0);
+        ASSERT_EQ(n, len);
+        ASSERT_EQ(memcmp(d, in, len), 0);
+        free(d);
+        free(e);
+    }
 }
 
 static void

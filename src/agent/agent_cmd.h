@@ -1,0 +1,21 @@
+/*
+ * agent_cmd.h -- `allot agent`'s command line: the structure its options
+ * (agent_cmd.c) store into, read by al_agent_main() (agent.c).
+ */
+#ifndef AL_AGENT_CMD_H
+#define AL_AGENT_CMD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon.h"
+
+typedef struct agent_args {
+    const char *server, *token, *token_file, *name, *addr, *state, *fake,
+        *fallback, *cpus;
+    bool no_run_as_user, run_as_user, probe;
+    int64_t launch_timeout;
+    al_daemon_t d;
+} agent_args_t;
+
+#endif /* AL_AGENT_CMD_H */

@@ -1,0 +1,115 @@
+/*
+ * server_cmd.c -- `allot server`'s options and --help text, data only, in
+ * a file of their own: the allot command lists them in its help without
+ * linking the controller (and its libraries: libmicrohttpd, SQLite,
+ * libpq); the controller itself runs in allot-daemon.
+ *
+ * May call: nothing (src/common's option and daemon tables' types only).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "opt.h"
+#include "server_cmd.h"
+
+#define S(f) offsetof(server_args_t, f)
+
+static const al_opt_t server_opts[] = {
+    { .name = "--listen",
+      .kind = AL_OPT_STR,
+      .off = S(o.listen),
+      .arg = "HOST:PORT",
+      .help = "where to listen (default 127.0.0.1:7070; port 0 picks a "
+              "free one)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--state",
+      .kind = AL_OPT_STR,
+      .off = S(o.state_dir),
+      .arg = "DIR",
+      .help = "the state directory, created if missing (default "
+              "./allot-state)",
+      .flags = AL_OPT_BRIEF },
+    { .name = "--store",
+      .kind = AL_OPT_STR,
+      .off = S(o.store),
+      .arg = "URI",
+      .help = "where the state lives: sqlite (the default, STATE/allot.db) "
+              "or postgresql://[USER@]HOST[:PORT]/DATABASE (any libpq URI; a "
+              "password is better in ~/.pgpass or PGPASSWORD)" },
+    { .name = "--metrics-listen",
+      .kind = AL_OPT_STR,
+      .off = S(o.metrics_listen),
+      .arg = "HOST:PORT",
+      .help = "also listen here for GET /metrics only, without a token "
+              "(for Prometheus; port 0 picks a free one; elsewhere /metrics "
+              "needs a token of the metrics or admin role)" },
+    { .name = "--usage-keep-minutes",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_keep_fine_days),
+      .min = 1,
+      .max = 36500,
+      .arg = "DAYS",
+      .help = "keep the usage history's minutes this long (default 7)" },
+    { .name = "--usage-keep-hours",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_keep_coarse_days),
+      .min = 1,
+      .max = 36500,
+      .arg = "DAYS",
+      .help = "keep its hours this long (default 365)" },
+    { .name = "--usage-interval",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_interval_s),
+      .min = 0,
+      .max = 3600,
+      .arg = "SECONDS",
+      .help = "sample the usage history this often (default 60; 0: never)",
+      .flags = AL_OPT_HIDDEN },
+    { .name = "--usage-rollup",
+      .kind = AL_OPT_INT,
+      .off = S(o.usage_rollup),
+      .min = 2,
+      .max = 1000,
+      .arg = "N",
+      .help = "a coarse row of the usage history every N samples (default "
+              "60: hours of minutes)",
+      .flags = AL_OPT_HIDDEN },
+    { .name = "--node-timeout",
+      .kind = AL_OPT_INT,
+      .off = S(o.node_timeout_ms),
+      .min = 100,
+      .max = INT64_C(86400000),
+      .arg = "MS",
+      .help = "a node silent this long is marked down (default 30000)" },
+    { .name = "--grace",
+      .kind = AL_OPT_INT,
+      .off = S(o.grace_ms),
+      .min = 0,
+      .max = INT64_C(86400000),
+      .arg = "MS",
+      .help = "from SIGTERM to SIGKILL when a task is stopped (default "
+              "10000)" },
+    { .name = "--max-body",
+      .kind = AL_OPT_INT,
+      .off = S(max_body),
+      .min = 1024,
+      .max = INT64_C(1) << 30,
+      .arg = "BYTES",
+      .help = "the largest request body (default 1048576)" },
+    { .name = "--sync",
+      .kind = AL_OPT_STR,
+      .off = S(sync),
+      .arg = "normal|full",
+      .help = "full (the default): a commit is on disk before its reply; "
+              "normal: faster, a power cut may lose the last ones" },
+    AL_DAEMON_OPTS(server_args_t, d),
+    { .name = NULL },
+};
+
+#undef S
+
+const al_opt_cmd_t al_server_cmd = {
+    .name = "server",
+    .opts = server_opts,
+    .about = "Runs the controller until SIGINT or SIGTERM.\n",
+};
