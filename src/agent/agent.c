@@ -243,7 +243,7 @@ typedef struct agent_args {
     const char *server, *token, *token_file, *name, *addr, *state, *fake,
         *fallback, *cpus;
     bool no_run_as_user, run_as_user, probe;
-    int64_t launch_timeout;
+    int64_t launch_timeout, telemetry_ms;
     al_daemon_t d;
 } agent_args_t;
 
@@ -321,6 +321,13 @@ static const al_opt_t agent_opts[] = {
       .arg = "MS",
       .help = "kill a task that has not reached its program by then "
               "(default 10000)" },
+    { .name = "--telemetry-ms",
+      .kind = AL_OPT_INT,
+      .off = A(telemetry_ms),
+      .min = 100,
+      .max = INT64_C(3600000),
+      .arg = "MS",
+      .help = "how often GPUs are sampled and reported (default 10000)" },
     AL_DAEMON_OPTS(agent_args_t, d),
     { .name = NULL },
 };
@@ -340,7 +347,9 @@ const al_opt_cmd_t al_agent_cmd = {
         "answer) is killed and fails, and the next tasks start.\n"
         "allot agent --probe [--fake-gpus ...] prints what this node would\n"
         "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
-        "telemetry sample) as JSON and exits.\n",
+        "telemetry sample) as JSON and exits.\n"
+        "Emulated GPUs report the utilisation written (a percentage) in\n"
+        "STATE/gpu-util/INDEX, when that file exists.\n",
 };
 
 int
@@ -350,6 +359,7 @@ al_agent_main(int argc, char **argv)
     memset(&args, 0, sizeof args);
     args.token = getenv("ALLOT_JOIN_TOKEN");
     args.launch_timeout = 10000;
+    args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
     if (rc == 0 && args.probe && !args.d.help)
         return probe_main(args.fake, args.fallback, args.name);
@@ -361,10 +371,12 @@ al_agent_main(int argc, char **argv)
                *fallback = args.fallback, *cpus = args.cpus;
     bool no_run_as_user = args.no_run_as_user, run_as_user = args.run_as_user;
     int64_t launch_timeout = args.launch_timeout;
+    int64_t telemetry_ms = args.telemetry_ms;
 
     agent_t a;
     memset(&a, 0, sizeof a);
     a.grace_ms = 10000;
+    a.telemetry_ms = telemetry_ms;
     a.run_as_user = geteuid() == 0 && !no_run_as_user;
     if (run_as_user && no_run_as_user) {
         fputs("allot agent: --run-as-user and --no-run-as-user conflict\n",

@@ -122,9 +122,9 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
     case AL_WHY_DESERVED:
         return snprintf(buf, len,
                         "build and inference jobs run only within their "
-                        "queue's deserved quota, never borrowing: queue %s's "
-                        "non-preemptible jobs would exceed its deserved %s %s",
-                        queue_name(s, r->queue), a, res_names[res]);
+                        "queue's deserved quota, never borrowing: queue %s "
+                        "would exceed its %s deserved GPUs",
+                        queue_name(s, r->queue), a);
     case AL_WHY_BUILD_CAP:
         return snprintf(buf, len,
                         "queue %s at its cap of %s GPUs for build jobs",
