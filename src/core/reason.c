@@ -126,9 +126,9 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
                         "would exceed its %s deserved GPUs",
                         queue_name(s, r->queue), a);
     case AL_WHY_BUILD_CAP:
-        return snprintf(buf, len,
-                        "queue %s at its cap of %s GPUs for build jobs",
-                        queue_name(s, r->queue), a);
+        return snprintf(
+            buf, len, "queue %s at its cap of %s GPU%s for build jobs",
+            queue_name(s, r->queue), a, r->amount == AL_GPU_MILLI ? "" : "s");
     case AL_WHY_NO_BORROW:
         return snprintf(buf, len, "queue %s at its static quota of %s %s",
                         queue_name(s, r->queue), a, res_names[res]);
