@@ -57,6 +57,27 @@ al_platform_fake_util_on(const char *state_dir)
 }
 
 int
+al_platform_util_parse(const char *text, size_t n, int *pct)
+{
+    size_t i = 0;
+    int v = 0, digits = 0;
+    while (i < n && (text[i] == ' ' || text[i] == '\t'))
+        i++;
+    for (; i < n && text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+        v = v * 10 + (text[i] - '0');
+        if (v > 100)
+            return AL_EINVAL;
+    }
+    while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
+                     text[i] == '\r'))
+        i++;
+    if (digits == 0 || i != n)
+        return AL_EINVAL;
+    *pct = v;
+    return 0;
+}
+
+int
 al_platform_fake_sample(const char *state_dir, int i, al_gpu_sample_t *s)
 {
     char path[4096], text[32];
@@ -64,14 +85,12 @@ al_platform_fake_sample(const char *state_dir, int i, al_gpu_sample_t *s)
     FILE *f = fopen(path, "re");
     if (f == NULL)
         return AL_ENOENT;
-    size_t n = fread(text, 1, sizeof text - 1, f);
+    size_t n = fread(text, 1, sizeof text, f);
     fclose(f);
-    text[n] = '\0';
-    char *end;
-    long pct = strtol(text, &end, 10);
-    if (end == text || pct < 0 || pct > 100)
+    int pct;
+    if (al_platform_util_parse(text, n, &pct) != 0)
         return AL_ENOENT;
-    s->util_pct = (int)pct;
+    s->util_pct = pct;
     s->mem_util_pct = s->temp_c = -1;
     s->mem_used = s->power_mw = -1;
     return 0;

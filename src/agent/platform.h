@@ -10,6 +10,7 @@
 #define AL_PLATFORM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define AL_PLATFORM_MAX_GPUS 64
@@ -71,6 +72,10 @@ int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
  * al_platform_fake_util_on() whether STATE/gpu-util exists. */
 int al_platform_fake_sample(const char *state_dir, int i, al_gpu_sample_t *s);
 bool al_platform_fake_util_on(const char *state_dir);
+/* Reads the text of such a file (n bytes, not NUL-terminated): a whole
+ * percentage 0..100, blanks around it allowed.  0 with *pct set, or
+ * AL_EINVAL with *pct untouched. */
+int al_platform_util_parse(const char *text, size_t n, int *pct);
 
 /* 1 when pid runs, 0 when it has ended but not been reaped (a zombie),
  * -1 when there is no such process; *start gets its start time (clock
