@@ -246,6 +246,7 @@ al_agent_main(int argc, char **argv)
     memset(&args, 0, sizeof args);
     args.token = getenv("ALLOT_JOIN_TOKEN");
     args.launch_timeout = 10000;
+    args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
     if (rc == 0 && args.probe && !args.d.help)
         return probe_main(args.fake, args.fallback, args.name);
@@ -257,10 +258,12 @@ al_agent_main(int argc, char **argv)
                *fallback = args.fallback, *cpus = args.cpus;
     bool no_run_as_user = args.no_run_as_user, run_as_user = args.run_as_user;
     int64_t launch_timeout = args.launch_timeout;
+    int64_t telemetry_ms = args.telemetry_ms;
 
     agent_t a;
     memset(&a, 0, sizeof a);
     a.grace_ms = 10000;
+    a.telemetry_ms = telemetry_ms;
     a.run_as_user = geteuid() == 0 && !no_run_as_user;
     if (run_as_user && no_run_as_user) {
         fputs("allot agent: --run-as-user and --no-run-as-user conflict\n",

@@ -86,6 +86,13 @@ static const al_opt_t agent_opts[] = {
       .arg = "MS",
       .help = "kill a task that has not reached its program by then "
               "(default 10000)" },
+    { .name = "--telemetry-ms",
+      .kind = AL_OPT_INT,
+      .off = A(telemetry_ms),
+      .min = 100,
+      .max = INT64_C(3600000),
+      .arg = "MS",
+      .help = "how often GPUs are sampled and reported (default 10000)" },
     AL_DAEMON_OPTS(agent_args_t, d),
     { .name = NULL },
 };
@@ -105,5 +112,7 @@ const al_opt_cmd_t al_agent_cmd = {
         "answer) is killed and fails, and the next tasks start.\n"
         "allot agent --probe [--fake-gpus ...] prints what this node would\n"
         "offer (CPUs, memory, GPUs with NUMA node, NVLink domain and a\n"
-        "telemetry sample) as JSON and exits.\n",
+        "telemetry sample) as JSON and exits.\n"
+        "Emulated GPUs report the utilisation written (a percentage) in\n"
+        "STATE/gpu-util/INDEX, when that file exists.\n",
 };

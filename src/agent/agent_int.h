@@ -180,6 +180,9 @@ typedef struct task {
     bool acked_exit; /* the controller saw the exit */
     bool script;     /* its slot may hold a script (tasks/SLOT.script) */
     json_t *spec;    /* the desired entry it was started from */
+    /* A hash of the last notice appended to its log (see
+     * al__tasklog_notice()), 0 for none. */
+    uint32_t notice_hash;
 } task_t;
 
 typedef struct agent {
@@ -207,8 +210,10 @@ typedef struct agent {
      * deleted ones is what dominated the agent's time). */
     int *free_slots;
     int nfree, free_cap, nslots;
-    char *logbuf;       /* LOG_CHUNK bytes for reading logs, once needed */
-    int64_t sampled_at; /* monotonic ms of the last telemetry sample */
+    char *logbuf;         /* LOG_CHUNK bytes for reading logs, once needed */
+    int64_t sampled_at;   /* monotonic ms of the last telemetry sample */
+    int64_t telemetry_ms; /* how often GPUs are sampled (--telemetry-ms) */
+    bool telemetry_on;    /* the last look found GPUs to sample */
     al__spawner_t spawner;
     bool registered;
     bool run_as_user; /* root agent: run tasks as their submitter */
@@ -265,6 +270,10 @@ void al__task_escalate(agent_t *a);
  * returns whether it did (more may follow).  A running task that printed
  * nothing lately is looked at only every so often. */
 bool al__tasklog_chunk(agent_t *a, task_t *t, json_t *report);
+/* Appends the controller's notice `text` (idle reclaim's warning) to the
+ * log of running task t, once: a notice it already appended is not
+ * appended again. */
+void al__tasklog_notice(agent_t *a, task_t *t, const char *text);
 
 /* env.c */
 /* An environment being built: the first `borrowed` entries are the

@@ -1,7 +1,9 @@
-/* fake.c -- emulated GPUs for machines without any, and for tests. */
+/* fake.c -- emulated GPUs for machines without any, and for tests: their
+ * declaration and their utilisation, read from files a test writes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "core/error.h"
 #include "platform.h"
@@ -42,5 +44,54 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
         g->numa = i < info->ngpus / 2 ? 0 : 1;
         g->nvlink = 0;
     }
+    return 0;
+}
+
+bool
+al_platform_fake_util_on(const char *state_dir)
+{
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/gpu-util", state_dir);
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+int
+al_platform_util_parse(const char *text, size_t n, int *pct)
+{
+    size_t i = 0;
+    int v = 0, digits = 0;
+    while (i < n && (text[i] == ' ' || text[i] == '\t'))
+        i++;
+    for (; i < n && text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+        v = v * 10 + (text[i] - '0');
+        if (v > 100)
+            return AL_EINVAL;
+    }
+    while (i < n && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' ||
+                     text[i] == '\r'))
+        i++;
+    if (digits == 0 || i != n)
+        return AL_EINVAL;
+    *pct = v;
+    return 0;
+}
+
+int
+al_platform_fake_sample(const char *state_dir, int i, al_gpu_sample_t *s)
+{
+    char path[4096], text[32];
+    snprintf(path, sizeof path, "%s/gpu-util/%d", state_dir, i);
+    FILE *f = fopen(path, "re");
+    if (f == NULL)
+        return AL_ENOENT;
+    size_t n = fread(text, 1, sizeof text, f);
+    fclose(f);
+    int pct;
+    if (al_platform_util_parse(text, n, &pct) != 0)
+        return AL_ENOENT;
+    s->util_pct = pct;
+    s->mem_util_pct = s->temp_c = -1;
+    s->mem_used = s->power_mw = -1;
     return 0;
 }

@@ -10,6 +10,7 @@
 #define AL_PLATFORM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define AL_PLATFORM_MAX_GPUS 64
@@ -63,6 +64,18 @@ void al_platform_close(al_platform_info_t *info);
  * AL_EINVAL with a message in *cause (caller frees). */
 int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
                           const char *node, char **cause);
+
+/* Emulated GPUs' telemetry, for tests: GPU i's utilisation is the
+ * percentage written in STATE/gpu-util/i (state_dir: the agent's state
+ * directory), the rest unknown (-1).  al_platform_fake_sample() returns 0,
+ * or AL_ENOENT when there is no such file or it holds no percentage;
+ * al_platform_fake_util_on() whether STATE/gpu-util exists. */
+int al_platform_fake_sample(const char *state_dir, int i, al_gpu_sample_t *s);
+bool al_platform_fake_util_on(const char *state_dir);
+/* Reads the text of such a file (n bytes, not NUL-terminated): a whole
+ * percentage 0..100, blanks around it allowed.  0 with *pct set, or
+ * AL_EINVAL with *pct untouched. */
+int al_platform_util_parse(const char *text, size_t n, int *pct);
 
 /* 1 when pid runs, 0 when it has ended but not been reaped (a zombie),
  * -1 when there is no such process; *start gets its start time (clock

@@ -26,7 +26,6 @@
 
 #define IDLE_POLL_MS 25000
 #define BUSY_POLL_MS 1000
-#define TELEMETRY_MS 10000 /* how often real GPUs are sampled and reported */
 
 /* POSTs body to path.  A task's end interrupts the request (AL_EBUSY)
  * when intr is true; a stop signal always does. */
@@ -147,6 +146,9 @@ apply(agent_t *a, json_t *out)
         json_int_t milli = al_json_int(d, "gpu_milli", 0);
         if (milli > 0 && milli < 1000)
             t->gpu_share = (int)milli;
+        const char *notice = al_json_str(d, "notice", NULL);
+        if (notice != NULL)
+            al__tasklog_notice(a, t, notice);
         if (t->spec == NULL) {
             t->spec = json_incref(d);
             json_t *g = json_object_get(d, "gpus");
@@ -180,20 +182,31 @@ apply(agent_t *a, json_t *out)
     al__start_tasks(a);
 }
 
-/* Real GPUs' telemetry, at most every TELEMETRY_MS: an array of {index,
+/* Whether the GPUs have telemetry: real ones through NVML, emulated ones
+ * when STATE/gpu-util exists (fake.c). */
+static bool
+sampled(const agent_t *a)
+{
+    return a->plat.emulated ? al_platform_fake_util_on(a->state_dir)
+                            : a->plat.nvml != NULL;
+}
+
+/* The GPUs' telemetry, at most every a->telemetry_ms: an array of {index,
  * util, mem_util, mem_used, temp_c, power_mw} (fields the driver does not
  * give left out), or NULL when none is due. */
 static json_t *
 telemetry(agent_t *a, int64_t now)
 {
-    if (a->plat.nvml == NULL || a->plat.emulated ||
-        (a->sampled_at != 0 && now - a->sampled_at < TELEMETRY_MS))
+    if (a->sampled_at != 0 && now - a->sampled_at < a->telemetry_ms)
         return NULL;
     a->sampled_at = now;
+    if (!(a->telemetry_on = sampled(a)))
+        return NULL;
     json_t *arr = json_array();
     for (int i = 0; i < a->plat.ngpus; i++) {
         al_gpu_sample_t g;
-        if (al_platform_sample(&a->plat, i, &g) != 0)
+        if ((a->plat.emulated ? al_platform_fake_sample(a->state_dir, i, &g)
+                              : al_platform_sample(&a->plat, i, &g)) != 0)
             continue;
         json_t *o = json_pack("{s:i}", "index", i);
         const struct {
@@ -233,9 +246,8 @@ al__sync_once(agent_t *a)
         if (a->tasks[i].killing && a->tasks[i].kill_at - now < wait)
             wait = a->tasks[i].kill_at > now ? a->tasks[i].kill_at - now : 0;
     json_t *gpus = telemetry(a, now);
-    if (a->plat.nvml != NULL && !a->plat.emulated &&
-        wait > a->sampled_at + TELEMETRY_MS - now)
-        wait = a->sampled_at + TELEMETRY_MS - now;
+    if (a->telemetry_on && wait > a->sampled_at + a->telemetry_ms - now)
+        wait = a->sampled_at + a->telemetry_ms - now;
     json_t *body = json_pack("{s:s, s:o, s:I}", "node", a->name, "tasks", tasks,
                              "wait_ms", (json_int_t)(wait > 0 ? wait : 0));
     if (gpus != NULL)

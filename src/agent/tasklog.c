@@ -3,12 +3,14 @@
  * of its log file (STATE/tasks/SLOT.log, written by the task itself) after
  * what the controller acknowledged, for a sync's report.  A running task
  * that printed nothing lately is looked at only every LOG_LOOK_MS; an
- * ended one always, since all of its output must arrive.
+ * ended one always, since all of its output must arrive.  And the
+ * controller's notices, appended to that file like the task's output.
  *
  * May call: task.c (the slot's file names), src/common (base64).
  */
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "agent_int.h"
@@ -54,4 +56,27 @@ al__tasklog_chunk(agent_t *a, task_t *t, json_t *report)
         close(fd);
     }
     return more;
+}
+
+void
+al__tasklog_notice(agent_t *a, task_t *t, const char *text)
+{
+    uint32_t h = 2166136261u; /* FNV-1a; never 0 for a notice */
+    for (const char *p = text; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h |= 1;
+    if (t->slot < 0 || t->state != T_RUNNING || h == t->notice_hash)
+        return;
+    char *lp = al__task_file(a, t, "log");
+    /* O_APPEND: the task writes to the same file, so does this, whole. */
+    int fd = open(lp, O_WRONLY | O_APPEND | O_CLOEXEC);
+    free(lp);
+    if (fd < 0)
+        return;
+    size_t n = strlen(text);
+    if (write(fd, text, n) == (ssize_t)n)
+        t->notice_hash = h;
+    close(fd);
+    t->log_quiet = false;
+    t->log_looked = 0;
 }

@@ -8,8 +8,9 @@
 #include "json.h"
 
 typedef struct queue_args {
-    const char *parent, *deserved, *limit, *weight, *server, *token;
-    int64_t priority;
+    const char *parent, *deserved, *limit, *weight, *max_build, *idle_timeout,
+        *server, *token;
+    int64_t priority, idle_util;
     bool json, help;
 } queue_args_t;
 
@@ -45,6 +46,23 @@ static const al_opt_t queue_opts[] = {
       .off = Q(weight),
       .arg = "gpu=W,...",
       .help = "its share of what is left over" },
+    { .name = "--max-build-gpus",
+      .kind = AL_OPT_STR,
+      .off = Q(max_build),
+      .arg = "N",
+      .help = "the most GPUs its build jobs may hold together (-1: no cap)" },
+    { .name = "--idle-timeout",
+      .kind = AL_OPT_STR,
+      .off = Q(idle_timeout),
+      .arg = "TIME",
+      .help = "end build jobs whose GPUs stay idle this long (0: never)" },
+    { .name = "--idle-util",
+      .kind = AL_OPT_INT,
+      .off = Q(idle_util),
+      .min = 0,
+      .max = 100,
+      .arg = "PCT",
+      .help = "a GPU under this utilisation is idle (default 5)" },
     { .name = "--json",
       .kind = AL_OPT_FLAG,
       .off = Q(json),
@@ -62,7 +80,8 @@ const al_opt_cmd_t al_cli_queue_cmd = {
     .about = "Creates or replaces a queue (set) or deletes it (admins).  GPUs "
              "and CPUs\n"
              "in whole units, memory with K/M/G/T; a limit of -1 means "
-             "none.\n",
+             "none.\n"
+             "--idle-timeout takes seconds or a time like 30m or 1.5h.\n",
 };
 
 static const char *const res_names[] = { "gpu", "cpu", "mem" };
@@ -116,10 +135,44 @@ parse_quota(json_t *quota, const char *field, const char *spec)
     return ok;
 }
 
+/* --max-build-gpus, --idle-timeout and --idle-util into body; false after
+ * printing what was wrong. */
+static bool
+build_idle_opts(const queue_args_t *a, json_t *body)
+{
+    if (a->max_build != NULL) {
+        char *end;
+        double v = strtod(a->max_build, &end);
+        if (end == a->max_build || *end != '\0' || (v < 0 && v != -1)) {
+            fprintf(stderr,
+                    "allot queue: --max-build-gpus wants a number of GPUs "
+                    "(-1: no cap), not '%s'\n",
+                    a->max_build);
+            return false;
+        }
+        json_object_set_new(body, "max_build_gpus", json_real(v));
+    }
+    if (a->idle_timeout != NULL) {
+        int64_t secs = 0;
+        if (strcmp(a->idle_timeout, "0") != 0 &&
+            al_cli_parse_duration(a->idle_timeout, &secs) != 0) {
+            fprintf(stderr,
+                    "allot queue: --idle-timeout wants seconds or a time "
+                    "like 30m or 1.5h, not '%s'\n",
+                    a->idle_timeout);
+            return false;
+        }
+        json_object_set_new(body, "idle_timeout", json_integer(secs));
+    }
+    if (a->idle_util >= 0)
+        json_object_set_new(body, "idle_util", json_integer(a->idle_util));
+    return true;
+}
+
 int
 al_cli_queue(int argc, char **argv)
 {
-    queue_args_t a = { 0 };
+    queue_args_t a = { .idle_util = -1 };
     char *pos[2];
     int npos = 0;
     int rc = al_opt_parse_cmd(&al_cli_queue_cmd, NULL, &a, argc, argv, pos, 2,
@@ -141,6 +194,10 @@ al_cli_queue(int argc, char **argv)
     if ((deserved && !parse_quota(quota, "deserved", deserved)) ||
         (limit && !parse_quota(quota, "limit", limit)) ||
         (weight && !parse_quota(quota, "weight", weight))) {
+        json_decref(body);
+        return AL_EXIT_USAGE;
+    }
+    if (!build_idle_opts(&a, body)) {
         json_decref(body);
         return AL_EXIT_USAGE;
     }

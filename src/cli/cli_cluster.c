@@ -139,13 +139,25 @@ al_cli_queues(int argc, char **argv)
         { "cpu", "CPU", 1 },
         { "mem", "MEM-GIB", 1.0 / (1 << 30) },
     };
+    /* Build sessions' settings, when some queue has one: the cap on their
+     * GPUs, and idle reclaim as TIMEOUT<UTIL% ("-": none). */
+    bool build = false;
+    for (size_t i = 0; i < json_array_size(queues); i++) {
+        json_t *q = json_array_get(queues, i);
+        build = build || al_json_num(q, "max_build_gpus", -1) >= 0 ||
+                al_json_int(q, "idle_timeout", 0) > 0;
+    }
     printf("%-16s %-12s", "QUEUE", "PARENT");
     for (size_t r = 0; r < sizeof res / sizeof *res; r++)
-        printf(r + 1 < sizeof res / sizeof *res ? "  %-27s" : "  %s",
+        printf(r + 1 < sizeof res / sizeof *res || build ? "  %-27s" : "  %s",
                res[r].head);
+    if (build)
+        printf("  %-5s %s", "BUILD", "IDLE");
     printf("\n%-16s %-12s", "", "");
     for (size_t r = 0; r < sizeof res / sizeof *res; r++)
         printf("  %6s %6s %6s %6s", "DES", "FAIR", "USED", "LIM");
+    if (build)
+        printf("  %5s %s", "CAP", "RECLAIM");
     printf("\n");
     for (size_t i = 0; i < json_array_size(queues); i++) {
         json_t *q = json_array_get(queues, i);
@@ -165,6 +177,16 @@ al_cli_queues(int argc, char **argv)
                 al_json_num(json_object_get(q, "allocated"), res[r].key, 0) * k,
                 limtext);
         }
+        char cap[32] = "-", idle[48] = "-";
+        double bc = al_json_num(q, "max_build_gpus", -1);
+        long long it = al_json_int(q, "idle_timeout", 0);
+        if (bc >= 0)
+            snprintf(cap, sizeof cap, "%.1f", bc);
+        if (it > 0)
+            snprintf(idle, sizeof idle, "%llds<%lld%%", it,
+                     (long long)al_json_int(q, "idle_util", 0));
+        if (build)
+            printf("  %5s %s", cap, idle);
         printf("\n");
     }
     json_decref(queues);

@@ -439,6 +439,8 @@ charge_queue(al_cycle_t *c, int32_t job, const al_placement_t *p, int sign)
         w->alloc[AL_RES_MEM] += sign * j->req.mem_bytes;
         if (!j->preemptible)
             w->nonpre_gpu += sign * gpu;
+        if (j->build)
+            w->build_gpu += sign * gpu;
         if (!(c->wj[job].flags & JF_RUNNING))
             w->started_gpu += sign * gpu;
         if (w->model_alloc != NULL && p->node >= 0) {

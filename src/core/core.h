@@ -115,6 +115,11 @@ typedef struct al_queue {
     /* Decayed historical GPU usage in milli-GPU-seconds, kept by the shell
      * with al_usage_decay().  Used for time-based fair share. */
     double usage;
+    /* A cap on build jobs (al_job_t.build): when build_capped, the build
+     * jobs of this queue's subtree may hold at most build_cap milli-GPUs
+     * together (0: none may run).  Off (false) by default. */
+    bool build_capped;
+    int64_t build_cap;
 } al_queue_t;
 
 /* ------------------------------------------------------------------ */
@@ -169,6 +174,11 @@ typedef struct al_job {
     int queue;    /* index of a leaf queue */
     int priority; /* priority class value (AL_PRIO_*) */
     bool preemptible;
+    /* An interactive build session: counts against its queues' build caps
+     * (al_queue_t.build_capped).  A build job is normally also not
+     * preemptible, which keeps it within deserved quota and out of reach
+     * of reclaim; the core judges those by `preemptible` alone. */
+    bool build;
     int min_tasks; /* gang size; 1 for a single task */
     int max_tasks; /* > min_tasks for an elastic job */
     al_request_t req;
@@ -354,8 +364,9 @@ typedef enum al_reason_code {
     AL_WHY_NO_VICTIM,          /* reclaim found no victims to free room */
     AL_WHY_YIELDED,            /* placed, then gave way within the cycle to job
                                   `job`, whose queue is below its fair share */
-    AL_WHY_NO_MATCH, /* no node has the GPU model or pool the job asks for */
-    AL_WHY_COUNT     /* the number of codes */
+    AL_WHY_NO_MATCH,  /* no node has the GPU model or pool the job asks for */
+    AL_WHY_BUILD_CAP, /* a build job and queue `queue` at its build cap */
+    AL_WHY_COUNT      /* the number of codes */
 } al_reason_code_t;
 
 typedef struct al_reason {

@@ -112,6 +112,7 @@ typedef struct wqueue {
     int64_t alloc[AL_NRES];
     int64_t demand[AL_NRES];
     int64_t nonpre_gpu;
+    int64_t build_gpu;   /* the part of alloc[GPU] held by build jobs */
     int64_t started_gpu; /* part of alloc[GPU] started by this cycle */
     int64_t run_gpu0;    /* GPUs of its running jobs before the cycle */
     int64_t big_gpu;     /* the part in jobs larger than its deserved quota */

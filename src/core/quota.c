@@ -53,6 +53,10 @@ al__admit(al_cycle_t *c, int32_t j, int64_t ntasks)
             w->nonpre_gpu + need[AL_RES_GPU] > qq->quota[AL_RES_GPU].deserved)
             return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
                               qq->quota[AL_RES_GPU].deserved, 0);
+        if (jb->build && qq->build_capped && need[AL_RES_GPU] > 0 &&
+            w->build_gpu + need[AL_RES_GPU] > qq->build_cap)
+            return set_reason(c, j, AL_WHY_BUILD_CAP, q, NIL, AL_RES_GPU,
+                              qq->build_cap, 0);
         if (jb->req.gpu_model != NULL && w->model_alloc != NULL) {
             for (k = 0; k < qq->nmodel_quotas; k++) {
                 const al_model_quota_t *mq = &qq->model_quotas[k];
@@ -107,6 +111,9 @@ al__within_quota(al_cycle_t *c, int32_t j)
         if (!jb->preemptible && w->nonpre_gpu > qq->quota[AL_RES_GPU].deserved)
             return set_reason(c, j, AL_WHY_DESERVED, q, NIL, AL_RES_GPU,
                               qq->quota[AL_RES_GPU].deserved, 0);
+        if (jb->build && qq->build_capped && w->build_gpu > qq->build_cap)
+            return set_reason(c, j, AL_WHY_BUILD_CAP, q, NIL, AL_RES_GPU,
+                              qq->build_cap, 0);
         for (k = 0; k < qq->nmodel_quotas; k++) {
             const al_model_quota_t *mq = &qq->model_quotas[k];
 

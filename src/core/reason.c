@@ -31,6 +31,7 @@ static const char *const why_names[AL_WHY_COUNT] = {
     [AL_WHY_NO_VICTIM] = "no_victim",
     [AL_WHY_YIELDED] = "yielded",
     [AL_WHY_NO_MATCH] = "no_match",
+    [AL_WHY_BUILD_CAP] = "build_cap",
 };
 
 const char *
@@ -120,9 +121,14 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
                         queue_name(s, r->queue), a);
     case AL_WHY_DESERVED:
         return snprintf(buf, len,
-                        "non-preemptible work of queue %s would exceed its "
-                        "deserved %s %s",
-                        queue_name(s, r->queue), res_names[res], a);
+                        "build and inference jobs run only within their "
+                        "queue's deserved quota, never borrowing: queue %s "
+                        "would exceed its %s deserved GPUs",
+                        queue_name(s, r->queue), a);
+    case AL_WHY_BUILD_CAP:
+        return snprintf(
+            buf, len, "queue %s at its cap of %s GPU%s for build jobs",
+            queue_name(s, r->queue), a, r->amount == AL_GPU_MILLI ? "" : "s");
     case AL_WHY_NO_BORROW:
         return snprintf(buf, len, "queue %s at its static quota of %s %s",
                         queue_name(s, r->queue), a, res_names[res]);

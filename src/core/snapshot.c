@@ -237,6 +237,11 @@ setup_queues(al_cycle_t *c, char **cause)
                       q, qq->parent);
             return AL_EINVAL;
         }
+        if (qq->build_capped && qq->build_cap < 0) {
+            set_cause(c->s, cause, "queue %lld: negative build cap %lld", q,
+                      qq->build_cap);
+            return AL_EINVAL;
+        }
         if (qq->nmodel_quotas < 0 ||
             (qq->nmodel_quotas > 0 && qq->model_quotas == NULL)) {
             set_cause(c->s, cause, "queue %lld: bad model quotas (%lld)", q,

@@ -260,6 +260,7 @@ static const struct desired_field {
     FIELD(master_port, F_INT, BRIEF_NO),
     FIELD(log_off, F_I64, BRIEF_NO),
     FIELD(user, F_STR, BRIEF_NO),
+    FIELD(notice, F_STR, BRIEF_NONZERO),
 #undef FIELD
 };
 
@@ -287,6 +288,11 @@ al__desired_task_json(const al__desired_task_t *t, bool known,
             break;
         case F_I64:
             v = *(const int64_t *)at;
+            break;
+        case F_STR: /* 1 when set: a NULL string is never named */
+            if (*(const char *const *)at == NULL)
+                continue;
+            v = 1;
             break;
         default:
             break;
@@ -346,6 +352,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
                 .restart = j->restart_count,
                 .devices = tk->devices,
                 .gpu_milli = tk->gpu_milli,
+                .notice = j->idle_notice,
             };
             if (node_knows(&ctl->nodes[n], j->id, t, j->restart_count)) {
                 /* The agent has this task and its spec: name it only
@@ -438,8 +445,10 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         al__ctl_touch(ctl);
     }
     int64_t now_ms = al_clock_ms();
+    /* Emulated GPUs have telemetry only when a test gives them some (the
+     * agent's STATE/gpu-util), which idle reclaim reads like any. */
     for (size_t k = 0; k < s.nsamples; k++)
-        if (s.index[k] >= 0 && s.index[k] < n->ngpus && !n->emulated) {
+        if (s.index[k] >= 0 && s.index[k] < n->ngpus) {
             n->gpus[s.index[k]].sample = s.samples[k];
             n->gpus[s.index[k]].sample.at_ms = now_ms;
         }

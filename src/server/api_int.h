@@ -59,6 +59,9 @@ typedef struct al__desired_task {
     int master_port;
     int64_t log_off; /* bytes of its output the server has */
     const char *user;
+    /* A line for the agent to append to the task's output once (idle
+     * reclaim's warning), or NULL; named in the brief form too. */
+    const char *notice;
 } al__desired_task_t;
 
 /* The JSON of desired task t: when `known`, the agent has the task and

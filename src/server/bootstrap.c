@@ -64,6 +64,7 @@ al__bootstrap(al_ctl_t *ctl, char **cause)
         al__queue_t q;
         memset(&q, 0, sizeof q);
         q.name = al_xstrdup("default");
+        q.idle_util = AL_IDLE_UTIL_DEFAULT;
         for (int r = 0; r < AL_NRES; r++) {
             q.quota[r].deserved = 0;
             q.quota[r].limit = AL_UNLIMITED;

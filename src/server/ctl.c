@@ -8,9 +8,9 @@
  * intake through ctl->reply (durable before acknowledged).
  *
  * May call: the handlers through the route table's pointers (and
- * agentproto.c for parked polls), bootstrap.c, cycle.c, state.c, table.c,
- * reason.c, store.c, auth.c and req.c.  Nothing below calls it; the intake
- * (server.c) calls al__ctl_start/stop/submit.
+ * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, state.c,
+ * table.c, reason.c, store.c, auth.c and req.c.  Nothing below calls it; the
+ * intake (server.c) calls al__ctl_start/stop/submit.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -283,6 +283,10 @@ maintain(al_ctl_t *ctl, bool stop)
     if (now - ctl->nodes_checked >= 20) {
         ctl->nodes_checked = now;
         al__ctl_nodes_down(ctl, now);
+    }
+    if (!stop && now - ctl->idle_checked >= 250) {
+        ctl->idle_checked = now;
+        al__idle_check(ctl);
     }
     if (!stop && ((ctl->sched_dirty && now >= ctl->sched_due) ||
                   now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {

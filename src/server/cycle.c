@@ -116,6 +116,8 @@ build_queues(const al_ctl_t *ctl, build_t *b)
         b->sq[i].priority = q->priority;
         memcpy(b->sq[i].quota, q->quota, sizeof b->sq[i].quota);
         b->sq[i].usage = q->usage;
+        b->sq[i].build_capped = q->build_capped;
+        b->sq[i].build_cap = q->build_cap;
         if (b->qparent[i] >= 0)
             b->has_child[b->qparent[i]] = true;
     }
@@ -184,6 +186,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     s->queue = qi;
     s->priority = c->priority;
     s->preemptible = c->preemptible;
+    s->build = c->build;
     s->min_tasks = s->max_tasks = j->ntasks;
     s->req.gpus = j->gpus;
     s->req.gpu_milli = j->gpus == 0 ? j->gpu_milli : 0;

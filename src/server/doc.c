@@ -255,6 +255,7 @@ al__queue_json(const al__queue_t *q, bool with_share)
     }
     json_t *o = json_pack("{s:s, s:s?, s:i, s:o}", "name", q->name, "parent",
                           q->parent, "priority", q->priority, "quota", quota);
+    al__queue_opts_json(q, o);
     if (with_share) {
         json_t *fair = json_object(), *alloc = json_object(),
                *demand = json_object();
@@ -287,14 +288,17 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
 {
     /* The last three are what GET adds (read-only): a document read,
      * changed and PUT back is accepted, those ignored. */
-    static const char *const keys[] = { "name",  "parent",     "priority",
-                                        "quota", "fair_share", "allocated",
-                                        "demand" };
+    static const char *const keys[] = { "name",           "parent",
+                                        "priority",       "quota",
+                                        "max_build_gpus", "idle_timeout",
+                                        "idle_util",      "fair_share",
+                                        "allocated",      "demand" };
     static const char *const rkeys[] = { "deserved", "limit", "weight" };
     const char *bad = al__unknown_member(o, keys, sizeof keys / sizeof *keys);
     if (bad != NULL) {
         *cause = al_xasprintf("unknown field '%s' (a queue has name, parent, "
-                              "priority and quota)",
+                              "priority, quota, max_build_gpus, "
+                              "idle_timeout and idle_util)",
                               bad);
         return AL_EINVAL;
     }
@@ -360,6 +364,11 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
     tmp.name = al_xstrdup(name);
     tmp.parent = parent != NULL && parent[0] ? al_xstrdup(parent) : NULL;
     tmp.priority = (int)al_json_int(o, "priority", 0);
+    if (al__queue_opts_parse(o, &tmp, cause) != 0) {
+        free(tmp.name);
+        free(tmp.parent);
+        return AL_EINVAL;
+    }
     *q = tmp;
     return 0;
 }

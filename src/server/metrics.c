@@ -407,7 +407,8 @@ render_counters(const al_ctl_t *ctl, al_buf_t *b)
     head(b, "allot_evictions_total", "counter",
          "Running jobs the scheduler evicted, by cause (reclaim: for another "
          "queue's fair share; preempt: for a higher priority job of its "
-         "queue; reservation: it ran on lent capacity) and outcome.");
+         "queue; reservation: it ran on lent capacity; idle: a build session "
+         "its queue's idle reclaim ended) and outcome.");
     for (int w = 0; w <= AL_EVICT_RESERVATION; w++)
         for (int rq = 0; rq < 2; rq++) {
             al_buf_printf(b,
@@ -415,6 +416,8 @@ render_counters(const al_ctl_t *ctl, al_buf_t *b)
                           evict_causes[w], rq ? "requeued" : "failed");
             value(b, (double)c->evicted[w][rq]);
         }
+    al_buf_puts(b, "allot_evictions_total{cause=\"idle\",outcome=\"failed\"}");
+    value(b, (double)c->idle_reclaims);
     scalar(b, "allot_node_down_requeues_total", "counter",
            "Running jobs requeued because a node they ran on went down.",
            (double)c->node_down_requeues);

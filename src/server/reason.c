@@ -29,7 +29,10 @@ al__jstate_parse(const char *s)
 
 const al__jclass_t al__jclasses[] = {
     { .name = "train", .priority = AL_PRIO_TRAIN, .preemptible = true },
-    { .name = "build", .priority = AL_PRIO_BUILD, .preemptible = false },
+    { .name = "build",
+      .priority = AL_PRIO_BUILD,
+      .preemptible = false,
+      .build = true },
     { .name = "inference",
       .priority = AL_PRIO_INFERENCE,
       .preemptible = false },

@@ -29,6 +29,10 @@
  *   auth.c        bearer tokens (salted SHA-256, constant-time compare)
  *   metrics.c     GET /metrics: the Prometheus exposition of the tables
  *                 (a handler, declared in api_int.h)
+ *   idle.c        idle reclaim: build sessions whose GPUs stay idle are
+ *                 warned, then ended (called by the loop, over state.c)
+ *   queueopts.c   a queue's build cap and idle settings, their JSON form
+ *                 (under doc.c)
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
@@ -86,6 +90,7 @@ typedef struct al__jclass {
     const char *name;
     int priority;
     bool preemptible;
+    bool build; /* an interactive build session (al_job_t.build) */
 } al__jclass_t;
 
 extern const al__jclass_t al__jclasses[];
@@ -154,6 +159,13 @@ typedef struct al__job {
     /* Index of its queue in ctl->queues, valid while qgen matches. */
     int qidx;
     uint64_t qgen;
+    /* Idle reclaim (idle.c; memory only, a restart starts over): since
+     * when (wall ms) every GPU of the running build job has been seen
+     * under its queue's idle_util, or 0; when it was warned, or 0; and the
+     * warning its agent appends to the task's log (idle_notice), kept
+     * while the warning stands. */
+    int64_t idle_since_ms, idle_warned_ms;
+    char *idle_notice;
 } al__job_t;
 
 /* ------------------------------------------------------------------ */
@@ -166,6 +178,13 @@ typedef struct al__queue {
     al_quota_t quota[AL_NRES];
     double usage;           /* decayed milli-GPU-seconds */
     al_queue_share_t share; /* from the last cycle */
+    /* queueopts.c: a cap on its build jobs' GPUs (milli-GPUs, when
+     * build_capped), and idle reclaim: a build job whose GPUs all stay
+     * under idle_util percent for idle_timeout seconds (0: off) ends. */
+    bool build_capped;
+    int64_t build_cap;
+    int64_t idle_timeout;
+    int idle_util;
 } al__queue_t;
 
 enum { NS_READY = 0, NS_DRAINING, NS_DOWN };
@@ -316,6 +335,7 @@ typedef struct al__counters {
     uint64_t node_down_requeues; /* jobs requeued as their node went down */
     uint64_t nodes_down;         /* nodes marked down for silence */
     uint64_t time_limits;        /* jobs ended at their time limit */
+    uint64_t idle_reclaims;      /* build jobs ended by idle reclaim */
     uint64_t ended[JS_COUNT];    /* jobs that reached each final state */
     al__hist_t cycle;            /* the core's call (al_sched_run) */
     al__hist_t commit;           /* the store's commit */
@@ -455,6 +475,7 @@ typedef struct al_ctl {
     bool nodes_changed;
     int64_t parked_min;
     int64_t nodes_checked;
+    int64_t idle_checked;    /* when idle.c last looked (monotonic ms) */
     al__counters_t counters; /* for GET /metrics */
     al__api_hist_t *api_hist;
     int napi_hist, api_hist_cap;
@@ -578,6 +599,17 @@ json_t *al__node_json(const al_ctl_t *ctl, const al__node_t *n);
 int al__node_from_json(const json_t *o, al__node_t *n, char **cause);
 
 /* ------------------------------------------------------------------ */
+/* queueopts.c: a queue's build cap and idle settings                 */
+
+/* Adds max_build_gpus (-1: none), idle_timeout and idle_util to o. */
+void al__queue_opts_json(const al__queue_t *q, json_t *o);
+#define AL_IDLE_UTIL_DEFAULT 5
+/* Reads them from a queue body or stored document o into q (absent:
+ * no cap, idle reclaim off, idle_util AL_IDLE_UTIL_DEFAULT).  0, or AL_EINVAL
+ * with the reason in *cause (caller frees), q untouched. */
+int al__queue_opts_parse(const json_t *o, al__queue_t *q, char **cause);
+
+/* ------------------------------------------------------------------ */
 /* jobbody.c: a submission body                                       */
 
 /* Bounds of a submitted job (docs/server.md, "Job body"). */
@@ -685,6 +717,18 @@ const char *al__req_arg(const al__req_t *req, const char *key);
 bool al__req_admin(const al__req_t *req);
 /* Queues a reply for release after the commit (parked requests). */
 void al__req_complete(al_ctl_t *ctl, al__req_t *req);
+
+/* ------------------------------------------------------------------ */
+/* idle.c: idle reclaim                                               */
+
+/* Looks at the running build jobs of queues with an idle_timeout: warns
+ * those idle long enough (al__idle_warn) and ends those idle past it,
+ * with reason IdleTimeout.  Wall clock; called by the loop. */
+void al__idle_check(al_ctl_t *ctl);
+/* Warns job j that it ends in `left_s` seconds unless its GPUs are used:
+ * the line goes into the job's log (its agent appends it to the task's
+ * output) and the server's log. */
+void al__idle_warn(al_ctl_t *ctl, al__job_t *j, int64_t left_s);
 
 /* ------------------------------------------------------------------ */
 /* cycle.c                                                            */

@@ -29,6 +29,7 @@ al__job_free(al__job_t *j)
     free(j->after);
     free(j->reason);
     free(j->tasks);
+    free(j->idle_notice);
     free(j);
 }
 

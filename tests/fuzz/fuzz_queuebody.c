@@ -4,7 +4,8 @@
  * src/server/doc.c.  Each input is JSON text.  Checks:
  *   - a refusal is AL_EINVAL with a message and leaves *q alone;
  *   - an accepted queue has a valid name (as given), quotas within
- *     0..AL_QUOTA_MAX or AL_UNLIMITED and weights >= 0;
+ *     0..AL_QUOTA_MAX or AL_UNLIMITED and weights >= 0, a build cap
+ *     within 0..AL_QUOTA_MAX, idle_util a percentage;
  *   - its JSON form reads back into the same queue (what the store does at
  *     restart, and what `allot queue set` reads and writes).
  * Corpus: tests/fuzz/corpus/queuebody.
@@ -28,6 +29,10 @@ check_same(const al__queue_t *a, const al__queue_t *b)
         CHECK(a->quota[r].limit == b->quota[r].limit);
         CHECK(a->quota[r].weight == b->quota[r].weight);
     }
+    CHECK(a->build_capped == b->build_capped);
+    CHECK(a->build_cap == b->build_cap);
+    CHECK(a->idle_timeout == b->idle_timeout);
+    CHECK(a->idle_util == b->idle_util);
 }
 
 static void
@@ -63,6 +68,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
               (qt->limit >= 0 && qt->limit <= (int64_t)AL_QUOTA_MAX));
         CHECK(qt->weight >= 0 && isfinite(qt->weight));
     }
+    CHECK(!q.build_capped ||
+          (q.build_cap >= 0 && q.build_cap <= (int64_t)AL_QUOTA_MAX));
+    CHECK(q.idle_timeout >= 0 && q.idle_util >= 0 && q.idle_util <= 100);
     json_t *doc = al__queue_json(&q, false);
     CHECK(doc != NULL);
     char *text = al_json_dump(doc);

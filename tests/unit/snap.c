@@ -312,6 +312,7 @@ snap_job_build(snap_t *s, int queue, int ntasks, int gpus)
 
     s->jobs[j].priority = AL_PRIO_BUILD;
     s->jobs[j].preemptible = false;
+    s->jobs[j].build = true;
     return j;
 }
 

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "agent_int.h"
+#include "core/error.h"
 #include "platform.h"
 #include "test.h"
 
@@ -485,6 +487,89 @@ log_chunks(void)
     free(a.free_slots);
 }
 
+/* The controller's notice (idle reclaim's warning) goes into a running
+ * task's log once, after what the task wrote; another notice goes too. */
+static void
+log_notice(void)
+{
+    char dir[] = "/tmp/allot-unit-agent-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    agent_t a;
+    memset(&a, 0, sizeof a);
+    a.task_dir = dir;
+    task_t *t = al__task_add(&a, 7, 0, 0);
+    al__task_take_slot(&a, t);
+    char *lp = al__task_file(&a, t, "log");
+    FILE *f = fopen(lp, "w");
+    ASSERT(f != NULL);
+    fputs("out\n", f);
+    fclose(f);
+    t->state = T_WAITING; /* not running: nothing */
+    al__tasklog_notice(&a, t, "first\n");
+    t->state = T_RUNNING;
+    al__tasklog_notice(&a, t, "first\n");
+    al__tasklog_notice(&a, t, "first\n");
+    al__tasklog_notice(&a, t, "second\n");
+    char text[64] = { 0 };
+    f = fopen(lp, "r");
+    ASSERT(f != NULL);
+    ASSERT_EQ(fread(text, 1, sizeof text - 1, f),
+              strlen("out\nfirst\nsecond\n"));
+    fclose(f);
+    ASSERT_STR_EQ(text, "out\nfirst\nsecond\n");
+    unlink(lp);
+    free(lp);
+    char *sp = al__task_file(&a, t, "state");
+    unlink(sp);
+    free(sp);
+    rmdir(dir);
+    free(a.tasks);
+    free(a.free_slots);
+}
+
+/* Emulated GPUs' utilisation: STATE/gpu-util/INDEX, a percentage. */
+static void
+fake_util(void)
+{
+    static const struct {
+        const char *text;
+        int pct; /* -1: refused */
+    } cases[] = {
+        { "0", 0 },       { "60\n", 60 },
+        { " 7 \r\n", 7 }, { "100", 100 },
+        { "101", -1 },    { "-1", -1 },
+        { "", -1 },       { "5%", -1 },
+        { "1 2", -1 },    { "99999999999999", -1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int pct = -7;
+        int rc =
+            al_platform_util_parse(cases[i].text, strlen(cases[i].text), &pct);
+        ASSERT_EQ(rc, cases[i].pct < 0 ? AL_EINVAL : 0);
+        ASSERT_EQ(pct, cases[i].pct < 0 ? -7 : cases[i].pct);
+    }
+    char dir[] = "/tmp/allot-unit-agent-XXXXXX";
+    ASSERT(mkdtemp(dir) != NULL);
+    ASSERT(!al_platform_fake_util_on(dir));
+    char sub[64], file[80];
+    snprintf(sub, sizeof sub, "%s/gpu-util", dir);
+    ASSERT_EQ(mkdir(sub, 0700), 0);
+    ASSERT(al_platform_fake_util_on(dir));
+    al_gpu_sample_t s;
+    ASSERT_EQ(al_platform_fake_sample(dir, 1, &s), AL_ENOENT);
+    snprintf(file, sizeof file, "%s/1", sub);
+    FILE *f = fopen(file, "w");
+    ASSERT(f != NULL);
+    fputs("42\n", f);
+    fclose(f);
+    ASSERT_EQ(al_platform_fake_sample(dir, 1, &s), 0);
+    ASSERT_EQ(s.util_pct, 42);
+    ASSERT_EQ(s.mem_used, -1);
+    unlink(file);
+    rmdir(sub);
+    rmdir(dir);
+}
+
 const al_test_t test_agent[] = {
     { "env_entry", env_entry },
     { "env_dedup_order", env_dedup_order },
@@ -497,5 +582,7 @@ const al_test_t test_agent[] = {
     { "table_on_disk", table_on_disk },
     { "adopt_alive", adopt_alive },
     { "log_chunks", log_chunks },
+    { "log_notice", log_notice },
+    { "fake_util", fake_util },
     { NULL, NULL },
 };

@@ -934,6 +934,113 @@ nonpreemptible_no_quota(void)
     snap_destroy(s);
 }
 
+/* A queue's build cap: its build jobs together hold at most the cap, on
+ * top of the deserved rule; train jobs and other queues are not held back,
+ * and build jobs already running count. */
+static void
+build_cap(void)
+{
+    snap_t *s = scenario();
+    int q, o, b[4], t, i;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    q = snap_queue(s, "q", -1, 4000, 1, AL_UNLIMITED);
+    o = snap_queue(s, "o", -1, 2000, 1, AL_UNLIMITED);
+    snap_queue_ref(s, q)->build_capped = true;
+    snap_queue_ref(s, q)->build_cap = 2000;
+    b[0] = snap_job_build(s, q, 1, 1);
+    snap_place(s, b[0], 0, 0, 0x1);
+    for (i = 1; i < 3; i++)
+        b[i] = snap_job_build(s, q, 1, 1);
+    t = snap_job(s, q, 1, 1);
+    b[3] = snap_job_build(s, o, 1, 2);
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT_STARTED(r, b[1], 1);
+    ASSERT_REASON(r, b[2], AL_WHY_BUILD_CAP);
+    ASSERT_EQ(r->reasons[b[2]].queue, q);
+    ASSERT_EQ(r->reasons[b[2]].amount, 2000);
+    ASSERT_STARTED(r, t, 1);
+    ASSERT_STARTED(r, b[3], 1);
+    ASSERT_EQ(r->queues[q].nonpreempt_gpu, 2000);
+    al_result_destroy(r);
+
+    /* A cap of 0 keeps every build job out; on a parent it holds for the
+     * subtree; a non-build, non-preemptible job (inference) is not
+     * counted. */
+    snap_queue_ref(s, q)->build_cap = 0;
+    snap_unplace(s, b[0]);
+    snap_job_ref(s, b[1])->build = false;
+    r = snap_run(s);
+    ASSERT_REASON(r, b[0], AL_WHY_BUILD_CAP);
+    ASSERT_REASON(r, b[2], AL_WHY_BUILD_CAP);
+    ASSERT_STARTED(r, b[1], 1);
+    ASSERT_EQ(r->reasons[b[0]].amount, 0);
+    al_result_destroy(r);
+    snap_queue_ref(s, q)->build_cap = -1;
+    {
+        al_result_t *bad = NULL;
+        ASSERT_EQ(al_sched_run(snap_get(s), &bad, NULL), AL_EINVAL);
+        ASSERT(bad == NULL);
+    }
+    snap_destroy(s);
+}
+
+static void
+build_cap_parent(void)
+{
+    snap_t *s = scenario();
+    int dept, pa, pb, a, b, c;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    dept = snap_queue(s, "dept", -1, 6000, 1, AL_UNLIMITED);
+    pa = snap_queue(s, "pa", dept, 3000, 1, AL_UNLIMITED);
+    pb = snap_queue(s, "pb", dept, 3000, 1, AL_UNLIMITED);
+    snap_queue_ref(s, dept)->build_capped = true;
+    snap_queue_ref(s, dept)->build_cap = 3000;
+    a = snap_job_build(s, pa, 1, 2);
+    snap_place(s, a, 0, 0, 0x3);
+    b = snap_job_build(s, pb, 1, 2);
+    c = snap_job_build(s, pb, 1, 1);
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT_REASON(r, b, AL_WHY_BUILD_CAP);
+    ASSERT_EQ(r->reasons[b].queue, dept);
+    ASSERT_STARTED(r, c, 1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/* Build jobs inside their deserved quota are never reclaimed, even when
+ * their queue is above its fair share and another queue waits: the
+ * waiting queue's job says no victim could be found. */
+static void
+build_never_reclaimed(void)
+{
+    snap_t *s = scenario();
+    int a, o, b[4], t, i;
+    al_result_t *r;
+
+    snap_node(s, "n0", 4);
+    a = snap_queue(s, "a", -1, 4000, 1, AL_UNLIMITED);
+    o = snap_queue(s, "o", -1, 0, 1, AL_UNLIMITED);
+    for (i = 0; i < 4; i++) {
+        b[i] = snap_job_build(s, a, 1, 1);
+        snap_place(s, b[i], 0, 0, 1ULL << i);
+    }
+    snap_queue_ref(s, a)->quota[AL_RES_GPU].deserved = 2000;
+    snap_queue_ref(s, o)->quota[AL_RES_GPU].deserved = 2000;
+    t = snap_job(s, o, 1, 2);
+    snap_set_now(s, 1000);
+    r = snap_run(s);
+    ASSERT_NOT_STARTED(r, t);
+    ASSERT_EQ(res_count(r, AL_DEC_EVICT), 0);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /* ------------------------------------------------------------------ */
 /* (e) Backfill                                                       */
 
@@ -2600,8 +2707,9 @@ reason_format(void)
         { AL_WHY_TOO_BIG, NULL },
         { AL_WHY_LIMIT, "vision" },
         { AL_WHY_MODEL_LIMIT, "vision" },
-        { AL_WHY_DESERVED, "vision" },
+        { AL_WHY_DESERVED, "build and inference jobs run only within" },
         { AL_WHY_NO_BORROW, "vision" },
+        { AL_WHY_BUILD_CAP, "vision at its cap of 16 GPUs for build" },
         { AL_WHY_CAPACITY, NULL },
         { AL_WHY_NO_NODE, NULL },
         { AL_WHY_TOPOLOGY, NULL },
@@ -3490,6 +3598,9 @@ const al_test_t test_sched[] = {
     { "nonpreemptible_deserved", nonpreemptible_deserved },
     { "nonpreemptible_ancestor", nonpreemptible_ancestor },
     { "nonpreemptible_no_quota", nonpreemptible_no_quota },
+    { "build_cap", build_cap },
+    { "build_cap_parent", build_cap_parent },
+    { "build_never_reclaimed", build_never_reclaimed },
     { "backfill_short_job", backfill_short_job },
     { "backfill_long_job", backfill_long_job },
     { "backfill_lend", backfill_lend },

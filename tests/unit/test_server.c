@@ -492,7 +492,8 @@ queue_doc(void)
         "{\"name\":\"team\",\"parent\":\"root\",\"priority\":3,\"quota\":{"
         "\"gpu\":{\"deserved\":2.0,\"limit\":4.5,\"weight\":1.0},"
         "\"cpu\":{\"deserved\":0.0,\"limit\":-1,\"weight\":1.0},"
-        "\"mem\":{\"deserved\":1073741824,\"limit\":-1,\"weight\":2.0}}}";
+        "\"mem\":{\"deserved\":1073741824,\"limit\":-1,\"weight\":2.0}},"
+        "\"max_build_gpus\":-1,\"idle_timeout\":0,\"idle_util\":5}";
     json_t *doc = al__queue_json(&q, false);
     char *text = al_json_dump(doc);
     ASSERT_STR_EQ(text, stored);
@@ -523,6 +524,47 @@ queue_doc(void)
     free(q.parent);
 }
 
+/* A queue's build cap and idle settings: read, shown, read back. */
+static void
+queue_doc_build_idle(void)
+{
+    json_t *b = parse("{\"name\": \"dev\", \"max_build_gpus\": 2.5, "
+                      "\"idle_timeout\": 1800, \"idle_util\": 10}");
+    al__queue_t q, back;
+    char *cause = NULL;
+    ASSERT_EQ(al__queue_from_json(b, &q, &cause), 0);
+    json_decref(b);
+    ASSERT(q.build_capped);
+    ASSERT_EQ(q.build_cap, 2500);
+    ASSERT_EQ(q.idle_timeout, 1800);
+    ASSERT_EQ(q.idle_util, 10);
+    json_t *doc = al__queue_json(&q, true);
+    ASSERT_DBL_NEAR(json_real_value(json_object_get(doc, "max_build_gpus")),
+                    2.5, 0);
+    ASSERT_EQ(al__queue_from_json(doc, &back, &cause), 0);
+    ASSERT(back.build_capped);
+    ASSERT_EQ(back.build_cap, 2500);
+    ASSERT_EQ(back.idle_timeout, 1800);
+    ASSERT_EQ(back.idle_util, 10);
+    json_decref(doc);
+    free(back.name);
+    free(q.name);
+    /* A cap of 0 is a cap (no build job runs); -1 or null none. */
+    b = parse("{\"name\": \"dev\", \"max_build_gpus\": 0}");
+    ASSERT_EQ(al__queue_from_json(b, &q, &cause), 0);
+    json_decref(b);
+    ASSERT(q.build_capped);
+    ASSERT_EQ(q.build_cap, 0);
+    free(q.name);
+    b = parse("{\"name\": \"dev\", \"max_build_gpus\": null}");
+    ASSERT_EQ(al__queue_from_json(b, &q, &cause), 0);
+    json_decref(b);
+    ASSERT(!q.build_capped);
+    ASSERT_EQ(q.idle_timeout, 0);
+    ASSERT_EQ(q.idle_util, AL_IDLE_UTIL_DEFAULT);
+    free(q.name);
+}
+
 static void
 queue_doc_refused(void)
 {
@@ -530,8 +572,22 @@ queue_doc_refused(void)
         const char *body, *cause;
     } cases[] = {
         { "{\"name\": \"q\", \"quoat\": {}}",
-          "unknown field 'quoat' (a queue has name, parent, priority and "
-          "quota)" },
+          "unknown field 'quoat' (a queue has name, parent, priority, quota, "
+          "max_build_gpus, idle_timeout and idle_util)" },
+        { "{\"name\": \"q\", \"max_build_gpus\": -2}",
+          "max_build_gpus must be a number of GPUs >= 0, or -1 for no cap" },
+        { "{\"name\": \"q\", \"max_build_gpus\": \"2\"}",
+          "max_build_gpus must be a number of GPUs >= 0, or -1 for no cap" },
+        { "{\"name\": \"q\", \"max_build_gpus\": 2e15}",
+          "max_build_gpus must be a number of GPUs >= 0, or -1 for no cap" },
+        { "{\"name\": \"q\", \"idle_timeout\": 1.5}",
+          "idle_timeout must be whole seconds, 0 (off) to 604800" },
+        { "{\"name\": \"q\", \"idle_timeout\": 604801}",
+          "idle_timeout must be whole seconds, 0 (off) to 604800" },
+        { "{\"name\": \"q\", \"idle_util\": 101}",
+          "idle_util must be a whole percentage, 0 to 100" },
+        { "{\"name\": \"q\", \"idle_util\": true}",
+          "idle_util must be a whole percentage, 0 to 100" },
         { "{\"name\": \"a b\"}",
           "queue name must be 1-64 letters, digits, '-', '_' or '.'" },
         { "{\"parent\": \"x\"}",
@@ -1199,6 +1255,7 @@ const al_test_t test_server[] = {
     { "job_doc_lost_node", job_doc_lost_node },
     { "queue_doc", queue_doc },
     { "queue_doc_refused", queue_doc_refused },
+    { "queue_doc_build_idle", queue_doc_build_idle },
     { "node_doc", node_doc },
     { "node_doc_refused", node_doc_refused },
     { "sync_body", sync_body },
