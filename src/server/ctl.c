@@ -345,13 +345,37 @@ answer_polls(al_ctl_t *ctl, bool stop)
     ctl->cycled = false;
 }
 
+/* Counts a request's duration under its route and status, for GET
+ * /metrics. */
+static void
+api_observe(al_ctl_t *ctl, const al__req_t *req, double seconds)
+{
+    const al__route_t *rt = req->route;
+    al__api_hist_t *h = NULL;
+    for (int i = 0; i < ctl->napi_hist && h == NULL; i++)
+        if (ctl->api_hist[i].route == rt &&
+            ctl->api_hist[i].status == req->status)
+            h = &ctl->api_hist[i];
+    if (h == NULL) {
+        if (ctl->napi_hist == ctl->api_hist_cap) {
+            ctl->api_hist_cap = ctl->api_hist_cap ? 2 * ctl->api_hist_cap : 16;
+            ctl->api_hist =
+                al_xreallocarray(ctl->api_hist, (size_t)ctl->api_hist_cap,
+                                 sizeof *ctl->api_hist);
+        }
+        h = &ctl->api_hist[ctl->napi_hist++];
+        *h = (al__api_hist_t){ .route = rt, .status = req->status };
+    }
+    al__hist_observe(&h->h, seconds < 0 ? 0 : seconds);
+}
+
 /* Hands the replies that are ready back to the intake. */
 static void
 release(al_ctl_t *ctl)
 {
     for (al__req_t *r = ctl->ready, *next; r != NULL; r = next) {
         next = r->next; /* r is gone once its reply is sent */
-        al__api_observe(ctl, r, al__mono_s() - r->t_in);
+        api_observe(ctl, r, al__mono_s() - r->t_in);
         ctl->reply(r);
     }
     ctl->ready = NULL;

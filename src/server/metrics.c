@@ -498,9 +498,7 @@ render_api(const al_ctl_t *ctl, al_buf_t *b)
          "long-poll wait).");
     for (int i = 0; i < ctl->napi_hist; i++) {
         const al__api_hist_t *a = &ctl->api_hist[i];
-        const al__route_t *rt = a->route < al__nroutes
-                                    ? &al__routes[a->route]
-                                    : &al__metrics_open_route;
+        const al__route_t *rt = a->route;
         al_buf_t l;
         al_buf_init(&l);
         al_buf_printf(&l, "method=\"%s\",route=\"", rt->method);

@@ -342,10 +342,11 @@ typedef struct al__counters {
 } al__counters_t;
 
 /* API requests' durations, from the intake's hand-over to the reply's
- * release, by route (index into al__routes, al__nroutes for the metrics
- * listener's) and status; a new pair is added as it is first seen. */
+ * release, by route (its method and path name it) and status; a new pair
+ * is added as it is first seen. */
 typedef struct al__api_hist {
-    int route, status;
+    const al__route_t *route;
+    int status;
     al__hist_t h;
 } al__api_hist_t;
 
@@ -516,8 +517,6 @@ int al__job_qidx(const al_ctl_t *ctl, const al__job_t *j);
  * (a model of that very name included, so that no two series share a
  * label). */
 int al__model_slot(const char **models, int *nmodels, const char *m);
-/* Counts a request's duration under its route and status. */
-void al__api_observe(al_ctl_t *ctl, const al__req_t *req, double seconds);
 
 /* waste.c: a look after a cycle, at now_ms (wall clock: jobs' eligible
  * times) and mono_ms (monotonic: the time between looks). */

@@ -240,31 +240,6 @@ al__model_slot(const char **models, int *nmodels, const char *m)
     return (*nmodels)++;
 }
 
-void
-al__api_observe(al_ctl_t *ctl, const al__req_t *req, double seconds)
-{
-    int route =
-        req->route >= al__routes && req->route < al__routes + al__nroutes
-            ? (int)(req->route - al__routes)
-            : al__nroutes;
-    al__api_hist_t *h = NULL;
-    for (int i = 0; i < ctl->napi_hist && h == NULL; i++)
-        if (ctl->api_hist[i].route == route &&
-            ctl->api_hist[i].status == req->status)
-            h = &ctl->api_hist[i];
-    if (h == NULL) {
-        if (ctl->napi_hist == ctl->api_hist_cap) {
-            ctl->api_hist_cap = ctl->api_hist_cap ? 2 * ctl->api_hist_cap : 16;
-            ctl->api_hist =
-                al_xreallocarray(ctl->api_hist, (size_t)ctl->api_hist_cap,
-                                 sizeof *ctl->api_hist);
-        }
-        h = &ctl->api_hist[ctl->napi_hist++];
-        *h = (al__api_hist_t){ .route = route, .status = req->status };
-    }
-    al__hist_observe(&h->h, seconds < 0 ? 0 : seconds);
-}
-
 double
 al__mono_s(void)
 {

@@ -1564,8 +1564,9 @@ def scenario_pg_store(c):
     hist = [e["event"] for e in c.job(a)["history"]]
     check(events and events == hist and "submitted" in events,
           "the history comes from the database: %s vs %s" % (events, hist))
-    check(c.pg.sql("SELECT version FROM allot.schema_version") == "1",
-          "schema version 1")
+    # Version 2 added the usage history's table.
+    v = c.pg.sql("SELECT version FROM allot.schema_version")
+    check(v == "2", "schema version 2: %s" % v)
 
     def server(state, store):
         return c.refused("server", "--listen", "127.0.0.1:0", "--state",
