@@ -4,8 +4,9 @@
  * and keep every pending job's reason and every queue's share for the API.
  * Runs on the loop thread, inside the iteration's store transaction.
  *
- * May call: the core, state.c (every start, eviction and requeue),
- * table.c and reason.c.  The loop calls al__cycle_run(); nothing here
+ * May call: the core, array.c (arrays' elements given jobs before the
+ * snapshot), state.c (every start, eviction and requeue), table.c and
+ * reason.c.  The loop calls al__cycle_run(); nothing here
  * calls back into the loop.
  */
 #include <stdio.h>
@@ -224,7 +225,7 @@ build_jobs(al_ctl_t *ctl, build_t *b)
         if (j == NULL)
             continue;
         j->snap = -1;
-        if (j->state <= JS_RUNNING) {
+        if (j->state <= JS_RUNNING && j->array == NULL) {
             cap++;
             ntask += (size_t)j->ntasks;
             ndep += (size_t)j->nafter;
@@ -238,8 +239,8 @@ build_jobs(al_ctl_t *ctl, build_t *b)
     size_t npl = 0, nd = 0;
     for (uint64_t i = lo; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
-        if (j == NULL || j->state > JS_RUNNING)
-            continue;
+        if (j == NULL || j->state > JS_RUNNING || j->array != NULL)
+            continue; /* an array's parent: its elements are scheduled */
         int qi = job_queue(ctl, b, j);
         if (qi < 0) {
             /* The core would reject the whole snapshot. */
@@ -402,6 +403,7 @@ al__cycle_run(al_ctl_t *ctl)
     int64_t now_ms = al_clock_ms(), now = now_ms / 1000;
     build_t b;
     memset(&b, 0, sizeof b);
+    al__array_tick(ctl);
     build_queues(ctl, &b);
     build_nodes(ctl, &b);
     build_jobs(ctl, &b);

@@ -57,6 +57,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "arrayspec.h"
 #include "core/core.h"
 #include "server.h"
 
@@ -101,6 +102,20 @@ typedef struct al__task {
      * (see al__proto_log_size()). */
     int64_t log_size;
 } al__task_t;
+
+/* What a job array's parent holds besides the job its elements copy.  The
+ * elements have the ids after the parent's, in order of position (element
+ * at position k is job parent + 1 + k), and an element is a job of the
+ * table only once it is needed (al__array_tick()): until then its slot is
+ * NULL, which is all a pending element costs (arraydoc.c, array.c). */
+typedef struct al__array {
+    char *spec; /* as given, e.g. "0-999%50" */
+    al_array_spec_t as;
+    json_t *sweep; /* [{"name", "values": [...]}...], or NULL */
+    /* Every position below next_k has its job; every one below done_k has
+     * ended (both only move up; found again after a load). */
+    int64_t next_k, done_k;
+} al__array_t;
 
 typedef struct al__job {
     uint64_t id;
@@ -151,6 +166,9 @@ typedef struct al__job {
     /* Index of its queue in ctl->queues, valid while qgen matches. */
     int qidx;
     uint64_t qgen;
+    al__array_t *array;  /* a job array's parent: never scheduled itself */
+    uint64_t array_job;  /* an element: its parent's id, else 0 */
+    int64_t array_index; /* an element: its index */
 } al__job_t;
 
 /* ------------------------------------------------------------------ */
@@ -475,6 +493,20 @@ json_t *al__node_json(const al_ctl_t *ctl, const al__node_t *n);
 int al__node_from_json(const json_t *o, al__node_t *n, char **cause);
 
 /* ------------------------------------------------------------------ */
+/* arraydoc.c: a job array's members, in a body and stored            */
+
+/* Reads the "array" and "sweep" members of submission body b: NULL in *out
+ * when there are none, else a new al__array_t (free with
+ * al__array_free).  command is the body's command (its sweep placeholders
+ * must be known).  0, or AL_EINVAL with the reason in *cause. */
+int al__array_from_body(const json_t *b, const json_t *command,
+                        al__array_t **out, char **cause);
+/* The stored form {"spec", "sweep"} and back (NULL when malformed). */
+json_t *al__array_doc(const al__array_t *a);
+al__array_t *al__array_from_doc(const json_t *o);
+void al__array_free(al__array_t *a);
+
+/* ------------------------------------------------------------------ */
 /* jobbody.c: a submission body                                       */
 
 /* Bounds of a submitted job (docs/server.md, "Job body"). */
@@ -574,6 +606,32 @@ const char *al__req_arg(const al__req_t *req, const char *key);
 bool al__req_admin(const al__req_t *req);
 /* Queues a reply for release after the commit (parked requests). */
 void al__req_complete(al_ctl_t *ctl, al__req_t *req);
+
+/* ------------------------------------------------------------------ */
+/* array.c: job arrays, through state.c                               */
+
+/* Before a cycle: gives each active array's next pending elements their
+ * jobs (no more than its "%" limit allows, and a window of pending ones
+ * at a time, so that the cycle never sees the whole backlog of an array),
+ * and ends the arrays whose elements have all ended. */
+void al__array_tick(al_ctl_t *ctl);
+/* The element at position k of parent p (its job, or NULL while it has
+ * none); materialize: give it one first if p is still active. */
+al__job_t *al__array_element(al_ctl_t *ctl, al__job_t *p, int64_t k,
+                             bool materialize);
+/* Reads "ID_INDEX": 0 with the parent in *p and the position in *k; -1
+ * when text is no such element (the reason, for a 404, in *cause). */
+int al__array_resolve(al_ctl_t *ctl, const char *text, al__job_t **p,
+                      int64_t *k, char **cause);
+/* The API's form of array parent p: {"spec", "count", "limit", "sweep",
+ * "states": {state: n...}}, and the state the array shows (running while
+ * any element runs). */
+json_t *al__array_json(al_ctl_t *ctl, const al__job_t *p, const char **shown);
+/* The API's form of the element at position k of p that has no job yet. */
+json_t *al__array_pending_json(al_ctl_t *ctl, const al__job_t *p, int64_t k);
+/* Cancel, hold and release every element of p that can be, then p. */
+void al__array_cancel(al_ctl_t *ctl, al__job_t *p, const char *detail);
+void al__array_hold(al_ctl_t *ctl, al__job_t *p, bool hold, const char *who);
 
 /* ------------------------------------------------------------------ */
 /* cycle.c                                                            */

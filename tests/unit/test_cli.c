@@ -167,12 +167,12 @@ script_sbatch_errors(void)
     static const struct {
         const char *text, *msgs;
     } cases[] = {
-        { "#SBATCH --array=1-3\n",
-          "allot submit: job.sh:1: job arrays (#SBATCH --array) are not "
-          "supported; submit one job per element\n" },
-        { "#SBATCH -a 1-3\n",
-          "allot submit: job.sh:1: job arrays (#SBATCH --array) are not "
-          "supported; submit one job per element\n" },
+        { "#SBATCH --array=5-1\n",
+          "allot submit: job.sh: #SBATCH lines: --array: array spec '5-1': "
+          "the range 5-1 ends before it starts\n" },
+        { "#SBATCH -a 0-9%0\n",
+          "allot submit: job.sh: #SBATCH lines: --array: array spec "
+          "'0-9%0': %0 would run nothing; the limit is at least 1\n" },
         { "#SBATCH --dependency=afterany:5\n",
           "allot submit: job.sh:1: #SBATCH --dependency: cannot use "
           "'afterany:5' (only afterok:JOBID[:JOBID...] is supported)\n" },
