@@ -10,6 +10,7 @@
 
 #include "arrayspec.h"
 #include "cli_client.h"
+#include "depspec.h"
 #include "xmalloc.h"
 
 /* Non-negative integer argument; false if malformed. */
@@ -151,6 +152,17 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
         al_array_spec_fini(&as);
         json_object_set_new(body, "array", json_string(f->array));
     }
+    if (f->dep != NULL) {
+        static char why[512];
+        char *cause = NULL;
+        int n;
+        if (al_dep_parse(f->dep, NULL, &n, &cause) != 0) {
+            snprintf(why, sizeof why, "--dependency: %s", cause);
+            free(cause);
+            return why;
+        }
+        json_object_set_new(body, "dependency", json_string(f->dep));
+    }
     return NULL;
 }
 
@@ -213,6 +225,12 @@ static const al_opt_t submit_opts[] = {
       .off = O(f.after),
       .arg = "JOBID[,JOBID...]",
       .help = "start once these jobs have completed" },
+    { .name = "--dependency",
+      .kind = AL_OPT_STR,
+      .off = O(f.dep),
+      .arg = "KIND:ID[:ID...][,...]",
+      .help = "Slurm's afterok, afterany, afternotok, aftercorr (job or "
+              "array ids) or singleton" },
     { .name = "--time",
       .kind = AL_OPT_STR,
       .off = O(f.tlimit),
@@ -292,6 +310,7 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.cls);
     TAKE(f.model);
     TAKE(f.array);
+    TAKE(f.dep);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;
@@ -447,11 +466,12 @@ set_time(slurm_t *s, size_t off, const char *val)
     return slurm_time(val) >= 0 && set_str(s, off, val);
 }
 
-/* Only afterok:6:11 keeps its meaning here (--after 6,11). */
+/* Slurm's dependencies, as allot's --dependency reads them. */
 static bool
 set_dep(slurm_t *s, size_t off, const char *val)
 {
-    return strncmp(val, "afterok:", 8) == 0 && set_str(s, off, val + 8);
+    int n;
+    return al_dep_parse(val, NULL, &n, NULL) == 0 && set_str(s, off, val);
 }
 
 static bool
@@ -490,7 +510,8 @@ static const slurm_opt_t slurm_opts[] = {
       .shrt = 'd',
       .set = set_dep,
       .off = S(dep),
-      .hint = " (only afterok:JOBID[:JOBID...] is supported)" },
+      .hint = " (afterok, afterany, afternotok, aftercorr with job ids, "
+              "or singleton; ',' between them)" },
     { .lng = "mem", .set = set_str, .off = S(mem) },
     { .lng = "mem-per-cpu", .set = set_str, .off = S(mem_per_cpu) },
     { .lng = "gres", .set = set_gres, .off = S(gpus_node) },
@@ -692,8 +713,12 @@ slurm_apply(const slurm_t *s, al_submit_args_t *a, char *room, const char *path)
         if (m < 9e18)
             a->f.mem = stash(&room, (long long)m >> 20);
     }
-    if (s->dep != NULL)
-        a->f.after = s->dep; /* afterok:6:11: after both */
+    /* afterok alone is --after (6:11: after both); the rest --dependency. */
+    if (s->dep != NULL && strncmp(s->dep, "afterok:", 8) == 0 &&
+        strchr(s->dep, ',') == NULL)
+        a->f.after = s->dep + 8;
+    else
+        a->f.dep = s->dep;
     a->f.array = s->array;
     return 0;
 }

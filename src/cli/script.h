@@ -16,6 +16,7 @@
 typedef struct al_req_flags {
     const char *gpus, *frac, *cpus, *mem, *tasks, *after, *tlimit, *cls, *model;
     const char *array; /* a job array's spec, "0-99%10" */
+    const char *dep;   /* Slurm's dependencies, "afterok:5,singleton" */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a

@@ -3,7 +3,8 @@
  * history), cancel, hold, release and the output of a job's tasks.  Run on
  * the loop thread, which owns what they read and change.
  *
- * May call: array.c (arrays and their elements, "ID_INDEX"), state.c
+ * May call: array.c (arrays and their elements, "ID_INDEX"), depend.c
+ * (checks of dependencies), state.c
  * (every change of a job's state), table.c, jobbody.c
  * and doc.c (the forms), reason.c, store.c (events, history) and req.c.
  */
@@ -162,6 +163,14 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
             al__job_free(j);
             return;
         }
+    }
+    int st = al__depend_check(ctl, j, req->user, al__req_admin(req), &cause);
+    if (st != 0) {
+        al__reply_error(req, st, st == 403 ? "forbidden" : "bad_request", "%s",
+                        cause);
+        free(cause);
+        al__job_free(j);
+        return;
     }
     j->id = ctl->njobs + 1;
     al__ctl_put_job(ctl, j);

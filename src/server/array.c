@@ -122,6 +122,11 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->after = al_xcalloc((size_t)p->nafter + 1, sizeof *j->after);
     if (p->nafter > 0)
         memcpy(j->after, p->after, (size_t)p->nafter * sizeof *j->after);
+    if (p->ndeps > 0) {
+        j->ndeps = p->ndeps;
+        j->deps = al_xcalloc((size_t)p->ndeps, sizeof *j->deps);
+        memcpy(j->deps, p->deps, (size_t)p->ndeps * sizeof *j->deps);
+    }
     j->state = JS_PENDING;
     j->submit_ms = p->submit_ms;
     j->eligible_ms = p->eligible_ms;

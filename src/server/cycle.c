@@ -5,7 +5,7 @@
  * Runs on the loop thread, inside the iteration's store transaction.
  *
  * May call: the core, array.c (arrays' elements given jobs before the
- * snapshot), state.c (every start, eviction and requeue), table.c and
+ * snapshot), depend.c (Slurm's dependencies), state.c (every start, eviction and requeue), table.c and
  * reason.c.  The loop calls al__cycle_run(); nothing here
  * calls back into the loop.
  */
@@ -162,9 +162,11 @@ job_queue(const al_ctl_t *ctl, const build_t *b, al__job_t *j)
 static al_dep_state_t
 dep_state(al_ctl_t *ctl, const al__job_t *j)
 {
-    if (j->nafter == 0)
-        return AL_DEPS_NONE;
-    al_dep_state_t st = AL_DEPS_SATISFIED;
+    al_dep_state_t slurm = al__depend_state(ctl, j);
+    if (j->nafter == 0 || slurm == AL_DEPS_NEVER)
+        return slurm;
+    al_dep_state_t st =
+        slurm == AL_DEPS_WAITING ? AL_DEPS_WAITING : AL_DEPS_SATISFIED;
     for (int d = 0; d < j->nafter; d++) {
         const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
         if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)

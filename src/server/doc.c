@@ -89,6 +89,11 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)
         json_object_set_new(o, "array", al__array_doc(j->array));
+    if (j->ndeps > 0) {
+        char *d = al_dep_text(j->deps, j->ndeps);
+        json_object_set_new(o, "dependency", json_string(d));
+        free(d);
+    }
     if (j->array_job != 0) {
         json_object_set_new(o, "array_job_id",
                             json_integer((json_int_t)j->array_job));
@@ -182,6 +187,11 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->signal = (int)al_json_int(o, "signal", 0);
     json_t *arr = json_object_get(o, "array");
     if (arr != NULL && (j->array = al__array_from_doc(arr)) == NULL) {
+        al__job_free(j);
+        return NULL;
+    }
+    const char *dep = al_json_str(o, "dependency", NULL);
+    if (dep != NULL && al_dep_parse(dep, &j->deps, &j->ndeps, NULL) != 0) {
         al__job_free(j);
         return NULL;
     }

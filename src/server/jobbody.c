@@ -220,7 +220,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "command",   "cwd",        "env",          "script", "after",
         "queue",     "class",      "tasks",        "gpus",   "cpu_milli",
         "mem_bytes", "time_limit", "gpu_fraction", "user",   "name",
-        "gpu_model", "hold",       "array",        "sweep",
+        "gpu_model", "hold",       "array",        "sweep",  "dependency",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -241,12 +241,27 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         (rc = check_names(b, caller, admin, &r, cause)) != 0 ||
         (rc = al__array_from_body(b, cmd, &array, cause)) != 0)
         return rc;
+    /* Slurm's dependencies, beside `after` (afterok). */
+    al_depspec_t *deps = NULL;
+    int ndeps = 0;
+    json_t *dv = json_object_get(b, "dependency");
+    char *why = NULL;
+    if (dv != NULL && !json_is_null(dv) &&
+        (!json_is_string(dv) ||
+         al_dep_parse(json_string_value(dv), &deps, &ndeps, &why) != 0)) {
+        al__array_free(array);
+        return al__fail(cause, AL_EINVAL,
+                        why != NULL ? why
+                                    : al_xstrdup("dependency must be a string "
+                                                 "such as afterok:5:6"));
+    }
     char *name = r.name != NULL
                      ? al_xstrdup(r.name)
                      : default_name(json_string_value(json_array_get(cmd, 0)));
     if (name[0] == '\0') {
         free(name);
         al__array_free(array);
+        free(deps);
         return al__fail(cause, AL_EINVAL,
                         al_xstrdup("name must be 1-128 bytes"));
     }
@@ -278,6 +293,8 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
     j->snap = -1;
     j->array = array;
+    j->deps = deps;
+    j->ndeps = ndeps;
     *out = j;
     return 0;
 }

@@ -59,6 +59,7 @@
 
 #include "arrayspec.h"
 #include "core/core.h"
+#include "depspec.h"
 #include "server.h"
 
 /* ------------------------------------------------------------------ */
@@ -141,6 +142,9 @@ typedef struct al__job {
     char *spec;
     int nafter;
     uint64_t *after;
+    /* Slurm's dependencies (depend.c), besides `after` (afterok). */
+    al_depspec_t *deps;
+    int ndeps;
     al__jstate_t state;
     int64_t submit_ms, start_ms, end_ms, eligible_ms;
     int restart_count;
@@ -632,6 +636,17 @@ json_t *al__array_pending_json(al_ctl_t *ctl, const al__job_t *p, int64_t k);
 /* Cancel, hold and release every element of p that can be, then p. */
 void al__array_cancel(al_ctl_t *ctl, al__job_t *p, const char *detail);
 void al__array_hold(al_ctl_t *ctl, al__job_t *p, bool hold, const char *who);
+
+/* ------------------------------------------------------------------ */
+/* depend.c: Slurm's dependencies                                     */
+
+/* Where job j's `deps` stand (AL_DEPS_NONE when it has none). */
+al_dep_state_t al__depend_state(al_ctl_t *ctl, const al__job_t *j);
+/* Checks j's deps at submission, as `caller` (admin: any job): each job
+ * exists (400), the caller may see it (403), aftercorr joins two arrays
+ * (400).  0, or the HTTP status with the reason in *cause. */
+int al__depend_check(al_ctl_t *ctl, const al__job_t *j, const char *caller,
+                     bool admin, char **cause);
 
 /* ------------------------------------------------------------------ */
 /* cycle.c                                                            */

@@ -28,6 +28,7 @@ al__job_free(al__job_t *j)
     free(j->gpu_model);
     free(j->spec);
     free(j->after);
+    free(j->deps);
     free(j->reason);
     free(j->tasks);
     al__array_free(j->array);

@@ -8,10 +8,13 @@
  * its first and last, and position -> index -> position is the identity
  * (on the ends and some positions between); an accepted axis has 1..1024
  * non-empty values; substitution leaves a word without placeholders as it
- * was and never reports a placeholder it then replaces.
+ * was; an accepted dependency list reads back the same from its canonical
+ * text.
+ * Also Slurm's dependency lists (al_dep_parse, src/common/depspec.c).
  * Corpus: tests/fuzz/corpus/arrayspec.
  */
 #include "arrayspec.h"
+#include "depspec.h"
 #include "fuzz.h"
 
 static void
@@ -70,12 +73,35 @@ sweep(const char *s)
     al_sweep_axis_fini(&ax);
 }
 
+static void
+deps(const char *s)
+{
+    al_depspec_t *d = NULL;
+    int n = -7;
+    char *cause = NULL;
+    if (al_dep_parse(s, &d, &n, &cause) != 0) {
+        CHECK(cause != NULL && cause[0] != '\0' && n == -7);
+        free(cause);
+        return;
+    }
+    CHECK(n >= 1 && n <= AL_DEP_MAX);
+    char *t = al_dep_text(d, n);
+    al_depspec_t *e = NULL;
+    int m = 0;
+    CHECK(al_dep_parse(t, &e, &m, NULL) == 0 && m == n);
+    CHECK(memcmp(d, e, (size_t)n * sizeof *d) == 0);
+    free(t);
+    free(d);
+    free(e);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *s = fuzz_cstr(data, size);
     spec(s);
     sweep(s);
+    deps(s);
     free(s);
     return 0;
 }

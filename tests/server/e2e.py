@@ -1034,7 +1034,7 @@ def scenario_script(c):
     sb = os.path.join(c.root, "bad.sbatch")
     with open(sb, "w") as f:
         f.write("#!/bin/bash\n#SBATCH --array=0-9\n#SBATCH --time=soon\n"
-                "#SBATCH --dependency=afterany:3\ntrue\n")
+                "#SBATCH --dependency=afterburner:3\ntrue\n")
     p = c.cli("submit", sb, ok=False)
     check(p.returncode == 2 and "bad.sbatch:3: #SBATCH --time: cannot use 'soon'" in p.stderr and
           "bad.sbatch:4: #SBATCH --dependency" in p.stderr,

@@ -225,7 +225,85 @@ def scenario_array_restart(c):
           idx)
 
 
+def scenario_dependency(c):
+    """Slurm's dependencies on jobs and whole arrays: afterok, afterany,
+    afternotok, aftercorr, singleton; the reasons while waiting and when
+    never satisfied; only jobs the user can see."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    log = os.path.join(c.root, "spans")
+    span = "s=$(date +%%s.%%N); %s; echo %s $s $(date +%%s.%%N) >> " + log
+    bad = c.submit("--hold", "--", "sh", "-c", "exit 3")
+    ok = c.submit("--dependency", "afterok:%d" % bad, "--", "true")
+    notok = c.submit("--dependency", "afternotok:%d" % bad, "--", "true")
+    anyj = c.submit("--dependency", "afterany:%d" % bad, "--", "true")
+    j = wait_for(lambda: (lambda j: j if "reason" in j else None)(c.job(ok)),
+                 10, "a reason")
+    check(j["state"] == "pending" and "(Dependency)" in j["reason"],
+          "waiting: %s" % j.get("reason"))
+    c.cli("release", str(bad))
+    c.wait_state(bad, "failed")
+    c.wait_state(notok, "completed")
+    c.wait_state(anyj, "completed")
+    j = wait_for(lambda: (lambda j: j if "NeverSatisfied" in
+                          j.get("reason", "") else None)(c.job(ok)),
+                 10, "DependencyNeverSatisfied")
+    check(j["state"] == "pending", "afterok of a failed job never runs")
+
+    # aftercorr: element i of b after element i of a; afterok on all of a.
+    a = c.submit("--array", "0-3", "--", "sh", "-c",
+                 span % ("sleep 0.$((4 - ALLOT_ARRAY_INDEX))",
+                         "a$ALLOT_ARRAY_INDEX"))
+    b = c.submit("--array", "0-3", "--dependency", "aftercorr:%d" % a, "--",
+                 "sh", "-c", span % ("true", "b$ALLOT_ARRAY_INDEX"))
+    w = c.submit("--dependency", "afterok:%d" % a, "--", "sh", "-c",
+                 span % ("true", "whole"))
+    # singleton: two jobs of one name never overlap.
+    s1 = c.submit("--name", "solo", "--dependency", "singleton", "--", "sh",
+                  "-c", span % ("sleep 0.3", "solo1"))
+    s2 = c.submit("--name", "solo", "--dependency", "singleton", "--", "sh",
+                  "-c", span % ("sleep 0.3", "solo2"))
+    for x in (b, w, s1, s2):
+        c.wait_state(x, "completed", timeout=30)
+    spans = {k: (float(t0), float(t1))
+             for k, t0, t1 in (line.split() for line in
+                               open(log).read().splitlines())}
+    for i in range(4):
+        check(spans["b%d" % i][0] >= spans["a%d" % i][1],
+              "b_%d started after a_%d ended: %s" % (i, i, spans))
+    check(spans["whole"][0] >= max(spans["a%d" % i][1] for i in range(4)),
+          "afterok on an array waits for all its elements: %s" % spans)
+    check(spans["solo2"][0] >= spans["solo1"][1], "singleton: %s" % spans)
+
+    # Errors: syntax (exit 2), unknown job (400), another user's (403).
+    p = c.cli("submit", "--dependency", "afterok:1?afterany:2", "--", "true",
+              ok=False)
+    check(p.returncode == 2 and "'?' (any one of) is not supported" in
+          p.stderr, "dependency syntax: %r" % p.stderr)
+    s, r = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                      "dependency": "afterany:99999"})
+    check(s == 400 and "no job 99999" in r["message"], "%s %s" % (s, r))
+    s, r = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                      "dependency": "aftercorr:%d" % a})
+    check(s == 400 and "aftercorr" in r["message"], "%s %s" % (s, r))
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    p = c.cli("submit", "--dependency", "afterany:%d" % a, "--", "true",
+              token=bob, ok=False)
+    check(p.returncode == 1 and "you may depend only on jobs you can see" in
+          p.stderr, "depending on another user's job: %r" % p.stderr)
+    # #SBATCH --dependency with the other kinds.
+    sb = os.path.join(c.root, "dep.sbatch")
+    with open(sb, "w") as f:
+        f.write("#!/bin/bash\n#SBATCH --dependency=afterany:%d,singleton\n"
+                "true\n" % bad)
+    d = c.submit(sb)
+    check(c.job(d)["dependency"] == "afterany:%d,singleton" % bad,
+          "#SBATCH --dependency: %s" % c.job(d))
+    c.wait_state(d, "completed")
+
+
 SCENARIOS = {
+    "dependency": scenario_dependency,
     "array_10k": scenario_array_10k,
     "array_limit": scenario_array_limit,
     "array_sbatch": scenario_array_sbatch,

@@ -10,6 +10,7 @@
 
 #include "arrayspec.h"
 #include "core/error.h"
+#include "depspec.h"
 #include "json.h"
 #include "server_int.h"
 #include "test.h"
@@ -197,7 +198,59 @@ array_body(void)
     ASSERT(al__array_from_doc(json_object()) == NULL);
 }
 
+static void
+dep_specs(void)
+{
+    al_depspec_t *d = NULL;
+    int n = 0;
+    ASSERT_EQ(al_dep_parse("afterok:5:6,afterany:7,afternotok:8,aftercorr:9,"
+                           "singleton",
+                           &d, &n, NULL),
+              0);
+    ASSERT_EQ(n, 6);
+    ASSERT_EQ(d[1].kind, AL_DEP_AFTEROK);
+    ASSERT_EQ(d[1].job, 6);
+    ASSERT_EQ(d[4].kind, AL_DEP_AFTERCORR);
+    ASSERT_EQ(d[5].kind, AL_DEP_SINGLETON);
+    char *t = al_dep_text(d, n);
+    ASSERT_STR_EQ(t, "afterok:5:6,afterany:7,afternotok:8,aftercorr:9,"
+                     "singleton");
+    free(t);
+    free(d);
+    static const struct {
+        const char *text, *msg;
+    } bad[] = {
+        { "", "the dependency is empty (e.g. afterok:5:6,singleton)" },
+        { "after:5", "dependency 'after:5': unknown kind 'after' (afterok, "
+                     "afterany, afternotok or aftercorr with job ids, or "
+                     "singleton)" },
+        { "afterok", "dependency 'afterok': afterok wants job ids "
+                     "(afterok:ID[:ID...])" },
+        { "singleton:3", "dependency 'singleton:3': singleton takes no job "
+                         "ids" },
+        { "afterok:0", "dependency 'afterok:0': a job id is a number of at "
+                       "least 1 (at ':0')" },
+        { "afterok:5:", "dependency 'afterok:5:': a job id is a number of "
+                        "at least 1 (at ':5:')" },
+        { "afterok:5,", "dependency 'afterok:5,': unknown kind '' (afterok, "
+                        "afterany, afternotok or aftercorr with job ids, or "
+                        "singleton)" },
+        { "afterok:1?afterany:2", "dependency 'afterok:1?afterany:2': '?' "
+                                  "(any one of) is not supported; ',' (all "
+                                  "of) is" },
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        char *cause = NULL;
+        n = -7;
+        ASSERT_EQ(al_dep_parse(bad[c].text, &d, &n, &cause), -1);
+        ASSERT_STR_EQ(cause, bad[c].msg);
+        ASSERT_EQ(n, -7);
+        free(cause);
+    }
+}
+
 const al_test_t test_arrayspec[] = {
+    { "dep_specs", dep_specs },
     { "spec_forms", spec_forms },
     { "spec_errors", spec_errors },
     { "sweep_axes", sweep_axes },

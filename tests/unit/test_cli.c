@@ -128,6 +128,13 @@ script_sbatch(void)
     ASSERT_EQ(r.errors, 0);
     ASSERT_STR_EQ(r.a.f.gpus, "1"); /* per task first */
     read_fini(&r);
+    /* The other kinds of dependency, and job arrays. */
+    read_script("#SBATCH -d afterany:5,singleton --array=1-8:2%2\n", &r);
+    ASSERT_EQ(r.errors, 0);
+    ASSERT_STR_EQ(r.a.f.dep, "afterany:5,singleton");
+    ASSERT(r.a.f.after == NULL);
+    ASSERT_STR_EQ(r.a.f.array, "1-8:2%2");
+    read_fini(&r);
 }
 
 static void
@@ -173,9 +180,10 @@ script_sbatch_errors(void)
         { "#SBATCH -a 0-9%0\n",
           "allot submit: job.sh: #SBATCH lines: --array: array spec "
           "'0-9%0': %0 would run nothing; the limit is at least 1\n" },
-        { "#SBATCH --dependency=afterany:5\n",
+        { "#SBATCH --dependency=afterburner:5\n",
           "allot submit: job.sh:1: #SBATCH --dependency: cannot use "
-          "'afterany:5' (only afterok:JOBID[:JOBID...] is supported)\n" },
+          "'afterburner:5' (afterok, afterany, afternotok, aftercorr with "
+          "job ids, or singleton; ',' between them)\n" },
         { "#SBATCH -t 1:2:3:4\n",
           "allot submit: job.sh:1: #SBATCH --time: cannot use '1:2:3:4'\n" },
         { "#SBATCH --gres=tpu:2\n",
