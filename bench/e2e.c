@@ -966,8 +966,8 @@ case_array(const opts_t *o)
         al_clock_sleep_ms(20);
     }
     int64_t done = now_us() - t0;
-    long long completed = (long long)al_json_int(
-        json_object_get(arr, "states"), "completed", 0);
+    long long completed =
+        (long long)al_json_int(json_object_get(arr, "states"), "completed", 0);
     json_decref(arr);
     al_http_conn_close(&c);
     double server_cpu = proc_cpu_s(d.pid);

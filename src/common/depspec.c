@@ -13,7 +13,7 @@
 #include "xmalloc.h"
 
 const char *const al_dep_kind_names[AL_DEP_NKINDS] = {
-    [AL_DEP_AFTEROK] = "afterok",     [AL_DEP_AFTERANY] = "afterany",
+    [AL_DEP_AFTEROK] = "afterok",       [AL_DEP_AFTERANY] = "afterany",
     [AL_DEP_AFTERNOTOK] = "afternotok", [AL_DEP_AFTERCORR] = "aftercorr",
     [AL_DEP_SINGLETON] = "singleton",
 };
@@ -28,7 +28,8 @@ fail(char **cause, char *msg)
     return -1;
 }
 
-#define KINDS "afterok, afterany, afternotok or aftercorr with job ids, or singleton"
+#define KINDS                                                                  \
+    "afterok, afterany, afternotok or aftercorr with job ids, or singleton"
 
 int
 al_dep_parse(const char *s, al_depspec_t **out, int *n, char **cause)
@@ -52,9 +53,9 @@ al_dep_parse(const char *s, al_depspec_t **out, int *n, char **cause)
                 strncmp(p, al_dep_kind_names[k], klen) == 0)
                 kind = k;
         if (kind < 0) {
-            err = al_xasprintf("dependency '%s': unknown kind '%.*s' (" KINDS
-                               ")",
-                               s, (int)klen, p);
+            err =
+                al_xasprintf("dependency '%s': unknown kind '%.*s' (" KINDS ")",
+                             s, (int)klen, p);
             break;
         }
         bool single = kind == AL_DEP_SINGLETON;
@@ -77,12 +78,12 @@ al_dep_parse(const char *s, al_depspec_t **out, int *n, char **cause)
                     id = id * 10 + (uint64_t)(*q - '0');
                     q++, digits++;
                 }
-                if (digits == 0 || id == 0 || (*q != ':' && *q != ',' &&
-                                               *q != '\0')) {
-                    err = al_xasprintf("dependency '%s': a job id is a "
-                                       "number of at least 1 (at '%.*s')",
-                                       s, (int)strcspn(p + klen, ","),
-                                       p + klen);
+                if (digits == 0 || id == 0 ||
+                    (*q != ':' && *q != ',' && *q != '\0')) {
+                    err =
+                        al_xasprintf("dependency '%s': a job id is a "
+                                     "number of at least 1 (at '%.*s')",
+                                     s, (int)strcspn(p + klen, ","), p + klen);
                     break;
                 }
             }

@@ -5,9 +5,9 @@
  * Runs on the loop thread, inside the iteration's store transaction.
  *
  * May call: the core, array.c (arrays' elements given jobs before the
- * snapshot), depend.c (Slurm's dependencies), state.c (every start, eviction and requeue), table.c and
- * reason.c.  The loop calls al__cycle_run(); nothing here
- * calls back into the loop.
+ * snapshot), depend.c (Slurm's dependencies), state.c (every start, eviction
+ * and requeue), table.c and reason.c.  The loop calls al__cycle_run(); nothing
+ * here calls back into the loop.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -72,8 +72,9 @@ al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf, size_t len)
     if (r.code == AL_WHY_DEPS)
         snprintf(buf, len, "waiting for its dependencies (Dependency)");
     else if (r.code == AL_WHY_DEPS_NEVER)
-        snprintf(buf, len, "a dependency can never be satisfied: the job "
-                           "can never run (DependencyNeverSatisfied)");
+        snprintf(buf, len,
+                 "a dependency can never be satisfied: the job "
+                 "can never run (DependencyNeverSatisfied)");
     else
         al_reason_format(&s, &r, buf, len);
     return buf;

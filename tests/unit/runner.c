@@ -32,8 +32,7 @@ static const struct {
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
-    { "server", test_server },
-    { "arrayspec", test_arrayspec },
+    { "server", test_server }, { "arrayspec", test_arrayspec },
 };
 
 int

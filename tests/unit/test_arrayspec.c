@@ -141,12 +141,12 @@ sweep_placeholders(void)
     const char *names[] = { "lr", "bs" }, *values[] = { "0.1", "64" };
     char bad[64];
     ASSERT(!al_sweep_unknown("--lr={lr} {bs}", names, 2, bad, sizeof bad));
-    ASSERT(!al_sweep_unknown("${HOME} {} { x} {1a}", names, 2, bad,
-                             sizeof bad));
+    ASSERT(
+        !al_sweep_unknown("${HOME} {} { x} {1a}", names, 2, bad, sizeof bad));
     ASSERT(al_sweep_unknown("a{lr}{epochs}", names, 2, bad, sizeof bad));
     ASSERT_STR_EQ(bad, "{epochs}");
-    char *s = al_sweep_subst("--lr={lr} --bs={bs}{bs} ${lr} {x}", names,
-                             values, 2);
+    char *s =
+        al_sweep_subst("--lr={lr} --bs={bs}{bs} ${lr} {x}", names, values, 2);
     ASSERT_STR_EQ(s, "--lr=0.1 --bs=6464 ${lr} {x}");
     free(s);
 }
@@ -189,8 +189,7 @@ array_body(void)
     free(cause);
     json_object_del(b, "array");
     json_array_append_new(json_object_get(b, "command"), json_string("{ep}"));
-    ASSERT_EQ(al__array_from_body(b, json_object_get(b, "command"), &a,
-                                  &cause),
+    ASSERT_EQ(al__array_from_body(b, json_object_get(b, "command"), &a, &cause),
               AL_EINVAL);
     ASSERT_STR_EQ(cause, "the command's placeholder {ep} names no sweep axis");
     free(cause);
