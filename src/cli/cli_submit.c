@@ -77,7 +77,7 @@ static bool
 sweeps(json_t *body, int n, char **argv)
 {
     json_t *axes = json_array();
-    const char *names[AL_SWEEP_MAX_AXES];
+    const char *names[AL_SWEEP_MAX_AXES] = { NULL };
     int64_t combos = 1;
     for (int i = 1; i < n; i++) {
         const char *s = NULL;

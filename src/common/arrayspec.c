@@ -147,9 +147,12 @@ al_array_spec_parse(const char *s, al_array_spec_t *out, char **cause)
             break;
         p++; /* ',' */
     }
-    if (err != NULL) {
+    if (err != NULL || r == NULL || nr == 0) { /* each part adds or fails */
         free(r);
-        return fail(cause, err);
+        return fail(cause, err != NULL ? err
+                                       : al_xasprintf("array spec '%s' names "
+                                                      "no indices",
+                                                      s));
     }
     out->r = r;
     out->nr = nr;

@@ -65,7 +65,8 @@ element_spec(const al__job_t *p, int64_t k, int64_t index)
     }
     size_t na = json_array_size(a->sweep);
     if (na > 0) {
-        const char *names[AL_SWEEP_MAX_AXES], *values[AL_SWEEP_MAX_AXES];
+        const char *names[AL_SWEEP_MAX_AXES] = { NULL };
+        const char *values[AL_SWEEP_MAX_AXES] = { NULL };
         /* Position k in mixed radix, the last axis the fastest. */
         int64_t rest = k;
         for (size_t i = na; i-- > 0;) {
@@ -290,7 +291,8 @@ al__array_pending_json(al_ctl_t *ctl, const al__job_t *p, int64_t k)
     json_object_del(o, "array");
     json_object_del(o, "history");
     int64_t index = al_array_spec_index(&p->array->as, k);
-    json_object_set_new(o, "id", json_integer((json_int_t)(p->id + 1 + k)));
+    uint64_t eid = p->id + 1 + (uint64_t)k;
+    json_object_set_new(o, "id", json_integer((json_int_t)eid));
     json_object_set_new(o, "array_job_id", json_integer((json_int_t)p->id));
     json_object_set_new(o, "array_index", json_integer((json_int_t)index));
     al__jstate_t st = p->state <= JS_RUNNING ? p->state : JS_CANCELLED;

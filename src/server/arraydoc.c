@@ -39,7 +39,7 @@ check_sweep(const json_t *sweep, const json_t *command, int64_t *n,
                         al_xasprintf("sweep must be an array of 1..%d "
                                      "{\"name\", \"values\"} objects",
                                      AL_SWEEP_MAX_AXES));
-    const char *names[AL_SWEEP_MAX_AXES];
+    const char *names[AL_SWEEP_MAX_AXES] = { NULL };
     int64_t total = 1;
     for (size_t i = 0; i < na; i++) {
         const json_t *ax = json_array_get(sweep, i);
