@@ -194,7 +194,9 @@ array_body(void)
     ASSERT_STR_EQ(cause, "the command's placeholder {ep} names no sweep axis");
     free(cause);
     json_decref(b);
-    ASSERT(al__array_from_doc(json_object()) == NULL);
+    json_t *empty = json_object();
+    ASSERT(al__array_from_doc(empty) == NULL);
+    json_decref(empty);
 }
 
 static void
