@@ -263,6 +263,12 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
             j = owner;
             st = owner->state <= JS_RUNNING ? owner->state : JS_CANCELLED;
         }
+        if (j != NULL && j->array != NULL && !expand &&
+            j->state == JS_PENDING) { /* filtered as shown: running? */
+            const char *shown = NULL;
+            json_decref(al__array_json(ctl, j, &shown));
+            st = (al__jstate_t)al__jstate_parse(shown);
+        }
         if (j == NULL || !want[st] ||
             (queue != NULL && strcmp(queue, j->queue) != 0) ||
             (user != NULL && strcmp(user, j->user) != 0) ||

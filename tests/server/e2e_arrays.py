@@ -69,10 +69,12 @@ def scenario_array_limit(c):
     a = c.submit("--array", "0-11%2", "--gpus", "1", "--", "sh", "-c",
                  "s=$(date +%s.%N); sleep 0.3; "
                  "echo $ALLOT_ARRAY_INDEX $s $(date +%s.%N) >> " + out)
-    seen = 0
+    seen, listed = 0, False
 
     def done():
-        nonlocal seen
+        nonlocal seen, listed
+        if a in [r["id"] for r in ls_json(c, "--state", "running")]:
+            listed = True
         j = c.job(a)
         seen = max(seen, j["array"]["states"]["running"])
         check(j["array"]["states"]["running"] <= 2,
@@ -83,7 +85,8 @@ def scenario_array_limit(c):
     check(len(spans) == 12, "12 elements ran: %d" % len(spans))
     most = max(sum(1 for s2, e2 in spans if s2 <= s < e2) for s, _ in spans)
     check(most <= 2, "at most 2 elements ran at once on the nodes: %d" % most)
-    check(seen >= 1, "the array was seen running")
+    check(seen >= 1 and listed, "the array was seen running, and listed "
+          "by ls --state running")
 
     # hold, release, cancel: the whole array and single elements.
     h = c.submit("--array", "1,3,7-9", "--hold", "--", "true")
