@@ -8,9 +8,9 @@
  * only when the system misbehaves (a submission refused, a job lost or
  * failed).  See bench/README.md for the cases and the targets.
  *
- *   bench/e2e [--case throughput|latency|memory|cluster|cli] [--jobs N]
- *             [--clients N]
- *             [--nodes N] [--allot PATH] [--store sqlite|pg] [--keep]
+ *   bench/e2e [--case throughput|latency|memory|cluster|cli|array]
+ *             [--jobs N] [--clients N] [--nodes N] [--elements N]
+ *             [--allot PATH] [--store sqlite|pg] [--keep]
  *
  * --store pg keeps the controller's state in PostgreSQL instead: each case
  * starts a PostgreSQL server of its own (initdb in the case's directory,
@@ -54,6 +54,7 @@
 typedef struct opts {
     const char *cse, *allot;
     int jobs, clients, nodes, sim_nodes;
+    int elements; /* of the array case's array */
     bool keep;
     bool pg; /* --store pg */
 } opts_t;
@@ -1061,12 +1062,90 @@ case_cli(const opts_t *o)
     dev_stop(o, &d);
 }
 
+/* One job array of o->elements trivial elements (`true`), submitted with
+ * one call: how long the call takes to be accepted (durable), the
+ * controller's memory per pending element (growth of its resident set /
+ * elements, on a controller without nodes after a cycle, which gives the
+ * first window of elements their jobs), then, on another controller with
+ * o->nodes nodes (the throughput case's), elements run per second until the
+ * array completed. */
+static void
+case_array(const opts_t *o)
+{
+    char *body = al_xasprintf("{\"command\":[\"true\"],\"name\":\"e2e\","
+                              "\"array\":\"0-%d\"}",
+                              o->elements - 1);
+    dev_t_ d;
+    dev_start(o, 0, &d);
+    al_clock_sleep_ms(1200); /* a cycle on the empty store */
+    long before = proc_kib(d.pid, "VmRSS");
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    int st;
+    int64_t t0 = now_us();
+    json_t *v = api(&c, d.token, "POST", "/v1/jobs", body, &st);
+    int64_t accept = now_us() - t0;
+    if (st != 201)
+        die("the array was refused: %d", st);
+    json_decref(v);
+    al_clock_sleep_ms(1500); /* at least one cycle over the array */
+    long after = proc_kib(d.pid, "VmRSS");
+    al_http_conn_close(&c);
+    dev_stop(o, &d);
+
+    dev_start(o, o->nodes, &d);
+    al_http_conn_init(&c, &d.url);
+    t0 = now_us();
+    v = api(&c, d.token, "POST", "/v1/jobs", body, &st);
+    if (st != 201)
+        die("the array was refused: %d", st);
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%lld",
+             (long long)al_json_int(v, "id", 0));
+    json_decref(v);
+    int64_t deadline = al_clock_mono_ms() + 600000;
+    json_t *arr = NULL;
+    for (;;) {
+        v = api(&c, d.token, "GET", path, NULL, &st);
+        const char *state = al_json_str(v, "state", "");
+        if (strcmp(state, "completed") == 0 || strcmp(state, "failed") == 0 ||
+            strcmp(state, "cancelled") == 0) {
+            arr = json_incref(json_object_get(v, "array"));
+            json_decref(v);
+            break;
+        }
+        json_decref(v);
+        if (al_clock_mono_ms() > deadline)
+            die("the array still runs after 600 s");
+        al_clock_sleep_ms(20);
+    }
+    int64_t done = now_us() - t0;
+    long long completed =
+        (long long)al_json_int(json_object_get(arr, "states"), "completed", 0);
+    json_decref(arr);
+    al_http_conn_close(&c);
+    double server_cpu = proc_cpu_s(d.pid);
+    dev_stop(o, &d);
+    printf("{\"case\":\"array\",\"elements\":%d,\"nodes\":%d,"
+           "\"array_accept_ms\":%.1f,\"bytes_per_pending_element\":%.1f,"
+           "\"jobs_per_s\":%.0f,\"completed\":%lld,"
+           "\"server_cpu_ms_per_job\":%.3f}\n",
+           o->elements, o->nodes, accept / 1000.0,
+           (double)(after - before) * 1024.0 / o->elements,
+           o->elements / (done / 1e6), completed,
+           server_cpu * 1000 / o->elements);
+    fflush(stdout);
+    free(body);
+    if (completed != o->elements)
+        die("%lld of %d elements completed", completed, o->elements);
+}
+
 static void
 usage(void)
 {
     fputs(
-        "usage: bench/e2e [--case throughput|latency|memory|cluster|cli]\n"
-        "                 [--jobs N] [--clients N] [--nodes N]\n"
+        "usage: bench/e2e [--case throughput|latency|memory|cluster|cli|array]\n"
+        "                 [--jobs N] [--clients N] [--nodes N] [--elements N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",
         stderr);
@@ -1087,6 +1166,7 @@ main(int argc, char **argv)
                  .clients = 8,
                  .nodes = 4,
                  .sim_nodes = 1000,
+                 .elements = 100000,
                  .keep = false };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1112,12 +1192,15 @@ main(int argc, char **argv)
             continue;
         else if (strcmp(a, "--sim-nodes") == 0 && (o.sim_nodes = atoi(v)) > 0)
             continue;
+        else if (strcmp(a, "--elements") == 0 && (o.elements = atoi(v)) > 0)
+            continue;
         else
             usage();
     }
     if (o.cse != NULL && strcmp(o.cse, "throughput") != 0 &&
         strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
-        strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0)
+        strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0 &&
+        strcmp(o.cse, "array") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -1138,5 +1221,7 @@ main(int argc, char **argv)
         case_cluster(&o);
     if (o.cse == NULL || strcmp(o.cse, "cli") == 0)
         case_cli(&o);
+    if (o.cse == NULL || strcmp(o.cse, "array") == 0)
+        case_array(&o);
     return 0;
 }

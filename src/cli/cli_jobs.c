@@ -12,14 +12,55 @@
 #include "json.h"
 
 static bool
-job_id_ok(const char *s)
+number_ok(const char *s, size_t n)
 {
-    if (*s == '\0' || strlen(s) > 19)
+    if (n == 0 || n > 19)
         return false;
-    for (; *s; s++)
-        if (*s < '0' || *s > '9')
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
             return false;
     return true;
+}
+
+/* A job id, or an array's element ID_INDEX. */
+static bool
+job_id_ok(const char *s)
+{
+    const char *us = strchr(s, '_');
+    return us != NULL ? number_ok(s, (size_t)(us - s)) &&
+                            number_ok(us + 1, strlen(us + 1))
+                      : number_ok(s, strlen(s));
+}
+
+/* How job j is named: ID, an element's ARRAY_INDEX, or an array's
+ * ID_[SPEC]. */
+static void
+id_text(const json_t *j, char *buf, size_t len)
+{
+    json_t *arr = json_object_get(j, "array");
+    if (json_is_integer(json_object_get(j, "array_job_id")))
+        snprintf(buf, len, "%lld_%lld",
+                 (long long)al_json_int(j, "array_job_id", 0),
+                 (long long)al_json_int(j, "array_index", 0));
+    else if (arr != NULL)
+        snprintf(buf, len, "%lld_[%s]", (long long)al_json_int(j, "id", 0),
+                 al_json_str(arr, "spec", ""));
+    else
+        snprintf(buf, len, "%lld", (long long)al_json_int(j, "id", 0));
+}
+
+/* An array's elements by state, "3 running, 97 pending". */
+static void
+array_counts(const json_t *arr, al_buf_t *out)
+{
+    static const char *const order[] = { "running",   "pending", "held",
+                                         "completed", "failed",  "cancelled" };
+    json_t *st = json_object_get(arr, "states");
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        long long n = al_json_int(st, order[i], 0);
+        if (n > 0)
+            al_buf_printf(out, "%s%lld %s", out->len ? ", " : "", n, order[i]);
+    }
 }
 
 /* True when the positional arguments are npos job ids (1 <= npos <= max);
@@ -38,8 +79,10 @@ ids_ok(const char *cmd, int rc, char **pos, int npos, int max)
     }
     for (int i = 0; i < npos; i++) {
         if (!job_id_ok(pos[i])) {
-            fprintf(stderr, "allot %s: '%s' is not a job id (a number)\n", cmd,
-                    pos[i]);
+            fprintf(stderr,
+                    "allot %s: '%s' is not a job id (a number, or an array's "
+                    "ID_INDEX)\n",
+                    cmd, pos[i]);
             return false;
         }
     }
@@ -81,7 +124,7 @@ nodes_text(const json_t *j, al_buf_t *out)
 
 typedef struct ls_args {
     const char *state, *queue, *user, *limit, *server, *token;
-    bool all, json, help;
+    bool all, json, expand, help;
 } ls_args_t;
 
 #define L(f) offsetof(ls_args_t, f)
@@ -119,6 +162,10 @@ static const al_opt_t ls_opts[] = {
       .off = L(json),
       .help = "the jobs as a JSON array",
       .flags = AL_OPT_BRIEF },
+    { .name = "--expand",
+      .kind = AL_OPT_FLAG,
+      .off = L(expand),
+      .help = "a row per element of a job array (ID_INDEX)" },
     AL_CLI_CONN_OPTS(ls_args_t),
     { .name = NULL },
 };
@@ -130,7 +177,11 @@ const al_opt_cmd_t al_cli_ls_cmd = {
     .opts = ls_opts,
     .about = "Lists pending, held and running jobs (--all: every job).  The "
              "last\n"
-             "column shows where a job runs, or why it waits.\n",
+             "column shows where a job runs, or why it waits.  A job array is "
+             "one\n"
+             "row, ID_[SPEC], with its elements' count in each state; "
+             "--expand\n"
+             "lists its elements, ID_INDEX, instead.\n",
 };
 
 int
@@ -170,6 +221,8 @@ al_cli_ls(int argc, char **argv)
             al_buf_printf(&path, "&queue=%s", queue);
         if (user != NULL)
             al_buf_printf(&path, "&user=%s", user);
+        if (a.expand)
+            al_buf_puts(&path, "&expand=1");
         json_t *out = NULL;
         rc = al_client_call(&c, "GET", al_buf_cstr(&path), NULL, &out, NULL,
                             NULL);
@@ -193,24 +246,34 @@ al_cli_ls(int argc, char **argv)
         json_decref(jobs);
         return AL_EXIT_OK;
     }
-    printf("%-7s %-16s %-10s %-10s %-9s %-9s %5s %5s  %s\n", "ID", "NAME",
+    int idw = 7; /* the ID column: as wide as its widest */
+    for (size_t i = 0; i < json_array_size(jobs); i++) {
+        char id[96];
+        id_text(json_array_get(jobs, i), id, sizeof id);
+        if ((int)strlen(id) > idw)
+            idw = (int)strlen(id);
+    }
+    printf("%-*s %-16s %-10s %-10s %-9s %-9s %5s %5s  %s\n", idw, "ID", "NAME",
            "USER", "QUEUE", "CLASS", "STATE", "GPUS", "AGE", "NODES/REASON");
     int64_t now = al_clock_ms();
     for (size_t i = 0; i < json_array_size(jobs); i++) {
         json_t *j = json_array_get(jobs, i);
-        char g[32], age[32];
+        char g[32], age[32], id[96];
         gpus_text(j, g, sizeof g);
+        id_text(j, id, sizeof id);
         al_cli_age(now - al_json_int(j, "submit_ms", now), age, sizeof age);
         const char *st = al_json_str(j, "state", "?");
         al_buf_t last = AL_BUF_INIT;
-        if (strcmp(st, "running") == 0)
+        if (json_object_get(j, "array") != NULL)
+            array_counts(json_object_get(j, "array"), &last);
+        else if (strcmp(st, "running") == 0)
             nodes_text(j, &last);
         else
             al_buf_puts(&last, al_json_str(j, "reason", ""));
-        printf("%-7lld %-16.16s %-10.10s %-10.10s %-9s %-9s %5s %5s  %s\n",
-               (long long)al_json_int(j, "id", 0), al_json_str(j, "name", ""),
-               al_json_str(j, "user", ""), al_json_str(j, "queue", ""),
-               al_json_str(j, "class", ""), st, g, age, al_buf_cstr(&last));
+        printf("%-*s %-16.16s %-10.10s %-10.10s %-9s %-9s %5s %5s  %s\n", idw,
+               id, al_json_str(j, "name", ""), al_json_str(j, "user", ""),
+               al_json_str(j, "queue", ""), al_json_str(j, "class", ""), st, g,
+               age, al_buf_cstr(&last));
         al_buf_fini(&last);
     }
     json_decref(jobs);
@@ -278,9 +341,20 @@ al_cli_show(int argc, char **argv)
         json_decref(j);
         return AL_EXIT_OK;
     }
-    char g[32];
+    char g[32], id[96];
     gpus_text(j, g, sizeof g);
-    printf("%-10s %lld\n", "id", (long long)al_json_int(j, "id", 0));
+    id_text(j, id, sizeof id);
+    printf("%-10s %s\n", "id", id);
+    json_t *arr = json_object_get(j, "array");
+    if (arr != NULL) {
+        al_buf_t counts = AL_BUF_INIT;
+        array_counts(arr, &counts);
+        printf("%-10s %lld elements: %s\n", "array",
+               (long long)al_json_int(arr, "count", 0), al_buf_cstr(&counts));
+        al_buf_fini(&counts);
+    } else if (json_is_integer(json_object_get(j, "array_job_id"))) {
+        printf("%-10s %lld\n", "job id", (long long)al_json_int(j, "id", 0));
+    }
     static const char *const strs[] = { "name",  "user",  "queue",
                                         "class", "state", "reason" };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)

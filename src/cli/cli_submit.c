@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "arrayspec.h"
 #include "cli.h"
 #include "cli_client.h"
 #include "json.h"
@@ -66,6 +67,82 @@ script_text(const char *path, char **text)
         fprintf(stderr, "allot submit: %s %s%s%s\n", path, why,
                 f == NULL ? ": " : "", f == NULL ? strerror(errno) : "");
     return why == NULL;
+}
+
+/* Every --sweep NAME=V1,V2 of argv[1..n-1] (the option table keeps only
+ * the last one) as the body's "sweep", each placeholder {NAME} of the
+ * command known; a --array of "%N" alone becomes the limit of the sweep's
+ * elements.  Returns false after printing an error. */
+static bool
+sweeps(json_t *body, int n, char **argv)
+{
+    json_t *axes = json_array();
+    const char *names[AL_SWEEP_MAX_AXES] = { NULL };
+    int64_t combos = 1;
+    for (int i = 1; i < n; i++) {
+        const char *s = NULL;
+        if (strcmp(argv[i], "--sweep") == 0 && i + 1 < n)
+            s = argv[++i];
+        else if (strncmp(argv[i], "--sweep=", 8) == 0)
+            s = argv[i] + 8;
+        else
+            continue;
+        al_sweep_axis_t ax;
+        char *cause = NULL;
+        size_t k = json_array_size(axes);
+        if (k == AL_SWEEP_MAX_AXES) {
+            json_decref(axes);
+            bad("at most 16 --sweep options");
+            return false;
+        }
+        if (al_sweep_axis_parse(s, &ax, &cause) != 0) {
+            fprintf(stderr, "allot submit: --sweep: %s\n", cause);
+            free(cause);
+            json_decref(axes);
+            return false;
+        }
+        json_t *vals = json_array();
+        for (int v = 0; v < ax.nvalues; v++)
+            json_array_append_new(vals, json_string(ax.values[v]));
+        json_array_append_new(
+            axes, json_pack("{s:s, s:o}", "name", ax.name, "values", vals));
+        names[k] =
+            json_string_value(json_object_get(json_array_get(axes, k), "name"));
+        combos *= ax.nvalues;
+        al_sweep_axis_fini(&ax);
+        if (combos > AL_ARRAY_MAX_ELEMENTS) {
+            json_decref(axes);
+            fprintf(stderr,
+                    "allot submit: --sweep: more than %d combinations\n",
+                    AL_ARRAY_MAX_ELEMENTS);
+            return false;
+        }
+    }
+    if (json_array_size(axes) == 0) {
+        json_decref(axes);
+        return true;
+    }
+    json_t *cmd = json_object_get(body, "command");
+    for (size_t i = 0; i < json_array_size(cmd); i++) {
+        char badp[64];
+        if (al_sweep_unknown(json_string_value(json_array_get(cmd, i)), names,
+                             (int)json_array_size(axes), badp, sizeof badp)) {
+            fprintf(stderr,
+                    "allot submit: the command's placeholder %s names no "
+                    "--sweep (give --sweep %.*s=V1,V2,...)\n",
+                    badp, (int)strlen(badp) - 2, badp + 1);
+            json_decref(axes);
+            return false;
+        }
+    }
+    json_object_set_new(body, "sweep", axes);
+    const char *limit = al_json_str(body, "array", NULL);
+    if (limit != NULL && limit[0] == '%') {
+        char *spec = al_xasprintf("0-%lld%s", (long long)combos - 1, limit);
+        json_object_set_new(body, "array", json_string(spec));
+        free(spec);
+    }
+    return true;
 }
 
 int
@@ -145,6 +222,15 @@ al_cli_submit(int argc, char **argv)
               "current directory must be UTF-8 text";
     if (a.hold)
         json_object_set_new(body, "hold", json_true());
+    if (err == NULL && !sweeps(body, first, argv)) {
+        json_decref(body);
+        free(words);
+        return AL_EXIT_USAGE;
+    }
+    if (err == NULL && a.f.array != NULL && a.f.array[0] == '%' &&
+        json_object_get(body, "sweep") == NULL)
+        err = "--array %N alone limits the elements of a --sweep; give the "
+              "indices too (0-99%N)";
     al_client_t c;
     if (err != NULL || (rc = al_client_init(&c, a.server, a.token)) != 0) {
         json_decref(body);

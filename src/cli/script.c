@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrayspec.h"
 #include "cli_client.h"
+#include "depspec.h"
 #include "xmalloc.h"
 
 /* Non-negative integer argument; false if malformed. */
@@ -123,6 +125,44 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
             return "--class must be train, build or inference";
         json_object_set_new(body, "class", json_string(f->cls));
     }
+    if (f->array != NULL) {
+        /* The parser's message names what is wrong; the CLI runs one
+         * check at a time, so one buffer holds it. */
+        static char why[512];
+        al_array_spec_t as;
+        char *cause = NULL;
+        /* "%N" alone is a limit for a --sweep's elements (cli_submit.c):
+         * read as the limit of a one-element spec. */
+        char *text = f->array[0] == '%' ? al_xasprintf("0%s", f->array)
+                                        : al_xstrdup(f->array);
+        int rc = al_array_spec_parse(text, &as, &cause);
+        free(text);
+        if (rc != 0 && f->array[0] == '%') {
+            const char *p = strchr(cause, ':');
+            snprintf(why, sizeof why, "--array %s%s", f->array,
+                     p != NULL ? p : "");
+            free(cause);
+            return why;
+        }
+        if (rc != 0) {
+            snprintf(why, sizeof why, "--array: %s", cause);
+            free(cause);
+            return why;
+        }
+        al_array_spec_fini(&as);
+        json_object_set_new(body, "array", json_string(f->array));
+    }
+    if (f->dep != NULL) {
+        static char why[512];
+        char *cause = NULL;
+        int n;
+        if (al_dep_parse(f->dep, NULL, &n, &cause) != 0) {
+            snprintf(why, sizeof why, "--dependency: %s", cause);
+            free(cause);
+            return why;
+        }
+        json_object_set_new(body, "dependency", json_string(f->dep));
+    }
     return NULL;
 }
 
@@ -185,11 +225,30 @@ static const al_opt_t submit_opts[] = {
       .off = O(f.after),
       .arg = "JOBID[,JOBID...]",
       .help = "start once these jobs have completed" },
+    { .name = "--dependency",
+      .kind = AL_OPT_STR,
+      .off = O(f.dep),
+      .arg = "KIND:ID[:ID...][,...]",
+      .help = "Slurm's afterok, afterany, afternotok, aftercorr (job or "
+              "array ids) or singleton" },
     { .name = "--time",
       .kind = AL_OPT_STR,
       .off = O(f.tlimit),
       .arg = "T",
       .help = "a time limit" },
+    { .name = "--array",
+      .kind = AL_OPT_STR,
+      .off = O(f.array),
+      .arg = "SPEC",
+      .help = "a job array: 0-99, 0-15:4, 1,3,7; %N runs at most N at once",
+      .flags = AL_OPT_BRIEF },
+    /* Every one counts: cli_submit.c reads them from argv. */
+    { .name = "--sweep",
+      .kind = AL_OPT_STR,
+      .off = O(sweepopt),
+      .arg = "NAME=V1,V2",
+      .help = "an array over every combination of the values (repeatable); "
+              "{NAME} in the command takes the value" },
     /* Every one counts: al_script_env() reads them from argv. */
     { .name = "--env",
       .kind = AL_OPT_STR,
@@ -250,6 +309,8 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.tlimit);
     TAKE(f.cls);
     TAKE(f.model);
+    TAKE(f.array);
+    TAKE(f.dep);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;
@@ -294,6 +355,7 @@ al_script_env(json_t *env, int n, char **argv, const char *where)
  * allot's per-task request (Slurm counts GPUs and memory per node). */
 typedef struct slurm {
     const char *name, *partition, *cpus, *mem, *mem_per_cpu, *time, *dep;
+    const char *array;
     long long ntasks, nodes, per_node, gpus_node, gpus_task, gpus_total;
 } slurm_t;
 
@@ -404,11 +466,12 @@ set_time(slurm_t *s, size_t off, const char *val)
     return slurm_time(val) >= 0 && set_str(s, off, val);
 }
 
-/* Only afterok:6:11 keeps its meaning here (--after 6,11). */
+/* Slurm's dependencies, as allot's --dependency reads them. */
 static bool
 set_dep(slurm_t *s, size_t off, const char *val)
 {
-    return strncmp(val, "afterok:", 8) == 0 && set_str(s, off, val + 8);
+    int n;
+    return al_dep_parse(val, NULL, &n, NULL) == 0 && set_str(s, off, val);
 }
 
 static bool
@@ -431,8 +494,7 @@ typedef struct slurm_opt {
     size_t off;
     const char *hint; /* added to the error when set() refuses a value */
     char shrt;
-    bool flag;   /* an ignored option that takes no value */
-    bool refuse; /* an error: its meaning cannot be kept (job arrays) */
+    bool flag; /* an ignored option that takes no value */
 } slurm_opt_t;
 
 #define S(f) offsetof(slurm_t, f)
@@ -448,7 +510,8 @@ static const slurm_opt_t slurm_opts[] = {
       .shrt = 'd',
       .set = set_dep,
       .off = S(dep),
-      .hint = " (only afterok:JOBID[:JOBID...] is supported)" },
+      .hint = " (afterok, afterany, afternotok, aftercorr with job ids, "
+              "or singleton; ',' between them)" },
     { .lng = "mem", .set = set_str, .off = S(mem) },
     { .lng = "mem-per-cpu", .set = set_str, .off = S(mem_per_cpu) },
     { .lng = "gres", .set = set_gres, .off = S(gpus_node) },
@@ -456,7 +519,7 @@ static const slurm_opt_t slurm_opts[] = {
     { .lng = "gpus-per-node", .set = set_count, .off = S(gpus_node) },
     { .lng = "gpus-per-task", .set = set_count, .off = S(gpus_task) },
     { .lng = "ntasks-per-node", .set = set_count, .off = S(per_node) },
-    { .lng = "array", .shrt = 'a', .refuse = true },
+    { .lng = "array", .shrt = 'a', .set = set_str, .off = S(array) },
     { .lng = "output", .shrt = 'o' },
     { .lng = "error", .shrt = 'e' },
     { .lng = "account", .shrt = 'A' },
@@ -526,18 +589,11 @@ slurm_find(const slurm_word_t *o)
     return NULL;
 }
 
-/* An option allot does not read (e NULL when it is not known at all): an
- * error for job arrays, otherwise a note.  Returns 1 for an error. */
+/* An option allot does not read (e NULL when it is not known at all): a
+ * note.  Returns the number of errors, 0. */
 static int
 slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const char *where)
 {
-    if (e != NULL && e->refuse) {
-        fprintf(stderr,
-                "allot submit: %s: job arrays (#SBATCH --array) are not "
-                "supported; submit one job per element\n",
-                where);
-        return 1;
-    }
     char shrt[2] = { o->shrt, '\0' };
     fprintf(stderr, "allot submit: %s: note: #SBATCH %s%s %s\n", where,
             o->key[0] ? "--" : "-", o->key[0] ? o->key : shrt,
@@ -548,8 +604,8 @@ slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const char *where)
 
 /* Reads one #SBATCH line's words into *s.  Options that change nothing
  * here (output files, mail, account, ...) are ignored with a note; those
- * whose meaning allot cannot keep (job arrays, other dependencies) are
- * errors.  Returns the number of errors (reported on stderr). */
+ * whose meaning allot cannot keep (other dependencies) are errors.  Returns the
+ * number of errors (reported on stderr). */
 static int
 slurm_line(char **w, int n, slurm_t *s, const char *where)
 {
@@ -657,8 +713,13 @@ slurm_apply(const slurm_t *s, al_submit_args_t *a, char *room, const char *path)
         if (m < 9e18)
             a->f.mem = stash(&room, (long long)m >> 20);
     }
-    if (s->dep != NULL)
-        a->f.after = s->dep; /* afterok:6:11: after both */
+    /* afterok alone is --after (6:11: after both); the rest --dependency. */
+    if (s->dep != NULL && strncmp(s->dep, "afterok:", 8) == 0 &&
+        strchr(s->dep, ',') == NULL)
+        a->f.after = s->dep + 8;
+    else
+        a->f.dep = s->dep;
+    a->f.array = s->array;
     return 0;
 }
 

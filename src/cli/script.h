@@ -15,13 +15,15 @@
 /* The flags that shape the job's request, as given (NULL: not given). */
 typedef struct al_req_flags {
     const char *gpus, *frac, *cpus, *mem, *tasks, *after, *tlimit, *cls, *model;
+    const char *array; /* a job array's spec, "0-99%10" */
+    const char *dep;   /* Slurm's dependencies, "afterok:5,singleton" */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a
  * script's #ALLOT lines. */
 typedef struct al_submit_args {
     al_req_flags_t f;
-    const char *queue, *name, *server, *token, *envopt;
+    const char *queue, *name, *server, *token, *envopt, *sweepopt;
     bool json, hold, help;
 } al_submit_args_t;
 

@@ -3,7 +3,9 @@
  * history), cancel, hold, release and the output of a job's tasks.  Run on
  * the loop thread, which owns what they read and change.
  *
- * May call: state.c (every change of a job's state), table.c, jobbody.c
+ * May call: array.c (arrays and their elements, "ID_INDEX"), depend.c
+ * (checks of dependencies), state.c
+ * (every change of a job's state), table.c, jobbody.c
  * and doc.c (the forms), reason.c, store.c (events, history) and req.c.
  */
 #include <ctype.h>
@@ -34,25 +36,91 @@ parse_id(const char *s)
     return strtoull(s, NULL, 10);
 }
 
-/* The job named by the first capture, visible to the caller, or NULL after
- * replying 404/403. */
-static al__job_t *
-job_of_req(al_ctl_t *ctl, al__req_t *req)
+/* Whether the caller may see job j (its owner or an admin); replies 403
+ * when not. */
+static bool
+visible(al__req_t *req, const al__job_t *j)
 {
+    if (al__req_admin(req) || strcmp(j->user, req->user) == 0)
+        return true;
+    al__reply_error(req, 403, "forbidden",
+                    "job %s is not yours; only its owner or an admin may use "
+                    "it",
+                    req->cap[0]);
+    return false;
+}
+
+/* The job named by the first capture, "ID" or an array's element
+ * "ID_INDEX", visible to the caller, or NULL after replying 404/403.  An
+ * element that has no job yet gets one when materialize is set (and its
+ * array is active); otherwise NULL is returned with its JSON in *pending
+ * (when pending is not NULL) and no reply set. */
+static al__job_t *
+job_of_req(al_ctl_t *ctl, al__req_t *req, bool materialize, json_t **pending)
+{
+    if (strchr(req->cap[0], '_') != NULL) {
+        al__job_t *p = NULL;
+        int64_t k = 0;
+        char *cause = NULL;
+        if (al__array_resolve(ctl, req->cap[0], &p, &k, &cause) != 0) {
+            al__reply_error(req, 404, "not_found", "%s", cause);
+            free(cause);
+            return NULL;
+        }
+        if (!visible(req, p))
+            return NULL;
+        al__job_t *j = al__array_element(ctl, p, k, materialize);
+        if (j != NULL) {
+            if (materialize)
+                req->mutating = true;
+            return j;
+        }
+        if (pending != NULL)
+            *pending = al__array_pending_json(ctl, p, k);
+        else
+            al__reply_error(req, 409, "conflict",
+                            "element %s ended with its array", req->cap[0]);
+        return NULL;
+    }
     uint64_t id = parse_id(req->cap[0]);
     al__job_t *j = al__ctl_job(ctl, id);
     if (j == NULL) {
         al__reply_error(req, 404, "not_found", "no job %s", req->cap[0]);
         return NULL;
     }
-    if (!al__req_admin(req) && strcmp(j->user, req->user) != 0) {
-        al__reply_error(req, 403, "forbidden",
-                        "job %s is not yours; only its owner or an admin "
-                        "may use it",
-                        req->cap[0]);
-        return NULL;
+    return visible(req, j) ? j : NULL;
+}
+
+/* The API's form of job j; an array's parent with its elements' counts
+ * and the state they make (running while any runs). */
+static json_t *
+job_json(al_ctl_t *ctl, const al__job_t *j)
+{
+    json_t *o = al__job_json(ctl, j, false);
+    if (j->array != NULL) {
+        const char *shown = NULL;
+        json_object_set_new(o, "array", al__array_json(ctl, j, &shown));
+        json_object_set_new(o, "state", json_string(shown));
     }
-    return j;
+    return o;
+}
+
+/* The array whose elements' ids include id (a slot without its job yet),
+ * or NULL. */
+static al__job_t *
+slot_owner(al_ctl_t *ctl, uint64_t id)
+{
+    for (uint64_t i = id - 1; i >= 1; i--) {
+        al__job_t *j = al__ctl_job(ctl, i);
+        if (j == NULL)
+            continue;
+        al__job_t *p = j->array != NULL ? j : al__ctl_job(ctl, j->array_job);
+        return p != NULL && p->array != NULL &&
+                       id <= p->id + (uint64_t)p->array->as.count
+                   ? p
+                   : NULL;
+    }
+    return NULL;
 }
 
 void
@@ -96,6 +164,14 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
             return;
         }
     }
+    int st = al__depend_check(ctl, j, req->user, al__req_admin(req), &cause);
+    if (st != 0) {
+        al__reply_error(req, st, st == 403 ? "forbidden" : "bad_request", "%s",
+                        cause);
+        free(cause);
+        al__job_free(j);
+        return;
+    }
     j->id = ctl->njobs + 1;
     al__ctl_put_job(ctl, j);
     j->submit_ms = j->eligible_ms = al_clock_ms();
@@ -103,7 +179,7 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
     al__store_event(ctl, j->id, j->submit_ms, "submitted", NULL);
     al__ctl_touch(ctl);
     req->mutating = true;
-    al__reply(req, 201, al__job_json(ctl, j, false));
+    al__reply(req, 201, job_json(ctl, j));
 }
 
 void
@@ -166,21 +242,47 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
         if (after < lo)
             after = lo;
     }
+    /* An array is one row (its parent's), or with expand=1 a row per
+     * element, those without a job yet made up from the array. */
+    const char *ex = al__req_arg(req, "expand");
+    bool expand = ex != NULL && strcmp(ex, "0") != 0;
     json_t *jobs = json_array();
     uint64_t last = 0;
     bool more = false;
+    al__job_t *owner = NULL;
     for (uint64_t i = after; i < ctl->njobs; i++) {
         const al__job_t *j = ctl->jobs[i];
-        if (j == NULL || !want[j->state] ||
+        uint64_t id = i + 1;
+        al__jstate_t st = j != NULL ? j->state : JS_PENDING;
+        if (j == NULL && expand) {
+            if (owner == NULL ||
+                id > owner->id + (uint64_t)owner->array->as.count)
+                owner = slot_owner(ctl, id);
+            if (owner == NULL)
+                continue;
+            j = owner;
+            st = owner->state <= JS_RUNNING ? owner->state : JS_CANCELLED;
+        }
+        if (j != NULL && j->array != NULL && !expand &&
+            j->state == JS_PENDING) { /* filtered as shown: running? */
+            const char *shown = NULL;
+            json_decref(al__array_json(ctl, j, &shown));
+            st = (al__jstate_t)al__jstate_parse(shown);
+        }
+        if (j == NULL || !want[st] ||
             (queue != NULL && strcmp(queue, j->queue) != 0) ||
-            (user != NULL && strcmp(user, j->user) != 0))
+            (user != NULL && strcmp(user, j->user) != 0) ||
+            (expand ? j->array != NULL && j != owner : j->array_job != 0))
             continue;
         if ((int64_t)json_array_size(jobs) == limit) {
             more = true;
             break;
         }
-        json_array_append_new(jobs, al__job_json(ctl, j, false));
-        last = j->id;
+        json_array_append_new(
+            jobs, j == owner ? al__array_pending_json(ctl, owner,
+                                                      (int64_t)(id - j->id - 1))
+                             : job_json(ctl, j));
+        last = id;
     }
     json_t *o = json_pack("{s:o}", "jobs", jobs);
     json_object_set_new(o, "next",
@@ -191,10 +293,15 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
 void
 al__api_job_get(al_ctl_t *ctl, al__req_t *req)
 {
-    al__job_t *j = job_of_req(ctl, req);
+    json_t *pending = NULL;
+    al__job_t *j = job_of_req(ctl, req, false, &pending);
+    if (pending != NULL) {
+        json_object_set_new(pending, "history", json_array());
+        al__reply(req, 200, pending);
+    }
     if (j == NULL)
         return;
-    json_t *o = al__job_json(ctl, j, false);
+    json_t *o = job_json(ctl, j);
     json_object_set_new(o, "history", al__store_history(ctl, j->id));
     al__reply(req, 200, o);
 }
@@ -202,19 +309,22 @@ al__api_job_get(al_ctl_t *ctl, al__req_t *req)
 void
 al__api_job_cancel(al_ctl_t *ctl, al__req_t *req)
 {
-    al__job_t *j = job_of_req(ctl, req);
+    al__job_t *j = job_of_req(ctl, req, true, NULL);
     if (j == NULL)
         return;
     if (j->state >= JS_COMPLETED) {
-        al__reply_error(req, 409, "conflict", "job %llu already %s",
-                        (unsigned long long)j->id, al__jstate_names[j->state]);
+        al__reply_error(req, 409, "conflict", "job %s already %s", req->cap[0],
+                        al__jstate_names[j->state]);
         return;
     }
     char *d = al_xasprintf("cancelled by %s", req->user);
-    al__ctl_set_state(ctl, j, JS_CANCELLED, "cancelled", d);
+    if (j->array != NULL)
+        al__array_cancel(ctl, j, d);
+    else
+        al__ctl_set_state(ctl, j, JS_CANCELLED, "cancelled", d);
     free(d);
     req->mutating = true;
-    al__reply(req, 200, al__job_json(ctl, j, false));
+    al__reply(req, 200, job_json(ctl, j));
 }
 
 /* Hold (from pending) and release (from held); idempotent. */
@@ -222,7 +332,7 @@ static void
 hold_release(al_ctl_t *ctl, al__req_t *req, al__jstate_t from, al__jstate_t to,
              const char *event)
 {
-    al__job_t *j = job_of_req(ctl, req);
+    al__job_t *j = job_of_req(ctl, req, true, NULL);
     if (j == NULL)
         return;
     if (j->state != from && j->state != to) {
@@ -231,11 +341,14 @@ hold_release(al_ctl_t *ctl, al__req_t *req, al__jstate_t from, al__jstate_t to,
                         al__jstate_names[from]);
         return;
     }
-    if (j->state == from) {
+    if (j->array != NULL) {
+        al__array_hold(ctl, j, to == JS_HELD, req->user);
+        req->mutating = true;
+    } else if (j->state == from) {
         al__ctl_set_state(ctl, j, to, event, req->user);
         req->mutating = true;
     }
-    al__reply(req, 200, al__job_json(ctl, j, false));
+    al__reply(req, 200, job_json(ctl, j));
 }
 
 void
@@ -253,9 +366,23 @@ al__api_job_release(al_ctl_t *ctl, al__req_t *req)
 void
 al__api_job_logs(al_ctl_t *ctl, al__req_t *req)
 {
-    al__job_t *j = job_of_req(ctl, req);
+    json_t *pending = NULL;
+    al__job_t *j = job_of_req(ctl, req, false, &pending);
+    if (pending != NULL) { /* no output yet */
+        json_decref(pending);
+        req->status = 200;
+        req->text = al_xstrdup("");
+        return;
+    }
     if (j == NULL)
         return;
+    if (j->array != NULL) {
+        al__reply_error(req, 400, "bad_request",
+                        "job %llu is an array: name one of its elements, "
+                        "%llu_INDEX",
+                        (unsigned long long)j->id, (unsigned long long)j->id);
+        return;
+    }
     const char *ts = al__req_arg(req, "task"),
                *rs = al__req_arg(req, "restart"),
                *os = al__req_arg(req, "offset");

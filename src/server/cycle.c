@@ -4,9 +4,10 @@
  * and keep every pending job's reason and every queue's share for the API.
  * Runs on the loop thread, inside the iteration's store transaction.
  *
- * May call: the core, state.c (every start, eviction and requeue),
- * table.c and reason.c.  The loop calls al__cycle_run(); nothing here
- * calls back into the loop.
+ * May call: the core, array.c (arrays' elements given jobs before the
+ * snapshot), depend.c (Slurm's dependencies), state.c (every start, eviction
+ * and requeue), table.c and reason.c.  The loop calls al__cycle_run(); nothing
+ * here calls back into the loop.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,9 +164,11 @@ job_queue(const al_ctl_t *ctl, const build_t *b, al__job_t *j)
 static al_dep_state_t
 dep_state(al_ctl_t *ctl, const al__job_t *j)
 {
-    if (j->nafter == 0)
-        return AL_DEPS_NONE;
-    al_dep_state_t st = AL_DEPS_SATISFIED;
+    al_dep_state_t slurm = al__depend_state(ctl, j);
+    if (j->nafter == 0 || slurm == AL_DEPS_NEVER)
+        return slurm;
+    al_dep_state_t st =
+        slurm == AL_DEPS_WAITING ? AL_DEPS_WAITING : AL_DEPS_SATISFIED;
     for (int d = 0; d < j->nafter; d++) {
         const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
         if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
@@ -227,7 +230,7 @@ build_jobs(al_ctl_t *ctl, build_t *b)
         if (j == NULL)
             continue;
         j->snap = -1;
-        if (j->state <= JS_RUNNING) {
+        if (j->state <= JS_RUNNING && j->array == NULL) {
             cap++;
             ntask += (size_t)j->ntasks;
             ndep += (size_t)j->nafter;
@@ -241,8 +244,8 @@ build_jobs(al_ctl_t *ctl, build_t *b)
     size_t npl = 0, nd = 0;
     for (uint64_t i = lo; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
-        if (j == NULL || j->state > JS_RUNNING)
-            continue;
+        if (j == NULL || j->state > JS_RUNNING || j->array != NULL)
+            continue; /* an array's parent: its elements are scheduled */
         int qi = job_queue(ctl, b, j);
         if (qi < 0) {
             /* The core would reject the whole snapshot. */
@@ -405,6 +408,7 @@ al__cycle_run(al_ctl_t *ctl)
     int64_t now_ms = al_clock_ms(), now = now_ms / 1000;
     build_t b;
     memset(&b, 0, sizeof b);
+    al__array_tick(ctl);
     build_queues(ctl, &b);
     build_nodes(ctl, &b);
     build_jobs(ctl, &b);

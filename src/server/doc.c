@@ -9,7 +9,8 @@
  * in milliseconds since the epoch.
  *
  * May call: table.c (a placement's node by name; a job to write again),
- * reason.c (names, a pending job's reason) and common's JSON.  The store,
+ * reason.c (names, a pending job's reason), arraydoc.c (a job array's
+ * stored members) and common's JSON.  The store,
  * the handlers and the agent protocol call it; it calls none of them.
  */
 #include <ctype.h>
@@ -86,6 +87,19 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
+    if (j->array != NULL)
+        json_object_set_new(o, "array", al__array_doc(j->array));
+    if (j->ndeps > 0) {
+        char *d = al_dep_text(j->deps, j->ndeps);
+        json_object_set_new(o, "dependency", json_string(d));
+        free(d);
+    }
+    if (j->array_job != 0) {
+        json_object_set_new(o, "array_job_id",
+                            json_integer((json_int_t)j->array_job));
+        json_object_set_new(o, "array_index",
+                            json_integer((json_int_t)j->array_index));
+    }
     json_t *spec = al__job_spec(j);
     json_object_update(o, spec); /* command, cwd, env, script */
     json_decref(spec);
@@ -171,6 +185,19 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->master_port = mp > 0 && mp < 65536 ? (int32_t)mp : 0;
     j->exit_code = (int)al_json_int(o, "exit_code", 0);
     j->signal = (int)al_json_int(o, "signal", 0);
+    json_t *arr = json_object_get(o, "array");
+    if (arr != NULL && (j->array = al__array_from_doc(arr)) == NULL) {
+        al__job_free(j);
+        return NULL;
+    }
+    const char *dep = al_json_str(o, "dependency", NULL);
+    if (dep != NULL && al_dep_parse(dep, &j->deps, &j->ndeps, NULL) != 0) {
+        al__job_free(j);
+        return NULL;
+    }
+    json_int_t aj = al_json_int(o, "array_job_id", 0);
+    j->array_job = aj > 0 && (uint64_t)aj < j->id ? (uint64_t)aj : 0;
+    j->array_index = al_json_int(o, "array_index", 0);
     const char *reason = al_json_str(o, "reason", NULL);
     j->reason = reason ? al_xstrdup(reason) : NULL;
     j->snap = -1;

@@ -4,8 +4,9 @@
  * submit for whom (al__job_parse()).  Whether its queue and the jobs it
  * waits for exist is the handler's to check (api_jobs.c).
  *
- * May call: doc.c (names, unknown members), reason.c (job classes) and
- * common's JSON; nothing that reads or changes the controller's state.
+ * May call: doc.c (names, unknown members), reason.c (job classes),
+ * arraydoc.c (a job array's members) and common's JSON; nothing that reads or
+ * changes the controller's state.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -216,9 +217,10 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                         al_xstrdup("the body must be a JSON object describing "
                                    "the job"));
     static const char *const keys[] = {
-        "command",      "cwd",   "env",  "script",    "after",     "queue",
-        "class",        "tasks", "gpus", "cpu_milli", "mem_bytes", "time_limit",
-        "gpu_fraction", "user",  "name", "gpu_model", "hold",
+        "command",   "cwd",        "env",          "script", "after",
+        "queue",     "class",      "tasks",        "gpus",   "cpu_milli",
+        "mem_bytes", "time_limit", "gpu_fraction", "user",   "name",
+        "gpu_model", "hold",       "array",        "sweep",  "dependency",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -232,16 +234,34 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                         al_xstrdup("command must be a non-empty array of "
                                    "strings"));
     struct job_req r;
+    al__array_t *array = NULL;
     int rc;
     if ((rc = check_sizes(b, &r, cause)) != 0 ||
         (rc = check_spec(b, cause)) != 0 ||
-        (rc = check_names(b, caller, admin, &r, cause)) != 0)
+        (rc = check_names(b, caller, admin, &r, cause)) != 0 ||
+        (rc = al__array_from_body(b, cmd, &array, cause)) != 0)
         return rc;
+    /* Slurm's dependencies, beside `after` (afterok). */
+    al_depspec_t *deps = NULL;
+    int ndeps = 0;
+    json_t *dv = json_object_get(b, "dependency");
+    char *why = NULL;
+    if (dv != NULL && !json_is_null(dv) &&
+        (!json_is_string(dv) ||
+         al_dep_parse(json_string_value(dv), &deps, &ndeps, &why) != 0)) {
+        al__array_free(array);
+        return al__fail(cause, AL_EINVAL,
+                        why != NULL ? why
+                                    : al_xstrdup("dependency must be a string "
+                                                 "such as afterok:5:6"));
+    }
     char *name = r.name != NULL
                      ? al_xstrdup(r.name)
                      : default_name(json_string_value(json_array_get(cmd, 0)));
     if (name[0] == '\0') {
         free(name);
+        al__array_free(array);
+        free(deps);
         return al__fail(cause, AL_EINVAL,
                         al_xstrdup("name must be 1-128 bytes"));
     }
@@ -272,6 +292,9 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
     j->snap = -1;
+    j->array = array;
+    j->deps = deps;
+    j->ndeps = ndeps;
     *out = j;
     return 0;
 }

@@ -7,6 +7,7 @@
  *
  * May call: the core (al_reason_format) and nothing else of the server.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,7 +70,16 @@ al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf, size_t len)
                         .jobs = &sj };
     r.queue = q >= 0 ? 0 : -1;
     r.job = j->why_job != 0 ? 0 : -1;
-    al_reason_format(&s, &r, buf, len);
+    /* Dependencies in Slurm's words too (squeue's reasons), and a failed
+     * afterok is not the only way one can never be satisfied. */
+    if (r.code == AL_WHY_DEPS)
+        snprintf(buf, len, "waiting for its dependencies (Dependency)");
+    else if (r.code == AL_WHY_DEPS_NEVER)
+        snprintf(buf, len,
+                 "a dependency can never be satisfied: the job "
+                 "can never run (DependencyNeverSatisfied)");
+    else
+        al_reason_format(&s, &r, buf, len);
     return buf;
 }
 

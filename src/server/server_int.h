@@ -64,7 +64,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "arrayspec.h"
 #include "core/core.h"
+#include "depspec.h"
 #include "server.h"
 
 /* ------------------------------------------------------------------ */
@@ -110,6 +112,20 @@ typedef struct al__task {
     int64_t log_size;
 } al__task_t;
 
+/* What a job array's parent holds besides the job its elements copy.  The
+ * elements have the ids after the parent's, in order of position (element
+ * at position k is job parent + 1 + k), and an element is a job of the
+ * table only once it is needed (al__array_tick()): until then its slot is
+ * NULL, which is all a pending element costs (arraydoc.c, array.c). */
+typedef struct al__array {
+    char *spec; /* as given, e.g. "0-999%50" */
+    al_array_spec_t as;
+    json_t *sweep; /* [{"name", "values": [...]}...], or NULL */
+    /* Every position below next_k has its job; every one below done_k has
+     * ended (both only move up; found again after a load). */
+    int64_t next_k, done_k;
+} al__array_t;
+
 typedef struct al__job {
     uint64_t id;
     char *name;
@@ -134,6 +150,9 @@ typedef struct al__job {
     char *spec;
     int nafter;
     uint64_t *after;
+    /* Slurm's dependencies (depend.c), besides `after` (afterok). */
+    al_depspec_t *deps;
+    int ndeps;
     al__jstate_t state;
     int64_t submit_ms, start_ms, end_ms, eligible_ms;
     int restart_count;
@@ -166,6 +185,9 @@ typedef struct al__job {
      * while the warning stands. */
     int64_t idle_since_ms, idle_warned_ms;
     char *idle_notice;
+    al__array_t *array;  /* a job array's parent: never scheduled itself */
+    uint64_t array_job;  /* an element: its parent's id, else 0 */
+    int64_t array_index; /* an element: its index */
 } al__job_t;
 
 /* ------------------------------------------------------------------ */
@@ -607,6 +629,18 @@ void al__queue_opts_json(const al__queue_t *q, json_t *o);
  * no cap, idle reclaim off, idle_util AL_IDLE_UTIL_DEFAULT).  0, or AL_EINVAL
  * with the reason in *cause (caller frees), q untouched. */
 int al__queue_opts_parse(const json_t *o, al__queue_t *q, char **cause);
+/* arraydoc.c: a job array's members, in a body and stored            */
+
+/* Reads the "array" and "sweep" members of submission body b: NULL in *out
+ * when there are none, else a new al__array_t (free with
+ * al__array_free).  command is the body's command (its sweep placeholders
+ * must be known).  0, or AL_EINVAL with the reason in *cause. */
+int al__array_from_body(const json_t *b, const json_t *command,
+                        al__array_t **out, char **cause);
+/* The stored form {"spec", "sweep"} and back (NULL when malformed). */
+json_t *al__array_doc(const al__array_t *a);
+al__array_t *al__array_from_doc(const json_t *o);
+void al__array_free(al__array_t *a);
 
 /* ------------------------------------------------------------------ */
 /* jobbody.c: a submission body                                       */
@@ -728,6 +762,41 @@ void al__idle_check(al_ctl_t *ctl);
  * the line goes into the job's log (its agent appends it to the task's
  * output) and the server's log. */
 void al__idle_warn(al_ctl_t *ctl, al__job_t *j, int64_t left_s);
+/* array.c: job arrays, through state.c                               */
+
+/* Before a cycle: gives each active array's next pending elements their
+ * jobs (no more than its "%" limit allows, and a window of pending ones
+ * at a time, so that the cycle never sees the whole backlog of an array),
+ * and ends the arrays whose elements have all ended. */
+void al__array_tick(al_ctl_t *ctl);
+/* The element at position k of parent p (its job, or NULL while it has
+ * none); materialize: give it one first if p is still active. */
+al__job_t *al__array_element(al_ctl_t *ctl, al__job_t *p, int64_t k,
+                             bool materialize);
+/* Reads "ID_INDEX": 0 with the parent in *p and the position in *k; -1
+ * when text is no such element (the reason, for a 404, in *cause). */
+int al__array_resolve(al_ctl_t *ctl, const char *text, al__job_t **p,
+                      int64_t *k, char **cause);
+/* The API's form of array parent p: {"spec", "count", "limit", "sweep",
+ * "states": {state: n...}}, and the state the array shows (running while
+ * any element runs). */
+json_t *al__array_json(al_ctl_t *ctl, const al__job_t *p, const char **shown);
+/* The API's form of the element at position k of p that has no job yet. */
+json_t *al__array_pending_json(al_ctl_t *ctl, const al__job_t *p, int64_t k);
+/* Cancel, hold and release every element of p that can be, then p. */
+void al__array_cancel(al_ctl_t *ctl, al__job_t *p, const char *detail);
+void al__array_hold(al_ctl_t *ctl, al__job_t *p, bool hold, const char *who);
+
+/* ------------------------------------------------------------------ */
+/* depend.c: Slurm's dependencies                                     */
+
+/* Where job j's `deps` stand (AL_DEPS_NONE when it has none). */
+al_dep_state_t al__depend_state(al_ctl_t *ctl, const al__job_t *j);
+/* Checks j's deps at submission, as `caller` (admin: any job): each job
+ * exists (400), the caller may see it (403), aftercorr joins two arrays
+ * (400).  0, or the HTTP status with the reason in *cause. */
+int al__depend_check(al_ctl_t *ctl, const al__job_t *j, const char *caller,
+                     bool admin, char **cause);
 
 /* ------------------------------------------------------------------ */
 /* cycle.c                                                            */

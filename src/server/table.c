@@ -6,7 +6,8 @@
  * state.c's.  Also the histograms' buckets and clock, plain data for
  * GET /metrics that the layers above fill.
  *
- * May call: nothing of the server (common's allocation only).  Every other
+ * May call: nothing of the server but arraydoc.c's al__array_free()
+ * (common's allocation only).  Every other
  * file of the controller may call it.
  */
 #include <stdlib.h>
@@ -27,9 +28,11 @@ al__job_free(al__job_t *j)
     free(j->gpu_model);
     free(j->spec);
     free(j->after);
+    free(j->deps);
     free(j->reason);
     free(j->tasks);
     free(j->idle_notice);
+    al__array_free(j->array);
     free(j);
 }
 
@@ -91,9 +94,12 @@ al__ctl_first_active(al_ctl_t *ctl)
 void
 al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
 {
-    if (j->id > ctl->jobs_cap) {
+    /* A job array's parent takes the ids of its elements too. */
+    uint64_t last =
+        j->id + (j->array != NULL ? (uint64_t)j->array->as.count : 0);
+    if (last > ctl->jobs_cap) {
         uint64_t cap = ctl->jobs_cap ? ctl->jobs_cap : 1024;
-        while (cap < j->id)
+        while (cap < last)
             cap *= 2;
         /* The table holds pointers: each element is sizeof(void *). */
         ctl->jobs = al_xreallocarray(ctl->jobs, cap, sizeof(void *));
@@ -102,8 +108,8 @@ al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
         ctl->jobs_cap = cap;
     }
     ctl->jobs[j->id - 1] = j;
-    if (j->id > ctl->njobs)
-        ctl->njobs = j->id;
+    if (last > ctl->njobs)
+        ctl->njobs = last;
 }
 
 al__queue_t *

@@ -128,6 +128,13 @@ script_sbatch(void)
     ASSERT_EQ(r.errors, 0);
     ASSERT_STR_EQ(r.a.f.gpus, "1"); /* per task first */
     read_fini(&r);
+    /* The other kinds of dependency, and job arrays. */
+    read_script("#SBATCH -d afterany:5,singleton --array=1-8:2%2\n", &r);
+    ASSERT_EQ(r.errors, 0);
+    ASSERT_STR_EQ(r.a.f.dep, "afterany:5,singleton");
+    ASSERT(r.a.f.after == NULL);
+    ASSERT_STR_EQ(r.a.f.array, "1-8:2%2");
+    read_fini(&r);
 }
 
 static void
@@ -167,15 +174,16 @@ script_sbatch_errors(void)
     static const struct {
         const char *text, *msgs;
     } cases[] = {
-        { "#SBATCH --array=1-3\n",
-          "allot submit: job.sh:1: job arrays (#SBATCH --array) are not "
-          "supported; submit one job per element\n" },
-        { "#SBATCH -a 1-3\n",
-          "allot submit: job.sh:1: job arrays (#SBATCH --array) are not "
-          "supported; submit one job per element\n" },
-        { "#SBATCH --dependency=afterany:5\n",
+        { "#SBATCH --array=5-1\n",
+          "allot submit: job.sh: #SBATCH lines: --array: array spec '5-1': "
+          "the range 5-1 ends before it starts\n" },
+        { "#SBATCH -a 0-9%0\n",
+          "allot submit: job.sh: #SBATCH lines: --array: array spec "
+          "'0-9%0': %0 would run nothing; the limit is at least 1\n" },
+        { "#SBATCH --dependency=afterburner:5\n",
           "allot submit: job.sh:1: #SBATCH --dependency: cannot use "
-          "'afterany:5' (only afterok:JOBID[:JOBID...] is supported)\n" },
+          "'afterburner:5' (afterok, afterany, afternotok, aftercorr with "
+          "job ids, or singleton; ',' between them)\n" },
         { "#SBATCH -t 1:2:3:4\n",
           "allot submit: job.sh:1: #SBATCH --time: cannot use '1:2:3:4'\n" },
         { "#SBATCH --gres=tpu:2\n",
