@@ -1144,7 +1144,8 @@ static void
 usage(void)
 {
     fputs(
-        "usage: bench/e2e [--case throughput|latency|memory|cluster|cli|array]\n"
+        "usage: bench/e2e [--case "
+        "throughput|latency|memory|cluster|cli|array]\n"
         "                 [--jobs N] [--clients N] [--nodes N] [--elements N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",

@@ -147,10 +147,14 @@ sample(al_ctl_t *ctl, int64_t step, int64_t t, int64_t now_ms)
         if (j == NULL || j->state != JS_PENDING)
             continue;
         int q = al__job_qidx(ctl, j);
+        /* An array's parent stands for its elements without jobs yet. */
+        double n = j->array != NULL
+                       ? (double)(j->array->as.count - j->array->next_k)
+                       : 1;
         if (q >= 0)
-            qpend[q] +=
-                j->ntasks * (j->gpus > 0 ? (double)j->gpus
-                                         : j->gpu_milli / (double)AL_GPU_MILLI);
+            qpend[q] += n * j->ntasks *
+                        (j->gpus > 0 ? (double)j->gpus
+                                     : j->gpu_milli / (double)AL_GPU_MILLI);
     }
     for (int q = 0; q < nq; q++) {
         const al__queue_t *qq = &ctl->queues[q];

@@ -2028,6 +2028,17 @@ def scenario_usage(c):
     s, u = c.api("GET", "/v1/usage?by=queue&queue=team&from=%d" % (int(t0) - 5))
     check(s == 200 and [x["queue"] for x in u["series"]] == ["team"],
           "one queue's series: %s" % u)
+    # Pending demand counts an array's elements, with jobs or not yet
+    # (a window of them gets jobs at a time).
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "capped", "quota": {"gpu": {"deserved": 0, "limit": 0}}})
+    check(s == 201, "queue capped: %s %s" % (s, b))
+    c.cli("submit", "--queue", "capped", "--gpus", "1", "--array", "0-1999",
+          "--", "true")
+    wait_for(lambda: (lambda q: q if "capped" in q and
+                      q["capped"]["pending"] and
+                      q["capped"]["pending"][-1] == 2000.0 else None)(
+        series("queue")), 15, "2000 pending GPUs of the array in the samples")
     # Coarse rows: a query at a coarse step reads them.
     s, u = c.api("GET", "/v1/usage?by=queue&from=%d&step=3" % (int(t0) - 5))
     check(s == 200 and u["step"] == 3 and u["series"], "coarse rows: %s" % u)
