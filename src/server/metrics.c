@@ -286,9 +286,13 @@ gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, int64_t v,
     al_buf_puts(b, "{node=\"");
     label(b, n->name);
     al_buf_puts(b, "\",gpu=\"");
-    char idx[16];
-    int k = snprintf(idx, sizeof idx, "%d", g);
-    al_buf_append(b, idx, (size_t)k);
+    char idx[16], *p = idx + sizeof idx;
+    unsigned u = (unsigned)g;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u > 0);
+    al_buf_append(b, p, (size_t)(idx + sizeof idx - p));
     al_buf_puts(b, "\",model=\"");
     const char *m = n->gpus[g].model;
     label(b, m != NULL && *m != '\0' ? m : "unknown"); /* as allot_gpus */
