@@ -375,8 +375,13 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
     node->nruns = kept;
     if (lacking != NULL)
         *lacking = nlacking;
-    return json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
-                     (json_int_t)ctl->opts.grace_ms);
+    json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
+                          (json_int_t)ctl->opts.grace_ms);
+    /* Interactive sessions whose streams the agent is to open. */
+    json_t *streams = al__relay_wanted(ctl, n);
+    if (streams != NULL)
+        json_object_set_new(o, "streams", streams);
+    return o;
 }
 
 void

@@ -267,6 +267,10 @@ struct al__req {
     json_t *acks;
     bool after_cycle;
     void *conn; /* the intake's connection, suspended until the reply */
+    /* A 101 reply turns the connection over to the relay: the session id
+     * (malloc()ed), and whether the agent's side (else the user's). */
+    char *upgrade;
+    bool upgrade_agent;
     al__req_t *next;
 };
 
@@ -320,9 +324,12 @@ typedef struct al__counters {
 /* ------------------------------------------------------------------ */
 /* The controller                                                     */
 
+typedef struct al__relay al__relay_t;
+
 typedef struct al_ctl {
     al_server_opts_t opts;
     char *state_dir;
+    al__relay_t *relay; /* interactive sessions (relay.c), own lock */
 
     /* Shared with the daemon's thread, under mu. */
     pthread_mutex_t mu;
@@ -612,5 +619,29 @@ const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);
+
+/* ------------------------------------------------------------------ */
+/* relay.c: interactive sessions (streams between a user and an agent)  */
+
+/* Gives an upgraded connection back to the intake, which closes it. */
+typedef void (*al__relay_close_fn)(void *handle);
+al__relay_t *al__relay_create(al__relay_close_fn close_fn);
+/* Ends every session (their threads close their sockets) and frees r;
+ * NULL is a no-op.  Before the intake stops. */
+void al__relay_destroy(al__relay_t *r);
+/* POST /v1/jobs/ID/stream (a user) and POST /v1/agent/streams/SID (the
+ * agent dialing back): loop thread; a 101 sets req->upgrade. */
+void al__api_job_stream(al_ctl_t *ctl, al__req_t *req);
+void al__proto_stream(al_ctl_t *ctl, al__req_t *req);
+/* The streams node's agent is to open, as a JSON array, or NULL. */
+json_t *al__relay_wanted(al_ctl_t *ctl, int node);
+/* The intake hands over the upgraded socket of session id (any thread);
+ * extra: bytes that came after the request.  False when no session takes
+ * it (the caller closes it). */
+bool al__relay_take(al__relay_t *r, const char *id, bool agent, int fd,
+                    const char *extra, size_t n, void *handle);
+/* Sends a line of text to every user attached to job (shown on their
+ * terminal's stderr); any thread. */
+void al__relay_notice(al_ctl_t *ctl, uint64_t job, const char *text);
 
 #endif /* AL_SERVER_INT_H */
