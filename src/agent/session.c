@@ -784,6 +784,20 @@ write_some(int fd, al_buf_t *b, size_t *off, bool sock)
     return 0;
 }
 
+/* Writes what b holds to fd as far as it goes, keeping the rest at its
+ * start; -1 on an error. */
+static int
+write_buf(int fd, al_buf_t *b, bool sock)
+{
+    size_t off = 0;
+    int rc = write_some(fd, b, &off, sock);
+    if (off > 0 && off < b->len) {
+        memmove(b->data, b->data + off, b->len - off);
+        b->len -= off;
+    }
+    return rc;
+}
+
 /* The work of one turn for every stream and process (mu held). */
 static void
 step(void)
@@ -806,8 +820,7 @@ step(void)
         if (s->in.len > 0)
             take_frames(s);
         if (s->kind == K_PORT && s->tcp >= 0) {
-            size_t zero = 0;
-            if (write_some(s->tcp, &s->tcp_out, &zero, true) != 0)
+            if (write_buf(s->tcp, &s->tcp_out, true) != 0)
                 s->tcp_eof = true;
             if (s->tcp_eof && s->tcp_out.len == 0)
                 shutdown(s->tcp, SHUT_WR);
@@ -833,8 +846,7 @@ step(void)
         strm_t *s = p->s;
         /* Its stdin. */
         if (p->in_fd >= 0 && p->tin.len > 0) {
-            size_t zero = 0;
-            if (write_some(p->in_fd, &p->tin, &zero, false) != 0)
+            if (write_buf(p->in_fd, &p->tin, false) != 0)
                 p->tin.len = 0;
         }
         if (p->in_eof && p->tin.len == 0 && p->in_fd >= 0 && !p->tty) {

@@ -338,6 +338,7 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last)
 {
     bool shown = false, term = isatty(2);
     int delay_ms = 50;
+    int64_t t0 = al_clock_mono_ms();
     char prev[512] = "";
     for (;;) {
         json_t *j = get_job(c, id);
@@ -357,7 +358,8 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last)
         snprintf(line, sizeof line, "job %llu: %s%s%s", id,
                  j != NULL ? st : "(no answer)", why ? " - " : "",
                  why ? why : "");
-        if (strcmp(line, prev) != 0) {
+        /* Only a wait worth seeing: nothing for a start within moments. */
+        if (al_clock_mono_ms() - t0 >= 300 && strcmp(line, prev) != 0) {
             if (term)
                 fprintf(stderr, "\r\033[K%.*s", 200, line);
             else

@@ -14,6 +14,10 @@
  *                 the handlers of each resource
  *   agentproto.c  the agent protocol: register, sync, desired task sets,
  *                 parked long-polls, the server's copy of task output
+ *   relay.c       interactive sessions: opening a stream (a user's and
+ *                 the agent's dialing back), the streams an agent is to
+ *                 open, the byte relay between the two (a thread per
+ *                 session, its own lock)
  *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
  *   state.c       state changes: a job's transitions, requeue, master
  *                 ports, a cycle due, a node's set changed, silent nodes

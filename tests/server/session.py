@@ -185,6 +185,162 @@ def scenario_tty(c):
         t.close()
 
 
+def run_piped(c, args, stdin=b"", timeout=60):
+    p = subprocess.run([c.allot] + list(args), input=stdin,
+                       capture_output=True, env=c.env, cwd=c.root,
+                       timeout=timeout)
+    return p
+
+
+def vm_hwm_kb(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def scenario_pipes(c):
+    """allot run -i without a terminal: stdin to the job and its end,
+    stdout and stderr kept apart, the exit status, a bad command line;
+    a large output arrives whole while every process's memory stays
+    bounded."""
+    start(c)
+    p = run_piped(c, ["run", "-i", "--queue", "dev", "--", "cat"], b"x\n")
+    check(p.returncode == 0 and p.stdout == b"x\n",
+          "echo x | allot run -i -- cat: %d %r %r" %
+          (p.returncode, p.stdout, p.stderr))
+    p = run_piped(c, ["run", "-i", "--queue", "dev", "--", "sh", "-c",
+                      "read a; echo out-$a; echo err-$a >&2; exit 5"],
+                  b"w\n")
+    check(p.returncode == 5, "the remote status: %d" % p.returncode)
+    check(p.stdout == b"out-w\n", "stdout: %r" % p.stdout)
+    check(b"err-w\n" in p.stderr and b"out-w" not in p.stderr,
+          "stderr stays stderr: %r" % p.stderr)
+    # A signal ends the job: 128+N, as a shell says.
+    p = run_piped(c, ["run", "--queue", "dev", "--", "sh", "-c",
+                      "kill -TERM $$"])
+    check(p.returncode == 128 + 15, "killed by SIGTERM: %d %r" %
+          (p.returncode, p.stderr))
+    p = run_piped(c, ["run", "-i", "--gpus", "x", "--", "cat"])
+    check(p.returncode == 2 and b"allot" in p.stderr,
+          "bad options: exit 2: %d %r" % (p.returncode, p.stderr))
+    p = run_piped(c, ["run", "-i"])
+    check(p.returncode == 2, "no command: exit 2")
+    # Bulk: both ways, counted at the far end, through bounded buffers.
+    size = 96 << 20
+    agent, server = c.agents["n1"].pid, c.server.pid
+    base = {pid: vm_hwm_kb(pid) for pid in (agent, server)}
+    cmd = [c.allot, "run", "-i", "--queue", "dev", "--", "sh", "-c",
+           "yes | head -c %d" % size]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, env=c.env,
+                          cwd=c.root) as p:
+        got = 0
+        # A slow reader first: back-pressure all the way to the job.
+        time.sleep(1)
+        while True:
+            b = p.stdout.read(1 << 20)
+            if not b:
+                break
+            got += len(b)
+        rc = p.wait(60)
+    check(rc == 0 and got == size, "yes | head -c %d arrived whole: %d "
+          "bytes, exit %d" % (size, got, rc))
+    p = run_piped(c, ["run", "-i", "--queue", "dev", "--", "wc", "-c"],
+                  b"z" * (32 << 20))
+    check(p.stdout.strip() == str(32 << 20).encode(),
+          "32 MiB of stdin arrived whole: %r" % p.stdout)
+    for pid, name in ((agent, "agent"), (server, "server")):
+        grew = vm_hwm_kb(pid) - base[pid]
+        check(grew < 48 << 10, "the %s's memory stayed bounded: +%d KiB "
+              "for %d MiB relayed" % (name, grew, size >> 20))
+
+
+def scenario_port(c):
+    """port-forward reaches a web server started in a session, several
+    connections at once; a closed port gets a clear error."""
+    start(c)
+    remote = e2e.free_port()
+    before = last_job(c)
+    t = Term(c, ["run", "-it", "--queue", "dev", "--", "python3", "-m",
+                 "http.server", "--bind", "127.0.0.1", str(remote)])
+    pf = None
+    try:
+        jid = job_of_session(c, before)
+        t.expect(r"Serving HTTP")
+        local = e2e.free_port()
+        pf = subprocess.Popen([c.allot, "port-forward", str(jid),
+                               "%d:%d" % (local, remote)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=c.env, cwd=c.root)
+        line = pf.stdout.readline().decode()
+        check("Forwarding 127.0.0.1:%d" % local in line, "port-forward "
+              "says where it listens: %r" % line)
+        open(os.path.join(c.root, "hello.txt"), "w").write("hello-port\n")
+        results = []
+
+        def get():
+            url = "http://127.0.0.1:%d/hello.txt" % local
+            with urllib.request.urlopen(url, timeout=20) as r:
+                results.append(r.read())
+        threads = [threading.Thread(target=get) for _ in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(30)
+        check(results == [b"hello-port\n"] * 4,
+              "four connections at once: %r" % results)
+        # A port nothing listens on: the connection ends, with why.
+        closed = e2e.free_port()
+        pf2 = subprocess.Popen([c.allot, "port-forward", str(jid),
+                                "0:%d" % closed], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=c.env, cwd=c.root)
+        got = re.search(r"127\.0\.0\.1:(\d+)",
+                        pf2.stdout.readline().decode())
+        with socket.create_connection(("127.0.0.1", int(got.group(1))),
+                                      timeout=20) as so:
+            check(so.recv(100) == b"", "a closed remote port: the "
+                  "connection ends")
+        pf2.kill()
+        err = pf2.communicate()[1].decode()
+        check("cannot connect to port %d" % closed in err,
+              "port-forward says why: %r" % err)
+        p = c.cli("port-forward", str(jid), "99999", ok=False)
+        check(p.returncode == 2, "a bad port: exit 2: %r" % p.stderr)
+    finally:
+        if pf is not None:
+            pf.kill()
+            pf.wait()
+        t.close()
+
+
+def scenario_restart(c):
+    """A kill -9 of the controller during a session: the CLI says the
+    connection is lost, the job keeps running, and attach works once the
+    controller is back."""
+    start(c)
+    before = last_job(c)
+    t = Term(c, ["run", "-it", "--queue", "dev", "--", "bash", "--norc",
+                 "--noprofile", "-i"])
+    try:
+        jid = job_of_session(c, before)
+        t.send("echo first-$((1+1))\r")
+        t.expect(r"first-2")
+        c.kill_server()
+        check(t.wait() == 255, "a lost controller: exit 255")
+        t.expect(r"lost the connection")
+        t.close()
+        c.start_server()
+        c.wait_state(jid, "running")
+        t = Term(c, ["attach", str(jid)])
+        time.sleep(0.5)
+        t.send("echo second-$((2+2))\r")
+        t.expect(r"second-4", 30)
+        t.send("exit\r")
+        check(t.wait() == 0, "exit gives 0")
+    finally:
+        t.close()
+
+
 SCENARIOS = {k[len("scenario_"):]: v for k, v in globals().items()
              if k.startswith("scenario_")}
 

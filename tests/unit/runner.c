@@ -22,6 +22,7 @@ extern const al_test_t test_cli[];
 extern const al_test_t test_agent[];
 extern const al_test_t test_simulator[];
 extern const al_test_t test_server[];
+extern const al_test_t test_stream[];
 
 static const struct {
     const char *module;
@@ -32,6 +33,7 @@ static const struct {
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
     { "server", test_server },
+    { "stream", test_stream },
 };
 
 int
