@@ -279,11 +279,11 @@ done:
 
 /* Opens a stream of job id: kind "attach", "exec" or "port" with its
  * extra query (already encoded).  0 with *fd and the first bytes in *in,
- * else prints why and returns the dial's error. */
+ * else the dial's error with why in *cause (caller frees). */
 static int
 open_stream(al_client_t *c, unsigned long long id, const char *kind,
             int task, bool tty, const char *extra, int *fd, al_buf_t *in,
-            const char *who)
+            char **cause)
 {
     int rows = 0, cols = 0;
     if (tty)
@@ -291,12 +291,8 @@ open_stream(al_client_t *c, unsigned long long id, const char *kind,
     char *path = al_xasprintf(
         "/v1/jobs/%llu/stream?kind=%s&task=%d&tty=%d&rows=%d&cols=%d%s", id,
         kind, task, tty ? 1 : 0, rows, cols, extra ? extra : "");
-    char *cause = NULL;
-    int rc = al_stream_dial(&c->url, path, c->token, fd, in, &cause);
+    int rc = al_stream_dial(&c->url, path, c->token, fd, in, cause);
     free(path);
-    if (rc != 0)
-        fprintf(stderr, "allot %s: %s\n", who, cause ? cause : "failed");
-    free(cause);
     return rc;
 }
 
@@ -376,18 +372,34 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last)
 }
 
 /* Prints what job id wrote (task 0) and returns its status: a job of
- * `allot run` that ended before its stream opened. */
+ * `allot run` that ended before its stream opened.  The job's end may be
+ * known a moment before the last of its output: read until it stops
+ * growing. */
 static int
 print_ended(al_client_t *c, unsigned long long id, json_t *j)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%llu/logs?task=0", id);
-    al_http_resp_t r;
-    if (al_http_request(&c->url, "GET", path, c->token, NULL, 0, 30000, -1, &r,
-                        NULL) == 0) {
-        if (r.status == 200)
-            al_stream_write_all(1, r.body.data, r.body.len);
-        al_http_resp_fini(&r);
+    size_t off = 0;
+    int quiet = 0;
+    while (quiet < 3) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/jobs/%llu/logs?task=0&offset=%zu",
+                 id, off);
+        al_http_resp_t r;
+        size_t got = 0;
+        if (al_http_request(&c->url, "GET", path, c->token, NULL, 0, 30000, -1,
+                            &r, NULL) == 0) {
+            if (r.status == 200) {
+                al_stream_write_all(1, r.body.data, r.body.len);
+                got = r.body.len;
+            }
+            al_http_resp_fini(&r);
+        }
+        off += got;
+        quiet = got > 0 ? 0 : quiet + 1;
+        if (got == 0) {
+            struct timespec ts = { 0, 100 * 1000000L };
+            nanosleep(&ts, NULL);
+        }
     }
     int st = job_status(j);
     if (strcmp(al_json_str(j, "state", ""), "cancelled") == 0) {
@@ -395,6 +407,23 @@ print_ended(al_client_t *c, unsigned long long id, json_t *j)
         st = st ? st : 1;
     }
     return st;
+}
+
+/* Waits up to ms for job id to end: its view then, or NULL. */
+static json_t *
+wait_ended(al_client_t *c, unsigned long long id, int ms)
+{
+    int64_t end = al_clock_mono_ms() + ms;
+    for (;;) {
+        json_t *j = get_job(c, id);
+        if (j != NULL && ended_state(al_json_str(j, "state", "")))
+            return j;
+        json_decref(j);
+        if (al_clock_mono_ms() > end)
+            return NULL;
+        struct timespec ts = { 0, 50 * 1000000L };
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* Runs a session on job id until it ends: the exit status for the CLI. */
@@ -405,9 +434,20 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
 {
     int fd = -1;
     al_buf_t in = AL_BUF_INIT;
-    int rc = open_stream(c, id, kind, 0, tty, extra, &fd, &in, who);
+    char *cause = NULL;
+    int rc = open_stream(c, id, kind, 0, tty, extra, &fd, &in, &cause);
     if (rc != 0) {
         al_buf_fini(&in);
+        /* `allot run`: a job that ended before its stream opened. */
+        json_t *j = fallback && rc == AL_EINVAL ? wait_ended(c, id, 0) : NULL;
+        if (j != NULL) {
+            free(cause);
+            rc = print_ended(c, id, j);
+            json_decref(j);
+            return rc;
+        }
+        fprintf(stderr, "allot %s: %s\n", who, cause ? cause : "failed");
+        free(cause);
         return rc == AL_EUNAVAIL ? EXIT_LOST : AL_EXIT_FAIL;
     }
     if (pipe(sig_pipe) == 0) {
@@ -432,8 +472,10 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
                 id, id);
         status = 0;
     } else if (res.failed) {
-        json_t *j = fallback ? get_job(c, id) : NULL;
-        if (j != NULL && ended_state(al_json_str(j, "state", ""))) {
+        /* `allot run`'s job may have ended before its stream opened: the
+         * node said so before the controller knew. */
+        json_t *j = fallback ? wait_ended(c, id, 10000) : NULL;
+        if (j != NULL) {
             status = print_ended(c, id, j);
         } else {
             fprintf(stderr, "allot %s: %s\n", who,
@@ -718,8 +760,11 @@ forward_one(void *arg)
     snprintf(q, sizeof q, "&port=%d", f->remote);
     int fd = -1;
     al_buf_t in = AL_BUF_INIT, out = AL_BUF_INIT;
-    if (open_stream(f->c, f->id, "port", 0, false, q, &fd, &in,
-                    "port-forward") != 0) {
+    char *cause = NULL;
+    if (open_stream(f->c, f->id, "port", 0, false, q, &fd, &in, &cause) !=
+        0) {
+        fprintf(stderr, "allot port-forward: %s\n", cause ? cause : "failed");
+        free(cause);
         close(f->conn);
         free(f);
         al_buf_fini(&in);

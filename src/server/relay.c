@@ -421,6 +421,7 @@ typedef struct scan {
     unsigned char hdr[AL_STREAM_HDR];
     int got;
     uint32_t left;
+    int last; /* the type of the last frame begun */
 } scan_t;
 
 static void
@@ -437,6 +438,7 @@ scan(scan_t *sc, const char *p, size_t n)
         sc->hdr[sc->got++] = (unsigned char)*p++;
         n--;
         if (sc->got == AL_STREAM_HDR) {
+            sc->last = sc->hdr[0];
             sc->left = (uint32_t)sc->hdr[1] << 24 | (uint32_t)sc->hdr[2] << 16 |
                        (uint32_t)sc->hdr[3] << 8 | sc->hdr[4];
             sc->got = 0;
@@ -469,7 +471,7 @@ relay_main(void *arg)
     free(ta);
     rbuf_t up = { al_xmalloc(RBUF), 0, 0 };   /* client to agent */
     rbuf_t down = { al_xmalloc(RBUF), 0, 0 }; /* agent to client */
-    scan_t sc = { .got = 0, .left = 0 };
+    scan_t sc = { .got = 0, .left = 0, .last = 0 };
     bool c_eof = false, a_eof = false, gave_up = false;
     int afd = -1;
     for (;;) {
@@ -499,6 +501,13 @@ relay_main(void *arg)
             al_clock_mono_ms() - s->made_ms > DIAL_MS) {
             say_error(&down, "the job's node did not open the stream");
             gave_up = a_eof = true;
+        }
+        /* The agent's side ended without its CLOSE (the agent or its
+         * connection died): the user hears it from here. */
+        if (a_eof && !gave_up && sc.last != AL_FR_CLOSE && sc.got == 0 &&
+            sc.left == 0) {
+            say_error(&down, "the connection to the job's node was lost");
+            gave_up = true;
         }
         if (c_eof || (a_eof && down.len == 0))
             break;

@@ -167,6 +167,15 @@ def scenario_tty(c):
                   "echo exec-gpus=$CUDA_VISIBLE_DEVICES.")
         check(p.stdout.strip() == "exec-gpus=%s." % gpus,
               "exec sees the job's GPUs %s: %r" % (gpus, p.stdout))
+        # Only the job's owner.
+        bob = c.api("POST", "/v1/tokens", {"user": "bob"})[1]["token"]
+        p = c.cli("exec", str(jid), "--", "true", token=bob, ok=False)
+        check(p.returncode == 1 and "not yours" in p.stderr,
+              "another user's exec is refused: %d %r" %
+              (p.returncode, p.stderr))
+        p = c.cli("attach", str(jid), token=bob, ok=False)
+        check(p.returncode == 1 and "not yours" in p.stderr,
+              "another user's attach is refused: %r" % p.stderr)
         p = c.cli("exec", str(jid), "--", "sh", "-c", "exit 7", ok=False)
         check(p.returncode == 7, "exec's status is its command's: %d" %
               p.returncode)
@@ -221,6 +230,12 @@ def scenario_pipes(c):
                       "kill -TERM $$"])
     check(p.returncode == 128 + 15, "killed by SIGTERM: %d %r" %
           (p.returncode, p.stderr))
+    # A job that may end before its stream opens: the same result.
+    p = run_piped(c, ["run", "--queue", "dev", "--", "sh", "-c",
+                      "echo quick; exit 4"])
+    check(p.returncode == 4 and b"quick" in p.stdout,
+          "a quick job: its output and status: %d %r" %
+          (p.returncode, p.stdout))
     p = run_piped(c, ["run", "-i", "--gpus", "x", "--", "cat"])
     check(p.returncode == 2 and b"allot" in p.stderr,
           "bad options: exit 2: %d %r" % (p.returncode, p.stderr))
