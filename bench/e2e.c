@@ -22,8 +22,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
-#include <pthread.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pty.h>
 #include <pwd.h>
 #include <signal.h>
@@ -979,7 +979,8 @@ case_session(const opts_t *o)
     al_http_conn_init(&c, &d.url);
     int st;
     json_decref(api(&c, d.token, "POST", "/v1/queues",
-                    "{\"name\":\"bench\",\"quota\":{\"gpu\":{\"deserved\":8}}}", &st));
+                    "{\"name\":\"bench\",\"quota\":{\"gpu\":{\"deserved\":8}}}",
+                    &st));
     if (st != 200 && st != 201)
         die("cannot create queue bench (%d)", st);
     int m, sl;
@@ -993,8 +994,8 @@ case_session(const opts_t *o)
         tcsetattr(sl, TCSANOW, &tio);
     }
     const int tfd[3] = { sl, sl, sl };
-    const char *const rargs[] = { "run", "-it", "--queue", "bench", "--",
-                                  "cat", NULL };
+    const char *const rargs[] = { "run", "-it", "--queue", "bench",
+                                  "--",  "cat", NULL };
     pid_t pid = session_spawn(o, &d, tfd, true, rargs);
     close(sl);
     /* Up once a key comes back. */
@@ -1037,8 +1038,8 @@ case_session(const opts_t *o)
     /* Bulk: the job's output through the controller into a pipe. */
     const int64_t bytes = INT64_C(1) << 30;
     char *sh = al_xasprintf("yes | head -c %lld", (long long)bytes);
-    const char *const bargs[] = { "run",  "--queue", "bench", "--",
-                                  "sh",   "-c",      sh,      NULL };
+    const char *const bargs[] = { "run", "--queue", "bench", "--",
+                                  "sh",  "-c",      sh,      NULL };
     int p[2];
     if (pipe(p) != 0)
         die("pipe: %s", strerror(errno));

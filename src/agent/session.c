@@ -62,8 +62,8 @@ extern char **environ;
 
 /* Bytes waiting for the controller before the task's output is left
  * unread, and for the task's stdin before the stream is left unread. */
-#define OUT_MAX (256 * 1024)
-#define IN_MAX (256 * 1024)
+#define OUT_MAX ((size_t)256 * 1024)
+#define IN_MAX ((size_t)256 * 1024)
 #define CHUNK 65536
 
 enum { K_ATTACH, K_EXEC, K_PORT };
@@ -79,12 +79,12 @@ typedef struct proc {
     int index, restart;
     pid_t pid;
     bool tty;
-    int in_fd;  /* its stdin: the pty's master, or a pipe; -1 once closed */
-    int out_fd; /* its stdout: the master again, or a pipe; -1 at its end */
-    int err_fd; /* its stderr pipe, or -1 */
-    int log_fd; /* a task's log, or -1 */
-    int log_rd; /* the log again, for replays */
-    int64_t logged;      /* bytes written to the log */
+    int in_fd;      /* its stdin: the pty's master, or a pipe; -1 once closed */
+    int out_fd;     /* its stdout: the master again, or a pipe; -1 at its end */
+    int err_fd;     /* its stderr pipe, or -1 */
+    int log_fd;     /* a task's log, or -1 */
+    int log_rd;     /* the log again, for replays */
+    int64_t logged; /* bytes written to the log */
     int64_t detached_at; /* where the next attach's replay starts */
     struct strm *s;      /* the stream attached, or NULL */
     al_buf_t tin;        /* for its stdin */
@@ -268,8 +268,8 @@ al__session_launch(agent_t *a, task_t *t, al__launch_t *l, char **cause)
     p->in_fd = ours[0];
     p->out_fd = ours[1];
     p->err_fd = ours[2];
-    p->log_fd = open(l->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-                     0644);
+    p->log_fd =
+        open(l->log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     p->log_rd = open(l->log_path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     p->logged = p->log_fd >= 0 && fstat(p->log_fd, &st) == 0 ? st.st_size : 0;
@@ -425,8 +425,7 @@ al__session_want(agent_t *a, json_t *streams)
             int index = (int)al_json_int(w, "task", 0);
             for (int k = 0; k < a->ntasks; k++) {
                 const task_t *t = &a->tasks[k];
-                if (t->job == job && t->index == index &&
-                    t->state == T_RUNNING)
+                if (t->job == job && t->index == index && t->state == T_RUNNING)
                     s->beside = t->pid;
             }
             if (s->beside <= 0)
@@ -489,8 +488,8 @@ exec_start(pid_t beside, json_t *w, char **cause)
     ssize_t cl = readlink(path, cwd, sizeof cwd - 1);
     snprintf(path, sizeof path, "/proc/%ld", (long)beside);
     if (envp == NULL || cl < 0 || stat(path, &st) != 0) {
-        *cause = al_xasprintf("cannot read the job's process: %s",
-                              strerror(errno));
+        *cause =
+            al_xasprintf("cannot read the job's process: %s", strerror(errno));
         if (envp != NULL)
             free(envp[0]);
         free(envp);
@@ -505,14 +504,16 @@ exec_start(pid_t beside, json_t *w, char **cause)
     bool tty = al_json_bool(w, "tty", false);
     int ours[3], theirs[3];
     if (argc == 0 || open_stdio(tty, ours, theirs) != 0) {
-        *cause = al_xasprintf(argc == 0 ? "no command" : "cannot open a "
-                                                         "terminal");
+        *cause = al_xasprintf(argc == 0 ? "no command"
+                                        : "cannot open a "
+                                          "terminal");
         free(envp[0]);
         free(envp);
         free(argv);
         return NULL;
     }
-    int rows = (int)al_json_int(w, "rows", 0), cols = (int)al_json_int(w, "cols", 0);
+    int rows = (int)al_json_int(w, "rows", 0),
+        cols = (int)al_json_int(w, "cols", 0);
     if (tty && rows > 0 && cols > 0) {
         struct winsize ws = { .ws_row = (unsigned short)rows,
                               .ws_col = (unsigned short)cols };
@@ -678,9 +679,9 @@ replay(strm_t *s)
         if (want > CHUNK)
             want = CHUNK;
         char buf[CHUNK];
-        ssize_t n = p->log_rd >= 0 ? pread(p->log_rd, buf, want,
-                                           (off_t)s->replay_off)
-                                   : -1;
+        ssize_t n = p->log_rd >= 0
+                        ? pread(p->log_rd, buf, want, (off_t)s->replay_off)
+                        : -1;
         if (n <= 0) {
             s->replay_off = s->replay_end;
             break;
@@ -727,8 +728,8 @@ take_frames(strm_t *s)
     while (!s->closing) {
         al_frame_t f;
         size_t used;
-        int rc = al_stream_parse(s->in.data + off, s->in.len - off, &f, &used,
-                                 NULL);
+        int rc =
+            al_stream_parse(s->in.data + off, s->in.len - off, &f, &used, NULL);
         if (rc == 0)
             break;
         if (rc < 0) {
@@ -773,8 +774,7 @@ static int
 write_some(int fd, al_buf_t *b, size_t *off, bool sock)
 {
     while (b->len > *off) {
-        ssize_t n = sock ? send(fd, b->data + *off, b->len - *off,
-                                MSG_NOSIGNAL)
+        ssize_t n = sock ? send(fd, b->data + *off, b->len - *off, MSG_NOSIGNAL)
                          : write(fd, b->data + *off, b->len - *off);
         if (n < 0)
             return errno == EAGAIN || errno == EINTR ? 0 : -1;
@@ -798,92 +798,119 @@ write_buf(int fd, al_buf_t *b, bool sock)
     return rc;
 }
 
+/* A port stream's connection: what the user sent to it, what it says
+ * back while the stream has room. */
+static void
+step_port(strm_t *s)
+{
+    if (write_buf(s->tcp, &s->tcp_out, true) != 0)
+        s->tcp_eof = true;
+    if (s->tcp_eof && s->tcp_out.len == 0)
+        shutdown(s->tcp, SHUT_WR);
+    if (s->out.len - s->out_off >= OUT_MAX)
+        return;
+    char buf[CHUNK];
+    ssize_t n = recv(s->tcp, buf, sizeof buf, 0);
+    if (n > 0) {
+        out_frame(s, AL_FR_STDOUT, buf, (size_t)n);
+    } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        out_frame(s, AL_FR_CLOSE, NULL, 0);
+        s->closing = true;
+        close(s->tcp);
+        s->tcp = -1;
+    }
+}
+
+/* What came from the user on s, taken as far as its target has room;
+ * false when s ended (and is freed). */
+static bool
+step_stream(strm_t *s)
+{
+    if (!s->closing && s->in.len < IN_MAX) {
+        al_buf_reserve(&s->in, s->in.len + CHUNK);
+        ssize_t n = recv(s->fd, s->in.data + s->in.len, CHUNK, 0);
+        if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+            strm_free(s);
+            return false;
+        }
+        if (n > 0)
+            s->in.len += (size_t)n;
+    }
+    if (s->in.len > 0)
+        take_frames(s);
+    if (s->kind == K_PORT && s->tcp >= 0)
+        step_port(s);
+    if (s->replay_off < s->replay_end)
+        replay(s);
+    return true;
+}
+
+/* Whether p's output may be read now: its stream has room and its replay
+ * is over (always when nobody is attached: then it goes to the log only). */
+static bool
+out_room(const proc_t *p)
+{
+    const strm_t *s = p->s;
+    return s == NULL || (s->replay_off >= s->replay_end &&
+                         s->out.len - s->out_off < OUT_MAX);
+}
+
+/* p's stdin and output; false when p ended and is freed (its stream, if
+ * any, got the exit). */
+static bool
+step_proc(proc_t *p)
+{
+    strm_t *s = p->s;
+    if (p->in_fd >= 0 && p->tin.len > 0 &&
+        write_buf(p->in_fd, &p->tin, false) != 0)
+        p->tin.len = 0;
+    if (p->in_eof && p->tin.len == 0 && p->in_fd >= 0 && !p->tty) {
+        close(p->in_fd);
+        p->in_fd = -1;
+    }
+    if (out_room(p) && !p->ended) {
+        if (p->out_fd >= 0 && read_out(p, p->out_fd, AL_FR_STDOUT) == 0) {
+            /* A pty's master stays open for stdin (and resizes) until the
+             * task's end. */
+            if (!p->tty)
+                close(p->out_fd);
+            p->out_fd = -1;
+        }
+        if (p->err_fd >= 0 && read_out(p, p->err_fd, AL_FR_STDERR) == 0) {
+            close(p->err_fd);
+            p->err_fd = -1;
+        }
+    }
+    if (!p->ended || (s != NULL && s->replay_off < s->replay_end))
+        return true;
+    if (s != NULL) {
+        al_stream_put_exit(&s->out, p->code, p->sig);
+        out_frame(s, AL_FR_CLOSE, NULL, 0);
+        s->closing = true;
+        s->p = NULL;
+    }
+    close_proc_fds(p);
+    al_buf_fini(&p->tin);
+    free(p);
+    return false;
+}
+
 /* The work of one turn for every stream and process (mu held). */
 static void
 step(void)
 {
     for (strm_t *s = S.strms, *next; s != NULL; s = next) {
         next = s->next;
-        if (s->fd < 0)
-            continue;
-        /* From the user. */
-        if (!s->closing && s->in.len < IN_MAX) {
-            al_buf_reserve(&s->in, s->in.len + CHUNK);
-            ssize_t n = recv(s->fd, s->in.data + s->in.len, CHUNK, 0);
-            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-                strm_free(s);
-                continue;
-            }
-            if (n > 0)
-                s->in.len += (size_t)n;
-        }
-        if (s->in.len > 0)
-            take_frames(s);
-        if (s->kind == K_PORT && s->tcp >= 0) {
-            if (write_buf(s->tcp, &s->tcp_out, true) != 0)
-                s->tcp_eof = true;
-            if (s->tcp_eof && s->tcp_out.len == 0)
-                shutdown(s->tcp, SHUT_WR);
-            if (s->out.len - s->out_off < OUT_MAX) {
-                char buf[CHUNK];
-                ssize_t n = recv(s->tcp, buf, sizeof buf, 0);
-                if (n > 0) {
-                    out_frame(s, AL_FR_STDOUT, buf, (size_t)n);
-                } else if (n == 0 ||
-                           (errno != EAGAIN && errno != EINTR)) {
-                    out_frame(s, AL_FR_CLOSE, NULL, 0);
-                    s->closing = true;
-                    close(s->tcp);
-                    s->tcp = -1;
-                }
-            }
-        }
-        if (s->replay_off < s->replay_end)
-            replay(s);
+        if (s->fd >= 0)
+            step_stream(s);
     }
     for (proc_t **pp = &S.procs; *pp != NULL;) {
         proc_t *p = *pp;
-        strm_t *s = p->s;
-        /* Its stdin. */
-        if (p->in_fd >= 0 && p->tin.len > 0) {
-            if (write_buf(p->in_fd, &p->tin, false) != 0)
-                p->tin.len = 0;
-        }
-        if (p->in_eof && p->tin.len == 0 && p->in_fd >= 0 && !p->tty) {
-            close(p->in_fd);
-            p->in_fd = -1;
-        }
-        /* Its output, while its stream has room (all of it when none is
-         * attached: to the log only). */
-        bool room = s == NULL || (s->replay_off >= s->replay_end &&
-                                  s->out.len - s->out_off < OUT_MAX);
-        if (room && !p->ended) {
-            if (p->out_fd >= 0 && read_out(p, p->out_fd, AL_FR_STDOUT) == 0) {
-                /* A pty's master stays open for stdin (and resizes) until
-                 * the task's end. */
-                if (!p->tty)
-                    close(p->out_fd);
-                p->out_fd = -1;
-            }
-            if (p->err_fd >= 0 && read_out(p, p->err_fd, AL_FR_STDERR) == 0) {
-                close(p->err_fd);
-                p->err_fd = -1;
-            }
-        }
-        if (p->ended && (s == NULL || s->replay_off >= s->replay_end)) {
-            if (s != NULL) {
-                al_stream_put_exit(&s->out, p->code, p->sig);
-                out_frame(s, AL_FR_CLOSE, NULL, 0);
-                s->closing = true;
-                s->p = NULL;
-            }
-            *pp = p->next;
-            close_proc_fds(p);
-            al_buf_fini(&p->tin);
-            free(p);
-            continue;
-        }
-        pp = &p->next;
+        proc_t *after = p->next;
+        if (step_proc(p))
+            pp = &p->next;
+        else
+            *pp = after;
     }
     /* To the user. */
     for (strm_t *s = S.strms, *next; s != NULL; s = next) {
@@ -939,8 +966,8 @@ static void *
 session_main(void *arg)
 {
     (void)arg;
-    struct pollfd *pf = NULL;
-    size_t cap = 0;
+    size_t cap = 16;
+    struct pollfd *pf = al_xcalloc(cap, sizeof *pf);
     for (;;) {
         dial_new();
         pthread_mutex_lock(&S.mu);

@@ -41,6 +41,8 @@
 
 /* What the session's loop ends with, besides an exit status. */
 #define EXIT_LOST 255
+/* Bytes waiting for the stream before stdin is left unread. */
+#define OUT_ROOM ((size_t)256 * 1024)
 
 /* Passed on to a job of `allot run`, as `allot submit` does. */
 static const char *const passed_env[] = { "PATH",       "HOME", "LANG",
@@ -115,175 +117,225 @@ install(int sig)
 
 /* How a session went. */
 typedef struct result {
-    int status;   /* the exit status to return */
-    bool ended;   /* an EXIT came */
-    bool failed;  /* an ERROR came (printed) */
-    bool lost;    /* the connection ended without a word */
-    bool detach;  /* the user detached */
-    char *error;  /* the ERROR's text */
+    int status;  /* the exit status to return */
+    bool ended;  /* an EXIT came */
+    bool failed; /* an ERROR came (printed) */
+    bool lost;   /* the connection ended without a word */
+    bool detach; /* the user detached */
+    char *error; /* the ERROR's text */
 } result_t;
 
-/* The session's loop over an open stream: until the remote end ends it,
- * the user detaches or the connection is lost. */
+/* A session's state while it runs. */
+typedef struct sess {
+    int fd;      /* the stream */
+    al_buf_t in; /* from the stream, not yet parsed */
+    al_buf_t out;
+    size_t out_off;
+    bool tty, stdin_open, held_p, closing;
+    result_t *res;
+} sess_t;
+
+/* Takes the whole frames that came; false once the session is over. */
+static bool
+take_frames(sess_t *s)
+{
+    size_t off = 0;
+    bool go_on = true;
+    result_t *res = s->res;
+    while (go_on) {
+        al_frame_t f;
+        size_t used;
+        char *cause = NULL;
+        int rc = al_stream_parse(s->in.data + off, s->in.len - off, &f, &used,
+                                 &cause);
+        if (rc < 0) {
+            res->error = cause;
+            res->failed = true;
+            return false;
+        }
+        if (rc == 0)
+            break;
+        off += used;
+        if (f.type == AL_FR_STDOUT) {
+            al_stream_write_all(1, f.data, f.len);
+        } else if (f.type == AL_FR_STDERR) {
+            al_stream_write_all(2, f.data, f.len);
+        } else if (f.type == AL_FR_NOTICE) {
+            fprintf(stderr, "%sallot: %.*s%s", raw_on ? "\r\n" : "", (int)f.len,
+                    (const char *)f.data, raw_on ? "\r\n" : "\n");
+        } else if (f.type == AL_FR_ERROR) {
+            free(res->error);
+            res->error = al_xstrndup((const char *)f.data, f.len);
+            res->failed = true;
+        } else if (f.type == AL_FR_EXIT) {
+            int code, sig;
+            al_stream_exit_of(&f, &code, &sig);
+            res->ended = true;
+            res->status = sig != 0 ? 128 + sig : code;
+        } else if (f.type == AL_FR_CLOSE) {
+            go_on = false;
+        }
+    }
+    if (off > 0) {
+        memmove(s->in.data, s->in.data + off, s->in.len - off);
+        s->in.len -= off;
+    }
+    return go_on;
+}
+
+/* Sends what waits; false when the connection failed. */
+static bool
+send_out(sess_t *s)
+{
+    while (s->out.len > s->out_off) {
+        ssize_t n = send(s->fd, s->out.data + s->out_off,
+                         s->out.len - s->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            break;
+        if (n < 0)
+            return false;
+        s->out_off += (size_t)n;
+    }
+    if (s->out_off == s->out.len)
+        s->out.len = s->out_off = 0;
+    return true;
+}
+
+/* The signals that came: a resize, or (without a terminal) one for the
+ * job. */
+static void
+take_signals(sess_t *s)
+{
+    unsigned char sigs[16];
+    ssize_t n = read(sig_pipe[0], sigs, sizeof sigs);
+    for (ssize_t i = 0; i < n; i++) {
+        if (sigs[i] == SIGWINCH) {
+            int rows, cols;
+            win_size(&rows, &cols);
+            if (rows > 0)
+                al_stream_put_resize(&s->out, rows, cols);
+        } else if (!s->tty) {
+            unsigned char sig = sigs[i];
+            al_stream_put(&s->out, AL_FR_SIGNAL, &sig, 1);
+        }
+    }
+}
+
+/* Keys from a terminal: all of them but the detach keys, Ctrl-P Ctrl-Q (a
+ * Ctrl-P alone goes on with the next key). */
+static void
+take_keys(sess_t *s, const char *buf, size_t n)
+{
+    char keep[65536 + 1];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (s->held_p) {
+            s->held_p = false;
+            if (c == 0x11) {
+                s->res->detach = true;
+                break;
+            }
+            keep[k++] = 0x10;
+        }
+        if (c == 0x10)
+            s->held_p = true;
+        else
+            keep[k++] = (char)c;
+    }
+    if (k > 0)
+        al_stream_put(&s->out, AL_FR_STDIN, keep, k);
+    if (s->res->detach) {
+        al_stream_put(&s->out, AL_FR_CLOSE, NULL, 0);
+        s->closing = true;
+    }
+}
+
+static void
+take_stdin(sess_t *s)
+{
+    char buf[65536];
+    ssize_t n = read(0, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+        return;
+    if (n <= 0) {
+        s->stdin_open = false;
+        if (!s->tty)
+            al_stream_put(&s->out, AL_FR_EOF, NULL, 0);
+    } else if (s->tty) {
+        take_keys(s, buf, (size_t)n);
+    } else {
+        al_stream_put(&s->out, AL_FR_STDIN, buf, (size_t)n);
+    }
+}
+
+/* Reads from the stream; false when it ended. */
+static bool
+take_stream(sess_t *s)
+{
+    al_buf_reserve(&s->in, s->in.len + 65536);
+    ssize_t n = recv(s->fd, s->in.data + s->in.len, 65536, 0);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+        result_t *res = s->res;
+        if (!res->ended && !res->failed && !s->closing)
+            res->lost = true;
+        return false;
+    }
+    if (n > 0)
+        s->in.len += (size_t)n;
+    return true;
+}
+
+/* The session's loop over an open stream (in: what came with its
+ * opening): until the remote end ends it, the user detaches or the
+ * connection is lost. */
 static void
 session_loop(int fd, al_buf_t *in, bool tty, bool want_stdin, result_t *res)
 {
-    al_buf_t out = AL_BUF_INIT;
-    size_t out_off = 0;
-    bool stdin_open = want_stdin, held_p = false, closing = false;
+    sess_t s = {
+        .fd = fd, .in = *in, .tty = tty, .stdin_open = want_stdin, .res = res
+    };
+    al_buf_init(&s.out);
     if (tty) {
         int rows, cols;
         win_size(&rows, &cols);
         if (rows > 0)
-            al_stream_put_resize(&out, rows, cols);
+            al_stream_put_resize(&s.out, rows, cols);
     }
-    for (;;) {
-        /* Frames that came. */
-        size_t off = 0;
-        for (;;) {
-            al_frame_t f;
-            size_t used;
-            char *cause = NULL;
-            int rc = al_stream_parse(in->data + off, in->len - off, &f, &used,
-                                     &cause);
-            if (rc < 0) {
-                res->error = cause;
-                res->failed = true;
-                goto done;
-            }
-            if (rc == 0)
-                break;
-            off += used;
-            if (f.type == AL_FR_STDOUT)
-                al_stream_write_all(1, f.data, f.len);
-            else if (f.type == AL_FR_STDERR)
-                al_stream_write_all(2, f.data, f.len);
-            else if (f.type == AL_FR_NOTICE)
-                fprintf(stderr, "%sallot: %.*s%s", raw_on ? "\r\n" : "",
-                        (int)f.len, (const char *)f.data,
-                        raw_on ? "\r\n" : "\n");
-            if (f.type == AL_FR_NOTICE) {
-                /* shown above */
-                fprintf(stderr, "allot: %.*s%s", (int)f.len,
-                        (const char *)f.data, raw_on ? "\r\n" : "\n");
-            } else if (f.type == AL_FR_ERROR) {
-                res->error = al_xstrndup((const char *)f.data, f.len);
-                res->failed = true;
-            } else if (f.type == AL_FR_EXIT) {
-                int code, sig;
-                al_stream_exit_of(&f, &code, &sig);
-                res->ended = true;
-                res->status = sig != 0 ? 128 + sig : code;
-            } else if (f.type == AL_FR_CLOSE) {
-                goto done;
-            }
+    while (take_frames(&s)) {
+        if (!send_out(&s)) {
+            res->lost = true;
+            break;
         }
-        if (off > 0) {
-            memmove(in->data, in->data + off, in->len - off);
-            in->len -= off;
-        }
-        /* What goes out. */
-        while (out.len > out_off) {
-            ssize_t n = send(fd, out.data + out_off, out.len - out_off,
-                             MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                break;
-            if (n < 0) {
-                res->lost = true;
-                goto done;
-            }
-            out_off += (size_t)n;
-        }
-        if (out_off == out.len)
-            out.len = out_off = 0;
-        if (closing && out.len == 0)
-            goto done;
+        if (s.closing && s.out.len == 0)
+            break;
         struct pollfd p[3] = {
             { .fd = fd, .events = POLLIN },
             { .fd = sig_pipe[0], .events = POLLIN },
-            { .fd = stdin_open && !closing && out.len < 256 * 1024 ? 0 : -1,
+            { .fd = s.stdin_open && !s.closing && s.out.len < OUT_ROOM ? 0 : -1,
               .events = POLLIN },
         };
-        if (out.len > out_off)
+        if (s.out.len > s.out_off)
             p[0].events |= POLLOUT;
         if (poll(p, 3, -1) < 0 && errno != EINTR)
             break;
-        if (p[1].revents & POLLIN) {
-            unsigned char sigs[16];
-            ssize_t n = read(sig_pipe[0], sigs, sizeof sigs);
-            for (ssize_t i = 0; i < n; i++) {
-                if (sigs[i] == SIGWINCH) {
-                    int rows, cols;
-                    win_size(&rows, &cols);
-                    if (rows > 0)
-                        al_stream_put_resize(&out, rows, cols);
-                } else if (!tty) {
-                    /* Without a terminal, a signal here is for the job. */
-                    unsigned char s = sigs[i];
-                    al_stream_put(&out, AL_FR_SIGNAL, &s, 1);
-                }
-            }
-        }
-        if (p[2].revents & (POLLIN | POLLHUP | POLLERR)) {
-            char buf[65536];
-            ssize_t n = read(0, buf, sizeof buf);
-            if (n <= 0 && !(n < 0 && errno == EINTR)) {
-                stdin_open = false;
-                if (!tty)
-                    al_stream_put(&out, AL_FR_EOF, NULL, 0);
-            } else if (n > 0 && tty) {
-                /* The detach keys, Ctrl-P Ctrl-Q; a Ctrl-P alone goes on
-                 * with the next key. */
-                char keep[65536 + 1];
-                size_t k = 0;
-                for (ssize_t i = 0; i < n; i++) {
-                    unsigned char c = (unsigned char)buf[i];
-                    if (held_p) {
-                        held_p = false;
-                        if (c == 0x11) {
-                            res->detach = true;
-                            break;
-                        }
-                        keep[k++] = 0x10;
-                    }
-                    if (c == 0x10)
-                        held_p = true;
-                    else
-                        keep[k++] = (char)c;
-                }
-                if (k > 0)
-                    al_stream_put(&out, AL_FR_STDIN, keep, k);
-                if (res->detach) {
-                    al_stream_put(&out, AL_FR_CLOSE, NULL, 0);
-                    closing = true;
-                }
-            } else if (n > 0) {
-                al_stream_put(&out, AL_FR_STDIN, buf, (size_t)n);
-            }
-        }
-        if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
-            al_buf_reserve(in, in->len + 65536);
-            ssize_t n = recv(fd, in->data + in->len, 65536, 0);
-            if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
-                if (!res->ended && !res->failed && !closing)
-                    res->lost = true;
-                goto done;
-            }
-            if (n > 0)
-                in->len += (size_t)n;
-        }
+        if (p[1].revents & POLLIN)
+            take_signals(&s);
+        if (p[2].revents & (POLLIN | POLLHUP | POLLERR))
+            take_stdin(&s);
+        if ((p[0].revents & (POLLIN | POLLHUP | POLLERR)) && !take_stream(&s))
+            break;
     }
-done:
-    al_buf_fini(&out);
+    *in = s.in;
+    al_buf_fini(&s.out);
 }
 
 /* Opens a stream of job id: kind "attach", "exec" or "port" with its
  * extra query (already encoded).  0 with *fd and the first bytes in *in,
  * else the dial's error with why in *cause (caller frees). */
 static int
-open_stream(al_client_t *c, unsigned long long id, const char *kind,
-            int task, bool tty, const char *extra, int *fd, al_buf_t *in,
-            char **cause)
+open_stream(al_client_t *c, unsigned long long id, const char *kind, int task,
+            bool tty, const char *extra, int *fd, al_buf_t *in, char **cause)
 {
     int rows = 0, cols = 0;
     if (tty)
@@ -382,8 +434,8 @@ print_ended(al_client_t *c, unsigned long long id, json_t *j)
     int quiet = 0;
     while (quiet < 3) {
         char path[96];
-        snprintf(path, sizeof path, "/v1/jobs/%llu/logs?task=0&offset=%zu",
-                 id, off);
+        snprintf(path, sizeof path, "/v1/jobs/%llu/logs?task=0&offset=%zu", id,
+                 off);
         al_http_resp_t r;
         size_t got = 0;
         if (al_http_request(&c->url, "GET", path, c->token, NULL, 0, 30000, -1,
@@ -467,8 +519,9 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
     raw_off();
     int status = res.status;
     if (res.detach) {
-        fprintf(stderr, "\nallot: detached from job %llu; it keeps running "
-                        "(allot attach %llu)\n",
+        fprintf(stderr,
+                "\nallot: detached from job %llu; it keeps running "
+                "(allot attach %llu)\n",
                 id, id);
         status = 0;
     } else if (res.failed) {
@@ -484,8 +537,9 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
         }
         json_decref(j);
     } else if (res.lost || !res.ended) {
-        fprintf(stderr, "\nallot: lost the connection to the controller; job "
-                        "%llu keeps running (allot attach %llu)\n",
+        fprintf(stderr,
+                "\nallot: lost the connection to the controller; job "
+                "%llu keeps running (allot attach %llu)\n",
                 id, id);
         status = EXIT_LOST;
     }
@@ -546,8 +600,8 @@ al_cli_run(int argc, char **argv)
     al_submit_args_t a;
     memset(&a, 0, sizeof a);
     int first = argc;
-    int rc = al_opt_parse_cmd(&al_script_cmd, NULL, &a, argc, argv, NULL, 0,
-                              &first);
+    int rc =
+        al_opt_parse_cmd(&al_script_cmd, NULL, &a, argc, argv, NULL, 0, &first);
     if (rc != 0 || a.help) {
         fputs(run_about, a.help ? stdout : stderr);
         al_opt_usage(a.help ? stdout : stderr, &al_script_cmd);
@@ -711,8 +765,8 @@ al_cli_exec(int argc, char **argv)
             break;
         }
     int npos;
-    int rc = al_opt_parse_cmd(&al_cli_exec_cmd, NULL, &a, dd, argv, pos, 1,
-                              &npos);
+    int rc =
+        al_opt_parse_cmd(&al_cli_exec_cmd, NULL, &a, dd, argv, pos, 1, &npos);
     first = dd + 1;
     unsigned long long id = 0;
     if (rc != 0 || a.help || npos != 1 || !parse_id(pos[0], &id) ||
@@ -761,8 +815,7 @@ forward_one(void *arg)
     int fd = -1;
     al_buf_t in = AL_BUF_INIT, out = AL_BUF_INIT;
     char *cause = NULL;
-    if (open_stream(f->c, f->id, "port", 0, false, q, &fd, &in, &cause) !=
-        0) {
+    if (open_stream(f->c, f->id, "port", 0, false, q, &fd, &in, &cause) != 0) {
         fprintf(stderr, "allot port-forward: %s\n", cause ? cause : "failed");
         free(cause);
         close(f->conn);
@@ -773,15 +826,15 @@ forward_one(void *arg)
     bool local_open = true, done = false;
     while (!done) {
         size_t off = 0;
-        for (;;) {
+        while (!done) {
             al_frame_t fr;
             size_t used;
-            int rc = al_stream_parse(in.data + off, in.len - off, &fr, &used,
-                                     NULL);
-            if (rc <= 0) {
-                done = rc < 0;
+            int rc =
+                al_stream_parse(in.data + off, in.len - off, &fr, &used, NULL);
+            if (rc < 0)
+                done = true;
+            if (rc <= 0)
                 break;
-            }
             off += used;
             if (fr.type == AL_FR_STDOUT)
                 al_stream_write_all(f->conn, fr.data, fr.len);
@@ -885,14 +938,15 @@ al_cli_port_forward(int argc, char **argv)
     if (ls < 0 || bind(ls, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         listen(ls, 64) != 0 ||
         getsockname(ls, (struct sockaddr *)&sa, &sl) != 0) {
-        fprintf(stderr, "allot port-forward: cannot listen on 127.0.0.1:%ld: "
-                        "%s\n",
+        fprintf(stderr,
+                "allot port-forward: cannot listen on 127.0.0.1:%ld: "
+                "%s\n",
                 local, strerror(errno));
         al_client_fini(&c);
         return AL_EXIT_FAIL;
     }
-    printf("Forwarding 127.0.0.1:%d -> job %llu port %ld\n",
-           ntohs(sa.sin_port), id, remote);
+    printf("Forwarding 127.0.0.1:%d -> job %llu port %ld\n", ntohs(sa.sin_port),
+           id, remote);
     fflush(stdout);
     signal(SIGPIPE, SIG_IGN);
     for (;;) {

@@ -65,8 +65,8 @@ al_stream_parse(const void *buf, size_t len, al_frame_t *f, size_t *used,
                  (uint32_t)p[3] << 8 | (uint32_t)p[4];
     if (n > AL_STREAM_MAX || (want >= 0 && n != (uint32_t)want)) {
         if (cause != NULL)
-            *cause = al_xasprintf("frame '%c' of %lu bytes", p[0],
-                                  (unsigned long)n);
+            *cause =
+                al_xasprintf("frame '%c' of %lu bytes", p[0], (unsigned long)n);
         return AL_EPARSE;
     }
     if (len - AL_STREAM_HDR < n)
@@ -194,8 +194,8 @@ connect_to(const al_url_t *u, char **cause)
     hints.ai_socktype = SOCK_STREAM;
     int rc = getaddrinfo(u->host, u->port, &hints, &res);
     if (rc != 0) {
-        *cause = al_xasprintf("cannot resolve %s: %s", u->host,
-                              gai_strerror(rc));
+        *cause =
+            al_xasprintf("cannot resolve %s: %s", u->host, gai_strerror(rc));
         return -1;
     }
     int fd = -1, err = 0;
@@ -235,8 +235,8 @@ answer_cause(int status, const char *body, size_t len)
 }
 
 int
-al_stream_dial(const al_url_t *u, const char *path, const char *token,
-               int *fd, al_buf_t *extra, char **cause)
+al_stream_dial(const al_url_t *u, const char *path, const char *token, int *fd,
+               al_buf_t *extra, char **cause)
 {
     int s = connect_to(u, cause);
     if (s < 0)
@@ -264,8 +264,12 @@ al_stream_dial(const al_url_t *u, const char *path, const char *token,
         al_buf_append(&in, chunk, (size_t)r);
         end = strstr(al_buf_cstr(&in), "\r\n\r\n");
     }
+    /* "HTTP/1.x NNN ..." */
     int status = 0;
-    if (end == NULL || sscanf(al_buf_cstr(&in), "HTTP/1.%*d %d", &status) != 1) {
+    if (end != NULL && strncmp(in.data, "HTTP/1.", 7) == 0 && in.len > 12 &&
+        in.data[8] == ' ')
+        status = (int)strtol(in.data + 9, NULL, 10);
+    if (status < 100 || status > 599) {
         *cause = al_xasprintf("no answer from %s:%s", u->host, u->port);
         al_buf_fini(&in);
         close(s);

@@ -51,7 +51,7 @@ typedef struct al_frame {
  * type, with a message in *cause (caller frees) when cause is not NULL.
  */
 int al_stream_parse(const void *buf, size_t len, al_frame_t *f, size_t *used,
-                     char **cause);
+                    char **cause);
 /* Writes a frame header for a payload of len bytes. */
 void al_stream_hdr(unsigned char hdr[AL_STREAM_HDR], int type, size_t len);
 /* Appends a whole frame to b (len <= AL_STREAM_MAX). */

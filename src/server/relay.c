@@ -43,7 +43,7 @@
 #include "xmalloc.h"
 
 /* Bytes buffered per direction. */
-#define RBUF (256 * 1024)
+#define RBUF ((size_t)256 * 1024)
 /* How long a session waits for its agent to dial back, and an unused one
  * for its user's socket. */
 #define DIAL_MS 15000
@@ -196,13 +196,13 @@ al__relay_wanted(al_ctl_t *ctl, int node)
 static bool
 random_id(char out[33])
 {
-    unsigned char b[16];
+    unsigned char b[16] = { 0 };
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
     bool ok = fd >= 0 && read(fd, b, sizeof b) == (ssize_t)sizeof b;
     if (fd >= 0)
         close(fd);
     for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
+        snprintf(out + (size_t)2 * i, 3, "%02x", b[i]);
     return ok;
 }
 
@@ -250,8 +250,7 @@ want_of(al__req_t *req, const al__job_t *j, int task, int *kind)
     if (*kind == K_PORT) {
         if (port <= 0) {
             json_decref(w);
-            al__reply_error(req, 400, "bad_request",
-                            "port must be 1..65535");
+            al__reply_error(req, 400, "bad_request", "port must be 1..65535");
             return NULL;
         }
         json_object_set_new(w, "port", json_integer(port));
@@ -462,6 +461,106 @@ typedef struct targ {
     rsess_t *s;
 } targ_t;
 
+/* A relay thread's state. */
+typedef struct relay {
+    rbuf_t up;   /* client to agent */
+    rbuf_t down; /* agent to client */
+    scan_t sc;
+    bool c_eof, a_eof, gave_up;
+    int afd;
+} relay_t;
+
+/* What others left for the thread (under mu): the agent's socket, bytes
+ * that came with a request, notices.  True when the relay is stopping. */
+static bool
+take_shared(al__relay_t *r, rsess_t *s, relay_t *t)
+{
+    pthread_mutex_lock(&r->mu);
+    bool stop = r->stop;
+    if (t->afd < 0)
+        t->afd = s->afd;
+    if (s->pre_up.len > 0 && room(&t->up) >= s->pre_up.len) {
+        append(&t->up, s->pre_up.data, s->pre_up.len);
+        al_buf_clear(&s->pre_up);
+    }
+    if (t->afd >= 0 && s->pre_down.len > 0 &&
+        room(&t->down) >= s->pre_down.len) {
+        scan(&t->sc, s->pre_down.data, s->pre_down.len);
+        append(&t->down, s->pre_down.data, s->pre_down.len);
+        al_buf_clear(&s->pre_down);
+    }
+    /* A notice goes in between two of the agent's frames. */
+    if (s->notices.len > 0 && t->sc.got == 0 && t->sc.left == 0 &&
+        room(&t->down) >= s->notices.len) {
+        append(&t->down, s->notices.data, s->notices.len);
+        al_buf_clear(&s->notices);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return stop;
+}
+
+/* The agent's side that never came, or ended without its CLOSE (the
+ * agent or its connection died): the user hears it from here. */
+static void
+check_agent(const rsess_t *s, relay_t *t)
+{
+    if (t->gave_up)
+        return;
+    if (t->afd < 0 && al_clock_mono_ms() - s->made_ms > DIAL_MS) {
+        say_error(&t->down, "the job's node did not open the stream");
+        t->gave_up = t->a_eof = true;
+    } else if (t->a_eof && t->sc.last != AL_FR_CLOSE && t->sc.got == 0 &&
+               t->sc.left == 0) {
+        say_error(&t->down, "the connection to the job's node was lost");
+        t->gave_up = true;
+    }
+}
+
+/* One wait and what it found: reads as far as the other side's buffer has
+ * room, writes what each buffer holds.  False when poll() failed. */
+static bool
+relay_turn(const rsess_t *s, relay_t *t)
+{
+    struct pollfd p[3] = {
+        { .fd = s->wake[0], .events = POLLIN },
+        { .fd = s->cfd, .events = 0 },
+        { .fd = t->afd, .events = 0 },
+    };
+    if (room(&t->up) > 0)
+        p[1].events |= POLLIN;
+    if (t->down.len > 0)
+        p[1].events |= POLLOUT;
+    if (t->afd >= 0 && !t->a_eof && room(&t->down) > 0)
+        p[2].events |= POLLIN;
+    if (t->afd >= 0 && t->up.len > 0)
+        p[2].events |= POLLOUT;
+    if (poll(p, 3, t->afd < 0 && !t->gave_up ? 200 : -1) < 0 && errno != EINTR)
+        return false;
+    if (p[0].revents & POLLIN) {
+        char junk[64];
+        while (read(s->wake[0], junk, sizeof junk) > 0)
+            ;
+    }
+    if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+        ssize_t n = fill(s->cfd, &t->up);
+        if (n == 0 || n == -1)
+            t->c_eof = true; /* the user left: the agent's side sees it */
+    }
+    if (t->afd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+        ssize_t n = fill(t->afd, &t->down);
+        if (n > 0)
+            scan(&t->sc, t->down.d + t->down.off + t->down.len - (size_t)n,
+                 (size_t)n);
+        if (n == 0 || n == -1)
+            t->a_eof = true;
+    }
+    if (t->down.len > 0 && flush(s->cfd, &t->down) != 0)
+        t->c_eof = true;
+    if (t->afd >= 0 && t->up.len > 0 && flush(t->afd, &t->up) != 0)
+        t->a_eof = true;
+    return true;
+}
+
 static void *
 relay_main(void *arg)
 {
@@ -469,90 +568,21 @@ relay_main(void *arg)
     al__relay_t *r = ta->r;
     rsess_t *s = ta->s;
     free(ta);
-    rbuf_t up = { al_xmalloc(RBUF), 0, 0 };   /* client to agent */
-    rbuf_t down = { al_xmalloc(RBUF), 0, 0 }; /* agent to client */
-    scan_t sc = { .got = 0, .left = 0, .last = 0 };
-    bool c_eof = false, a_eof = false, gave_up = false;
-    int afd = -1;
+    relay_t t = { .up = { al_xmalloc(RBUF), 0, 0 },
+                  .down = { al_xmalloc(RBUF), 0, 0 },
+                  .afd = -1 };
     for (;;) {
-        pthread_mutex_lock(&r->mu);
-        bool stop = r->stop;
-        if (afd < 0)
-            afd = s->afd;
-        if (s->pre_up.len > 0 && room(&up) >= s->pre_up.len) {
-            append(&up, s->pre_up.data, s->pre_up.len);
-            al_buf_clear(&s->pre_up);
-        }
-        if (afd >= 0 && s->pre_down.len > 0 && room(&down) >= s->pre_down.len) {
-            scan(&sc, s->pre_down.data, s->pre_down.len);
-            append(&down, s->pre_down.data, s->pre_down.len);
-            al_buf_clear(&s->pre_down);
-        }
-        /* A notice goes in between two of the agent's frames. */
-        if (s->notices.len > 0 && sc.got == 0 && sc.left == 0 &&
-            room(&down) >= s->notices.len) {
-            append(&down, s->notices.data, s->notices.len);
-            al_buf_clear(&s->notices);
-        }
-        pthread_mutex_unlock(&r->mu);
-        if (stop)
+        if (take_shared(r, s, &t))
             break;
-        if (afd < 0 && !gave_up &&
-            al_clock_mono_ms() - s->made_ms > DIAL_MS) {
-            say_error(&down, "the job's node did not open the stream");
-            gave_up = a_eof = true;
-        }
-        /* The agent's side ended without its CLOSE (the agent or its
-         * connection died): the user hears it from here. */
-        if (a_eof && !gave_up && sc.last != AL_FR_CLOSE && sc.got == 0 &&
-            sc.left == 0) {
-            say_error(&down, "the connection to the job's node was lost");
-            gave_up = true;
-        }
-        if (c_eof || (a_eof && down.len == 0))
+        check_agent(s, &t);
+        if (t.c_eof || (t.a_eof && t.down.len == 0) || !relay_turn(s, &t))
             break;
-        struct pollfd p[3] = {
-            { .fd = s->wake[0], .events = POLLIN },
-            { .fd = s->cfd, .events = 0 },
-            { .fd = afd, .events = 0 },
-        };
-        if (room(&up) > 0)
-            p[1].events |= POLLIN;
-        if (down.len > 0)
-            p[1].events |= POLLOUT;
-        if (afd >= 0 && !a_eof && room(&down) > 0)
-            p[2].events |= POLLIN;
-        if (afd >= 0 && up.len > 0)
-            p[2].events |= POLLOUT;
-        if (poll(p, 3, afd < 0 && !gave_up ? 200 : -1) < 0 && errno != EINTR)
-            break;
-        if (p[0].revents & POLLIN) {
-            char junk[64];
-            while (read(s->wake[0], junk, sizeof junk) > 0)
-                ;
-        }
-        if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
-            ssize_t n = fill(s->cfd, &up);
-            if (n == 0 || n == -1)
-                c_eof = true; /* the user left: the agent's side sees it */
-        }
-        if (afd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
-            ssize_t n = fill(afd, &down);
-            if (n > 0)
-                scan(&sc, down.d + down.off + down.len - (size_t)n, (size_t)n);
-            if (n == 0 || n == -1)
-                a_eof = true;
-        }
-        if (down.len > 0 && flush(s->cfd, &down) != 0)
-            c_eof = true;
-        if (afd >= 0 && up.len > 0 && flush(afd, &up) != 0)
-            a_eof = true;
     }
     /* Whatever is left for the user, as far as it goes without waiting. */
-    if (!c_eof && down.len > 0)
-        flush(s->cfd, &down);
-    free(up.d);
-    free(down.d);
+    if (!t.c_eof && t.down.len > 0)
+        flush(s->cfd, &t.down);
+    free(t.up.d);
+    free(t.down.d);
     pthread_mutex_lock(&r->mu);
     unlink_sess(r, s);
     pthread_mutex_unlock(&r->mu);
@@ -633,7 +663,7 @@ al__relay_notice(al_ctl_t *ctl, uint64_t job, const char *text)
     pthread_mutex_lock(&r->mu);
     for (rsess_t *s = r->list; s != NULL; s = s->next) {
         if (s->job != job || s->kind != K_ATTACH || !s->started ||
-            s->notices.len > 64 * 1024)
+            s->notices.len > (size_t)64 * 1024)
             continue;
         al_stream_put(&s->notices, AL_FR_NOTICE, text, n);
         wake(s);

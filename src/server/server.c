@@ -446,10 +446,10 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
      * connections.  libmicrohttpd sets SO_REUSEADDR, so a restarted
      * controller binds its port at once all the same. */
     s->mhd = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME |
-            MHD_ALLOW_UPGRADE,
-        0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+        0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536, MHD_OPTION_END);
     if (s->mhd == NULL) {
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);

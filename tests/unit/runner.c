@@ -32,8 +32,7 @@ static const struct {
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
-    { "server", test_server },
-    { "stream", test_stream },
+    { "server", test_server }, { "stream", test_stream },
 };
 
 int

@@ -80,8 +80,7 @@ stream_malformed(void)
     free(cause);
     cause = NULL;
     /* A resize is 4 bytes, an exit 8, a close none. */
-    ASSERT_EQ(al_stream_parse("r\0\0\0\3abc", 8, &f, &used, &cause),
-              AL_EPARSE);
+    ASSERT_EQ(al_stream_parse("r\0\0\0\3abc", 8, &f, &used, &cause), AL_EPARSE);
     free(cause);
     ASSERT_EQ(al_stream_parse("x\0\0\0\4abcd", 9, &f, &used, NULL), AL_EPARSE);
     ASSERT_EQ(al_stream_parse("c\0\0\0\1a", 6, &f, &used, NULL), AL_EPARSE);
