@@ -534,7 +534,8 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
      * task this sync did not report: n->known is what it reported). */
     int lacking = 0;
     json_t *desired = al__proto_desired(ctl, ni, &lacking);
-    if (lacking > 0)
+    /* A session waits for the agent to dial back: answer now. */
+    if (lacking > 0 || al__relay_fresh(ctl, ni))
         urgent = true;
     /* A node counts as alive from sync to sync: answer within half the
      * node timeout so that an idle agent is never taken for a dead one. */

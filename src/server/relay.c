@@ -68,6 +68,7 @@ typedef struct rsess {
     int cfd, afd;
     void *ch, *ah;
     bool started; /* its thread runs (the user's socket came) */
+    bool offered; /* a sync's answer listed it (al__relay_fresh()) */
     int wake[2];
     al_buf_t notices; /* NOTICE frames to slip in */
     /* Bytes that came with a side's request, relayed before any other. */
@@ -188,6 +189,23 @@ al__relay_wanted(al_ctl_t *ctl, int node)
     }
     pthread_mutex_unlock(&r->mu);
     return a;
+}
+
+bool
+al__relay_fresh(al_ctl_t *ctl, int node)
+{
+    al__relay_t *r = ctl->relay;
+    bool any = false;
+    if (r == NULL)
+        return false;
+    pthread_mutex_lock(&r->mu);
+    for (rsess_t *s = r->list; s != NULL; s = s->next)
+        if (s->node == node && s->afd < 0 && !s->offered) {
+            s->offered = true;
+            any = true;
+        }
+    pthread_mutex_unlock(&r->mu);
+    return any;
 }
 
 /* ------------------------------------------------------------------ */

@@ -639,6 +639,9 @@ void al__api_job_stream(al_ctl_t *ctl, al__req_t *req);
 void al__proto_stream(al_ctl_t *ctl, al__req_t *req);
 /* The streams node's agent is to open, as a JSON array, or NULL. */
 json_t *al__relay_wanted(al_ctl_t *ctl, int node);
+/* Whether a stream for node was asked for since its last sync's answer
+ * (that answer must not wait); marks them all as told. */
+bool al__relay_fresh(al_ctl_t *ctl, int node);
 /* The intake hands over the upgraded socket of session id (any thread);
  * extra: bytes that came after the request.  False when no session takes
  * it (the caller closes it). */
