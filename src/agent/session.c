@@ -108,7 +108,11 @@ typedef struct strm {
     bool tcp_eof;     /* port: shut its writing side once tcp_out is out */
     int64_t replay_off, replay_end;
     bool closing; /* close once out is written */
-    char *fail;   /* an error to send once dialed */
+    /* attach: the task is not started yet; bind_stream() tries again
+     * until this monotonic ms. */
+    int64_t bind_until;
+    bool unbound;
+    char *fail; /* an error to send once dialed */
 } strm_t;
 
 static struct {
@@ -397,6 +401,29 @@ seen(const char *id)
     return false;
 }
 
+/* What an attach finds in the task table: a task that runs without a
+ * terminal is refused now; one not started yet (its start may come with
+ * the same answer, or wait for its GPUs) is waited for a while. */
+static void
+attach_target(const agent_t *a, strm_t *s, const json_t *w)
+{
+    unsigned long long job = (unsigned long long)al_json_int(w, "job", 0);
+    int index = (int)al_json_int(w, "task", 0);
+    for (int k = 0; k < a->ntasks; k++) {
+        const task_t *t = &a->tasks[k];
+        if (t->job != job || t->index != index || t->state == T_EXITED)
+            continue;
+        if (t->state == T_RUNNING && al__session_mode(t->spec) == 0) {
+            s->fail = al_xasprintf("job %llu has no terminal to attach to (it "
+                                   "was not started by allot run); allot "
+                                   "exec or allot logs may do",
+                                   job);
+            return;
+        }
+    }
+    s->bind_until = al_clock_mono_ms() + 10000;
+}
+
 void
 al__session_want(agent_t *a, json_t *streams)
 {
@@ -432,6 +459,8 @@ al__session_want(agent_t *a, json_t *streams)
                 s->fail = al_xasprintf("job %llu has no running task %d on "
                                        "node %s",
                                        job, index, a->name);
+        } else if (s->kind == K_ATTACH) {
+            attach_target(a, s, w);
         }
         s->next = S.strms;
         S.strms = s;
@@ -638,6 +667,9 @@ bind_stream(strm_t *s)
     proc_t *p = S.procs;
     while (p != NULL && !(p->is_task && p->job == job && p->index == index))
         p = p->next;
+    s->unbound = p == NULL && al_clock_mono_ms() < s->bind_until;
+    if (s->unbound)
+        return; /* not started yet: step_stream() tries again */
     if (p == NULL || p->ended) {
         char *m = al_xasprintf(
             p == NULL ? "job %llu has no terminal to attach to (it was not "
@@ -836,7 +868,9 @@ step_stream(strm_t *s)
         if (n > 0)
             s->in.len += (size_t)n;
     }
-    if (s->in.len > 0)
+    if (s->unbound)
+        bind_stream(s);
+    if (s->in.len > 0 && !s->unbound)
         take_frames(s);
     if (s->kind == K_PORT && s->tcp >= 0)
         step_port(s);
@@ -1001,8 +1035,9 @@ session_main(void *arg)
                     ev |= POLLOUT;
                 pf[k++] = (struct pollfd){ .fd = s->tcp, .events = ev };
             }
-            if (s->replay_off < s->replay_end || (s->in.len > 0 && !s->closing))
-                timeout = 10; /* waiting on room elsewhere */
+            if (s->replay_off < s->replay_end ||
+                (s->in.len > 0 && !s->closing) || s->unbound)
+                timeout = 10; /* waiting on room elsewhere, or a start */
         }
         for (proc_t *p = S.procs; p != NULL; p = p->next) {
             strm_t *s = p->s;

@@ -122,6 +122,7 @@ typedef struct result {
     bool failed; /* an ERROR came (printed) */
     bool lost;   /* the connection ended without a word */
     bool detach; /* the user detached */
+    bool closed; /* a CLOSE came (without an EXIT: taken over elsewhere) */
     char *error; /* the ERROR's text */
 } result_t;
 
@@ -173,6 +174,7 @@ take_frames(sess_t *s)
             res->ended = true;
             res->status = sig != 0 ? 128 + sig : code;
         } else if (f.type == AL_FR_CLOSE) {
+            res->closed = true;
             go_on = false;
         }
     }
@@ -536,6 +538,12 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
             status = AL_EXIT_FAIL;
         }
         json_decref(j);
+    } else if (res.closed && !res.ended) {
+        fprintf(stderr,
+                "\nallot: the session was closed; job %llu keeps "
+                "running (allot attach %llu)\n",
+                id, id);
+        status = 0;
     } else if (res.lost || !res.ended) {
         fprintf(stderr,
                 "\nallot: lost the connection to the controller; job "

@@ -180,8 +180,22 @@ def scenario_tty(c):
         check(p.returncode == 7, "exec's status is its command's: %d" %
               p.returncode)
         t.close()
+        # A job that runs without a terminal has none to attach to.
+        plain = c.submit("--queue", "dev", "--", "sleep", "100")
+        c.wait_state(plain, "running")
+        p = c.cli("attach", str(plain), ok=False)
+        check(p.returncode == 1 and "no terminal to attach to" in p.stderr,
+              "attach to a job without a terminal: %d %r" %
+              (p.returncode, p.stderr))
+        c.cli("cancel", str(plain))
         t = Term(c, ["attach", str(jid)])
         t.expect(r"while-away")
+        # A second attach takes the session over; the first one says so.
+        t2 = Term(c, ["attach", str(jid)])
+        t.expect(r"another attach took this session over")
+        check(t.wait() == 0, "the attach taken over exits 0")
+        t.close()
+        t = t2
         t.send("echo back-again\r")
         t.expect(r"back-again")
         t.send("exit 3\r")
