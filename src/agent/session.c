@@ -300,7 +300,10 @@ static ssize_t
 read_out(proc_t *p, int fd, int type)
 {
     strm_t *s = p->s;
-    al_buf_t *o = s != NULL ? &s->out : NULL;
+    /* While a stream replays the log, what comes now goes to the log only
+     * and the replay goes on to it: the user gets it in order. */
+    bool live = s != NULL && s->replay_off >= s->replay_end;
+    al_buf_t *o = live ? &s->out : NULL;
     char local[CHUNK];
     char *dst = local;
     if (o != NULL) {
@@ -314,6 +317,8 @@ read_out(proc_t *p, int fd, int type)
         return 0; /* EIO: a pty whose other side all closed */
     if (p->log_fd >= 0 && al_stream_write_all(p->log_fd, dst, (size_t)n) == 0)
         p->logged += n;
+    if (s != NULL && !live)
+        s->replay_end = p->logged;
     if (o != NULL) {
         al_stream_hdr((unsigned char *)o->data + o->len, type, (size_t)n);
         o->len += AL_STREAM_HDR + (size_t)n;
@@ -723,17 +728,26 @@ replay(strm_t *s)
     }
 }
 
-/* Detaches s from what it serves and frees it (mu held). */
+/* Detaches s from the process it serves: a task's next attach replays
+ * from here; an exec's command ends with its user (SIGHUP). */
 static void
-strm_free(strm_t *s)
+detach(strm_t *s)
 {
     proc_t *p = s->p;
     if (p != NULL && p->s == s) {
         p->s = NULL;
         p->detached_at = p->logged;
         if (!p->is_task && !p->ended)
-            kill(-p->pid, SIGHUP); /* an exec's command ends with its user */
+            kill(-p->pid, SIGHUP);
     }
+    s->p = NULL;
+}
+
+/* Detaches s and frees it (mu held). */
+static void
+strm_free(strm_t *s)
+{
+    detach(s);
     if (s->tcp >= 0)
         close(s->tcp);
     if (s->fd >= 0)
@@ -790,8 +804,12 @@ take_frames(strm_t *s)
             if (sig > 0 && sig < NSIG)
                 kill(-p->pid, sig);
         } else if (f.type == AL_FR_CLOSE) {
+            /* The user left: nothing more to send, and the next attach
+             * replays from here. */
             s->closing = true;
-            s->out.len = s->out_off = 0; /* the user left: nothing to send */
+            s->out.len = s->out_off = 0;
+            detach(s);
+            p = NULL;
         }
         off += used;
     }
