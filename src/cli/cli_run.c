@@ -115,6 +115,20 @@ install(int sig)
     sigaction(sig, &sa, NULL);
 }
 
+/* Signals to the self-pipe: a resize, and SIGINT, SIGTERM and SIGHUP
+ * (while the job waits they cancel it; then, without a terminal, they go
+ * to the job; with one, whose keys reach the job raw, they detach). */
+static void
+signals_on(void)
+{
+    if (sig_pipe[0] < 0 && pipe(sig_pipe) != 0)
+        return;
+    install(SIGWINCH);
+    install(SIGINT);
+    install(SIGTERM);
+    install(SIGHUP);
+}
+
 /* How a session went. */
 typedef struct result {
     int status;  /* the exit status to return */
@@ -219,6 +233,12 @@ take_signals(sess_t *s)
         } else if (!s->tty) {
             unsigned char sig = sigs[i];
             al_stream_put(&s->out, AL_FR_SIGNAL, &sig, 1);
+        } else if (!s->closing) {
+            /* With a terminal the job's signals come as keys: one sent to
+             * this process (kill, a closed window) detaches. */
+            s->res->detach = true;
+            al_stream_put(&s->out, AL_FR_CLOSE, NULL, 0);
+            s->closing = true;
         }
     }
 }
@@ -381,10 +401,12 @@ ended_state(const char *st)
            strcmp(st, "cancelled") == 0;
 }
 
-/* Waits until job id runs (true) or has ended (false, *j its last view),
- * showing its state and why it waits on one line of stderr. */
+/* Waits until job id runs (true) or has ended (false, *last its last
+ * view), showing its state and why it waits on one line of stderr; a
+ * signal meanwhile cancels the job (false, *interrupted set). */
 static bool
-wait_start(al_client_t *c, unsigned long long id, json_t **last)
+wait_start(al_client_t *c, unsigned long long id, json_t **last,
+           bool *interrupted)
 {
     bool shown = false, term = isatty(2);
     int delay_ms = 50;
@@ -418,8 +440,21 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last)
             shown = true;
         }
         json_decref(j);
-        struct timespec ts = { delay_ms / 1000, (delay_ms % 1000) * 1000000L };
-        nanosleep(&ts, NULL);
+        /* Interrupted while it waits: the job is not wanted any more. */
+        struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
+        if (poll(&p, 1, delay_ms) == 1) {
+            if (shown && term)
+                fprintf(stderr, "\r\033[K");
+            char path[64];
+            snprintf(path, sizeof path, "/v1/jobs/%llu/cancel", id);
+            al_http_resp_t r;
+            if (al_http_request(&c->url, "POST", path, c->token, NULL, 0, 10000,
+                                -1, &r, NULL) == 0)
+                al_http_resp_fini(&r);
+            fprintf(stderr, "allot run: interrupted; job %llu cancelled\n", id);
+            *interrupted = true;
+            return false;
+        }
         if (delay_ms < 500)
             delay_ms *= 2;
     }
@@ -504,14 +539,7 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
         free(cause);
         return rc == AL_EUNAVAIL ? EXIT_LOST : AL_EXIT_FAIL;
     }
-    if (pipe(sig_pipe) == 0) {
-        install(SIGWINCH);
-        if (!tty) {
-            install(SIGINT);
-            install(SIGTERM);
-            install(SIGHUP);
-        }
-    }
+    signals_on();
     if (tty && isatty(0))
         raw_mode();
     result_t res = { .status = 0 };
@@ -672,8 +700,10 @@ al_cli_run(int argc, char **argv)
     unsigned long long id = (unsigned long long)al_json_int(out, "id", 0);
     json_decref(out);
     json_t *last = NULL;
-    if (!wait_start(&c, id, &last)) {
-        rc = print_ended(&c, id, last);
+    bool interrupted = false;
+    signals_on();
+    if (!wait_start(&c, id, &last, &interrupted)) {
+        rc = interrupted ? 130 : print_ended(&c, id, last);
         json_decref(last);
     } else {
         rc = run_session(&c, id, "attach", NULL, want_t, want_i, "run", true);

@@ -198,6 +198,13 @@ def scenario_tty(c):
         t = t2
         t.send("echo back-again\r")
         t.expect(r"back-again")
+        # A signal to allot run -t detaches; the job runs on.
+        t.p.send_signal(signal.SIGTERM)
+        check(t.wait() == 0, "SIGTERM detaches: exit 0")
+        t.expect(r"detached from job %d" % jid)
+        t.close()
+        t = Term(c, ["attach", str(jid)])
+        time.sleep(0.5)
         t.send("exit 3\r")
         check(t.wait() == 3, "exit 3 gives status 3")
         c.wait_state(jid, "failed")
@@ -262,6 +269,21 @@ def scenario_pipes(c):
           "bad options: exit 2: %d %r" % (p.returncode, p.stderr))
     p = run_piped(c, ["run", "-i"])
     check(p.returncode == 2, "no command: exit 2")
+    # Interrupted while its job waits: the job is cancelled (a build job
+    # beyond the queue's deserved quota waits for good).
+    before = last_job(c)
+    p = subprocess.Popen([c.allot, "run", "--queue", "dev", "--gpus", "16",
+                          "--", "true"], stderr=subprocess.PIPE, env=c.env,
+                         cwd=c.root)
+    jid = job_of_session(c, before)
+    time.sleep(1)
+    check(c.job(jid)["state"] == "pending", "the job waits")
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=20)[1].decode()
+    check(p.returncode == 130 and "job %d cancelled" % jid in err,
+          "an interrupted wait: %d %r" % (p.returncode, err))
+    check("pending" in err, "the wait was shown with its state: %r" % err)
+    c.wait_state(jid, "cancelled")
     # Bulk: both ways, counted at the far end, through bounded buffers.
     size = 96 << 20
     agent, server = c.agents["n1"].pid, c.server.pid
