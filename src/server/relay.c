@@ -542,7 +542,8 @@ relay_turn(const rsess_t *s, relay_t *t)
     struct pollfd p[3] = {
         { .fd = s->wake[0], .events = POLLIN },
         { .fd = s->cfd, .events = 0 },
-        { .fd = t->afd, .events = 0 },
+        /* An agent's side at its end takes nothing more. */
+        { .fd = t->a_eof ? -1 : t->afd, .events = 0 },
     };
     if (room(&t->up) > 0)
         p[1].events |= POLLIN;
@@ -564,7 +565,8 @@ relay_turn(const rsess_t *s, relay_t *t)
         if (n == 0 || n == -1)
             t->c_eof = true; /* the user left: the agent's side sees it */
     }
-    if (t->afd >= 0 && (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
+    if (t->afd >= 0 && !t->a_eof &&
+        (p[2].revents & (POLLIN | POLLHUP | POLLERR))) {
         ssize_t n = fill(t->afd, &t->down);
         if (n > 0)
             scan(&t->sc, t->down.d + t->down.off + t->down.len - (size_t)n,
@@ -574,8 +576,10 @@ relay_turn(const rsess_t *s, relay_t *t)
     }
     if (t->down.len > 0 && flush(s->cfd, &t->down) != 0)
         t->c_eof = true;
-    if (t->afd >= 0 && t->up.len > 0 && flush(t->afd, &t->up) != 0)
+    if (t->afd >= 0 && !t->a_eof && t->up.len > 0 && flush(t->afd, &t->up) != 0)
         t->a_eof = true;
+    if (t->a_eof)
+        t->up.len = t->up.off = 0; /* nobody to take it */
     return true;
 }
 
