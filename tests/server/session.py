@@ -167,6 +167,16 @@ def scenario_tty(c):
                   "echo exec-gpus=$CUDA_VISIBLE_DEVICES.")
         check(p.stdout.strip() == "exec-gpus=%s." % gpus,
               "exec sees the job's GPUs %s: %r" % (gpus, p.stdout))
+        # exec with stdin, and with a terminal of its own sized as ours.
+        p = run_piped(c, ["exec", "-i", str(jid), "--", "cat"], b"piped\n")
+        check(p.returncode == 0 and p.stdout == b"piped\n",
+              "exec -i: %d %r" % (p.returncode, p.stdout))
+        te = Term(c, ["exec", "-it", str(jid), "--", "sh", "-c",
+                      "stty size; tty"], rows=40, cols=120)
+        te.expect(r"40 120")
+        te.expect(r"/dev/pts/")
+        check(te.wait() == 0, "exec -it exits 0")
+        te.close()
         # Only the job's owner.
         bob = c.api("POST", "/v1/tokens", {"user": "bob"})[1]["token"]
         p = c.cli("exec", str(jid), "--", "true", token=bob, ok=False)
