@@ -291,6 +291,19 @@ want_of(al__req_t *req, const al__job_t *j, int task, int *kind)
     return w;
 }
 
+/* A stream is opened by an Upgrade (the only reply is 101): a plain
+ * request gets 400 before anything is made.  True after that reply. */
+static bool
+refuse_plain(al__req_t *req)
+{
+    if (req->upgrade_asked)
+        return false;
+    al__reply_error(req, 400, "bad_request",
+                    "a stream wants Connection: Upgrade and Upgrade: "
+                    "allot-stream");
+    return true;
+}
+
 void
 al__api_job_stream(al_ctl_t *ctl, al__req_t *req)
 {
@@ -331,6 +344,10 @@ al__api_job_stream(al_ctl_t *ctl, al__req_t *req)
     json_t *w = want_of(req, j, (int)task, &kind);
     if (w == NULL)
         return;
+    if (refuse_plain(req)) {
+        json_decref(w);
+        return;
+    }
     rsess_t *s = al_xcalloc(1, sizeof *s);
     if (!random_id(s->id) || pipe(s->wake) != 0) {
         json_decref(w);
@@ -367,6 +384,8 @@ al__proto_stream(al_ctl_t *ctl, al__req_t *req)
 {
     al__relay_t *r = ctl->relay;
     bool ok = false;
+    if (refuse_plain(req))
+        return;
     pthread_mutex_lock(&r->mu);
     for (rsess_t *s = r->list; s != NULL; s = s->next)
         if (strcmp(s->id, req->cap[0]) == 0 && s->afd < 0)

@@ -243,6 +243,9 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
     /* The scheme is case-insensitive (RFC 9110, 11.1). */
     if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
         req->token = al_xstrdup(auth + 7);
+    const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_UPGRADE);
+    req->upgrade_asked = up != NULL && strcasecmp(up, "allot-stream") == 0;
     /* Suspended before the loop can see it: the loop may answer it
      * before al__ctl_submit() returns, and hands it back through
      * reply_ready(), which resumes the connection; the reply goes out from

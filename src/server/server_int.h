@@ -252,8 +252,9 @@ struct al__req {
     char *cap[2]; /* path segments matched by '*' */
     int nargs;
     char *argk[AL_MAX_ARGS], *argv[AL_MAX_ARGS];
-    char *token;  /* bearer token, or NULL */
-    json_t *body; /* parsed JSON body, or NULL */
+    char *token;        /* bearer token, or NULL */
+    bool upgrade_asked; /* "Upgrade: allot-stream": a stream's opening */
+    json_t *body;       /* parsed JSON body, or NULL */
     /* Filled by the loop. */
     const char *user; /* owned by the token table; valid during handling */
     int role;

@@ -1,7 +1,8 @@
 /*
  * test_relay.c -- the controller's side of interactive sessions
  * (src/server/relay.c): a user's request checked (no such job, another
- * user's, one not running, a bad kind), the session listed for the job's
+ * user's, one not running, a bad kind, a plain request without the
+ * Upgrade), the session listed for the job's
  * node once, and the relay between two sockets: bytes both ways in order,
  * a notice slipped in between two of the agent's frames and never into
  * one, the user's side closed when the agent's ends.  A zeroed controller
@@ -65,6 +66,9 @@ relay_ctl_fini(al_ctl_t *ctl)
     free(ctl->node_hash);
 }
 
+/* Set: the next requests come without "Upgrade: allot-stream". */
+static bool plain;
+
 /* A request for job `id` by user with the query args (key, value, ...;
  * NULL-terminated); its status after the handler. */
 static int
@@ -75,6 +79,7 @@ stream_req(al_ctl_t *ctl, const char *id, const char *user, char **upgrade,
     memset(&req, 0, sizeof req);
     req.cap[0] = (char *)id;
     req.user = user;
+    req.upgrade_asked = !plain;
     for (int i = 0; args[i] != NULL; i += 2) {
         req.argk[req.nargs] = (char *)args[i];
         req.argv[req.nargs++] = (char *)args[i + 1];
@@ -100,6 +105,10 @@ relay_refusals(void)
     ASSERT_EQ(stream_req(&ctl, "1", "alice", &up, bad), 400);
     ASSERT_EQ(stream_req(&ctl, "1", "alice", &up, exec_nocmd), 400);
     ASSERT_EQ(stream_req(&ctl, "1", "alice", &up, port0), 400);
+    /* A plain POST (curl) makes nothing. */
+    plain = true;
+    ASSERT_EQ(stream_req(&ctl, "1", "alice", &up, attach), 400);
+    plain = false;
     ASSERT(up == NULL);
     ASSERT(al__relay_wanted(&ctl, 0) == NULL);
     ctl.jobs[0]->state = JS_PENDING;
