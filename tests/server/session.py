@@ -142,25 +142,34 @@ def scenario_tty(c):
         t.send("stty size\r")
         t.expect(r"24 80")
         t.resize(30, 100)
-        time.sleep(0.3)
-        t.send("stty size\r")
-        t.expect(r"30 100")
+        # The new size goes with the next turn of the CLI's loop: ask
+        # until it shows (at once, but for a loaded machine).
+        for _ in range(20):
+            t.send("stty size\r")
+            m = t.expect(r"(\d+ \d+)\r\n")
+            if m.group(1) == b"30 100":
+                break
+            time.sleep(0.5)
+        check(m.group(1) == b"30 100", "stty size after a resize: %r" %
+              m.group(1))
         # Ctrl-C reaches the job's terminal: sleep ends, bash stays.
         t.send("sleep 100; echo after-sleep $?\r")
         time.sleep(0.5)
         t.send(b"\x03")
         t.expect(r"\$ ?$|\^C", 10)
-        t.send("echo alive\r")
-        t.expect(r"alive")
+        t.send("echo alive-$((2*3))\r")
+        t.expect(r"alive-6")
         t.send("echo gpus=$CUDA_VISIBLE_DEVICES.\r")
         gpus = t.expect(r"gpus=([0-9,]+)\.").group(1).decode()
         # Something written while nobody is attached, then a detach.
-        t.send("(sleep 1; echo while-away) &\r")
+        t.send("(sleep 2; echo while-$((5*5))-away) &\r")
         time.sleep(0.3)
         t.send(b"\x10\x11")
         check(t.wait() == 0, "a detach exits 0")
         t.expect(r"detached from job %d" % jid)
-        time.sleep(1.5)
+        check(b"while-25-away" not in t.out, "written after the detach")
+        wait_for(lambda: "while-25-away" in c.cli("logs", str(jid)).stdout,
+                 20, "the output written while detached, in the log")
         check(c.job(jid)["state"] == "running", "the job runs on detached")
         # exec: the same node, the same GPUs.
         p = c.cli("exec", str(jid), "--", "sh", "-c",
@@ -199,18 +208,22 @@ def scenario_tty(c):
               (p.returncode, p.stderr))
         c.cli("cancel", str(plain))
         t = Term(c, ["attach", str(jid)])
-        t.expect(r"while-away")
+        t.expect(r"while-25-away")
         # A second attach takes the session over; the first one says so.
         t2 = Term(c, ["attach", str(jid)])
         t.expect(r"another attach took this session over")
         check(t.wait() == 0, "the attach taken over exits 0")
         t.close()
         t = t2
-        t.send("echo back-again\r")
-        t.expect(r"back-again")
+        # What the job's shell computes, never the local terminal's echo of
+        # the keys (it echoes until allot's stream is up and makes it raw).
+        t.send("echo back-$((3*4))-again\r")
+        t.expect(r"back-12-again")
         # A signal to allot run -t detaches; the job runs on.
         t.p.send_signal(signal.SIGTERM)
-        check(t.wait() == 0, "SIGTERM detaches: exit 0")
+        rc = t.wait()
+        check(rc == 0, "SIGTERM detaches: exit 0, not %d: %r" %
+              (rc, t.out[-300:]))
         t.expect(r"detached from job %d" % jid)
         t.close()
         t = Term(c, ["attach", str(jid)])
@@ -219,7 +232,7 @@ def scenario_tty(c):
         check(t.wait() == 3, "exit 3 gives status 3")
         c.wait_state(jid, "failed")
         logs = c.cli("logs", str(jid)).stdout
-        check("hello 42" in logs and "back-again" in logs,
+        check("hello 42" in logs and "back-12-again" in logs,
               "the session's output is in its log: %r" % logs[-300:])
     finally:
         t.close()
