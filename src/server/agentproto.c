@@ -5,8 +5,9 @@
  * set changes, and the server's copy of the tasks' output (appended from
  * syncs, its size kept per task).
  *
- * May call: state.c (a task's end ends or fails its job), table.c, doc.c
- * (the node form, a job's spec), store.c (events) and req.c.  The loop
+ * May call: relay.c (the streams a node is to open), state.c (a task's
+ * end ends or fails its job), table.c, doc.c (the node form, a job's
+ * spec), store.c (events) and req.c.  The loop
  * calls al__proto_answer_parked() when a node's set changed or a poll's
  * time is up.
  */

@@ -21,8 +21,8 @@
  * only follows the frame boundaries, to slip the controller's notices
  * (al__relay_notice()) in between two frames.
  *
- * May call: req.c, table.c, doc.c (a job's spec), state.c (a node's
- * long-poll) and src/common.
+ * May call: state.c (a node's long-poll), req.c, table.c, reason.c (why
+ * a job does not run) and src/common.
  */
 #include <errno.h>
 #include <fcntl.h>
