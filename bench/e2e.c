@@ -8,7 +8,7 @@
  * only when the system misbehaves (a submission refused, a job lost or
  * failed).  See bench/README.md for the cases and the targets.
  *
- *   bench/e2e [--case throughput|latency|memory|cluster|cli|array]
+ *   bench/e2e [--case throughput|latency|memory|cluster|cli|array|session]
  *             [--jobs N] [--clients N] [--nodes N] [--elements N]
  *             [--allot PATH] [--store sqlite|pg] [--keep]
  *
@@ -24,7 +24,9 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <pty.h>
 #include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
@@ -33,10 +35,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1140,12 +1144,182 @@ case_array(const opts_t *o)
         die("%lld of %d elements completed", completed, o->elements);
 }
 
+/* ------------------------------------------------------------------ */
+/* session: an interactive session's round trip and bulk throughput   */
+
+/* Starts `allot ARGS...` for d (its server and token in the environment)
+ * with stdin, stdout and stderr on fds[0..2]; with a terminal (fds all the
+ * same pty slave) it is the process's controlling one. */
+static pid_t
+session_spawn(const opts_t *o, const dev_t_ *d, const int fds[3], bool tty,
+              const char *const *args)
+{
+    char *url = al_xasprintf("http://%s:%s", d->url.host, d->url.port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setsid();
+        for (int i = 0; i < 3; i++)
+            dup2(fds[i], i);
+        if (tty)
+            ioctl(0, TIOCSCTTY, 0);
+        setenv("ALLOT_SERVER", url, 1);
+        setenv("ALLOT_TOKEN", d->token, 1);
+        char *argv[16];
+        int n = 0;
+        argv[n++] = (char *)"allot";
+        for (; args[n - 1] != NULL && n < 15; n++)
+            argv[n] = (char *)args[n - 1];
+        argv[n] = NULL;
+        execv(o->allot, argv);
+        _exit(127);
+    }
+    free(url);
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    return pid;
+}
+
+/* Reads one byte from fd within ms; false when none came. */
+static bool
+read_byte(int fd, int ms)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    char c;
+    return poll(&p, 1, ms) == 1 && read(fd, &c, 1) == 1;
+}
+
+static int
+session_wait(pid_t pid)
+{
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* `allot run -it -- cat` on a terminal of its own: a key typed goes through
+ * the CLI, the controller and the agent to the job's pty, whose echo comes
+ * back the same way (session_rtt_*_ms, one key at a time); then `allot run
+ * -- sh -c 'yes | head -c N'` into a pipe (session_mb_per_s, from its first
+ * byte to its last). */
+static void
+case_session(const opts_t *o)
+{
+    dev_t_ d;
+    dev_start(o, 1, &d);
+    /* A build job starts within its queue's deserved quota. */
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    int st;
+    json_decref(api(&c, d.token, "POST", "/v1/queues",
+                    "{\"name\":\"bench\",\"quota\":{\"gpu\":{\"deserved\":8}}}",
+                    &st));
+    if (st != 200 && st != 201)
+        die("cannot create queue bench (%d)", st);
+    int m, sl;
+    struct winsize ws = { .ws_row = 24, .ws_col = 80 };
+    if (openpty(&m, &sl, NULL, NULL, &ws) != 0)
+        die("openpty: %s", strerror(errno));
+    /* No local echo: what comes back was echoed by the job's pty. */
+    struct termios tio;
+    if (tcgetattr(sl, &tio) == 0) {
+        cfmakeraw(&tio);
+        tcsetattr(sl, TCSANOW, &tio);
+    }
+    const int tfd[3] = { sl, sl, sl };
+    const char *const rargs[] = { "run", "-it", "--queue", "bench",
+                                  "--",  "cat", NULL };
+    pid_t pid = session_spawn(o, &d, tfd, true, rargs);
+    close(sl);
+    /* Up once a key comes back. */
+    bool up = false;
+    for (int i = 0; i < 300 && !up; i++) {
+        if (write(m, "w", 1) != 1)
+            die("write to the terminal: %s", strerror(errno));
+        up = read_byte(m, 100);
+    }
+    if (!up)
+        die("allot run -it -- cat never echoed a key");
+    while (read_byte(m, 200))
+        ;
+    enum { NKEYS = 1000 };
+    int64_t *lat = al_xcalloc(NKEYS, sizeof *lat);
+    for (int i = 0; i < NKEYS; i++) {
+        if (i % 200 == 199) {
+            /* A line now and then: the pty's line stays short. */
+            if (write(m, "\r", 1) != 1)
+                die("write: %s", strerror(errno));
+            while (read_byte(m, 100))
+                ;
+        }
+        int64_t t0 = now_us();
+        if (write(m, "k", 1) != 1)
+            die("write: %s", strerror(errno));
+        if (!read_byte(m, 5000))
+            die("key %d: no echo within 5 s", i);
+        lat[i] = now_us() - t0;
+    }
+    if (write(m, "\r\004", 2) != 2)
+        die("write: %s", strerror(errno));
+    while (read_byte(m, 200))
+        ;
+    int rc = session_wait(pid);
+    close(m);
+    if (rc != 0)
+        die("allot run -it -- cat exited %d", rc);
+
+    /* Bulk: the job's output through the controller into a pipe. */
+    const int64_t bytes = INT64_C(1) << 30;
+    char *sh = al_xasprintf("yes | head -c %lld", (long long)bytes);
+    const char *const bargs[] = { "run", "--queue", "bench", "--",
+                                  "sh",  "-c",      sh,      NULL };
+    int p[2];
+    if (pipe(p) != 0)
+        die("pipe: %s", strerror(errno));
+    int devnull = open("/dev/null", O_RDWR);
+    const int bfd[3] = { devnull, p[1], 2 };
+    pid = session_spawn(o, &d, bfd, false, bargs);
+    close(p[1]);
+    close(devnull);
+    char *buf = al_xmalloc(1 << 20);
+    int64_t got = 0, first = 0;
+    for (;;) {
+        ssize_t n = read(p[0], buf, 1 << 20);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (got == 0)
+            first = now_us();
+        got += n;
+    }
+    int64_t span = now_us() - first;
+    close(p[0]);
+    rc = session_wait(pid);
+    free(buf);
+    free(sh);
+    long hwm = proc_kib(d.pid, "VmHWM");
+    al_http_conn_close(&c);
+    dev_stop(o, &d);
+    if (rc != 0 || got != bytes)
+        die("yes | head -c %lld through a session: %lld bytes, exit %d",
+            (long long)bytes, (long long)got, rc);
+    printf("{\"case\":\"session\",\"keys\":%d,\"session_rtt_p50_ms\":%.3f,"
+           "\"session_rtt_p99_ms\":%.3f,\"session_bytes\":%lld,"
+           "\"session_mb_per_s\":%.0f,\"server_peak_rss_mb\":%.1f}\n",
+           NKEYS, pct_ms(lat, NKEYS, 0.5), pct_ms(lat, NKEYS, 0.99),
+           (long long)got, (double)got / 1e6 / ((double)span / 1e6),
+           hwm / 1024.0);
+    fflush(stdout);
+    free(lat);
+}
+
 static void
 usage(void)
 {
     fputs(
         "usage: bench/e2e [--case "
-        "throughput|latency|memory|cluster|cli|array]\n"
+        "throughput|latency|memory|cluster|cli|array|session]\n"
         "                 [--jobs N] [--clients N] [--nodes N] [--elements N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",
@@ -1201,7 +1375,7 @@ main(int argc, char **argv)
     if (o.cse != NULL && strcmp(o.cse, "throughput") != 0 &&
         strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
         strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0 &&
-        strcmp(o.cse, "array") != 0)
+        strcmp(o.cse, "array") != 0 && strcmp(o.cse, "session") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -1224,5 +1398,7 @@ main(int argc, char **argv)
         case_cli(&o);
     if (o.cse == NULL || strcmp(o.cse, "array") == 0)
         case_array(&o);
+    if (o.cse == NULL || strcmp(o.cse, "session") == 0)
+        case_session(&o);
     return 0;
 }

@@ -13,6 +13,8 @@
  *   env.c      a task's environment
  *   task.c     the task table: slots and their files, records on disk,
  *              exits, reaping, stopping, adopting one task
+ *   session.c  interactive sessions: a task's terminal or pipes, exec'd
+ *              commands, port connections, their streams (own thread)
  *   spawner.c  the process that is the tasks' parent
  *   launch.c   starting one task (in the spawner), records' format
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
@@ -77,6 +79,11 @@ typedef struct al__launch {
     const char *state_path; /* the record */
     unsigned long long devices;
     const char *user; /* run as this user when root, or NULL */
+    /* An interactive session's task (session.c): its stdin, stdout and
+     * stderr instead of /dev/null and the log, and whether stdin is a
+     * terminal to make its controlling one; NULL for other tasks. */
+    const int *stdio;
+    bool tty;
 } al__launch_t;
 
 /*
@@ -309,5 +316,21 @@ void al__start_tasks(agent_t *a);
  * signal; AL_EAUTH: registration refused for good). */
 int al__sync_register(agent_t *a);
 int al__sync_once(agent_t *a);
+
+/* session.c: interactive sessions (one thread of its own, started when
+ * first needed; these calls come from the loop). */
+/* 2 when a task's spec asks for a terminal (ALLOT_SESSION=tty in its
+ * environment), 1 for pipes (any other value), 0 for neither. */
+int al__session_mode(const json_t *spec);
+/* Starts t from l with a terminal or pipes the agent keeps (l->stdio and
+ * l->tty are set here): its pid, or -1 with *cause. */
+pid_t al__session_launch(agent_t *a, task_t *t, al__launch_t *l, char **cause);
+/* t, started by al__session_launch(), has ended (its exit in t): its output
+ * is drained into its log before the caller reports the end. */
+void al__session_ended(const task_t *t);
+/* A child the loop reaped that is no task: true when it was an exec's. */
+bool al__session_reaped(pid_t pid, int status);
+/* The streams a sync's answer asks for ("streams"; NULL for none). */
+void al__session_want(agent_t *a, json_t *streams);
 
 #endif /* AL_AGENT_INT_H */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -159,7 +160,16 @@ exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
 {
     for (size_t i = 0; i < NRESET; i++)
         signal(reset_signals[i], SIG_DFL);
-    if (devnull > 0) {
+    if (l->stdio != NULL) {
+        /* An interactive session's task (session.c): its terminal or
+         * pipes, the terminal its controlling one. */
+        for (int i = 0; i < 3; i++)
+            dup2(l->stdio[i], i);
+        if (l->tty)
+            ioctl(0, TIOCSCTTY, 0);
+        close(logfd);
+        logfd = 1;
+    } else if (devnull > 0) {
         dup2(devnull, 0); /* the copy on 0 is not close-on-exec */
     } else if (devnull == 0) {
         fcntl(0, F_SETFD, 0); /* the child's own descriptor table */
@@ -167,8 +177,10 @@ exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
         dup2(devnull, 0);
         close(devnull);
     }
-    dup2(logfd, 1);
-    dup2(logfd, 2);
+    if (l->stdio == NULL) {
+        dup2(logfd, 1);
+        dup2(logfd, 2);
+    }
     if (logfd > 2)
         close(logfd);
     if (!vforked)
@@ -314,14 +326,17 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
      * fork.  Otherwise vfork(): no page tables copied, the cheapest way to
      * start a process.  The child may only do what exec_task() allows;
      * environ is swapped here and back (this process is single-threaded). */
-    bool use_vfork =
-        !(l->user != NULL && geteuid() == 0) && !close_range_missing();
+    bool use_vfork = !(l->user != NULL && geteuid() == 0) &&
+                     !close_range_missing() && l->stdio == NULL;
     int devnull = devnull_fd();
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
+    /* A session's task starts from the agent, which has other threads
+     * then: its environment is swapped in the child only. */
     char **saved_env = environ;
-    environ = (char **)l->envp;
+    if (l->stdio == NULL)
+        environ = (char **)l->envp;
     /* vfork() on purpose (see above; measured with bench/e2e): the child
      * only calls exec_task(), which keeps to what a vfork()ed child may
      * do.  posix_spawn() would do the same but cannot report an exec
@@ -330,6 +345,7 @@ al__launch(const al__launch_t *l, int *state_fd, char **cause)
     pid_t pid = use_vfork ? vfork() : fork();
     // NOLINTEND(clang-analyzer-security.insecureAPI.vfork,clang-analyzer-unix.Vfork)
     if (pid == 0) {
+        environ = (char **)l->envp;
         setsid(); /* the task and all it starts: one process group */
         exec_task(l, logfd, devnull, &old, use_vfork);
     }

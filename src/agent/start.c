@@ -5,7 +5,8 @@
  * environment), and the batches of requests to the spawner with their
  * answers, including a spawner that dies or hangs midway.
  *
- * May call: task.c, env.c, spawner.c, src/common.
+ * May call: session.c (a session's task), task.c, env.c, spawner.c,
+ * src/common.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,6 +285,16 @@ al__start_tasks(agent_t *a)
         al__share_count(used, t, 1);
         if (!al__share_fits(used, t) || !launch_prepare(a, t, &batch[n])) {
             al__share_count(used, t, -1);
+            continue;
+        }
+        if (al__session_mode(t->spec) != 0) {
+            /* An interactive session's task: the agent holds its
+             * terminal, so it starts it itself (session.c). */
+            char *cause = NULL;
+            pid_t pid = al__session_launch(a, t, &batch[n].l, &cause);
+            launch_finish(&batch[n], pid, cause);
+            if (pid < 0)
+                al__share_count(used, t, -1);
             continue;
         }
         int rc = al__spawner_send(&a->spawner, &batch[n].l);

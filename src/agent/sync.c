@@ -6,7 +6,8 @@
  * the desired set of tasks (starting what is missing, stopping what is no
  * longer wanted, forgetting what is over and fully reported).
  *
- * May call: start.c, task.c, tasklog.c, the platform (telemetry),
+ * May call: session.c (streams asked for), start.c, task.c, tasklog.c,
+ * the platform (telemetry),
  * src/common (HTTP, JSON).
  */
 #include <fcntl.h>
@@ -180,6 +181,8 @@ apply(agent_t *a, json_t *out)
         }
     }
     al__start_tasks(a);
+    /* Interactive sessions' streams, once their tasks run. */
+    al__session_want(a, json_object_get(out, "streams"));
 }
 
 /* Whether the GPUs have telemetry: real ones through NVML, emulated ones

@@ -7,7 +7,8 @@
  * child subreaper), polling adopted tasks, stopping (SIGTERM, SIGKILL after
  * the grace period), and a new spawner when the old one is gone.
  *
- * May call: spawner.c, launch.c (records), the platform (platform.h),
+ * May call: session.c (a session task's end, an exec's), spawner.c,
+ * launch.c (records), the platform (platform.h),
  * src/common.
  */
 #include <errno.h>
@@ -337,16 +338,21 @@ al__task_reap(agent_t *a)
             continue;
         }
         /* A task whose spawner died: the agent is a child subreaper, so
-         * its orphaned tasks come to it, with their exit status. */
-        for (int i = 0; i < a->ntasks; i++) {
+         * its orphaned tasks come to it, with their exit status.  So do
+         * interactive sessions' tasks, which the agent starts itself. */
+        bool found = false;
+        for (int i = 0; i < a->ntasks && !found; i++) {
             task_t *t = &a->tasks[i];
             if (t->pid != pid || t->state != T_RUNNING)
                 continue;
             if (!read_exit(a, t))
                 record_exit(a, t, st);
             mark_exited(a, t, st);
-            break;
+            al__session_ended(t);
+            found = true;
         }
+        if (!found)
+            al__session_reaped(pid, st); /* an exec's command, perhaps */
     }
     /* Adopted tasks are not our spawner's children: poll them.  One that
      * ended is a zombie until its parent (an earlier spawner) has written

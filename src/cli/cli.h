@@ -28,12 +28,18 @@ int al_cli_queue(int argc, char **argv);
 int al_cli_node(int argc, char **argv);
 int al_cli_report(int argc, char **argv);
 int al_cli_history(int argc, char **argv);
+/* Interactive sessions: cli_run.c. */
+int al_cli_run(int argc, char **argv);
+int al_cli_attach(int argc, char **argv);
+int al_cli_exec(int argc, char **argv);
+int al_cli_port_forward(int argc, char **argv);
 
 /* Their options and --help texts (common/opt.h), for `allot --help`; the
  * daemons' are al_server_cmd and al_agent_cmd, submit's al_script_cmd. */
 extern const struct al_opt_cmd al_cli_sim_cmd, al_cli_dev_cmd, al_cli_ls_cmd,
     al_cli_show_cmd, al_cli_cancel_cmd, al_cli_hold_cmd, al_cli_release_cmd,
     al_cli_logs_cmd, al_cli_nodes_cmd, al_cli_queues_cmd, al_cli_token_cmd,
-    al_cli_queue_cmd, al_cli_node_cmd, al_cli_report_cmd, al_cli_history_cmd;
+    al_cli_queue_cmd, al_cli_node_cmd, al_cli_report_cmd, al_cli_history_cmd,
+    al_cli_attach_cmd, al_cli_exec_cmd, al_cli_port_forward_cmd;
 
 #endif /* AL_CLI_H */

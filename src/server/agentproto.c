@@ -5,8 +5,9 @@
  * set changes, and the server's copy of the tasks' output (appended from
  * syncs, its size kept per task).
  *
- * May call: state.c (a task's end ends or fails its job), table.c, doc.c
- * (the node form, a job's spec), store.c (events) and req.c.  The loop
+ * May call: relay.c (the streams a node is to open), state.c (a task's
+ * end ends or fails its job), table.c, doc.c (the node form, a job's
+ * spec), store.c (events) and req.c.  The loop
  * calls al__proto_answer_parked() when a node's set changed or a poll's
  * time is up.
  */
@@ -382,8 +383,13 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
     node->nruns = kept;
     if (lacking != NULL)
         *lacking = nlacking;
-    return json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
-                     (json_int_t)ctl->opts.grace_ms);
+    json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
+                          (json_int_t)ctl->opts.grace_ms);
+    /* Interactive sessions whose streams the agent is to open. */
+    json_t *streams = al__relay_wanted(ctl, n);
+    if (streams != NULL)
+        json_object_set_new(o, "streams", streams);
+    return o;
 }
 
 void
@@ -538,7 +544,8 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
      * task this sync did not report: n->known is what it reported). */
     int lacking = 0;
     json_t *desired = al__proto_desired(ctl, ni, &lacking);
-    if (lacking > 0)
+    /* A session waits for the agent to dial back: answer now. */
+    if (lacking > 0 || al__relay_fresh(ctl, ni))
         urgent = true;
     /* A node counts as alive from sync to sync: answer within half the
      * node timeout so that an idle agent is never taken for a dead one. */

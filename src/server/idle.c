@@ -15,7 +15,8 @@
  * reaches `allot logs` in order with the rest.  Whether a session is idle
  * is kept in memory only: a restarted controller starts counting again.
  *
- * May call: state.c (ending a job, node changes), table.c, reason.c (the
+ * May call: state.c (ending a job, node changes), relay.c (the warning to
+ * an attached terminal), table.c, reason.c (the
  * job classes), store.c (events), common's clock, log and allocation.
  * Called by the loop (ctl.c).
  */
@@ -107,6 +108,11 @@ al__idle_warn(al_ctl_t *ctl, al__job_t *j, int64_t left_s)
     nodes_changed(ctl, j);
     al_info("job %llu: %s", (unsigned long long)j->id, detail);
     al__store_event(ctl, j->id, now, "idle_warning", detail);
+    /* And to a terminal attached to it now (the log's copy reaches one
+     * that attaches later, in the replay). */
+    char *line = al_xasprintf("%s: %s", when, detail);
+    al__relay_notice(ctl, j->id, line);
+    free(line);
     free(detail);
 }
 

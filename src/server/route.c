@@ -54,6 +54,10 @@ const al__route_t al__routes[] = {
       .path = "/v1/jobs/*/logs",
       .role = ROLE_USER,
       .fn = al__api_job_logs },
+    { .method = "POST",
+      .path = "/v1/jobs/*/stream",
+      .role = ROLE_USER,
+      .fn = al__api_job_stream },
     { .method = "GET",
       .path = "/v1/queues",
       .role = ROLE_USER,
@@ -102,6 +106,10 @@ const al__route_t al__routes[] = {
       .path = "/v1/agent/sync",
       .role = ROLE_AGENT,
       .fn = al__proto_sync },
+    { .method = "POST",
+      .path = "/v1/agent/streams/*",
+      .role = ROLE_AGENT,
+      .fn = al__proto_stream },
     /* Prometheus' scrape: not under /v1, where its convention expects
      * it. */
     { .method = "GET",

@@ -10,8 +10,12 @@
  * handler, called again, sends the reply.  The only file of the
  * controller that knows libmicrohttpd.
  *
- * May call: ctl.c (start, stop, submit), route.c (matching a path) and
- * req.c (an error reply).
+ * A reply of 101 (an interactive session's stream) turns the connection
+ * over: its socket goes to relay.c, which gives it back through
+ * close_upgraded() when the session ends.
+ *
+ * May call: ctl.c (start, stop, submit), route.c (matching a path),
+ * relay.c (upgraded sockets) and req.c (an error reply).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -135,6 +139,7 @@ req_free(al__req_t *req)
         free(req->argv[i]);
     }
     free(req->token);
+    free(req->upgrade);
     json_decref(req->body);
     json_decref(req->resp);
     json_decref(req->acks);
@@ -142,11 +147,58 @@ req_free(al__req_t *req)
     free(req);
 }
 
+/* What the upgrade handler needs to hand a socket to the relay. */
+struct upgrading {
+    al__relay_t *relay;
+    char id[40];
+    bool agent;
+};
+
+static void
+close_upgraded(void *handle)
+{
+    MHD_upgrade_action(handle, MHD_UPGRADE_ACTION_CLOSE);
+}
+
+static void
+on_upgraded(void *cls, struct MHD_Connection *c, void *con_cls,
+            const char *extra, size_t n, MHD_socket sock,
+            struct MHD_UpgradeResponseHandle *urh)
+{
+    struct upgrading *u = cls;
+    (void)c;
+    (void)con_cls;
+    if (!al__relay_take(u->relay, u->id, u->agent, sock, extra, n, urh))
+        MHD_upgrade_action(urh, MHD_UPGRADE_ACTION_CLOSE);
+    free(u);
+}
+
+/* A 101: the connection becomes the session's stream. */
+static enum MHD_Result
+send_upgrade(al_server_t *s, struct MHD_Connection *c, al__req_t *req)
+{
+    struct upgrading *u = al_xcalloc(1, sizeof *u);
+    u->relay = s->ctl.relay;
+    snprintf(u->id, sizeof u->id, "%s", req->upgrade);
+    u->agent = req->upgrade_agent;
+    struct MHD_Response *r = MHD_create_response_for_upgrade(on_upgraded, u);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_UPGRADE, "allot-stream");
+    enum MHD_Result ret =
+        MHD_queue_response(c, MHD_HTTP_SWITCHING_PROTOCOLS, r);
+    MHD_destroy_response(r);
+    if (ret != MHD_YES)
+        free(u);
+    req_free(req);
+    return ret;
+}
+
 /* Sends the reply the loop made for req and frees req. */
 static enum MHD_Result
-send_handled(struct MHD_Connection *c, al__req_t *req)
+send_handled(al_server_t *s, struct MHD_Connection *c, al__req_t *req)
 {
     enum MHD_Result r;
+    if (req->upgrade != NULL && req->status == 101)
+        return send_upgrade(s, c, req);
     if (req->text != NULL) {
         r = send_reply(c, req->status ? req->status : 200,
                        "text/plain; charset=utf-8", req->text, req->text_len);
@@ -201,6 +253,9 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
     /* The scheme is case-insensitive (RFC 9110, 11.1). */
     if (auth != NULL && strncasecmp(auth, "Bearer ", 7) == 0)
         req->token = al_xstrdup(auth + 7);
+    const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+                                                 MHD_HTTP_HEADER_UPGRADE);
+    req->upgrade_asked = up != NULL && strcasecmp(up, "allot-stream") == 0;
     /* Suspended before the loop can see it: the loop may answer it
      * before al__ctl_submit() returns, and hands it back through
      * reply_ready(), which resumes the connection; the reply goes out from
@@ -240,7 +295,7 @@ intake(al_server_t *s, bool metrics_only, struct MHD_Connection *c,
         /* Resumed by reply_ready(): the reply is ready. */
         al__req_t *req = cn->req;
         cn->req = NULL;
-        return send_handled(c, req);
+        return send_handled(s, c, req);
     }
     if (*upload_size > 0) {
         if (!cn->too_large &&
@@ -391,7 +446,9 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     s->ctl.reply = reply_ready;
+    s->ctl.relay = al__relay_create(close_upgraded);
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
+        al__relay_destroy(s->ctl.relay);
         close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
@@ -402,13 +459,15 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
      * connections.  libmicrohttpd sets SO_REUSEADDR, so a restarted
      * controller binds its port at once all the same. */
     s->mhd = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-        on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
+        0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536, MHD_OPTION_END);
     if (s->mhd == NULL) {
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
         al__ctl_stop(&s->ctl);
+        al__relay_destroy(s->ctl.relay);
         close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
@@ -427,6 +486,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
             *cause = al_xasprintf("cannot listen on %s (port in use?)",
                                   o->metrics_listen);
             al__ctl_stop(&s->ctl);
+            al__relay_destroy(s->ctl.relay);
             MHD_stop_daemon(s->mhd);
             close(s->lock_fd);
             free(s->ctl.state_dir);
@@ -474,6 +534,7 @@ al_server_stop(al_server_t *s)
     /* The loop first, so that it answers every request it took; then the
      * listener, which closes the connections. */
     al__ctl_stop(&s->ctl);
+    al__relay_destroy(s->ctl.relay); /* its sockets before the intake's */
     MHD_stop_daemon(s->mhd);
     if (s->metrics_mhd != NULL)
         MHD_stop_daemon(s->metrics_mhd);

@@ -14,6 +14,10 @@
  *                 the handlers of each resource
  *   agentproto.c  the agent protocol: register, sync, desired task sets,
  *                 parked long-polls, the server's copy of task output
+ *   relay.c       interactive sessions: opening a stream (a user's and
+ *                 the agent's dialing back), the streams an agent is to
+ *                 open, the byte relay between the two (a thread per
+ *                 session, its own lock)
  *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
  *   state.c       state changes: a job's transitions, requeue, master
  *                 ports, a cycle due, a node's set changed, silent nodes
@@ -292,8 +296,9 @@ struct al__req {
     char *cap[2]; /* path segments matched by '*' */
     int nargs;
     char *argk[AL_MAX_ARGS], *argv[AL_MAX_ARGS];
-    char *token;  /* bearer token, or NULL */
-    json_t *body; /* parsed JSON body, or NULL */
+    char *token;        /* bearer token, or NULL */
+    bool upgrade_asked; /* "Upgrade: allot-stream": a stream's opening */
+    json_t *body;       /* parsed JSON body, or NULL */
     /* Filled by the loop. */
     const char *user; /* owned by the token table; valid during handling */
     int role;
@@ -312,6 +317,10 @@ struct al__req {
     bool after_cycle;
     void *conn;  /* the intake's connection, suspended until the reply */
     double t_in; /* al__mono_s() when the loop was handed it */
+    /* A 101 reply turns the connection over to the relay: the session id
+     * (malloc()ed), and whether the agent's side (else the user's). */
+    char *upgrade;
+    bool upgrade_agent;
     al__req_t *next;
 };
 
@@ -426,9 +435,12 @@ typedef struct al__usage {
 /* ------------------------------------------------------------------ */
 /* The controller                                                     */
 
+typedef struct al__relay al__relay_t;
+
 typedef struct al_ctl {
     al_server_opts_t opts;
     char *state_dir;
+    al__relay_t *relay; /* interactive sessions (relay.c), own lock */
 
     /* Shared with the daemon's thread, under mu. */
     pthread_mutex_t mu;
@@ -835,5 +847,32 @@ const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);
+
+/* ------------------------------------------------------------------ */
+/* relay.c: interactive sessions (streams between a user and an agent)  */
+
+/* Gives an upgraded connection back to the intake, which closes it. */
+typedef void (*al__relay_close_fn)(void *handle);
+al__relay_t *al__relay_create(al__relay_close_fn close_fn);
+/* Ends every session (their threads close their sockets) and frees r;
+ * NULL is a no-op.  Before the intake stops. */
+void al__relay_destroy(al__relay_t *r);
+/* POST /v1/jobs/ID/stream (a user) and POST /v1/agent/streams/SID (the
+ * agent dialing back): loop thread; a 101 sets req->upgrade. */
+void al__api_job_stream(al_ctl_t *ctl, al__req_t *req);
+void al__proto_stream(al_ctl_t *ctl, al__req_t *req);
+/* The streams node's agent is to open, as a JSON array, or NULL. */
+json_t *al__relay_wanted(al_ctl_t *ctl, int node);
+/* Whether a stream for node was asked for since its last sync's answer
+ * (that answer must not wait); marks them all as told. */
+bool al__relay_fresh(al_ctl_t *ctl, int node);
+/* The intake hands over the upgraded socket of session id (any thread);
+ * extra: bytes that came after the request.  False when no session takes
+ * it (the caller closes it). */
+bool al__relay_take(al__relay_t *r, const char *id, bool agent, int fd,
+                    const char *extra, size_t n, void *handle);
+/* Sends a line of text to every user attached to job (shown on their
+ * terminal's stderr); any thread. */
+void al__relay_notice(al_ctl_t *ctl, uint64_t job, const char *text);
 
 #endif /* AL_SERVER_INT_H */

@@ -7,6 +7,7 @@ Usage: e2e_build.py [pg:]SCENARIO PATH/TO/allot
 """
 import os
 import re
+import subprocess
 import signal
 import sys
 import time
@@ -215,9 +216,39 @@ def scenario_idle(c):
         c.cli("cancel", str(jid), ok=False)
 
 
+def scenario_idle_session(c):
+    """The idle warning reaches the terminal of a session attached to the
+    job (`allot run` prints the controller's notices on stderr), and the
+    session ends with the job: `allot run` exits non-zero."""
+    c.start_server()
+    set_util(c, "n1", 0, 0)
+    c.start_agent("n1", "1xH100-80GB", extra=["--telemetry-ms", "200"])
+    c.cli("queue", "set", "dev", "--deserved", "gpu=1", "--idle-timeout",
+          "4", "--idle-util", "10")
+    p = subprocess.Popen([c.allot, "run", "-i", "--queue", "dev", "--class",
+                          "build", "--gpus", "1", "--", "sleep", "120"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=c.env)
+    try:
+        out, err = p.communicate(timeout=40)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise e2e.Fail("allot run still running after its job's idle "
+                       "timeout: %r" % err)
+    check(re.search(r"the GPUs of this build session have been idle "
+                    r"\(under 10%\) for \d+ s; it ends in \d+ s "
+                    r"\(IdleTimeout\)", err),
+          "the warning on the session's stderr: %r" % err)
+    # The task was stopped (SIGTERM): 128 + 15, as a shell says.
+    check(p.returncode == 143, "allot run's status after IdleTimeout: %d %r" %
+          (p.returncode, err))
+
+
 SCENARIOS = {
     "build_quota": scenario_build_quota,
     "idle": scenario_idle,
+    "idle_session": scenario_idle_session,
 }
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ extern const al_test_t test_agent[];
 extern const al_test_t test_simulator[];
 extern const al_test_t test_server[];
 extern const al_test_t test_arrayspec[];
+extern const al_test_t test_stream[];
+extern const al_test_t test_relay[];
 
 static const struct {
     const char *module;
@@ -33,6 +35,7 @@ static const struct {
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
     { "server", test_server }, { "arrayspec", test_arrayspec },
+    { "stream", test_stream }, { "relay", test_relay },
 };
 
 int
