@@ -193,6 +193,10 @@ al_cli_report(int argc, char **argv)
                         "model or node\n");
         return AL_EXIT_USAGE;
     }
+    if (a.json && a.csv) {
+        fprintf(stderr, "allot report: --json or --csv, not both\n");
+        return AL_EXIT_USAGE;
+    }
     int64_t from, to;
     if ((rc = parse_period("report", a.since, a.until, &from, &to)) != 0)
         return rc;
@@ -347,6 +351,20 @@ al_cli_history(int argc, char **argv)
     if ((rc = parse_period("history", a.since, a.until, &from, &to)) != 0)
         return rc;
     const char *states = a.state ? a.state : "completed,failed,cancelled";
+    /* Only ended states: what has not ended has no history yet. */
+    for (const char *p = states; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+        if (!((n == 9 && strncmp(p, "completed", n) == 0) ||
+              (n == 6 && strncmp(p, "failed", n) == 0) ||
+              (n == 9 && strncmp(p, "cancelled", n) == 0))) {
+            fprintf(stderr,
+                    "allot history: --state takes completed, failed and "
+                    "cancelled, not '%.*s'\n",
+                    (int)n, p);
+            return AL_EXIT_USAGE;
+        }
+        p += n + (p[n] == ',');
+    }
     al_client_t c;
     if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;

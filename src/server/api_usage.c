@@ -62,9 +62,11 @@ al__api_usage(al_ctl_t *ctl, al__req_t *req)
         return;
     /* Default: about 300 points over the span. */
     int64_t dflt = (to - from) / 300 > 0 ? (to - from) / 300 : 1;
-    if (!arg_secs(req, "step", dflt, &step))
-        return;
-    if (step < 1 || (to - from) / step > 100000) {
+    const char *ss = al__req_arg(req, "step");
+    char *end = NULL;
+    step = ss != NULL ? strtoll(ss, &end, 10) : dflt;
+    if ((ss != NULL && (end == ss || *end != '\0')) || step < 1 ||
+        (to - from) / step > 100000) {
         al__reply_error(req, 400, "bad_request",
                         "step must be 1 second or more, and at most 100000 "
                         "steps in the span");
@@ -78,6 +80,12 @@ al__api_usage(al_ctl_t *ctl, al__req_t *req)
     }
     bool by_model = by != NULL && strcmp(by, "model") == 0;
     const char *key = al__req_arg(req, by_model ? "model" : "queue");
+    if (al__req_arg(req, by_model ? "queue" : "model") != NULL) {
+        al__reply_error(req, 400, "bad_request",
+                        by_model ? "queue= goes with by=queue"
+                                 : "model= goes with by=model");
+        return;
+    }
     al__reply(req, 200, al__usage_series(ctl, from, to, step, by_model, key));
 }
 

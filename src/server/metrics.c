@@ -534,5 +534,6 @@ al__api_metrics(al_ctl_t *ctl, al__req_t *req)
     al__metrics_render(ctl, al_clock_mono_ms(), &b);
     req->text_len = b.len;
     req->text = al_buf_steal(&b);
+    req->ctype = "text/plain; version=0.0.4; charset=utf-8";
     req->status = 200;
 }

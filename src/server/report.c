@@ -182,6 +182,21 @@ end_job(report_t *r)
     r->started_once = false;
 }
 
+/* Whether event ev of a job ends its run, if one is open: every event
+ * does but those that leave a running job running. */
+static bool
+ends_run(const char *ev)
+{
+    static const char *const stay[] = { "submitted",    "task_exit",
+                                        "idle_warning", "held",
+                                        "released",     "suspended",
+                                        "resumed",      "resized" };
+    for (size_t i = 0; i < sizeof stay / sizeof stay[0]; i++)
+        if (strcmp(ev, stay[i]) == 0)
+            return false;
+    return true;
+}
+
 /* One event: job id, time (ms), event, detail. */
 static int
 event_row(void *arg, int ncols, const char *const *cols)
@@ -223,12 +238,11 @@ event_row(void *arg, int ncols, const char *const *cols)
         r->started_once = true;
         return 0;
     }
-    bool preempt = strcmp(ev, "preempted") == 0 || strcmp(ev, "evicted") == 0;
-    bool ends = preempt || strcmp(ev, "requeued") == 0 ||
-                strcmp(ev, "completed") == 0 || strcmp(ev, "failed") == 0 ||
-                strcmp(ev, "cancelled") == 0 || strcmp(ev, "timeout") == 0;
-    if (!ends)
+    /* Every other event of a running job ends its run: new ways to end
+     * one (idle reclaim's idle_timeout, say) need no change here. */
+    if (!ends_run(ev))
         return 0;
+    bool preempt = strcmp(ev, "preempted") == 0 || strcmp(ev, "evicted") == 0;
     g = count_group(r);
     if (r->run_start > 0)
         add_run(r, r->run_start, t);
@@ -236,15 +250,16 @@ event_row(void *arg, int ncols, const char *const *cols)
     if (!in_period(r, t))
         return 0;
     int64_t *c[2] = { NULL, NULL };
-    if (preempt && strcmp(ev, "preempted") == 0)
+    if (strcmp(ev, "preempted") == 0)
         c[0] = &r->total.preempted, c[1] = g ? &g->preempted : NULL;
     else if (strcmp(ev, "completed") == 0)
         c[0] = &r->total.completed, c[1] = g ? &g->completed : NULL;
     else if (strcmp(ev, "cancelled") == 0)
         c[0] = &r->total.cancelled, c[1] = g ? &g->cancelled : NULL;
-    else if (strcmp(ev, "requeued") != 0) { /* failed, timeout, evicted */
+    else if (strcmp(ev, "failed") == 0 || strcmp(ev, "timeout") == 0 ||
+             strcmp(ev, "idle_timeout") == 0 || preempt) {
         c[0] = &r->total.failed, c[1] = g ? &g->failed : NULL;
-        if (strcmp(ev, "evicted") == 0) {
+        if (preempt) { /* evicted for good */
             r->total.preempted++;
             if (g != NULL)
                 g->preempted++;

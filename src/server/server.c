@@ -201,7 +201,8 @@ send_handled(al_server_t *s, struct MHD_Connection *c, al__req_t *req)
         return send_upgrade(s, c, req);
     if (req->text != NULL) {
         r = send_reply(c, req->status ? req->status : 200,
-                       "text/plain; charset=utf-8", req->text, req->text_len);
+                       req->ctype ? req->ctype : "text/plain; charset=utf-8",
+                       req->text, req->text_len);
         req->text = NULL; /* MHD frees it */
     } else if (req->resp != NULL) {
         r = send_json(c, req->status, req->resp);

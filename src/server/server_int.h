@@ -305,6 +305,8 @@ struct al__req {
     int status;
     json_t *resp; /* JSON reply, or NULL when `text` is used */
     char *text;   /* plain-text reply (logs) */
+    /* Its Content-Type when not text/plain (a static string), or NULL. */
+    const char *ctype;
     size_t text_len;
     bool mutating; /* changed state: reply only after the commit */
     /* Its answer tells an agent what to run (a sync): built from memory,

@@ -1835,6 +1835,10 @@ def scenario_metrics(c):
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
     base = murl[:-len("/metrics")]
+    with urllib.request.urlopen(murl, timeout=10) as r:
+        ct = r.headers.get("Content-Type")
+    check(ct == "text/plain; version=0.0.4; charset=utf-8",
+          "the exposition format's content type: %r" % ct)
     s, text = get(murl)
     check(s == 200 and "allot_queue_allocated_gpus{queue=\"team\"} 6\n"
           in text, "metrics listener: %s %.300s" % (s, text))
@@ -2084,11 +2088,14 @@ def scenario_usage(c):
     # Bad input: exit 2 from the CLI, 400 from the API.
     for args in (("report", "--since", "2026-13-01"),
                  ("report", "--since", "-1m", "--until", "-2m"),
-                 ("report", "--by", "gpu"), ("history", "--until", "soon")):
+                 ("report", "--by", "gpu"), ("history", "--until", "soon"),
+                 ("report", "--json", "--csv"),
+                 ("history", "--state", "running")):
         p = c.cli(*args, ok=False)
         check(p.returncode == 2 and p.stderr.strip(),
               "%s: %d %s" % (args, p.returncode, p.stderr))
-    for path in ("/v1/usage?from=x", "/v1/usage?by=user",
+    for path in ("/v1/usage?from=x", "/v1/usage?by=user", "/v1/usage?step=-1",
+                 "/v1/usage?step=abc", "/v1/usage?by=queue&model=H100",
                  "/v1/usage?from=100&to=50", "/v1/usage?step=0",
                  "/v1/report?by=gpu", "/v1/report?since=-5"):
         s, b = c.api("GET", path)

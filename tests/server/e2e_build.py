@@ -5,6 +5,7 @@ harness is e2e.py's (real server, agents with emulated GPUs, the CLI).
 
 Usage: e2e_build.py [pg:]SCENARIO PATH/TO/allot
 """
+import json
 import os
 import re
 import subprocess
@@ -243,6 +244,18 @@ def scenario_idle_session(c):
     # The task was stopped (SIGTERM): 128 + 15, as a shell says.
     check(p.returncode == 143, "allot run's status after IdleTimeout: %d %r" %
           (p.returncode, err))
+    # The report ends the run at the idle reclaim and counts a failure:
+    # its GPU-hours stay put afterwards.
+    def dev():
+        rep = json.loads(c.cli("report", "--since", "-5m", "--json").stdout)
+        return [r for r in rep["rows"] if r["key"] == "dev"][0]
+    a = wait_for(lambda: (lambda r: r if r["failed"] == 1 else None)(dev()),
+                 10, "the idle reclaim in the report")
+    time.sleep(2)
+    b = dev()
+    check(a["failed"] == 1 and a["gpu_hours"] > 0 and
+          a["gpu_hours"] == b["gpu_hours"],
+          "the report after IdleTimeout: %s then %s" % (a, b))
 
 
 SCENARIOS = {
