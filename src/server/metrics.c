@@ -485,6 +485,22 @@ render_waste(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
             model_line(b, fam[f].name, w->model[m], v);
         }
     }
+    head(b, "allot_queue_gpus_idle_while_waiting", "gauge",
+         "Idle GPUs of the model that a pending job of the queue would fit "
+         "on, as of the last scheduling cycle (a GPU counts in every queue "
+         "whose work would fit on it).");
+    if (w->qwaiting != NULL && w->qgen == ctl->queue_gen &&
+        w->nqwaiting == ctl->nqueues + 1)
+        for (int q = 0; q < ctl->nqueues; q++)
+            for (int m = 0; m < w->nmodels; m++) {
+                al_buf_puts(b, "allot_queue_gpus_idle_while_waiting{queue=\"");
+                label(b, ctl->queues[q].name);
+                al_buf_puts(b, "\",model=\"");
+                label(b, w->model[m]);
+                al_buf_puts(b, "\"}");
+                value(b, w->qwaiting[(size_t)q * AL_MAX_MODELS + m] ? w->idle[m]
+                                                                    : 0);
+            }
     scalar(b, "allot_wastage_ratio", "gauge",
            "Share of the GPU-time of the last ten minutes that GPUs sat "
            "idle while work that would fit on them waited (0 to 1).",

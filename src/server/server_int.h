@@ -416,6 +416,13 @@ typedef struct al__waste {
      * any part of, and whether pending work would fit on those. */
     int total[AL_MAX_MODELS], idle[AL_MAX_MODELS];
     bool waiting[AL_MAX_MODELS];
+    /* The same by queue: qwaiting[q * AL_MAX_MODELS + m] for the nqwaiting
+     * - 1 queues of queue_gen qgen (and a last row for jobs whose queue
+     * is gone). */
+    bool *qwaiting;
+    int nqwaiting;
+    uint64_t qgen;
+    int64_t qlook_ms; /* monotonic ms of the last look by queue */
     /* Since this controller started: GPU-seconds in all, idle, and idle
      * while fitting work waited. */
     double gpu_s[AL_MAX_MODELS], idle_s[AL_MAX_MODELS], wasted_s[AL_MAX_MODELS];

@@ -180,43 +180,79 @@ accrue(al__waste_t *w, int64_t now_ms)
     w->last_ms = now_ms;
 }
 
-void
-al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms)
+/* A job's shape and queue: jobs alike fit alike, so each is tried once
+ * per look (a backlog is mostly copies of a few shapes per queue). */
+typedef struct shape {
+    int32_t gpus, milli;
+    int ntasks, queue;
+    int64_t cpu, mem;
+    const char *model;
+    bool used;
+} shape_t;
+
+#define SHAPES 4096 /* the set's room; when full, jobs are tried each */
+
+static uint64_t
+shape_hash(const shape_t *k)
 {
-    al__waste_t *w = &ctl->waste;
-    accrue(w, mono_ms);
-    freenode_t *fn = al_xcalloc((size_t)ctl->nnodes + 1, sizeof *fn);
-    look_nodes(ctl, fn);
-    bool any_idle = false;
-    for (int m = 0; m < w->nmodels; m++) {
-        w->waiting[m] = false;
-        any_idle |= w->idle[m] > 0;
+    uint64_t h = 1469598103934665603u;
+    const int64_t v[6] = { k->gpus,  k->milli, k->ntasks,
+                           k->queue, k->cpu,   k->mem };
+    for (int i = 0; i < 6; i++)
+        h = (h ^ (uint64_t)v[i]) * 1099511628211u;
+    for (const char *c = k->model; c != NULL && *c != '\0'; c++)
+        h = (h ^ (uint64_t)(unsigned char)*c) * 1099511628211u;
+    return h;
+}
+
+static bool
+shape_eq(const shape_t *a, const shape_t *b)
+{
+    return a->gpus == b->gpus && a->milli == b->milli &&
+           a->ntasks == b->ntasks && a->queue == b->queue && a->cpu == b->cpu &&
+           a->mem == b->mem &&
+           (a->model == b->model || (a->model != NULL && b->model != NULL &&
+                                     strcmp(a->model, b->model) == 0));
+}
+
+/* Adds k to the set; false when it was there already. */
+static bool
+shape_add(shape_t *set, int *n, const shape_t *k)
+{
+    if (*n >= SHAPES * 3 / 4)
+        return true;
+    for (uint64_t i = shape_hash(k) % SHAPES;; i = (i + 1) % SHAPES) {
+        if (!set[i].used) {
+            set[i] = *k;
+            set[i].used = true;
+            (*n)++;
+            return true;
+        }
+        if (shape_eq(&set[i], k))
+            return false;
     }
-    /* Jobs of one shape fit alike: each shape is tried once per look (a
-     * backlog is mostly copies of a few shapes).  A look stops as soon as
-     * every model with idle GPUs has fitting work. */
-    struct shape {
-        int32_t gpus, milli;
-        int ntasks;
-        int64_t cpu, mem;
-        const char *model;
-    } seen[64];
-    int nseen = 0, left = 0;
-    for (int m = 0; m < w->nmodels; m++)
-        left += w->idle[m] > 0;
-    for (uint64_t i = al__ctl_first_active(ctl);
-         any_idle && left > 0 && i < ctl->njobs; i++) {
+}
+
+#define QUEUE_LOOK_MS 5000
+
+/* The look by model alone: each shape once (the first 64), stopping once
+ * every model with idle GPUs has fitting work. */
+static void
+model_look(al_ctl_t *ctl, al__waste_t *w, const freenode_t *fn, int left,
+           int64_t now_ms)
+{
+    shape_t seen[64];
+    int nseen = 0;
+    for (uint64_t i = al__ctl_first_active(ctl); left > 0 && i < ctl->njobs;
+         i++) {
         const al__job_t *j = ctl->jobs[i];
         if (j == NULL || waits_for_other(j, now_ms))
             continue;
+        shape_t k = { j->gpus,      j->gpu_milli, j->ntasks,    0,
+                      j->cpu_milli, j->mem_bytes, j->gpu_model, true };
         bool dup = false;
-        for (int k = 0; k < nseen && !dup; k++)
-            dup = seen[k].gpus == j->gpus && seen[k].milli == j->gpu_milli &&
-                  seen[k].ntasks == j->ntasks && seen[k].cpu == j->cpu_milli &&
-                  seen[k].mem == j->mem_bytes &&
-                  (seen[k].model == j->gpu_model ||
-                   (seen[k].model != NULL && j->gpu_model != NULL &&
-                    strcmp(seen[k].model, j->gpu_model) == 0));
+        for (int x = 0; x < nseen && !dup; x++)
+            dup = shape_eq(&seen[x], &k);
         if (dup)
             continue;
         for (int m = 0; m < w->nmodels; m++)
@@ -224,11 +260,68 @@ al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms)
                 w->waiting[m] = true;
                 left--;
             }
-        if (nseen < (int)(sizeof seen / sizeof seen[0]))
-            seen[nseen++] =
-                (struct shape){ j->gpus,      j->gpu_milli, j->ntasks,
-                                j->cpu_milli, j->mem_bytes, j->gpu_model };
+        if (nseen < 64)
+            seen[nseen++] = k;
     }
+}
+
+void
+al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms)
+{
+    al__waste_t *w = &ctl->waste;
+    accrue(w, mono_ms);
+    freenode_t *fn = al_xcalloc((size_t)ctl->nnodes + 1, sizeof *fn);
+    look_nodes(ctl, fn);
+    int nidle = 0; /* models with idle GPUs */
+    for (int m = 0; m < w->nmodels; m++) {
+        w->waiting[m] = false;
+        nidle += w->idle[m] > 0;
+    }
+    /* By queue (a job whose queue is gone in the last row): which models'
+     * idle GPUs its pending work would fit on.  That look goes through
+     * every pending job, so it is taken at most every QUEUE_LOOK_MS (a
+     * scrape's interval); between, a look stops as soon as every model
+     * with idle GPUs has fitting work of some queue. */
+    bool by_queue = w->qlook_ms == 0 || mono_ms - w->qlook_ms >= QUEUE_LOOK_MS;
+    if (!by_queue) {
+        model_look(ctl, w, fn, nidle, now_ms);
+        free(fn);
+        return;
+    }
+    w->qlook_ms = mono_ms;
+    int nq = ctl->nqueues + 1;
+    free(w->qwaiting);
+    w->qwaiting = al_xcalloc((size_t)nq * AL_MAX_MODELS, sizeof(bool));
+    w->nqwaiting = nq;
+    w->qgen = ctl->queue_gen;
+    int *qleft = al_xcalloc((size_t)nq, sizeof(int));
+    for (int q = 0; q < nq; q++)
+        qleft[q] = nidle;
+    shape_t *set = nidle > 0 ? al_xcalloc(SHAPES, sizeof *set) : NULL;
+    int nset = 0;
+    for (uint64_t i = al__ctl_first_active(ctl); nidle > 0 && i < ctl->njobs;
+         i++) {
+        const al__job_t *j = ctl->jobs[i];
+        if (j == NULL || waits_for_other(j, now_ms))
+            continue;
+        int q = al__job_qidx(ctl, j);
+        q = q >= 0 ? q : nq - 1;
+        if (qleft[q] == 0)
+            continue;
+        shape_t k = { j->gpus,      j->gpu_milli, j->ntasks,    q,
+                      j->cpu_milli, j->mem_bytes, j->gpu_model, false };
+        if (!shape_add(set, &nset, &k))
+            continue;
+        bool *qw = &w->qwaiting[(size_t)q * AL_MAX_MODELS];
+        for (int m = 0; m < w->nmodels; m++)
+            if (!qw[m] && w->idle[m] > 0 && fits(ctl, w, fn, j, m)) {
+                qw[m] = true;
+                w->waiting[m] = true;
+                qleft[q]--;
+            }
+    }
+    free(set);
+    free(qleft);
     free(fn);
 }
 
@@ -250,6 +343,7 @@ al__waste_ratio(const al__waste_t *w, int64_t now_ms)
 void
 al__waste_fini(al__waste_t *w)
 {
+    free(w->qwaiting);
     for (int m = 0; m < w->nmodels; m++)
         free((char *)w->model[m]);
     memset(w, 0, sizeof *w);

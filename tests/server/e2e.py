@@ -1870,6 +1870,13 @@ def scenario_metrics(c):
                  "one idle GPU while job %d waits at its queue's limit" % lim[1])
     check('allot_gpus_idle{model="H100-80GB"} 1\n' in t,
           "idle GPUs: %s" % t)
+    # By queue: refreshed at most every 5 s.
+    t = wait_for(lambda: (lambda t: t if
+                          'allot_queue_gpus_idle_while_waiting{queue="lim",'
+                          'model="H100-80GB"} 1\n' in t else None)(
+        get(murl)[1]), 10, "lim's waiting job by queue")
+    check('allot_queue_gpus_idle_while_waiting{queue="team",'
+          'model="H100-80GB"} 0\n' in t, "by queue: only lim's job: %s" % t)
     m = re.search(r'^allot_wastage_ratio (\S+)$', t, re.M)
     check(m and 0 <= float(m.group(1)) <= 1, "wastage ratio in %s" % t)
     m = re.search(r'^allot_api_request_duration_seconds_count\{method="POST",'
