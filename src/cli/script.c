@@ -613,6 +613,14 @@ slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const slurm_ctx_t *c,
             "per element");
         return 1;
     }
+    if (c->sbatch && e == NULL && c->where == NULL) {
+        /* As getopt says it, which is what Slurm prints. */
+        if (o->key[0])
+            fprintf(stderr, "sbatch: unrecognized option '--%s'\n", o->key);
+        else
+            fprintf(stderr, "sbatch: invalid option -- '%c'\n", o->shrt);
+        return 1;
+    }
     if (c->sbatch && e == NULL) {
         say(c, true, "unrecognized option '%s%s'", dash, nm);
         return 1;

@@ -59,6 +59,11 @@ static void
 v_exit(const row_t *r, char *b, size_t n)
 {
     al__sl_exit(r->job, b, n);
+    /* The batch step of a cancelled job ended by SIGTERM, as allot's cancel
+     * does (the job's own line says 0:0, as Slurm's). */
+    if (r->step && strcmp(b, "0:0") == 0 &&
+        strcmp(al__sl_state(r->job), "CANCELLED") == 0)
+        snprintf(b, n, "0:15");
 }
 static void
 v_elapsed(const row_t *r, char *b, size_t n)
@@ -476,7 +481,8 @@ al__sacct(int argc, char **argv)
                 al_buf_printf(&b, "%s%s", i ? delim : "",
                               field_named(f.v[i].text)->name);
             else {
-                al_sl_put(&b, &f.v[i], field_named(f.v[i].text)->name, true);
+                al_sl_put(&b, &f.v[i], field_named(f.v[i].text)->name,
+                          false);
                 al_buf_puts(&b, " ");
             }
         }

@@ -121,7 +121,10 @@ each(al_client_t *c, const char *verb, int n, char **ids)
             }
             int st = al__sl_post(c, id, verb);
             if (st == 404) {
-                fprintf(stderr, "Invalid job id specified for job %s\n", w);
+                fprintf(stderr,
+                        "Invalid job id specified for job %s\n"
+                        "slurm_suspend error: Invalid job id specified\n",
+                        w);
                 rc = 1;
             } else if (st == 409) {
                 fprintf(stderr, "Job is no longer pending execution for job "

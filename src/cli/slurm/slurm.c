@@ -311,8 +311,9 @@ al__sl_mem(const json_t *job, char *buf, size_t len)
 void
 al__sl_exit(const json_t *job, char *buf, size_t len)
 {
-    snprintf(buf, len, "%lld:%lld", (long long)al_json_int(job, "exit_code", 0),
-             (long long)al_json_int(job, "signal", 0));
+    long long code = al_json_int(job, "exit_code", 0);
+    long long sig = al_json_int(job, "signal", 0);
+    snprintf(buf, len, "%lld:%lld", code, sig);
 }
 
 long long
