@@ -17,6 +17,7 @@
 typedef struct split {
     size_t plen;   /* prefix length */
     int width;     /* digits, when they have a leading zero; else 0 */
+    int digits;
     bool num;      /* has a trailing number */
     uint64_t v;    /* its value */
 } split_t;
@@ -24,7 +25,7 @@ typedef struct split {
 static split_t
 split_name(const char *s)
 {
-    split_t r = { strlen(s), 0, false, 0 };
+    split_t r = { strlen(s), 0, 0, false, 0 };
     size_t n = r.plen, d = n;
     while (d > 0 && s[d - 1] >= '0' && s[d - 1] <= '9')
         d--;
@@ -32,6 +33,7 @@ split_name(const char *s)
         return r;
     r.plen = d;
     r.num = true;
+    r.digits = (int)(n - d);
     for (size_t i = d; i < n; i++)
         r.v = r.v * 10 + (uint64_t)(s[i] - '0');
     if (s[d] == '0' && n - d > 1)
@@ -72,7 +74,10 @@ al_hostlist_fold(const char *const *names, size_t n)
             if (done[k])
                 continue;
             split_t b = split_name(names[k]);
-            if (b.num && b.plen == a.plen && b.width == a.width &&
+            /* Printed with the group's width, b's number must read as
+             * it does: "gpu10" joins "gpu01" (width 2), "gpu1" does not. */
+            bool fits = b.width > 0 ? b.width == a.width : b.digits >= a.width;
+            if (b.num && b.plen == a.plen && fits &&
                 strncmp(names[k], names[i], a.plen) == 0) {
                 done[k] = true;
                 nums[m++] = b.v;

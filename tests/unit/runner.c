@@ -22,6 +22,7 @@ extern const al_test_t test_cli[];
 extern const al_test_t test_agent[];
 extern const al_test_t test_simulator[];
 extern const al_test_t test_server[];
+extern const al_test_t test_hostlist[];
 
 static const struct {
     const char *module;
@@ -31,7 +32,7 @@ static const struct {
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
-    { "server", test_server },
+    { "server", test_server }, { "hostlist", test_hostlist },
 };
 
 int
