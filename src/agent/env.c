@@ -107,13 +107,12 @@ slurm_nodes(al__env_t *e, const agent_t *a, json_t *s, const char *gpus)
                 al__env_push(e, al__env_entry("SLURM_NODEID", num));
             }
         al_hostlist_free(names, n);
-        al__env_push(e, al__env_entry("SLURM_TASKS_PER_NODE",
-                                      al_json_str(s, "slurm_tasks_per_node",
-                                                  "1")));
+        al__env_push(
+            e, al__env_entry("SLURM_TASKS_PER_NODE",
+                             al_json_str(s, "slurm_tasks_per_node", "1")));
     }
     size_t ngpus = 0;
-    for (const char *p = gpus; *p != '\0'; p += strcspn(p, ","),
-                    p += *p == ',')
+    for (const char *p = gpus; *p != '\0'; p += strcspn(p, ","), p += *p == ',')
         ngpus++;
     if (ngpus > 0) {
         char num[32];

@@ -2,8 +2,8 @@
  * lines. */
 #include "script.h"
 
-#include <stddef.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -471,35 +471,78 @@ static const slurm_opt_t slurm_opts[] = {
       .refuse = true,
       .sbatch_refuse = "job arrays are not available yet" },
     /* Read by sbatch; `allot submit` notes them as ignored. */
-    { .lng = "output", .shrt = 'o', .sbatch = true, .set = set_str,
+    { .lng = "output",
+      .shrt = 'o',
+      .sbatch = true,
+      .set = set_str,
       .off = S(output) },
-    { .lng = "error", .shrt = 'e', .sbatch = true, .set = set_str,
+    { .lng = "error",
+      .shrt = 'e',
+      .sbatch = true,
+      .set = set_str,
       .off = S(error) },
-    { .lng = "account", .shrt = 'A', .sbatch = true, .set = set_str,
+    { .lng = "account",
+      .shrt = 'A',
+      .sbatch = true,
+      .set = set_str,
       .off = S(account) },
     { .lng = "export", .sbatch = true, .set = set_str, .off = S(export_vars) },
-    { .lng = "chdir", .shrt = 'D', .sbatch = true, .set = set_str,
+    { .lng = "chdir",
+      .shrt = 'D',
+      .sbatch = true,
+      .set = set_str,
       .off = S(chdir) },
-    { .lng = "constraint", .shrt = 'C', .sbatch = true, .set = set_str,
+    { .lng = "constraint",
+      .shrt = 'C',
+      .sbatch = true,
+      .set = set_str,
       .off = S(constraint) },
     { .lng = "signal", .sbatch = true, .set = set_str, .off = S(signal) },
     { .lng = "open-mode", .sbatch = true, .set = set_str, .off = S(open_mode) },
     { .lng = "wrap", .sbatch = true, .set = set_str, .off = S(wrap) },
-    { .lng = "qos", .shrt = 'q', .sbatch = true, .set = set_str, .off = S(qos) },
-    { .lng = "hold", .shrt = 'H', .flag = true, .sbatch = true,
-      .set = set_flag, .off = S(hold) },
-    { .lng = "parsable", .flag = true, .sbatch = true, .set = set_flag,
+    { .lng = "qos",
+      .shrt = 'q',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(qos) },
+    { .lng = "hold",
+      .shrt = 'H',
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(hold) },
+    { .lng = "parsable",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
       .off = S(parsable) },
-    { .lng = "test-only", .flag = true, .sbatch = true, .set = set_flag,
+    { .lng = "test-only",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
       .off = S(test_only) },
-    { .lng = "wait", .shrt = 'W', .flag = true, .sbatch = true,
-      .set = set_flag, .off = S(wait) },
-    { .lng = "requeue", .flag = true, .sbatch = true, .set = set_flag,
+    { .lng = "wait",
+      .shrt = 'W',
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(wait) },
+    { .lng = "requeue",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
       .off = S(requeue) },
-    { .lng = "no-requeue", .flag = true, .sbatch = true, .set = set_flag,
+    { .lng = "no-requeue",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
       .off = S(no_requeue) },
-    { .lng = "quiet", .shrt = 'Q', .flag = true, .sbatch = true,
-      .set = set_flag, .off = S(quiet) },
+    { .lng = "quiet",
+      .shrt = 'Q',
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(quiet) },
     /* Accepted and noted: they change nothing here. */
     { .lng = "mail-type" },
     { .lng = "mail-user" },
@@ -570,8 +613,7 @@ typedef struct slurm_ctx {
     bool sbatch;
 } slurm_ctx_t;
 
-static void
-say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
+static void say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static void
@@ -790,8 +832,8 @@ stash(char **room, long long v)
 /* Turns what the #SBATCH lines asked for into allot's per-task request in
  * *a; room has space for a few numbers.  Returns the number of errors. */
 int
-al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a,
-                      char *room, const char *path)
+al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a, char *room,
+                      const char *path)
 {
     long long per_node = s->per_node > 0 ? s->per_node : 0;
     long long nodes = s->nodes > 0 ? s->nodes : 0;
@@ -936,7 +978,8 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
      * over both, in the caller). */
     al_submit_args_t sb;
     memset(&sb, 0, sizeof sb);
-    if (any_slurm && errors == 0 && al_script_slurm_apply(&slurm, &sb, room, path) == 0) {
+    if (any_slurm && errors == 0 &&
+        al_script_slurm_apply(&slurm, &sb, room, path) == 0) {
         json_t *probe = json_object();
         const char *err = al_script_resources(probe, &sb.f);
         json_decref(probe);

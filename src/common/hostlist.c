@@ -15,11 +15,11 @@
 
 /* A name split into a prefix and a trailing number (digits 0..18 long). */
 typedef struct split {
-    size_t plen;   /* prefix length */
-    int width;     /* digits, when they have a leading zero; else 0 */
+    size_t plen; /* prefix length */
+    int width;   /* digits, when they have a leading zero; else 0 */
     int digits;
-    bool num;      /* has a trailing number */
-    uint64_t v;    /* its value */
+    bool num;   /* has a trailing number */
+    uint64_t v; /* its value */
 } split_t;
 
 static split_t

@@ -49,9 +49,9 @@ hostlist_expand(void)
     ASSERT_STR_EQ(v[0], "gpu08-ib");
     ASSERT_STR_EQ(v[2], "gpu10-ib");
     al_hostlist_free(v, n);
-    static const char *const bad[] = { "",        "n[1-",     "n[3-1]",
-                                       "n[1,]",   "a,,b",     "n]1[",
-                                       "n[1-2]x[3]", "a,",     "n[1-999999]" };
+    static const char *const bad[] = { "",           "n[1-", "n[3-1]",
+                                       "n[1,]",      "a,,b", "n]1[",
+                                       "n[1-2]x[3]", "a,",   "n[1-999999]" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         v = (char **)&v;
         n = 42;

@@ -80,8 +80,8 @@ al_cli_slurm_commands(int argc, char **argv)
     links_args_t a = { false, false };
     char *pos[2] = { NULL, NULL };
     int npos = 0;
-    int rc = al_opt_parse_cmd(&al_cli_slurm_commands_cmd, NULL, &a, argc,
-                              argv, pos, 2, &npos);
+    int rc = al_opt_parse_cmd(&al_cli_slurm_commands_cmd, NULL, &a, argc, argv,
+                              pos, 2, &npos);
     if (rc != 0 || a.help || npos != 1) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_slurm_commands_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;

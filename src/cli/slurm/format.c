@@ -78,8 +78,8 @@ al_sl_fmt_percent(const char *s, al_sl_fmt_t *f)
             continue;
         }
         if (p > lit &&
-            !push(&r, (al_sl_item_t){ al_xstrndup(lit, (size_t)(p - lit)), 0,
-                                      0, false, false }))
+            !push(&r, (al_sl_item_t){ al_xstrndup(lit, (size_t)(p - lit)), 0, 0,
+                                      false, false }))
             goto bad;
         it.field = *q;
         it.text = al_xstrndup(q, 1);
@@ -87,8 +87,9 @@ al_sl_fmt_percent(const char *s, al_sl_fmt_t *f)
             goto bad;
         p = lit = q + 1;
     }
-    if (p > lit && !push(&r, (al_sl_item_t){ al_xstrndup(lit, (size_t)(p - lit)),
-                                             0, 0, false, false }))
+    if (p > lit &&
+        !push(&r, (al_sl_item_t){ al_xstrndup(lit, (size_t)(p - lit)), 0, 0,
+                                  false, false }))
         goto bad;
     *f = r;
     return 0;

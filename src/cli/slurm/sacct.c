@@ -231,19 +231,32 @@ static const struct field {
     int width;
     value_fn fn;
 } fields[] = {
-    { "JobID", -12, v_jobid },         { "JobIDRaw", -12, v_jobid },
-    { "JobName", 10, v_name },         { "State", 10, v_state },
-    { "ExitCode", 8, v_exit },         { "Elapsed", 10, v_elapsed },
-    { "ElapsedRaw", 10, v_elapsed_raw }, { "Start", 19, v_start },
-    { "End", 19, v_end },              { "Submit", 19, v_submit },
-    { "Eligible", 19, v_eligible },    { "AllocTRES", 10, v_alloc_tres },
-    { "ReqTRES", 10, v_req_tres },     { "AllocCPUS", 10, v_alloc_cpus },
-    { "ReqCPUS", 8, v_req_cpus },      { "ReqMem", 10, v_req_mem },
-    { "NodeList", 15, v_nodelist },    { "NNodes", 8, v_nnodes },
-    { "NTasks", 8, v_ntasks },         { "User", 9, v_user },
-    { "UID", 6, v_uid },               { "Account", 10, v_account },
-    { "Partition", 10, v_partition },  { "Timelimit", 10, v_limit },
-    { "QOS", 10, v_qos },              { "Reason", 25, v_reason },
+    { "JobID", -12, v_jobid },
+    { "JobIDRaw", -12, v_jobid },
+    { "JobName", 10, v_name },
+    { "State", 10, v_state },
+    { "ExitCode", 8, v_exit },
+    { "Elapsed", 10, v_elapsed },
+    { "ElapsedRaw", 10, v_elapsed_raw },
+    { "Start", 19, v_start },
+    { "End", 19, v_end },
+    { "Submit", 19, v_submit },
+    { "Eligible", 19, v_eligible },
+    { "AllocTRES", 10, v_alloc_tres },
+    { "ReqTRES", 10, v_req_tres },
+    { "AllocCPUS", 10, v_alloc_cpus },
+    { "ReqCPUS", 8, v_req_cpus },
+    { "ReqMem", 10, v_req_mem },
+    { "NodeList", 15, v_nodelist },
+    { "NNodes", 8, v_nnodes },
+    { "NTasks", 8, v_ntasks },
+    { "User", 9, v_user },
+    { "UID", 6, v_uid },
+    { "Account", 10, v_account },
+    { "Partition", 10, v_partition },
+    { "Timelimit", 10, v_limit },
+    { "QOS", 10, v_qos },
+    { "Reason", 25, v_reason },
     { "Cluster", 10, v_cluster },
 };
 
@@ -267,10 +280,10 @@ when(const char *s, int64_t now)
         char *end;
         long long v = strtoll(s + 4, &end, 10);
         long long unit = strcmp(end, "") == 0 || strcmp(end, "seconds") == 0 ? 1
-                         : strcmp(end, "minutes") == 0                      ? 60
-                         : strcmp(end, "hours") == 0                        ? 3600
-                         : strcmp(end, "days") == 0                         ? 86400
-                                                                            : -1;
+                         : strcmp(end, "minutes") == 0 ? 60
+                         : strcmp(end, "hours") == 0   ? 3600
+                         : strcmp(end, "days") == 0    ? 86400
+                                                       : -1;
         if (end == s + 4 || unit < 0 || v < 0 || v > 100000000)
             return -1;
         return now + (s[3] == '-' ? -1 : 1) * v * unit * 1000;
@@ -326,9 +339,9 @@ json_job(const json_t *j, int64_t now)
         "s:o}",
         "job_id", (json_int_t)al_json_int(j, "id", 0), "name",
         al_json_str(j, "name", ""), "user", al_json_str(j, "user", ""),
-        "account", al_json_str(j, "queue", ""), "partition",
-        AL_SLURM_PARTITION, "nodes", nodes, "state", "current", s, "reason",
-        al__sl_reason(j), "exit_code", "status",
+        "account", al_json_str(j, "queue", ""), "partition", AL_SLURM_PARTITION,
+        "nodes", nodes, "state", "current", s, "reason", al__sl_reason(j),
+        "exit_code", "status",
         al_json_int(j, "signal", 0)      ? "SIGNALED"
         : al_json_int(j, "exit_code", 0) ? "FAILED"
                                          : "SUCCESS",
@@ -369,8 +382,7 @@ static const struct option longopts[] = {
 int
 al__sacct(int argc, char **argv)
 {
-    bool alloc = false, noheader = false, p2 = false, p1 = false,
-         json = false;
+    bool alloc = false, noheader = false, p2 = false, p1 = false, json = false;
     const char *jobs = NULL, *users = NULL, *delim = "|", *fmt = NULL,
                *S = NULL, *E = NULL, *names = NULL, *states = NULL;
     int c;
@@ -378,21 +390,50 @@ al__sacct(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "j:u:aXnPpo:S:E:s:blh", longopts,
                             NULL)) != -1) {
         switch (c) {
-        case 'j': jobs = optarg; break;
-        case 'u': users = optarg; break;
-        case 'a': break;
-        case 'X': alloc = true; break;
-        case 'n': noheader = true; break;
-        case 'P': p2 = true; break;
-        case 'p': p1 = true; break;
-        case OPT_DELIM: delim = optarg; break;
-        case 'o': fmt = optarg; break;
-        case 'S': S = optarg; break;
-        case 'E': E = optarg; break;
-        case OPT_NAME: names = optarg; break;
-        case 's': states = optarg; break;
-        case OPT_JSON: json = true; break;
-        case 'b': fmt = "JobID,State,ExitCode"; break;
+        case 'j':
+            jobs = optarg;
+            break;
+        case 'u':
+            users = optarg;
+            break;
+        case 'a':
+            break;
+        case 'X':
+            alloc = true;
+            break;
+        case 'n':
+            noheader = true;
+            break;
+        case 'P':
+            p2 = true;
+            break;
+        case 'p':
+            p1 = true;
+            break;
+        case OPT_DELIM:
+            delim = optarg;
+            break;
+        case 'o':
+            fmt = optarg;
+            break;
+        case 'S':
+            S = optarg;
+            break;
+        case 'E':
+            E = optarg;
+            break;
+        case OPT_NAME:
+            names = optarg;
+            break;
+        case 's':
+            states = optarg;
+            break;
+        case OPT_JSON:
+            json = true;
+            break;
+        case 'b':
+            fmt = "JobID,State,ExitCode";
+            break;
         case 'l':
             fmt = "JobID,JobIDRaw,JobName,Partition,Account,AllocCPUS,"
                   "ReqCPUS,ReqMem,NNodes,NodeList,State,ExitCode,Elapsed,"
@@ -403,7 +444,8 @@ al__sacct(int argc, char **argv)
                    "[--delimiter D] [-o FIELDS] [-S T] [-E T] [--name N] [-s "
                    "STATES] [--json]\n");
             return 0;
-        default: return 1;
+        default:
+            return 1;
         }
     }
     if (fmt == NULL)
@@ -433,7 +475,9 @@ al__sacct(int argc, char **argv)
     json_t *want = states ? al__sl_states(states) : NULL;
     if (from < 0 || to < 0 || (states && want == NULL)) {
         fprintf(stderr, "sacct: error: Invalid %s\n",
-                from < 0 ? "start time" : to < 0 ? "end time" : "state");
+                from < 0 ? "start time"
+                : to < 0 ? "end time"
+                         : "state");
         al_sl_fmt_fini(&f);
         json_decref(want);
         return 1;
@@ -481,8 +525,7 @@ al__sacct(int argc, char **argv)
                 al_buf_printf(&b, "%s%s", i ? delim : "",
                               field_named(f.v[i].text)->name);
             else {
-                al_sl_put(&b, &f.v[i], field_named(f.v[i].text)->name,
-                          false);
+                al_sl_put(&b, &f.v[i], field_named(f.v[i].text)->name, false);
                 al_buf_puts(&b, " ");
             }
         }

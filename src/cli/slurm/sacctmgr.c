@@ -17,7 +17,8 @@ int
 al__sacctmgr(int argc, char **argv)
 {
     bool noheader = false, parsable = false, p1 = false;
-    const char *verb = NULL, *entity = NULL, *user = NULL, *format = "User,Account";
+    const char *verb = NULL, *entity = NULL, *user = NULL,
+               *format = "User,Account";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-n") == 0 || strcmp(a, "--noheader") == 0)
@@ -34,7 +35,8 @@ al__sacctmgr(int argc, char **argv)
             entity = a;
         else if (strncasecmp(a, "format=", 7) == 0)
             format = a + 7;
-        else if (strncasecmp(a, "name=", 5) == 0 || strncasecmp(a, "names=", 6) == 0)
+        else if (strncasecmp(a, "name=", 5) == 0 ||
+                 strncasecmp(a, "names=", 6) == 0)
             user = strchr(a, '=') + 1;
         else if (strchr(a, '=') == NULL && user == NULL)
             user = a;
@@ -71,9 +73,14 @@ al__sacctmgr(int argc, char **argv)
         for (size_t k = 0; k < json_array_size(fields); k++) {
             const char *f = json_string_value(json_array_get(fields, k));
             if (parsable)
-                printf("%s%s", k ? "|" : "", strcasecmp(f, "account") == 0 ? "Account" : strcasecmp(f, "user") == 0 ? "User" : f);
+                printf("%s%s", k ? "|" : "",
+                       strcasecmp(f, "account") == 0 ? "Account"
+                       : strcasecmp(f, "user") == 0  ? "User"
+                                                     : f);
             else
-                printf("%10s ", strcasecmp(f, "account") == 0 ? "Account" : strcasecmp(f, "user") == 0 ? "User" : f);
+                printf("%10s ", strcasecmp(f, "account") == 0 ? "Account"
+                                : strcasecmp(f, "user") == 0  ? "User"
+                                                              : f);
         }
         printf("%s\n", p1 ? "|" : "");
         if (!parsable) {
@@ -87,9 +94,9 @@ al__sacctmgr(int argc, char **argv)
         const char *name = al_json_str(q, "name", "");
         bool parent = false;
         for (size_t k = 0; k < json_array_size(queues); k++)
-            parent = parent ||
-                     strcmp(al_json_str(json_array_get(queues, k), "parent", ""),
-                            name) == 0;
+            parent = parent || strcmp(al_json_str(json_array_get(queues, k),
+                                                  "parent", ""),
+                                      name) == 0;
         if (parent)
             continue;
         for (size_t k = 0; k < json_array_size(fields); k++) {

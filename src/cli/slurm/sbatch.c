@@ -83,8 +83,9 @@ read_script(const char *path)
     if (path != NULL)
         fclose(f);
     if (n > AL_SCRIPT_MAX || memchr(buf, '\0', n) != NULL) {
-        fprintf(stderr, "sbatch: error: %s is larger than 512 KiB or not "
-                        "text\n",
+        fprintf(stderr,
+                "sbatch: error: %s is larger than 512 KiB or not "
+                "text\n",
                 path ? path : "the script");
         free(buf);
         return NULL;
@@ -112,8 +113,8 @@ read_script(const char *path)
 static bool
 shell_script(const char *text)
 {
-    static const char *const shells[] = { "sh", "bash", "dash", "ksh", "zsh",
-                                          "ash" };
+    static const char *const shells[] = { "sh",  "bash", "dash",
+                                          "ksh", "zsh",  "ash" };
     size_t n = strcspn(text, "\n");
     char first[256];
     snprintf(first, sizeof first, "%.*s", (int)n, text);
@@ -155,8 +156,7 @@ job_text(const char *text, const char *redirect)
         "(umask 077; cat > \"$f\") <<'%s'\n%s%s%s\n"
         "chmod 700 \"$f\"\n%s\n\"$f\" \"$@\"\nrc=$?\nrm -f \"$f\"\n"
         "if [ $rc -gt 128 ]; then kill -$((rc - 128)) $$; fi\nexit $rc\n",
-        tag, text, len > 0 && text[len - 1] != '\n' ? "\n" : "", tag,
-        redirect);
+        tag, text, len > 0 && text[len - 1] != '\n' ? "\n" : "", tag, redirect);
 }
 
 /* The job's environment as --export says: ALL (the default), NONE, or
@@ -178,7 +178,8 @@ export_env(const char *spec)
             if (eq == NULL || strncmp(*e, "ALLOT_", 6) == 0)
                 continue;
             char *k = al_xstrndup(*e, (size_t)(eq - *e));
-            json_object_set_new(env, k, json_string(eq + 1)); /* non-UTF-8: left out */
+            json_object_set_new(env, k,
+                                json_string(eq + 1)); /* non-UTF-8: left out */
             free(k);
         }
     for (size_t i = 0; i < json_array_size(words); i++) {
@@ -312,8 +313,9 @@ al__sbatch(int argc, char **argv)
         goto out;
     }
     if (sb.signal != NULL) {
-        fprintf(stderr, "sbatch: error: --signal=%s: allot cannot signal a job "
-                        "before its time limit; the job is not submitted\n",
+        fprintf(stderr,
+                "sbatch: error: --signal=%s: allot cannot signal a job "
+                "before its time limit; the job is not submitted\n",
                 sb.signal);
         goto out;
     }
@@ -364,9 +366,8 @@ al__sbatch(int argc, char **argv)
      * start it) and writes to the same files: they append. */
     bool several = a.f.tasks != NULL && strcmp(a.f.tasks, "1") != 0;
     const char *op =
-        several || (sb.open_mode && strcmp(sb.open_mode, "append") == 0)
-            ? ">>"
-            : ">";
+        several || (sb.open_mode && strcmp(sb.open_mode, "append") == 0) ? ">>"
+                                                                         : ">";
     al_buf_printf(&redir, "exec %s", op);
     bool ok = al_sl_pattern(sb.output ? sb.output : "slurm-%j.out", name, user,
                             &redir) == 0;
@@ -390,7 +391,7 @@ al__sbatch(int argc, char **argv)
     if (gethostname(host, sizeof host) != 0)
         snprintf(host, sizeof host, "localhost");
     host[sizeof host - 1] = '\0';
-    char *dir = sb.chdir == NULL    ? al_xstrdup(cwd)
+    char *dir = sb.chdir == NULL     ? al_xstrdup(cwd)
                 : sb.chdir[0] == '/' ? al_xstrdup(sb.chdir)
                                      : al_xasprintf("%s/%s", cwd, sb.chdir);
     /* What Slurm tells a batch script that is known here; the agent adds
@@ -415,9 +416,9 @@ al__sbatch(int argc, char **argv)
     utf8 = json_object_set_new(body, "name", json_string(name)) == 0 && utf8;
     free(dir);
     if (sb.account != NULL)
-        utf8 = json_object_set_new(body, "queue", json_string(sb.account)) ==
-                   0 &&
-               utf8;
+        utf8 =
+            json_object_set_new(body, "queue", json_string(sb.account)) == 0 &&
+            utf8;
     if (sb.hold)
         json_object_set_new(body, "hold", json_true());
     if (!utf8) {

@@ -71,18 +71,37 @@ al__scancel(int argc, char **argv)
     bool quiet = false, me = false;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "u:n:t:p:A:s:bfQvh", longopts,
-                            NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "u:n:t:p:A:s:bfQvh", longopts, NULL)) !=
+           -1) {
         switch (c) {
-        case 'u': users = optarg; break;
-        case 'n': names = optarg; break;
-        case 't': states = optarg; break;
-        case 'p': parts = optarg; break;
-        case 'A': accts = optarg; break;
-        case 's': sig = optarg; break;
-        case 'Q': quiet = true; break;
-        case 'M': me = true; break;
-        case 'b': case 'f': case 'v': break;
+        case 'u':
+            users = optarg;
+            break;
+        case 'n':
+            names = optarg;
+            break;
+        case 't':
+            states = optarg;
+            break;
+        case 'p':
+            parts = optarg;
+            break;
+        case 'A':
+            accts = optarg;
+            break;
+        case 's':
+            sig = optarg;
+            break;
+        case 'Q':
+            quiet = true;
+            break;
+        case 'M':
+            me = true;
+            break;
+        case 'b':
+        case 'f':
+        case 'v':
+            break;
         case 'h':
             printf("Usage: scancel [-u USER] [-n NAME] [-t STATE] [-p "
                    "PARTITION] [-A ACCOUNT] [job_id...]\n");

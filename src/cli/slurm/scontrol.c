@@ -39,7 +39,8 @@ show_job(const json_t *j, int64_t now)
     printf("   UserId=%s(%lld) GroupId=%s(%lld) MCS_label=N/A\n", user,
            uid < 0 ? 0 : uid, user, uid < 0 ? 0 : uid);
     printf("   Priority=%lld Nice=0 Account=%s QOS=normal\n",
-           (long long)al_json_int(j, "priority", 0), al_json_str(j, "queue", ""));
+           (long long)al_json_int(j, "priority", 0),
+           al_json_str(j, "queue", ""));
     printf("   JobState=%s Reason=%s Dependency=(null)\n", st,
            al__sl_reason(j));
     printf("   Requeue=1 Restarts=%lld BatchFlag=1 Reboot=0 ExitCode=%s\n",
@@ -51,7 +52,8 @@ show_job(const json_t *j, int64_t now)
     printf("   NodeList=%s\n", nodes[0] ? nodes : "(null)");
     printf("   NumNodes=%d NumCPUs=%lld NumTasks=%lld CPUs/Task=%lld\n",
            al__sl_nnodes(j), al__sl_cpus(j),
-           (long long)al_json_int(j, "tasks", 1), cpm > 0 ? (cpm + 999) / 1000 : 1);
+           (long long)al_json_int(j, "tasks", 1),
+           cpm > 0 ? (cpm + 999) / 1000 : 1);
     long long gpus = al_json_int(j, "gpus", 0) * al_json_int(j, "tasks", 1);
     char mem[64];
     al__sl_mem(j, mem, sizeof mem);
@@ -69,10 +71,10 @@ show_node(const json_t *n)
 {
     json_t *gpus = json_object_get(n, "gpus");
     const char *s = al_json_str(n, "state", "");
-    const char *st = strcmp(s, "down") == 0       ? "DOWN"
-                     : strcmp(s, "draining") == 0 ? "IDLE+DRAIN"
+    const char *st = strcmp(s, "down") == 0               ? "DOWN"
+                     : strcmp(s, "draining") == 0         ? "IDLE+DRAIN"
                      : al_json_int(n, "gpus_used", 0) > 0 ? "MIXED"
-                                                           : "IDLE";
+                                                          : "IDLE";
     long long cpus = al_json_int(n, "cpu_milli", 0) / 1000;
     long long mem = al_json_int(n, "mem_bytes", 0) >> 20;
     printf("NodeName=%s CoresPerSocket=%lld\n", al_json_str(n, "name", ""),
@@ -127,8 +129,10 @@ each(al_client_t *c, const char *verb, int n, char **ids)
                         w);
                 rc = 1;
             } else if (st == 409) {
-                fprintf(stderr, "Job is no longer pending execution for job "
-                                "%s\n", w);
+                fprintf(stderr,
+                        "Job is no longer pending execution for job "
+                        "%s\n",
+                        w);
                 rc = 1;
             } else if (st < 200 || st > 299) {
                 fprintf(stderr, "Access/permission denied for job %s\n", w);
@@ -152,9 +156,12 @@ al__scontrol(int argc, char **argv)
     if (i >= argc)
         return usage(1);
     const char *cmd = argv[i++];
-    if (strcasecmp(cmd, "requeue") == 0 || strcasecmp(cmd, "requeuehold") == 0) {
-        fprintf(stderr, "scontrol: error: %s: allot's API cannot requeue a "
-                        "job; submit it again\n", cmd);
+    if (strcasecmp(cmd, "requeue") == 0 ||
+        strcasecmp(cmd, "requeuehold") == 0) {
+        fprintf(stderr,
+                "scontrol: error: %s: allot's API cannot requeue a "
+                "job; submit it again\n",
+                cmd);
         return 1;
     }
     bool show = strcasecmp(cmd, "show") == 0;

@@ -60,13 +60,27 @@ value(char f, const group_t *g, const json_t *busy, char *b, size_t len)
     json_t *gpus = json_object_get(n, "gpus");
     char *l;
     switch (f) {
-    case 'P': snprintf(b, len, "%s*", AL_SLURM_PARTITION); break;
-    case 'R': snprintf(b, len, "%s", AL_SLURM_PARTITION); break;
-    case 'a': snprintf(b, len, "up"); break;
-    case 'l': snprintf(b, len, "infinite"); break;
-    case 'D': snprintf(b, len, "%zu", g->n); break;
-    case 't': snprintf(b, len, "%s", st); break;
-    case 'T': snprintf(b, len, "%s", lng); break;
+    case 'P':
+        snprintf(b, len, "%s*", AL_SLURM_PARTITION);
+        break;
+    case 'R':
+        snprintf(b, len, "%s", AL_SLURM_PARTITION);
+        break;
+    case 'a':
+        snprintf(b, len, "up");
+        break;
+    case 'l':
+        snprintf(b, len, "infinite");
+        break;
+    case 'D':
+        snprintf(b, len, "%zu", g->n);
+        break;
+    case 't':
+        snprintf(b, len, "%s", st);
+        break;
+    case 'T':
+        snprintf(b, len, "%s", lng);
+        break;
     case 'N':
         l = al_hostlist_fold(g->names, g->n);
         snprintf(b, len, "%s", l);
@@ -79,19 +93,32 @@ value(char f, const group_t *g, const json_t *busy, char *b, size_t len)
             snprintf(b, len, "(null)");
         break;
     case 'c':
-        snprintf(b, len, "%lld", (long long)(al_json_int(n, "cpu_milli", 0) / 1000));
+        snprintf(b, len, "%lld",
+                 (long long)(al_json_int(n, "cpu_milli", 0) / 1000));
         break;
     case 'm':
-        snprintf(b, len, "%lld", (long long)(al_json_int(n, "mem_bytes", 0) >> 20));
+        snprintf(b, len, "%lld",
+                 (long long)(al_json_int(n, "mem_bytes", 0) >> 20));
         break;
     case 'F':
-        snprintf(b, len, "%lld/%lld/%lld/%zu", g->alloc, g->idle, g->other, g->n);
+        snprintf(b, len, "%lld/%lld/%lld/%zu", g->alloc, g->idle, g->other,
+                 g->n);
         break;
-    case 's': snprintf(b, len, "1-infinite"); break;
-    case 'r': snprintf(b, len, "no"); break;
-    case 'h': snprintf(b, len, "NO"); break;
-    case 'g': snprintf(b, len, "all"); break;
-    default: snprintf(b, len, "%s", ""); break;
+    case 's':
+        snprintf(b, len, "1-infinite");
+        break;
+    case 'r':
+        snprintf(b, len, "no");
+        break;
+    case 'h':
+        snprintf(b, len, "NO");
+        break;
+    case 'g':
+        snprintf(b, len, "all");
+        break;
+    default:
+        snprintf(b, len, "%s", "");
+        break;
     }
 }
 
@@ -169,13 +196,26 @@ al__sinfo(int argc, char **argv)
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:Np:sla", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': noheader = true; break;
-        case 'o': fmt = optarg; break;
-        case 'N': per_node = true; break;
-        case 'p': parts = optarg; break;
-        case 's': summ = true; break;
-        case 'l': lng = true; break;
-        case 'a': break;
+        case 'h':
+            noheader = true;
+            break;
+        case 'o':
+            fmt = optarg;
+            break;
+        case 'N':
+            per_node = true;
+            break;
+        case 'p':
+            parts = optarg;
+            break;
+        case 's':
+            summ = true;
+            break;
+        case 'l':
+            lng = true;
+            break;
+        case 'a':
+            break;
         case 'H':
             printf("Usage: sinfo [-h] [-N] [-s] [-l] [-p PARTITION] [-o "
                    "FORMAT]\n");
@@ -209,8 +249,8 @@ al__sinfo(int argc, char **argv)
         json_t *pl = json_object_get(json_array_get(running, i), "placement");
         for (size_t k = 0; k < json_array_size(pl); k++)
             json_array_append_new(
-                busy, json_string(al_json_str(json_array_get(pl, k), "node",
-                                              "")));
+                busy,
+                json_string(al_json_str(json_array_get(pl, k), "node", "")));
     }
     int rc = nodes == NULL || running == NULL;
     json_t *fp = parts ? al__sl_split(parts) : NULL;

@@ -37,8 +37,8 @@ al__sl_jobs(al_client_t *c, const char *query)
     long long after = 0;
     for (;;) {
         char path[512];
-        snprintf(path, sizeof path, "/v1/jobs?limit=1000&after=%lld%s%s",
-                 after, query && query[0] ? "&" : "", query ? query : "");
+        snprintf(path, sizeof path, "/v1/jobs?limit=1000&after=%lld%s%s", after,
+                 query && query[0] ? "&" : "", query ? query : "");
         json_t *out = NULL;
         if (al_client_call(c, "GET", path, NULL, &out, NULL, NULL) != 0) {
             json_decref(all);
@@ -63,8 +63,8 @@ al__sl_job(al_client_t *c, long long id, int *status)
     *status = 0;
     if (al_http_request(&c->url, "GET", path, c->token, NULL, 0, 60000, -1,
                         &resp, &cause) != 0) {
-        fprintf(stderr, "allot: cannot reach the server at %s: %s\n",
-                c->server, cause ? cause : "error");
+        fprintf(stderr, "allot: cannot reach the server at %s: %s\n", c->server,
+                cause ? cause : "error");
         free(cause);
         return NULL;
     }
@@ -86,8 +86,8 @@ al__sl_post(al_client_t *c, long long id, const char *verb)
     char *cause = NULL;
     if (al_http_request(&c->url, "POST", path, c->token, "{}", 2, 60000, -1,
                         &resp, &cause) != 0) {
-        fprintf(stderr, "allot: cannot reach the server at %s: %s\n",
-                c->server, cause ? cause : "error");
+        fprintf(stderr, "allot: cannot reach the server at %s: %s\n", c->server,
+                cause ? cause : "error");
         free(cause);
         return 0;
     }
@@ -135,9 +135,8 @@ al__sl_state_short(const json_t *job)
 {
     static const struct {
         const char *lng, *shrt;
-    } m[] = { { "PENDING", "PD" },   { "RUNNING", "R" },
-              { "COMPLETED", "CD" }, { "CANCELLED", "CA" },
-              { "TIMEOUT", "TO" },   { "FAILED", "F" } };
+    } m[] = { { "PENDING", "PD" },   { "RUNNING", "R" },  { "COMPLETED", "CD" },
+              { "CANCELLED", "CA" }, { "TIMEOUT", "TO" }, { "FAILED", "F" } };
     const char *l = al__sl_state(job);
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         if (strcmp(m[i].lng, l) == 0)
@@ -367,11 +366,11 @@ al__sl_states(const char *s)
 {
     static const struct {
         const char *lng, *shrt;
-    } m[] = { { "PENDING", "PD" },   { "RUNNING", "R" },
-              { "COMPLETED", "CD" }, { "CANCELLED", "CA" },
-              { "TIMEOUT", "TO" },   { "FAILED", "F" },
-              { "SUSPENDED", "S" },  { "COMPLETING", "CG" },
-              { "PREEMPTED", "PR" }, { "NODE_FAIL", "NF" },
+    } m[] = { { "PENDING", "PD" },        { "RUNNING", "R" },
+              { "COMPLETED", "CD" },      { "CANCELLED", "CA" },
+              { "TIMEOUT", "TO" },        { "FAILED", "F" },
+              { "SUSPENDED", "S" },       { "COMPLETING", "CG" },
+              { "PREEMPTED", "PR" },      { "NODE_FAIL", "NF" },
               { "OUT_OF_MEMORY", "OOM" }, { "REQUEUED", "RQ" } };
     json_t *in = al__sl_split(s), *out = json_array();
     for (size_t i = 0; i < json_array_size(in); i++) {

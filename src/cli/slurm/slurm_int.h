@@ -89,11 +89,11 @@ json_t *al__sl_states(const char *s);
 
 /* One item of a format: literal text, or a field with a width. */
 typedef struct al_sl_item {
-    char *text;  /* literal text (field == 0), or the field's name */
-    char field;  /* squeue/sinfo letter, or 'F' for a named field */
-    int width;   /* 0: as wide as the value */
-    bool right;  /* right-aligned */
-    bool given;  /* the width came from the format */
+    char *text; /* literal text (field == 0), or the field's name */
+    char field; /* squeue/sinfo letter, or 'F' for a named field */
+    int width;  /* 0: as wide as the value */
+    bool right; /* right-aligned */
+    bool given; /* the width came from the format */
 } al_sl_item_t;
 
 typedef struct al_sl_fmt {

@@ -15,8 +15,7 @@
 #include "slurm_int.h"
 #include "xmalloc.h"
 
-typedef void (*value_fn)(const json_t *job, int64_t now, char *buf,
-                         size_t len);
+typedef void (*value_fn)(const json_t *job, int64_t now, char *buf, size_t len);
 
 static void
 v_id(const json_t *j, int64_t now, char *b, size_t n)
@@ -281,20 +280,47 @@ al__squeue(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "ho:O:u:j:t:n:p:A:rla", longopts,
                             NULL)) != -1) {
         switch (c) {
-        case 'h': noheader = true; break;
-        case 'o': fmt = optarg; break;
-        case 'O': Fmt = optarg; break;
-        case 'u': users = optarg; break;
-        case OPT_ME: me = true; break;
-        case 'j': jobs = optarg; break;
-        case 't': states = optarg; break;
-        case 'n': names = optarg; break;
-        case 'p': parts = optarg; break;
-        case 'A': accts = optarg; break;
-        case OPT_START: start = true; break;
-        case 'l': lng = true; break;
-        case 'r': case 'a': break; /* no arrays, no hidden partitions */
-        case 'H': return usage(0);
+        case 'h':
+            noheader = true;
+            break;
+        case 'o':
+            fmt = optarg;
+            break;
+        case 'O':
+            Fmt = optarg;
+            break;
+        case 'u':
+            users = optarg;
+            break;
+        case OPT_ME:
+            me = true;
+            break;
+        case 'j':
+            jobs = optarg;
+            break;
+        case 't':
+            states = optarg;
+            break;
+        case 'n':
+            names = optarg;
+            break;
+        case 'p':
+            parts = optarg;
+            break;
+        case 'A':
+            accts = optarg;
+            break;
+        case OPT_START:
+            start = true;
+            break;
+        case 'l':
+            lng = true;
+            break;
+        case 'r':
+        case 'a':
+            break; /* no arrays, no hidden partitions */
+        case 'H':
+            return usage(0);
         default:
             fprintf(stderr, "Try \"squeue --help\" for more information\n");
             return 1;
@@ -318,8 +344,10 @@ al__squeue(int argc, char **argv)
     }
     for (size_t i = 0; Fmt != NULL && i < f.n; i++)
         if (field_of(&f.v[i]) == NULL) {
-            fprintf(stderr, "squeue: error: Invalid job format specification: "
-                            "%s\n", f.v[i].text);
+            fprintf(stderr,
+                    "squeue: error: Invalid job format specification: "
+                    "%s\n",
+                    f.v[i].text);
             al_sl_fmt_fini(&f);
             return 1;
         }
@@ -389,8 +417,7 @@ al__squeue(int argc, char **argv)
     for (size_t i = 0; rc == 0 && i < json_array_size(list); i++) {
         json_t *j = json_array_get(list, i);
         const char *st = al__sl_state(j);
-        bool active =
-            strcmp(st, "PENDING") == 0 || strcmp(st, "RUNNING") == 0;
+        bool active = strcmp(st, "PENDING") == 0 || strcmp(st, "RUNNING") == 0;
         if (want_states != NULL ? !al__sl_in(want_states, st)
                                 : (!active && jobs == NULL))
             continue;
