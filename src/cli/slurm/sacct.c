@@ -269,6 +269,19 @@ field_named(const char *s)
     return NULL;
 }
 
+/* Exactly n digits at *p into *v; advances *p. */
+static bool
+fixed(const char **p, int n, int *v)
+{
+    *v = 0;
+    for (int i = 0; i < n; i++, (*p)++) {
+        if (**p < '0' || **p > '9')
+            return false;
+        *v = *v * 10 + (**p - '0');
+    }
+    return true;
+}
+
 /* -S/-E: "now", "now-N[seconds|minutes|hours|days]", "YYYY-MM-DD",
  * "YYYY-MM-DDTHH:MM[:SS]", "midnight", "today".  ms, or -1. */
 static int64_t
@@ -295,15 +308,21 @@ when(const char *s, int64_t now)
         localtime_r(&t, &tm);
         tm.tm_hour = tm.tm_min = tm.tm_sec = 0;
     } else {
-        int y, mo, d, h = 0, mi = 0, sec = 0, k = 0, k2 = 0, k3 = 0;
-        if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &k) != 3)
-            return -1;
-        if (s[k] == 'T' && sscanf(s + k, "T%2d:%2d%n", &h, &mi, &k2) == 2)
-            k += k2;
-        if (k2 > 0 && s[k] == ':' && sscanf(s + k, ":%2d%n", &sec, &k3) == 1)
-            k += k3;
-        if (s[k] != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 ||
-            mi > 59 || sec > 60 || y < 1970 || y > 9999)
+        /* YYYY-MM-DD[THH:MM[:SS]] */
+        const char *p = s;
+        int y, mo, d, h = 0, mi = 0, sec = 0;
+        bool ok = fixed(&p, 4, &y) && *p++ == '-' && fixed(&p, 2, &mo) &&
+                  *p++ == '-' && fixed(&p, 2, &d);
+        if (ok && *p == 'T') {
+            p++;
+            ok = fixed(&p, 2, &h) && *p++ == ':' && fixed(&p, 2, &mi);
+            if (ok && *p == ':') {
+                p++;
+                ok = fixed(&p, 2, &sec);
+            }
+        }
+        if (!ok || *p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 ||
+            h > 23 || mi > 59 || sec > 60 || y < 1970)
             return -1;
         tm.tm_year = y - 1900;
         tm.tm_mon = mo - 1;
@@ -379,65 +398,68 @@ static const struct option longopts[] = {
     { NULL, 0, NULL, 0 },
 };
 
-int
-al__sacct(int argc, char **argv)
+typedef struct sacct_args {
+    bool alloc, noheader, p2, p1, json;
+    const char *jobs, *users, *delim, *fmt, *S, *E, *names, *states;
+} sacct_args_t;
+
+/* The options into *a: -1, or the exit status (usage, --help). */
+static int
+parse_args(int argc, char **argv, sacct_args_t *a)
 {
-    bool alloc = false, noheader = false, p2 = false, p1 = false, json = false;
-    const char *jobs = NULL, *users = NULL, *delim = "|", *fmt = NULL,
-               *S = NULL, *E = NULL, *names = NULL, *states = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "j:u:aXnPpo:S:E:s:blh", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'j':
-            jobs = optarg;
+            a->jobs = optarg;
             break;
         case 'u':
-            users = optarg;
+            a->users = optarg;
             break;
         case 'a':
             break;
         case 'X':
-            alloc = true;
+            a->alloc = true;
             break;
         case 'n':
-            noheader = true;
+            a->noheader = true;
             break;
         case 'P':
-            p2 = true;
+            a->p2 = true;
             break;
         case 'p':
-            p1 = true;
+            a->p1 = true;
             break;
         case OPT_DELIM:
-            delim = optarg;
+            a->delim = optarg;
             break;
         case 'o':
-            fmt = optarg;
+            a->fmt = optarg;
             break;
         case 'S':
-            S = optarg;
+            a->S = optarg;
             break;
         case 'E':
-            E = optarg;
+            a->E = optarg;
             break;
         case OPT_NAME:
-            names = optarg;
+            a->names = optarg;
             break;
         case 's':
-            states = optarg;
+            a->states = optarg;
             break;
         case OPT_JSON:
-            json = true;
+            a->json = true;
             break;
         case 'b':
-            fmt = "JobID,State,ExitCode";
+            a->fmt = "JobID,State,ExitCode";
             break;
         case 'l':
-            fmt = "JobID,JobIDRaw,JobName,Partition,Account,AllocCPUS,"
-                  "ReqCPUS,ReqMem,NNodes,NodeList,State,ExitCode,Elapsed,"
-                  "Timelimit,Submit,Start,End";
+            a->fmt = "JobID,JobIDRaw,JobName,Partition,Account,AllocCPUS,"
+                     "ReqCPUS,ReqMem,NNodes,NodeList,State,ExitCode,Elapsed,"
+                     "Timelimit,Submit,Start,End";
             break;
         case 'h':
             printf("Usage: sacct [-j JOBS] [-u USERS] [-X] [-n] [-P|-p] "
@@ -448,132 +470,170 @@ al__sacct(int argc, char **argv)
             return 1;
         }
     }
-    if (fmt == NULL)
-        fmt = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode";
-    al_sl_fmt_t f;
-    if (al_sl_fmt_named(fmt, '%', &f) != 0) {
+    return -1;
+}
+
+/* -o into *f with the fields' default widths; 0, or 1 after saying why. */
+static int
+fields_of(const char *fmt, al_sl_fmt_t *f)
+{
+    if (al_sl_fmt_named(fmt, '%', f) != 0) {
         fprintf(stderr, "sacct: error: Invalid field requested: \"%s\"\n", fmt);
         return 1;
     }
-    for (size_t i = 0; i < f.n; i++) {
-        const struct field *fd = field_named(f.v[i].text);
+    for (size_t i = 0; i < f->n; i++) {
+        const struct field *fd = field_named(f->v[i].text);
         if (fd == NULL) {
             fprintf(stderr, "sacct: error: Invalid field requested: \"%s\"\n",
-                    f.v[i].text);
-            al_sl_fmt_fini(&f);
+                    f->v[i].text);
+            al_sl_fmt_fini(f);
             return 1;
         }
-        if (!f.v[i].given) {
-            f.v[i].width = abs(fd->width);
-            f.v[i].right = fd->width > 0;
+        if (!f->v[i].given) {
+            f->v[i].width = abs(fd->width);
+            f->v[i].right = fd->width > 0;
         }
     }
+    return 0;
+}
+
+/* The jobs of -j (each asked for), or all; NULL after saying why. */
+static json_t *
+fetch(al_client_t *cl, const char *jobs)
+{
+    if (jobs == NULL)
+        return al__sl_jobs(cl, "");
+    json_t *list = json_array();
+    json_t *ids = al__sl_split(jobs);
+    for (size_t i = 0; i < json_array_size(ids) && list != NULL; i++) {
+        long long id;
+        int st;
+        const char *w = json_string_value(json_array_get(ids, i));
+        json_t *j = NULL;
+        if (!al__sl_parse_id(w, &id)) {
+            fprintf(stderr, "sacct: error: Invalid job id: %s\n", w);
+            st = 0;
+        } else {
+            j = al__sl_job(cl, id, &st);
+        }
+        if (j != NULL) {
+            json_array_append_new(list, j);
+        } else if (st == 0) {
+            json_decref(list);
+            list = NULL;
+        }
+    }
+    json_decref(ids);
+    return list;
+}
+
+static void
+header(const sacct_args_t *a, const al_sl_fmt_t *f, al_buf_t *b)
+{
+    bool parsable = a->p1 || a->p2;
+    for (size_t i = 0; i < f->n; i++) {
+        const char *name = field_named(f->v[i].text)->name;
+        if (parsable) {
+            al_buf_printf(b, "%s%s", i ? a->delim : "", name);
+        } else {
+            al_sl_put(b, &f->v[i], name, false);
+            al_buf_puts(b, " ");
+        }
+    }
+    if (a->p1)
+        al_buf_puts(b, a->delim);
+    if (!parsable) {
+        al_buf_puts(b, "\n");
+        for (size_t i = 0; i < f->n; i++) {
+            for (int k = 0; k < f->v[i].width; k++)
+                al_buf_puts(b, "-");
+            al_buf_puts(b, " ");
+        }
+    }
+    printf("%s\n", al_buf_cstr(b));
+}
+
+/* The job's lines: its own and its batch step's (not with -X). */
+static void
+job_lines(const sacct_args_t *a, const al_sl_fmt_t *f, const json_t *j,
+          int64_t now, al_buf_t *b)
+{
+    bool parsable = a->p1 || a->p2;
+    for (int step = 0; step < (a->alloc || !ran(j) ? 1 : 2); step++) {
+        row_t r = { j, step == 1, now };
+        al_buf_clear(b);
+        for (size_t k = 0; k < f->n; k++) {
+            char v[4096];
+            field_named(f->v[k].text)->fn(&r, v, sizeof v);
+            if (parsable) {
+                al_buf_printf(b, "%s%s", k ? a->delim : "", v);
+            } else {
+                al_sl_put(b, &f->v[k], v, true);
+                al_buf_puts(b, " ");
+            }
+        }
+        if (a->p1)
+            al_buf_puts(b, a->delim);
+        printf("%s\n", al_buf_cstr(b));
+    }
+}
+
+int
+al__sacct(int argc, char **argv)
+{
+    sacct_args_t a;
+    memset(&a, 0, sizeof a);
+    a.delim = "|";
+    a.fmt = "JobID,JobName,Partition,Account,AllocCPUS,State,ExitCode";
+    int rc = parse_args(argc, argv, &a);
+    al_sl_fmt_t f;
+    if (rc >= 0 || (rc = fields_of(a.fmt, &f)) != 0)
+        return rc;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    int64_t from = when(S ? S : "midnight", now), to = E ? when(E, now) : now;
-    json_t *want = states ? al__sl_states(states) : NULL;
-    if (from < 0 || to < 0 || (states && want == NULL)) {
+    int64_t from = when(a.S ? a.S : "midnight", now);
+    int64_t to = a.E ? when(a.E, now) : now;
+    json_t *want = a.states ? al__sl_states(a.states) : NULL;
+    al_client_t cl;
+    if (from < 0 || to < 0 || (a.states && want == NULL)) {
         fprintf(stderr, "sacct: error: Invalid %s\n",
                 from < 0 ? "start time"
                 : to < 0 ? "end time"
                          : "state");
+        rc = 1;
+    } else if (al__sl_connect(&cl) != 0) {
+        rc = 1;
+    }
+    if (rc != 0) {
         al_sl_fmt_fini(&f);
         json_decref(want);
-        return 1;
+        return rc;
     }
-    al_client_t cl;
-    if (al__sl_connect(&cl) != 0) {
-        al_sl_fmt_fini(&f);
-        json_decref(want);
-        return 1;
-    }
-    int rc = 0;
-    json_t *list;
-    if (jobs != NULL) {
-        list = json_array();
-        json_t *ids = al__sl_split(jobs);
-        for (size_t i = 0; i < json_array_size(ids); i++) {
-            long long id;
-            int st;
-            const char *w = json_string_value(json_array_get(ids, i));
-            if (!al__sl_parse_id(w, &id)) {
-                fprintf(stderr, "sacct: error: Invalid job id: %s\n", w);
-                rc = 1;
-                break;
-            }
-            json_t *j = al__sl_job(&cl, id, &st);
-            if (j != NULL)
-                json_array_append_new(list, j);
-            else if (st == 0)
-                rc = 1;
-        }
-        json_decref(ids);
-    } else {
-        list = al__sl_jobs(&cl, "");
-        rc = list == NULL;
-    }
-    json_t *fu = users ? al__sl_split(users) : NULL;
-    json_t *fn = names ? al__sl_split(names) : NULL;
+    json_t *list = fetch(&cl, a.jobs);
+    rc = list == NULL;
+    json_t *fu = a.users ? al__sl_split(a.users) : NULL;
+    json_t *fn = a.names ? al__sl_split(a.names) : NULL;
     json_t *out = json_array();
     al_buf_t b;
     al_buf_init(&b);
-    bool parsable = p1 || p2;
-    if (rc == 0 && !noheader && !json) {
-        for (size_t i = 0; i < f.n; i++) {
-            if (parsable)
-                al_buf_printf(&b, "%s%s", i ? delim : "",
-                              field_named(f.v[i].text)->name);
-            else {
-                al_sl_put(&b, &f.v[i], field_named(f.v[i].text)->name, false);
-                al_buf_puts(&b, " ");
-            }
-        }
-        if (p1)
-            al_buf_puts(&b, delim);
-        if (!parsable) {
-            al_buf_puts(&b, "\n");
-            for (size_t i = 0; i < f.n; i++) {
-                for (int k = 0; k < f.v[i].width; k++)
-                    al_buf_puts(&b, "-");
-                al_buf_puts(&b, " ");
-            }
-        }
-        printf("%s\n", al_buf_cstr(&b));
-    }
+    if (rc == 0 && !a.noheader && !a.json)
+        header(&a, &f, &b);
     for (size_t i = 0; rc == 0 && i < json_array_size(list); i++) {
         const json_t *j = json_array_get(list, i);
         int64_t sub = al_json_int(j, "submit_ms", 0),
                 end = al_json_int(j, "end_ms", 0);
-        if (jobs == NULL && (sub > to || (end > 0 && end < from)))
-            continue;
-        if ((fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
+        if ((a.jobs == NULL && (sub > to || (end > 0 && end < from))) ||
+            (fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
             (fn && !al__sl_in(fn, al_json_str(j, "name", ""))) ||
             (want && !al__sl_in(want, al__sl_state(j))))
             continue;
-        if (json) {
+        if (a.json)
             json_array_append_new(out, json_job(j, now));
-            continue;
-        }
-        for (int step = 0; step < (alloc || !ran(j) ? 1 : 2); step++) {
-            row_t r = { j, step == 1, now };
-            al_buf_clear(&b);
-            for (size_t k = 0; k < f.n; k++) {
-                char v[4096];
-                field_named(f.v[k].text)->fn(&r, v, sizeof v);
-                if (parsable)
-                    al_buf_printf(&b, "%s%s", k ? delim : "", v);
-                else {
-                    al_sl_put(&b, &f.v[k], v, true);
-                    al_buf_puts(&b, " ");
-                }
-            }
-            if (p1)
-                al_buf_puts(&b, delim);
-            printf("%s\n", al_buf_cstr(&b));
-        }
+        else
+            job_lines(&a, &f, j, now, &b);
     }
-    if (rc == 0 && json) {
+    if (rc == 0 && a.json) {
         json_t *doc = json_pack("{s:{s:{s:s}}, s:[], s:o}", "meta", "plugin",
                                 "name", "allot", "errors", "jobs", out);
         al_cli_print_json(doc);

@@ -230,7 +230,7 @@ wait_job(al_client_t *c, long long id)
         json_decref(j);
         if (rc >= 0)
             return rc;
-        struct timespec ts = { 0, 100 * 1000 * 1000 };
+        struct timespec ts = { 0, 100L * 1000 * 1000 };
         nanosleep(&ts, NULL);
     }
 }
@@ -242,6 +242,193 @@ usage(FILE *f)
                "[args(0)...]\n"
                "allot's sbatch takes Slurm's options; docs/slurm.md says "
                "which differ and which are refused.\n");
+}
+
+/* What sbatch refuses or notes before submitting; -1 when the options are
+ * fine (*cls gets the class a QOS names), else the exit status. */
+static int
+check_options(const al_slurm_req_t *sb, const char **cls)
+{
+    if (sb->partition != NULL &&
+        strcmp(sb->partition, AL_SLURM_PARTITION) != 0) {
+        fprintf(stderr,
+                "sbatch: error: invalid partition specified: %s\n"
+                "sbatch: error: Batch job submission failed: Invalid "
+                "partition name specified\n",
+                sb->partition);
+        return AL_EXIT_FAIL;
+    }
+    if (sb->constraint != NULL) {
+        fprintf(stderr,
+                "sbatch: error: -C/--constraint %s: allot's nodes carry no "
+                "features\n"
+                "sbatch: error: Batch job submission failed: Invalid feature "
+                "specification\n",
+                sb->constraint);
+        return AL_EXIT_FAIL;
+    }
+    if (sb->signal != NULL) {
+        fprintf(stderr,
+                "sbatch: error: --signal=%s: allot cannot signal a job "
+                "before its time limit; the job is not submitted\n",
+                sb->signal);
+        return AL_EXIT_FAIL;
+    }
+    *cls = NULL;
+    if (sb->qos != NULL && strcmp(sb->qos, "normal") != 0) {
+        if (strcmp(sb->qos, "train") != 0 && strcmp(sb->qos, "build") != 0 &&
+            strcmp(sb->qos, "inference") != 0) {
+            fprintf(stderr, "sbatch: error: Batch job submission failed: "
+                            "Invalid qos specification\n");
+            return AL_EXIT_FAIL;
+        }
+        *cls = sb->qos;
+    }
+    if (sb->open_mode != NULL && strcmp(sb->open_mode, "append") != 0 &&
+        strcmp(sb->open_mode, "truncate") != 0) {
+        fprintf(stderr, "sbatch: error: Invalid --open-mode argument: %s\n",
+                sb->open_mode);
+        return 255;
+    }
+    if (sb->no_requeue)
+        fprintf(stderr, "sbatch: --no-requeue: allot puts a job whose node "
+                        "went down back in the queue; noted\n");
+    return -1;
+}
+
+/* The line that sends the script's output to the -o and -e files, into
+ * b; false after saying why. */
+static bool
+redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
+         al_buf_t *b)
+{
+    struct passwd *pw = getpwuid(getuid());
+    const char *user = pw ? pw->pw_name : "nobody";
+    /* Every task of a job of several runs the script (as srun would start
+     * it) and writes to the same files: they append. */
+    bool several = a->f.tasks != NULL && strcmp(a->f.tasks, "1") != 0;
+    const char *op =
+        several || (sb->open_mode && strcmp(sb->open_mode, "append") == 0)
+            ? ">>"
+            : ">";
+    al_buf_printf(b, "exec %s", op);
+    bool ok = al_sl_pattern(sb->output ? sb->output : "slurm-%j.out", name,
+                            user, b) == 0;
+    if (sb->error != NULL) {
+        al_buf_printf(b, " 2%s", op);
+        ok = ok && al_sl_pattern(sb->error, name, user, b) == 0;
+    } else {
+        al_buf_puts(b, " 2>&1");
+    }
+    if (!ok)
+        fprintf(stderr, "sbatch: error: -o/-e: not a file name pattern\n");
+    return ok;
+}
+
+/* The job's body: env, command, script, cwd, name, queue, hold.  NULL
+ * after saying why. */
+static json_t *
+body_of(const al_slurm_req_t *sb, const al_submit_args_t *a, json_t *env,
+        const char *job, const char *name, char **args, int nargs)
+{
+    json_t *body = json_object();
+    const char *err = al_script_resources(body, &a->f);
+    if (err != NULL) {
+        fprintf(stderr, "sbatch: error: %s\n", err);
+        json_decref(env);
+        json_decref(body);
+        return NULL;
+    }
+    char cwd[4096], host[256];
+    if (getcwd(cwd, sizeof cwd) == NULL)
+        snprintf(cwd, sizeof cwd, "/");
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    char *dir = sb->chdir == NULL     ? al_xstrdup(cwd)
+                : sb->chdir[0] == '/' ? al_xstrdup(sb->chdir)
+                                      : al_xasprintf("%s/%s", cwd, sb->chdir);
+    /* What Slurm tells a batch script that is known here; the agent adds
+     * the rest (ids, ranks, nodes). */
+    setenv_str(env, "ALLOT_SLURM", "1");
+    setenv_str(env, "SLURM_JOB_NAME", name);
+    setenv_str(env, "SLURM_JOB_ACCOUNT", sb->account ? sb->account : "default");
+    setenv_str(env, "SLURM_JOB_PARTITION", AL_SLURM_PARTITION);
+    setenv_str(env, "SLURM_CLUSTER_NAME", AL_SLURM_PARTITION);
+    setenv_str(env, "SLURM_SUBMIT_DIR", cwd);
+    setenv_str(env, "SLURM_SUBMIT_HOST", host);
+    if (sb->cpus != NULL)
+        setenv_str(env, "SLURM_CPUS_PER_TASK", sb->cpus);
+    json_object_set_new(body, "env", env);
+    json_t *cmd = json_array();
+    bool utf8 = json_array_append_new(cmd, json_string(args[0])) == 0;
+    for (int i = 1; i < nargs; i++)
+        utf8 = json_array_append_new(cmd, json_string(args[i])) == 0 && utf8;
+    json_object_set_new(body, "command", cmd);
+    utf8 = json_object_set_new(body, "script", json_string(job)) == 0 && utf8;
+    utf8 = json_object_set_new(body, "cwd", json_string(dir)) == 0 && utf8;
+    utf8 = json_object_set_new(body, "name", json_string(name)) == 0 && utf8;
+    free(dir);
+    if (sb->account != NULL)
+        utf8 =
+            json_object_set_new(body, "queue", json_string(sb->account)) == 0 &&
+            utf8;
+    if (sb->hold)
+        json_object_set_new(body, "hold", json_true());
+    if (!utf8) {
+        fprintf(stderr, "sbatch: error: the script, its arguments, -J, -A "
+                        "and the directory must be UTF-8 text\n");
+        json_decref(body);
+        return NULL;
+    }
+    return body;
+}
+
+/* Submits body; prints the id as sbatch does and waits with -W. */
+static int
+submit(const al_slurm_req_t *sb, json_t *body)
+{
+    al_client_t c;
+    if (al__sl_connect(&c) != 0)
+        return AL_EXIT_FAIL;
+    json_t *res = NULL;
+    if (al_client_call(&c, "POST", "/v1/jobs", body, &res, NULL, NULL) != 0) {
+        fprintf(stderr, "sbatch: error: Batch job submission failed\n");
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
+    long long id = (long long)al_json_int(res, "id", 0);
+    json_decref(res);
+    if (sb->parsable)
+        printf("%lld\n", id);
+    else if (!sb->quiet)
+        printf("Submitted batch job %lld\n", id);
+    fflush(stdout);
+    int rc = sb->wait ? wait_job(&c, id) : 0;
+    al_client_fini(&c);
+    return rc;
+}
+
+/* The script's text (--wrap's, the file's or standard input's) and the
+ * job's default name; NULL after saying why. */
+static char *
+script_of(const al_slurm_req_t *cl, const char *path, const char **dflt)
+{
+    *dflt = "sbatch";
+    if (cl->wrap != NULL) {
+        if (path != NULL) {
+            fail("script arguments not permitted with --wrap option");
+            return NULL;
+        }
+        *dflt = "wrap";
+        return al_xasprintf(
+            "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n%s\n",
+            cl->wrap);
+    }
+    char *text = read_script(path);
+    if (text != NULL && path != NULL)
+        *dflt = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    return text;
 }
 
 int
@@ -261,198 +448,59 @@ al__sbatch(int argc, char **argv)
     al_script_slurm_init(&cl);
     al_script_slurm_init(&sb);
     int stop;
-    int errors = al_script_sbatch_words(argv + 1, argc - 1, &cl, NULL, &stop);
-    stop++; /* index in argv */
-    if (errors > 0) {
+    if (al_script_sbatch_words(argv + 1, argc - 1, &cl, NULL, &stop) > 0) {
         if (cl.refused == 0)
             fprintf(stderr, "Try \"sbatch --help\" for more information\n");
         return cl.refused > 0 ? AL_EXIT_FAIL : 255;
     }
-    char *text;
+    stop++; /* index in argv */
     const char *path = stop < argc ? argv[stop] : NULL;
-    const char *dflt_name = "sbatch";
-    if (cl.wrap != NULL) {
-        if (path != NULL)
-            return fail("script arguments not permitted with --wrap option");
-        text = al_xasprintf(
-            "#!/bin/sh\n# This script was created by sbatch --wrap.\n\n%s\n",
-            cl.wrap);
-        dflt_name = "wrap";
-    } else if ((text = read_script(path)) == NULL) {
+    const char *dflt = NULL;
+    char *text = script_of(&cl, path, &dflt);
+    if (text == NULL)
         return AL_EXIT_FAIL;
-    } else if (path != NULL) {
-        dflt_name = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-    }
     char *lines = al_xstrdup(text);
-    errors = al_script_sbatch_lines(path ? path : "stdin", lines, &sb);
+    int errors = al_script_sbatch_lines(path ? path : "stdin", lines, &sb);
     merge(&sb, &cl);
-    int rc = AL_EXIT_FAIL;
-    json_t *body = NULL;
-    char *job = NULL;
-    al_client_t c;
-    bool connected = false;
-    if (errors > 0) {
-        rc = sb.refused > 0 ? AL_EXIT_FAIL : 255;
-        goto out;
-    }
-    if (sb.partition != NULL && strcmp(sb.partition, AL_SLURM_PARTITION) != 0) {
-        fprintf(stderr,
-                "sbatch: error: invalid partition specified: %s\n"
-                "sbatch: error: Batch job submission failed: Invalid "
-                "partition name specified\n",
-                sb.partition);
-        goto out;
-    }
-    if (sb.constraint != NULL) {
-        fprintf(stderr,
-                "sbatch: error: -C/--constraint %s: allot's nodes carry no "
-                "features\n"
-                "sbatch: error: Batch job submission failed: Invalid feature "
-                "specification\n",
-                sb.constraint);
-        goto out;
-    }
-    if (sb.signal != NULL) {
-        fprintf(stderr,
-                "sbatch: error: --signal=%s: allot cannot signal a job "
-                "before its time limit; the job is not submitted\n",
-                sb.signal);
-        goto out;
-    }
+    int rc = errors > 0 ? (sb.refused > 0 ? AL_EXIT_FAIL : 255) : -1;
     const char *cls = NULL;
-    if (sb.qos != NULL && strcmp(sb.qos, "normal") != 0) {
-        if (strcmp(sb.qos, "train") == 0 || strcmp(sb.qos, "build") == 0 ||
-            strcmp(sb.qos, "inference") == 0) {
-            cls = sb.qos;
-        } else {
-            fprintf(stderr, "sbatch: error: Batch job submission failed: "
-                            "Invalid qos specification\n");
-            goto out;
-        }
-    }
-    if (sb.open_mode != NULL && strcmp(sb.open_mode, "append") != 0 &&
-        strcmp(sb.open_mode, "truncate") != 0) {
-        fprintf(stderr, "sbatch: error: Invalid --open-mode argument: %s\n",
-                sb.open_mode);
-        rc = 255;
-        goto out;
-    }
-    if (sb.no_requeue)
-        fprintf(stderr, "sbatch: --no-requeue: allot puts a job whose node "
-                        "went down back in the queue; noted\n");
     al_submit_args_t a;
     memset(&a, 0, sizeof a);
     char room[AL_SCRIPT_ROOM];
-    if (al_script_slurm_apply(&sb, &a, room, path ? path : "sbatch") != 0)
-        goto out;
+    if (rc < 0)
+        rc = check_options(&sb, &cls);
+    if (rc < 0 && al_script_slurm_apply(&sb, &a, room, dflt) != 0)
+        rc = AL_EXIT_FAIL;
     a.f.cls = cls;
-    json_t *env = export_env(sb.export_vars);
-    if (env == NULL)
-        goto out;
-    body = json_object();
-    const char *err = al_script_resources(body, &a.f);
-    if (err != NULL) {
-        fprintf(stderr, "sbatch: error: %s\n", err);
-        json_decref(env);
-        goto out;
-    }
-    const char *name = sb.name ? sb.name : dflt_name;
-    struct passwd *pw = getpwuid(getuid());
-    const char *user = pw ? pw->pw_name : "nobody";
-    /* -o and -e, relative to the job's directory, as Slurm's. */
+    const char *name = sb.name ? sb.name : dflt;
     al_buf_t redir;
     al_buf_init(&redir);
-    /* Every task of a job of several runs the script (as srun would
-     * start it) and writes to the same files: they append. */
-    bool several = a.f.tasks != NULL && strcmp(a.f.tasks, "1") != 0;
-    const char *op =
-        several || (sb.open_mode && strcmp(sb.open_mode, "append") == 0) ? ">>"
-                                                                         : ">";
-    al_buf_printf(&redir, "exec %s", op);
-    bool ok = al_sl_pattern(sb.output ? sb.output : "slurm-%j.out", name, user,
-                            &redir) == 0;
-    if (sb.error != NULL) {
-        al_buf_printf(&redir, " 2%s", op);
-        ok = ok && al_sl_pattern(sb.error, name, user, &redir) == 0;
-    } else {
-        al_buf_puts(&redir, " 2>&1");
+    json_t *env = NULL, *body = NULL;
+    char *job = NULL;
+    if (rc < 0 && (!redirect(&sb, &a, name, &redir) ||
+                   (env = export_env(sb.export_vars)) == NULL))
+        rc = AL_EXIT_FAIL;
+    if (rc < 0) {
+        job = job_text(text, al_buf_cstr(&redir));
+        char *args[] = { (char *)dflt };
+        bool wrap = cl.wrap != NULL;
+        /* The command: the script's name, then its arguments. */
+        body = wrap || stop >= argc
+                   ? body_of(&sb, &a, env, job, name, args, 1)
+                   : body_of(&sb, &a, env, job, name, argv + stop, argc - stop);
+        if (body == NULL)
+            rc = AL_EXIT_FAIL;
     }
-    if (!ok) {
-        al_buf_fini(&redir);
-        json_decref(env);
-        fprintf(stderr, "sbatch: error: -o/-e: not a file name pattern\n");
-        goto out;
-    }
-    job = job_text(text, al_buf_cstr(&redir));
-    al_buf_fini(&redir);
-    char cwd[4096], host[256];
-    if (getcwd(cwd, sizeof cwd) == NULL)
-        snprintf(cwd, sizeof cwd, "/");
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = '\0';
-    char *dir = sb.chdir == NULL     ? al_xstrdup(cwd)
-                : sb.chdir[0] == '/' ? al_xstrdup(sb.chdir)
-                                     : al_xasprintf("%s/%s", cwd, sb.chdir);
-    /* What Slurm tells a batch script that is known here; the agent adds
-     * the rest (ids, ranks, nodes). */
-    setenv_str(env, "ALLOT_SLURM", "1");
-    setenv_str(env, "SLURM_JOB_NAME", name);
-    setenv_str(env, "SLURM_JOB_ACCOUNT", sb.account ? sb.account : "default");
-    setenv_str(env, "SLURM_JOB_PARTITION", AL_SLURM_PARTITION);
-    setenv_str(env, "SLURM_CLUSTER_NAME", AL_SLURM_PARTITION);
-    setenv_str(env, "SLURM_SUBMIT_DIR", cwd);
-    setenv_str(env, "SLURM_SUBMIT_HOST", host);
-    if (sb.cpus != NULL)
-        setenv_str(env, "SLURM_CPUS_PER_TASK", sb.cpus);
-    json_object_set_new(body, "env", env);
-    json_t *cmd = json_array();
-    bool utf8 = json_array_append_new(cmd, json_string(dflt_name)) == 0;
-    for (int i = stop + 1; cl.wrap == NULL && i < argc; i++)
-        utf8 = json_array_append_new(cmd, json_string(argv[i])) == 0 && utf8;
-    json_object_set_new(body, "command", cmd);
-    utf8 = json_object_set_new(body, "script", json_string(job)) == 0 && utf8;
-    utf8 = json_object_set_new(body, "cwd", json_string(dir)) == 0 && utf8;
-    utf8 = json_object_set_new(body, "name", json_string(name)) == 0 && utf8;
-    free(dir);
-    if (sb.account != NULL)
-        utf8 =
-            json_object_set_new(body, "queue", json_string(sb.account)) == 0 &&
-            utf8;
-    if (sb.hold)
-        json_object_set_new(body, "hold", json_true());
-    if (!utf8) {
-        fprintf(stderr, "sbatch: error: the script, its arguments, -J, -A "
-                        "and the directory must be UTF-8 text\n");
-        goto out;
-    }
-    if (sb.test_only) {
+    if (rc < 0 && sb.test_only) {
         fprintf(stderr,
                 "sbatch: Job would be submitted to partition %s; allot "
                 "cannot tell when it would start (not submitted)\n",
                 AL_SLURM_PARTITION);
         rc = 0;
-        goto out;
     }
-    if (al__sl_connect(&c) != 0)
-        goto out;
-    connected = true;
-    json_t *res = NULL;
-    if (al_client_call(&c, "POST", "/v1/jobs", body, &res, NULL, NULL) != 0) {
-        fprintf(stderr, "sbatch: error: Batch job submission failed\n");
-        goto out;
-    }
-    long long id = (long long)al_json_int(res, "id", 0);
-    json_decref(res);
-    if (sb.parsable)
-        printf("%lld\n", id);
-    else if (!sb.quiet)
-        printf("Submitted batch job %lld\n", id);
-    fflush(stdout);
-    rc = sb.wait ? wait_job(&c, id) : 0;
-out:
-    if (connected)
-        al_client_fini(&c);
+    if (rc < 0)
+        rc = submit(&sb, body);
+    al_buf_fini(&redir);
     json_decref(body);
     free(job);
     free(lines);

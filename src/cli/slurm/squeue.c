@@ -269,52 +269,55 @@ cmp_jobs(const void *a, const void *b)
     return ix < iy ? -1 : ix > iy;
 }
 
-int
-al__squeue(int argc, char **argv)
+typedef struct sq_args {
+    bool noheader, lng, start, me;
+    const char *fmt, *Fmt, *users, *jobs, *states, *names, *parts, *accts;
+} sq_args_t;
+
+/* The options into *a: -1, or the exit status (usage, --help). */
+static int
+parse_args(int argc, char **argv, sq_args_t *a)
 {
-    bool noheader = false, lng = false, start = false, me = false;
-    const char *fmt = NULL, *Fmt = NULL, *users = NULL, *jobs = NULL,
-               *states = NULL, *names = NULL, *parts = NULL, *accts = NULL;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "ho:O:u:j:t:n:p:A:rla", longopts,
                             NULL)) != -1) {
         switch (c) {
         case 'h':
-            noheader = true;
+            a->noheader = true;
             break;
         case 'o':
-            fmt = optarg;
+            a->fmt = optarg;
             break;
         case 'O':
-            Fmt = optarg;
+            a->Fmt = optarg;
             break;
         case 'u':
-            users = optarg;
+            a->users = optarg;
             break;
         case OPT_ME:
-            me = true;
+            a->me = true;
             break;
         case 'j':
-            jobs = optarg;
+            a->jobs = optarg;
             break;
         case 't':
-            states = optarg;
+            a->states = optarg;
             break;
         case 'n':
-            names = optarg;
+            a->names = optarg;
             break;
         case 'p':
-            parts = optarg;
+            a->parts = optarg;
             break;
         case 'A':
-            accts = optarg;
+            a->accts = optarg;
             break;
         case OPT_START:
-            start = true;
+            a->start = true;
             break;
         case 'l':
-            lng = true;
+            a->lng = true;
             break;
         case 'r':
         case 'a':
@@ -331,110 +334,113 @@ al__squeue(int argc, char **argv)
                 argv[optind]);
         return usage(1);
     }
-    if (fmt == NULL && Fmt == NULL)
-        fmt = start ? "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %.20Y %R"
-              : lng ? "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
-                    : "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
-    al_sl_fmt_t f;
-    if (Fmt != NULL ? al_sl_fmt_named(Fmt, ':', &f) != 0
-                    : al_sl_fmt_percent(fmt, &f) != 0) {
+    if (a->fmt == NULL && a->Fmt == NULL)
+        a->fmt = a->start ? "%.18i %.9P %.8j %.8u %.2t %.19S %.6D %.20Y %R"
+                 : a->lng ? "%.18i %.9P %.8j %.8u %.8T %.10M %.9l %.6D %R"
+                          : "%.18i %.9P %.8j %.8u %.2t %.10M %.6D %R";
+    return -1;
+}
+
+/* The format of -o or -O into *f; 0, or 1 after saying why. */
+static int
+format_of(const sq_args_t *a, al_sl_fmt_t *f)
+{
+    const char *spec = a->Fmt != NULL ? a->Fmt : a->fmt;
+    if (a->Fmt != NULL ? al_sl_fmt_named(a->Fmt, ':', f) != 0
+                       : al_sl_fmt_percent(a->fmt, f) != 0) {
         fprintf(stderr, "squeue: error: Invalid job format specification: %s\n",
-                Fmt != NULL ? Fmt : fmt);
+                spec);
         return 1;
     }
-    for (size_t i = 0; Fmt != NULL && i < f.n; i++)
-        if (field_of(&f.v[i]) == NULL) {
+    for (size_t i = 0; a->Fmt != NULL && i < f->n; i++)
+        if (field_of(&f->v[i]) == NULL) {
             fprintf(stderr,
-                    "squeue: error: Invalid job format specification: "
-                    "%s\n",
-                    f.v[i].text);
-            al_sl_fmt_fini(&f);
+                    "squeue: error: Invalid job format specification: %s\n",
+                    f->v[i].text);
+            al_sl_fmt_fini(f);
             return 1;
         }
-    json_t *want_states = NULL;
-    if (states != NULL && (want_states = al__sl_states(states)) == NULL) {
-        fprintf(stderr, "squeue: error: Invalid job state specified: %s\n",
-                states);
-        al_sl_fmt_fini(&f);
-        return 1;
-    }
-    al_client_t cl;
-    int rc = al__sl_connect(&cl);
-    if (rc != 0) {
-        al_sl_fmt_fini(&f);
-        json_decref(want_states);
-        return 1;
-    }
-    json_t *list = NULL;
-    char *self = NULL;
-    if (me) {
-        json_t *who = NULL;
-        if (al_client_call(&cl, "GET", "/v1/whoami", NULL, &who, NULL, NULL) ==
-            0)
-            self = al_xstrdup(al_json_str(who, "user", ""));
-        json_decref(who);
-    }
-    if (jobs != NULL) {
-        list = json_array();
-        json_t *ids = al__sl_split(jobs);
-        for (size_t i = 0; i < json_array_size(ids) && rc == 0; i++) {
-            long long id;
-            int st;
-            const char *w = json_string_value(json_array_get(ids, i));
-            if (!al__sl_parse_id(w, &id)) {
-                fprintf(stderr, "squeue: error: Invalid job id: %s\n", w);
-                rc = 1;
-                break;
-            }
-            json_t *j = al__sl_job(&cl, id, &st);
-            if (j != NULL)
-                json_array_append_new(list, j);
-            else if (st == 404 && json_array_size(ids) == 1) {
-                fprintf(stderr,
-                        "slurm_load_jobs error: Invalid job id specified\n");
-                rc = 1;
-            } else if (st != 404)
-                rc = 1;
-        }
-        json_decref(ids);
-    } else {
-        bool ended = false;
-        for (size_t i = 0; i < json_array_size(want_states); i++) {
-            const char *s = json_string_value(json_array_get(want_states, i));
-            ended = ended ||
-                    (strcmp(s, "PENDING") != 0 && strcmp(s, "RUNNING") != 0);
-        }
-        list = al__sl_jobs(&cl, ended ? "" : "state=active");
-        if (list == NULL)
-            rc = 1;
-    }
-    json_t *fu = users ? al__sl_split(users) : NULL;
-    json_t *fn = names ? al__sl_split(names) : NULL;
-    json_t *fp = parts ? al__sl_split(parts) : NULL;
-    json_t *fa = accts ? al__sl_split(accts) : NULL;
-    size_t n = 0;
-    json_t **shown = al_xcalloc(json_array_size(list) + 1, sizeof *shown);
-    for (size_t i = 0; rc == 0 && i < json_array_size(list); i++) {
-        json_t *j = json_array_get(list, i);
-        const char *st = al__sl_state(j);
-        bool active = strcmp(st, "PENDING") == 0 || strcmp(st, "RUNNING") == 0;
-        if (want_states != NULL ? !al__sl_in(want_states, st)
-                                : (!active && jobs == NULL))
+    return 0;
+}
+
+/* The jobs of -j, each asked for; NULL after saying why. */
+static json_t *
+fetch_ids(al_client_t *cl, const char *jobs)
+{
+    json_t *list = json_array();
+    json_t *ids = al__sl_split(jobs);
+    size_t n = json_array_size(ids);
+    for (size_t i = 0; i < n && list != NULL; i++) {
+        long long id;
+        int st = 0;
+        const char *w = json_string_value(json_array_get(ids, i));
+        json_t *j = NULL;
+        if (!al__sl_parse_id(w, &id))
+            fprintf(stderr, "squeue: error: Invalid job id: %s\n", w);
+        else
+            j = al__sl_job(cl, id, &st);
+        if (j != NULL) {
+            json_array_append_new(list, j);
             continue;
-        if ((fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
-            (self && strcmp(self, al_json_str(j, "user", "")) != 0) ||
-            (fn && !al__sl_in(fn, al_json_str(j, "name", ""))) ||
-            (fp && !al__sl_in(fp, AL_SLURM_PARTITION)) ||
-            (fa && !al__sl_in(fa, al_json_str(j, "queue", ""))) ||
-            (start && strcmp(st, "PENDING") != 0))
-            continue;
-        shown[n++] = j;
+        }
+        if (st == 404 && n > 1)
+            continue; /* one of several: left out, as Slurm does */
+        if (st == 404)
+            fprintf(stderr,
+                    "slurm_load_jobs error: Invalid job id specified\n");
+        json_decref(list);
+        list = NULL;
     }
-    qsort(shown, n, sizeof *shown, cmp_jobs);
+    json_decref(ids);
+    return list;
+}
+
+/* The jobs to look at: -j's, or every active one (every one when -t asks
+ * for ended states). */
+static json_t *
+fetch(al_client_t *cl, const sq_args_t *a, const json_t *want)
+{
+    if (a->jobs != NULL)
+        return fetch_ids(cl, a->jobs);
+    bool ended = false;
+    for (size_t i = 0; i < json_array_size(want); i++) {
+        const char *s = json_string_value(json_array_get(want, i));
+        ended =
+            ended || (strcmp(s, "PENDING") != 0 && strcmp(s, "RUNNING") != 0);
+    }
+    return al__sl_jobs(cl, ended ? "" : "state=active");
+}
+
+/* The filters of the command line, as lists (NULL: not given). */
+typedef struct filters {
+    json_t *users, *names, *parts, *accts, *states;
+    char *self;
+} filters_t;
+
+static bool
+shown(const sq_args_t *a, const filters_t *f, const json_t *j)
+{
+    const char *st = al__sl_state(j);
+    bool active = strcmp(st, "PENDING") == 0 || strcmp(st, "RUNNING") == 0;
+    const char *user = al_json_str(j, "user", "");
+    if (f->states != NULL ? !al__sl_in(f->states, st)
+                          : (!active && a->jobs == NULL))
+        return false;
+    return !((f->users && !al__sl_in(f->users, user)) ||
+             (f->self && strcmp(f->self, user) != 0) ||
+             (f->names && !al__sl_in(f->names, al_json_str(j, "name", ""))) ||
+             (f->parts && !al__sl_in(f->parts, AL_SLURM_PARTITION)) ||
+             (f->accts && !al__sl_in(f->accts, al_json_str(j, "queue", ""))) ||
+             (a->start && strcmp(st, "PENDING") != 0));
+}
+
+static void
+print(const sq_args_t *a, const al_sl_fmt_t *f, json_t **jobs, size_t n)
+{
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-    if (rc == 0 && lng && fmt != NULL && Fmt == NULL) {
+    if (a->lng && a->Fmt == NULL) {
         char d[64];
         time_t t = ts.tv_sec;
         struct tm tm;
@@ -442,18 +448,68 @@ al__squeue(int argc, char **argv)
         strftime(d, sizeof d, "%a %b %e %H:%M:%S %Y", &tm);
         printf("%s\n", d);
     }
-    if (rc == 0 && !noheader)
-        line(&f, NULL, now, Fmt != NULL);
-    for (size_t i = 0; rc == 0 && i < n; i++)
-        line(&f, shown[i], now, Fmt != NULL);
-    free(shown);
-    free(self);
-    json_decref(fu);
-    json_decref(fn);
-    json_decref(fp);
-    json_decref(fa);
+    if (!a->noheader)
+        line(f, NULL, now, a->Fmt != NULL);
+    for (size_t i = 0; i < n; i++)
+        line(f, jobs[i], now, a->Fmt != NULL);
+}
+
+int
+al__squeue(int argc, char **argv)
+{
+    sq_args_t a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    al_sl_fmt_t f;
+    if (rc >= 0 || (rc = format_of(&a, &f)) != 0)
+        return rc;
+    filters_t fl;
+    memset(&fl, 0, sizeof fl);
+    al_client_t cl;
+    if (a.states != NULL && (fl.states = al__sl_states(a.states)) == NULL) {
+        fprintf(stderr, "squeue: error: Invalid job state specified: %s\n",
+                a.states);
+        rc = 1;
+    } else if (al__sl_connect(&cl) != 0) {
+        rc = 1;
+    }
+    if (rc != 0) {
+        al_sl_fmt_fini(&f);
+        json_decref(fl.states);
+        return rc;
+    }
+    if (a.me) {
+        json_t *who = NULL;
+        if (al_client_call(&cl, "GET", "/v1/whoami", NULL, &who, NULL, NULL) ==
+            0)
+            fl.self = al_xstrdup(al_json_str(who, "user", ""));
+        json_decref(who);
+    }
+    fl.users = a.users ? al__sl_split(a.users) : NULL;
+    fl.names = a.names ? al__sl_split(a.names) : NULL;
+    fl.parts = a.parts ? al__sl_split(a.parts) : NULL;
+    fl.accts = a.accts ? al__sl_split(a.accts) : NULL;
+    json_t *list = fetch(&cl, &a, fl.states);
+    rc = list == NULL;
+    size_t n = 0, total = json_array_size(list);
+    /* An array of pointers to the jobs, sorted: the element is a pointer. */
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
+    json_t **jobs = al_xcalloc(total + 1, sizeof(json_t *));
+    for (size_t i = 0; i < total; i++)
+        if (shown(&a, &fl, json_array_get(list, i)))
+            jobs[n++] = json_array_get(list, i);
+    // NOLINTNEXTLINE(bugprone-sizeof-expression)
+    qsort(jobs, n, sizeof(json_t *), cmp_jobs);
+    if (rc == 0)
+        print(&a, &f, jobs, n);
+    free(jobs);
+    free(fl.self);
+    json_decref(fl.users);
+    json_decref(fl.names);
+    json_decref(fl.parts);
+    json_decref(fl.accts);
+    json_decref(fl.states);
     json_decref(list);
-    json_decref(want_states);
     al_sl_fmt_fini(&f);
     al_client_fini(&cl);
     return rc;
