@@ -183,8 +183,8 @@ al__task_env(const agent_t *a, json_t *s, const char *gpus)
                 NULL)
             al__env_push(&e, al__env_entry("SLURM_SUBMIT_DIR",
                                            al_json_str(s, "cwd", "")));
-        al__env_push(&e, al__env_entry("SLURMD_NODENAME", a->name));
         slurm_nodes(&e, a, s, gpus);
+        al__env_push(&e, al__env_entry("SLURMD_NODENAME", a->name));
     }
     al__env_dedup(&e);
     return e;
