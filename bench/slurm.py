@@ -9,7 +9,9 @@ when the private Slurm of ../shared/slurm-peer is up (its env.sh exists and
 run:
 
   sbatch_per_s   a shell loop of N `sbatch --wrap true` (default 300)
-  drain_s        from the end of that loop until squeue shows no job
+  drain_s        N one-GPU jobs (`--gres=gpu:1 --wrap true`) queued behind
+                 a job holding all 8 GPUs: from `scancel` of that job
+                 until squeue shows no job
   latency_ms     submit-to-running on an idle cluster: from just before
                  `sbatch --wrap 'date +%s.%N > F'` to the time in F
                  (median of 10)
@@ -72,9 +74,22 @@ def latency(side, reps=10):
     return statistics.median(out)
 
 
+def blocked_drain(side, n):
+    blocker = side.sbatch("--gres=gpu:8", "--wrap", "sleep 600")
+    side.running(blocker)
+    for _ in range(n):
+        side.sbatch("--gres=gpu:1", "--wrap", "true")
+    t0 = time.monotonic()
+    p = side.run("scancel", blocker)
+    e2e.check(p.returncode == 0, "%s: scancel: %s" % (side.name, p.stderr))
+    drain(side)
+    return time.monotonic() - t0
+
+
 def measure(side, n):
     loop = shell_loop(side, n)
-    d = drain(side)
+    drain(side)
+    d = blocked_drain(side, n)
     return {"sbatch_per_s": round(n / loop, 1), "drain_s": round(d, 2),
             "drain_jobs_per_s": round(n / d, 1) if d > 0 else None,
             "latency_ms": round(latency(side), 1)}
