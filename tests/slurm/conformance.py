@@ -203,6 +203,8 @@ def c_env(s):
         v = env.get(k)
         if v is None:
             out[k] = None
+        elif k == "SLURM_SUBMIT_DIR":
+            out[k] = "cwd" if v == s.cwd else v
         elif k in ("SLURM_JOB_ID", "SLURM_JOBID"):
             out[k] = "id" if v == jid else v
         elif k in ("SLURM_JOB_NODELIST", "SLURM_NODELIST",
@@ -271,6 +273,25 @@ def c_squeue_states(s):
     q = s.run("squeue", "-h", "-t", "R", "-n", "heldjob")
     s.run("scancel", jid)
     return {"pd": p.stdout.splitlines()[:1], "r": q.stdout}
+
+
+def c_squeue_resources(s):
+    """A job waiting for GPUs that running jobs hold: Slurm's Resources."""
+    blockers = [s.sbatch("--gres=gpu:8", "--wrap", "sleep 120")
+                for _ in range(s.nodes)]
+    for b in blockers:
+        s.running(b)
+    jid = s.sbatch("--gres=gpu:1", "--wrap", "true")
+    end = time.monotonic() + 10
+    reason = None
+    while time.monotonic() < end:
+        reason = s.run("squeue", "-h", "-j", jid, "-o", "%t %r").stdout
+        if reason.strip() not in ("", "PD None"):
+            break
+        time.sleep(0.2)
+    s.run("scancel", *blockers)
+    s.final(jid)
+    return {"reason": reason}
 
 
 def c_squeue_badjob(s):
@@ -504,7 +525,7 @@ CASES = [
     ("sbatch default output slurm-%j.out", c_default_output, "same", ""),
     ("sbatch -o/-e apart", c_error_file, "same", ""),
     ("job's Slurm variables", c_env, "differs",
-     "SLURM_CPUS_PER_TASK only when -c is given on allot; "
+     "allot sets SLURM_NTASKS and SLURM_NPROCS without -n too; "
      "SLURM_JOB_ACCOUNT is the queue"),
     ("sbatch -n 2: SLURM_NTASKS, hostlist", c_ntasks_env, "same", ""),
     ("exit codes code:signal in sacct", c_exit_codes, "same", ""),
@@ -512,6 +533,7 @@ CASES = [
     ("squeue -l", c_squeue_long, "same", ""),
     ("squeue -o/-O fields, widths", c_squeue_format, "same", ""),
     ("squeue -t -n filters, %r reason", c_squeue_states, "same", ""),
+    ("squeue %r Resources (GPUs held)", c_squeue_resources, "same", ""),
     ("squeue -j unknown id", c_squeue_badjob, "same", ""),
     ("squeue unknown option", c_squeue_unknown, "same", ""),
     ("sacct -P -o (17 fields), steps", c_sacct_parsable, "same", ""),
@@ -597,6 +619,7 @@ EXPECT = {
         "O": "xxxxxxx             xxxxxxx             "},
     "squeue -t -n filters, %r reason": {"pd": ["PENDING JobHeldUser"],
                                          "r": ""},
+    "squeue %r Resources (GPUs held)": {"reason": "PD Resources\n"},
     "squeue -j unknown id": {
         "rc": 1, "stderr": "slurm_load_jobs error: Invalid job id "
                            "specified\n"},
@@ -701,6 +724,7 @@ def peer_side(tmp):
     except (OSError, subprocess.TimeoutExpired):
         return None
     s.user = "root" if os.getuid() == 0 else os.environ.get("USER", "")
+    s.nodes = len(s.run("sinfo", "-h", "-N", "-o", "%N").stdout.split())
     return s
 
 
@@ -719,8 +743,8 @@ def main():
     failures = []
     try:
         c.start_server()
-        c.start_agent("node1", gpus="4xH100-80GB")
-        c.start_agent("node2", gpus="4xH100-80GB")
+        c.start_agent("node1", gpus="8xH100-80GB")
+        c.start_agent("node2", gpus="8xH100-80GB")
         # Jobs of a user named as the Unix user running this, as on a
         # cluster (CANCELLED by UID, %u): a token for that user.
         me = "root" if os.getuid() == 0 else os.environ.get("USER", "admin")
@@ -739,6 +763,7 @@ def main():
         os.makedirs(cwd)
         mine = Side("allot", env, cwd)
         mine.user = me
+        mine.nodes = 2
         peer = peer_side(root)
         print("peer: %s" % ("up, comparing" if peer else
                             "not up; allot against recorded Slurm output"))
