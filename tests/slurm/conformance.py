@@ -543,7 +543,8 @@ CASES = [
     ("sacct --json", c_sacct_json, "same", "a subset of Slurm's members"),
     ("sinfo (default, -N, -s, -o)", c_sinfo, "same", ""),
     ("scontrol show job", c_scontrol_show, "same",
-     "fewer keys; those below are there"),
+     "fewer keys than Slurm's; JobState, Reason, NodeList and the "
+     "other keys tools read are there"),
     ("scontrol show job/hold unknown id", c_scontrol_badjob, "same", ""),
     ("scontrol hold/release", c_hold_release, "same", ""),
     ("scontrol requeue", c_scontrol_requeue, "refused",
