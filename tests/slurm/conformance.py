@@ -144,6 +144,15 @@ def c_dependency(s):
     return {"rc": p.returncode, "_stderr": p.stderr}
 
 
+def c_script_array(s):
+    """A script's #SBATCH line allot refuses: which line, and why."""
+    with open(os.path.join(s.cwd, "arr.sh"), "w") as f:
+        f.write("#!/bin/bash\n#SBATCH -J sweep\n#SBATCH --array=0-9\n"
+                "echo $SLURM_ARRAY_TASK_ID\n")
+    p = s.run("sbatch", "arr.sh")
+    return {"rc": p.returncode, "stderr": p.stderr, "stdout": p.stdout}
+
+
 def c_signal(s):
     p = s.run("sbatch", "--signal=B:USR1@60", "--wrap", "true")
     return {"rc": p.returncode, "_stderr": p.stderr}
@@ -514,6 +523,8 @@ CASES = [
      "job arrays are not available yet (exit 1, naming the option)"),
     ("sbatch --dependency", c_dependency, "refused",
      "dependencies are not available yet (exit 1, naming the option)"),
+    ("#SBATCH --array in a script", c_script_array, "refused",
+     "the error names the script's line and the option"),
     ("sbatch --signal=[B:]SIG@TIME", c_signal, "refused",
      "allot cannot signal a job before its time limit"),
     ("sbatch -W/--wait", c_wait, "same", "exit status of the job"),
@@ -564,6 +575,10 @@ EXPECT_ALLOT = {
     "sbatch --array": {"rc": 1},
     "sbatch --dependency": {"rc": 1},
     "sbatch --signal=[B:]SIG@TIME": {"rc": 1},
+    "#SBATCH --array in a script": {
+        "rc": 1, "stdout": "",
+        "stderr": "sbatch: error: arr.sh:3: --array: job arrays are not "
+                  "available yet on allot; the job is not submitted\n"},
     "scontrol requeue": {"rc": 1},
     "scancel --signal=USR1": {"rc": 1},
     "srun": {"rc": 1},
