@@ -203,14 +203,16 @@ al_sl_pattern(const char *pat, const char *name, const char *user,
         switch (*p) {
         case 'j':
         case 'J':
-        case 'A':
             if (w > 0)
                 al_buf_printf(&b, "\"$(printf %%0%dd \"$SLURM_JOB_ID\")\"", w);
             else
                 al_buf_puts(&b, "\"$SLURM_JOB_ID\"");
             break;
-        case 'a':
-            al_buf_puts(&b, "4294967294");
+        case 'A': /* the array's id; the job's own outside an array */
+            al_buf_puts(&b, "\"${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}\"");
+            break;
+        case 'a': /* the element's index; Slurm's NO_VAL outside one */
+            al_buf_puts(&b, "\"${SLURM_ARRAY_TASK_ID:-4294967294}\"");
             break;
         case 'x':
             quoted(&b, name, strlen(name));

@@ -506,7 +506,7 @@ fetch(al_client_t *cl, const char *jobs)
     json_t *list = json_array();
     json_t *ids = al__sl_split(jobs);
     for (size_t i = 0; i < json_array_size(ids) && list != NULL; i++) {
-        long long id;
+        al_sl_id_t id;
         int st;
         const char *w = json_string_value(json_array_get(ids, i));
         json_t *j = NULL;
@@ -514,7 +514,7 @@ fetch(al_client_t *cl, const char *jobs)
             fprintf(stderr, "sacct: error: Invalid job id: %s\n", w);
             st = 0;
         } else {
-            j = al__sl_job(cl, id, &st);
+            j = al__sl_job(cl, &id, &st);
         }
         if (j != NULL) {
             json_array_append_new(list, j);

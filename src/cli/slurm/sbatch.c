@@ -216,7 +216,8 @@ wait_job(al_client_t *c, long long id)
 {
     for (;;) {
         int st;
-        json_t *j = al__sl_job(c, id, &st);
+        al_sl_id_t jid = { id, -1 };
+        json_t *j = al__sl_job(c, &jid, &st);
         if (j == NULL)
             return AL_EXIT_FAIL;
         const char *s = al_json_str(j, "state", "");

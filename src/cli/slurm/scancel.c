@@ -39,27 +39,28 @@ ending_signal(const char *s)
            strcmp(n, "INT") == 0 || strcmp(n, "2") == 0;
 }
 
+/* Cancels the job id (written w on the command line). */
 static int
-cancel(al_client_t *c, long long id, bool quiet)
+cancel(al_client_t *c, const al_sl_id_t *id, const char *w, bool quiet)
 {
     int st = al__sl_post(c, id, "cancel");
     if (st == 0)
         return 1;
     if (st == 404 && !quiet)
         fprintf(stderr,
-                "scancel: error: Kill job error on job id %lld: Invalid job "
+                "scancel: error: Kill job error on job id %s: Invalid job "
                 "id specified\n",
-                id);
+                w);
     else if (st == 409 && !quiet)
         fprintf(stderr,
-                "scancel: error: Kill job error on job id %lld: Job/step "
+                "scancel: error: Kill job error on job id %s: Job/step "
                 "already completing or completed\n",
-                id);
+                w);
     else if (st == 403)
         fprintf(stderr,
-                "scancel: error: Kill job error on job id %lld: Access/"
+                "scancel: error: Kill job error on job id %s: Access/"
                 "permission denied\n",
-                id);
+                w);
     return st == 403 ? 1 : 0;
 }
 
@@ -129,7 +130,7 @@ al__scancel(int argc, char **argv)
         return 1;
     }
     for (int i = optind; i < argc; i++) {
-        long long id;
+        al_sl_id_t id;
         if (!al__sl_parse_id(argv[i], &id)) {
             fprintf(stderr, "scancel: error: Invalid job id %s\n", argv[i]);
             json_decref(want);
@@ -144,9 +145,9 @@ al__scancel(int argc, char **argv)
     int rc = 0;
     if (optind < argc && !filters) {
         for (int i = optind; i < argc; i++) {
-            long long id = 0;
+            al_sl_id_t id = { 0, -1 };
             al__sl_parse_id(argv[i], &id);
-            rc |= cancel(&cl, id, quiet);
+            rc |= cancel(&cl, &id, argv[i], quiet);
         }
     } else {
         char *self = NULL;
@@ -165,12 +166,12 @@ al__scancel(int argc, char **argv)
         rc = list == NULL;
         for (size_t i = 0; i < json_array_size(list); i++) {
             json_t *j = json_array_get(list, i);
-            long long id = al_json_int(j, "id", 0);
+            al_sl_id_t id = { al_json_int(j, "id", 0), -1 };
             bool listed = optind >= argc;
             for (int k = optind; k < argc && !listed; k++) {
-                long long x = 0;
+                al_sl_id_t x = { 0, -1 };
                 al__sl_parse_id(argv[k], &x);
-                listed = x == id;
+                listed = x.id == id.id && x.index < 0;
             }
             if (!listed || (fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
                 (self && strcmp(self, al_json_str(j, "user", "")) != 0) ||
@@ -179,7 +180,9 @@ al__scancel(int argc, char **argv)
                 (fa && !al__sl_in(fa, al_json_str(j, "queue", ""))) ||
                 (want && !al__sl_in(want, al__sl_state(j))))
                 continue;
-            rc |= cancel(&cl, id, true);
+            char w[32];
+            snprintf(w, sizeof w, "%lld", id.id);
+            rc |= cancel(&cl, &id, w, true);
         }
         free(self);
         json_decref(fu);

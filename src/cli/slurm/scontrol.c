@@ -115,13 +115,13 @@ each(al_client_t *c, const char *verb, int n, char **ids)
         json_t *l = al__sl_split(ids[i]);
         for (size_t k = 0; k < json_array_size(l); k++) {
             const char *w = json_string_value(json_array_get(l, k));
-            long long id;
+            al_sl_id_t id;
             if (!al__sl_parse_id(w, &id)) {
                 fprintf(stderr, "Invalid job id specified for job %s\n", w);
                 rc = 1;
                 continue;
             }
-            int st = al__sl_post(c, id, verb);
+            int st = al__sl_post(c, &id, verb);
             if (st == 404) {
                 fprintf(stderr,
                         "Invalid job id specified for job %s\n"
@@ -200,9 +200,9 @@ al__scontrol(int argc, char **argv)
     int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
     int rc = 0;
     if (job && arg != NULL) {
-        long long id;
+        al_sl_id_t id;
         int st = 404;
-        json_t *j = al__sl_parse_id(arg, &id) ? al__sl_job(&c, id, &st) : NULL;
+        json_t *j = al__sl_parse_id(arg, &id) ? al__sl_job(&c, &id, &st) : NULL;
         if (j == NULL) {
             if (st != 0)
                 fprintf(stderr, "slurm_load_jobs error: Invalid job id "

@@ -53,11 +53,21 @@ al__sl_jobs(al_client_t *c, const char *query)
     }
 }
 
-json_t *
-al__sl_job(al_client_t *c, long long id, int *status)
+/* The API's path of a job: /v1/jobs/ID or /v1/jobs/ID_INDEX, then tail. */
+static void
+job_path(char *buf, size_t len, const al_sl_id_t *id, const char *tail)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/v1/jobs/%lld", id);
+    if (id->index >= 0)
+        snprintf(buf, len, "/v1/jobs/%lld_%lld%s", id->id, id->index, tail);
+    else
+        snprintf(buf, len, "/v1/jobs/%lld%s", id->id, tail);
+}
+
+json_t *
+al__sl_job(al_client_t *c, const al_sl_id_t *id, int *status)
+{
+    char path[96];
+    job_path(path, sizeof path, id, "");
     al_http_resp_t resp;
     char *cause = NULL;
     *status = 0;
@@ -78,10 +88,11 @@ al__sl_job(al_client_t *c, long long id, int *status)
 }
 
 int
-al__sl_post(al_client_t *c, long long id, const char *verb)
+al__sl_post(al_client_t *c, const al_sl_id_t *id, const char *verb)
 {
-    char path[96];
-    snprintf(path, sizeof path, "/v1/jobs/%lld/%s", id, verb);
+    char path[128], tail[32];
+    snprintf(tail, sizeof tail, "/%s", verb);
+    job_path(path, sizeof path, id, tail);
     al_http_resp_t resp;
     char *cause = NULL;
     if (al_http_request(&c->url, "POST", path, c->token, "{}", 2, 60000, -1,
@@ -322,17 +333,32 @@ al__sl_uid(const char *user)
     return pw != NULL ? (long long)pw->pw_uid : -1;
 }
 
-bool
-al__sl_parse_id(const char *s, long long *id)
+/* A positive decimal of at most 18 digits at *p; advances *p. */
+static bool
+positive(const char **p, long long *v)
 {
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (end == s || errno != 0 || v <= 0 || s[0] == '-' || s[0] == '+')
+    const char *s = *p;
+    *v = 0;
+    while (**p >= '0' && **p <= '9' && *p - s < 18)
+        *v = *v * 10 + (*(*p)++ - '0');
+    return *p > s && !(**p >= '0' && **p <= '9');
+}
+
+bool
+al__sl_parse_id(const char *s, al_sl_id_t *id)
+{
+    const char *p = s;
+    al_sl_id_t r = { 0, -1 };
+    if (!positive(&p, &r.id) || r.id == 0)
         return false;
-    if (*end != '\0' && strcmp(end, ".batch") != 0)
+    if (*p == '_') {
+        p++;
+        if (!positive(&p, &r.index))
+            return false;
+    }
+    if (*p != '\0' && strcmp(p, ".batch") != 0)
         return false;
-    *id = v;
+    *id = r;
     return true;
 }
 

@@ -39,13 +39,19 @@ int al__sl_connect(al_client_t *c);
 /* Every job the API lists for query (e.g. "state=active"), all pages, as
  * a JSON array (caller decrefs); NULL after printing why. */
 json_t *al__sl_jobs(al_client_t *c, const char *query);
+/* A job id as Slurm's commands take it: "123", "123.batch" (the job), or
+ * "123_4" (element 4 of job array 123; index -1 when none). */
+typedef struct al_sl_id {
+    long long id, index;
+} al_sl_id_t;
+
 /* The job of that id, or NULL (*status gets the HTTP status; 0 when the
  * server could not be reached, and then it was said on stderr). */
-json_t *al__sl_job(al_client_t *c, long long id, int *status);
+json_t *al__sl_job(al_client_t *c, const al_sl_id_t *id, int *status);
 /* GET /v1/nodes' list, or NULL after printing why. */
 json_t *al__sl_nodes(al_client_t *c);
 /* POST /v1/jobs/ID/VERB; the HTTP status, 0 when unreachable. */
-int al__sl_post(al_client_t *c, long long id, const char *verb);
+int al__sl_post(al_client_t *c, const al_sl_id_t *id, const char *verb);
 
 /* A job's state in Slurm's words, long ("PENDING") and short ("PD"). */
 const char *al__sl_state(const json_t *job);
@@ -75,9 +81,8 @@ void al__sl_mem(const json_t *job, char *buf, size_t len);
 void al__sl_exit(const json_t *job, char *buf, size_t len);
 /* A uid for a user name (0 for root; -1 when unknown here). */
 long long al__sl_uid(const char *user);
-/* Parses a job id "123" (or "123.batch", "123_4" whose array part is
- * refused); false if malformed. */
-bool al__sl_parse_id(const char *s, long long *id);
+/* Parses a job id ("123", "123.batch", "123_4"); false if malformed. */
+bool al__sl_parse_id(const char *s, al_sl_id_t *id);
 /* "a,b,c" split into a JSON array of strings. */
 json_t *al__sl_split(const char *s);
 bool al__sl_in(const json_t *list, const char *s);
@@ -116,12 +121,13 @@ void al_sl_fmt_fini(al_sl_fmt_t *f);
  * (with '+' at the end when cut and plus is true, as sacct does). */
 void al_sl_put(al_buf_t *b, const al_sl_item_t *it, const char *v, bool plus);
 
-/* sbatch's -o/-e pattern ("out-%j-%x.txt": %j %J %A job id, %a array
- * index, %x job name, %u user, %N node, %n %t 0, %s "batch", %% '%'; a
- * number after '%' pads with zeros) as a word of sh that the job's shell
- * expands on the node (SLURM_JOB_ID, SLURMD_NODENAME), appended to out.
- * name and user are the job's.  0, or -1 for a pattern that cannot be a
- * file name (empty, a newline, a '%' at the end). */
+/* sbatch's -o/-e pattern ("out-%j-%x.txt": %j %J job id, %A the array's
+ * id (the job's outside an array), %a the element's index (4294967294
+ * outside an array, as Slurm prints it), %x job name, %u user, %N node, %n %t
+ * 0, %s "batch", %% '%'; a number after '%' pads with zeros) as a word of sh
+ * that the job's shell expands on the node (SLURM_JOB_ID, SLURMD_NODENAME),
+ * appended to out. name and user are the job's.  0, or -1 for a pattern that
+ * cannot be a file name (empty, a newline, a '%' at the end). */
 int al_sl_pattern(const char *pat, const char *name, const char *user,
                   al_buf_t *out);
 

@@ -371,14 +371,14 @@ fetch_ids(al_client_t *cl, const char *jobs)
     json_t *ids = al__sl_split(jobs);
     size_t n = json_array_size(ids);
     for (size_t i = 0; i < n && list != NULL; i++) {
-        long long id;
+        al_sl_id_t id;
         int st = 0;
         const char *w = json_string_value(json_array_get(ids, i));
         json_t *j = NULL;
         if (!al__sl_parse_id(w, &id))
             fprintf(stderr, "squeue: error: Invalid job id: %s\n", w);
         else
-            j = al__sl_job(cl, id, &st);
+            j = al__sl_job(cl, &id, &st);
         if (j != NULL) {
             json_array_append_new(list, j);
             continue;
