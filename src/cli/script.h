@@ -60,6 +60,7 @@ int al_script_directives(const char *path, const char *text,
  * allot's per-task request (Slurm counts GPUs and memory per node). */
 typedef struct al_slurm_req {
     const char *name, *partition, *cpus, *mem, *mem_per_cpu, *time, *dep;
+    const char *array; /* --array's spec (refused by sbatch for now) */
     long long ntasks, nodes, per_node, gpus_node, gpus_task, gpus_total;
     /* Read by sbatch only; `allot submit` ignores them with a note. */
     const char *output, *error, *account, *export_vars, *chdir, *constraint,

@@ -20,7 +20,7 @@ check_inside(const al_slurm_req_t *r, const char *lo, const char *hi)
                                  r->dep,        r->output,      r->error,
                                  r->account,    r->export_vars, r->chdir,
                                  r->constraint, r->signal,      r->open_mode,
-                                 r->wrap,       r->qos };
+                                 r->wrap,       r->qos,         r->array };
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         CHECK(strs[i] == NULL || (strs[i] >= lo && strs[i] <= hi));
 }

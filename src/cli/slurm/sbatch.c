@@ -35,6 +35,7 @@ merge(al_slurm_req_t *to, const al_slurm_req_t *from)
     TAKE(mem_per_cpu);
     TAKE(time);
     TAKE(dep);
+    TAKE(array);
     TAKE(ntasks);
     TAKE(nodes);
     TAKE(per_node);
