@@ -4,13 +4,14 @@
  * GPUs, master address and port; what srun would tell a Slurm script's
  * tasks), every name once, the last setting winning.
  *
- * May call: src/common (allocation, JSON).
+ * May call: src/common (allocation, JSON, Slurm's hostlist form).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "agent_int.h"
+#include "hostlist.h"
 #include "json.h"
 #include "xmalloc.h"
 
@@ -84,6 +85,47 @@ static const struct {
     { .var = "MASTER_PORT", .key = "master_port" },
 };
 
+/* A Slurm job's nodes (the controller sends them for Slurm jobs only):
+ * SLURM_JOB_NODELIST in hostlist form, how many, which one this is, the
+ * tasks on each, and this task's GPUs. */
+static void
+slurm_nodes(al__env_t *e, const agent_t *a, json_t *s, const char *gpus)
+{
+    const char *list = al_json_str(s, "slurm_nodelist", NULL);
+    char **names = NULL;
+    size_t n = 0;
+    if (list != NULL && al_hostlist_expand(list, &names, &n) == 0) {
+        char num[32];
+        al__env_push(e, al__env_entry("SLURM_JOB_NODELIST", list));
+        al__env_push(e, al__env_entry("SLURM_NODELIST", list));
+        snprintf(num, sizeof num, "%zu", n);
+        al__env_push(e, al__env_entry("SLURM_NNODES", num));
+        al__env_push(e, al__env_entry("SLURM_JOB_NUM_NODES", num));
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(names[i], a->name) == 0) {
+                snprintf(num, sizeof num, "%zu", i);
+                al__env_push(e, al__env_entry("SLURM_NODEID", num));
+            }
+        al_hostlist_free(names, n);
+        al__env_push(
+            e, al__env_entry("SLURM_TASKS_PER_NODE",
+                             al_json_str(s, "slurm_tasks_per_node", "1")));
+    }
+    size_t ngpus = 0;
+    for (const char *p = gpus; *p != '\0'; p += strcspn(p, ","), p += *p == ',')
+        ngpus++;
+    if (ngpus > 0) {
+        char num[32];
+        snprintf(num, sizeof num, "%zu", ngpus);
+        al__env_push(e, al__env_entry("SLURM_GPUS_ON_NODE", num));
+    }
+    if (al_json_int(s, "world_size", 1) > 1) /* as srun's tasks: a step */
+        al__env_push(e, al__env_entry("SLURM_STEP_ID", "0"));
+    const char *user = al_json_str(s, "user", NULL);
+    if (user != NULL)
+        al__env_push(e, al__env_entry("SLURM_JOB_USER", user));
+}
+
 /* The task's environment: the agent's own without its ALLOT_* settings,
  * then the job's, then allot's variables; every name once, the last
  * setting winning.  gpus is the CUDA_VISIBLE_DEVICES list. */
@@ -135,9 +177,13 @@ al__task_env(const agent_t *a, json_t *s, const char *gpus)
                      (long long)al_json_int(s, slurm[i].key, 0));
             al__env_push(&e, al__env_entry(slurm[i].var, num));
         }
-        if (al_json_str(s, "cwd", NULL) != NULL)
+        /* sbatch sends where it ran (which -D may change the cwd from). */
+        if (al_json_str(s, "cwd", NULL) != NULL &&
+            al_json_str(json_object_get(s, "env"), "SLURM_SUBMIT_DIR", NULL) ==
+                NULL)
             al__env_push(&e, al__env_entry("SLURM_SUBMIT_DIR",
                                            al_json_str(s, "cwd", "")));
+        slurm_nodes(&e, a, s, gpus);
         al__env_push(&e, al__env_entry("SLURMD_NODENAME", a->name));
     }
     al__env_dedup(&e);

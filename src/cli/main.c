@@ -12,6 +12,7 @@
 #include "opt.h"
 #include "script.h"
 #include "server.h"
+#include "slurm/slurm.h"
 
 typedef struct subcommand {
     const char *name;
@@ -117,6 +118,10 @@ static const subcommand_t subcommands[] = {
       .fn = al_cli_node,
       .cmd = &al_cli_node_cmd,
       .summary = "stop or resume placing work on a node (admins)" },
+    { .name = "slurm-commands",
+      .fn = al_cli_slurm_commands,
+      .cmd = &al_cli_slurm_commands_cmd,
+      .summary = "link sbatch, squeue, ... to allot in a directory" },
     { .name = "help", .fn = cmd_help, .summary = "this list" },
     { .name = "version", .fn = cmd_version, .summary = "print the version" },
 };
@@ -157,6 +162,10 @@ cmd_version(int argc, char **argv)
 int
 main(int argc, char **argv)
 {
+    /* Run as sbatch, squeue, ...: Slurm's commands (src/cli/slurm/). */
+    int slurm_rc = al_slurm_main(argc, argv);
+    if (slurm_rc >= 0)
+        return slurm_rc;
     if (argc < 2) {
         usage(stderr);
         return 2;

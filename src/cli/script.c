@@ -2,6 +2,7 @@
  * lines. */
 #include "script.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@ num_arg(const char *s, long long max, long long *out)
     return true;
 }
 
-static long long slurm_time(const char *t);
+#define slurm_time al_script_slurm_time
 
 /* "6", "6,11" or "6:11" (Slurm's afterok:6:11): job ids, as a JSON array;
  * NULL if malformed. */
@@ -351,18 +352,12 @@ al_script_env(json_t *env, int n, char **argv, const char *where)
 /* ------------------------------------------------------------------ */
 /* #SBATCH lines: Slurm job scripts run unchanged                     */
 
-/* What a script's #SBATCH lines asked for, before it is turned into
- * allot's per-task request (Slurm counts GPUs and memory per node). */
-typedef struct slurm {
-    const char *name, *partition, *cpus, *mem, *mem_per_cpu, *time, *dep;
-    const char *array;
-    long long ntasks, nodes, per_node, gpus_node, gpus_task, gpus_total;
-} slurm_t;
+typedef al_slurm_req_t slurm_t;
 
 /* Slurm's --time: "M", "M:S", "H:M:S", "D-H", "D-H:M", "D-H:M:S", or
  * UNLIMITED / INFINITE (no limit: 0).  Seconds, or -1 if malformed. */
-static long long
-slurm_time(const char *t)
+long long
+al_script_slurm_time(const char *t)
 {
     if (strcmp(t, "UNLIMITED") == 0 || strcmp(t, "INFINITE") == 0)
         return 0;
@@ -466,6 +461,14 @@ set_time(slurm_t *s, size_t off, const char *val)
     return slurm_time(val) >= 0 && set_str(s, off, val);
 }
 
+static bool
+set_flag(slurm_t *s, size_t off, const char *val)
+{
+    (void)val;
+    *(bool *)((char *)s + off) = true;
+    return true;
+}
+
 /* Slurm's dependencies, as allot's --dependency reads them. */
 static bool
 set_dep(slurm_t *s, size_t off, const char *val)
@@ -494,7 +497,13 @@ typedef struct slurm_opt {
     size_t off;
     const char *hint; /* added to the error when set() refuses a value */
     char shrt;
-    bool flag; /* an ignored option that takes no value */
+    bool flag;   /* takes no value */
+    bool refuse; /* an error: its meaning cannot be kept (job arrays) */
+    /* sbatch reads it (`allot submit` ignores it with a note). */
+    bool sbatch;
+    /* sbatch refuses it until allot can keep its meaning: the text says
+     * why.  To wire the option, drop this and give it a setter. */
+    const char *sbatch_refuse;
 } slurm_opt_t;
 
 #define S(f) offsetof(slurm_t, f)
@@ -520,34 +529,101 @@ static const slurm_opt_t slurm_opts[] = {
     { .lng = "gpus-per-task", .set = set_count, .off = S(gpus_task) },
     { .lng = "ntasks-per-node", .set = set_count, .off = S(per_node) },
     { .lng = "array", .shrt = 'a', .set = set_str, .off = S(array) },
-    { .lng = "output", .shrt = 'o' },
-    { .lng = "error", .shrt = 'e' },
-    { .lng = "account", .shrt = 'A' },
-    { .lng = "qos", .shrt = 'q' },
+    /* Read by sbatch; `allot submit` notes them as ignored. */
+    { .lng = "output",
+      .shrt = 'o',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(output) },
+    { .lng = "error",
+      .shrt = 'e',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(error) },
+    { .lng = "account",
+      .shrt = 'A',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(account) },
+    { .lng = "export", .sbatch = true, .set = set_str, .off = S(export_vars) },
+    { .lng = "chdir",
+      .shrt = 'D',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(chdir) },
+    { .lng = "constraint",
+      .shrt = 'C',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(constraint) },
+    { .lng = "signal", .sbatch = true, .set = set_str, .off = S(signal) },
+    { .lng = "open-mode", .sbatch = true, .set = set_str, .off = S(open_mode) },
+    { .lng = "wrap", .sbatch = true, .set = set_str, .off = S(wrap) },
+    { .lng = "qos",
+      .shrt = 'q',
+      .sbatch = true,
+      .set = set_str,
+      .off = S(qos) },
+    { .lng = "hold",
+      .shrt = 'H',
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(hold) },
+    { .lng = "parsable",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(parsable) },
+    { .lng = "test-only",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(test_only) },
+    { .lng = "wait",
+      .shrt = 'W',
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(wait) },
+    { .lng = "requeue",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(requeue) },
+    { .lng = "no-requeue",
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(no_requeue) },
+    { .lng = "quiet",
+      .shrt = 'Q',
+      .flag = true,
+      .sbatch = true,
+      .set = set_flag,
+      .off = S(quiet) },
+    /* Accepted and noted: they change nothing here. */
     { .lng = "mail-type" },
     { .lng = "mail-user" },
     { .lng = "exclusive", .flag = true },
-    { .lng = "export" },
-    { .lng = "chdir", .shrt = 'D' },
-    { .lng = "constraint" },
-    { .lng = "requeue", .flag = true },
-    { .lng = "no-requeue", .flag = true },
-    { .lng = "signal" },
-    { .lng = "open-mode" },
     { .lng = "comment" },
     { .lng = "reservation" },
     { .lng = "wckey" },
     { .lng = "hint" },
-    { .lng = "distribution" },
+    { .lng = "distribution", .shrt = 'm' },
     { .lng = "mem-bind" },
     { .lng = "cpu-bind" },
     { .lng = "gpu-bind" },
     { .lng = "threads-per-core" },
-    { .lng = "parsable", .flag = true },
-    { .lng = "wait", .flag = true },
     { .lng = "nice" },
     { .lng = "priority" },
-    { .lng = "licenses" },
+    { .lng = "licenses", .shrt = 'L' },
+    { .lng = "verbose", .shrt = 'v', .flag = true },
+    { .lng = "get-user-env", .flag = true },
+    { .lng = "propagate" },
+    { .lng = "oversubscribe", .shrt = 's', .flag = true },
+    { .lng = "contiguous", .flag = true },
+    { .lng = "no-kill", .shrt = 'k', .flag = true },
 };
 
 #undef S
@@ -589,57 +665,218 @@ slurm_find(const slurm_word_t *o)
     return NULL;
 }
 
-/* An option allot does not read (e NULL when it is not known at all): a
- * note.  Returns the number of errors, 0. */
+/* Where a message goes: `allot submit`'s "allot submit: FILE:LINE: " or
+ * sbatch's "sbatch: error: " (and FILE:LINE when from a script). */
+typedef struct slurm_ctx {
+    const char *where; /* FILE:LINE, or NULL (sbatch's command line) */
+    bool sbatch;
+} slurm_ctx_t;
+
+static void say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
+{
+    if (c->sbatch)
+        fprintf(stderr, "sbatch: %s", error ? "error: " : "");
+    else
+        fprintf(stderr, "allot submit: ");
+    if (c->where != NULL)
+        fprintf(stderr, "%s: ", c->where);
+    if (!c->sbatch && !error)
+        fprintf(stderr, "note: ");
+    va_list ap;
+    va_start(ap, fmt);
+    /* The va_list is initialised (va_start above); clang 14's analyzer
+     * reports it when clang-tidy checks several files in one run. */
+    /* NOLINTNEXTLINE(clang-analyzer-valist.Uninitialized) */
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+/* An option not read here (e NULL when it is not known at all): an error
+ * for job arrays (and, for sbatch, what it cannot honour yet), otherwise a
+ * note.  Returns 1 for an error. */
 static int
-slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const char *where)
+slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const slurm_ctx_t *c,
+            slurm_t *s)
 {
     char shrt[2] = { o->shrt, '\0' };
-    fprintf(stderr, "allot submit: %s: note: #SBATCH %s%s %s\n", where,
-            o->key[0] ? "--" : "-", o->key[0] ? o->key : shrt,
+    const char *dash = o->key[0] ? "--" : "-", *nm = o->key[0] ? o->key : shrt;
+    if (c->sbatch && e != NULL && e->sbatch_refuse != NULL) {
+        say(c, true, "%s%s: %s on allot; the job is not submitted", dash, nm,
+            e->sbatch_refuse);
+        s->refused++;
+        return 1;
+    }
+    if (!c->sbatch && e != NULL && e->refuse) {
+        say(c, true,
+            "job arrays (#SBATCH --array) are not supported; submit one job "
+            "per element");
+        return 1;
+    }
+    if (c->sbatch && e == NULL && c->where == NULL) {
+        /* As getopt says it, which is what Slurm prints. */
+        if (o->key[0])
+            fprintf(stderr, "sbatch: unrecognized option '--%s'\n", o->key);
+        else
+            fprintf(stderr, "sbatch: invalid option -- '%c'\n", o->shrt);
+        return 1;
+    }
+    if (c->sbatch && e == NULL) {
+        say(c, true, "unrecognized option '%s%s'", dash, nm);
+        return 1;
+    }
+    if (c->sbatch)
+        say(c, false, "%s%s does not apply on allot; ignored", dash, nm);
+    else
+        say(c, false, "#SBATCH %s%s %s", dash, nm,
             e != NULL ? "does not apply here; ignored"
                       : "is not known to allot; ignored");
     return 0;
 }
 
-/* Reads one #SBATCH line's words into *s.  Options that change nothing
- * here (output files, mail, account, ...) are ignored with a note; those
- * whose meaning allot cannot keep (other dependencies) are errors.  Returns the
- * number of errors (reported on stderr). */
+/* Reads Slurm option words into *s.  `allot submit` (c->sbatch false):
+ * options that change nothing here (output files, mail, account, ...) are
+ * ignored with a note and those whose meaning allot cannot keep (job
+ * arrays, other dependencies) are errors.  sbatch reads more of them and
+ * stops at the first word that is not an option (the script), whose index
+ * goes to *stop (n when none).  Returns the number of errors (reported on
+ * stderr). */
 static int
-slurm_line(char **w, int n, slurm_t *s, const char *where)
+slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
 {
     int errors = 0;
+    *stop = n;
     for (int i = 0; i < n; i++) {
         slurm_word_t o;
+        if (c->sbatch && strcmp(w[i], "--") == 0) {
+            *stop = i + 1;
+            break;
+        }
         if (!slurm_split(w[i], &o)) {
-            fprintf(stderr, "allot submit: %s: unexpected '%s' in #SBATCH\n",
-                    where, w[i]);
+            if (c->sbatch) {
+                *stop = i;
+                break;
+            }
+            say(c, true, "unexpected '%s' in #SBATCH", w[i]);
             errors++;
             continue;
         }
         const slurm_opt_t *e = slurm_find(&o);
-        if (e == NULL || e->set == NULL) {
+        bool reads = e != NULL && e->set != NULL && (c->sbatch || !e->sbatch);
+        if (!reads || (c->sbatch && e->sbatch_refuse != NULL)) {
             bool takes_value = e == NULL || !e->flag;
-            errors += slurm_other(&o, e, where);
+            errors += slurm_other(&o, e, c, s);
             /* A value given apart belongs to the ignored option. */
             if (o.val == NULL && takes_value && i + 1 < n && w[i + 1][0] != '-')
                 i++;
             continue;
         }
+        if (e->flag) {
+            if (o.val != NULL && o.shrt == 0) {
+                say(c, true, "option '--%s' doesn't allow an argument", e->lng);
+                errors++;
+            } else {
+                e->set(s, e->off, NULL);
+            }
+            /* "-HW": more short flags in one word. */
+            for (const char *p = o.val; o.shrt != 0 && p != NULL && *p; p++) {
+                slurm_word_t more = { "", *p, NULL };
+                const slurm_opt_t *m = slurm_find(&more);
+                if (m == NULL || !m->flag || m->set == NULL ||
+                    (!c->sbatch && m->sbatch)) {
+                    say(c, true, "invalid option -- '%c'", *p);
+                    errors++;
+                    break;
+                }
+                m->set(s, m->off, NULL);
+            }
+            continue;
+        }
         if (o.val == NULL && i + 1 >= n) {
-            fprintf(stderr, "allot submit: %s: #SBATCH %s wants a value\n",
-                    where, w[i]);
+            say(c, true, "%s%s wants a value", c->sbatch ? "" : "#SBATCH ",
+                w[i]);
             errors++;
             continue;
         }
         const char *val = o.val != NULL ? o.val : w[++i];
         if (!e->set(s, e->off, val)) {
-            fprintf(stderr,
-                    "allot submit: %s: #SBATCH --%s: cannot use '%s'%s\n",
-                    where, e->lng, val, e->hint != NULL ? e->hint : "");
+            say(c, true, "%s--%s: cannot use '%s'%s",
+                c->sbatch ? "" : "#SBATCH ", e->lng, val,
+                e->hint != NULL ? e->hint : "");
             errors++;
         }
+    }
+    return errors;
+}
+
+static int
+slurm_line(char **w, int n, slurm_t *s, const char *where)
+{
+    slurm_ctx_t c = { where, false };
+    int stop;
+    return slurm_words(w, n, s, &c, &stop);
+}
+
+void
+al_script_slurm_init(al_slurm_req_t *s)
+{
+    memset(s, 0, sizeof *s);
+    s->gpus_node = -1;
+}
+
+int
+al_script_sbatch_words(char **w, int n, al_slurm_req_t *s, const char *where,
+                       int *stop)
+{
+    slurm_ctx_t c = { where, true };
+    return slurm_words(w, n, s, &c, stop);
+}
+
+int
+al_script_sbatch_lines(const char *path, char *text, al_slurm_req_t *s)
+{
+    int errors = 0, lineno = 0;
+    for (char *line = text; line != NULL && *line != '\0';) {
+        char *nl = strchr(line, '\n');
+        if (nl != NULL)
+            *nl = '\0';
+        lineno++;
+        char *p = line + strspn(line, " \t");
+        if (lineno > 1 && *p != '\0' && *p != '#')
+            break;
+        if (strncmp(p, "#SBATCH", 7) == 0 && (p[7] == ' ' || p[7] == '\t')) {
+            char *argv[AL_SCRIPT_MAX_WORDS + 1] = { NULL };
+            int n = 0;
+            char *save = NULL;
+            for (char *w = strtok_r(p + 8, " \t\r", &save);
+                 w != NULL && n < AL_SCRIPT_MAX_WORDS + 1;
+                 w = strtok_r(NULL, " \t\r", &save)) {
+                if (w[0] == '#')
+                    break; /* a comment after the options */
+                argv[n++] = w;
+            }
+            char where[4200];
+            snprintf(where, sizeof where, "%s:%d", path, lineno);
+            int stop;
+            if (n > AL_SCRIPT_MAX_WORDS) {
+                fprintf(stderr, "sbatch: error: %s: more than %d words\n",
+                        where, AL_SCRIPT_MAX_WORDS);
+                errors++;
+            } else {
+                errors += al_script_sbatch_words(argv, n, s, where, &stop);
+                if (stop < n) {
+                    fprintf(stderr,
+                            "sbatch: error: %s: unexpected '%s' in #SBATCH\n",
+                            where, argv[stop]);
+                    errors++;
+                }
+            }
+        }
+        line = nl != NULL ? nl + 1 : NULL;
     }
     return errors;
 }
@@ -656,8 +893,9 @@ stash(char **room, long long v)
 
 /* Turns what the #SBATCH lines asked for into allot's per-task request in
  * *a; room has space for a few numbers.  Returns the number of errors. */
-static int
-slurm_apply(const slurm_t *s, al_submit_args_t *a, char *room, const char *path)
+int
+al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a, char *room,
+                      const char *path)
 {
     long long per_node = s->per_node > 0 ? s->per_node : 0;
     long long nodes = s->nodes > 0 ? s->nodes : 0;
@@ -807,7 +1045,8 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
      * over both, in the caller). */
     al_submit_args_t sb;
     memset(&sb, 0, sizeof sb);
-    if (any_slurm && errors == 0 && slurm_apply(&slurm, &sb, room, path) == 0) {
+    if (any_slurm && errors == 0 &&
+        al_script_slurm_apply(&slurm, &sb, room, path) == 0) {
         json_t *probe = json_object();
         const char *err = al_script_resources(probe, &sb.f);
         json_decref(probe);
@@ -818,7 +1057,7 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
             errors++;
         }
     } else if (any_slurm && errors == 0) {
-        errors++; /* slurm_apply() said why */
+        errors++; /* al_script_slurm_apply() said why */
     }
     al_script_merge(a, &own);
     /* Tells the agent to give the tasks Slurm's variables too. */

@@ -55,4 +55,42 @@ const char *al_script_resources(json_t *body, const al_req_flags_t *f);
 int al_script_directives(const char *path, const char *text,
                          al_submit_args_t *a, json_t *env, char **words);
 
+/* ------------------------------------------------------------------ */
+/* Slurm's options, shared by #SBATCH lines and sbatch's command line   */
+
+/* What Slurm options asked for, as given, before they are turned into
+ * allot's per-task request (Slurm counts GPUs and memory per node). */
+typedef struct al_slurm_req {
+    const char *name, *partition, *cpus, *mem, *mem_per_cpu, *time, *dep;
+    const char *array; /* --array's spec, "0-99%10" */
+    long long ntasks, nodes, per_node, gpus_node, gpus_task, gpus_total;
+    /* Read by sbatch only; `allot submit` ignores them with a note. */
+    const char *output, *error, *account, *export_vars, *chdir, *constraint,
+        *signal, *open_mode, *wrap, *qos;
+    bool hold, parsable, test_only, wait, requeue, no_requeue, quiet;
+    int refused; /* options known but refused (sbatch exits 1) */
+} al_slurm_req_t;
+
+/* Slurm's --time ("M", "M:S", "H:M:S", "D-H[:M[:S]]", UNLIMITED): seconds,
+ * 0 for none, -1 if malformed. */
+long long al_script_slurm_time(const char *t);
+void al_script_slurm_init(al_slurm_req_t *s);
+/* sbatch's options in w[0..n-1] into *s, stopping at the first word that
+ * is not an option (its index in *stop; n when none).  Errors and notes
+ * go to stderr as sbatch's, prefixed with `where` (FILE:LINE) when not
+ * NULL; returns the number of errors.  An option known but refused (job
+ * arrays, dependencies) counts as an error naming it. */
+int al_script_sbatch_words(char **w, int n, al_slurm_req_t *s,
+                           const char *where, int *stop);
+/* The #SBATCH lines of a script's text (changed in place: the words of
+ * *s point into it) into *s; returns the number of errors. */
+int al_script_sbatch_lines(const char *path, char *text, al_slurm_req_t *s);
+
+/* Turns *s into allot's per-task request in *a (its strings point into *s
+ * and into room, which needs AL_SCRIPT_ROOM bytes).  0, or 1 after saying
+ * on stderr why (GPUs that do not split over the tasks). */
+#define AL_SCRIPT_ROOM 128
+int al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a,
+                          char *room, const char *path);
+
 #endif /* AL_SCRIPT_H */

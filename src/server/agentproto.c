@@ -7,7 +7,8 @@
  *
  * May call: relay.c (the streams a node is to open), state.c (a task's
  * end ends or fails its job), table.c, doc.c (the node form, a job's
- * spec), store.c (events) and req.c.  The loop
+ * spec), store.c (events), req.c and src/common (hostlist.c: a Slurm
+ * job's nodes).  The loop
  * calls al__proto_answer_parked() when a node's set changed or a poll's
  * time is up.
  */
@@ -23,6 +24,7 @@
 #include "api_int.h"
 #include "clock.h"
 #include "core/error.h"
+#include "hostlist.h"
 #include "json.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -319,6 +321,31 @@ al__desired_task_json(const al__desired_task_t *t, bool known,
     return o;
 }
 
+/* The job's spec; a Slurm job's (its env has ALLOT_SLURM=1) also gets
+ * its nodes as Slurm names them, for the agent's SLURM_JOB_NODELIST,
+ * SLURM_NODEID and SLURM_TASKS_PER_NODE. */
+static json_t *
+slurm_spec(const al_ctl_t *ctl, const al__job_t *j)
+{
+    json_t *spec = al__job_spec(j);
+    json_t *env = json_object_get(spec, "env");
+    if (strcmp(al_json_str(env, "ALLOT_SLURM", ""), "1") != 0)
+        return spec;
+    const char **names = al_xcalloc((size_t)j->ntasks + 1, sizeof *names);
+    for (int t = 0; t < j->ntasks; t++) {
+        int ni = j->tasks[t].node;
+        names[t] = ni >= 0 && ni < ctl->nnodes ? ctl->nodes[ni].name : "";
+    }
+    char *list = NULL;
+    char *per = al_hostlist_tasks_per_node(names, (size_t)j->ntasks, &list);
+    json_object_set_new(spec, "slurm_nodelist", json_string(list));
+    json_object_set_new(spec, "slurm_tasks_per_node", json_string(per));
+    free(list);
+    free(per);
+    free(names);
+    return spec;
+}
+
 json_t *
 al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
 {
@@ -365,7 +392,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             }
             nlacking++;
             if (spec == NULL)
-                spec = al__job_spec(j);
+                spec = slurm_spec(ctl, j);
             d.cpu_milli = j->cpu_milli;
             d.mem_bytes = j->mem_bytes;
             d.rank = t;

@@ -25,17 +25,19 @@ extern const al_test_t test_server[];
 extern const al_test_t test_arrayspec[];
 extern const al_test_t test_stream[];
 extern const al_test_t test_relay[];
+extern const al_test_t test_hostlist[];
 
 static const struct {
     const char *module;
     const al_test_t *tests;
 } registry[] = {
-    { "error", test_error },   { "alloc", test_alloc },
-    { "sched", test_sched },   { "invariants", test_invariants },
-    { "common", test_common }, { "cli", test_cli },
-    { "agent", test_agent },   { "simulator", test_simulator },
-    { "server", test_server }, { "arrayspec", test_arrayspec },
-    { "stream", test_stream }, { "relay", test_relay },
+    { "error", test_error },       { "alloc", test_alloc },
+    { "sched", test_sched },       { "invariants", test_invariants },
+    { "common", test_common },     { "cli", test_cli },
+    { "agent", test_agent },       { "simulator", test_simulator },
+    { "server", test_server },     { "arrayspec", test_arrayspec },
+    { "stream", test_stream },     { "relay", test_relay },
+    { "hostlist", test_hostlist },
 };
 
 int

@@ -198,7 +198,22 @@ task_env_slurm(void)
     ASSERT_ENV(&e, "SLURM_RESTART_COUNT", "2");
     ASSERT_ENV(&e, "SLURM_SUBMIT_DIR", "/work");
     ASSERT_STR_EQ(e.v[e.n - 1], "SLURMD_NODENAME=node-b");
+    ASSERT_ENV(&e, "SLURM_GPUS_ON_NODE", "1");
+    ASSERT_ENV(&e, "SLURM_STEP_ID", "0");
+    ASSERT_NO_ENV(&e, "SLURM_JOB_NODELIST");
     al__env_fini(&e);
+    /* The nodes the controller sends a Slurm job's tasks. */
+    json_object_set_new(s, "slurm_nodelist", json_string("node-a,node-b"));
+    json_object_set_new(s, "slurm_tasks_per_node", json_string("2(x2)"));
+    e = al__task_env(&a, s, "3,5");
+    ASSERT_ENV(&e, "SLURM_JOB_NODELIST", "node-a,node-b");
+    ASSERT_ENV(&e, "SLURM_NODELIST", "node-a,node-b");
+    ASSERT_ENV(&e, "SLURM_NNODES", "2");
+    ASSERT_ENV(&e, "SLURM_NODEID", "1");
+    ASSERT_ENV(&e, "SLURM_TASKS_PER_NODE", "2(x2)");
+    ASSERT_ENV(&e, "SLURM_GPUS_ON_NODE", "2");
+    al__env_fini(&e);
+    json_object_del(s, "slurm_nodelist");
     /* No cwd: no SLURM_SUBMIT_DIR. */
     json_object_del(s, "cwd");
     e = al__task_env(&a, s, "3");

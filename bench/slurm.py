@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Slurm's commands on allot against a real Slurm, side by side.
+
+Usage: bench/slurm.py PATH/TO/allot [N]
+
+Starts an `allot server` with one agent (8 emulated GPUs) on loopback and,
+when the private Slurm of ../shared/slurm-peer is up (its env.sh exists and
+`sinfo` answers; start it with ./start.sh), measures on both, in the same
+run:
+
+  sbatch_per_s   a shell loop of N `sbatch --wrap true` (default 300)
+  drain_s        N one-GPU jobs (`--gres=gpu:1 --wrap true`) queued behind
+                 a job holding all 8 GPUs: from `scancel` of that job
+                 until squeue shows no job
+  latency_ms     submit-to-running on an idle cluster: from just before
+                 `sbatch --wrap 'date +%s.%N > F'` to the time in F
+                 (median of 10)
+
+and prints one JSON line with each figure for both and allot/slurm ratios
+(for time, slurm/allot: above 1 means allot is faster).  Without the peer,
+the allot figures alone.
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tests", "slurm"))
+import conformance  # noqa: E402
+import e2e  # noqa: E402
+
+
+def shell_loop(side, n):
+    """n sbatch calls from one shell loop, as users' scripts do."""
+    t0 = time.monotonic()
+    p = subprocess.run(["sh", "-c", "i=0; while [ $i -lt %d ]; do sbatch "
+                        "--wrap true >/dev/null || exit 1; i=$((i+1)); done"
+                        % n], env=side.env, cwd=side.cwd)
+    e2e.check(p.returncode == 0, "%s: the sbatch loop failed" % side.name)
+    return time.monotonic() - t0
+
+
+def drain(side, timeout=600):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        p = side.run("squeue", "-h", "-o", "%i")
+        if p.returncode == 0 and p.stdout.strip() == "":
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    raise e2e.Fail("%s: jobs still queued after %d s" % (side.name, timeout))
+
+
+def latency(side, reps=10):
+    out = []
+    for k in range(reps):
+        f = os.path.join(side.cwd, "lat-%d" % k)
+        t0 = time.time()
+        side.sbatch("--wrap", "date +%%s.%%N > %s" % f)
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            try:
+                text = open(f).read().strip()
+                if text:
+                    out.append((float(text) - t0) * 1000)
+                    break
+            except OSError:
+                pass
+            time.sleep(0.005)
+        drain(side)
+    return statistics.median(out)
+
+
+def blocked_drain(side, n):
+    blocker = side.sbatch("--gres=gpu:8", "--wrap", "sleep 600")
+    side.running(blocker)
+    for _ in range(n):
+        side.sbatch("--gres=gpu:1", "--wrap", "true")
+    t0 = time.monotonic()
+    p = side.run("scancel", blocker)
+    e2e.check(p.returncode == 0, "%s: scancel: %s" % (side.name, p.stderr))
+    drain(side)
+    return time.monotonic() - t0
+
+
+def measure(side, n):
+    loop = shell_loop(side, n)
+    drain(side)
+    d = blocked_drain(side, n)
+    return {"sbatch_per_s": round(n / loop, 1), "drain_s": round(d, 2),
+            "drain_jobs_per_s": round(n / d, 1) if d > 0 else None,
+            "latency_ms": round(latency(side), 1)}
+
+
+def main():
+    allot = os.path.abspath(sys.argv[1])
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
+    root = tempfile.mkdtemp(prefix="allot-bench-slurm-")
+    c = e2e.Cluster(allot, root)
+    try:
+        c.start_server()
+        c.start_agent("node1", gpus="8xH100-80GB")
+        bindir = os.path.join(root, "bin")
+        os.makedirs(bindir)
+        c.cli("slurm-commands", bindir)
+        env = dict(c.env, PATH=bindir + ":" + os.environ.get("PATH", ""))
+        cwd = os.path.join(root, "allot")
+        os.makedirs(cwd)
+        mine = conformance.Side("allot", env, cwd)
+        peer = conformance.peer_side(root)
+        res = {"bench": "slurm", "n": n, "cpus": os.cpu_count(),
+               "allot": measure(mine, n)}
+        if peer is not None:
+            res["slurm"] = measure(peer, n)
+            a, s = res["allot"], res["slurm"]
+            res["ratio"] = {
+                "sbatch": round(a["sbatch_per_s"] / s["sbatch_per_s"], 2),
+                "drain": round(s["drain_s"] / a["drain_s"], 2),
+                "latency": round(s["latency_ms"] / a["latency_ms"], 2)}
+        print(json.dumps(res))
+    finally:
+        c.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+/*
+ * scancel.c -- `scancel`: cancels jobs by id or by filter (-u, -n, -t, -p,
+ * -A).  allot cancels with SIGTERM then SIGKILL; another --signal is
+ * refused, as the API has no way to send one.
+ *
+ * May call: slurm.c (the API, the mapping).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "slurm_int.h"
+
+static const struct option longopts[] = {
+    { "user", required_argument, NULL, 'u' },
+    { "name", required_argument, NULL, 'n' },
+    { "state", required_argument, NULL, 't' },
+    { "partition", required_argument, NULL, 'p' },
+    { "account", required_argument, NULL, 'A' },
+    { "signal", required_argument, NULL, 's' },
+    { "batch", no_argument, NULL, 'b' },
+    { "full", no_argument, NULL, 'f' },
+    { "quiet", no_argument, NULL, 'Q' },
+    { "verbose", no_argument, NULL, 'v' },
+    { "me", no_argument, NULL, 'M' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
+/* Signals that mean "end the job": what a cancel does. */
+static bool
+ending_signal(const char *s)
+{
+    const char *n = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
+    return strcmp(n, "TERM") == 0 || strcmp(n, "KILL") == 0 ||
+           strcmp(n, "15") == 0 || strcmp(n, "9") == 0 ||
+           strcmp(n, "INT") == 0 || strcmp(n, "2") == 0;
+}
+
+/* Cancels the job id (written w on the command line). */
+static int
+cancel(al_client_t *c, const al_sl_id_t *id, const char *w, bool quiet)
+{
+    int st = al__sl_post(c, id, "cancel");
+    if (st == 0)
+        return 1;
+    if (st == 404 && !quiet)
+        fprintf(stderr,
+                "scancel: error: Kill job error on job id %s: Invalid job "
+                "id specified\n",
+                w);
+    else if (st == 409 && !quiet)
+        fprintf(stderr,
+                "scancel: error: Kill job error on job id %s: Job/step "
+                "already completing or completed\n",
+                w);
+    else if (st == 403)
+        fprintf(stderr,
+                "scancel: error: Kill job error on job id %s: Access/"
+                "permission denied\n",
+                w);
+    return st == 403 ? 1 : 0;
+}
+
+int
+al__scancel(int argc, char **argv)
+{
+    const char *users = NULL, *names = NULL, *states = NULL, *parts = NULL,
+               *accts = NULL, *sig = NULL;
+    bool quiet = false, me = false;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "u:n:t:p:A:s:bfQvh", longopts, NULL)) !=
+           -1) {
+        switch (c) {
+        case 'u':
+            users = optarg;
+            break;
+        case 'n':
+            names = optarg;
+            break;
+        case 't':
+            states = optarg;
+            break;
+        case 'p':
+            parts = optarg;
+            break;
+        case 'A':
+            accts = optarg;
+            break;
+        case 's':
+            sig = optarg;
+            break;
+        case 'Q':
+            quiet = true;
+            break;
+        case 'M':
+            me = true;
+            break;
+        case 'b':
+        case 'f':
+        case 'v':
+            break;
+        case 'h':
+            printf("Usage: scancel [-u USER] [-n NAME] [-t STATE] [-p "
+                   "PARTITION] [-A ACCOUNT] [job_id...]\n");
+            return 0;
+        default:
+            fprintf(stderr, "Try \"scancel --help\" for more information\n");
+            return 1;
+        }
+    }
+    if (sig != NULL && !ending_signal(sig)) {
+        fprintf(stderr,
+                "scancel: error: --signal=%s: allot can only cancel a job "
+                "(SIGTERM, then SIGKILL after the grace period)\n",
+                sig);
+        return 1;
+    }
+    bool filters = users || names || states || parts || accts || me;
+    if (optind >= argc && !filters) {
+        fprintf(stderr, "scancel: error: No job identification provided\n");
+        return 1;
+    }
+    json_t *want = NULL;
+    if (states != NULL && (want = al__sl_states(states)) == NULL) {
+        fprintf(stderr, "scancel: error: Invalid job state: %s\n", states);
+        return 1;
+    }
+    for (int i = optind; i < argc; i++) {
+        al_sl_id_t id;
+        if (!al__sl_parse_id(argv[i], &id)) {
+            fprintf(stderr, "scancel: error: Invalid job id %s\n", argv[i]);
+            json_decref(want);
+            return 1;
+        }
+    }
+    al_client_t cl;
+    if (al__sl_connect(&cl) != 0) {
+        json_decref(want);
+        return 1;
+    }
+    int rc = 0;
+    if (optind < argc && !filters) {
+        for (int i = optind; i < argc; i++) {
+            al_sl_id_t id = { 0, -1 };
+            al__sl_parse_id(argv[i], &id);
+            rc |= cancel(&cl, &id, argv[i], quiet);
+        }
+    } else {
+        char *self = NULL;
+        if (me) {
+            json_t *who = NULL;
+            if (al_client_call(&cl, "GET", "/v1/whoami", NULL, &who, NULL,
+                               NULL) == 0)
+                self = strdup(al_json_str(who, "user", ""));
+            json_decref(who);
+        }
+        json_t *list = al__sl_jobs(&cl, "state=active");
+        json_t *fu = users ? al__sl_split(users) : NULL;
+        json_t *fn = names ? al__sl_split(names) : NULL;
+        json_t *fp = parts ? al__sl_split(parts) : NULL;
+        json_t *fa = accts ? al__sl_split(accts) : NULL;
+        rc = list == NULL;
+        for (size_t i = 0; i < json_array_size(list); i++) {
+            json_t *j = json_array_get(list, i);
+            al_sl_id_t id = { al_json_int(j, "id", 0), -1 };
+            bool listed = optind >= argc;
+            for (int k = optind; k < argc && !listed; k++) {
+                al_sl_id_t x = { 0, -1 };
+                al__sl_parse_id(argv[k], &x);
+                listed = x.id == id.id && x.index < 0;
+            }
+            if (!listed || (fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
+                (self && strcmp(self, al_json_str(j, "user", "")) != 0) ||
+                (fn && !al__sl_in(fn, al_json_str(j, "name", ""))) ||
+                (fp && !al__sl_in(fp, AL_SLURM_PARTITION)) ||
+                (fa && !al__sl_in(fa, al_json_str(j, "queue", ""))) ||
+                (want && !al__sl_in(want, al__sl_state(j))))
+                continue;
+            char w[32];
+            snprintf(w, sizeof w, "%lld", id.id);
+            rc |= cancel(&cl, &id, w, true);
+        }
+        free(self);
+        json_decref(fu);
+        json_decref(fn);
+        json_decref(fp);
+        json_decref(fa);
+        json_decref(list);
+    }
+    json_decref(want);
+    al_client_fini(&cl);
+    return rc;
+}

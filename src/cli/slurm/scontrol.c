@@ -1,0 +1,242 @@
+/*
+ * scontrol.c -- `scontrol`: show job ID and show node [NAME] in Slurm's
+ * Key=Value layout, hold, release; requeue is refused (the API has no
+ * requeue).  Other subcommands are refused by name.
+ *
+ * May call: slurm.c (the API, the mapping).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "json.h"
+#include "slurm_int.h"
+#include "xmalloc.h"
+
+static void
+show_job(const json_t *j, int64_t now)
+{
+    char st[64], sub[32], start[32], end[32], limit[32], run[32], ex[32];
+    const char *user = al_json_str(j, "user", "");
+    long long uid = al__sl_uid(user);
+    char *nodes = al__sl_nodelist(j);
+    al__sl_time(al_json_int(j, "submit_ms", 0), "Unknown", sub, sizeof sub);
+    al__sl_time(al_json_int(j, "start_ms", 0), "Unknown", start, sizeof start);
+    const char *s = al_json_str(j, "state", "");
+    bool ended = strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+                 strcmp(s, "cancelled") == 0;
+    al__sl_time(ended ? al_json_int(j, "end_ms", 0) : 0, "Unknown", end,
+                sizeof end);
+    al__sl_limit(j, true, limit, sizeof limit);
+    al__sl_duration(al__sl_elapsed_s(j, now), true, run, sizeof run);
+    al__sl_exit(j, ex, sizeof ex);
+    snprintf(st, sizeof st, "%s", al__sl_state(j));
+    long long cpm = al_json_int(j, "cpu_milli", 0);
+    printf("JobId=%lld JobName=%s\n", (long long)al_json_int(j, "id", 0),
+           al_json_str(j, "name", ""));
+    printf("   UserId=%s(%lld) GroupId=%s(%lld) MCS_label=N/A\n", user,
+           uid < 0 ? 0 : uid, user, uid < 0 ? 0 : uid);
+    printf("   Priority=%lld Nice=0 Account=%s QOS=normal\n",
+           (long long)al_json_int(j, "priority", 0),
+           al_json_str(j, "queue", ""));
+    printf("   JobState=%s Reason=%s Dependency=(null)\n", st,
+           al__sl_reason(j));
+    printf("   Requeue=1 Restarts=%lld BatchFlag=1 Reboot=0 ExitCode=%s\n",
+           (long long)al_json_int(j, "restart_count", 0), ex);
+    printf("   RunTime=%s TimeLimit=%s TimeMin=N/A\n", run, limit);
+    printf("   SubmitTime=%s EligibleTime=%s\n", sub, sub);
+    printf("   StartTime=%s EndTime=%s Deadline=N/A\n", start, end);
+    printf("   Partition=%s\n", AL_SLURM_PARTITION);
+    printf("   NodeList=%s\n", nodes[0] ? nodes : "(null)");
+    printf("   NumNodes=%d NumCPUs=%lld NumTasks=%lld CPUs/Task=%lld\n",
+           al__sl_nnodes(j), al__sl_cpus(j),
+           (long long)al_json_int(j, "tasks", 1),
+           cpm > 0 ? (cpm + 999) / 1000 : 1);
+    long long gpus = al_json_int(j, "gpus", 0) * al_json_int(j, "tasks", 1);
+    char mem[64];
+    al__sl_mem(j, mem, sizeof mem);
+    printf("   TRES=cpu=%lld,mem=%s,node=%d%s", al__sl_cpus(j), mem,
+           al__sl_nnodes(j), gpus > 0 ? ",gres/gpu=" : "");
+    if (gpus > 0)
+        printf("%lld", gpus);
+    printf("\n   WorkDir=%s\n", al_json_str(j, "cwd", ""));
+    printf("\n");
+    free(nodes);
+}
+
+static void
+show_node(const json_t *n)
+{
+    json_t *gpus = json_object_get(n, "gpus");
+    const char *s = al_json_str(n, "state", "");
+    const char *st = strcmp(s, "down") == 0               ? "DOWN"
+                     : strcmp(s, "draining") == 0         ? "IDLE+DRAIN"
+                     : al_json_int(n, "gpus_used", 0) > 0 ? "MIXED"
+                                                          : "IDLE";
+    long long cpus = al_json_int(n, "cpu_milli", 0) / 1000;
+    long long mem = al_json_int(n, "mem_bytes", 0) >> 20;
+    printf("NodeName=%s CoresPerSocket=%lld\n", al_json_str(n, "name", ""),
+           cpus);
+    printf("   CPUTot=%lld\n", cpus);
+    printf("   AvailableFeatures=(null)\n   ActiveFeatures=(null)\n");
+    if (json_array_size(gpus) > 0)
+        printf("   Gres=gpu:%zu\n", json_array_size(gpus));
+    else
+        printf("   Gres=(null)\n");
+    printf("   NodeAddr=%s NodeHostName=%s\n", al_json_str(n, "addr", ""),
+           al_json_str(n, "name", ""));
+    printf("   RealMemory=%lld\n", mem);
+    printf("   State=%s\n", st);
+    printf("   Partitions=%s \n", AL_SLURM_PARTITION);
+    printf("   CfgTRES=cpu=%lld,mem=%lldM%s", cpus, mem,
+           json_array_size(gpus) > 0 ? ",gres/gpu=" : "");
+    if (json_array_size(gpus) > 0)
+        printf("%zu", json_array_size(gpus));
+    printf("\n\n");
+}
+
+static int
+usage(int rc)
+{
+    fprintf(rc ? stderr : stdout,
+            "Usage: scontrol show job ID | show node [NAME] | hold ID... | "
+            "release ID... | requeue ID...\n");
+    return rc;
+}
+
+/* hold/release of every id of argv[0..n-1] ("1,2" or "1 2"). */
+static int
+each(al_client_t *c, const char *verb, int n, char **ids)
+{
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *l = al__sl_split(ids[i]);
+        for (size_t k = 0; k < json_array_size(l); k++) {
+            const char *w = json_string_value(json_array_get(l, k));
+            al_sl_id_t id;
+            if (!al__sl_parse_id(w, &id)) {
+                fprintf(stderr, "Invalid job id specified for job %s\n", w);
+                rc = 1;
+                continue;
+            }
+            int st = al__sl_post(c, &id, verb);
+            if (st == 404) {
+                fprintf(stderr,
+                        "Invalid job id specified for job %s\n"
+                        "slurm_suspend error: Invalid job id specified\n",
+                        w);
+                rc = 1;
+            } else if (st == 409) {
+                fprintf(stderr,
+                        "Job is no longer pending execution for job "
+                        "%s\n",
+                        w);
+                rc = 1;
+            } else if (st < 200 || st > 299) {
+                fprintf(stderr, "Access/permission denied for job %s\n", w);
+                rc = 1;
+            }
+        }
+        json_decref(l);
+    }
+    return rc;
+}
+
+int
+al__scontrol(int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc && argv[i][0] == '-') {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+            return usage(0);
+        i++; /* -d, -o, -a: no change here */
+    }
+    if (i >= argc)
+        return usage(1);
+    const char *cmd = argv[i++];
+    if (strcasecmp(cmd, "requeue") == 0 ||
+        strcasecmp(cmd, "requeuehold") == 0) {
+        fprintf(stderr,
+                "scontrol: error: %s: allot's API cannot requeue a "
+                "job; submit it again\n",
+                cmd);
+        return 1;
+    }
+    bool show = strcasecmp(cmd, "show") == 0;
+    bool hold = strcasecmp(cmd, "hold") == 0 || strcasecmp(cmd, "uhold") == 0;
+    bool rel = strcasecmp(cmd, "release") == 0;
+    if (!show && !hold && !rel) {
+        fprintf(stderr, "scontrol: error: %s: not available on allot\n", cmd);
+        return 1;
+    }
+    if (hold || rel) {
+        if (i >= argc)
+            return usage(1);
+        al_client_t c;
+        if (al__sl_connect(&c) != 0)
+            return 1;
+        int rc = each(&c, hold ? "hold" : "release", argc - i, argv + i);
+        al_client_fini(&c);
+        return rc;
+    }
+    if (i >= argc)
+        return usage(1);
+    const char *what = argv[i++];
+    const char *arg = i < argc ? argv[i] : NULL;
+    bool job = strncasecmp(what, "jobs", strlen(what)) == 0 && what[0];
+    bool node = strncasecmp(what, "nodes", strlen(what)) == 0 && what[0];
+    if (!job && !node) {
+        fprintf(stderr, "scontrol: error: show %s: not available on allot\n",
+                what);
+        return 1;
+    }
+    al_client_t c;
+    if (al__sl_connect(&c) != 0)
+        return 1;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    int rc = 0;
+    if (job && arg != NULL) {
+        al_sl_id_t id;
+        int st = 404;
+        json_t *j = al__sl_parse_id(arg, &id) ? al__sl_job(&c, &id, &st) : NULL;
+        if (j == NULL) {
+            if (st != 0)
+                fprintf(stderr, "slurm_load_jobs error: Invalid job id "
+                                "specified\n");
+            rc = 1;
+        } else {
+            show_job(j, now);
+        }
+        json_decref(j);
+    } else if (job) {
+        json_t *l = al__sl_jobs(&c, "state=active");
+        rc = l == NULL;
+        for (size_t k = 0; k < json_array_size(l); k++)
+            show_job(json_array_get(l, k), now);
+        if (l != NULL && json_array_size(l) == 0)
+            printf("No jobs in the system\n");
+        json_decref(l);
+    } else {
+        json_t *l = al__sl_nodes(&c);
+        rc = l == NULL;
+        bool found = false;
+        for (size_t k = 0; k < json_array_size(l); k++) {
+            const json_t *n = json_array_get(l, k);
+            if (arg == NULL || strcmp(arg, al_json_str(n, "name", "")) == 0) {
+                show_node(n);
+                found = true;
+            }
+        }
+        if (l != NULL && arg != NULL && !found) {
+            fprintf(stderr, "Node %s not found\n", arg);
+            rc = 1;
+        }
+        json_decref(l);
+    }
+    al_client_fini(&c);
+    return rc;
+}

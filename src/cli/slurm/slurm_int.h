@@ -1,0 +1,134 @@
+/*
+ * slurm_int.h -- what the Slurm commands share (slurm.c: the mapping of
+ * allot's jobs, queues and nodes to Slurm's words; format.c: the format
+ * strings of squeue, sinfo and sacct), and the commands themselves, one
+ * file each.
+ *
+ * The mapping, documented once in docs/slurm.md: Slurm's account is an
+ * allot queue; allot's nodes carry no pool in the API, so there is one
+ * partition, AL_SLURM_PARTITION, the default.
+ */
+#ifndef AL_SLURM_INT_H
+#define AL_SLURM_INT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "cli_client.h"
+
+#define AL_SLURM_PARTITION "allot"
+
+/* The commands: argv[0] is the command's name. */
+int al__sbatch(int argc, char **argv);
+int al__squeue(int argc, char **argv);
+int al__scancel(int argc, char **argv);
+int al__sinfo(int argc, char **argv);
+int al__sacct(int argc, char **argv);
+int al__scontrol(int argc, char **argv);
+int al__sacctmgr(int argc, char **argv);
+int al__srun(int argc, char **argv);
+int al__salloc(int argc, char **argv);
+
+/* ---- slurm.c ---------------------------------------------------- */
+
+/* The server and token, as `allot` finds them.  0, or an exit status. */
+int al__sl_connect(al_client_t *c);
+/* Every job the API lists for query (e.g. "state=active"), all pages, as
+ * a JSON array (caller decrefs); NULL after printing why. */
+json_t *al__sl_jobs(al_client_t *c, const char *query);
+/* A job id as Slurm's commands take it: "123", "123.batch" (the job), or
+ * "123_4" (element 4 of job array 123; index -1 when none). */
+typedef struct al_sl_id {
+    long long id, index;
+} al_sl_id_t;
+
+/* The job of that id, or NULL (*status gets the HTTP status; 0 when the
+ * server could not be reached, and then it was said on stderr). */
+json_t *al__sl_job(al_client_t *c, const al_sl_id_t *id, int *status);
+/* GET /v1/nodes' list, or NULL after printing why. */
+json_t *al__sl_nodes(al_client_t *c);
+/* POST /v1/jobs/ID/VERB; the HTTP status, 0 when unreachable. */
+int al__sl_post(al_client_t *c, const al_sl_id_t *id, const char *verb);
+
+/* A job's state in Slurm's words, long ("PENDING") and short ("PD"). */
+const char *al__sl_state(const json_t *job);
+const char *al__sl_state_short(const json_t *job);
+/* Why a pending job waits, in Slurm's words where one fits, else allot's
+ * own text; "None" for a job that does not wait. */
+const char *al__sl_reason(const json_t *job);
+/* "CANCELLED by 0" for a job cancelled by root, else the state. */
+void al__sl_state_by(const json_t *job, char *buf, size_t len);
+/* The job's nodes in hostlist form ("" when it has none). Caller frees. */
+char *al__sl_nodelist(const json_t *job);
+int al__sl_nnodes(const json_t *job);
+/* Seconds the job has run (0 when it has not started). */
+int64_t al__sl_elapsed_s(const json_t *job, int64_t now_ms);
+/* squeue's durations: "0:00", "1:02:03", "2-01:02:03"; sacct's:
+ * "00:00:00", "2-01:02:03" (long). */
+void al__sl_duration(int64_t secs, bool long_form, char *buf, size_t len);
+/* A time limit: "UNLIMITED", or a duration as above. */
+void al__sl_limit(const json_t *job, bool long_form, char *buf, size_t len);
+/* "2026-11-25T12:38:27" in local time, or none_word when ms is 0. */
+void al__sl_time(int64_t ms, const char *none_word, char *buf, size_t len);
+/* The job's CPUs: tasks times cores (at least 1 per task). */
+long long al__sl_cpus(const json_t *job);
+/* Memory per node as Slurm prints it: "16000M", "" when none. */
+void al__sl_mem(const json_t *job, char *buf, size_t len);
+/* Slurm's "code:signal". */
+void al__sl_exit(const json_t *job, char *buf, size_t len);
+/* A uid for a user name (0 for root; -1 when unknown here). */
+long long al__sl_uid(const char *user);
+/* Parses a job id ("123", "123.batch", "123_4"); false if malformed. */
+bool al__sl_parse_id(const char *s, al_sl_id_t *id);
+/* "a,b,c" split into a JSON array of strings. */
+json_t *al__sl_split(const char *s);
+bool al__sl_in(const json_t *list, const char *s);
+/* The state list of -t/-s ("PD,R", "pending,running"): Slurm's long or
+ * short names, case-insensitive, or "all"; NULL if one is unknown. */
+json_t *al__sl_states(const char *s);
+
+/* ---- format.c: format strings ---------------------------------- */
+
+/* One item of a format: literal text, or a field with a width. */
+typedef struct al_sl_item {
+    char *text; /* literal text (field == 0), or the field's name */
+    char field; /* squeue/sinfo letter, or 'F' for a named field */
+    int width;  /* 0: as wide as the value */
+    bool right; /* right-aligned */
+    bool given; /* the width came from the format */
+} al_sl_item_t;
+
+typedef struct al_sl_fmt {
+    al_sl_item_t *v;
+    size_t n;
+} al_sl_fmt_t;
+
+/* squeue's and sinfo's -o "%.18i %9P %j": fields "%[.][WIDTH]LETTER";
+ * anything else is literal text (as Slurm prints "%-8T" for a width it
+ * does not read).  0, or -1 for a malformed format (a width beyond 10000,
+ * a '%' at the end). */
+int al_sl_fmt_percent(const char *s, al_sl_fmt_t *f);
+/* squeue's -O "JobID:20,Name:.10" and sacct's -o "JobID%20,State%-5":
+ * named fields, sep ':' or '%'; a width alone is right-aligned in
+ * sacct ('%') unless negative, left-aligned in squeue (':') unless it
+ * starts with '.'.  0, or -1 for a malformed list. */
+int al_sl_fmt_named(const char *s, char sep, al_sl_fmt_t *f);
+void al_sl_fmt_fini(al_sl_fmt_t *f);
+/* Appends v to b as the item says: padded to its width, cut to it
+ * (with '+' at the end when cut and plus is true, as sacct does). */
+void al_sl_put(al_buf_t *b, const al_sl_item_t *it, const char *v, bool plus);
+
+/* sbatch's -o/-e pattern ("out-%j-%x.txt": %j %J job id, %A the array's
+ * id (the job's outside an array), %a the element's index (4294967294
+ * outside an array, as Slurm prints it), %x job name, %u user, %N node, %n %t
+ * 0, %s "batch", %% '%'; a number after '%' pads with zeros) as a word of sh
+ * that the job's shell expands on the node (SLURM_JOB_ID, SLURMD_NODENAME),
+ * appended to out. name and user are the job's.  0, or -1 for a pattern that
+ * cannot be a file name (empty, a newline, a '%' at the end). */
+int al_sl_pattern(const char *pat, const char *name, const char *user,
+                  al_buf_t *out);
+
+#endif /* AL_SLURM_INT_H */
