@@ -504,13 +504,14 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     /* STATE/url and STATE/metrics-url tell scripts, tests and scrape
      * configs where the server listens, which matters when it picked its
      * port itself (HOST:0); a start without a metrics listener leaves no
-     * address of an earlier one. */
-    write_url(o->state_dir, "url", &sa, s->port, "");
+     * address of an earlier one.  STATE/url last: once it is there, so is
+     * the rest. */
     if (s->metrics_mhd != NULL)
         write_url(o->state_dir, "metrics-url", &msa, s->metrics_port,
                   "/metrics");
     else
         write_url(o->state_dir, "metrics-url", NULL, 0, NULL);
+    write_url(o->state_dir, "url", &sa, s->port, "");
     *out = s;
     return 0;
 }
