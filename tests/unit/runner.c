@@ -23,6 +23,7 @@ extern const al_test_t test_agent[];
 extern const al_test_t test_simulator[];
 extern const al_test_t test_server[];
 extern const al_test_t test_arrayspec[];
+extern const al_test_t test_pools[];
 
 static const struct {
     const char *module;
@@ -32,7 +33,7 @@ static const struct {
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
-    { "server", test_server }, { "arrayspec", test_arrayspec },
+    { "server", test_server }, { "arrayspec", test_arrayspec }, { "pools", test_pools },
 };
 
 int
