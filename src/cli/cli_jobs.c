@@ -374,6 +374,10 @@ al_cli_show(int argc, char **argv)
     printf("%-10s %s\n", "gpus", g);
     if (al_json_str(j, "gpu_model", NULL) != NULL)
         printf("%-10s %s\n", "gpu model", al_json_str(j, "gpu_model", ""));
+    if (al_json_str(j, "pool", NULL) != NULL)
+        printf("%-10s %s\n", "pool", al_json_str(j, "pool", ""));
+    if (al_json_str(j, "constraint", NULL) != NULL)
+        printf("%-10s %s\n", "constraint", al_json_str(j, "constraint", ""));
     long long lim = al_json_int(j, "time_limit", 0);
     if (lim > 0)
         printf("%-10s %lld s\n", "time limit", lim);

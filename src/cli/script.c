@@ -11,6 +11,7 @@
 #include "arrayspec.h"
 #include "cli_client.h"
 #include "depspec.h"
+#include "labels.h"
 #include "xmalloc.h"
 
 /* Non-negative integer argument; false if malformed. */
@@ -119,6 +120,23 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
     if (f->model != NULL &&
         json_object_set_new(body, "gpu_model", json_string(f->model)) != 0)
         return "--gpu-model wants a GPU model name in UTF-8";
+    if (f->pool != NULL) {
+        if (!al_pool_valid(f->pool))
+            return "--pool wants a pool's name (letters, digits, '-', '_', "
+                   "'.')";
+        json_object_set_new(body, "pool", json_string(f->pool));
+    }
+    if (f->constraint != NULL) {
+        static char why[512];
+        char *cause = NULL, *canon = NULL;
+        if (al_labels_parse(f->constraint, true, &canon, &cause) != 0) {
+            snprintf(why, sizeof why, "--constraint: %s", cause);
+            free(cause);
+            return why;
+        }
+        free(canon);
+        json_object_set_new(body, "constraint", json_string(f->constraint));
+    }
     if (f->cls != NULL) {
         if (strcmp(f->cls, "train") != 0 && strcmp(f->cls, "build") != 0 &&
             strcmp(f->cls, "inference") != 0)
@@ -197,6 +215,17 @@ static const al_opt_t submit_opts[] = {
       .arg = "M",
       .help = "memory per task, with K/M/G/T (plain numbers are MiB)",
       .flags = AL_OPT_BRIEF },
+    { .name = "--pool",
+      .kind = AL_OPT_STR,
+      .off = O(f.pool),
+      .arg = "POOL",
+      .help = "run only on nodes of this pool" },
+    { .name = "--constraint",
+      .kind = AL_OPT_STR,
+      .off = O(f.constraint),
+      .arg = "L,...",
+      .help = "run only on nodes with these labels (ib, rack=r1: all of "
+              "them; KEY alone: any value but no/false/0)" },
     { .name = "--tasks",
       .kind = AL_OPT_STR,
       .off = O(f.tasks),
@@ -311,6 +340,8 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.model);
     TAKE(f.array);
     TAKE(f.dep);
+    TAKE(f.pool);
+    TAKE(f.constraint);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;

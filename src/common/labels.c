@@ -69,8 +69,8 @@ al_labels_parse(const char *s, bool constraint, char **out, char **cause)
         size_t vlen = eq != NULL ? len - klen - 1 : 0;
         if (n == AL_LABELS_MAX) {
             free(items);
-            return fail(cause, al_xasprintf("more than %d %ss", AL_LABELS_MAX,
-                                            what));
+            return fail(cause,
+                        al_xasprintf("more than %d %ss", AL_LABELS_MAX, what));
         }
         if (!word_ok(p, klen) || (eq != NULL && !word_ok(eq + 1, vlen)) ||
             (eq == NULL && !constraint)) {
@@ -95,16 +95,16 @@ al_labels_parse(const char *s, bool constraint, char **out, char **cause)
         p = end + 1;
         if (*p == '\0') {
             free(items);
-            return fail(cause, al_xasprintf("bad %s list: it ends with ','",
-                                            what));
+            return fail(cause,
+                        al_xasprintf("bad %s list: it ends with ','", what));
         }
     }
     if (n > 1)
         qsort(items, (size_t)n, sizeof *items, cmp_item);
     for (int i = 1; i < n; i++) {
         if (strcmp(items[i].key, items[i - 1].key) == 0) {
-            char *msg = al_xasprintf("%s key '%s' given twice", what,
-                                     items[i].key);
+            char *msg =
+                al_xasprintf("%s key '%s' given twice", what, items[i].key);
             free(items);
             return fail(cause, msg);
         }

@@ -469,8 +469,7 @@ al__req_group(al_cycle_t *c, int32_t g, const al_request_t *req)
     /* One-entry cache keyed by the request's string pointers: jobs of one
      * shape share them, and matching compares strings. */
     if (!c->gm_valid || c->gm_pool != req->pool ||
-        c->gm_model != req->gpu_model ||
-        c->gm_constraint != req->constraint) {
+        c->gm_model != req->gpu_model || c->gm_constraint != req->constraint) {
         int32_t k;
 
         c->gm_mask = 0;

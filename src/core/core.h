@@ -383,7 +383,7 @@ typedef enum al_reason_code {
     AL_WHY_NO_VICTIM,          /* reclaim found no victims to free room */
     AL_WHY_YIELDED,            /* placed, then gave way within the cycle to job
                                   `job`, whose queue is below its fair share */
-    AL_WHY_NO_MATCH,  /* no node has the GPU model or pool the job asks for */
+    AL_WHY_NO_MATCH,  /* no node has the GPU model, pool or labels asked for */
     AL_WHY_BUILD_CAP, /* a build job and queue `queue` at its build cap */
     AL_WHY_COUNT      /* the number of codes */
 } al_reason_code_t;

@@ -125,7 +125,7 @@ build_queues(const al_ctl_t *ctl, build_t *b)
 }
 
 static void
-build_nodes(const al_ctl_t *ctl, build_t *b)
+build_nodes(al_ctl_t *ctl, build_t *b)
 {
     b->sn = al_xcalloc((size_t)ctl->nnodes + 1, sizeof *b->sn);
     for (int i = 0; i < ctl->nnodes; i++) {
@@ -140,6 +140,7 @@ build_nodes(const al_ctl_t *ctl, build_t *b)
         s->mem_bytes = n->mem_bytes;
         s->ndevices = n->ngpus;
         s->devices = n->devices;
+        al__pools_node_snap(&ctl->pools, &ctl->nodes[i], s);
     }
 }
 
@@ -196,6 +197,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     s->req.cpu_milli = j->cpu_milli;
     s->req.mem_bytes = j->mem_bytes;
     s->req.gpu_model = j->gpu_model;
+    al__pools_job_snap(&ctl->pools, j, s);
     s->submit_time = j->submit_ms / 1000;
     s->eligible_time = j->eligible_ms / 1000;
     s->time_limit = j->time_limit;
@@ -413,6 +415,7 @@ al__cycle_run(al_ctl_t *ctl)
     build_nodes(ctl, &b);
     build_jobs(ctl, &b);
     al_config_default(&b.cfg);
+    al__pools_snap_config(&ctl->pools, &b.cfg);
     b.snap = (al_snapshot_t){
         .now = now,
         .config = &b.cfg,

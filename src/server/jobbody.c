@@ -221,6 +221,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "queue",     "class",      "tasks",        "gpus",   "cpu_milli",
         "mem_bytes", "time_limit", "gpu_fraction", "user",   "name",
         "gpu_model", "hold",       "array",        "sweep",  "dependency",
+        "pool",      "constraint",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -255,11 +256,19 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                                     : al_xstrdup("dependency must be a string "
                                                  "such as afterok:5:6"));
     }
+    char *pool = NULL, *constraint = NULL;
+    if ((rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
+        al__array_free(array);
+        free(deps);
+        return rc;
+    }
     char *name = r.name != NULL
                      ? al_xstrdup(r.name)
                      : default_name(json_string_value(json_array_get(cmd, 0)));
     if (name[0] == '\0') {
         free(name);
+        free(pool);
+        free(constraint);
         al__array_free(array);
         free(deps);
         return al__fail(cause, AL_EINVAL,
@@ -283,6 +292,8 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     j->mem_bytes = r.mem;
     j->time_limit = r.limit;
     j->gpu_model = r.model ? al_xstrdup(r.model) : NULL;
+    j->pool = pool;
+    j->constraint = constraint;
     j->spec = job_spec(b);
     json_t *after = json_object_get(b, "after");
     size_t nafter = json_array_size(after);

@@ -367,8 +367,12 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     int rc = parse_listen("--listen", o->listen, &sa, cause);
     if (rc == 0 && o->metrics_listen != NULL)
         rc = parse_listen("--metrics-listen", o->metrics_listen, &msa, cause);
+    al__pools_t pools;
+    if (rc == 0)
+        rc = al__pools_config(o, &pools, cause);
     if (rc != 0)
         return rc;
+    al__pools_fini(&pools); /* checked now; the loop's copy is read below */
     if (al_fs_mkdir_p(o->state_dir, 0700) != 0) {
         *cause = al_xasprintf("cannot create state directory %s: %s",
                               o->state_dir, strerror(errno));
@@ -391,7 +395,9 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     s->ctl.reply = reply_ready;
+    (void)al__pools_config(o, &s->ctl.pools, cause);
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
+        al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
@@ -409,6 +415,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     if (s->mhd == NULL) {
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
         al__ctl_stop(&s->ctl);
+        al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
@@ -477,6 +484,7 @@ al_server_stop(al_server_t *s)
     MHD_stop_daemon(s->mhd);
     if (s->metrics_mhd != NULL)
         MHD_stop_daemon(s->metrics_mhd);
+    al__pools_fini(&s->ctl.pools);
     close(s->lock_fd);
     free(s->ctl.state_dir);
     free(s);
@@ -499,6 +507,14 @@ al_server_main(int argc, char **argv)
         return rc;
     al_server_opts_t o = a.o;
     o.max_body = (size_t)a.max_body;
+    al__pools_t pools;
+    char *why = NULL;
+    if (al__pools_config(&o, &pools, &why) != 0) {
+        fprintf(stderr, "allot server: %s\n", why);
+        free(why);
+        return AL_EXIT_USAGE;
+    }
+    al__pools_fini(&pools);
     o.sync_full = strcmp(a.sync, "full") == 0;
     /* Threads inherit the mask: only al_daemon_wait() below sees SIGINT
      * and SIGTERM. */

@@ -38,6 +38,11 @@ typedef struct al_server_opts {
     int64_t usage_interval_s;
     int64_t usage_rollup;
     int64_t usage_keep_fine_days, usage_keep_coarse_days;
+    /* pools.c: label keys that name topology levels, innermost first
+     * ("rack,block"), and placement strategies by pool
+     * ("train=frag,infer=spread"); NULL for none. */
+    const char *topology;
+    const char *pool_placement;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

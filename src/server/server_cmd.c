@@ -74,6 +74,18 @@ static const al_opt_t server_opts[] = {
       .help = "a coarse row of the usage history every N samples (default "
               "60: hours of minutes)",
       .flags = AL_OPT_HIDDEN },
+    { .name = "--topology",
+      .kind = AL_OPT_STR,
+      .off = S(o.topology),
+      .arg = "KEY,...",
+      .help = "node label keys that name topology levels, innermost first "
+              "(rack,block): a gang goes inside one rack when one holds it" },
+    { .name = "--pool-placement",
+      .kind = AL_OPT_STR,
+      .off = S(o.pool_placement),
+      .arg = "POOL=S,...",
+      .help = "placement strategy per node pool, S one of bin (the "
+              "default), spread, frag (fragmentation-aware)" },
     { .name = "--node-timeout",
       .kind = AL_OPT_INT,
       .off = S(o.node_timeout_ms),

@@ -139,6 +139,8 @@ typedef struct al__job {
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
     char *gpu_model;    /* or NULL */
+    char *pool;         /* the node pool it must run in, or NULL */
+    char *constraint;   /* node labels it needs (labels.h), or NULL */
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
@@ -260,7 +262,23 @@ typedef struct al__node {
      * of every running job of the cluster. */
     al__task_key_t *runs;
     size_t nruns, runs_cap;
+    /* pools.c: its pool (NULL: the default) and labels (canonical, or
+     * NULL), and what they give the snapshot once snap_ready: labels
+     * without the topology keys, and the topology values. */
+    char *pool, *labels;
+    char *snap_labels;
+    char *topo[AL_MAX_TOPO_LEVELS];
+    bool snap_ready;
 } al__node_t;
+
+/* pools.c: the controller's topology levels and pools' strategies. */
+typedef struct al__pools {
+    int ntopo;
+    char *topo_key[AL_MAX_TOPO_LEVELS];          /* outermost first */
+    const char *topo_levels[AL_MAX_TOPO_LEVELS]; /* the same, for the core */
+    int npacks;
+    al_pool_pack_t *packs;
+} al__pools_t;
 
 /* ------------------------------------------------------------------ */
 /* Tokens                                                             */
@@ -479,6 +497,7 @@ typedef struct al_ctl {
      * blocks stay faulted in from one cycle to the next. */
     al_block_cache_t core_cache;
     al_allocator_t core_alloc;
+    al__pools_t pools; /* pools.c, from the options */
     /* Node index by name (al__ctl_node_index()): open addressing, -1 for
      * an empty slot; the first node_hashed nodes are in it. */
     int *node_hash;
@@ -835,5 +854,27 @@ const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);
+
+/* ------------------------------------------------------------------ */
+/* pools.c: pools, labels, topology                                   */
+
+/* Reads --topology and --pool-placement into *out (AL_EINVAL and a
+ * cause when bad). */
+int al__pools_config(const al_server_opts_t *o, al__pools_t *out, char **cause);
+void al__pools_fini(al__pools_t *p);
+const char *al__pack_name(al_pack_t p);
+void al__pools_snap_config(const al__pools_t *p, al_config_t *cfg);
+/* A node's pool, labels and topology into its JSON form o; read back
+ * (checked) from a node body or document. */
+void al__pools_node_doc(const al_ctl_t *ctl, const al__node_t *n, json_t *o);
+int al__pools_node_read(const json_t *o, al__node_t *n, char **cause);
+void al__pools_node_fini(al__node_t *n);
+/* A job body's pool and constraint, checked (new strings or NULL). */
+int al__pools_job_body(const json_t *b, char **pool, char **constraint,
+                       char **cause);
+void al__pools_job_doc(const al__job_t *j, json_t *o);
+void al__pools_job_read(const json_t *o, al__job_t *j);
+void al__pools_node_snap(const al__pools_t *p, al__node_t *n, al_node_t *s);
+void al__pools_job_snap(const al__pools_t *p, const al__job_t *j, al_job_t *s);
 
 #endif /* AL_SERVER_INT_H */

@@ -33,7 +33,8 @@ static const struct {
     { "sched", test_sched },   { "invariants", test_invariants },
     { "common", test_common }, { "cli", test_cli },
     { "agent", test_agent },   { "simulator", test_simulator },
-    { "server", test_server }, { "arrayspec", test_arrayspec }, { "pools", test_pools },
+    { "server", test_server }, { "arrayspec", test_arrayspec },
+    { "pools", test_pools },
 };
 
 int

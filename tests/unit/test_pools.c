@@ -66,6 +66,37 @@ constraint_matches_labels(void)
     snap_destroy(s);
 }
 
+/* The same with pools: nodes t1 and t2 of pool train, d1 of none. */
+static void
+constraint_with_pools(void)
+{
+    snap_t *s = scenario();
+    int q, a, b, c;
+    al_result_t *r;
+
+    snap_node(s, "t1", 2);
+    snap_node(s, "t2", 2);
+    snap_node(s, "d1", 2);
+    snap_node_pool(s, 0, "train");
+    snap_node_pool(s, 1, "train");
+    snap_node_ref(s, 0)->labels = "ib=yes,rack=r1";
+    snap_node_ref(s, 1)->labels = "ib=no,rack=r2";
+    q = snap_queue(s, "q", -1, 0, 1, AL_UNLIMITED);
+    a = snap_job(s, q, 1, 1);
+    snap_job_pool(s, a, "train");
+    snap_job_ref(s, a)->req.constraint = "ib";
+    b = snap_job(s, q, 1, 1);
+    snap_job_ref(s, b)->req.constraint = "ib=no";
+    c = snap_job(s, q, 1, 2);
+    snap_job_pool(s, c, "train");
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT_EQ(start_node(r, a), 0);
+    ASSERT_EQ(start_node(r, b), 1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /*
  * A pool's own strategy: node a has 2 free GPUs but 6 free cores, node b
  * 3 free GPUs and cores to spare, both in pool p.  A 1-GPU task with 4
@@ -148,8 +179,8 @@ labels_parse(void)
 
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *out = NULL, *cause = NULL;
-        int rc = al_labels_parse(cases[i].in, cases[i].constraint, &out,
-                                 &cause);
+        int rc =
+            al_labels_parse(cases[i].in, cases[i].constraint, &out, &cause);
 
         if (cases[i].out == NULL) {
             ASSERT_EQ(rc, -1);
@@ -176,6 +207,7 @@ labels_parse(void)
 
 const al_test_t test_pools[] = {
     { "constraint_matches_labels", constraint_matches_labels },
+    { "constraint_with_pools", constraint_with_pools },
     { "pool_strategy", pool_strategy },
     { "labels_parse", labels_parse },
     { NULL, NULL },

@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""End-to-end tests of node pools, labels, topology and the placement
+strategy per pool, driven as a user would: a real `allot server`, agents
+with emulated GPUs on loopback declaring their pool and labels, the
+`allot` command.  Runs on e2e.py's harness (its Cluster, checks and
+runner).
+
+Usage: e2e_pools.py [pg:]SCENARIO PATH/TO/allot
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+
+def nodes_of(c, jid):
+    """The node of each task of a running job, in task order."""
+    return [t["node"] for t in c.job(jid)["placement"]]
+
+
+def scenario_topology(c):
+    """Rack labels named by --topology: a 4-node gang goes inside the one
+    rack that holds it, though bin-packing alone would take the first four
+    nodes across two racks; allot nodes shows pool, rack and labels."""
+    c.start_server("--topology", "rack")
+    racks = {"a1": "r1", "a2": "r1", "b1": "r2", "b2": "r2", "b3": "r2",
+             "b4": "r2", "c1": "r3"}
+    for n in ("a1", "a2", "b1", "b2", "b3", "b4", "c1"):
+        c.start_agent(n, "4xH100-80GB",
+                      extra=["--pool", "train", "--label",
+                             "rack=%s,ib=yes" % racks[n]])
+    p = c.cli("nodes")
+    print(p.stdout)
+    rows = {ln.split()[0]: ln.split() for ln in p.stdout.splitlines()[1:]}
+    check(rows["b3"][-3:] == ["train", "r2", "ib=yes,rack=r2"],
+          "allot nodes shows pool, rack and labels: %s" % rows["b3"])
+    n = next(x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+             if x["name"] == "a1")
+    check(n["pool"] == "train" and n["labels"] == {"rack": "r1", "ib": "yes"}
+          and n["topology"] == {"rack": "r1"}, "GET /v1/nodes: %s" % n)
+    g = c.submit("--tasks", "4", "--gpus", "4", "--", "sleep", "30")
+    c.wait_state(g, "running")
+    got = nodes_of(c, g)
+    check(sorted(got) == ["b1", "b2", "b3", "b4"],
+          "the gang runs inside rack r2: %s" % got)
+    # Five nodes fit no rack: a preference, not a must; it spans racks.
+    c.cli("cancel", str(g))
+    c.wait_state(g, "cancelled")
+    big = c.submit("--tasks", "5", "--gpus", "4", "--", "sleep", "30")
+    c.wait_state(big, "running")
+    check(len({racks[x] for x in nodes_of(c, big)}) > 1,
+          "a gang no rack holds spans racks: %s" % nodes_of(c, big))
+    print("  4-node gang in rack r2: %s" % ",".join(sorted(got)))
+
+
+def scenario_pools(c):
+    """An agent's pool and labels; jobs select a pool and require labels
+    (--constraint); what no node offers waits, and says why; the fields
+    survive a restart of the controller; bad input is refused (exit 2,
+    400)."""
+    c.start_server()
+    c.start_agent("t1", "2xH100-80GB",
+                  extra=["--pool", "train", "--label", "ib=yes,rack=r1"])
+    c.start_agent("t2", "2xH100-80GB",
+                  extra=["--pool", "train", "--label", "ib=no,rack=r2"])
+    c.start_agent("d1", "2xH100-80GB")
+    ib = c.submit("--pool", "train", "--constraint", "ib", "--gpus", "1",
+                  "--", "sleep", "30")
+    noib = c.submit("--constraint", "ib=no", "--gpus", "1", "--", "sleep",
+                    "30")
+    anyp = c.submit("--pool", "train", "--gpus", "1", "--", "sleep", "30")
+    free = c.submit("--gpus", "2", "--", "sleep", "30")
+    for j in (ib, noib, anyp, free):
+        c.wait_state(j, "running")
+    check(nodes_of(c, ib) == ["t1"], "--constraint ib: %s" % nodes_of(c, ib))
+    check(nodes_of(c, noib) == ["t2"],
+          "--constraint ib=no: %s" % nodes_of(c, noib))
+    check(nodes_of(c, anyp)[0] in ("t1", "t2"),
+          "--pool train: %s" % nodes_of(c, anyp))
+    check(nodes_of(c, free) == ["d1"],
+          "no pool asked, the node left: %s" % nodes_of(c, free))
+    nowhere = c.submit("--pool", "infer", "--", "true")
+    wrong = c.submit("--pool", "train", "--constraint", "nvme", "--", "true")
+    for j in (nowhere, wrong):
+        r = wait_for(lambda: c.job(j).get("reason"), 10, "a reason")
+        check(c.job(j)["state"] == "pending" and "pool or labels" in r,
+              "job %d waits for a node that matches: %r" % (j, r))
+    show = c.cli("show", str(ib)).stdout
+    check("pool       train" in show and "constraint ib" in show,
+          "allot show: %s" % show)
+    print(c.cli("show", str(wrong)).stdout)
+    # Kept in the store: a restart reads them back.
+    c.kill_server()
+    c.start_server()
+    j = c.job(wrong)
+    check(j.get("pool") == "train" and j.get("constraint") == "nvme",
+          "after a restart: %s" % j)
+    wait_for(lambda: next((x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+                           if x["name"] == "t1" and x["state"] == "ready"),
+                          None), 15, "t1 back")
+    n = next(x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+             if x["name"] == "t2")
+    check(n["pool"] == "train" and n["labels"]["ib"] == "no",
+          "the node's pool and labels after a restart: %s" % n)
+    # Bad input.
+    for args, what in ((["--pool", "a/b"], "--pool"),
+                       (["--constraint", "ib,,x"], "--constraint"),
+                       (["--constraint", "a=b=c"], "--constraint"),
+                       (["--constraint", "a,a"], "--constraint")):
+        p = c.cli("submit", *args, "--", "true", ok=False)
+        check(p.returncode == 2 and what in p.stderr,
+              "submit %s: exit %d %r" % (args, p.returncode, p.stderr))
+    for body, what in (({"pool": 5}, "pool"), ({"pool": ""}, "pool"),
+                       ({"constraint": "x y"}, "constraint"),
+                       ({"constraint": ["ib"]}, "constraint")):
+        body = dict(body, command=["true"])
+        s, r = c.api("POST", "/v1/jobs", body)
+        check(s == 400 and what in r.get("message", ""),
+              "POST %s: %s %s" % (body, s, r))
+    s, r = c.api("POST", "/v1/agent/register",
+                 {"name": "x1", "labels": {"rack": 3}}, token=c.join)
+    check(s == 400 and "label" in r.get("message", ""),
+          "a register with a bad label: %s %s" % (s, r))
+    s, r = c.api("POST", "/v1/agent/register",
+                 {"name": "x1", "pool": "a b"}, token=c.join)
+    check(s == 400 and "pool" in r.get("message", ""),
+          "a register with a bad pool: %s %s" % (s, r))
+    check(all(n["name"] != "x1"
+              for n in c.api("GET", "/v1/nodes")[1]["nodes"]),
+          "a refused register adds no node")
+    for extra, what in ((["--label", "rack"], "--label"),
+                        (["--pool", "x/y"], "--pool")):
+        rc, err = c.refused("agent", "--server", c.url, "--join-token",
+                            c.join, "--name", "bad", "--fake-gpus",
+                            "1xH100-80GB", "--state",
+                            os.path.join(c.root, "agent-bad"), *extra)
+        check(rc == 2 and what in err, "agent %s: %d %r" % (extra, rc, err))
+    for extra, what in ((["--pool-placement", "train=best"],
+                         "--pool-placement"),
+                        (["--pool-placement", "train=frag,train=bin"],
+                         "--pool-placement"),
+                        (["--topology", "rack=r1"], "--topology"),
+                        (["--topology", "a,b,c,d,e"], "--topology")):
+        rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                            os.path.join(c.root, "bad-server"), *extra)
+        check(rc == 2 and what in err, "server %s: %d %r" % (extra, rc, err))
+
+
+def scenario_frag(c):
+    """A pool placed fragmentation-aware keeps a whole node for an 8-GPU
+    gang where bin-packing, in a pool beside it, breaks the node up.
+
+    Each pool: x (2 GPUs, 32 cores), y (3 GPUs, 8 cores), z (8 GPUs, 64
+    cores).  Once a dependency ends, three jobs become eligible in one
+    cycle: 1 GPU with 4 cores, 2 GPUs with 24 cores, 8 GPUs.  Bin-packing
+    puts the first on x (the fullest), so the second fits only on z and
+    the 8-GPU job waits; frag puts the first on y (whose cores strand a
+    GPU anyway), the second on x, and the 8-GPU job gets z whole."""
+    c.start_server("--pool-placement", "fragpool=frag,binpool=bin")
+    for pool in ("fragpool", "binpool"):
+        p = pool[0]
+        c.start_agent(p + "x", "2xH100-80GB",
+                      extra=["--pool", pool, "--cpus", "32"])
+        c.start_agent(p + "y", "3xH100-80GB",
+                      extra=["--pool", pool, "--cpus", "8"])
+        c.start_agent(p + "z", "8xH100-80GB",
+                      extra=["--pool", pool, "--cpus", "64"])
+    gate = c.submit("--gpus", "0", "--cpus", "0", "--", "sleep", "2")
+    jobs = {}
+    for pool in ("fragpool", "binpool"):
+        after = ["--pool", pool, "--after", str(gate)]
+        jobs[pool] = (
+            c.submit(*after, "--gpus", "1", "--cpus", "4", "--", "sleep",
+                     "60"),
+            c.submit(*after, "--gpus", "2", "--cpus", "24", "--", "sleep",
+                     "60"),
+            c.submit(*after, "--gpus", "8", "--", "sleep", "60"))
+    c.wait_state(gate, "completed")
+    f1, f2, f8 = jobs["fragpool"]
+    b1, b2, b8 = jobs["binpool"]
+    for j in (f1, f2, f8, b1, b2):
+        c.wait_state(j, "running")
+    check((nodes_of(c, f1), nodes_of(c, f2), nodes_of(c, f8)) ==
+          (["fy"], ["fx"], ["fz"]),
+          "frag: %s %s %s" % (nodes_of(c, f1), nodes_of(c, f2),
+                              nodes_of(c, f8)))
+    check((nodes_of(c, b1), nodes_of(c, b2)) == (["bx"], ["bz"]),
+          "bin: %s %s" % (nodes_of(c, b1), nodes_of(c, b2)))
+    j = c.job(b8)
+    check(j["state"] == "pending", "bin-packing left no whole node: %s" % j)
+    print("  frag: 1 GPU on fy, 2 on fx, 8 on fz; bin: 1 on bx, 2 on bz, "
+          "8 waits (%s)" % j.get("reason"))
+
+
+SCENARIOS = {
+    "topology": scenario_topology,
+    "pools": scenario_pools,
+    "frag": scenario_frag,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS.clear()
+    e2e.SCENARIOS.update(SCENARIOS)
+    sys.exit(e2e.main())
