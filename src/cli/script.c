@@ -95,9 +95,23 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
         json_object_set_new(body, "mem_bytes", json_integer(bytes));
     }
     if (f->tasks != NULL) {
-        if (!num_arg(f->tasks, 4096, &v) || v == 0)
-            return "--tasks wants a number 1..4096";
+        /* N, or MIN..MAX: an elastic gang. */
+        const char *dots = strstr(f->tasks, "..");
+        long long hi = 0;
+        char lo[24];
+        size_t n = dots != NULL ? (size_t)(dots - f->tasks) : 0;
+        if (dots != NULL && n < sizeof lo) {
+            memcpy(lo, f->tasks, n);
+            lo[n] = '\0';
+        }
+        if (dots != NULL ? n >= sizeof lo || !num_arg(lo, 4096, &v) || v == 0 ||
+                               !num_arg(dots + 2, 4096, &hi) || hi < v
+                         : !num_arg(f->tasks, 4096, &v) || v == 0)
+            return "--tasks wants a number 1..4096, or MIN..MAX (2..8) for "
+                   "an elastic gang";
         json_object_set_new(body, "tasks", json_integer(v));
+        if (dots != NULL && hi > v)
+            json_object_set_new(body, "max_tasks", json_integer(hi));
     }
     if (f->after != NULL) {
         json_t *ids = job_ids(f->after);
@@ -230,7 +244,8 @@ static const al_opt_t submit_opts[] = {
       .kind = AL_OPT_STR,
       .off = O(f.tasks),
       .arg = "N",
-      .help = "tasks started together, 1..4096 (default 1)",
+      .help = "tasks started together, 1..4096 (default 1); MIN..MAX: an "
+              "elastic gang, restarted at each new size",
       .flags = AL_OPT_BRIEF },
     { .name = "--queue",
       .kind = AL_OPT_STR,

@@ -86,6 +86,7 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
     if (j->gpu_model != NULL)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
     al__pools_job_doc(j, o);
+    al__elastic_doc(j, o);
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)
@@ -163,6 +164,7 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     const char *model = al_json_str(o, "gpu_model", NULL);
     j->gpu_model = model ? al_xstrdup(model) : NULL;
     al__pools_job_read(o, j);
+    al__elastic_read(o, j);
     json_t *spec = json_object();
     static const char *const spec_keys[] = { "command", "cwd", "env",
                                              "script" };

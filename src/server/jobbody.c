@@ -221,7 +221,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "queue",     "class",      "tasks",        "gpus",   "cpu_milli",
         "mem_bytes", "time_limit", "gpu_fraction", "user",   "name",
         "gpu_model", "hold",       "array",        "sweep",  "dependency",
-        "pool",      "constraint",
+        "pool",      "constraint", "max_tasks",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -257,7 +257,9 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                                                  "such as afterok:5:6"));
     }
     char *pool = NULL, *constraint = NULL;
-    if ((rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
+    int max_tasks = 0;
+    if ((rc = al__elastic_body(b, r.tasks, &max_tasks, cause)) != 0 ||
+        (rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
         al__array_free(array);
         free(deps);
         return rc;
@@ -294,6 +296,10 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     j->gpu_model = r.model ? al_xstrdup(r.model) : NULL;
     j->pool = pool;
     j->constraint = constraint;
+    if (max_tasks > 0) {
+        j->min_tasks = j->ntasks;
+        j->max_tasks = max_tasks;
+    }
     j->spec = job_spec(b);
     json_t *after = json_object_get(b, "after");
     size_t nafter = json_array_size(after);

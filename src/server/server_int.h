@@ -141,6 +141,11 @@ typedef struct al__job {
     char *gpu_model;    /* or NULL */
     char *pool;         /* the node pool it must run in, or NULL */
     char *constraint;   /* node labels it needs (labels.h), or NULL */
+    /* elastic.c: an elastic gang of min_tasks..max_tasks (ntasks is its
+     * size now); max_tasks 0 for a gang of fixed size.  When it was last
+     * tried for growing (monotonic ms; memory only). */
+    int min_tasks, max_tasks;
+    int64_t grow_tried_ms;
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
@@ -876,5 +881,22 @@ void al__pools_job_doc(const al__job_t *j, json_t *o);
 void al__pools_job_read(const json_t *o, al__job_t *j);
 void al__pools_node_snap(const al__pools_t *p, al__node_t *n, al_node_t *s);
 void al__pools_job_snap(const al__pools_t *p, const al__job_t *j, al_job_t *s);
+
+/* ------------------------------------------------------------------ */
+/* elastic.c: elastic jobs                                            */
+
+/* A body's max_tasks against its tasks: *max (0: not elastic). */
+int al__elastic_body(const json_t *b, int64_t tasks, int *max, char **cause);
+void al__elastic_doc(const al__job_t *j, json_t *o);
+void al__elastic_read(const json_t *o, al__job_t *j);
+void al__elastic_snap(const al__job_t *j, al_job_t *s);
+/* The core shrinks j by `stop` tasks (why, for job for_job or 0): it is
+ * restarted at its new size. */
+void al__elastic_shrink(al_ctl_t *ctl, al__job_t *j, int stop, const char *why,
+                        uint64_t for_job);
+/* After a cycle: grows one running elastic job into idle GPUs, when the
+ * core would give it more tasks (see elastic.c). */
+void al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
+                      al__job_t *const *act, const al_result_t *res);
 
 #endif /* AL_SERVER_INT_H */

@@ -196,7 +196,67 @@ def scenario_frag(c):
           "8 waits (%s)" % j.get("reason"))
 
 
+def scenario_elastic(c):
+    """An elastic gang (--tasks 2..8) starts at 2 while 6 GPUs are busy,
+    grows to 8 once they are idle, shrinks back to 2 when another queue
+    reclaims its deserved 6; each size is a restart of the gang, and its
+    tasks see WORLD_SIZE and ALLOT_RESTART_COUNT; the history says why."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB", extra=["--cpus", "64"])
+    for q, d in (("qa", 2), ("qb", 6)):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": d, "weight": 1}}})
+        check(s == 201, "queue %s: %s" % (q, b))
+    busy = c.submit("--queue", "qa", "--gpus", "6", "--", "sleep", "3")
+    c.wait_state(busy, "running")
+    seen = os.path.join(c.root, "seen")
+    e = c.submit("--queue", "qa", "--tasks", "2..8", "--gpus", "1", "--",
+                 "sh", "-c", "echo $WORLD_SIZE $ALLOT_RESTART_COUNT $RANK "
+                 ">> %s; sleep 120" % seen)
+    j = c.wait_state(e, "running")
+    check(j["tasks"] == 2 and j["min_tasks"] == 2 and j["max_tasks"] == 8,
+          "starts at 2: %s" % j)
+    c.wait_state(busy, "completed")
+    wait_for(lambda: c.job(e)["state"] == "running" and
+             c.job(e)["tasks"] == 8, 20, "the gang to grow to 8")
+    show = c.cli("show", str(e)).stdout
+    check("2..8 (elastic; 8 now)" in show, "allot show: %s" % show)
+    rb = c.submit("--queue", "qb", "--gpus", "6", "--", "sleep", "120")
+    c.wait_state(rb, "running", timeout=20)
+    wait_for(lambda: c.job(e)["state"] == "running" and
+             c.job(e)["tasks"] == 2, 20, "the gang to shrink to 2")
+
+    def sizes():
+        rows = [ln.split() for ln in open(seen).read().splitlines()] \
+            if os.path.exists(seen) else []
+        return sorted({(int(r[1]), int(r[0])) for r in rows})
+    wait_for(lambda: sizes() == [(0, 2), (1, 8), (2, 2)], 10,
+             "the tasks to see each size (have %s)" % sizes())
+    rows = [ln.split() for ln in open(seen).read().splitlines()]
+    check(sorted(int(r[2]) for r in rows if r[1] == "1") == list(range(8)),
+          "eight ranks at size 8: %s" % rows)
+    h = [(x["event"], x["detail"]) for x in c.job(e)["history"]]
+    resized = [d for ev, d in h if ev == "resized"]
+    check(len(resized) == 2 and "growing from 2 to 8" in resized[0] and
+          "shrinking from 8 to 2" in resized[1] and
+          "for job %d" % rb in resized[1], "the history: %s" % h)
+    check(c.job(rb)["restart_count"] == 0 and c.job(busy)["state"] ==
+          "completed", "no whole job was evicted")
+    print(c.cli("show", str(e)).stdout)
+    # Bad sizes.
+    for t in ("8..2", "0..4", "2..", "..4", "2..5000", "a..b"):
+        p = c.cli("submit", "--tasks", t, "--", "true", ok=False)
+        check(p.returncode == 2 and "--tasks" in p.stderr,
+              "--tasks %s: %d %r" % (t, p.returncode, p.stderr))
+    for body in ({"tasks": 4, "max_tasks": 2}, {"max_tasks": "8"},
+                 {"tasks": 2, "max_tasks": 5000}):
+        s, r = c.api("POST", "/v1/jobs", dict(body, command=["true"]))
+        check(s == 400 and "max_tasks" in r.get("message", ""),
+              "POST %s: %s %s" % (body, s, r))
+
+
 SCENARIOS = {
+    "elastic": scenario_elastic,
     "topology": scenario_topology,
     "pools": scenario_pools,
     "frag": scenario_frag,
