@@ -379,6 +379,8 @@ al_cli_show(int argc, char **argv)
                (long long)al_json_int(j, "min_tasks", 0),
                (long long)al_json_int(j, "max_tasks", 0),
                (long long)al_json_int(j, "tasks", 0));
+    if (al_json_bool(j, "checkpointing", false))
+        printf("%-10s %s\n", "checkpoint", "yes (consolidation may move it)");
     if (al_json_str(j, "pool", NULL) != NULL)
         printf("%-10s %s\n", "pool", al_json_str(j, "pool", ""));
     if (al_json_str(j, "constraint", NULL) != NULL)

@@ -299,6 +299,11 @@ static const al_opt_t submit_opts[] = {
       .off = O(envopt),
       .arg = "K=V",
       .help = "a variable for the job (repeatable)" },
+    { .name = "--checkpointing",
+      .kind = AL_OPT_FLAG,
+      .off = O(checkpointing),
+      .help = "the job saves its progress and resumes from it: the "
+              "controller's consolidation may move it (a restart)" },
     { .name = "--hold",
       .kind = AL_OPT_FLAG,
       .off = O(hold),
@@ -364,6 +369,7 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     to->token = from->token ? from->token : to->token;
     to->json = to->json || from->json;
     to->hold = to->hold || from->hold;
+    to->checkpointing = to->checkpointing || from->checkpointing;
 }
 
 bool

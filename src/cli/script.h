@@ -27,6 +27,7 @@ typedef struct al_submit_args {
     al_req_flags_t f;
     const char *queue, *name, *server, *token, *envopt, *sweepopt;
     bool json, hold, help;
+    bool checkpointing; /* it saves its progress: consolidation may move it */
 } al_submit_args_t;
 
 /* The options of `allot submit` over an al_submit_args_t (the first

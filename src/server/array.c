@@ -122,6 +122,7 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->constraint = p->constraint != NULL ? al_xstrdup(p->constraint) : NULL;
     j->min_tasks = p->min_tasks;
     j->max_tasks = p->max_tasks;
+    j->checkpointing = p->checkpointing;
     j->spec = element_spec(p, k, index);
     j->nafter = p->nafter;
     j->after = al_xcalloc((size_t)p->nafter + 1, sizeof *j->after);

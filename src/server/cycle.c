@@ -454,7 +454,8 @@ al__cycle_run(al_ctl_t *ctl)
         apply_starts(ctl, &b, res, now_ms);
         keep_reasons(ctl, &b, res);
         accrue_usage(ctl, &b, res, now);
-        al__elastic_grow(ctl, &b.snap, b.act, res);
+        if (!al__elastic_grow(ctl, &b.snap, b.act, res))
+            al__consolidate(ctl, &b.snap, b.act, res);
         al__waste_observe(ctl, now_ms, al_clock_mono_ms());
         if (res->stats.started > 0 || res->stats.evicted > 0)
             al_debug("cycle: %d started, %d evicted, %d considered",

@@ -56,6 +56,8 @@ al__elastic_body(const json_t *b, int64_t tasks, int *max, char **cause)
 void
 al__elastic_doc(const al__job_t *j, json_t *o)
 {
+    if (j->checkpointing)
+        json_object_set_new(o, "checkpointing", json_true());
     if (j->max_tasks > 0) {
         json_object_set_new(o, "min_tasks", json_integer(j->min_tasks));
         json_object_set_new(o, "max_tasks", json_integer(j->max_tasks));
@@ -65,6 +67,7 @@ al__elastic_doc(const al__job_t *j, json_t *o)
 void
 al__elastic_read(const json_t *o, al__job_t *j)
 {
+    j->checkpointing = al_json_bool(o, "checkpointing", false);
     int64_t lo = al_json_int(o, "min_tasks", 0);
     int64_t hi = al_json_int(o, "max_tasks", 0);
     if (lo >= 1 && hi > lo && hi <= AL_JOB_MAX_TASKS) {
@@ -134,17 +137,17 @@ grown_size(al_ctl_t *ctl, const al_snapshot_t *snap, int i)
     return evicts || size <= snap->jobs[i].ntasks ? 0 : size;
 }
 
-void
+bool
 al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
                  al__job_t *const *act, const al_result_t *res)
 {
     if (res->ndecisions > 0)
-        return; /* the state moved: the snapshot is out of date */
+        return false; /* the state moved: the snapshot is out of date */
     for (int i = 0; i < snap->njobs; i++) {
         const al_job_t *s = &snap->jobs[i];
         if (s->state == AL_JOB_PENDING && s->dep_state != AL_DEPS_WAITING &&
             s->dep_state != AL_DEPS_NEVER)
-            return; /* idle GPUs go to waiting jobs first */
+            return false; /* idle GPUs go to waiting jobs first */
     }
     int64_t now = al_clock_mono_ms();
     for (int i = 0; i < snap->njobs; i++) {
@@ -164,6 +167,7 @@ al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
         al_info("job %llu: %s", (unsigned long long)j->id, d);
         al__ctl_requeue(ctl, j, "resized", d);
         free(d);
-        return;
+        return true;
     }
+    return false;
 }

@@ -189,6 +189,10 @@ check_names(const json_t *b, const char *caller, bool admin, struct job_req *r,
     if (hold != NULL && !json_is_null(hold) && !json_is_boolean(hold))
         return al__fail(cause, AL_EINVAL,
                         al_xstrdup("hold must be true or false"));
+    json_t *ck = json_object_get(b, "checkpointing");
+    if (ck != NULL && !json_is_null(ck) && !json_is_boolean(ck))
+        return al__fail(cause, AL_EINVAL,
+                        al_xstrdup("checkpointing must be true or false"));
     return 0;
 }
 
@@ -217,11 +221,12 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                         al_xstrdup("the body must be a JSON object describing "
                                    "the job"));
     static const char *const keys[] = {
-        "command",   "cwd",        "env",          "script", "after",
-        "queue",     "class",      "tasks",        "gpus",   "cpu_milli",
-        "mem_bytes", "time_limit", "gpu_fraction", "user",   "name",
-        "gpu_model", "hold",       "array",        "sweep",  "dependency",
-        "pool",      "constraint", "max_tasks",
+        "command",      "cwd",        "env",       "script",
+        "after",        "queue",      "class",     "tasks",
+        "gpus",         "cpu_milli",  "mem_bytes", "time_limit",
+        "gpu_fraction", "user",       "name",      "gpu_model",
+        "hold",         "array",      "sweep",     "dependency",
+        "pool",         "constraint", "max_tasks", "checkpointing",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -308,6 +313,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     for (size_t i = 0; i < nafter; i++)
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
+    j->checkpointing = al_json_bool(b, "checkpointing", false);
     j->snap = -1;
     j->array = array;
     j->deps = deps;

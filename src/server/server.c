@@ -59,6 +59,7 @@ al_server_opts_default(al_server_opts_t *o)
     o->coalesce_ms = 2;
     o->usage_interval_s = 60;
     o->usage_rollup = 60;
+    o->consolidate_moves = 4;
     o->usage_keep_fine_days = 7;
     o->usage_keep_coarse_days = 365;
     o->grace_ms = 10000;
@@ -485,6 +486,7 @@ al_server_stop(al_server_t *s)
     if (s->metrics_mhd != NULL)
         MHD_stop_daemon(s->metrics_mhd);
     al__pools_fini(&s->ctl.pools);
+    al__consolidate_fini(&s->ctl);
     close(s->lock_fd);
     free(s->ctl.state_dir);
     free(s);

@@ -43,6 +43,10 @@ typedef struct al_server_opts {
      * ("train=frag,infer=spread"); NULL for none. */
     const char *topology;
     const char *pool_placement;
+    /* consolidate.c: a pass every consolidate_s seconds (0: none), at
+     * most consolidate_moves moves per queue and hour. */
+    int64_t consolidate_s;
+    int64_t consolidate_moves;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

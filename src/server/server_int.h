@@ -146,6 +146,8 @@ typedef struct al__job {
      * tried for growing (monotonic ms; memory only). */
     int min_tasks, max_tasks;
     int64_t grow_tried_ms;
+    /* It saves its progress: consolidate.c may move it. */
+    bool checkpointing;
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
@@ -503,6 +505,11 @@ typedef struct al_ctl {
     al_block_cache_t core_cache;
     al_allocator_t core_alloc;
     al__pools_t pools; /* pools.c, from the options */
+    /* consolidate.c (memory only): when the last pass ran (monotonic ms),
+     * and the moves of the last hour, by queue. */
+    int64_t consol_last_ms;
+    struct al__move *moves;
+    size_t nmoves;
     /* Node index by name (al__ctl_node_index()): open addressing, -1 for
      * an empty slot; the first node_hashed nodes are in it. */
     int *node_hash;
@@ -895,8 +902,15 @@ void al__elastic_snap(const al__job_t *j, al_job_t *s);
 void al__elastic_shrink(al_ctl_t *ctl, al__job_t *j, int stop, const char *why,
                         uint64_t for_job);
 /* After a cycle: grows one running elastic job into idle GPUs, when the
- * core would give it more tasks (see elastic.c). */
-void al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
+ * core would give it more tasks (see elastic.c); true when one grew. */
+bool al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
                       al__job_t *const *act, const al_result_t *res);
+
+/* consolidate.c: every --consolidate seconds, after a cycle that decided
+ * nothing, moves checkpointing jobs off a node when that lets a waiting
+ * gang start (see consolidate.c). */
+void al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap,
+                     al__job_t *const *act, const al_result_t *res);
+void al__consolidate_fini(al_ctl_t *ctl);
 
 #endif /* AL_SERVER_INT_H */

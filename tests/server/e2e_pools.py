@@ -255,7 +255,69 @@ def scenario_elastic(c):
               "POST %s: %s %s" % (body, s, r))
 
 
+def scenario_consolidate(c):
+    """Consolidation: two checkpointing jobs left on two nodes keep an
+    8-GPU job waiting; the pass moves one (a requeue and restart) so that
+    a node is whole, the gang starts, the moved job runs elsewhere, and its
+    history says why.  A job that does not checkpoint is never moved."""
+    c.start_server("--consolidate", "1", "--consolidate-moves", "2")
+    c.start_agent("n1", "8xH100-80GB", extra=["--cpus", "64"])
+    c.start_agent("n2", "8xH100-80GB", extra=["--cpus", "64"])
+    a = c.submit("--checkpointing", "--gpus", "4", "--", "sh", "-c",
+                 "echo $ALLOT_RESTART_COUNT >> %s/a; sleep 120" % c.root)
+    c.wait_state(a, "running")
+    x = c.submit("--gpus", "6", "--", "sleep", "3")
+    c.wait_state(x, "running")
+    b = c.submit("--checkpointing", "--gpus", "2", "--", "sleep", "120")
+    c.wait_state(b, "running")
+    check(c.job(a)["placement"][0]["node"] !=
+          c.job(b)["placement"][0]["node"], "a and b on two nodes")
+    check(c.job(a)["checkpointing"] is True, "checkpointing in the job")
+    c.wait_state(x, "completed")
+    g = c.submit("--gpus", "8", "--", "sleep", "120")
+    c.wait_state(g, "running", timeout=20)
+    moved = [j for j in (c.job(a), c.job(b)) if j["restart_count"] == 1]
+    check(len(moved) == 1, "one job moved: %s" %
+          [(j["id"], j["restart_count"]) for j in (c.job(a), c.job(b))])
+    m = c.wait_state(moved[0]["id"], "running")
+    ev = [x for x in m["history"] if x["event"] == "moved"]
+    check(len(ev) == 1 and "consolidation: moved off node" in
+          ev[0]["detail"] and "for job %d" % g in ev[0]["detail"],
+          "the move's reason: %s" % m["history"])
+    nodes = {c.job(j)["placement"][0]["node"] for j in (a, b)}
+    check(len(nodes) == 1 and c.job(g)["placement"][0]["node"] not in nodes,
+          "the gang has a node to itself")
+    print(c.cli("show", str(moved[0]["id"])).stdout)
+    # The same story with jobs that do not checkpoint: nothing moves.
+    for j in (a, b, g):
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled")
+    a2 = c.submit("--gpus", "4", "--", "sleep", "120")
+    c.wait_state(a2, "running")
+    x2 = c.submit("--gpus", "6", "--", "sleep", "2")
+    c.wait_state(x2, "running")
+    b2 = c.submit("--gpus", "2", "--", "sleep", "120")
+    c.wait_state(b2, "running")
+    c.wait_state(x2, "completed")
+    g2 = c.submit("--gpus", "8", "--", "sleep", "120")
+    wait_for(lambda: c.job(g2).get("reason"), 10, "a reason")
+    import time
+    time.sleep(3)
+    check(c.job(g2)["state"] == "pending" and
+          c.job(a2)["restart_count"] == 0 and
+          c.job(b2)["restart_count"] == 0,
+          "jobs that do not checkpoint stay where they are")
+    s, r = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                      "checkpointing": "yes"})
+    check(s == 400 and "checkpointing" in r.get("message", ""),
+          "checkpointing must be a boolean: %s %s" % (s, r))
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        os.path.join(c.root, "bad"), "--consolidate", "-1")
+    check(rc == 2 and "--consolidate" in err, "--consolidate -1: %r" % err)
+
+
 SCENARIOS = {
+    "consolidate": scenario_consolidate,
     "elastic": scenario_elastic,
     "topology": scenario_topology,
     "pools": scenario_pools,
