@@ -15,6 +15,12 @@
  *   agentproto.c  the agent protocol: register, sync, desired task sets,
  *                 parked long-polls, the server's copy of task output
  *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
+ *   elastic.c     elastic jobs: their size in bodies and documents, a
+ *                 shrink applied, growing into idle GPUs (over state.c)
+ *   consolidate.c moving checkpointing jobs to free a node for a waiting
+ *                 gang (over state.c)
+ *   pools.c       pools, labels and topology: the settings, the JSON
+ *                 forms, what nodes and jobs bring to the snapshot
  *   state.c       state changes: a job's transitions, requeue, master
  *                 ports, a cycle due, a node's set changed, silent nodes
  *                 down, time limits
