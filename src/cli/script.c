@@ -59,6 +59,57 @@ job_ids(const char *s)
     return a;
 }
 
+/* --tasks: N, or MIN..MAX for an elastic gang (tasks and max_tasks). */
+static const char *
+tasks_flag(json_t *body, const char *tasks)
+{
+    long long v;
+    if (tasks == NULL)
+        return NULL;
+    /* N, or MIN..MAX: an elastic gang. */
+    const char *dots = strstr(tasks, "..");
+    long long hi = 0;
+    char lo[24];
+    size_t n = dots != NULL ? (size_t)(dots - tasks) : 0;
+    if (dots != NULL && n < sizeof lo) {
+        memcpy(lo, tasks, n);
+        lo[n] = '\0';
+    }
+    if (dots != NULL ? n >= sizeof lo || !num_arg(lo, 4096, &v) || v == 0 ||
+                           !num_arg(dots + 2, 4096, &hi) || hi < v
+                     : !num_arg(tasks, 4096, &v) || v == 0)
+        return "--tasks wants a number 1..4096, or MIN..MAX (2..8) for "
+               "an elastic gang";
+    json_object_set_new(body, "tasks", json_integer(v));
+    if (dots != NULL && hi > v)
+        json_object_set_new(body, "max_tasks", json_integer(hi));
+    return NULL;
+}
+
+/* --pool and --constraint, checked as the controller checks them. */
+static const char *
+place_flags(json_t *body, const al_req_flags_t *f)
+{
+    if (f->pool != NULL) {
+        if (!al_pool_valid(f->pool))
+            return "--pool wants a pool's name (letters, digits, '-', '_', "
+                   "'.')";
+        json_object_set_new(body, "pool", json_string(f->pool));
+    }
+    if (f->constraint != NULL) {
+        static char why[512];
+        char *cause = NULL, *canon = NULL;
+        if (al_labels_parse(f->constraint, true, &canon, &cause) != 0) {
+            snprintf(why, sizeof why, "--constraint: %s", cause);
+            free(cause);
+            return why;
+        }
+        free(canon);
+        json_object_set_new(body, "constraint", json_string(f->constraint));
+    }
+    return NULL;
+}
+
 const char *
 al_script_resources(json_t *body, const al_req_flags_t *f)
 {
@@ -94,25 +145,9 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
             return "--mem wants a size like 16G or 512M";
         json_object_set_new(body, "mem_bytes", json_integer(bytes));
     }
-    if (f->tasks != NULL) {
-        /* N, or MIN..MAX: an elastic gang. */
-        const char *dots = strstr(f->tasks, "..");
-        long long hi = 0;
-        char lo[24];
-        size_t n = dots != NULL ? (size_t)(dots - f->tasks) : 0;
-        if (dots != NULL && n < sizeof lo) {
-            memcpy(lo, f->tasks, n);
-            lo[n] = '\0';
-        }
-        if (dots != NULL ? n >= sizeof lo || !num_arg(lo, 4096, &v) || v == 0 ||
-                               !num_arg(dots + 2, 4096, &hi) || hi < v
-                         : !num_arg(f->tasks, 4096, &v) || v == 0)
-            return "--tasks wants a number 1..4096, or MIN..MAX (2..8) for "
-                   "an elastic gang";
-        json_object_set_new(body, "tasks", json_integer(v));
-        if (dots != NULL && hi > v)
-            json_object_set_new(body, "max_tasks", json_integer(hi));
-    }
+    const char *err = tasks_flag(body, f->tasks);
+    if (err != NULL)
+        return err;
     if (f->after != NULL) {
         json_t *ids = job_ids(f->after);
         if (ids == NULL)
@@ -134,23 +169,8 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
     if (f->model != NULL &&
         json_object_set_new(body, "gpu_model", json_string(f->model)) != 0)
         return "--gpu-model wants a GPU model name in UTF-8";
-    if (f->pool != NULL) {
-        if (!al_pool_valid(f->pool))
-            return "--pool wants a pool's name (letters, digits, '-', '_', "
-                   "'.')";
-        json_object_set_new(body, "pool", json_string(f->pool));
-    }
-    if (f->constraint != NULL) {
-        static char why[512];
-        char *cause = NULL, *canon = NULL;
-        if (al_labels_parse(f->constraint, true, &canon, &cause) != 0) {
-            snprintf(why, sizeof why, "--constraint: %s", cause);
-            free(cause);
-            return why;
-        }
-        free(canon);
-        json_object_set_new(body, "constraint", json_string(f->constraint));
-    }
+    if ((err = place_flags(body, f)) != NULL)
+        return err;
     if (f->cls != NULL) {
         if (strcmp(f->cls, "train") != 0 && strcmp(f->cls, "build") != 0 &&
             strcmp(f->cls, "inference") != 0)

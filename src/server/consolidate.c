@@ -30,7 +30,7 @@
 #include "server_int.h"
 #include "xmalloc.h"
 
-#define HOUR_MS (3600 * 1000)
+#define HOUR_MS INT64_C(3600000)
 
 struct al__move {
     char *queue;

@@ -20,8 +20,8 @@
  * is requeued to grow.  At most one job grows per cycle, and a job is
  * tried at most every GROW_EVERY_MS.
  *
- * May call: the core, state.c (the requeue), common.  cycle.c calls it;
- * doc.c and jobbody.c call its JSON helpers.
+ * May call: the core, state.c (the requeue), common.  cycle.c calls it.
+ * The job's fields in bodies, documents and the snapshot: elasticdoc.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,56 +34,6 @@
 #include "xmalloc.h"
 
 #define GROW_EVERY_MS 2000
-
-int
-al__elastic_body(const json_t *b, int64_t tasks, int *max, char **cause)
-{
-    const json_t *m = json_object_get(b, "max_tasks");
-    *max = 0;
-    if (m == NULL || json_is_null(m))
-        return 0;
-    if (!json_is_integer(m) || json_integer_value(m) < tasks ||
-        json_integer_value(m) > AL_JOB_MAX_TASKS)
-        return al__fail(cause, AL_EINVAL,
-                        al_xasprintf("max_tasks must be a whole number from "
-                                     "tasks (%lld) to %d",
-                                     (long long)tasks, AL_JOB_MAX_TASKS));
-    if (json_integer_value(m) > tasks)
-        *max = (int)json_integer_value(m);
-    return 0;
-}
-
-void
-al__elastic_doc(const al__job_t *j, json_t *o)
-{
-    if (j->checkpointing)
-        json_object_set_new(o, "checkpointing", json_true());
-    if (j->max_tasks > 0) {
-        json_object_set_new(o, "min_tasks", json_integer(j->min_tasks));
-        json_object_set_new(o, "max_tasks", json_integer(j->max_tasks));
-    }
-}
-
-void
-al__elastic_read(const json_t *o, al__job_t *j)
-{
-    j->checkpointing = al_json_bool(o, "checkpointing", false);
-    int64_t lo = al_json_int(o, "min_tasks", 0);
-    int64_t hi = al_json_int(o, "max_tasks", 0);
-    if (lo >= 1 && hi > lo && hi <= AL_JOB_MAX_TASKS) {
-        j->min_tasks = (int)lo;
-        j->max_tasks = (int)hi;
-    }
-}
-
-void
-al__elastic_snap(const al__job_t *j, al_job_t *s)
-{
-    if (j->max_tasks > 0) {
-        s->min_tasks = j->min_tasks;
-        s->max_tasks = j->max_tasks;
-    }
-}
 
 void
 al__elastic_shrink(al_ctl_t *ctl, al__job_t *j, int stop, const char *why,

@@ -15,8 +15,9 @@
  *   agentproto.c  the agent protocol: register, sync, desired task sets,
  *                 parked long-polls, the server's copy of task output
  *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
- *   elastic.c     elastic jobs: their size in bodies and documents, a
- *                 shrink applied, growing into idle GPUs (over state.c)
+ *   elastic.c     elastic jobs: a shrink applied, growing into idle GPUs
+ *                 (over state.c); elasticdoc.c their fields in bodies,
+ *                 documents and the snapshot (under doc.c)
  *   consolidate.c moving checkpointing jobs to free a node for a waiting
  *                 gang (over state.c)
  *   pools.c       pools, labels and topology: the settings, the JSON
@@ -898,7 +899,8 @@ void al__pools_job_snap(const al__pools_t *p, const al__job_t *j, al_job_t *s);
 /* ------------------------------------------------------------------ */
 /* elastic.c: elastic jobs                                            */
 
-/* A body's max_tasks against its tasks: *max (0: not elastic). */
+/* elasticdoc.c: a body's max_tasks against its tasks: *max (0: not
+ * elastic). */
 int al__elastic_body(const json_t *b, int64_t tasks, int *max, char **cause);
 void al__elastic_doc(const al__job_t *j, json_t *o);
 void al__elastic_read(const json_t *o, al__job_t *j);

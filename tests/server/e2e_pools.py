@@ -221,6 +221,13 @@ def scenario_elastic(c):
              c.job(e)["tasks"] == 8, 20, "the gang to grow to 8")
     show = c.cli("show", str(e)).stdout
     check("2..8 (elastic; 8 now)" in show, "allot show: %s" % show)
+
+    def ranks(restart):
+        rows = [ln.split() for ln in open(seen).read().splitlines()] \
+            if os.path.exists(seen) else []
+        return sorted(int(r[2]) for r in rows if r[1] == str(restart))
+    wait_for(lambda: ranks(1) == list(range(8)), 10,
+             "the eight tasks of size 8 to start")
     rb = c.submit("--queue", "qb", "--gpus", "6", "--", "sleep", "120")
     c.wait_state(rb, "running", timeout=20)
     wait_for(lambda: c.job(e)["state"] == "running" and
@@ -232,9 +239,7 @@ def scenario_elastic(c):
         return sorted({(int(r[1]), int(r[0])) for r in rows})
     wait_for(lambda: sizes() == [(0, 2), (1, 8), (2, 2)], 10,
              "the tasks to see each size (have %s)" % sizes())
-    rows = [ln.split() for ln in open(seen).read().splitlines()]
-    check(sorted(int(r[2]) for r in rows if r[1] == "1") == list(range(8)),
-          "eight ranks at size 8: %s" % rows)
+    wait_for(lambda: ranks(2) == [0, 1], 10, "the two tasks of size 2")
     h = [(x["event"], x["detail"]) for x in c.job(e)["history"]]
     resized = [d for ev, d in h if ev == "resized"]
     check(len(resized) == 2 and "growing from 2 to 8" in resized[0] and
