@@ -318,7 +318,7 @@ al__pools_job_snap(const al__pools_t *p, const al__job_t *j, al_job_t *s)
     s->req.constraint = j->constraint;
     /* A gang goes inside one domain of the innermost level when one can
      * hold it, else across them. */
-    if (p->ntopo > 0 && j->ntasks > 1) {
+    if (p->ntopo > 0 && (j->ntasks > 1 || j->max_tasks > 1)) {
         s->topo_mode = AL_TOPO_PREFERRED;
         s->topo_level = p->ntopo - 1;
     }
