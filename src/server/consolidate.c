@@ -9,7 +9,8 @@
  * for room (capacity, no node fits, topology, or behind its own
  * reservation), and for each node whose running jobs are all movable
  * (preemptible, checkpointing, their queue within its budget of
- * --consolidate-moves per hour) asks the core, with the same snapshot and
+ * --consolidate-moves per hour), fewest GPUs held first and at most
+ * MAX_TRIES nodes a pass, asks the core, with the same snapshot and
  * code path as a cycle, what would happen were those jobs pending again:
  * when the waiting job and every moved job would all start, without any
  * eviction, the jobs are requeued (their restart count goes up; the
@@ -31,6 +32,9 @@
 #include "xmalloc.h"
 
 #define HOUR_MS INT64_C(3600000)
+/* Nodes asked about per pass, at most: each question is a run of the
+ * core, and a pass runs on the loop. */
+#define MAX_TRIES 8
 
 struct al__move {
     char *queue;
@@ -74,6 +78,20 @@ move_add(al_ctl_t *ctl, const char *q, int64_t now)
     ctl->moves[ctl->nmoves].queue = al_xstrdup(q);
     ctl->moves[ctl->nmoves].at_ms = now;
     ctl->nmoves++;
+}
+
+typedef struct node_held {
+    int64_t held; /* devices its running jobs hold */
+    int node;
+} node_held_t;
+
+static int
+by_held(const void *a, const void *b)
+{
+    const node_held_t *x = a, *y = b;
+    if (x->held != y->held)
+        return x->held < y->held ? -1 : 1;
+    return x->node < y->node ? -1 : x->node > y->node;
 }
 
 static bool
@@ -153,8 +171,24 @@ al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
     if (g < 0)
         return;
     (void)moves_of(ctl, NULL, now);
+    /* The nodes in order of the GPUs their jobs hold, fewest first: the
+     * cheapest to free. */
+    int nn = snap->nnodes;
+    node_held_t *order = al_xcalloc((size_t)nn + 1, sizeof *order);
+    for (int k = 0; k < nn; k++)
+        order[k].node = k;
+    for (int i = 0; i < snap->njobs; i++) {
+        const al_job_t *s = &snap->jobs[i];
+        for (int t = 0; s->state == AL_JOB_RUNNING && t < s->ntasks; t++)
+            if (s->placement[t].node >= 0 && s->placement[t].node < nn)
+                order[s->placement[t].node].held +=
+                    __builtin_popcountll(s->placement[t].devices);
+    }
+    qsort(order, (size_t)nn, sizeof *order, by_held);
     bool *moved = al_xcalloc((size_t)snap->njobs + 1, sizeof *moved);
-    for (int n = 0; n < snap->nnodes; n++) {
+    int tries = 0;
+    for (int o = 0; o < nn && tries < MAX_TRIES; o++) {
+        int n = order[o].node;
         if (snap->nodes[n].state != AL_NODE_READY)
             continue;
         bool any = false, all_ok = true;
@@ -169,7 +203,10 @@ al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
             moved[i] = true;
             any = true;
         }
-        if (!any || !all_ok || !moves_work(snap, moved, g))
+        if (!any || !all_ok)
+            continue;
+        tries++;
+        if (!moves_work(snap, moved, g))
             continue;
         const al__job_t *gj = act[g];
         for (int i = 0; i < snap->njobs; i++) {
@@ -190,4 +227,5 @@ al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
         break;
     }
     free(moved);
+    free(order);
 }
