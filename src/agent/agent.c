@@ -38,6 +38,7 @@
 #include "fs.h"
 #include "http.h"
 #include "json.h"
+#include "labels.h"
 #include "log.h"
 #include "opt.h"
 #include "platform.h"
@@ -315,6 +316,20 @@ al_agent_main(int argc, char **argv)
         rc = AL_EXIT_USAGE;
         goto fail;
     }
+    if (args.pool != NULL && !al_pool_valid(args.pool)) {
+        fprintf(stderr, "allot agent: --pool wants a name (letters, digits, "
+                        "'-', '_', '.')\n");
+        rc = AL_EXIT_USAGE;
+        goto fail;
+    }
+    a.pool = args.pool != NULL ? al_xstrdup(args.pool) : NULL;
+    if (args.labels != NULL &&
+        al_labels_parse(args.labels, false, &a.labels, &cause) != 0) {
+        fprintf(stderr, "allot agent: --label: %s\n", cause);
+        free(cause);
+        rc = AL_EXIT_USAGE;
+        goto fail;
+    }
     if (cpus != NULL) {
         double c = strtod(cpus, NULL);
         if (c <= 0) {
@@ -380,6 +395,8 @@ fail: /* what the set-up took, on the way out or after it failed */
     al_platform_close(&a.plat);
     free(a.name);
     free(a.addr);
+    free(a.pool);
+    free(a.labels);
     free(a.state_dir);
     free(a.task_dir);
     free(filetoken);

@@ -12,7 +12,7 @@
 
 typedef struct agent_args {
     const char *server, *token, *token_file, *name, *addr, *state, *fake,
-        *fallback, *cpus;
+        *fallback, *cpus, *pool, *labels;
     bool no_run_as_user, run_as_user, probe;
     int64_t launch_timeout, telemetry_ms;
     al_daemon_t d;

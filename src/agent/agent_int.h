@@ -205,6 +205,8 @@ typedef struct agent {
     const char *token;
     char *name;
     char *addr;
+    char *pool;   /* --pool, or NULL */
+    char *labels; /* --label, canonical (labels.h), or NULL */
     char *state_dir;
     char *task_dir;
     al_platform_info_t plat;

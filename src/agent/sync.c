@@ -49,6 +49,27 @@ call(agent_t *a, const char *path, json_t *body, int timeout_ms,
     return 0;
 }
 
+/* The node's pool and labels ("k=v,..." from --label) into the body. */
+static void
+register_labels(const agent_t *a, json_t *body)
+{
+    json_t *labels = json_object();
+    for (const char *s = a->labels; s != NULL && *s != '\0';) {
+        size_t len = strcspn(s, ",");
+        const char *eq = memchr(s, '=', len);
+        if (eq != NULL) {
+            char *k = al_xstrndup(s, (size_t)(eq - s));
+            char *v = al_xstrndup(eq + 1, len - (size_t)(eq - s) - 1);
+            json_object_set_new(labels, k, json_string(v));
+            free(k);
+            free(v);
+        }
+        s += len + (s[len] == ',');
+    }
+    json_object_set_new(body, "pool", json_string(a->pool ? a->pool : ""));
+    json_object_set_new(body, "labels", labels);
+}
+
 int
 al__sync_register(agent_t *a)
 {
@@ -66,6 +87,7 @@ al__sync_register(agent_t *a)
                   a->addr, "cpu_milli", (json_int_t)a->plat.cpu_milli,
                   "mem_bytes", (json_int_t)a->plat.mem_bytes, "emulated",
                   a->plat.emulated, "gpus", gpus);
+    register_labels(a, body);
     al_http_resp_t resp;
     json_t *out = NULL;
     char *cause = NULL;

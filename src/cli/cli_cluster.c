@@ -59,6 +59,34 @@ fetch(const struct read_opts *o, const char *path, const char *key,
     return 0;
 }
 
+/* A node's labels as "k=v,k=v" (or "-") and its rack: the innermost
+ * level of the controller's topology, else "-". */
+static void
+node_labels(const json_t *n, char *buf, size_t len, char *rack, size_t rlen)
+{
+    const char *k;
+    json_t *v;
+    size_t off = 0;
+    buf[0] = '\0';
+    json_object_foreach(json_object_get(n, "labels"), k, v)
+    {
+        if (off < len)
+            off += (size_t)snprintf(buf + off, len - off, "%s%s=%s",
+                                    off ? "," : "", k, json_string_value(v));
+    }
+    if (buf[0] == '\0')
+        snprintf(buf, len, "-");
+    snprintf(rack, rlen, "-");
+    /* The topology object lists levels outermost first: the last one. */
+    json_object_foreach(json_object_get(n, "topology"), k, v)
+    {
+        if (json_is_string(v))
+            snprintf(rack, rlen, "%s", json_string_value(v));
+        else
+            snprintf(rack, rlen, "-");
+    }
+}
+
 int
 al_cli_nodes(int argc, char **argv)
 {
@@ -74,8 +102,9 @@ al_cli_nodes(int argc, char **argv)
         json_decref(nodes);
         return AL_EXIT_OK;
     }
-    printf("%-16s %-9s %-9s %-20s %6s %9s %5s %8s\n", "NAME", "STATE", "GPUS",
-           "MODEL", "CPUS", "MEM", "UTIL", "GPU-MEM");
+    printf("%-16s %-9s %-9s %-20s %6s %9s %5s %8s %-10s %-8s %s\n", "NAME",
+           "STATE", "GPUS", "MODEL", "CPUS", "MEM", "UTIL", "GPU-MEM", "POOL",
+           "RACK", "LABELS");
     for (size_t i = 0; i < json_array_size(nodes); i++) {
         json_t *n = json_array_get(nodes, i);
         json_t *gpus = json_object_get(n, "gpus");
@@ -105,10 +134,14 @@ al_cli_nodes(int argc, char **argv)
             snprintf(util, sizeof util, "%lld%%", (long long)(usum / un));
         if (mn > 0)
             snprintf(gmem, sizeof gmem, "%.1fG", (double)mused / (1 << 30));
-        printf("%-16s %-9s %-9s %-20s %6.1f %8lldG %5s %8s\n",
+        char labels[512], rack[64];
+        node_labels(n, labels, sizeof labels, rack, sizeof rack);
+        const char *pool = al_json_str(n, "pool", "");
+        printf("%-16s %-9s %-9s %-20s %6.1f %8lldG %5s %8s %-10s %-8s %s\n",
                al_json_str(n, "name", ""), al_json_str(n, "state", ""), g,
                model, (double)al_json_int(n, "cpu_milli", 0) / 1000.0,
-               (long long)(al_json_int(n, "mem_bytes", 0) >> 30), util, gmem);
+               (long long)(al_json_int(n, "mem_bytes", 0) >> 30), util, gmem,
+               pool[0] ? pool : "-", rack, labels);
     }
     json_decref(nodes);
     return AL_EXIT_OK;

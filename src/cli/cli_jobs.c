@@ -374,6 +374,17 @@ al_cli_show(int argc, char **argv)
     printf("%-10s %s\n", "gpus", g);
     if (al_json_str(j, "gpu_model", NULL) != NULL)
         printf("%-10s %s\n", "gpu model", al_json_str(j, "gpu_model", ""));
+    if (al_json_int(j, "max_tasks", 0) > 0)
+        printf("%-10s %lld..%lld (elastic; %lld now)\n", "size",
+               (long long)al_json_int(j, "min_tasks", 0),
+               (long long)al_json_int(j, "max_tasks", 0),
+               (long long)al_json_int(j, "tasks", 0));
+    if (al_json_bool(j, "checkpointing", false))
+        printf("%-10s %s\n", "checkpoint", "yes (consolidation may move it)");
+    if (al_json_str(j, "pool", NULL) != NULL)
+        printf("%-10s %s\n", "pool", al_json_str(j, "pool", ""));
+    if (al_json_str(j, "constraint", NULL) != NULL)
+        printf("%-10s %s\n", "constraint", al_json_str(j, "constraint", ""));
     long long lim = al_json_int(j, "time_limit", 0);
     if (lim > 0)
         printf("%-10s %lld s\n", "time limit", lim);

@@ -222,6 +222,8 @@ al_cli_submit(int argc, char **argv)
               "current directory must be UTF-8 text";
     if (a.hold)
         json_object_set_new(body, "hold", json_true());
+    if (a.checkpointing)
+        json_object_set_new(body, "checkpointing", json_true());
     if (err == NULL && !sweeps(body, first, argv)) {
         json_decref(body);
         free(words);

@@ -12,6 +12,7 @@
 #include "arrayspec.h"
 #include "cli_client.h"
 #include "depspec.h"
+#include "labels.h"
 #include "xmalloc.h"
 
 /* Non-negative integer argument; false if malformed. */
@@ -59,6 +60,57 @@ job_ids(const char *s)
     return a;
 }
 
+/* --tasks: N, or MIN..MAX for an elastic gang (tasks and max_tasks). */
+static const char *
+tasks_flag(json_t *body, const char *tasks)
+{
+    long long v;
+    if (tasks == NULL)
+        return NULL;
+    /* N, or MIN..MAX: an elastic gang. */
+    const char *dots = strstr(tasks, "..");
+    long long hi = 0;
+    char lo[24];
+    size_t n = dots != NULL ? (size_t)(dots - tasks) : 0;
+    if (dots != NULL && n < sizeof lo) {
+        memcpy(lo, tasks, n);
+        lo[n] = '\0';
+    }
+    if (dots != NULL ? n >= sizeof lo || !num_arg(lo, 4096, &v) || v == 0 ||
+                           !num_arg(dots + 2, 4096, &hi) || hi < v
+                     : !num_arg(tasks, 4096, &v) || v == 0)
+        return "--tasks wants a number 1..4096, or MIN..MAX (2..8) for "
+               "an elastic gang";
+    json_object_set_new(body, "tasks", json_integer(v));
+    if (dots != NULL && hi > v)
+        json_object_set_new(body, "max_tasks", json_integer(hi));
+    return NULL;
+}
+
+/* --pool and --constraint, checked as the controller checks them. */
+static const char *
+place_flags(json_t *body, const al_req_flags_t *f)
+{
+    if (f->pool != NULL) {
+        if (!al_pool_valid(f->pool))
+            return "--pool wants a pool's name (letters, digits, '-', '_', "
+                   "'.')";
+        json_object_set_new(body, "pool", json_string(f->pool));
+    }
+    if (f->constraint != NULL) {
+        static char why[512];
+        char *cause = NULL, *canon = NULL;
+        if (al_labels_parse(f->constraint, true, &canon, &cause) != 0) {
+            snprintf(why, sizeof why, "--constraint: %s", cause);
+            free(cause);
+            return why;
+        }
+        free(canon);
+        json_object_set_new(body, "constraint", json_string(f->constraint));
+    }
+    return NULL;
+}
+
 const char *
 al_script_resources(json_t *body, const al_req_flags_t *f)
 {
@@ -94,11 +146,9 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
             return "--mem wants a size like 16G or 512M";
         json_object_set_new(body, "mem_bytes", json_integer(bytes));
     }
-    if (f->tasks != NULL) {
-        if (!num_arg(f->tasks, 4096, &v) || v == 0)
-            return "--tasks wants a number 1..4096";
-        json_object_set_new(body, "tasks", json_integer(v));
-    }
+    const char *err = tasks_flag(body, f->tasks);
+    if (err != NULL)
+        return err;
     if (f->after != NULL) {
         json_t *ids = job_ids(f->after);
         if (ids == NULL)
@@ -120,6 +170,8 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
     if (f->model != NULL &&
         json_object_set_new(body, "gpu_model", json_string(f->model)) != 0)
         return "--gpu-model wants a GPU model name in UTF-8";
+    if ((err = place_flags(body, f)) != NULL)
+        return err;
     if (f->cls != NULL) {
         if (strcmp(f->cls, "train") != 0 && strcmp(f->cls, "build") != 0 &&
             strcmp(f->cls, "inference") != 0)
@@ -198,11 +250,23 @@ static const al_opt_t submit_opts[] = {
       .arg = "M",
       .help = "memory per task, with K/M/G/T (plain numbers are MiB)",
       .flags = AL_OPT_BRIEF },
+    { .name = "--pool",
+      .kind = AL_OPT_STR,
+      .off = O(f.pool),
+      .arg = "POOL",
+      .help = "run only on nodes of this pool" },
+    { .name = "--constraint",
+      .kind = AL_OPT_STR,
+      .off = O(f.constraint),
+      .arg = "L,...",
+      .help = "run only on nodes with these labels (ib, rack=r1: all of "
+              "them; KEY alone: any value but no/false/0)" },
     { .name = "--tasks",
       .kind = AL_OPT_STR,
       .off = O(f.tasks),
       .arg = "N",
-      .help = "tasks started together, 1..4096 (default 1)",
+      .help = "tasks started together, 1..4096 (default 1); MIN..MAX: an "
+              "elastic gang, restarted at each new size",
       .flags = AL_OPT_BRIEF },
     { .name = "--queue",
       .kind = AL_OPT_STR,
@@ -256,6 +320,11 @@ static const al_opt_t submit_opts[] = {
       .off = O(envopt),
       .arg = "K=V",
       .help = "a variable for the job (repeatable)" },
+    { .name = "--checkpointing",
+      .kind = AL_OPT_FLAG,
+      .off = O(checkpointing),
+      .help = "the job saves its progress and resumes from it: the "
+              "controller's consolidation may move it (a restart)" },
     { .name = "--hold",
       .kind = AL_OPT_FLAG,
       .off = O(hold),
@@ -312,6 +381,8 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.model);
     TAKE(f.array);
     TAKE(f.dep);
+    TAKE(f.pool);
+    TAKE(f.constraint);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;
@@ -319,6 +390,7 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     to->token = from->token ? from->token : to->token;
     to->json = to->json || from->json;
     to->hold = to->hold || from->hold;
+    to->checkpointing = to->checkpointing || from->checkpointing;
 }
 
 bool

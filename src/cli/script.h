@@ -15,8 +15,10 @@
 /* The flags that shape the job's request, as given (NULL: not given). */
 typedef struct al_req_flags {
     const char *gpus, *frac, *cpus, *mem, *tasks, *after, *tlimit, *cls, *model;
-    const char *array; /* a job array's spec, "0-99%10" */
-    const char *dep;   /* Slurm's dependencies, "afterok:5,singleton" */
+    const char *array;      /* a job array's spec, "0-99%10" */
+    const char *dep;        /* Slurm's dependencies, "afterok:5,singleton" */
+    const char *pool;       /* the node pool to run in */
+    const char *constraint; /* node labels required, "ib,rack=r1" */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a
@@ -25,6 +27,7 @@ typedef struct al_submit_args {
     al_req_flags_t f;
     const char *queue, *name, *server, *token, *envopt, *sweepopt;
     bool json, hold, help;
+    bool checkpointing; /* it saves its progress: consolidation may move it */
 } al_submit_args_t;
 
 /* The options of `allot submit` over an al_submit_args_t (the first

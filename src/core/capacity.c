@@ -231,7 +231,8 @@ find_group(al_cycle_t *c, const al_node_t *nd)
 
     for (g = 0; g < c->ngroups; g++)
         if (streq(c->groups[g].pool, nd->pool) &&
-            streq(c->groups[g].model, nd->gpu_model))
+            streq(c->groups[g].model, nd->gpu_model) &&
+            streq(c->groups[g].labels, nd->labels))
             return g;
     return NIL;
 }
@@ -331,6 +332,7 @@ al__place_init(al_cycle_t *c)
             g = c->ngroups++;
             c->groups[g].pool = nd->pool;
             c->groups[g].model = nd->gpu_model;
+            c->groups[g].labels = nd->labels;
             c->groups[g].bucket = b;
             c->groups[g].shared_head = NIL;
             for (d = 0; d <= AL_MAX_DEVICES; d++)
@@ -365,11 +367,64 @@ al__place_init(al_cycle_t *c)
     return rc;
 }
 
+/* The value of label `key` (klen bytes) in labels ("k=v,k=v"), its
+ * length in *vlen; NULL when absent. */
+static const char *
+label_value(const char *labels, const char *key, size_t klen, size_t *vlen)
+{
+    const char *p = labels;
+
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ','), *eq;
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+
+        eq = memchr(p, '=', n);
+        if (eq != NULL && (size_t)(eq - p) == klen &&
+            memcmp(p, key, klen) == 0) {
+            *vlen = n - klen - 1;
+            return eq + 1;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return NULL;
+}
+
+/* Do labels meet every item of constraint (see al_request_t)? */
+static bool
+labels_meet(const char *labels, const char *constraint)
+{
+    const char *p = constraint;
+
+    while (p != NULL && *p != '\0') {
+        const char *end = strchr(p, ','), *eq, *v;
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p), klen, vlen = 0;
+
+        eq = memchr(p, '=', n);
+        klen = eq != NULL ? (size_t)(eq - p) : n;
+        v = label_value(labels, p, klen, &vlen);
+        if (v == NULL)
+            return false;
+        if (eq != NULL) {
+            if (vlen != n - klen - 1 || memcmp(v, eq + 1, vlen) != 0)
+                return false;
+        } else if ((vlen == 2 && memcmp(v, "no", 2) == 0) ||
+                   (vlen == 5 && memcmp(v, "false", 5) == 0) ||
+                   (vlen == 1 && v[0] == '0')) {
+            return false;
+        }
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return true;
+}
+
 static bool
 group_match(const al_cycle_t *c, int32_t g, const al_request_t *req)
 {
     const wgroup_t *gr = &c->groups[g];
 
+    if (req->constraint != NULL && req->constraint[0] != '\0' &&
+        !labels_meet(gr->labels, req->constraint))
+        return false;
     if (req->pool != NULL && req->pool[0] != '\0' &&
         !streq(gr->pool, req->pool))
         return false;
@@ -377,6 +432,31 @@ group_match(const al_cycle_t *c, int32_t g, const al_request_t *req)
         !streq(gr->model, req->gpu_model))
         return false;
     return true;
+}
+
+al_pack_t
+al__req_pack(const al_cycle_t *c, const al_request_t *req)
+{
+    int i;
+
+    if (req->pool != NULL && req->pool[0] != '\0')
+        for (i = 0; i < c->cfg.npool_packs; i++)
+            if (streq(c->cfg.pool_packs[i].pool, req->pool))
+                return c->cfg.pool_packs[i].pack;
+    return c->cfg.pack;
+}
+
+bool
+al__uses_frag(const al_config_t *cfg)
+{
+    int i;
+
+    if (cfg->pack == AL_PACK_FRAG)
+        return true;
+    for (i = 0; i < cfg->npool_packs; i++)
+        if (cfg->pool_packs[i].pack == AL_PACK_FRAG)
+            return true;
+    return false;
 }
 
 bool
@@ -389,7 +469,7 @@ al__req_group(al_cycle_t *c, int32_t g, const al_request_t *req)
     /* One-entry cache keyed by the request's string pointers: jobs of one
      * shape share them, and matching compares strings. */
     if (!c->gm_valid || c->gm_pool != req->pool ||
-        c->gm_model != req->gpu_model) {
+        c->gm_model != req->gpu_model || c->gm_constraint != req->constraint) {
         int32_t k;
 
         c->gm_mask = 0;
@@ -398,6 +478,7 @@ al__req_group(al_cycle_t *c, int32_t g, const al_request_t *req)
                 c->gm_mask |= 1ULL << k;
         c->gm_pool = req->pool;
         c->gm_model = req->gpu_model;
+        c->gm_constraint = req->constraint;
         c->gm_valid = true;
     }
     return (c->gm_mask >> g) & 1;

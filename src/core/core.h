@@ -79,6 +79,10 @@ typedef struct al_node {
     int64_t mem_bytes;
     int ndevices; /* 0..AL_MAX_DEVICES */
     const al_device_t *devices;
+    /* Labels a job's constraint is matched against, as "key=value" items
+     * joined by commas ("ib=yes,nvme=2t"), or NULL for none.  Nodes with
+     * equal pool, model and labels are placed alike. */
+    const char *labels;
 } al_node_t;
 
 /* ------------------------------------------------------------------ */
@@ -154,6 +158,10 @@ typedef struct al_request {
     int64_t mem_bytes;
     const char *gpu_model; /* required model, or NULL */
     const char *pool;      /* required pool, or NULL for any */
+    /* Required labels, or NULL: items joined by commas, each "key=value"
+     * (the node's label has that value) or "key" (the node has the label
+     * with a value other than "no", "false" or "0"); all must hold. */
+    const char *constraint;
 } al_request_t;
 
 /* Placement of one task. */
@@ -218,6 +226,12 @@ typedef enum al_pack {
      * clusters with many fractional tasks or scarce CPU. */
     AL_PACK_FRAG
 } al_pack_t;
+
+/* The placement strategy of one node pool (al_config_t.pool_packs). */
+typedef struct al_pool_pack {
+    const char *pool;
+    al_pack_t pack;
+} al_pool_pack_t;
 
 /*
  * One task shape of a workload profile: the mix of tasks AL_PACK_FRAG
@@ -288,6 +302,11 @@ typedef struct al_config {
      * gpu_milli outside 0..999 makes al_sched_run() fail with AL_EINVAL. */
     int nprofile;
     const al_shape_t *profile;
+    /* Placement strategies by pool: a job that asks for a pool listed here
+     * is placed with that pool's strategy instead of `pack`; npool_packs
+     * entries, owned by the caller. */
+    int npool_packs;
+    const al_pool_pack_t *pool_packs;
 } al_config_t;
 
 /* Fills *cfg with the defaults: bin-packing, no topology levels,
@@ -364,7 +383,7 @@ typedef enum al_reason_code {
     AL_WHY_NO_VICTIM,          /* reclaim found no victims to free room */
     AL_WHY_YIELDED,            /* placed, then gave way within the cycle to job
                                   `job`, whose queue is below its fair share */
-    AL_WHY_NO_MATCH,  /* no node has the GPU model or pool the job asks for */
+    AL_WHY_NO_MATCH,  /* no node has the GPU model, pool or labels asked for */
     AL_WHY_BUILD_CAP, /* a build job and queue `queue` at its build cap */
     AL_WHY_COUNT      /* the number of codes */
 } al_reason_code_t;

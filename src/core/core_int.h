@@ -95,6 +95,7 @@ typedef struct wnode {
 typedef struct wgroup {
     const char *pool;
     const char *model;
+    const char *labels;
     int32_t *bucket; /* heads by free device count, 0..AL_MAX_DEVICES */
     int32_t shared_head;
     int32_t max_dev;
@@ -198,7 +199,7 @@ typedef struct al_cycle {
     int ngroups;
     wgroup_t *groups;
     bool gm_valid; /* al__req_group's cache */
-    const char *gm_pool, *gm_model;
+    const char *gm_pool, *gm_model, *gm_constraint;
     uint64_t gm_mask;
     /* Groups the job being placed may not use (its queue chain is at a
      * per-model limit there); see al__model_forbid() in quota.c. */
@@ -436,6 +437,11 @@ uint64_t al__model_forbid(al_cycle_t *c, int32_t j, int64_t ntasks, int32_t *q,
 
 int al__place_init(al_cycle_t *c);
 bool al__req_group(al_cycle_t *c, int32_t g, const al_request_t *req);
+/* The placement strategy for req: its pool's (al_config_t.pool_packs),
+ * else the configuration's. */
+al_pack_t al__req_pack(const al_cycle_t *c, const al_request_t *req);
+/* Does any pool, or the default, place with AL_PACK_FRAG? */
+bool al__uses_frag(const al_config_t *cfg);
 /* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
 int64_t al__placed_gpu(const al_placement_t *p);
 int al__take(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);

@@ -83,7 +83,7 @@ al__profile(al_cycle_t *c)
     int32_t j, n = 0, k, i;
 
     c->nprofile = 0;
-    if (c->cfg.pack != AL_PACK_FRAG)
+    if (!al__uses_frag(&c->cfg))
         return 0;
     if (frag_table(c) != 0)
         return AL_ENOMEM;

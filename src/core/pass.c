@@ -64,7 +64,8 @@ shape_hash(const al_job_t *jb)
                                (uint64_t)jb->topo_mode,
                                (uint64_t)jb->topo_level,
                                (uint64_t)(uintptr_t)jb->req.gpu_model,
-                               (uint64_t)(uintptr_t)jb->req.pool };
+                               (uint64_t)(uintptr_t)jb->req.pool,
+                               (uint64_t)(uintptr_t)jb->req.constraint };
     size_t i;
 
     for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {

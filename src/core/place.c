@@ -230,7 +230,7 @@ find_in_buckets(al_cycle_t *c, const al_request_t *req, al_placement_t *out)
         kmin = 0;
         step = 1;
         k = 0;
-    } else if (c->cfg.pack == AL_PACK_SPREAD) {
+    } else if (al__req_pack(c, req) == AL_PACK_SPREAD) {
         step = -1;
         k = kmax;
     } else {
@@ -260,7 +260,7 @@ al__find_task(al_cycle_t *c, int32_t job, int only_node, int topo_level,
 {
     const al_request_t *req = &c->s->jobs[job].req;
 
-    if (c->nprofile > 0) {
+    if (c->nprofile > 0 && al__req_pack(c, req) == AL_PACK_FRAG) {
         if (only_node >= 0) {
             int32_t one = only_node;
 
@@ -306,8 +306,8 @@ al__free_devices(al_cycle_t *c, int32_t j)
 }
 
 /* Could the job ever fit on the cluster, if everything were free?  No
- * (and why) in *why: AL_WHY_NO_MATCH when no node has the GPU model or
- * pool it asks for, else AL_WHY_TOO_BIG. */
+ * (and why) in *why: AL_WHY_NO_MATCH when no node has the GPU model,
+ * pool or labels it asks for, else AL_WHY_TOO_BIG. */
 bool
 al__ever_fits(al_cycle_t *c, int32_t j, al_reason_code_t *why)
 {
@@ -330,7 +330,8 @@ al__ever_fits(al_cycle_t *c, int32_t j, al_reason_code_t *why)
     }
     *why = !matched && c->ngroups > 0 &&
                    ((jb->req.gpu_model != NULL && jb->req.gpu_model[0]) ||
-                    (jb->req.pool != NULL && jb->req.pool[0]))
+                    (jb->req.pool != NULL && jb->req.pool[0]) ||
+                    (jb->req.constraint != NULL && jb->req.constraint[0]))
                ? AL_WHY_NO_MATCH
                : AL_WHY_TOO_BIG;
     return node_ok && total >= (int64_t)jb->min_tasks * jb->req.gpus;

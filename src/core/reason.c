@@ -105,9 +105,10 @@ al_reason_format(const al_snapshot_t *s, const al_reason_t *r, char *buf,
         return snprintf(buf, len, "queue %s does not exist or is not a leaf",
                         queue_name(s, r->queue));
     case AL_WHY_NO_MATCH:
-        return snprintf(buf, len,
-                        "no node of the cluster has the GPU model or pool the "
-                        "job asks for");
+        return snprintf(
+            buf, len,
+            "no node of the cluster has the GPU model, pool or labels the "
+            "job asks for");
     case AL_WHY_TOO_BIG:
         return snprintf(buf, len,
                         "larger than any node or domain of the cluster can "

@@ -89,7 +89,8 @@ set_cause(const al_snapshot_t *snap, char **cause, const char *msg, int64_t x,
 /* ------------------------------------------------------------------ */
 /* Checks                                                             */
 
-/* Checks AL_PACK_FRAG's workload profile (see al_config_t.profile). */
+/* Checks AL_PACK_FRAG's workload profile (see al_config_t.profile) and
+ * the pools' strategies. */
 static int
 check_profile(const al_snapshot_t *snap, const al_config_t *cfg, char **cause)
 {
@@ -100,6 +101,20 @@ check_profile(const al_snapshot_t *snap, const al_config_t *cfg, char **cause)
                   "config: bad workload profile (%lld shapes, array %lld)",
                   cfg->nprofile, cfg->profile != NULL);
         return AL_EINVAL;
+    }
+    if (cfg->npool_packs < 0 ||
+        (cfg->npool_packs > 0 && cfg->pool_packs == NULL)) {
+        set_cause(snap, cause, "config: bad pool strategies (%lld, %lld)",
+                  cfg->npool_packs, cfg->pool_packs != NULL);
+        return AL_EINVAL;
+    }
+    for (i = 0; i < cfg->npool_packs; i++) {
+        if (cfg->pool_packs[i].pack < AL_PACK_BIN ||
+            cfg->pool_packs[i].pack > AL_PACK_FRAG) {
+            set_cause(snap, cause, "config: pool strategy %lld of %lld is bad",
+                      i, cfg->npool_packs);
+            return AL_EINVAL;
+        }
     }
     for (i = 0; i < cfg->nprofile; i++) {
         const al_shape_t *m = &cfg->profile[i];

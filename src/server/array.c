@@ -118,6 +118,11 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->mem_bytes = p->mem_bytes;
     j->time_limit = p->time_limit;
     j->gpu_model = p->gpu_model != NULL ? al_xstrdup(p->gpu_model) : NULL;
+    j->pool = p->pool != NULL ? al_xstrdup(p->pool) : NULL;
+    j->constraint = p->constraint != NULL ? al_xstrdup(p->constraint) : NULL;
+    j->min_tasks = p->min_tasks;
+    j->max_tasks = p->max_tasks;
+    j->checkpointing = p->checkpointing;
     j->spec = element_spec(p, k, index);
     j->nafter = p->nafter;
     j->after = al_xcalloc((size_t)p->nafter + 1, sizeof *j->after);

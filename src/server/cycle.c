@@ -125,7 +125,7 @@ build_queues(const al_ctl_t *ctl, build_t *b)
 }
 
 static void
-build_nodes(const al_ctl_t *ctl, build_t *b)
+build_nodes(al_ctl_t *ctl, build_t *b)
 {
     b->sn = al_xcalloc((size_t)ctl->nnodes + 1, sizeof *b->sn);
     for (int i = 0; i < ctl->nnodes; i++) {
@@ -140,6 +140,7 @@ build_nodes(const al_ctl_t *ctl, build_t *b)
         s->mem_bytes = n->mem_bytes;
         s->ndevices = n->ngpus;
         s->devices = n->devices;
+        al__pools_node_snap(&ctl->pools, &ctl->nodes[i], s);
     }
 }
 
@@ -196,6 +197,8 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     s->req.cpu_milli = j->cpu_milli;
     s->req.mem_bytes = j->mem_bytes;
     s->req.gpu_model = j->gpu_model;
+    al__pools_job_snap(&ctl->pools, j, s);
+    al__elastic_snap(j, s);
     s->submit_time = j->submit_ms / 1000;
     s->eligible_time = j->eligible_ms / 1000;
     s->time_limit = j->time_limit;
@@ -297,11 +300,22 @@ apply_evictions(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
 {
     for (int i = 0; i < res->ndecisions; i++) {
         const al_decision_t *d = &res->decisions[i];
-        if (d->kind != AL_DEC_EVICT || d->job < 0 || (size_t)d->job >= b->nj)
+        if ((d->kind != AL_DEC_EVICT && d->kind != AL_DEC_SHRINK) ||
+            d->job < 0 || (size_t)d->job >= b->nj)
             continue;
         al__job_t *j = b->act[d->job];
         if (j->state != JS_RUNNING)
             continue;
+        if (d->kind == AL_DEC_SHRINK) {
+            al__elastic_shrink(ctl, j, d->ntasks,
+                               d->why <= AL_EVICT_RESERVATION
+                                   ? al__evict_reasons[d->why]
+                                   : "evicted",
+                               d->for_job >= 0 && (size_t)d->for_job < b->nj
+                                   ? b->act[d->for_job]->id
+                                   : 0);
+            continue;
+        }
         const char *why = d->why <= AL_EVICT_RESERVATION
                               ? al__evict_reasons[d->why]
                               : "evicted";
@@ -413,6 +427,7 @@ al__cycle_run(al_ctl_t *ctl)
     build_nodes(ctl, &b);
     build_jobs(ctl, &b);
     al_config_default(&b.cfg);
+    al__pools_snap_config(&ctl->pools, &b.cfg);
     b.snap = (al_snapshot_t){
         .now = now,
         .config = &b.cfg,
@@ -439,6 +454,8 @@ al__cycle_run(al_ctl_t *ctl)
         apply_starts(ctl, &b, res, now_ms);
         keep_reasons(ctl, &b, res);
         accrue_usage(ctl, &b, res, now);
+        if (!al__elastic_grow(ctl, &b.snap, b.act, res))
+            al__consolidate(ctl, &b.snap, b.act, res);
         al__waste_observe(ctl, now_ms, al_clock_mono_ms());
         if (res->stats.started > 0 || res->stats.evicted > 0)
             al_debug("cycle: %d started, %d evicted, %d considered",

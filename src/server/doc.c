@@ -85,6 +85,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         j->signal);
     if (j->gpu_model != NULL)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
+    al__pools_job_doc(j, o);
+    al__elastic_doc(j, o);
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)
@@ -161,6 +163,8 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->time_limit = al_json_int(o, "time_limit", 0);
     const char *model = al_json_str(o, "gpu_model", NULL);
     j->gpu_model = model ? al_xstrdup(model) : NULL;
+    al__pools_job_read(o, j);
+    al__elastic_read(o, j);
     json_t *spec = json_object();
     static const char *const spec_keys[] = { "command", "cwd", "env",
                                              "script" };
@@ -415,12 +419,14 @@ al__node_json(const al_ctl_t *ctl, const al__node_t *n)
     int state = n->state;
     if (state == NS_READY && n->drained)
         state = NS_DRAINING;
-    return json_pack("{s:s, s:s, s:b, s:b, s:s, s:I, s:I, s:o}", "name",
-                     n->name, "addr", n->addr ? n->addr : "", "emulated",
-                     n->emulated, "drained", n->drained, "state",
-                     al__node_state_names[state], "cpu_milli",
-                     (json_int_t)n->cpu_milli, "mem_bytes",
-                     (json_int_t)n->mem_bytes, "gpus", gpus);
+    json_t *o =
+        json_pack("{s:s, s:s, s:b, s:b, s:s, s:I, s:I, s:o}", "name", n->name,
+                  "addr", n->addr ? n->addr : "", "emulated", n->emulated,
+                  "drained", n->drained, "state", al__node_state_names[state],
+                  "cpu_milli", (json_int_t)n->cpu_milli, "mem_bytes",
+                  (json_int_t)n->mem_bytes, "gpus", gpus);
+    al__pools_node_doc(ctl, n, o);
+    return o;
 }
 
 int
@@ -438,6 +444,8 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
     }
     al__node_t tmp;
     memset(&tmp, 0, sizeof tmp);
+    if (al__pools_node_read(o, &tmp, cause) != 0)
+        return AL_EINVAL;
     tmp.name = al_xstrdup(name);
     tmp.addr = al_xstrdup(al_json_str(o, "addr", "127.0.0.1"));
     tmp.emulated = al_json_bool(o, "emulated", false);

@@ -189,6 +189,10 @@ check_names(const json_t *b, const char *caller, bool admin, struct job_req *r,
     if (hold != NULL && !json_is_null(hold) && !json_is_boolean(hold))
         return al__fail(cause, AL_EINVAL,
                         al_xstrdup("hold must be true or false"));
+    json_t *ck = json_object_get(b, "checkpointing");
+    if (ck != NULL && !json_is_null(ck) && !json_is_boolean(ck))
+        return al__fail(cause, AL_EINVAL,
+                        al_xstrdup("checkpointing must be true or false"));
     return 0;
 }
 
@@ -217,10 +221,12 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                         al_xstrdup("the body must be a JSON object describing "
                                    "the job"));
     static const char *const keys[] = {
-        "command",   "cwd",        "env",          "script", "after",
-        "queue",     "class",      "tasks",        "gpus",   "cpu_milli",
-        "mem_bytes", "time_limit", "gpu_fraction", "user",   "name",
-        "gpu_model", "hold",       "array",        "sweep",  "dependency",
+        "command",      "cwd",        "env",       "script",
+        "after",        "queue",      "class",     "tasks",
+        "gpus",         "cpu_milli",  "mem_bytes", "time_limit",
+        "gpu_fraction", "user",       "name",      "gpu_model",
+        "hold",         "array",      "sweep",     "dependency",
+        "pool",         "constraint", "max_tasks", "checkpointing",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -255,11 +261,21 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                                     : al_xstrdup("dependency must be a string "
                                                  "such as afterok:5:6"));
     }
+    char *pool = NULL, *constraint = NULL;
+    int max_tasks = 0;
+    if ((rc = al__elastic_body(b, r.tasks, &max_tasks, cause)) != 0 ||
+        (rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
+        al__array_free(array);
+        free(deps);
+        return rc;
+    }
     char *name = r.name != NULL
                      ? al_xstrdup(r.name)
                      : default_name(json_string_value(json_array_get(cmd, 0)));
     if (name[0] == '\0') {
         free(name);
+        free(pool);
+        free(constraint);
         al__array_free(array);
         free(deps);
         return al__fail(cause, AL_EINVAL,
@@ -283,6 +299,12 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     j->mem_bytes = r.mem;
     j->time_limit = r.limit;
     j->gpu_model = r.model ? al_xstrdup(r.model) : NULL;
+    j->pool = pool;
+    j->constraint = constraint;
+    if (max_tasks > 0) {
+        j->min_tasks = j->ntasks;
+        j->max_tasks = max_tasks;
+    }
     j->spec = job_spec(b);
     json_t *after = json_object_get(b, "after");
     size_t nafter = json_array_size(after);
@@ -291,6 +313,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     for (size_t i = 0; i < nafter; i++)
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
+    j->checkpointing = al_json_bool(b, "checkpointing", false);
     j->snap = -1;
     j->array = array;
     j->deps = deps;

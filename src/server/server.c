@@ -63,6 +63,7 @@ al_server_opts_default(al_server_opts_t *o)
     o->coalesce_ms = 2;
     o->usage_interval_s = 60;
     o->usage_rollup = 60;
+    o->consolidate_moves = 4;
     o->usage_keep_fine_days = 7;
     o->usage_keep_coarse_days = 365;
     o->grace_ms = 10000;
@@ -423,8 +424,12 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     int rc = parse_listen("--listen", o->listen, &sa, cause);
     if (rc == 0 && o->metrics_listen != NULL)
         rc = parse_listen("--metrics-listen", o->metrics_listen, &msa, cause);
+    al__pools_t pools;
+    if (rc == 0)
+        rc = al__pools_config(o, &pools, cause);
     if (rc != 0)
         return rc;
+    al__pools_fini(&pools); /* checked now; the loop's copy is read below */
     if (al_fs_mkdir_p(o->state_dir, 0700) != 0) {
         *cause = al_xasprintf("cannot create state directory %s: %s",
                               o->state_dir, strerror(errno));
@@ -448,8 +453,10 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     s->ctl.reply = reply_ready;
     s->ctl.relay = al__relay_create(close_upgraded);
+    (void)al__pools_config(o, &s->ctl.pools, cause);
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
         al__relay_destroy(s->ctl.relay);
+        al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
@@ -469,6 +476,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
         al__ctl_stop(&s->ctl);
         al__relay_destroy(s->ctl.relay);
+        al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
         free(s->ctl.state_dir);
         free(s);
@@ -540,6 +548,8 @@ al_server_stop(al_server_t *s)
     MHD_stop_daemon(s->mhd);
     if (s->metrics_mhd != NULL)
         MHD_stop_daemon(s->metrics_mhd);
+    al__pools_fini(&s->ctl.pools);
+    al__consolidate_fini(&s->ctl);
     close(s->lock_fd);
     free(s->ctl.state_dir);
     free(s);
@@ -562,6 +572,14 @@ al_server_main(int argc, char **argv)
         return rc;
     al_server_opts_t o = a.o;
     o.max_body = (size_t)a.max_body;
+    al__pools_t pools;
+    char *why = NULL;
+    if (al__pools_config(&o, &pools, &why) != 0) {
+        fprintf(stderr, "allot server: %s\n", why);
+        free(why);
+        return AL_EXIT_USAGE;
+    }
+    al__pools_fini(&pools);
     o.sync_full = strcmp(a.sync, "full") == 0;
     /* Threads inherit the mask: only al_daemon_wait() below sees SIGINT
      * and SIGTERM. */

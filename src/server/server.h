@@ -38,6 +38,15 @@ typedef struct al_server_opts {
     int64_t usage_interval_s;
     int64_t usage_rollup;
     int64_t usage_keep_fine_days, usage_keep_coarse_days;
+    /* pools.c: label keys that name topology levels, innermost first
+     * ("rack,block"), and placement strategies by pool
+     * ("train=frag,infer=spread"); NULL for none. */
+    const char *topology;
+    const char *pool_placement;
+    /* consolidate.c: a pass every consolidate_s seconds (0: none), at
+     * most consolidate_moves moves per queue and hour. */
+    int64_t consolidate_s;
+    int64_t consolidate_moves;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

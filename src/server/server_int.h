@@ -19,6 +19,13 @@
  *                 open, the byte relay between the two (a thread per
  *                 session, its own lock)
  *   cycle.c       a scheduling cycle: snapshot, core, decisions applied
+ *   elastic.c     elastic jobs: a shrink applied, growing into idle GPUs
+ *                 (over state.c); elasticdoc.c their fields in bodies,
+ *                 documents and the snapshot (under doc.c)
+ *   consolidate.c moving checkpointing jobs to free a node for a waiting
+ *                 gang (over state.c)
+ *   pools.c       pools, labels and topology: the settings, the JSON
+ *                 forms, what nodes and jobs bring to the snapshot
  *   state.c       state changes: a job's transitions, requeue, master
  *                 ports, a cycle due, a node's set changed, silent nodes
  *                 down, time limits
@@ -143,6 +150,15 @@ typedef struct al__job {
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
     char *gpu_model;    /* or NULL */
+    char *pool;         /* the node pool it must run in, or NULL */
+    char *constraint;   /* node labels it needs (labels.h), or NULL */
+    /* elastic.c: an elastic gang of min_tasks..max_tasks (ntasks is its
+     * size now); max_tasks 0 for a gang of fixed size.  When it was last
+     * tried for growing (monotonic ms; memory only). */
+    int min_tasks, max_tasks;
+    int64_t grow_tried_ms;
+    /* It saves its progress: consolidate.c may move it. */
+    bool checkpointing;
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
@@ -264,7 +280,23 @@ typedef struct al__node {
      * of every running job of the cluster. */
     al__task_key_t *runs;
     size_t nruns, runs_cap;
+    /* pools.c: its pool (NULL: the default) and labels (canonical, or
+     * NULL), and what they give the snapshot once snap_ready: labels
+     * without the topology keys, and the topology values. */
+    char *pool, *labels;
+    char *snap_labels;
+    char *topo[AL_MAX_TOPO_LEVELS];
+    bool snap_ready;
 } al__node_t;
+
+/* pools.c: the controller's topology levels and pools' strategies. */
+typedef struct al__pools {
+    int ntopo;
+    char *topo_key[AL_MAX_TOPO_LEVELS];          /* outermost first */
+    const char *topo_levels[AL_MAX_TOPO_LEVELS]; /* the same, for the core */
+    int npacks;
+    al_pool_pack_t *packs;
+} al__pools_t;
 
 /* ------------------------------------------------------------------ */
 /* Tokens                                                             */
@@ -500,6 +532,12 @@ typedef struct al_ctl {
      * blocks stay faulted in from one cycle to the next. */
     al_block_cache_t core_cache;
     al_allocator_t core_alloc;
+    al__pools_t pools; /* pools.c, from the options */
+    /* consolidate.c (memory only): when the last pass ran (monotonic ms),
+     * and the moves of the last hour, by queue. */
+    int64_t consol_last_ms;
+    struct al__move *moves;
+    size_t nmoves;
     /* Node index by name (al__ctl_node_index()): open addressing, -1 for
      * an empty slot; the first node_hashed nodes are in it. */
     int *node_hash;
@@ -883,5 +921,52 @@ bool al__relay_take(al__relay_t *r, const char *id, bool agent, int fd,
 /* Sends a line of text to every user attached to job (shown on their
  * terminal's stderr); any thread. */
 void al__relay_notice(al_ctl_t *ctl, uint64_t job, const char *text);
+
+/* ------------------------------------------------------------------ */
+/* pools.c: pools, labels, topology                                   */
+
+/* Reads --topology and --pool-placement into *out (AL_EINVAL and a
+ * cause when bad). */
+int al__pools_config(const al_server_opts_t *o, al__pools_t *out, char **cause);
+void al__pools_fini(al__pools_t *p);
+const char *al__pack_name(al_pack_t p);
+void al__pools_snap_config(const al__pools_t *p, al_config_t *cfg);
+/* A node's pool, labels and topology into its JSON form o; read back
+ * (checked) from a node body or document. */
+void al__pools_node_doc(const al_ctl_t *ctl, const al__node_t *n, json_t *o);
+int al__pools_node_read(const json_t *o, al__node_t *n, char **cause);
+void al__pools_node_fini(al__node_t *n);
+/* A job body's pool and constraint, checked (new strings or NULL). */
+int al__pools_job_body(const json_t *b, char **pool, char **constraint,
+                       char **cause);
+void al__pools_job_doc(const al__job_t *j, json_t *o);
+void al__pools_job_read(const json_t *o, al__job_t *j);
+void al__pools_node_snap(const al__pools_t *p, al__node_t *n, al_node_t *s);
+void al__pools_job_snap(const al__pools_t *p, const al__job_t *j, al_job_t *s);
+
+/* ------------------------------------------------------------------ */
+/* elastic.c: elastic jobs                                            */
+
+/* elasticdoc.c: a body's max_tasks against its tasks: *max (0: not
+ * elastic). */
+int al__elastic_body(const json_t *b, int64_t tasks, int *max, char **cause);
+void al__elastic_doc(const al__job_t *j, json_t *o);
+void al__elastic_read(const json_t *o, al__job_t *j);
+void al__elastic_snap(const al__job_t *j, al_job_t *s);
+/* The core shrinks j by `stop` tasks (why, for job for_job or 0): it is
+ * restarted at its new size. */
+void al__elastic_shrink(al_ctl_t *ctl, al__job_t *j, int stop, const char *why,
+                        uint64_t for_job);
+/* After a cycle: grows one running elastic job into idle GPUs, when the
+ * core would give it more tasks (see elastic.c); true when one grew. */
+bool al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
+                      al__job_t *const *act, const al_result_t *res);
+
+/* consolidate.c: every --consolidate seconds, after a cycle that decided
+ * nothing, moves checkpointing jobs off a node when that lets a waiting
+ * gang start (see consolidate.c). */
+void al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap,
+                     al__job_t *const *act, const al_result_t *res);
+void al__consolidate_fini(al_ctl_t *ctl);
 
 #endif /* AL_SERVER_INT_H */

@@ -26,6 +26,8 @@ al__job_free(al__job_t *j)
     free(j->user);
     free(j->queue);
     free(j->gpu_model);
+    free(j->pool);
+    free(j->constraint);
     free(j->spec);
     free(j->after);
     free(j->deps);
@@ -47,6 +49,7 @@ al__node_fini(al__node_t *n)
     }
     free(n->gpus);
     free(n->devices);
+    al__pools_node_fini(n);
     free(n->known);
     n->known = NULL;
     n->nknown = n->known_cap = 0;

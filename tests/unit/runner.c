@@ -26,6 +26,7 @@ extern const al_test_t test_arrayspec[];
 extern const al_test_t test_stream[];
 extern const al_test_t test_relay[];
 extern const al_test_t test_hostlist[];
+extern const al_test_t test_pools[];
 
 static const struct {
     const char *module;
@@ -37,7 +38,7 @@ static const struct {
     { "agent", test_agent },       { "simulator", test_simulator },
     { "server", test_server },     { "arrayspec", test_arrayspec },
     { "stream", test_stream },     { "relay", test_relay },
-    { "hostlist", test_hostlist },
+    { "hostlist", test_hostlist }, { "pools", test_pools },
 };
 
 int

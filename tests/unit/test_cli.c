@@ -241,7 +241,16 @@ resources(void)
         { F(mem), "512", NULL, "mem_bytes", "536870912" },
         { F(mem), "1X", "--mem wants a size like 16G or 512M", NULL, NULL },
         { F(tasks), "4096", NULL, "tasks", "4096" },
-        { F(tasks), "0", "--tasks wants a number 1..4096", NULL, NULL },
+        { F(tasks), "0",
+          "--tasks wants a number 1..4096, or MIN..MAX (2..8) for an elastic "
+          "gang",
+          NULL, NULL },
+        { F(tasks), "2..8", NULL, "max_tasks", "8" },
+        { F(tasks), "2..2", NULL, "tasks", "2" },
+        { F(tasks), "8..2",
+          "--tasks wants a number 1..4096, or MIN..MAX (2..8) "
+          "for an elastic gang",
+          NULL, NULL },
         { F(after), "6,11", NULL, "after", "[6,11]" },
         { F(after), "6,,x", "--after wants job ids (6, or 6,11: after both)",
           NULL, NULL },

@@ -1766,7 +1766,7 @@ pool_and_model(void)
     {
         char why[256];
         al_reason_format(snap_get(s), &r->reasons[c], why, sizeof why);
-        ASSERT(strstr(why, "GPU model or pool") != NULL);
+        ASSERT(strstr(why, "GPU model, pool or labels") != NULL);
     }
     al_result_destroy(r);
     snap_destroy(s);

@@ -671,6 +671,19 @@ node_doc(void)
     ASSERT_JSON(al__node_json(NULL, &back), stored);
     al__node_fini(&back);
     free(text);
+    /* A pool and labels: written sorted, read back the same. */
+    json_t *lb = parse("{\"name\": \"n\", \"pool\": \"train\", "
+                       "\"labels\": {\"rack\": \"r1\", \"ib\": \"yes\"}}");
+    al__node_t ln;
+    ASSERT_EQ(al__node_from_json(lb, &ln, &cause), 0);
+    json_decref(lb);
+    ASSERT_STR_EQ(ln.pool, "train");
+    ASSERT_STR_EQ(ln.labels, "ib=yes,rack=r1");
+    json_t *ld = al__node_json(NULL, &ln);
+    ASSERT_JSON(json_incref(json_object_get(ld, "labels")),
+                "{\"ib\":\"yes\",\"rack\":\"r1\"}");
+    json_decref(ld);
+    al__node_fini(&ln);
     json_decref(doc);
 
     /* A drained node that is up shows as draining, and stays drained. */
@@ -698,8 +711,13 @@ node_doc_refused(void)
     for (int i = 1; i <= AL_MAX_DEVICES; i++)
         off += (size_t)snprintf(many + off, sizeof many - off, ", {}");
     snprintf(many + off, sizeof many - off, "]}");
-    const char *bodies[] = { "{\"name\": \"a b\"}", "{\"addr\": \"x\"}",
-                             "{\"name\": \"n\", \"gpus\": {}}", many };
+    const char *bodies[] = { "{\"name\": \"a b\"}",
+                             "{\"addr\": \"x\"}",
+                             "{\"name\": \"n\", \"gpus\": {}}",
+                             many,
+                             "{\"name\": \"n\", \"pool\": \"a b\"}",
+                             "{\"name\": \"n\", \"labels\": {\"r\": 1}}",
+                             "{\"name\": \"n\", \"labels\": [\"r=1\"]}" };
     for (size_t i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
         json_t *b = parse(bodies[i]);
         al__node_t n, before;
@@ -708,8 +726,14 @@ node_doc_refused(void)
         char *cause = NULL;
         ASSERT_EQ(al__node_from_json(b, &n, &cause), AL_EINVAL);
         json_decref(b);
-        ASSERT_STR_EQ(cause, "a node needs a name (letters, digits, '-', '_', "
-                             "'.') and at most 64 GPUs");
+        /* The last three: a bad pool or labels, which say so. */
+        if (i + 3 < sizeof bodies / sizeof bodies[0])
+            ASSERT_STR_EQ(cause,
+                          "a node needs a name (letters, digits, '-', '_', "
+                          "'.') and at most 64 GPUs");
+        else
+            ASSERT(strstr(cause, "pool") != NULL ||
+                   strstr(cause, "label") != NULL);
         ASSERT(untouched(&n, &before, sizeof n));
         free(cause);
     }

@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""End-to-end tests of node pools, labels, topology and the placement
+strategy per pool, driven as a user would: a real `allot server`, agents
+with emulated GPUs on loopback declaring their pool and labels, the
+`allot` command.  Runs on e2e.py's harness (its Cluster, checks and
+runner).
+
+Usage: e2e_pools.py [pg:]SCENARIO PATH/TO/allot
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+
+def nodes_of(c, jid):
+    """The node of each task of a running job, in task order."""
+    return [t["node"] for t in c.job(jid)["placement"]]
+
+
+def scenario_topology(c):
+    """Rack labels named by --topology: a 4-node gang goes inside the one
+    rack that holds it, though bin-packing alone would take the first four
+    nodes across two racks; allot nodes shows pool, rack and labels."""
+    c.start_server("--topology", "rack")
+    racks = {"a1": "r1", "a2": "r1", "b1": "r2", "b2": "r2", "b3": "r2",
+             "b4": "r2", "c1": "r3"}
+    for n in ("a1", "a2", "b1", "b2", "b3", "b4", "c1"):
+        c.start_agent(n, "4xH100-80GB",
+                      extra=["--pool", "train", "--label",
+                             "rack=%s,ib=yes" % racks[n]])
+    p = c.cli("nodes")
+    print(p.stdout)
+    rows = {ln.split()[0]: ln.split() for ln in p.stdout.splitlines()[1:]}
+    check(rows["b3"][-3:] == ["train", "r2", "ib=yes,rack=r2"],
+          "allot nodes shows pool, rack and labels: %s" % rows["b3"])
+    n = next(x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+             if x["name"] == "a1")
+    check(n["pool"] == "train" and n["labels"] == {"rack": "r1", "ib": "yes"}
+          and n["topology"] == {"rack": "r1"}, "GET /v1/nodes: %s" % n)
+    g = c.submit("--tasks", "4", "--gpus", "4", "--", "sleep", "30")
+    c.wait_state(g, "running")
+    got = nodes_of(c, g)
+    check(sorted(got) == ["b1", "b2", "b3", "b4"],
+          "the gang runs inside rack r2: %s" % got)
+    # Five nodes fit no rack: a preference, not a must; it spans racks.
+    c.cli("cancel", str(g))
+    c.wait_state(g, "cancelled")
+    big = c.submit("--tasks", "5", "--gpus", "4", "--", "sleep", "30")
+    c.wait_state(big, "running")
+    check(len({racks[x] for x in nodes_of(c, big)}) > 1,
+          "a gang no rack holds spans racks: %s" % nodes_of(c, big))
+    print("  4-node gang in rack r2: %s" % ",".join(sorted(got)))
+
+
+def scenario_pools(c):
+    """An agent's pool and labels; jobs select a pool and require labels
+    (--constraint); what no node offers waits, and says why; the fields
+    survive a restart of the controller; bad input is refused (exit 2,
+    400)."""
+    c.start_server()
+    c.start_agent("t1", "2xH100-80GB",
+                  extra=["--pool", "train", "--label", "ib=yes,rack=r1"])
+    c.start_agent("t2", "2xH100-80GB",
+                  extra=["--pool", "train", "--label", "ib=no,rack=r2"])
+    c.start_agent("d1", "2xH100-80GB")
+    ib = c.submit("--pool", "train", "--constraint", "ib", "--gpus", "1",
+                  "--", "sleep", "30")
+    noib = c.submit("--constraint", "ib=no", "--gpus", "1", "--", "sleep",
+                    "30")
+    anyp = c.submit("--pool", "train", "--gpus", "1", "--", "sleep", "30")
+    free = c.submit("--gpus", "2", "--", "sleep", "30")
+    for j in (ib, noib, anyp, free):
+        c.wait_state(j, "running")
+    check(nodes_of(c, ib) == ["t1"], "--constraint ib: %s" % nodes_of(c, ib))
+    check(nodes_of(c, noib) == ["t2"],
+          "--constraint ib=no: %s" % nodes_of(c, noib))
+    check(nodes_of(c, anyp)[0] in ("t1", "t2"),
+          "--pool train: %s" % nodes_of(c, anyp))
+    check(nodes_of(c, free) == ["d1"],
+          "no pool asked, the node left: %s" % nodes_of(c, free))
+    nowhere = c.submit("--pool", "infer", "--", "true")
+    wrong = c.submit("--pool", "train", "--constraint", "nvme", "--", "true")
+    for j in (nowhere, wrong):
+        r = wait_for(lambda: c.job(j).get("reason"), 10, "a reason")
+        check(c.job(j)["state"] == "pending" and "pool or labels" in r,
+              "job %d waits for a node that matches: %r" % (j, r))
+    show = c.cli("show", str(ib)).stdout
+    check("pool       train" in show and "constraint ib" in show,
+          "allot show: %s" % show)
+    print(c.cli("show", str(wrong)).stdout)
+    # Kept in the store: a restart reads them back.
+    c.kill_server()
+    c.start_server()
+    j = c.job(wrong)
+    check(j.get("pool") == "train" and j.get("constraint") == "nvme",
+          "after a restart: %s" % j)
+    wait_for(lambda: next((x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+                           if x["name"] == "t1" and x["state"] == "ready"),
+                          None), 15, "t1 back")
+    n = next(x for x in c.api("GET", "/v1/nodes")[1]["nodes"]
+             if x["name"] == "t2")
+    check(n["pool"] == "train" and n["labels"]["ib"] == "no",
+          "the node's pool and labels after a restart: %s" % n)
+    # Bad input.
+    for args, what in ((["--pool", "a/b"], "--pool"),
+                       (["--constraint", "ib,,x"], "--constraint"),
+                       (["--constraint", "a=b=c"], "--constraint"),
+                       (["--constraint", "a,a"], "--constraint")):
+        p = c.cli("submit", *args, "--", "true", ok=False)
+        check(p.returncode == 2 and what in p.stderr,
+              "submit %s: exit %d %r" % (args, p.returncode, p.stderr))
+    for body, what in (({"pool": 5}, "pool"), ({"pool": ""}, "pool"),
+                       ({"constraint": "x y"}, "constraint"),
+                       ({"constraint": ["ib"]}, "constraint")):
+        body = dict(body, command=["true"])
+        s, r = c.api("POST", "/v1/jobs", body)
+        check(s == 400 and what in r.get("message", ""),
+              "POST %s: %s %s" % (body, s, r))
+    s, r = c.api("POST", "/v1/agent/register",
+                 {"name": "x1", "labels": {"rack": 3}}, token=c.join)
+    check(s == 400 and "label" in r.get("message", ""),
+          "a register with a bad label: %s %s" % (s, r))
+    s, r = c.api("POST", "/v1/agent/register",
+                 {"name": "x1", "pool": "a b"}, token=c.join)
+    check(s == 400 and "pool" in r.get("message", ""),
+          "a register with a bad pool: %s %s" % (s, r))
+    check(all(n["name"] != "x1"
+              for n in c.api("GET", "/v1/nodes")[1]["nodes"]),
+          "a refused register adds no node")
+    for extra, what in ((["--label", "rack"], "--label"),
+                        (["--pool", "x/y"], "--pool")):
+        rc, err = c.refused("agent", "--server", c.url, "--join-token",
+                            c.join, "--name", "bad", "--fake-gpus",
+                            "1xH100-80GB", "--state",
+                            os.path.join(c.root, "agent-bad"), *extra)
+        check(rc == 2 and what in err, "agent %s: %d %r" % (extra, rc, err))
+    for extra, what in ((["--pool-placement", "train=best"],
+                         "--pool-placement"),
+                        (["--pool-placement", "train=frag,train=bin"],
+                         "--pool-placement"),
+                        (["--topology", "rack=r1"], "--topology"),
+                        (["--topology", "a,b,c,d,e"], "--topology")):
+        rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                            os.path.join(c.root, "bad-server"), *extra)
+        check(rc == 2 and what in err, "server %s: %d %r" % (extra, rc, err))
+
+
+def scenario_frag(c):
+    """A pool placed fragmentation-aware keeps a whole node for an 8-GPU
+    gang where bin-packing, in a pool beside it, breaks the node up.
+
+    Each pool: x (2 GPUs, 32 cores), y (3 GPUs, 8 cores), z (8 GPUs, 64
+    cores).  Once a dependency ends, three jobs become eligible in one
+    cycle: 1 GPU with 4 cores, 2 GPUs with 24 cores, 8 GPUs.  Bin-packing
+    puts the first on x (the fullest), so the second fits only on z and
+    the 8-GPU job waits; frag puts the first on y (whose cores strand a
+    GPU anyway), the second on x, and the 8-GPU job gets z whole."""
+    c.start_server("--pool-placement", "fragpool=frag,binpool=bin")
+    for pool in ("fragpool", "binpool"):
+        p = pool[0]
+        c.start_agent(p + "x", "2xH100-80GB",
+                      extra=["--pool", pool, "--cpus", "32"])
+        c.start_agent(p + "y", "3xH100-80GB",
+                      extra=["--pool", pool, "--cpus", "8"])
+        c.start_agent(p + "z", "8xH100-80GB",
+                      extra=["--pool", pool, "--cpus", "64"])
+    gate = c.submit("--gpus", "0", "--cpus", "0", "--", "sleep", "2")
+    jobs = {}
+    for pool in ("fragpool", "binpool"):
+        after = ["--pool", pool, "--after", str(gate)]
+        jobs[pool] = (
+            c.submit(*after, "--gpus", "1", "--cpus", "4", "--", "sleep",
+                     "60"),
+            c.submit(*after, "--gpus", "2", "--cpus", "24", "--", "sleep",
+                     "60"),
+            c.submit(*after, "--gpus", "8", "--", "sleep", "60"))
+    c.wait_state(gate, "completed")
+    f1, f2, f8 = jobs["fragpool"]
+    b1, b2, b8 = jobs["binpool"]
+    for j in (f1, f2, f8, b1, b2):
+        c.wait_state(j, "running")
+    check((nodes_of(c, f1), nodes_of(c, f2), nodes_of(c, f8)) ==
+          (["fy"], ["fx"], ["fz"]),
+          "frag: %s %s %s" % (nodes_of(c, f1), nodes_of(c, f2),
+                              nodes_of(c, f8)))
+    check((nodes_of(c, b1), nodes_of(c, b2)) == (["bx"], ["bz"]),
+          "bin: %s %s" % (nodes_of(c, b1), nodes_of(c, b2)))
+    j = c.job(b8)
+    check(j["state"] == "pending", "bin-packing left no whole node: %s" % j)
+    print("  frag: 1 GPU on fy, 2 on fx, 8 on fz; bin: 1 on bx, 2 on bz, "
+          "8 waits (%s)" % j.get("reason"))
+
+
+def scenario_elastic(c):
+    """An elastic gang (--tasks 2..8) starts at 2 while 6 GPUs are busy,
+    grows to 8 once they are idle, shrinks back to 2 when another queue
+    reclaims its deserved 6; each size is a restart of the gang, and its
+    tasks see WORLD_SIZE and ALLOT_RESTART_COUNT; the history says why."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB", extra=["--cpus", "64"])
+    for q, d in (("qa", 2), ("qb", 6)):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": d, "weight": 1}}})
+        check(s == 201, "queue %s: %s" % (q, b))
+    busy = c.submit("--queue", "qa", "--gpus", "6", "--", "sleep", "3")
+    c.wait_state(busy, "running")
+    seen = os.path.join(c.root, "seen")
+    e = c.submit("--queue", "qa", "--tasks", "2..8", "--gpus", "1", "--",
+                 "sh", "-c", "echo $WORLD_SIZE $ALLOT_RESTART_COUNT $RANK "
+                 ">> %s; sleep 120" % seen)
+    j = c.wait_state(e, "running")
+    check(j["tasks"] == 2 and j["min_tasks"] == 2 and j["max_tasks"] == 8,
+          "starts at 2: %s" % j)
+    c.wait_state(busy, "completed")
+    wait_for(lambda: c.job(e)["state"] == "running" and
+             c.job(e)["tasks"] == 8, 20, "the gang to grow to 8")
+    show = c.cli("show", str(e)).stdout
+    check("2..8 (elastic; 8 now)" in show, "allot show: %s" % show)
+
+    def ranks(restart):
+        rows = [ln.split() for ln in open(seen).read().splitlines()] \
+            if os.path.exists(seen) else []
+        return sorted(int(r[2]) for r in rows if r[1] == str(restart))
+    wait_for(lambda: ranks(1) == list(range(8)), 10,
+             "the eight tasks of size 8 to start")
+    rb = c.submit("--queue", "qb", "--gpus", "6", "--", "sleep", "120")
+    c.wait_state(rb, "running", timeout=20)
+    wait_for(lambda: c.job(e)["state"] == "running" and
+             c.job(e)["tasks"] == 2, 20, "the gang to shrink to 2")
+
+    def sizes():
+        rows = [ln.split() for ln in open(seen).read().splitlines()] \
+            if os.path.exists(seen) else []
+        return sorted({(int(r[1]), int(r[0])) for r in rows})
+    wait_for(lambda: sizes() == [(0, 2), (1, 8), (2, 2)], 10,
+             "the tasks to see each size (have %s)" % sizes())
+    wait_for(lambda: ranks(2) == [0, 1], 10, "the two tasks of size 2")
+    h = [(x["event"], x["detail"]) for x in c.job(e)["history"]]
+    resized = [d for ev, d in h if ev == "resized"]
+    check(len(resized) == 2 and "growing from 2 to 8" in resized[0] and
+          "shrinking from 8 to 2" in resized[1] and
+          "for job %d" % rb in resized[1], "the history: %s" % h)
+    check(c.job(rb)["restart_count"] == 0 and c.job(busy)["state"] ==
+          "completed", "no whole job was evicted")
+    print(c.cli("show", str(e)).stdout)
+    # Bad sizes.
+    for t in ("8..2", "0..4", "2..", "..4", "2..5000", "a..b"):
+        p = c.cli("submit", "--tasks", t, "--", "true", ok=False)
+        check(p.returncode == 2 and "--tasks" in p.stderr,
+              "--tasks %s: %d %r" % (t, p.returncode, p.stderr))
+    for body in ({"tasks": 4, "max_tasks": 2}, {"max_tasks": "8"},
+                 {"tasks": 2, "max_tasks": 5000}):
+        s, r = c.api("POST", "/v1/jobs", dict(body, command=["true"]))
+        check(s == 400 and "max_tasks" in r.get("message", ""),
+              "POST %s: %s %s" % (body, s, r))
+
+
+def scenario_consolidate(c):
+    """Consolidation: two checkpointing jobs left on two nodes keep an
+    8-GPU job waiting; the pass moves one (a requeue and restart) so that
+    a node is whole, the gang starts, the moved job runs elsewhere, and its
+    history says why.  A job that does not checkpoint is never moved."""
+    c.start_server("--consolidate", "1", "--consolidate-moves", "2")
+    c.start_agent("n1", "8xH100-80GB", extra=["--cpus", "64"])
+    c.start_agent("n2", "8xH100-80GB", extra=["--cpus", "64"])
+    a = c.submit("--checkpointing", "--gpus", "4", "--", "sh", "-c",
+                 "echo $ALLOT_RESTART_COUNT >> %s/a; sleep 120" % c.root)
+    c.wait_state(a, "running")
+    x = c.submit("--gpus", "6", "--", "sleep", "3")
+    c.wait_state(x, "running")
+    b = c.submit("--checkpointing", "--gpus", "2", "--", "sleep", "120")
+    c.wait_state(b, "running")
+    check(c.job(a)["placement"][0]["node"] !=
+          c.job(b)["placement"][0]["node"], "a and b on two nodes")
+    check(c.job(a)["checkpointing"] is True, "checkpointing in the job")
+    c.wait_state(x, "completed")
+    g = c.submit("--gpus", "8", "--", "sleep", "120")
+    c.wait_state(g, "running", timeout=20)
+    moved = [j for j in (c.job(a), c.job(b)) if j["restart_count"] == 1]
+    check(len(moved) == 1, "one job moved: %s" %
+          [(j["id"], j["restart_count"]) for j in (c.job(a), c.job(b))])
+    m = c.wait_state(moved[0]["id"], "running")
+    ev = [x for x in m["history"] if x["event"] == "moved"]
+    check(len(ev) == 1 and "consolidation: moved off node" in
+          ev[0]["detail"] and "for job %d" % g in ev[0]["detail"],
+          "the move's reason: %s" % m["history"])
+    nodes = {c.job(j)["placement"][0]["node"] for j in (a, b)}
+    check(len(nodes) == 1 and c.job(g)["placement"][0]["node"] not in nodes,
+          "the gang has a node to itself")
+    print(c.cli("show", str(moved[0]["id"])).stdout)
+    # The same story with jobs that do not checkpoint: nothing moves.
+    for j in (a, b, g):
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled")
+    a2 = c.submit("--gpus", "4", "--", "sleep", "120")
+    c.wait_state(a2, "running")
+    x2 = c.submit("--gpus", "6", "--", "sleep", "2")
+    c.wait_state(x2, "running")
+    b2 = c.submit("--gpus", "2", "--", "sleep", "120")
+    c.wait_state(b2, "running")
+    c.wait_state(x2, "completed")
+    g2 = c.submit("--gpus", "8", "--", "sleep", "120")
+    wait_for(lambda: c.job(g2).get("reason"), 10, "a reason")
+    import time
+    time.sleep(3)
+    check(c.job(g2)["state"] == "pending" and
+          c.job(a2)["restart_count"] == 0 and
+          c.job(b2)["restart_count"] == 0,
+          "jobs that do not checkpoint stay where they are")
+    s, r = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                      "checkpointing": "yes"})
+    check(s == 400 and "checkpointing" in r.get("message", ""),
+          "checkpointing must be a boolean: %s %s" % (s, r))
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        os.path.join(c.root, "bad"), "--consolidate", "-1")
+    check(rc == 2 and "--consolidate" in err, "--consolidate -1: %r" % err)
+
+
+SCENARIOS = {
+    "consolidate": scenario_consolidate,
+    "elastic": scenario_elastic,
+    "topology": scenario_topology,
+    "pools": scenario_pools,
+    "frag": scenario_frag,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS.clear()
+    e2e.SCENARIOS.update(SCENARIOS)
+    sys.exit(e2e.main())
