@@ -195,6 +195,22 @@ days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
+/* Exactly n decimal digits at *p into *v, *p past them. */
+static bool
+digits(const char **p, int n, int *v)
+{
+    int x = 0;
+    for (int i = 0; i < n; i++) {
+        char c = (*p)[i];
+        if (c < '0' || c > '9')
+            return false;
+        x = x * 10 + (c - '0');
+    }
+    *p += n;
+    *v = x;
+    return true;
+}
+
 int
 al_cli_parse_when(const char *s, int64_t now, int64_t *out)
 {
@@ -217,19 +233,19 @@ al_cli_parse_when(const char *s, int64_t now, int64_t *out)
         *out = v;
         return 0;
     }
-    int y, mo, d, h = 0, mi = 0, sec = 0, n = 0;
-    if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) != 3 || n != 10)
+    int y, mo, d, h = 0, mi = 0, sec = 0;
+    const char *p = s;
+    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) ||
+        *p++ != '-' || !digits(&p, 2, &d))
         return -1;
-    const char *p = s + n;
     if (*p == 'T' || *p == ' ') {
-        int k = 0;
-        if (sscanf(p + 1, "%2d:%2d%n", &h, &mi, &k) != 2 || k != 5)
+        p++;
+        if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
             return -1;
-        p += 1 + k;
         if (*p == ':') {
-            if (sscanf(p + 1, "%2d%n", &sec, &k) != 1 || k != 2)
+            p++;
+            if (!digits(&p, 2, &sec))
                 return -1;
-            p += 1 + k;
         }
     }
     bool utc = *p == 'Z';
@@ -244,7 +260,8 @@ al_cli_parse_when(const char *s, int64_t now, int64_t *out)
         h > 23 || mi > 59 || sec > 59 || h < 0 || mi < 0 || sec < 0)
         return -1;
     if (utc) {
-        *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+        *out = days_from_civil(y, mo, d) * 86400 + (int64_t)h * 3600 +
+               (int64_t)mi * 60 + sec;
         return 0;
     }
     struct tm tm = { .tm_year = y - 1900,

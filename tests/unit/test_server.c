@@ -87,6 +87,7 @@ ctl_fini(al_ctl_t *ctl)
         al__node_fini(&ctl->nodes[i]);
     free(ctl->nodes);
     free(ctl->node_hash);
+    al__waste_fini(&ctl->waste);
     memset(ctl, 0, sizeof *ctl);
 }
 
