@@ -41,6 +41,7 @@
 #include "log.h"
 #include "opt.h"
 #include "platform.h"
+#include "tls.h"
 #include "ucfg.h"
 #include "xmalloc.h"
 
@@ -276,6 +277,7 @@ al_agent_main(int argc, char **argv)
         free(cause);
         return AL_EXIT_USAGE;
     }
+    al_tls_set_ca(args.ca);
     for (int i = 0; i < 2; i++) {
         al_http_conn_init(&a.conn[i], &a.url);
         a.conn[i].keep_interrupted = true; /* syncs may be sent again */

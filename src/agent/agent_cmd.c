@@ -21,6 +21,12 @@ static const al_opt_t agent_opts[] = {
       .arg = "URL",
       .help = "the controller",
       .flags = AL_OPT_REQUIRED },
+    { .name = "--ca",
+      .kind = AL_OPT_STR,
+      .off = A(ca),
+      .arg = "FILE",
+      .help = "the CA (PEM) that signs an https controller's certificate "
+              "(default: the system's store)" },
     { .name = "--join-token",
       .kind = AL_OPT_STR,
       .off = A(token),

@@ -11,7 +11,7 @@
 #include "daemon.h"
 
 typedef struct agent_args {
-    const char *server, *token, *token_file, *name, *addr, *state, *fake,
+    const char *server, *ca, *token, *token_file, *name, *addr, *state, *fake,
         *fallback, *cpus;
     bool no_run_as_user, run_as_user, probe;
     int64_t launch_timeout, telemetry_ms;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "fs.h"
 #include "json.h"
+#include "tls.h"
 #include "ucfg.h"
 #include "xmalloc.h"
 
@@ -26,17 +27,24 @@ al_client_init(al_client_t *c, const char *server, const char *token)
         token = NULL;
     c->server = server ? al_xstrdup(server) : al_ucfg_get(path, "server");
     c->token = token ? al_xstrdup(token) : al_ucfg_get(path, "token");
+    /* The CA of an https server: --ca (main.c) or ALLOT_CA, else the
+     * config's, else the system's store. */
+    const char *ca = getenv("ALLOT_CA");
+    char *cfg_ca = ca != NULL && ca[0] != '\0' ? NULL : al_ucfg_get(path, "ca");
+    al_tls_set_ca(cfg_ca != NULL ? cfg_ca : ca);
+    free(cfg_ca);
     if (server == NULL || token == NULL) {
         /* A misspelt setting would be ignored: say so. */
-        static const char *const keys[] = { "server", "token" };
+        static const char *const keys[] = { "server", "token", "ca" };
         char *text = NULL;
         size_t n = 0;
         if (al_fs_read_file(path, &text, &n) == 0) {
-            int bad = al_ucfg_bad_line(text, n, keys, 2);
+            int bad = al_ucfg_bad_line(text, n, keys, 3);
             if (bad > 0)
                 fprintf(stderr,
-                        "allot: warning: %s:%d: not a 'server = URL' or "
-                        "'token = TOKEN' line; it is ignored\n",
+                        "allot: warning: %s:%d: not a 'server = URL', "
+                        "'token = TOKEN' or 'ca = FILE' line; it is "
+                        "ignored\n",
                         path, bad);
             free(text);
         }
@@ -75,6 +83,11 @@ al_client_call(al_client_t *c, const char *method, const char *path,
     int rc = al_http_request(&c->url, method, path, c->token, text,
                              text ? strlen(text) : 0, 60000, -1, &resp, &cause);
     free(text);
+    if (rc == AL_EPERM) { /* the server's certificate is refused */
+        fprintf(stderr, "allot: %s\n", cause);
+        free(cause);
+        return AL_EXIT_FAIL;
+    }
     if (rc != 0) {
         fprintf(stderr,
                 "allot: cannot reach the server at %s: %s\n"

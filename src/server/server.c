@@ -46,6 +46,9 @@ struct al_server {
     struct MHD_Daemon *metrics_mhd;
     int metrics_port;
     int lock_fd; /* STATE/lock: one controller per state directory */
+    /* --tls-cert/--tls-key's contents, which libmicrohttpd reads while it
+     * runs. */
+    char *tls_cert, *tls_key;
 };
 
 void
@@ -337,11 +340,11 @@ parse_listen(const char *opt, const char *listen, struct sockaddr_in *sa,
     return 0;
 }
 
-/* Writes STATE/leaf: "http://HOST:PORT" + suffix of a listener bound to
+/* Writes STATE/leaf: "SCHEME://HOST:PORT" + suffix of a listener bound to
  * sa (127.0.0.1 for the any-address), or removes it when sa is NULL. */
 static void
-write_url(const char *state_dir, const char *leaf, const struct sockaddr_in *sa,
-          int port, const char *suffix)
+write_url(const char *state_dir, const char *leaf, const char *scheme,
+          const struct sockaddr_in *sa, int port, const char *suffix)
 {
     char *path = al_xasprintf("%s/%s", state_dir, leaf);
     if (sa == NULL) {
@@ -352,11 +355,57 @@ write_url(const char *state_dir, const char *leaf, const struct sockaddr_in *sa,
     char host[INET_ADDRSTRLEN] = "127.0.0.1";
     if (sa->sin_addr.s_addr != htonl(INADDR_ANY))
         inet_ntop(AF_INET, &sa->sin_addr, host, sizeof host);
-    char *url = al_xasprintf("http://%s:%d%s\n", host, port, suffix);
+    char *url = al_xasprintf("%s://%s:%d%s\n", scheme, host, port, suffix);
     if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
         al_warn("cannot write %s", path);
     free(url);
     free(path);
+}
+
+/* TLS on the API listener: with --tls-cert and --tls-key, reads both
+ * files into s and fills items (3, ending with MHD_OPTION_END) and *flags
+ * for MHD_start_daemon(); without them, items holds only the end. */
+static int
+tls_options(al_server_t *s, const al_server_opts_t *o,
+            struct MHD_OptionItem *items, unsigned *flags, char **cause)
+{
+    items[0] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+    if (o->tls_cert == NULL && o->tls_key == NULL)
+        return 0;
+    if (o->tls_cert == NULL || o->tls_key == NULL) {
+        *cause = al_xstrdup("--tls-cert and --tls-key go together");
+        return AL_EINVAL;
+    }
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        *cause = al_xstrdup("this libmicrohttpd was built without TLS");
+        return AL_ENOTSUP;
+    }
+    size_t n;
+    const char *bad = NULL;
+    if (al_fs_read_file(o->tls_cert, &s->tls_cert, &n) != 0)
+        bad = o->tls_cert;
+    else if (al_fs_read_file(o->tls_key, &s->tls_key, &n) != 0)
+        bad = o->tls_key;
+    if (bad != NULL) {
+        *cause = al_xasprintf("cannot read %s: %s", bad, strerror(errno));
+        return AL_EIO;
+    }
+    items[0] =
+        (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert };
+    items[1] =
+        (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key };
+    items[2] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+    *flags |= MHD_USE_TLS;
+    return 0;
+}
+
+static void
+server_free(al_server_t *s)
+{
+    free(s->tls_cert);
+    free(s->tls_key);
+    free(s->ctl.state_dir);
+    free(s);
 }
 
 int
@@ -388,30 +437,41 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     }
     al_server_t *s = al_xcalloc(1, sizeof *s);
     s->lock_fd = lock_fd;
+    struct MHD_OptionItem tls[3];
+    unsigned flags = MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME;
+    if ((rc = tls_options(s, o, tls, &flags, cause)) != 0) {
+        close(s->lock_fd);
+        server_free(s);
+        return rc;
+    }
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     s->ctl.reply = reply_ready;
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
         close(s->lock_fd);
-        free(s->ctl.state_dir);
-        free(s);
+        server_free(s);
         return rc;
     }
     /* Not MHD_OPTION_LISTENING_ADDRESS_REUSE: its SO_REUSEPORT let a
      * second controller bind the same port and take a share of the
      * connections.  libmicrohttpd sets SO_REUSEADDR, so a restarted
      * controller binds its port at once all the same. */
-    s->mhd = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL,
-        on_request, s, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
-        on_completed, s, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536, MHD_OPTION_END);
+    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+                              MHD_OPTION_SOCK_ADDR, &sa,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536,
+                              MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (s->mhd == NULL) {
-        *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
+        *cause = al_xasprintf(
+            (flags & MHD_USE_TLS) != 0
+                ? "cannot listen on %s (port in use, or a certificate "
+                  "and key that do not load or match?)"
+                : "cannot listen on %s (port in use?)",
+            o->listen);
         al__ctl_stop(&s->ctl);
         close(s->lock_fd);
-        free(s->ctl.state_dir);
-        free(s);
+        server_free(s);
         return AL_EIO;
     }
     if (o->metrics_listen != NULL) {
@@ -429,8 +489,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
             al__ctl_stop(&s->ctl);
             MHD_stop_daemon(s->mhd);
             close(s->lock_fd);
-            free(s->ctl.state_dir);
-            free(s);
+            server_free(s);
             return AL_EIO;
         }
         const union MHD_DaemonInfo *mi =
@@ -444,12 +503,13 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
      * configs where the server listens, which matters when it picked its
      * port itself (HOST:0); a start without a metrics listener leaves no
      * address of an earlier one. */
-    write_url(o->state_dir, "url", &sa, s->port, "");
+    write_url(o->state_dir, "url", (flags & MHD_USE_TLS) ? "https" : "http",
+              &sa, s->port, "");
     if (s->metrics_mhd != NULL)
-        write_url(o->state_dir, "metrics-url", &msa, s->metrics_port,
+        write_url(o->state_dir, "metrics-url", "http", &msa, s->metrics_port,
                   "/metrics");
     else
-        write_url(o->state_dir, "metrics-url", NULL, 0, NULL);
+        write_url(o->state_dir, "metrics-url", NULL, NULL, 0, NULL);
     *out = s;
     return 0;
 }
@@ -478,12 +538,29 @@ al_server_stop(al_server_t *s)
     if (s->metrics_mhd != NULL)
         MHD_stop_daemon(s->metrics_mhd);
     close(s->lock_fd);
-    free(s->ctl.state_dir);
-    free(s);
+    server_free(s);
 }
 
 /* ------------------------------------------------------------------ */
 /* `allot server`                                                     */
+
+/* Tokens cross the network in the clear when a listener that is not on
+ * the loopback serves plain HTTP: say so. */
+static void
+warn_clear(const al_server_opts_t *o)
+{
+    struct sockaddr_in sa;
+    char *cause = NULL;
+    if (o->tls_cert != NULL ||
+        parse_listen("--listen", o->listen, &sa, &cause) != 0) {
+        free(cause);
+        return;
+    }
+    if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127)
+        al_warn("--listen %s without --tls-cert: API tokens travel in the "
+                "clear over the network",
+                o->listen);
+}
 
 int
 al_server_main(int argc, char **argv)
@@ -511,7 +588,9 @@ al_server_main(int argc, char **argv)
         free(cause);
         return AL_EXIT_FAIL;
     }
-    al_info("listening on http://%.*s:%d (state %s)",
+    warn_clear(&o);
+    al_info("listening on %s://%.*s:%d (state %s)",
+            o.tls_cert != NULL ? "https" : "http",
             (int)(strrchr(o.listen, ':') - o.listen), o.listen,
             al_server_port(s), o.state_dir);
     if (o.metrics_listen != NULL)

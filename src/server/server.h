@@ -32,6 +32,9 @@ typedef struct al_server_opts {
     /* "HOST:PORT" of a second listener that serves GET /metrics only,
      * without a token (for a Prometheus on a trusted network), or NULL. */
     const char *metrics_listen;
+    /* PEM files of the API listener's certificate (its chain) and private
+     * key: HTTPS when both are set, plain HTTP when neither is. */
+    const char *tls_cert, *tls_key;
     /* The usage history (history.c): a fine row every usage_interval_s
      * (0: none), a coarse one every usage_rollup fine steps, each kept
      * this long. */

@@ -8,7 +8,8 @@
  *   - a value read has no line break and no blanks around it;
  *   - after setting a key, reading it gives the value set, reading another
  *     key gives what it gave before, and setting it again changes nothing;
- *   - a URL parses into a host without ':' or '/', a port of digits and a
+ *   - a URL parses into a host without '/' (nor ':' unless written in
+ *     brackets, as an IPv6 address is), a port of digits and a
  *     prefix that is empty or starts, but does not end, with '/'; or is
  *     refused with a message.
  * Corpus: tests/fuzz/corpus/config.
@@ -19,9 +20,10 @@
 #include "http.h"
 #include "ucfg.h"
 
-static const char *const keys[] = { "server", "token", "x y" };
+static const char *const keys[] = { "server", "token", "x y", "ca" };
 static const char *const values[] = { "http://127.0.0.1:7070/a",
-                                      "al_0123456789abcdef_00", "1 = 2" };
+                                      "al_0123456789abcdef_00", "1 = 2",
+                                      "/etc/allot/ca.pem" };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static void
@@ -45,7 +47,9 @@ check_url(const char *s)
         free(cause);
         return;
     }
-    CHECK(u.host[0] != '\0' && strpbrk(u.host, ":/") == NULL);
+    /* ':' only in an address written in brackets (IPv6). */
+    CHECK(u.host[0] != '\0' && strpbrk(u.host, "/]") == NULL);
+    CHECK(strchr(u.host, ':') == NULL || strchr(s, '[') != NULL);
     size_t plen = strlen(u.port);
     CHECK(plen > 0 && strspn(u.port, "0123456789") == plen);
     size_t xlen = strlen(u.prefix);

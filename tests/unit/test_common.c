@@ -672,11 +672,26 @@ http_urls(void)
     ASSERT_STR_EQ(u.host, "10.0.0.1");
     ASSERT_STR_EQ(u.port, "80");
     ASSERT_STR_EQ(u.prefix, "");
+    ASSERT_EQ(u.tls, false);
+    ASSERT_EQ(al_url_parse("https://ctl.example", &u, &cause), 0);
+    ASSERT_STR_EQ(u.host, "ctl.example");
+    ASSERT_STR_EQ(u.port, "443");
+    ASSERT_EQ(u.tls, true);
+    ASSERT_EQ(al_url_parse("https://[::1]:7070/a", &u, &cause), 0);
+    ASSERT_STR_EQ(u.host, "::1");
+    ASSERT_STR_EQ(u.port, "7070");
+    ASSERT_STR_EQ(u.prefix, "/a");
+    ASSERT_EQ(al_url_parse("http://[fe80::1]", &u, &cause), 0);
+    ASSERT_STR_EQ(u.host, "fe80::1");
+    ASSERT_STR_EQ(u.port, "80");
     static const struct {
         const char *url, *cause;
     } bad[] = {
-        { "https://h", "unsupported URL scheme in 'https://h' (only http:// "
-                       "is supported)" },
+        { "ftp://h", "unsupported URL scheme in 'ftp://h' (only http:// "
+                     "and https:// are supported)" },
+        { "http://[::1:80", "no host in URL 'http://[::1:80'" },
+        { "http://[]:80", "no host in URL 'http://[]:80'" },
+        { "http://[::1]x", "malformed URL 'http://[::1]x'" },
         { "http://:80", "no host in URL 'http://:80'" },
         { "http://h:", "bad port in URL 'http://h:'" },
         { "http://h:8x", "malformed URL 'http://h:8x'" },

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""End-to-end tests of production hardening: the API over TLS (a private CA
+and a server certificate made here with openssl), the CLI and the agent
+verifying it, and what a client maps for it.  The harness is e2e.py's
+(real server, agents with emulated GPUs, the CLI).
+
+Usage: e2e_harden.py SCENARIO PATH/TO/allot
+"""
+import os
+import socket
+import ssl
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+import e2e_cli  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl"] + list(args), cwd=cwd, check=True,
+                   capture_output=True)
+
+
+def make_ca(d, name):
+    """A private CA in d: NAME.pem and NAME.key."""
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
+            "ec_paramgen_curve:P-256", "-nodes", "-keyout", name + ".key",
+            "-out", name + ".pem", "-days", "2", "-subj",
+            "/CN=allot test " + name, cwd=d)
+    return os.path.join(d, name + ".pem")
+
+
+def make_cert(d, ca, name, sans):
+    """A server certificate NAME.pem/NAME.key signed by CA for sans
+    (openssl's subjectAltName syntax)."""
+    openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+            "-subj", "/CN=" + name, cwd=d)
+    with open(os.path.join(d, name + ".ext"), "w") as f:
+        f.write("subjectAltName=%s\nbasicConstraints=CA:FALSE\n"
+                "extendedKeyUsage=serverAuth\n" % sans)
+    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".pem",
+            "-CAkey", ca + ".key", "-CAcreateserial", "-out", name + ".pem",
+            "-days", "2", "-extfile", name + ".ext", cwd=d)
+    return os.path.join(d, name + ".pem"), os.path.join(d, name + ".key")
+
+
+def trust_in_tests(cafile):
+    """The harness's own API calls (urllib) trust cafile."""
+    ssl._create_default_https_context = \
+        lambda: ssl.create_default_context(cafile=cafile)
+
+
+def scenario_tls(c):
+    """`allot server --tls-cert/--tls-key` serves HTTPS; an agent given
+    --ca registers and runs a job submitted by the CLI, which trusts the CA
+    through ALLOT_CA, `allot --ca FILE` or `ca = FILE` in its config; a
+    client without the CA, with another CA, or with a certificate for
+    another name is refused with a clear error and exit 1; plain HTTP to
+    the TLS port says what is wrong."""
+    d = os.path.join(c.root, "pki")
+    os.mkdir(d)
+    ca = make_ca(d, "ca")
+    other = make_ca(d, "other")
+    cert, key = make_cert(d, "ca", "server",
+                          "DNS:localhost,IP:127.0.0.1,IP:::1")
+    wrong_cert, wrong_key = make_cert(d, "ca", "elsewhere",
+                                      "DNS:elsewhere.example")
+    trust_in_tests(ca)
+    c.start_server("--tls-cert", cert, "--tls-key", key)
+    check(c.url.startswith("https://127.0.0.1:"),
+          "STATE/url is https: %s" % c.url)
+    c.start_agent("n1", "2xH100-80GB", extra=("--ca", ca, "--log-level", "debug"))
+    # The CLI: ALLOT_CA.
+    c.env["ALLOT_CA"] = ca
+    jid = c.submit("--gpus", "1", "--", "sh", "-c", "echo over-tls")
+    c.wait_state(jid, "completed")
+    check("over-tls" in c.cli("logs", str(jid)).stdout, "the job's log")
+    # `allot --ca FILE COMMAND`.
+    del c.env["ALLOT_CA"]
+    p = c.cli("--ca", ca, "show", str(jid))
+    check("completed" in p.stdout, "allot --ca FILE show: %s" % p.stdout)
+    # No CA: the system's store does not know ours.
+    p = c.cli("ls", ok=False)
+    check(p.returncode == 1 and "certificate is refused for 127.0.0.1" in
+          p.stderr and "issuer is unknown" in p.stderr and "--ca FILE" in
+          p.stderr, "without the CA: exit 1, a clear error: %d %r" %
+          (p.returncode, p.stderr))
+    print("  no CA: %s" % p.stderr.strip())
+    # Another CA.
+    p = c.cli("--ca", other, "ls", ok=False)
+    check(p.returncode == 1 and "certificate is refused" in p.stderr,
+          "another CA: exit 1: %d %r" % (p.returncode, p.stderr))
+    # A CA file that is not one.
+    junk = os.path.join(d, "junk.pem")
+    with open(junk, "w") as f:
+        f.write("not a certificate\n")
+    p = c.cli("--ca", junk, "ls", ok=False)
+    check(p.returncode == 1 and "cannot read CA certificates from" in
+          p.stderr, "a junk CA file: %d %r" % (p.returncode, p.stderr))
+    # The config file's `ca = FILE`.
+    cfg = os.path.join(c.root, ".config", "allot")
+    os.makedirs(cfg, exist_ok=True)
+    with open(os.path.join(cfg, "config"), "w") as f:
+        f.write("ca = %s\n" % ca)
+    p = c.cli("show", str(jid))
+    check("completed" in p.stdout, "ca = FILE in the config: %s" % p.stdout)
+    # By name: localhost is in the certificate too.
+    port = c.url.rsplit(":", 1)[1]
+    p = c.cli("show", str(jid), "--server", "https://localhost:" + port)
+    check("completed" in p.stdout, "https://localhost: %s" % p.stdout)
+    # IPv6 loopback: the listener is IPv4, so refused, but the URL parses.
+    p = c.cli("ls", "--server", "https://[::1]:" + port, ok=False)
+    check(p.returncode == 1 and "cannot reach the server at "
+          "https://[::1]" in p.stderr, "an IPv6 URL: %r" % p.stderr)
+    # Plain HTTP to the TLS port.
+    p = c.cli("ls", "--server", "http://127.0.0.1:" + port, ok=False)
+    check(p.returncode == 1 and "an https server?" in p.stderr,
+          "http:// to the https port: %r" % p.stderr)
+    # An agent that does not trust the CA never registers, and says why.
+    c.spawn("agent-n2", [
+        "agent", "--server", c.url, "--join-token", c.join, "--name", "n2",
+        "--addr", "127.0.0.1", "--state", os.path.join(c.root, "agent-n2"),
+        "--fake-gpus", "1xH100-80GB", "--no-run-as-user"])
+    log = os.path.join(c.root, "agent-n2.log")
+    wait_for(lambda: "certificate is refused" in open(log).read(), 10,
+             "agent n2 to log the refused certificate")
+    check(all(n["name"] != "n2" for n in c.api("GET", "/v1/nodes")[1]
+              ["nodes"]), "n2 never registered")
+    # The server restarted with a certificate for another name: the CLI
+    # refuses it, naming the host it asked for.
+    c.kill_server()
+    urlfile = os.path.join(c.state, "url")
+    os.unlink(urlfile)
+    c.server = c.spawn("server2", [
+        "server", "--listen", "127.0.0.1:%d" % c.port, "--state", c.state,
+        "--tls-cert", wrong_cert, "--tls-key", wrong_key])
+    wait_for(lambda: os.path.exists(urlfile), 10, "STATE/url")
+    p = c.cli("--ca", ca, "ls", ok=False)
+    check(p.returncode == 1 and "certificate is refused for 127.0.0.1" in
+          p.stderr and "does not match" in p.stderr,
+          "a certificate for another name: %r" % p.stderr)
+    print("  another name: %s" % p.stderr.strip())
+
+
+def scenario_tls_errors(c):
+    """The server refuses a half or unreadable TLS setup at start (exit 1,
+    a message); a listener off the loopback without TLS warns that tokens
+    travel in the clear."""
+    d = os.path.join(c.root, "pki")
+    os.mkdir(d)
+    make_ca(d, "ca")
+    cert, key = make_cert(d, "ca", "server", "IP:127.0.0.1")
+    st = os.path.join(c.root, "s")
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state", st,
+                        "--tls-cert", cert)
+    check(rc == 1 and "--tls-cert and --tls-key go together" in err,
+          "only --tls-cert: %d %r" % (rc, err))
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state", st,
+                        "--tls-cert", cert, "--tls-key",
+                        os.path.join(d, "missing.key"))
+    check(rc == 1 and "cannot read" in err and "missing.key" in err,
+          "a missing key: %d %r" % (rc, err))
+    # A key that is not the certificate's.
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state", st,
+                        "--tls-cert", cert, "--tls-key",
+                        os.path.join(d, "ca.key"))
+    check(rc == 1 and "do not load or match" in err,
+          "a key of another certificate: %d %r" % (rc, err))
+    # Off the loopback in the clear: a warning.
+    p = c.spawn("server-any", ["server", "--listen", "0.0.0.0:0", "--state",
+                               os.path.join(c.root, "any")])
+    log = os.path.join(c.root, "server-any.log")
+    wait_for(lambda: "travel in the clear" in open(log).read(), 10,
+             "the warning about tokens in the clear")
+    p.terminate()
+    p.wait(10)
+    # On the loopback: none.
+    c.start_server()
+    check("travel in the clear" not in
+          open(os.path.join(c.root, "server.log")).read(),
+          "no warning on the loopback")
+
+
+def scenario_tls_client_libs(c):
+    """The allot command maps GnuTLS only when it talks https: caught while
+    it waits on a peer that never answers, `allot ls` on an http URL maps
+    only a client's libraries, on an https URL GnuTLS too."""
+    lsn = socket.socket()
+    lsn.bind(("127.0.0.1", 0))
+    lsn.listen(16)
+    port = lsn.getsockname()[1]
+    held = []
+    for scheme, want in (("http", False), ("https", True)):
+        env = dict(c.env, ALLOT_SERVER="%s://127.0.0.1:%d" % (scheme, port),
+                   ALLOT_TOKEN="al_none")
+        p = subprocess.Popen([c.allot, "ls"], env=env,
+                             stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        try:
+            conn, _ = lsn.accept()
+            held.append(conn)
+            if want:  # the ClientHello comes after the library is loaded
+                conn.settimeout(10)
+                check(len(conn.recv(5)) > 0, "a TLS ClientHello")
+            libs = e2e_cli.mapped_libs(p.pid)
+        finally:
+            p.kill()
+            p.wait(10)
+        gnutls = [lib for lib in libs if lib.startswith("libgnutls.so")]
+        check(bool(gnutls) == want, "%s: GnuTLS mapped %s: %s" %
+              (scheme, "as it should be" if want else "though not needed",
+               sorted(libs)))
+        if not want:
+            check(not e2e_cli.foreign(libs), "http: only a client's "
+                  "libraries: %s" % e2e_cli.foreign(libs))
+        print("  allot ls on %s maps %d shared objects" % (scheme, len(libs)))
+    for conn in held:
+        conn.close()
+    lsn.close()
+
+
+SCENARIOS = {
+    "tls": scenario_tls,
+    "tls_errors": scenario_tls_errors,
+    "tls_client_libs": scenario_tls_client_libs,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS = SCENARIOS
+    sys.exit(e2e.main())
