@@ -146,6 +146,20 @@ adopt(agent_t *a)
 /* ------------------------------------------------------------------ */
 /* `allot agent`                                                      */
 
+/* Moves to the next controller of the group, on new connections. */
+static void
+next_controller(agent_t *a)
+{
+    a->cur_url = (a->cur_url + 1) % a->nurls;
+    a->url = a->urls[a->cur_url];
+    for (int i = 0; i < 2; i++) {
+        al_http_conn_close(&a->conn[i]);
+        al_http_conn_init(&a->conn[i], &a->url);
+        a->conn[i].keep_interrupted = true;
+    }
+    al_info("trying the controller at %s:%s", a->url.host, a->url.port);
+}
+
 static int
 run(agent_t *a)
 {
@@ -168,7 +182,16 @@ run(agent_t *a)
             drain_pipe();
             continue;
         }
-        if (rc != 0) {
+        if (rc != 0 && a->nurls > 1) {
+            /* The next controller of the group: the active one may have
+             * changed.  A round of them all waits a little. */
+            next_controller(a);
+            if (a->cur_url == 0) {
+                nap(backoff);
+                drain_pipe();
+                backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+            }
+        } else if (rc != 0) {
             nap(backoff);
             drain_pipe();
             backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
@@ -272,11 +295,12 @@ al_agent_main(int argc, char **argv)
         return AL_EXIT_USAGE;
     }
     char *cause = NULL, *filetoken = NULL;
-    if (al_url_parse(server, &a.url, &cause) != 0) {
+    if (al_url_parse_list(server, a.urls, &a.nurls, &cause) != 0) {
         fprintf(stderr, "allot agent: %s\n", cause);
         free(cause);
         return AL_EXIT_USAGE;
     }
+    a.url = a.urls[0];
     al_tls_set_ca(args.ca);
     for (int i = 0; i < 2; i++) {
         al_http_conn_init(&a.conn[i], &a.url);

@@ -186,7 +186,11 @@ typedef struct task {
 } task_t;
 
 typedef struct agent {
-    al_url_t url;
+    al_url_t url; /* the controller talked to: urls[cur_url] */
+    /* --server A,B,C: a failover group's controllers; a failed exchange
+     * moves on to the next (agent.c). */
+    al_url_t urls[AL_URL_LIST_MAX];
+    int nurls, cur_url;
     /* Two connections kept open between syncs: a sync cut short by a
      * task's exit leaves its connection waiting for the controller's
      * answer (which it gives when the next sync comes), and the next sync

@@ -84,6 +84,33 @@ al_url_parse(const char *url, al_url_t *u, char **cause)
     return 0;
 }
 
+int
+al_url_parse_list(const char *list, al_url_t *out, int *n, char **cause)
+{
+    int k = 0;
+    const char *p = list;
+    for (;;) {
+        if (k == AL_URL_LIST_MAX) {
+            if (cause != NULL)
+                *cause = al_xasprintf("more than %d URLs in '%s'",
+                                      AL_URL_LIST_MAX, list);
+            return AL_EINVAL;
+        }
+        size_t len = strcspn(p, ",");
+        char *one = al_xstrndup(p, len);
+        int rc = al_url_parse(one, &out[k], cause);
+        free(one);
+        if (rc != 0)
+            return rc;
+        k++;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    *n = k;
+    return 0;
+}
+
 void
 al_http_resp_fini(al_http_resp_t *r)
 {

@@ -26,6 +26,12 @@ typedef struct al_url {
  * or an IPv6 one in brackets; the port 80 or 443 when left out).  Returns 0 or
  * AL_EINVAL with a message in *cause (caller frees) when cause is not NULL. */
 int al_url_parse(const char *url, al_url_t *u, char **cause);
+/* At most this many controllers in a failover group. */
+#define AL_URL_LIST_MAX 8
+/* Parses a comma-separated list of such URLs (the controllers of a
+ * failover group, tried in turn) into out[0..*n), 1 <= *n <=
+ * AL_URL_LIST_MAX.  0, or AL_EINVAL with a message naming the bad one. */
+int al_url_parse_list(const char *list, al_url_t *out, int *n, char **cause);
 
 typedef struct al_http_resp {
     int status;

@@ -32,6 +32,7 @@
 #include "daemon.h"
 #include "fs.h"
 #include "json.h"
+#include "leader.h"
 #include "log.h"
 #include "opt.h"
 #include "server_cmd.h"
@@ -562,6 +563,36 @@ warn_clear(const al_server_opts_t *o)
                 o->listen);
 }
 
+/* Starts the server; a --standby one first waits (leader.c) until no
+ * controller holds the store's database, and again when another standby
+ * wins the race for it.  0, 1 when a stop signal came while it waited, 2
+ * for --standby without PostgreSQL, or an error (AL_E*), each but 1 with a
+ * message in *cause. */
+static int
+start_or_wait(const al_server_opts_t *o, al_daemon_t *d, al_server_t **s,
+              char **cause)
+{
+    if (!o->standby)
+        return al_server_start(o, s, cause);
+    if (o->store == NULL || (strncmp(o->store, "postgres://", 11) != 0 &&
+                             strncmp(o->store, "postgresql://", 13) != 0)) {
+        *cause = al_xstrdup("--standby needs --store postgresql://...");
+        return 2;
+    }
+    for (;;) {
+        if (al__leader_wait(o, &d->stop) != 0)
+            return 1;
+        int rc = al_server_start(o, s, cause);
+        /* Busy is the store's database (another standby won) or the state
+         * directory (a controller of its own there: refused). */
+        if (rc != AL_EBUSY || strstr(*cause, "store's database") == NULL)
+            return rc;
+        al_info("standby: %s", *cause);
+        free(*cause);
+        *cause = NULL;
+    }
+}
+
 int
 al_server_main(int argc, char **argv)
 {
@@ -583,10 +614,14 @@ al_server_main(int argc, char **argv)
 
     al_server_t *s;
     char *cause = NULL;
-    if (al_server_start(&o, &s, &cause) != 0) {
+    if ((rc = start_or_wait(&o, &a.d, &s, &cause)) != 0) {
+        if (rc == 1) { /* stopped while a standby */
+            al_daemon_unblock(&a.d);
+            return AL_EXIT_OK;
+        }
         fprintf(stderr, "allot server: %s\n", cause ? cause : "failed");
         free(cause);
-        return AL_EXIT_FAIL;
+        return rc == 2 ? AL_EXIT_USAGE : AL_EXIT_FAIL;
     }
     warn_clear(&o);
     al_info("listening on %s://%.*s:%d (state %s)",

@@ -13,6 +13,7 @@
 #ifndef AL_SERVER_H
 #define AL_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,6 +36,10 @@ typedef struct al_server_opts {
     /* PEM files of the API listener's certificate (its chain) and private
      * key: HTTPS when both are set, plain HTTP when neither is. */
     const char *tls_cert, *tls_key;
+    /* With a PostgreSQL store in use by another controller: wait as its
+     * standby and take over when it goes (leader.c), rather than refuse
+     * to start. */
+    bool standby;
     /* The usage history (history.c): a fine row every usage_interval_s
      * (0: none), a coarse one every usage_rollup fine steps, each kept
      * this long. */

@@ -43,6 +43,12 @@ static const al_opt_t server_opts[] = {
       .help = "also listen here for GET /metrics only, without a token "
               "(for Prometheus; port 0 picks a free one; elsewhere /metrics "
               "needs a token of the metrics or admin role)" },
+    { .name = "--standby",
+      .kind = AL_OPT_FLAG,
+      .off = S(o.standby),
+      .help = "with --store postgresql://...: while another controller "
+              "is active on the database, wait as its standby and take over "
+              "when it goes" },
     { .name = "--tls-cert",
       .kind = AL_OPT_STR,
       .off = S(o.tls_cert),

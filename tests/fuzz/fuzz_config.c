@@ -3,7 +3,8 @@
  * (~/.config/allot/config, src/common/ucfg.c): the reader
  * (al_ucfg_lookup, behind al_ucfg_get), the rewriter that `allot dev` uses
  * (al_ucfg_rewrite, behind al_ucfg_set), and the URL parser the server
- * value goes to (al_url_parse, src/common/http.c).  Each input is a file's
+ * value goes to (al_url_parse, and al_url_parse_list for a failover
+ * group's list, src/common/http.c).  Each input is a file's
  * bytes.  Checks:
  *   - a value read has no line break and no blanks around it;
  *   - after setting a key, reading it gives the value set, reading another
@@ -65,8 +66,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         before[k] = al_ucfg_lookup(text, size, keys[k]);
         check_value(before[k]);
     }
-    if (before[0] != NULL)
+    if (before[0] != NULL) {
         check_url(before[0]);
+        al_url_t list[AL_URL_LIST_MAX];
+        int n = -1;
+        char *cause = NULL;
+        if (al_url_parse_list(before[0], list, &n, &cause) == 0)
+            CHECK(n >= 1 && n <= AL_URL_LIST_MAX);
+        else
+            CHECK(cause != NULL && cause[0] != '\0');
+        free(cause);
+    }
     size_t set = size % NKEYS;
     al_buf_t out = AL_BUF_INIT, again = AL_BUF_INIT;
     al_ucfg_rewrite(text, size, keys[set], values[set], &out);

@@ -706,6 +706,25 @@ http_urls(void)
         cause = NULL;
     }
     ASSERT_EQ(al_url_parse("http://", &u, NULL), AL_EINVAL);
+    /* A failover group's list. */
+    al_url_t list[AL_URL_LIST_MAX];
+    int n = 0;
+    ASSERT_EQ(al_url_parse_list("http://a:1,https://[::1]:2", list, &n, NULL),
+              0);
+    ASSERT_EQ(n, 2);
+    ASSERT_STR_EQ(list[0].host, "a");
+    ASSERT_STR_EQ(list[1].host, "::1");
+    ASSERT_EQ(list[1].tls, true);
+    ASSERT_EQ(al_url_parse_list("http://a:1", list, &n, NULL), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(al_url_parse_list("http://a:1,", list, &n, &cause), AL_EINVAL);
+    ASSERT_STR_EQ(cause, "no host in URL ''");
+    free(cause);
+    cause = NULL;
+    ASSERT_EQ(al_url_parse_list("a,b,c,d,e,f,g,h,i", list, &n, &cause),
+              AL_EINVAL);
+    ASSERT_STR_EQ(cause, "more than 8 URLs in 'a,b,c,d,e,f,g,h,i'");
+    free(cause);
 }
 
 static void
