@@ -169,6 +169,7 @@ run(agent_t *a)
     a->stop_fd = stop_pipe[0];
     while (!stopping) {
         al__task_reap(a);
+        al__fence_check(a);
         al__task_escalate(a);
         int rc;
         if (!a->registered) {
@@ -194,7 +195,9 @@ run(agent_t *a)
         } else if (rc != 0) {
             nap(backoff);
             drain_pipe();
-            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            /* Fencing checks the controller's silence between tries. */
+            int64_t most = a->fence_ms > 0 ? 1000 : 5000;
+            backoff = backoff * 2 > most ? most : backoff * 2;
         } else {
             backoff = 200;
         }
@@ -288,6 +291,7 @@ al_agent_main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.grace_ms = 10000;
     a.telemetry_ms = telemetry_ms;
+    a.fence_ms = args.fence_ms;
     a.run_as_user = geteuid() == 0 && !no_run_as_user;
     if (run_as_user && no_run_as_user) {
         fputs("allot agent: --run-as-user and --no-run-as-user conflict\n",

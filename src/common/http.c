@@ -7,6 +7,7 @@
 #include "http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -151,8 +152,39 @@ wait_fd(int fd, short events, int64_t deadline, int intr_fd)
     }
 }
 
+/* connect() within the deadline (0: none): a peer cut off by a firewall
+ * that drops packets would hold a blocking one for minutes.  0 or -1 with
+ * errno. */
 static int
-connect_to(const al_url_t *u, int *fdp, char **cause)
+connect_by(int fd, const struct sockaddr *sa, socklen_t len, int64_t deadline)
+{
+    if (deadline <= 0)
+        return connect(fd, sa, len);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -1;
+    int rc = connect(fd, sa, len);
+    if (rc < 0 && errno == EINPROGRESS) {
+        int w = wait_fd(fd, POLLOUT, deadline, -1);
+        int err = 0;
+        socklen_t elen = sizeof err;
+        if (w == AL_ETIMEDOUT) {
+            errno = ETIMEDOUT;
+        } else if (w == 0 &&
+                   getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0) {
+            rc = err == 0 ? 0 : -1;
+            errno = err;
+        }
+    }
+    int saved = errno;
+    if (fcntl(fd, F_SETFL, fl) < 0 && rc == 0)
+        return -1;
+    errno = saved;
+    return rc;
+}
+
+static int
+connect_to(const al_url_t *u, int64_t deadline, int *fdp, char **cause)
 {
     struct addrinfo hints, *res, *ai;
     memset(&hints, 0, sizeof hints);
@@ -171,7 +203,7 @@ connect_to(const al_url_t *u, int *fdp, char **cause)
                     ai->ai_protocol);
         if (fd < 0)
             continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+        if (connect_by(fd, ai->ai_addr, ai->ai_addrlen, deadline) == 0)
             break;
         close(fd);
         fd = -1;
@@ -219,7 +251,7 @@ conn_recv(al_http_conn_t *c, void *p, size_t n)
 static int
 conn_open(al_http_conn_t *c, int64_t deadline, char **cause)
 {
-    int rc = connect_to(&c->url, &c->fd, cause);
+    int rc = connect_to(&c->url, deadline, &c->fd, cause);
     if (rc != 0 || !c->url.tls)
         return rc;
     int left = 0;

@@ -387,11 +387,181 @@ def scenario_pg_failover(c):
            takeovers[-1]))
 
 
+class Netns:
+    """Network namespaces joined to this one by veth pairs on a private
+    subnet: namespace k has 10.X.k.2, this side 10.X.k.1, and a default
+    route through it (so it reaches this side's other addresses too).
+    cut(k) takes namespace k's link down, heal(k) brings it back."""
+
+    def __init__(self, n):
+        tag = os.getpid() % 100000
+        self.net = "10.%d" % (100 + os.getpid() % 150)
+        self.names = ["allot-p%d-%d" % (tag, k) for k in range(1, n + 1)]
+        self.links = []
+        for k, ns in enumerate(self.names, 1):
+            here, there = "alp%dh%d" % (tag, k), "alp%dn%d" % (tag, k)
+            self.links.append(there)
+            self.ip("netns", "add", ns)
+            self.ip("link", "add", here, "type", "veth", "peer", "name", there)
+            self.ip("link", "set", there, "netns", ns)
+            self.ip("addr", "add", self.addr(k, 1) + "/24", "dev", here)
+            self.ip("link", "set", here, "up")
+            self.ip("netns", "exec", ns, "ip", "addr", "add",
+                    self.addr(k, 2) + "/24", "dev", there)
+            self.ip("netns", "exec", ns, "ip", "link", "set", "lo", "up")
+            self.heal(k)
+
+    def addr(self, k, host):
+        return "%s.%d.%d" % (self.net, k, host)
+
+    @staticmethod
+    def ip(*args):
+        p = subprocess.run(["ip"] + list(args), capture_output=True,
+                           text=True)
+        if p.returncode != 0:
+            raise e2e.Fail("ip %s: %s" % (" ".join(args), p.stderr.strip()))
+
+    def cut(self, k):
+        self.ip("netns", "exec", self.names[k - 1], "ip", "link", "set",
+                self.links[k - 1], "down")
+
+    def heal(self, k):
+        ns = self.names[k - 1]
+        self.ip("netns", "exec", ns, "ip", "link", "set", self.links[k - 1],
+                "up")
+        self.ip("netns", "exec", ns, "ip", "route", "replace", "default",
+                "via", self.addr(k, 1))
+
+    def close(self):
+        for ns in self.names:  # deleting a namespace deletes its veth pair
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+
+
+def runs_of(marks, jid):
+    """The runs of job jid the job script recorded: (restart, node, start,
+    end or None) each."""
+    out = []
+    for f in sorted(os.listdir(marks)):
+        job, restart, node = f.split(".", 2)
+        if int(job) != jid:
+            continue
+        words = open(os.path.join(marks, f)).read().split()
+        start = float(words[1]) if len(words) >= 2 else None
+        end = float(words[3]) if len(words) >= 4 else None
+        out.append((int(restart), node, start, end))
+    return out
+
+
+def scenario_partition(c):
+    """Agents in network namespaces of their own; a node running a job is
+    cut off (its link down) without stopping a process.  Its agent, with
+    --fence-timeout 2000 below the controller's --node-timeout 6000 less
+    the 1 s grace, stops the task itself; the controller marks the node
+    down and requeues the job onto another node; the link back, the node
+    rejoins and the job runs on where it was requeued.  Every run's start
+    and end, written by the job itself: no job ran in two places at once
+    (zero double runs)."""
+    if os.geteuid() != 0:
+        print("skipped: needs root (network namespaces)")
+        sys.exit(77)
+    try:
+        net = Netns(2)
+    except e2e.Fail as e:
+        print("skipped: no network namespaces here: %s" % e)
+        sys.exit(77)
+    try:
+        partition(c, net)
+    finally:
+        net.close()
+
+
+def partition(c, net):
+    c.start_server("--listen", net.addr(1, 1) + ":0", "--grace", "1000",
+                   "--node-timeout", "6000")
+    fence = ["--fence-timeout", "2000", "--log-level", "debug"]
+    for k in (1, 2):
+        name = "n%d" % k
+        log = open(os.path.join(c.root, "agent-%s.log" % name), "ab")
+        p = subprocess.Popen(
+            ["ip", "netns", "exec", net.names[k - 1], c.allot, "agent",
+             "--server", c.url, "--join-token", c.join, "--name", name,
+             "--addr", net.addr(k, 2), "--state",
+             os.path.join(c.root, "agent-" + name), "--fake-gpus",
+             "2xH100-80GB", "--no-run-as-user"] + fence,
+            stdout=log, stderr=subprocess.STDOUT, env=c.env,
+            start_new_session=True)
+        log.close()
+        c.procs.append(p)
+        c.agents[name] = p
+    c.start_agent("n3", "2xH100-80GB", extra=fence)
+    wait_for(lambda: len([n for n in c.api("GET", "/v1/nodes")[1]["nodes"]
+                          if n["state"] == "ready"]) == 3, 15,
+             "three agents to register")
+    marks = os.path.join(c.root, "marks")
+    os.mkdir(marks)
+    script = ("f=%s/$ALLOT_JOB_ID.$ALLOT_RESTART_COUNT.$ALLOT_NODE; "
+              "echo S $(date +%%s.%%N) > $f; "
+              "trap 'echo E $(date +%%s.%%N) >> $f; exit 143' TERM; "
+              "sleep 300 & wait" % marks)
+    jobs = [c.submit("--gpus", "2", "--", "sh", "-c", script)
+            for _ in range(2)]
+    for j in jobs:
+        c.wait_state(j, "running")
+        wait_for(lambda: runs_of(marks, j), 10, "job %d's first run" % j)
+    where = {j: c.job(j)["placement"][0]["node"] for j in jobs}
+    victim = [j for j in jobs if where[j] in ("n1", "n2")][0]
+    node = where[victim]
+    k = int(node[1])
+    t_cut = time.time()
+    net.cut(k)
+    alog = os.path.join(c.root, "agent-%s.log" % node)
+    wait_for(lambda: "fence: no answer from the controller" in
+             open(alog).read(), 10, "%s to fence itself" % node)
+    wait_for(lambda: any(n["name"] == node and n["state"] == "down"
+                         for n in c.api("GET", "/v1/nodes")[1]["nodes"]),
+             15, "%s to be marked down" % node)
+    wait_for(lambda: c.job(victim)["restart_count"] == 1 and
+             c.job(victim)["state"] == "running", 15,
+             "job %d requeued and running again" % victim)
+    new_node = c.job(victim)["placement"][0]["node"]
+    check(new_node != node, "requeued elsewhere than %s" % node)
+    wait_for(lambda: len(runs_of(marks, victim)) == 2, 10,
+             "the second run's start")
+    time.sleep(1)
+    net.heal(k)
+    wait_for(lambda: any(n["name"] == node and n["state"] == "ready"
+                         for n in c.api("GET", "/v1/nodes")[1]["nodes"]),
+             20, "%s to rejoin" % node)
+    time.sleep(2)  # a sync or two after the return
+    for j in jobs:
+        check(c.job(j)["state"] == "running", "job %d runs on" % j)
+    # Zero double runs: a job's runs never overlap in time, and only the
+    # last is still running.
+    double = 0
+    for j in jobs:
+        runs = sorted(runs_of(marks, j), key=lambda r: r[2])
+        for a, b in zip(runs, runs[1:]):
+            if a[3] is None or a[3] > b[2]:
+                double += 1
+        check(all(r[3] is not None for r in runs[:-1]) and
+              runs[-1][3] is None, "job %d: every run but the last ended: "
+              "%s" % (j, runs))
+    check(double == 0, "double runs: %d (%s)" % (
+        double, {j: runs_of(marks, j) for j in jobs}))
+    first, second = sorted(runs_of(marks, victim), key=lambda r: r[2])
+    print("  %s cut off: its run stopped %.1f s after the cut, the job "
+          "restarted on %s %.1f s after the cut; double runs: 0" %
+          (node, first[3] - t_cut, new_node, second[2] - t_cut))
+    for j in jobs:
+        c.cli("cancel", str(j))
+
+
 SCENARIOS = {
     "tls": scenario_tls,
     "tls_errors": scenario_tls_errors,
     "tls_client_libs": scenario_tls_client_libs,
     "pg_failover": scenario_pg_failover,
+    "partition": scenario_partition,
 }
 
 if __name__ == "__main__":
