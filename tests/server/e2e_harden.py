@@ -8,6 +8,7 @@ Usage: e2e_harden.py SCENARIO PATH/TO/allot
 """
 import json
 import os
+import signal
 import socket
 import ssl
 import subprocess
@@ -556,12 +557,77 @@ def partition(c, net):
         c.cli("cancel", str(j))
 
 
+def read_lines(f, n, timeout):
+    """Up to n lines from the pipe f, for at most timeout seconds."""
+    import select
+    lines, buf, end = [], b"", time.monotonic() + timeout
+    while len(lines) < n and time.monotonic() < end:
+        if not select.select([f], [], [], 0.5)[0]:
+            continue
+        chunk = os.read(f.fileno(), 4096)
+        if not chunk:
+            break
+        buf += chunk
+        while b"\n" in buf and len(lines) < n:
+            line, buf = buf.split(b"\n", 1)
+            lines.append(line.decode() + "\n")
+    return lines
+
+
+def scenario_demo_twice(c):
+    """`allot dev --demo` twice in a row on the same state (the README's
+    `scripts/dev` run again): the second run sets its queues again rather
+    than failing on them, cancels the first run's jobs, and tells its
+    story again: joe's job runs by reclaiming one of susan's."""
+    env = dict(c.env)
+    env.pop("ALLOT_SERVER", None)
+    env.pop("ALLOT_TOKEN", None)
+
+    def jobs():
+        r = subprocess.run([c.allot, "ls", "--all", "--json"], env=env,
+                           capture_output=True, text=True, timeout=30)
+        return json.loads(r.stdout) if r.returncode == 0 else []
+
+    def active():
+        return [j for j in jobs() if j["state"] in ("pending", "running")]
+
+    def reclaimed():
+        js = active()
+        joe = [j for j in js if j["user"] == "joe"]
+        susan = [j for j in js if j["user"] == "susan"]
+        return (len(joe) == 1 and joe[0]["state"] == "running" and
+                sum(j["restart_count"] for j in susan) == 1 and
+                all(j["state"] == "running" for j in js
+                    if j["user"] == "jemma"))
+
+    first = set()
+    for run in (1, 2):
+        log = open(os.path.join(c.root, "dev%d.log" % run), "wb")
+        p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0",
+                              "--demo"], stdout=subprocess.PIPE, stderr=log,
+                             env=env, start_new_session=True)
+        c.procs.append(p)
+        lines = read_lines(p.stdout, 7, 30)
+        check(len(lines) == 7 and lines[-1].startswith("demo: joe submitted"),
+              "run %d: the demo's story: %r (stderr: %r)" %
+              (run, lines, open(os.path.join(c.root, "dev%d.log" % run))
+               .read()))
+        wait_for(reclaimed, 20, "run %d: joe's job to run by reclaim" % run)
+        ids = {j["id"] for j in active()}
+        check(not ids & first, "run %d: the first run's jobs are not active:"
+              " %s" % (run, ids & first))
+        first = ids
+        p.send_signal(signal.SIGTERM)
+        check(p.wait(15) == 0, "run %d: dev exits cleanly" % run)
+
+
 SCENARIOS = {
     "tls": scenario_tls,
     "tls_errors": scenario_tls_errors,
     "tls_client_libs": scenario_tls_client_libs,
     "pg_failover": scenario_pg_failover,
     "partition": scenario_partition,
+    "demo_twice": scenario_demo_twice,
 }
 
 if __name__ == "__main__":
