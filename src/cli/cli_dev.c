@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -237,8 +238,16 @@ spawn_agent(const char *url, const char *join, const char *name,
     sigset_t all, cur;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &cur);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* The agent goes with this process, even after a kill -9 of it
+         * (its tasks live on under their monitors, for the next agent to
+         * adopt): a stray agent would hold its state's lock, the next
+         * `allot dev`'s own agent would be refused, and a clean stop of
+         * that one would leave the stray running for ever. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+            _exit(127);
         sigprocmask(SIG_SETMASK, old, NULL);
         setrlimit(RLIMIT_NOFILE, nofile);
         execv("/proc/self/exe", args);

@@ -621,6 +621,74 @@ def scenario_demo_twice(c):
         check(p.wait(15) == 0, "run %d: dev exits cleanly" % run)
 
 
+def children(pid):
+    out = []
+    for task in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/children" % (pid, task)) as f:
+            out += [int(x) for x in f.read().split()]
+    return out
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def scenario_dev_kill9(c):
+    """kill -9 of `allot dev`: its agent goes too (its task lives on); the
+    next `allot dev` on the same state gets an agent of its own, which
+    adopts the task (the same run goes on); a clean stop of that one
+    leaves neither its controller nor its agent behind."""
+    env = dict(c.env)
+    env.pop("ALLOT_SERVER", None)
+    env.pop("ALLOT_TOKEN", None)
+
+    def dev(run):
+        log = open(os.path.join(c.root, "dev%d.log" % run), "wb")
+        p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0"],
+                             stdout=subprocess.PIPE, stderr=log, env=env,
+                             start_new_session=True)
+        c.procs.append(p)
+        lines = read_lines(p.stdout, 1, 30)
+        check(lines and lines[0].startswith("allot dev: ready"),
+              "run %d: ready: %r" % (run, lines))
+        agents = children(p.pid)
+        check(len(agents) == 1, "run %d: one agent: %s" % (run, agents))
+        return p, agents[0]
+
+    def allot(*args):
+        r = subprocess.run([c.allot] + list(args), env=env,
+                           capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, "allot %s: %s" % (" ".join(args), r.stderr))
+        return r.stdout
+
+    p, agent = dev(1)
+    jid = int(allot("submit", "--", "sh", "-c",
+                    "echo run $ALLOT_RESTART_COUNT; sleep 300").strip())
+    wait_for(lambda: "run 0" in allot("logs", str(jid)), 15,
+             "the job to run")
+    p.kill()
+    p.wait(10)
+    wait_for(lambda: not alive(agent), 10,
+             "the agent to go with the killed allot dev")
+    p, agent = dev(2)
+    wait_for(lambda: json.loads(allot("show", "--json", str(jid)))
+             ["state"] == "running", 15, "the job running under run 2")
+    show = json.loads(allot("show", "--json", str(jid)))
+    check(show["restart_count"] == 0, "the same run goes on (adopted): %s"
+          % show["restart_count"])
+    log2 = open(os.path.join(c.root, "dev2.log")).read()
+    check("lock" not in log2 and "refused" not in log2,
+          "run 2's agent is not refused: %r" % log2[-500:])
+    allot("cancel", str(jid))
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(15) == 0, "run 2 exits cleanly")
+    wait_for(lambda: not alive(agent), 10, "run 2's agent to be gone")
+
+
 SCENARIOS = {
     "tls": scenario_tls,
     "tls_errors": scenario_tls_errors,
@@ -628,6 +696,7 @@ SCENARIOS = {
     "pg_failover": scenario_pg_failover,
     "partition": scenario_partition,
     "demo_twice": scenario_demo_twice,
+    "dev_kill9": scenario_dev_kill9,
 }
 
 if __name__ == "__main__":
