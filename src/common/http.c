@@ -53,8 +53,8 @@ al_url_parse(const char *url, al_url_t *u, char **cause)
         return AL_EINVAL;
     }
     memcpy(tmp.host, p + bracket, hlen);
-    p += hlen + 2 * bracket;
-    strcpy(tmp.port, tmp.tls ? "443" : "80");
+    p += hlen + (bracket ? 2 : 0);
+    snprintf(tmp.port, sizeof tmp.port, "%s", tmp.tls ? "443" : "80");
     if (*p == ':') {
         p++;
         size_t plen = strspn(p, "0123456789");

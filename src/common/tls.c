@@ -52,7 +52,9 @@
     X(const char *, gnutls_strerror, (int))
 
 static struct {
-#define AL_TLS_PTR(ret, name, args) ret(*name) args;
+/* ret and args are a type and a parameter list: no parentheses. */
+#define AL_TLS_PTR(ret, name, args)                                            \
+    ret(*name) args; // NOLINT(bugprone-macro-parentheses)
     AL_TLS_FUNCS(AL_TLS_PTR)
 #undef AL_TLS_PTR
     gnutls_certificate_credentials_t cred;
