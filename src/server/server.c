@@ -35,6 +35,7 @@
 #include "leader.h"
 #include "log.h"
 #include "opt.h"
+#include "selfsign.h"
 #include "server_cmd.h"
 #include "server_int.h"
 #include "xmalloc.h"
@@ -613,8 +614,27 @@ al_server_main(int argc, char **argv)
     al_daemon_block(&a.d);
 
     al_server_t *s;
-    char *cause = NULL;
-    if ((rc = start_or_wait(&o, &a.d, &s, &cause)) != 0) {
+    char *cause = NULL, *cert = NULL, *key = NULL;
+    if (o.tls_self_signed != NULL) {
+        if (o.tls_cert != NULL || o.tls_key != NULL) {
+            fputs("allot server: --tls-self-signed or --tls-cert/--tls-key, "
+                  "not both\n",
+                  stderr);
+            return AL_EXIT_USAGE;
+        }
+        if (al__selfsign(o.tls_self_signed, o.listen, &cert, &key, &cause) !=
+            0) {
+            fprintf(stderr, "allot server: %s\n", cause);
+            free(cause);
+            return AL_EXIT_FAIL;
+        }
+        o.tls_cert = cert;
+        o.tls_key = key;
+    }
+    rc = start_or_wait(&o, &a.d, &s, &cause);
+    if (rc != 0) {
+        free(cert);
+        free(key);
         if (rc == 1) { /* stopped while a standby */
             al_daemon_unblock(&a.d);
             return AL_EXIT_OK;
@@ -636,5 +656,7 @@ al_server_main(int argc, char **argv)
     al_info("signal %d: stopping", sig);
     al_server_stop(s);
     al_daemon_unblock(&a.d);
+    free(cert);
+    free(key);
     return AL_EXIT_OK;
 }

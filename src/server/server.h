@@ -36,6 +36,9 @@ typedef struct al_server_opts {
     /* PEM files of the API listener's certificate (its chain) and private
      * key: HTTPS when both are set, plain HTTP when neither is. */
     const char *tls_cert, *tls_key;
+    /* A directory for a private CA and a certificate made on first start
+     * (selfsign.c), used as tls_cert and tls_key; or NULL. */
+    const char *tls_self_signed;
     /* With a PostgreSQL store in use by another controller: wait as its
      * standby and take over when it goes (leader.c), rather than refuse
      * to start. */

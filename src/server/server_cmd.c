@@ -49,6 +49,12 @@ static const al_opt_t server_opts[] = {
       .help = "with --store postgresql://...: while another controller "
               "is active on the database, wait as its standby and take over "
               "when it goes" },
+    { .name = "--tls-self-signed",
+      .kind = AL_OPT_STR,
+      .off = S(o.tls_self_signed),
+      .arg = "DIR",
+      .help = "serve HTTPS with a certificate signed by a private CA made "
+              "in DIR on first start (clients trust DIR/ca.pem)" },
     { .name = "--tls-cert",
       .kind = AL_OPT_STR,
       .off = S(o.tls_cert),

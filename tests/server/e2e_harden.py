@@ -151,6 +151,43 @@ def scenario_tls(c):
     print("  another name: %s" % p.stderr.strip())
 
 
+def scenario_tls_self_signed(c):
+    """`allot server --tls-self-signed DIR` makes a private CA and a server
+    certificate on first start (keys 0600) for localhost, 127.0.0.1 and
+    this host's name; Python's own TLS (OpenSSL), the CLI and an agent
+    given DIR/ca.pem trust it; a restart keeps the same CA; with
+    --tls-cert as well it is a usage error."""
+    d = os.path.join(c.root, "tls")
+    ca = os.path.join(d, "ca.pem")
+    # The harness's urllib verifies with OpenSSL, against the CA the
+    # server is about to make (read at each connection).
+    trust_in_tests(ca)
+    c.start_server("--tls-self-signed", d)
+    for leaf, mode in (("ca.pem", 0o644), ("server.pem", 0o644),
+                       ("ca.key", 0o600), ("server.key", 0o600)):
+        st = os.stat(os.path.join(d, leaf))
+        check(st.st_mode & 0o777 == mode, "%s mode %o" % (leaf, st.st_mode))
+    check(c.url.startswith("https://"), "https: %s" % c.url)
+    check(c.healthz() is not None, "Python's TLS trusts the made CA")
+    c.env["ALLOT_CA"] = ca
+    c.start_agent("n1", "1xH100-80GB", extra=("--ca", ca))
+    jid = c.submit("--", "true")
+    c.wait_state(jid, "completed")
+    port = c.url.rsplit(":", 1)[1]
+    for host in ("localhost", socket.gethostname()):
+        p = c.cli("ls", "--all", "--server", "https://%s:%s" % (host, port))
+        check(str(jid) in p.stdout, "by the name %s" % host)
+    before = open(ca).read()
+    c.kill_server(signal.SIGTERM)
+    c.start_server("--tls-self-signed", d)
+    check(open(ca).read() == before, "a restart keeps the CA")
+    check(str(jid) in c.cli("ls", "--all").stdout, "trusted after restart")
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        os.path.join(c.root, "x"), "--tls-self-signed", d,
+                        "--tls-cert", os.path.join(d, "server.pem"))
+    check(rc == 2 and "not both" in err, "both: %d %r" % (rc, err))
+
+
 def scenario_tls_errors(c):
     """The server refuses a half or unreadable TLS setup at start (exit 1,
     a message); a listener off the loopback without TLS warns that tokens
@@ -692,6 +729,7 @@ def scenario_dev_kill9(c):
 SCENARIOS = {
     "tls": scenario_tls,
     "tls_errors": scenario_tls_errors,
+    "tls_self_signed": scenario_tls_self_signed,
     "tls_client_libs": scenario_tls_client_libs,
     "pg_failover": scenario_pg_failover,
     "partition": scenario_partition,
