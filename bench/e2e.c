@@ -8,7 +8,8 @@
  * only when the system misbehaves (a submission refused, a job lost or
  * failed).  See bench/README.md for the cases and the targets.
  *
- *   bench/e2e [--case throughput|latency|memory|cluster|cli|array|session]
+ *   bench/e2e [--case spawn|throughput|latency|memory|cluster|cli|array|
+ *                      session]
  *             [--jobs N] [--clients N] [--nodes N] [--elements N]
  *             [--allot PATH] [--store sqlite|pg] [--keep]
  *
@@ -498,9 +499,66 @@ await_idle(al_http_conn_t *c, const dev_t_ *d, int poll_ms)
     }
 }
 
+/* The machine's own limit on trivial jobs: two workers each start `true`
+ * (posix_spawnp, as the agent's spawner starts a task's program) and reap
+ * it, n runs in all, with nothing else running.  Runs per second. */
+typedef struct spawner_arg {
+    int runs;
+    int failed;
+} spawner_arg_t;
+
+static void *
+spawner_main(void *arg)
+{
+    spawner_arg_t *a = arg;
+    static char prog[] = "true";
+    char *const argv[] = { prog, NULL };
+    extern char **environ;
+    for (int i = 0; i < a->runs; i++) {
+        pid_t pid;
+        int st;
+        if (posix_spawnp(&pid, "true", NULL, NULL, argv, environ) != 0 ||
+            waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+            WEXITSTATUS(st) != 0)
+            a->failed++;
+    }
+    return NULL;
+}
+
+static double
+spawn_rate(int n)
+{
+    spawner_arg_t a[2] = { { n / 2, 0 }, { n - n / 2, 0 } };
+    pthread_t t[2];
+    int64_t t0 = now_us();
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, spawner_main, &a[i]);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    int64_t wall = now_us() - t0;
+    if (a[0].failed + a[1].failed > 0)
+        die("%d runs of true failed", a[0].failed + a[1].failed);
+    return n / (wall / 1e6);
+}
+
+#define SPAWN_RUNS 4000
+
+static void
+case_spawn(void)
+{
+    double rate = spawn_rate(SPAWN_RUNS);
+    printf("{\"case\":\"spawn\",\"runs\":%d,\"workers\":2,"
+           "\"spawns_per_s\":%.0f}\n",
+           SPAWN_RUNS, rate);
+    fflush(stdout);
+}
+
 static void
 case_throughput(const opts_t *o)
 {
+    /* This machine's limit, measured in the same run before the cluster
+     * starts: jobs_per_s_vs_spawn says how close allot comes to it. */
+    double spawn = spawn_rate(SPAWN_RUNS);
     dev_t_ d;
     dev_start(o, o->nodes, &d);
     const char *body = "{\"command\":[\"true\"],\"name\":\"e2e\"}";
@@ -537,7 +595,8 @@ case_throughput(const opts_t *o)
     if (o->pg)
         printf(",\"store\":\"pg\",\"store_cpu_ms_per_job\":%.3f",
                d.pg_cpu * 1000 / o->jobs);
-    printf("}\n");
+    printf(",\"spawns_per_s\":%.0f,\"jobs_per_s_vs_spawn\":%.2f}\n", spawn,
+           o->jobs / (done / 1e6) / spawn);
     fflush(stdout);
     free(lat);
     if (failed > 0)
@@ -1319,7 +1378,7 @@ usage(void)
 {
     fputs(
         "usage: bench/e2e [--case "
-        "throughput|latency|memory|cluster|cli|array|session]\n"
+        "spawn|throughput|latency|memory|cluster|cli|array|session]\n"
         "                 [--jobs N] [--clients N] [--nodes N] [--elements N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",
@@ -1375,7 +1434,8 @@ main(int argc, char **argv)
     if (o.cse != NULL && strcmp(o.cse, "throughput") != 0 &&
         strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
         strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0 &&
-        strcmp(o.cse, "array") != 0 && strcmp(o.cse, "session") != 0)
+        strcmp(o.cse, "array") != 0 && strcmp(o.cse, "session") != 0 &&
+        strcmp(o.cse, "spawn") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -1386,6 +1446,8 @@ main(int argc, char **argv)
         die("cannot find %s", "/proc/self/exe");
     self[n] = '\0';
     print_head(&o);
+    if (o.cse == NULL || strcmp(o.cse, "spawn") == 0)
+        case_spawn();
     if (o.cse == NULL || strcmp(o.cse, "latency") == 0)
         case_latency(&o, self);
     if (o.cse == NULL || strcmp(o.cse, "throughput") == 0)

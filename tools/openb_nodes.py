@@ -27,7 +27,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_TRACES = os.path.join(HERE, "..", "..", "shared", "traces")
+DEFAULT_TRACES = os.path.join(HERE, "..", "data", "traces")
 
 
 def read_nodes(path):
@@ -86,7 +86,7 @@ def write_pods(src, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--traces", default=DEFAULT_TRACES,
-                    help="the shared traces folder (default ../shared/traces)")
+                    help="the traces folder (default data/traces)")
     ap.add_argument("--all-nodes", action="store_true",
                     help="include the CPU-only nodes")
     ap.add_argument("--cluster", help="write the cluster file here")

@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--allot", default=os.path.join(
         HERE, "..", "build-rel", "src", "cli", "allot"))
     ap.add_argument("--traces", default=os.path.join(
-        HERE, "..", "..", "shared", "traces"))
+        HERE, "..", "data", "traces"))
     ap.add_argument("--clusters", default="01,02,03,04,05")
     ap.add_argument("--sizes", default="contended,paper")
     ap.add_argument("--policies", default=",".join(POLICIES))

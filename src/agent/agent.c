@@ -42,6 +42,7 @@
 #include "log.h"
 #include "opt.h"
 #include "platform.h"
+#include "tls.h"
 #include "ucfg.h"
 #include "xmalloc.h"
 
@@ -146,6 +147,20 @@ adopt(agent_t *a)
 /* ------------------------------------------------------------------ */
 /* `allot agent`                                                      */
 
+/* Moves to the next controller of the group, on new connections. */
+static void
+next_controller(agent_t *a)
+{
+    a->cur_url = (a->cur_url + 1) % a->nurls;
+    a->url = a->urls[a->cur_url];
+    for (int i = 0; i < 2; i++) {
+        al_http_conn_close(&a->conn[i]);
+        al_http_conn_init(&a->conn[i], &a->url);
+        a->conn[i].keep_interrupted = true;
+    }
+    al_info("trying the controller at %s:%s", a->url.host, a->url.port);
+}
+
 static int
 run(agent_t *a)
 {
@@ -155,6 +170,7 @@ run(agent_t *a)
     a->stop_fd = stop_pipe[0];
     while (!stopping) {
         al__task_reap(a);
+        al__fence_check(a);
         al__task_escalate(a);
         int rc;
         if (!a->registered) {
@@ -168,10 +184,21 @@ run(agent_t *a)
             drain_pipe();
             continue;
         }
-        if (rc != 0) {
+        if (rc != 0 && a->nurls > 1) {
+            /* The next controller of the group: the active one may have
+             * changed.  A round of them all waits a little. */
+            next_controller(a);
+            if (a->cur_url == 0) {
+                nap(backoff);
+                drain_pipe();
+                backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+            }
+        } else if (rc != 0) {
             nap(backoff);
             drain_pipe();
-            backoff = backoff * 2 > 5000 ? 5000 : backoff * 2;
+            /* Fencing checks the controller's silence between tries. */
+            int64_t most = a->fence_ms > 0 ? 1000 : 5000;
+            backoff = backoff * 2 > most ? most : backoff * 2;
         } else {
             backoff = 200;
         }
@@ -265,6 +292,7 @@ al_agent_main(int argc, char **argv)
     memset(&a, 0, sizeof a);
     a.grace_ms = 10000;
     a.telemetry_ms = telemetry_ms;
+    a.fence_ms = args.fence_ms;
     a.run_as_user = geteuid() == 0 && !no_run_as_user;
     if (run_as_user && no_run_as_user) {
         fputs("allot agent: --run-as-user and --no-run-as-user conflict\n",
@@ -272,11 +300,13 @@ al_agent_main(int argc, char **argv)
         return AL_EXIT_USAGE;
     }
     char *cause = NULL, *filetoken = NULL;
-    if (al_url_parse(server, &a.url, &cause) != 0) {
+    if (al_url_parse_list(server, a.urls, &a.nurls, &cause) != 0) {
         fprintf(stderr, "allot agent: %s\n", cause);
         free(cause);
         return AL_EXIT_USAGE;
     }
+    a.url = a.urls[0];
+    al_tls_set_ca(args.ca);
     for (int i = 0; i < 2; i++) {
         al_http_conn_init(&a.conn[i], &a.url);
         a.conn[i].keep_interrupted = true; /* syncs may be sent again */

@@ -21,6 +21,12 @@ static const al_opt_t agent_opts[] = {
       .arg = "URL",
       .help = "the controller",
       .flags = AL_OPT_REQUIRED },
+    { .name = "--ca",
+      .kind = AL_OPT_STR,
+      .off = A(ca),
+      .arg = "FILE",
+      .help = "the CA (PEM) that signs an https controller's certificate "
+              "(default: the system's store)" },
     { .name = "--join-token",
       .kind = AL_OPT_STR,
       .off = A(token),
@@ -104,6 +110,17 @@ static const al_opt_t agent_opts[] = {
       .max = INT64_C(3600000),
       .arg = "MS",
       .help = "how often GPUs are sampled and reported (default 10000)" },
+    { .name = "--fence-timeout",
+      .kind = AL_OPT_INT,
+      .off = A(fence_ms),
+      .min = 0,
+      .max = INT64_C(86400000),
+      .arg = "MS",
+      .help = "with no answer from the controller for MS while tasks run, "
+              "stop them (SIGTERM, SIGKILL after the grace period): set it "
+              "below the controller's --node-timeout less the grace, so that "
+              "a node cut off has stopped its jobs before they are requeued "
+              "elsewhere (default 0: never)" },
     AL_DAEMON_OPTS(agent_args_t, d),
     { .name = NULL },
 };

@@ -11,10 +11,10 @@
 #include "daemon.h"
 
 typedef struct agent_args {
-    const char *server, *token, *token_file, *name, *addr, *state, *fake,
+    const char *server, *ca, *token, *token_file, *name, *addr, *state, *fake,
         *fallback, *cpus, *pool, *labels;
     bool no_run_as_user, run_as_user, probe;
-    int64_t launch_timeout, telemetry_ms;
+    int64_t launch_timeout, telemetry_ms, fence_ms;
     al_daemon_t d;
 } agent_args_t;
 

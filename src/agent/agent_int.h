@@ -193,7 +193,11 @@ typedef struct task {
 } task_t;
 
 typedef struct agent {
-    al_url_t url;
+    al_url_t url; /* the controller talked to: urls[cur_url] */
+    /* --server A,B,C: a failover group's controllers; a failed exchange
+     * moves on to the next (agent.c). */
+    al_url_t urls[AL_URL_LIST_MAX];
+    int nurls, cur_url;
     /* Two connections kept open between syncs: a sync cut short by a
      * task's exit leaves its connection waiting for the controller's
      * answer (which it gives when the next sync comes), and the next sync
@@ -225,6 +229,10 @@ typedef struct agent {
     bool telemetry_on;    /* the last look found GPUs to sample */
     al__spawner_t spawner;
     bool registered;
+    /* Fencing (fence.c): the --fence-timeout (0: off), when a controller
+     * last answered, and whether the tasks were stopped for its silence. */
+    int64_t fence_ms, heard_ms;
+    bool fenced;
     bool run_as_user; /* root agent: run tasks as their submitter */
     /* agent.c's self-pipe, set by run(): wake_fd becomes readable when a
      * task has ended or a stop signal came, wake_write is its write end
@@ -270,6 +278,14 @@ void al__task_respawn(agent_t *a);
 void al__task_reap(agent_t *a);
 /* Stops t (SIGTERM, then SIGKILL once the grace period is over, which
  * al__task_escalate() sends). */
+/* fence.c: a controller answered (any HTTP status): it is not cut off. */
+void al__fence_heard(agent_t *a);
+/* Stops every running task when no controller has answered for the fence
+ * timeout. */
+void al__fence_check(agent_t *a);
+/* A request's timeout_ms, shortened so that the fence check runs on time
+ * while tasks run. */
+int al__fence_bound(const agent_t *a, int timeout_ms);
 void al__task_stop(agent_t *a, task_t *t);
 void al__task_escalate(agent_t *a);
 

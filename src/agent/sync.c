@@ -37,9 +37,11 @@ call(agent_t *a, const char *path, json_t *body, int timeout_ms,
     char *text = al_json_dump(body);
     al_http_conn_t *c = &a->conn[a->cur];
     int rc = al_http_conn_request(c, "POST", path, a->token, text, strlen(text),
-                                  timeout_ms, intr ? a->wake_fd : a->stop_fd,
-                                  resp, cause);
+                                  al__fence_bound(a, timeout_ms),
+                                  intr ? a->wake_fd : a->stop_fd, resp, cause);
     free(text);
+    if (rc == 0)
+        al__fence_heard(a);
     if (rc == AL_EBUSY && c->pending)
         a->cur ^= 1;
     if (rc != 0)

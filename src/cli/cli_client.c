@@ -1,6 +1,7 @@
 /* cli_client.c -- options, server/token resolution and API calls. */
 #include "cli_client.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "fs.h"
 #include "json.h"
+#include "tls.h"
 #include "ucfg.h"
 #include "xmalloc.h"
 
@@ -26,17 +28,24 @@ al_client_init(al_client_t *c, const char *server, const char *token)
         token = NULL;
     c->server = server ? al_xstrdup(server) : al_ucfg_get(path, "server");
     c->token = token ? al_xstrdup(token) : al_ucfg_get(path, "token");
+    /* The CA of an https server: --ca (main.c) or ALLOT_CA, else the
+     * config's, else the system's store. */
+    const char *ca = getenv("ALLOT_CA");
+    char *cfg_ca = ca != NULL && ca[0] != '\0' ? NULL : al_ucfg_get(path, "ca");
+    al_tls_set_ca(cfg_ca != NULL ? cfg_ca : ca);
+    free(cfg_ca);
     if (server == NULL || token == NULL) {
         /* A misspelt setting would be ignored: say so. */
-        static const char *const keys[] = { "server", "token" };
+        static const char *const keys[] = { "server", "token", "ca" };
         char *text = NULL;
         size_t n = 0;
         if (al_fs_read_file(path, &text, &n) == 0) {
-            int bad = al_ucfg_bad_line(text, n, keys, 2);
+            int bad = al_ucfg_bad_line(text, n, keys, 3);
             if (bad > 0)
                 fprintf(stderr,
-                        "allot: warning: %s:%d: not a 'server = URL' or "
-                        "'token = TOKEN' line; it is ignored\n",
+                        "allot: warning: %s:%d: not a 'server = URL', "
+                        "'token = TOKEN' or 'ca = FILE' line; it is "
+                        "ignored\n",
                         path, bad);
             free(text);
         }
@@ -45,7 +54,7 @@ al_client_init(al_client_t *c, const char *server, const char *token)
     if (c->server == NULL)
         c->server = al_xstrdup(AL_CLI_DEFAULT_SERVER);
     char *cause = NULL;
-    if (al_url_parse(c->server, &c->url, &cause) != 0) {
+    if (al_url_parse_list(c->server, c->urls, &c->nurls, &cause) != 0) {
         fprintf(stderr,
                 "allot: %s (from --server, ALLOT_SERVER or the "
                 "config file)\n",
@@ -54,6 +63,7 @@ al_client_init(al_client_t *c, const char *server, const char *token)
         al_client_fini(c);
         return AL_EXIT_USAGE;
     }
+    c->url = c->urls[0];
     return 0;
 }
 
@@ -63,6 +73,51 @@ al_client_fini(al_client_t *c)
     free(c->server);
     free(c->token);
     c->server = c->token = NULL;
+    c->nurls = 0;
+}
+
+/* Whether a failed exchange may go to the next controller of the group:
+ * the request was never sent (no connection), it changes nothing (GET),
+ * or the controller answered 503, which it does before a change commits
+ * (and a standby or a controller cut off from the store does for all). */
+static bool
+try_next(int rc, const char *method, const char *cause,
+         const al_http_resp_t *resp)
+{
+    if (rc == 0)
+        return resp->status == 503;
+    if (rc != AL_EUNAVAIL)
+        return false;
+    return strcmp(method, "GET") == 0 ||
+           (cause != NULL && (strncmp(cause, "cannot connect", 14) == 0 ||
+                              strncmp(cause, "cannot resolve", 14) == 0));
+}
+
+/* One request, to the controller that answered last and then, while
+ * try_next() allows, to the others of the group in turn. */
+static int
+request(al_client_t *c, const char *method, const char *path, const char *text,
+        al_http_resp_t *resp, char **cause)
+{
+    int first = 0;
+    for (int i = 0; i < c->nurls; i++)
+        if (memcmp(&c->urls[i], &c->url, sizeof c->url) == 0)
+            first = i;
+    int rc = AL_EUNAVAIL;
+    for (int k = 0; k < c->nurls; k++) {
+        const al_url_t *u = &c->urls[(first + k) % c->nurls];
+        free(*cause);
+        *cause = NULL;
+        rc = al_http_request(u, method, path, c->token, text,
+                             text ? strlen(text) : 0, 60000, -1, resp, cause);
+        if (k + 1 == c->nurls || !try_next(rc, method, *cause, resp)) {
+            c->url = *u;
+            break;
+        }
+        if (rc == 0)
+            al_http_resp_fini(resp);
+    }
+    return rc;
 }
 
 int
@@ -72,9 +127,13 @@ al_client_call(al_client_t *c, const char *method, const char *path,
     char *text = body ? al_json_dump(body) : NULL;
     al_http_resp_t resp;
     char *cause = NULL;
-    int rc = al_http_request(&c->url, method, path, c->token, text,
-                             text ? strlen(text) : 0, 60000, -1, &resp, &cause);
+    int rc = request(c, method, path, text, &resp, &cause);
     free(text);
+    if (rc == AL_EPERM) { /* the server's certificate is refused */
+        fprintf(stderr, "allot: %s\n", cause);
+        free(cause);
+        return AL_EXIT_FAIL;
+    }
     if (rc != 0) {
         fprintf(stderr,
                 "allot: cannot reach the server at %s: %s\n"

@@ -35,9 +35,13 @@
 // clang-format on
 
 typedef struct al_client {
-    al_url_t url;
+    al_url_t url; /* the controller that answered last (urls[0] at first) */
     char *server;
     char *token;
+    /* --server A,B,C: a failover group's controllers, tried in turn while
+     * one cannot be reached or answers 503 (al_client_call()). */
+    al_url_t urls[AL_URL_LIST_MAX];
+    int nurls;
 } al_client_t;
 
 /* Resolves the server and token; server/token may be NULL (not given on

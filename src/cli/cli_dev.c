@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +78,63 @@ demo_call(const al_url_t *u, const char *token, const char *method,
     return ok;
 }
 
+/* Creates the demo's queue `name` (body q, which it takes), or sets it
+ * again (PUT) when a run before on the same state created it. */
+static bool
+demo_queue(const al_url_t *u, const char *token, const char *name, json_t *q)
+{
+    char *text = al_json_dump(q);
+    al_http_resp_t r;
+    int rc = al_http_request(u, "POST", "/v1/queues", token, text, strlen(text),
+                             5000, -1, &r, NULL);
+    free(text);
+    int status = rc == 0 ? r.status : 0;
+    if (rc == 0)
+        al_http_resp_fini(&r);
+    if (status == 409) {
+        char *path = al_xasprintf("/v1/queues/%s", name);
+        json_object_del(q, "name");
+        bool ok = demo_call(u, token, "PUT", path, q);
+        free(path);
+        return ok;
+    }
+    json_decref(q);
+    if (status < 200 || status > 299)
+        fprintf(stderr, "allot dev: demo: cannot create queue %s (%d)\n", name,
+                status);
+    return status >= 200 && status <= 299;
+}
+
+/* Cancels what a run of the demo before left running or pending in
+ * `queue`, so that the story starts again on an idle node. */
+static void
+demo_reset(const al_url_t *u, const char *token, const char *queue)
+{
+    char *path =
+        al_xasprintf("/v1/jobs?state=active&queue=%s&limit=1000", queue);
+    al_http_resp_t r;
+    int rc =
+        al_http_request(u, "GET", path, token, NULL, 0, 5000, -1, &r, NULL);
+    free(path);
+    if (rc != 0)
+        return;
+    json_t *v = al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL);
+    al_http_resp_fini(&r);
+    size_t i;
+    json_t *j;
+    json_array_foreach(json_object_get(v, "jobs"), i, j)
+    {
+        char *cancel = al_xasprintf(
+            "/v1/jobs/%lld/cancel",
+            (long long)json_integer_value(json_object_get(j, "id")));
+        if (al_http_request(u, "POST", cancel, token, NULL, 0, 5000, -1, &r,
+                            NULL) == 0)
+            al_http_resp_fini(&r);
+        free(cancel);
+    }
+    json_decref(v);
+}
+
 static json_t *
 demo_job(const char *user, const char *queue, const char *cls, int gpus,
          const char *name)
@@ -118,8 +176,9 @@ run_demo(const char *url, const char *token)
     for (size_t i = 0; i < sizeof queues / sizeof queues[0]; i++) {
         json_t *q = json_pack("{s:s, s:{s:{s:i, s:f}}}", "name", queues[i],
                               "quota", "gpu", "deserved", share, "weight", 1.0);
-        if (!demo_call(&u, token, "POST", "/v1/queues", q))
+        if (!demo_queue(&u, token, queues[i], q))
             return;
+        demo_reset(&u, token, queues[i]);
     }
     printf("demo: queues susan, joe and jemma each deserve %d GPUs\n", share);
     if (!demo_call(&u, token, "POST", "/v1/jobs",
@@ -179,8 +238,16 @@ spawn_agent(const char *url, const char *join, const char *name,
     sigset_t all, cur;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &cur);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+        /* The agent goes with this process, even after a kill -9 of it
+         * (its tasks live on under their monitors, for the next agent to
+         * adopt): a stray agent would hold its state's lock, the next
+         * `allot dev`'s own agent would be refused, and a clean stop of
+         * that one would leave the stray running for ever. */
+        if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+            _exit(127);
         sigprocmask(SIG_SETMASK, old, NULL);
         setrlimit(RLIMIT_NOFILE, nofile);
         execv("/proc/self/exe", args);

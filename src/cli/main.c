@@ -170,6 +170,17 @@ main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    /* `allot --ca FILE COMMAND ...`: the CA that signs an https server's
+     * certificate, for any command (as ALLOT_CA). */
+    if (strcmp(argv[1], "--ca") == 0) {
+        if (argc < 4) {
+            usage(stderr);
+            return 2;
+        }
+        setenv("ALLOT_CA", argv[2], 1);
+        argc -= 2;
+        argv += 2;
+    }
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0)
         name = "help";

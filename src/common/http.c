@@ -1,7 +1,13 @@
-/* http.c -- minimal blocking HTTP/1.1 client over one TCP connection. */
+/*
+ * http.c -- minimal blocking HTTP/1.1 client over one TCP connection, in
+ * the clear or through a TLS session (tls.c) for https URLs.
+ *
+ * May call: base (buffers, clocks), tls.c.
+ */
 #include "http.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -16,6 +22,7 @@
 
 #include "clock.h"
 #include "core/error.h"
+#include "tls.h"
 #include "xmalloc.h"
 
 int
@@ -26,22 +33,28 @@ al_url_parse(const char *url, al_url_t *u, char **cause)
     memset(&tmp, 0, sizeof tmp);
     if (strncmp(p, "http://", 7) == 0) {
         p += 7;
+    } else if (strncmp(p, "https://", 8) == 0) {
+        p += 8;
+        tmp.tls = true;
     } else if (strstr(p, "://") != NULL) {
         if (cause != NULL)
             *cause = al_xasprintf("unsupported URL scheme in '%s' (only "
-                                  "http:// is supported)",
+                                  "http:// and https:// are supported)",
                                   url);
         return AL_EINVAL;
     }
-    size_t hlen = strcspn(p, ":/");
-    if (hlen == 0 || hlen >= sizeof tmp.host) {
+    /* An IPv6 address is written in brackets: http://[::1]:7070. */
+    bool bracket = *p == '[';
+    size_t hlen = bracket ? strcspn(p + 1, "]/") : strcspn(p, ":/");
+    if (hlen == 0 || hlen >= sizeof tmp.host ||
+        (bracket && p[1 + hlen] != ']')) {
         if (cause != NULL)
             *cause = al_xasprintf("no host in URL '%s'", url);
         return AL_EINVAL;
     }
-    memcpy(tmp.host, p, hlen);
-    p += hlen;
-    strcpy(tmp.port, "80");
+    memcpy(tmp.host, p + bracket, hlen);
+    p += hlen + (bracket ? 2 : 0);
+    snprintf(tmp.port, sizeof tmp.port, "%s", tmp.tls ? "443" : "80");
     if (*p == ':') {
         p++;
         size_t plen = strspn(p, "0123456789");
@@ -69,6 +82,33 @@ al_url_parse(const char *url, al_url_t *u, char **cause)
     }
     memcpy(tmp.prefix, p, len);
     *u = tmp;
+    return 0;
+}
+
+int
+al_url_parse_list(const char *list, al_url_t *out, int *n, char **cause)
+{
+    int k = 0;
+    const char *p = list;
+    for (;;) {
+        if (k == AL_URL_LIST_MAX) {
+            if (cause != NULL)
+                *cause = al_xasprintf("more than %d URLs in '%s'",
+                                      AL_URL_LIST_MAX, list);
+            return AL_EINVAL;
+        }
+        size_t len = strcspn(p, ",");
+        char *one = al_xstrndup(p, len);
+        int rc = al_url_parse(one, &out[k], cause);
+        free(one);
+        if (rc != 0)
+            return rc;
+        k++;
+        if (p[len] == '\0')
+            break;
+        p += len + 1;
+    }
+    *n = k;
     return 0;
 }
 
@@ -112,8 +152,39 @@ wait_fd(int fd, short events, int64_t deadline, int intr_fd)
     }
 }
 
+/* connect() within the deadline (0: none): a peer cut off by a firewall
+ * that drops packets would hold a blocking one for minutes.  0 or -1 with
+ * errno. */
 static int
-connect_to(const al_url_t *u, int *fdp, char **cause)
+connect_by(int fd, const struct sockaddr *sa, socklen_t len, int64_t deadline)
+{
+    if (deadline <= 0)
+        return connect(fd, sa, len);
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+        return -1;
+    int rc = connect(fd, sa, len);
+    if (rc < 0 && errno == EINPROGRESS) {
+        int w = wait_fd(fd, POLLOUT, deadline, -1);
+        int err = 0;
+        socklen_t elen = sizeof err;
+        if (w == AL_ETIMEDOUT) {
+            errno = ETIMEDOUT;
+        } else if (w == 0 &&
+                   getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) == 0) {
+            rc = err == 0 ? 0 : -1;
+            errno = err;
+        }
+    }
+    int saved = errno;
+    if (fcntl(fd, F_SETFL, fl) < 0 && rc == 0)
+        return -1;
+    errno = saved;
+    return rc;
+}
+
+static int
+connect_to(const al_url_t *u, int64_t deadline, int *fdp, char **cause)
 {
     struct addrinfo hints, *res, *ai;
     memset(&hints, 0, sizeof hints);
@@ -132,7 +203,7 @@ connect_to(const al_url_t *u, int *fdp, char **cause)
                     ai->ai_protocol);
         if (fd < 0)
             continue;
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+        if (connect_by(fd, ai->ai_addr, ai->ai_addrlen, deadline) == 0)
             break;
         close(fd);
         fd = -1;
@@ -148,6 +219,52 @@ connect_to(const al_url_t *u, int *fdp, char **cause)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     *fdp = fd;
     return 0;
+}
+
+/* Waits until c can be read: decrypted bytes already in its TLS session
+ * count, which poll() cannot see. */
+static int
+wait_read(al_http_conn_t *c, int64_t deadline, int intr_fd)
+{
+    if (c->tls != NULL && al_tls_pending(c->tls))
+        return 0;
+    return wait_fd(c->fd, POLLIN, deadline, intr_fd);
+}
+
+static ssize_t
+conn_send(al_http_conn_t *c, const void *p, size_t n)
+{
+    if (c->tls != NULL)
+        return al_tls_send(c->tls, p, n);
+    return send(c->fd, p, n, MSG_NOSIGNAL);
+}
+
+static ssize_t
+conn_recv(al_http_conn_t *c, void *p, size_t n)
+{
+    if (c->tls != NULL)
+        return al_tls_recv(c->tls, p, n);
+    return recv(c->fd, p, n, 0);
+}
+
+/* Connects c to its URL, with a TLS session for https. */
+static int
+conn_open(al_http_conn_t *c, int64_t deadline, char **cause)
+{
+    int rc = connect_to(&c->url, deadline, &c->fd, cause);
+    if (rc != 0 || !c->url.tls)
+        return rc;
+    int left = 0;
+    if (deadline > 0) {
+        int64_t ms = deadline - al_clock_mono_ms();
+        left = ms < 1 ? 1 : ms > 600000 ? 600000 : (int)ms;
+    }
+    rc = al_tls_open(c->fd, c->url.host, left, &c->tls, cause);
+    if (rc != 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    return rc;
 }
 
 /* Decodes a chunked body in place into out.  0 or AL_EPARSE. */
@@ -174,16 +291,16 @@ dechunk(const char *p, size_t n, al_buf_t *out)
 /* Sends the whole request; a send error is not fatal, since the server may
  * answer early (413) and close: the caller reads what came. */
 static int
-send_all(int fd, const al_buf_t *req, int64_t deadline, int intr_fd, bool *sent,
-         bool *started)
+send_all(al_http_conn_t *c, const al_buf_t *req, int64_t deadline, int intr_fd,
+         bool *sent, bool *started)
 {
     size_t off = 0;
     *sent = *started = false;
     while (off < req->len) {
-        int rc = wait_fd(fd, POLLOUT, deadline, intr_fd);
+        int rc = wait_fd(c->fd, POLLOUT, deadline, intr_fd);
         if (rc != 0)
             return rc;
-        ssize_t w = send(fd, req->data + off, req->len - off, MSG_NOSIGNAL);
+        ssize_t w = conn_send(c, req->data + off, req->len - off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
@@ -271,8 +388,8 @@ chunked_done(const char *p, size_t n)
  * tells whether any byte arrived (a reused connection the server closed
  * while idle yields nothing). */
 static int
-read_response(int fd, int64_t deadline, int intr_fd, al_buf_t *in, head_t *h,
-              bool *got)
+read_response(al_http_conn_t *c, int64_t deadline, int intr_fd, al_buf_t *in,
+              head_t *h, bool *got)
 {
     const char *hdr_end = NULL;
     *got = false;
@@ -293,15 +410,17 @@ read_response(int fd, int64_t deadline, int intr_fd, al_buf_t *in, head_t *h,
                 (h->status >= 100 && h->status < 200))
                 return 0;
         }
-        int rc = wait_fd(fd, POLLIN, deadline, intr_fd);
+        int rc = wait_read(c, deadline, intr_fd);
         if (rc != 0)
             return rc;
         al_buf_reserve(in, 65536);
-        ssize_t r = recv(fd, in->data + in->len, in->cap - in->len - 1, 0);
+        ssize_t r = conn_recv(c, in->data + in->len, in->cap - in->len - 1);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 && in->len == 0)
             return AL_EUNAVAIL;
+        if (r == 0)
+            errno = 0; /* closed, not failed */
         if (r <= 0) {
             /* End of stream: the body runs to here (no length given). */
             if (h->hlen == 0)
@@ -323,6 +442,7 @@ al_http_conn_init(al_http_conn_t *c, const al_url_t *u)
 {
     c->url = *u;
     c->fd = -1;
+    c->tls = NULL;
     c->keep_interrupted = false;
     c->pending = false;
 }
@@ -330,6 +450,8 @@ al_http_conn_init(al_http_conn_t *c, const al_url_t *u)
 void
 al_http_conn_close(al_http_conn_t *c)
 {
+    al_tls_close(c->tls);
+    c->tls = NULL;
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -353,8 +475,8 @@ drain(al_http_conn_t *c)
     memset(&h, 0, sizeof h);
     bool got;
     c->pending = false;
-    if (read_response(c->fd, al_clock_mono_ms() + DRAIN_MS, -1, &in, &h,
-                      &got) != 0 ||
+    if (read_response(c, al_clock_mono_ms() + DRAIN_MS, -1, &in, &h, &got) !=
+            0 ||
         h.close)
         al_http_conn_close(c);
     al_buf_fini(&in);
@@ -374,14 +496,14 @@ exchange(al_http_conn_t *c, bool keep, const al_buf_t *req, int64_t deadline,
         drain(c);
     for (int attempt = 0;; attempt++) {
         bool reused = c->fd >= 0, sent, started, got = false;
-        if (!reused && (rc = connect_to(u, &c->fd, cause)) != 0)
+        if (!reused && (rc = conn_open(c, deadline, cause)) != 0)
             return rc;
         al_buf_t in = AL_BUF_INIT;
         head_t h;
         memset(&h, 0, sizeof h);
-        rc = send_all(c->fd, req, deadline, intr_fd, &sent, &started);
+        rc = send_all(c, req, deadline, intr_fd, &sent, &started);
         if (rc == 0)
-            rc = read_response(c->fd, deadline, intr_fd, &in, &h, &got);
+            rc = read_response(c, deadline, intr_fd, &in, &h, &got);
         if (rc == AL_EUNAVAIL && reused && !got && attempt == 0) {
             al_buf_fini(&in);
             al_http_conn_close(c);
@@ -411,7 +533,10 @@ exchange(al_http_conn_t *c, bool keep, const al_buf_t *req, int64_t deadline,
                       u->host);
         } else if (rc == AL_EUNAVAIL) {
             set_cause(cause, AL_EUNAVAIL, "connection error: ",
-                      errno != 0 ? strerror(errno) : "closed");
+                      errno != 0 ? strerror(errno)
+                      : u->tls   ? "closed"
+                                 : "closed without an answer (an https "
+                                   "server? then use an https:// URL)");
         }
         /* Interrupted before a byte went, the connection is as clean as
          * before; after the whole request went and before any of the
@@ -435,8 +560,10 @@ build_request(al_buf_t *req, const al_url_t *u, bool keep, const char *method,
               const char *path, const char *token, const char *body,
               size_t bodylen)
 {
-    al_buf_printf(req, "%s %s%s HTTP/1.1\r\nHost: %s:%s\r\n", method, u->prefix,
-                  path, u->host, u->port);
+    bool v6 = strchr(u->host, ':') != NULL;
+    al_buf_printf(req, "%s %s%s HTTP/1.1\r\nHost: %s%s%s:%s\r\n", method,
+                  u->prefix, path, v6 ? "[" : "", u->host, v6 ? "]" : "",
+                  u->port);
     al_buf_puts(req, keep ? "User-Agent: allot\r\n"
                           : "Connection: close\r\nUser-Agent: allot\r\n");
     if (token != NULL && token[0] != '\0')

@@ -36,8 +36,10 @@
 #include "daemon.h"
 #include "fs.h"
 #include "json.h"
+#include "leader.h"
 #include "log.h"
 #include "opt.h"
+#include "selfsign.h"
 #include "server_cmd.h"
 #include "server_int.h"
 #include "xmalloc.h"
@@ -50,6 +52,9 @@ struct al_server {
     struct MHD_Daemon *metrics_mhd;
     int metrics_port;
     int lock_fd; /* STATE/lock: one controller per state directory */
+    /* --tls-cert/--tls-key's contents, which libmicrohttpd reads while it
+     * runs. */
+    char *tls_cert, *tls_key;
 };
 
 void
@@ -394,11 +399,11 @@ parse_listen(const char *opt, const char *listen, struct sockaddr_in *sa,
     return 0;
 }
 
-/* Writes STATE/leaf: "http://HOST:PORT" + suffix of a listener bound to
+/* Writes STATE/leaf: "SCHEME://HOST:PORT" + suffix of a listener bound to
  * sa (127.0.0.1 for the any-address), or removes it when sa is NULL. */
 static void
-write_url(const char *state_dir, const char *leaf, const struct sockaddr_in *sa,
-          int port, const char *suffix)
+write_url(const char *state_dir, const char *leaf, const char *scheme,
+          const struct sockaddr_in *sa, int port, const char *suffix)
 {
     char *path = al_xasprintf("%s/%s", state_dir, leaf);
     if (sa == NULL) {
@@ -409,11 +414,57 @@ write_url(const char *state_dir, const char *leaf, const struct sockaddr_in *sa,
     char host[INET_ADDRSTRLEN] = "127.0.0.1";
     if (sa->sin_addr.s_addr != htonl(INADDR_ANY))
         inet_ntop(AF_INET, &sa->sin_addr, host, sizeof host);
-    char *url = al_xasprintf("http://%s:%d%s\n", host, port, suffix);
+    char *url = al_xasprintf("%s://%s:%d%s\n", scheme, host, port, suffix);
     if (al_fs_write_file(path, url, strlen(url), 0644, AL_FS_SYNC) != 0)
         al_warn("cannot write %s", path);
     free(url);
     free(path);
+}
+
+/* TLS on the API listener: with --tls-cert and --tls-key, reads both
+ * files into s and fills items (3, ending with MHD_OPTION_END) and *flags
+ * for MHD_start_daemon(); without them, items holds only the end. */
+static int
+tls_options(al_server_t *s, const al_server_opts_t *o,
+            struct MHD_OptionItem *items, unsigned *flags, char **cause)
+{
+    items[0] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+    if (o->tls_cert == NULL && o->tls_key == NULL)
+        return 0;
+    if (o->tls_cert == NULL || o->tls_key == NULL) {
+        *cause = al_xstrdup("--tls-cert and --tls-key go together");
+        return AL_EINVAL;
+    }
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        *cause = al_xstrdup("this libmicrohttpd was built without TLS");
+        return AL_ENOTSUP;
+    }
+    size_t n;
+    const char *bad = NULL;
+    if (al_fs_read_file(o->tls_cert, &s->tls_cert, &n) != 0)
+        bad = o->tls_cert;
+    else if (al_fs_read_file(o->tls_key, &s->tls_key, &n) != 0)
+        bad = o->tls_key;
+    if (bad != NULL) {
+        *cause = al_xasprintf("cannot read %s: %s", bad, strerror(errno));
+        return AL_EIO;
+    }
+    items[0] =
+        (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert };
+    items[1] =
+        (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key };
+    items[2] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+    *flags |= MHD_USE_TLS;
+    return 0;
+}
+
+static void
+server_free(al_server_t *s)
+{
+    free(s->tls_cert);
+    free(s->tls_key);
+    free(s->ctl.state_dir);
+    free(s);
 }
 
 int
@@ -449,6 +500,14 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     }
     al_server_t *s = al_xcalloc(1, sizeof *s);
     s->lock_fd = lock_fd;
+    struct MHD_OptionItem tls[3];
+    unsigned flags =
+        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE;
+    if ((rc = tls_options(s, o, tls, &flags, cause)) != 0) {
+        close(s->lock_fd);
+        server_free(s);
+        return rc;
+    }
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     s->ctl.reply = reply_ready;
@@ -458,28 +517,31 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         al__relay_destroy(s->ctl.relay);
         al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
-        free(s->ctl.state_dir);
-        free(s);
+        server_free(s);
         return rc;
     }
     /* Not MHD_OPTION_LISTENING_ADDRESS_REUSE: its SO_REUSEPORT let a
      * second controller bind the same port and take a share of the
      * connections.  libmicrohttpd sets SO_REUSEADDR, so a restarted
      * controller binds its port at once all the same. */
-    s->mhd = MHD_start_daemon(
-        MHD_USE_EPOLL_INTERNALLY | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE,
-        0, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR, &sa,
-        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536, MHD_OPTION_END);
+    s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,
+                              MHD_OPTION_SOCK_ADDR, &sa,
+                              MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)65536,
+                              MHD_OPTION_ARRAY, tls, MHD_OPTION_END);
     if (s->mhd == NULL) {
-        *cause = al_xasprintf("cannot listen on %s (port in use?)", o->listen);
+        *cause = al_xasprintf(
+            (flags & MHD_USE_TLS) != 0
+                ? "cannot listen on %s (port in use, or a certificate "
+                  "and key that do not load or match?)"
+                : "cannot listen on %s (port in use?)",
+            o->listen);
         al__ctl_stop(&s->ctl);
         al__relay_destroy(s->ctl.relay);
         al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
-        free(s->ctl.state_dir);
-        free(s);
+        server_free(s);
         return AL_EIO;
     }
     if (o->metrics_listen != NULL) {
@@ -498,8 +560,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
             al__relay_destroy(s->ctl.relay);
             MHD_stop_daemon(s->mhd);
             close(s->lock_fd);
-            free(s->ctl.state_dir);
-            free(s);
+            server_free(s);
             return AL_EIO;
         }
         const union MHD_DaemonInfo *mi =
@@ -515,11 +576,12 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
      * address of an earlier one.  STATE/url last: once it is there, so is
      * the rest. */
     if (s->metrics_mhd != NULL)
-        write_url(o->state_dir, "metrics-url", &msa, s->metrics_port,
+        write_url(o->state_dir, "metrics-url", "http", &msa, s->metrics_port,
                   "/metrics");
     else
-        write_url(o->state_dir, "metrics-url", NULL, 0, NULL);
-    write_url(o->state_dir, "url", &sa, s->port, "");
+        write_url(o->state_dir, "metrics-url", NULL, NULL, 0, NULL);
+    write_url(o->state_dir, "url", (flags & MHD_USE_TLS) ? "https" : "http",
+              &sa, s->port, "");
     *out = s;
     return 0;
 }
@@ -551,12 +613,59 @@ al_server_stop(al_server_t *s)
     al__pools_fini(&s->ctl.pools);
     al__consolidate_fini(&s->ctl);
     close(s->lock_fd);
-    free(s->ctl.state_dir);
-    free(s);
+    server_free(s);
 }
 
 /* ------------------------------------------------------------------ */
 /* `allot server`                                                     */
+
+/* Tokens cross the network in the clear when a listener that is not on
+ * the loopback serves plain HTTP: say so. */
+static void
+warn_clear(const al_server_opts_t *o)
+{
+    struct sockaddr_in sa;
+    char *cause = NULL;
+    if (o->tls_cert != NULL ||
+        parse_listen("--listen", o->listen, &sa, &cause) != 0) {
+        free(cause);
+        return;
+    }
+    if ((ntohl(sa.sin_addr.s_addr) >> 24) != 127)
+        al_warn("--listen %s without --tls-cert: API tokens travel in the "
+                "clear over the network",
+                o->listen);
+}
+
+/* Starts the server; a --standby one first waits (leader.c) until no
+ * controller holds the store's database, and again when another standby
+ * wins the race for it.  0, 1 when a stop signal came while it waited, 2
+ * for --standby without PostgreSQL, or an error (AL_E*), each but 1 with a
+ * message in *cause. */
+static int
+start_or_wait(const al_server_opts_t *o, al_daemon_t *d, al_server_t **s,
+              char **cause)
+{
+    if (!o->standby)
+        return al_server_start(o, s, cause);
+    if (o->store == NULL || (strncmp(o->store, "postgres://", 11) != 0 &&
+                             strncmp(o->store, "postgresql://", 13) != 0)) {
+        *cause = al_xstrdup("--standby needs --store postgresql://...");
+        return 2;
+    }
+    for (;;) {
+        if (al__leader_wait(o, &d->stop) != 0)
+            return 1;
+        int rc = al_server_start(o, s, cause);
+        /* Busy is the store's database (another standby won) or the state
+         * directory (a controller of its own there: refused). */
+        if (rc != AL_EBUSY || strstr(*cause, "store's database") == NULL)
+            return rc;
+        al_info("standby: %s", *cause);
+        free(*cause);
+        *cause = NULL;
+    }
+}
 
 int
 al_server_main(int argc, char **argv)
@@ -586,13 +695,38 @@ al_server_main(int argc, char **argv)
     al_daemon_block(&a.d);
 
     al_server_t *s;
-    char *cause = NULL;
-    if (al_server_start(&o, &s, &cause) != 0) {
+    char *cause = NULL, *cert = NULL, *key = NULL;
+    if (o.tls_self_signed != NULL) {
+        if (o.tls_cert != NULL || o.tls_key != NULL) {
+            fputs("allot server: --tls-self-signed or --tls-cert/--tls-key, "
+                  "not both\n",
+                  stderr);
+            return AL_EXIT_USAGE;
+        }
+        if (al__selfsign(o.tls_self_signed, o.listen, &cert, &key, &cause) !=
+            0) {
+            fprintf(stderr, "allot server: %s\n", cause);
+            free(cause);
+            return AL_EXIT_FAIL;
+        }
+        o.tls_cert = cert;
+        o.tls_key = key;
+    }
+    rc = start_or_wait(&o, &a.d, &s, &cause);
+    if (rc != 0) {
+        free(cert);
+        free(key);
+        if (rc == 1) { /* stopped while a standby */
+            al_daemon_unblock(&a.d);
+            return AL_EXIT_OK;
+        }
         fprintf(stderr, "allot server: %s\n", cause ? cause : "failed");
         free(cause);
-        return AL_EXIT_FAIL;
+        return rc == 2 ? AL_EXIT_USAGE : AL_EXIT_FAIL;
     }
-    al_info("listening on http://%.*s:%d (state %s)",
+    warn_clear(&o);
+    al_info("listening on %s://%.*s:%d (state %s)",
+            o.tls_cert != NULL ? "https" : "http",
             (int)(strrchr(o.listen, ':') - o.listen), o.listen,
             al_server_port(s), o.state_dir);
     if (o.metrics_listen != NULL)
@@ -603,5 +737,7 @@ al_server_main(int argc, char **argv)
     al_info("signal %d: stopping", sig);
     al_server_stop(s);
     al_daemon_unblock(&a.d);
+    free(cert);
+    free(key);
     return AL_EXIT_OK;
 }

@@ -13,6 +13,7 @@
 #ifndef AL_SERVER_H
 #define AL_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,6 +33,16 @@ typedef struct al_server_opts {
     /* "HOST:PORT" of a second listener that serves GET /metrics only,
      * without a token (for a Prometheus on a trusted network), or NULL. */
     const char *metrics_listen;
+    /* PEM files of the API listener's certificate (its chain) and private
+     * key: HTTPS when both are set, plain HTTP when neither is. */
+    const char *tls_cert, *tls_key;
+    /* A directory for a private CA and a certificate made on first start
+     * (selfsign.c), used as tls_cert and tls_key; or NULL. */
+    const char *tls_self_signed;
+    /* With a PostgreSQL store in use by another controller: wait as its
+     * standby and take over when it goes (leader.c), rather than refuse
+     * to start. */
+    bool standby;
     /* The usage history (history.c): a fine row every usage_interval_s
      * (0: none), a coarse one every usage_rollup fine steps, each kept
      * this long. */

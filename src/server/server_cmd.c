@@ -43,6 +43,29 @@ static const al_opt_t server_opts[] = {
       .help = "also listen here for GET /metrics only, without a token "
               "(for Prometheus; port 0 picks a free one; elsewhere /metrics "
               "needs a token of the metrics or admin role)" },
+    { .name = "--standby",
+      .kind = AL_OPT_FLAG,
+      .off = S(o.standby),
+      .help = "with --store postgresql://...: while another controller "
+              "is active on the database, wait as its standby and take over "
+              "when it goes" },
+    { .name = "--tls-self-signed",
+      .kind = AL_OPT_STR,
+      .off = S(o.tls_self_signed),
+      .arg = "DIR",
+      .help = "serve HTTPS with a certificate signed by a private CA made "
+              "in DIR on first start (clients trust DIR/ca.pem)" },
+    { .name = "--tls-cert",
+      .kind = AL_OPT_STR,
+      .off = S(o.tls_cert),
+      .arg = "FILE",
+      .help = "serve HTTPS with this PEM certificate (chain), with "
+              "--tls-key" },
+    { .name = "--tls-key",
+      .kind = AL_OPT_STR,
+      .off = S(o.tls_key),
+      .arg = "FILE",
+      .help = "the PEM private key of --tls-cert" },
     { .name = "--usage-keep-minutes",
       .kind = AL_OPT_INT,
       .off = S(o.usage_keep_fine_days),

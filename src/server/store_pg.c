@@ -7,9 +7,9 @@
  * database the URI names, versioned the same way.  One connection, used by
  * the loop thread only, holds a session-level advisory lock for as long as
  * it lives: a second controller on the same database is refused (it would
- * hand out the same job ids).  Statements are prepared once per
- * connection.  A commit is durable when it returns (synchronous_commit on,
- * the default of `--sync full`).
+ * hand out the same job ids), or waits as a standby (leader.c).  Statements are
+ * prepared once per connection.  A commit is durable when it returns
+ * (synchronous_commit on, the default of `--sync full`).
  *
  * A lost connection (the database restarted, a network cut) fails the
  * statement or commit in progress: the controller answers 503 and reloads
@@ -27,13 +27,13 @@
 #include "clock.h"
 #include "core/error.h"
 #include "json.h"
+#include "leader.h"
 #include "log.h"
 #include "store_int.h"
 #include "xmalloc.h"
 
-/* The advisory lock's key: "allot" in ASCII.  Advisory locks are scoped
- * to a database, so one database holds one controller's state. */
-#define LOCK_KEY "418262553460"
+/* The advisory lock's key (leader.h). */
+#define LOCK_KEY AL_LEADER_LOCK_KEY
 
 typedef struct pg {
     PGconn *conn;
@@ -291,6 +291,15 @@ session(al_ctl_t *ctl, pg_t *p, char **cause)
         free(who);
         return AL_EBUSY;
     }
+    /* The database's side of this session: should this controller's
+     * machine be cut off, the session (and the lock) ends within about 5 s
+     * rather than the operating system's two hours, and a standby
+     * (leader.c) takes over.  Ignored on a Unix socket. */
+    if (exec(p,
+             "SET tcp_keepalives_idle TO 2; SET tcp_keepalives_interval TO 1;"
+             " SET tcp_keepalives_count TO 2; SET tcp_user_timeout TO 4000",
+             cause) != 0)
+        return AL_EIO;
     long have = query_long(
         p, "SELECT count(*) FROM pg_namespace WHERE nspname = 'allot'", cause);
     if (have < 0 || (have == 0 && exec(p, "CREATE SCHEMA allot", cause) != 0) ||

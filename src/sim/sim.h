@@ -36,7 +36,7 @@
 /* ------------------------------------------------------------------ */
 /* Trace                                                              */
 
-/* One row of the common trace CSV (see ../shared/traces/README.md). */
+/* One row of the common trace CSV (see data/traces/README.md). */
 typedef struct al_trace_job {
     char *id;          /* job_id, never empty */
     int64_t submit;    /* submit_time_s */

@@ -3,12 +3,14 @@
  * (~/.config/allot/config, src/common/ucfg.c): the reader
  * (al_ucfg_lookup, behind al_ucfg_get), the rewriter that `allot dev` uses
  * (al_ucfg_rewrite, behind al_ucfg_set), and the URL parser the server
- * value goes to (al_url_parse, src/common/http.c).  Each input is a file's
+ * value goes to (al_url_parse, and al_url_parse_list for a failover
+ * group's list, src/common/http.c).  Each input is a file's
  * bytes.  Checks:
  *   - a value read has no line break and no blanks around it;
  *   - after setting a key, reading it gives the value set, reading another
  *     key gives what it gave before, and setting it again changes nothing;
- *   - a URL parses into a host without ':' or '/', a port of digits and a
+ *   - a URL parses into a host without '/' (nor ':' unless written in
+ *     brackets, as an IPv6 address is), a port of digits and a
  *     prefix that is empty or starts, but does not end, with '/'; or is
  *     refused with a message.
  * Corpus: tests/fuzz/corpus/config.
@@ -19,9 +21,10 @@
 #include "http.h"
 #include "ucfg.h"
 
-static const char *const keys[] = { "server", "token", "x y" };
+static const char *const keys[] = { "server", "token", "x y", "ca" };
 static const char *const values[] = { "http://127.0.0.1:7070/a",
-                                      "al_0123456789abcdef_00", "1 = 2" };
+                                      "al_0123456789abcdef_00", "1 = 2",
+                                      "/etc/allot/ca.pem" };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
 static void
@@ -45,7 +48,9 @@ check_url(const char *s)
         free(cause);
         return;
     }
-    CHECK(u.host[0] != '\0' && strpbrk(u.host, ":/") == NULL);
+    /* ':' only in an address written in brackets (IPv6). */
+    CHECK(u.host[0] != '\0' && strpbrk(u.host, "/]") == NULL);
+    CHECK(strchr(u.host, ':') == NULL || strchr(s, '[') != NULL);
     size_t plen = strlen(u.port);
     CHECK(plen > 0 && strspn(u.port, "0123456789") == plen);
     size_t xlen = strlen(u.prefix);
@@ -61,8 +66,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         before[k] = al_ucfg_lookup(text, size, keys[k]);
         check_value(before[k]);
     }
-    if (before[0] != NULL)
+    if (before[0] != NULL) {
         check_url(before[0]);
+        al_url_t list[AL_URL_LIST_MAX];
+        int n = -1;
+        char *cause = NULL;
+        if (al_url_parse_list(before[0], list, &n, &cause) == 0)
+            CHECK(n >= 1 && n <= AL_URL_LIST_MAX);
+        else
+            CHECK(cause != NULL && cause[0] != '\0');
+        free(cause);
+    }
     size_t set = size % NKEYS;
     al_buf_t out = AL_BUF_INIT, again = AL_BUF_INIT;
     al_ucfg_rewrite(text, size, keys[set], values[set], &out);

@@ -37,7 +37,7 @@ url_parse(void)
     ASSERT_EQ(al_url_parse("localhost:1", &u, NULL), 0);
     ASSERT_STR_EQ(u.port, "1");
     static const char *const bad[] = {
-        "https://x",  "http://",       "http://:80", "http://h:",
+        "https://",   "http://",       "http://:80", "http://h:",
         "http://h:x", "http://h:80x/", "ftp://h",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

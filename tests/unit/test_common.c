@@ -672,11 +672,26 @@ http_urls(void)
     ASSERT_STR_EQ(u.host, "10.0.0.1");
     ASSERT_STR_EQ(u.port, "80");
     ASSERT_STR_EQ(u.prefix, "");
+    ASSERT_EQ(u.tls, false);
+    ASSERT_EQ(al_url_parse("https://ctl.example", &u, &cause), 0);
+    ASSERT_STR_EQ(u.host, "ctl.example");
+    ASSERT_STR_EQ(u.port, "443");
+    ASSERT_EQ(u.tls, true);
+    ASSERT_EQ(al_url_parse("https://[::1]:7070/a", &u, &cause), 0);
+    ASSERT_STR_EQ(u.host, "::1");
+    ASSERT_STR_EQ(u.port, "7070");
+    ASSERT_STR_EQ(u.prefix, "/a");
+    ASSERT_EQ(al_url_parse("http://[fe80::1]", &u, &cause), 0);
+    ASSERT_STR_EQ(u.host, "fe80::1");
+    ASSERT_STR_EQ(u.port, "80");
     static const struct {
         const char *url, *cause;
     } bad[] = {
-        { "https://h", "unsupported URL scheme in 'https://h' (only http:// "
-                       "is supported)" },
+        { "ftp://h", "unsupported URL scheme in 'ftp://h' (only http:// "
+                     "and https:// are supported)" },
+        { "http://[::1:80", "no host in URL 'http://[::1:80'" },
+        { "http://[]:80", "no host in URL 'http://[]:80'" },
+        { "http://[::1]x", "malformed URL 'http://[::1]x'" },
         { "http://:80", "no host in URL 'http://:80'" },
         { "http://h:", "bad port in URL 'http://h:'" },
         { "http://h:8x", "malformed URL 'http://h:8x'" },
@@ -691,6 +706,25 @@ http_urls(void)
         cause = NULL;
     }
     ASSERT_EQ(al_url_parse("http://", &u, NULL), AL_EINVAL);
+    /* A failover group's list. */
+    al_url_t list[AL_URL_LIST_MAX];
+    int n = 0;
+    ASSERT_EQ(al_url_parse_list("http://a:1,https://[::1]:2", list, &n, NULL),
+              0);
+    ASSERT_EQ(n, 2);
+    ASSERT_STR_EQ(list[0].host, "a");
+    ASSERT_STR_EQ(list[1].host, "::1");
+    ASSERT_EQ(list[1].tls, true);
+    ASSERT_EQ(al_url_parse_list("http://a:1", list, &n, NULL), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_EQ(al_url_parse_list("http://a:1,", list, &n, &cause), AL_EINVAL);
+    ASSERT_STR_EQ(cause, "no host in URL ''");
+    free(cause);
+    cause = NULL;
+    ASSERT_EQ(al_url_parse_list("a,b,c,d,e,f,g,h,i", list, &n, &cause),
+              AL_EINVAL);
+    ASSERT_STR_EQ(cause, "more than 8 URLs in 'a,b,c,d,e,f,g,h,i'");
+    free(cause);
 }
 
 static void
