@@ -603,8 +603,8 @@ int al__model_slot(const char **models, int *nmodels, const char *m);
  * times) and mono_ms (monotonic: the time between looks). */
 void al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms);
 /* Wasted over all GPU-seconds in the last AL_WASTE_WINDOW_S before
- * mono_ms; 0 when nothing is known yet. */
-double al__waste_ratio(const al__waste_t *w, int64_t mono_ms);
+ * now_ms (monotonic); 0 when nothing is known yet. */
+double al__waste_ratio(const al__waste_t *w, int64_t now_ms);
 void al__waste_fini(al__waste_t *w);
 /* The slot of GPU model m in w, added when new. */
 int al__waste_model(al__waste_t *w, const char *m);
