@@ -1342,7 +1342,12 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
               (int)s->jobs[rv->job].state);
         CHECK(c, rv->start >= s->now, "reservation %d starts at %lld < now", k,
               (long long)rv->start);
-        CHECK(c, r->reasons[rv->job].code == AL_WHY_RESERVED,
+        /* A pipeline's look-ahead is made for a job that waits for its
+         * dependencies, and keeps that reason. */
+        CHECK(c,
+              r->reasons[rv->job].code == AL_WHY_RESERVED ||
+                  (r->reasons[rv->job].code == AL_WHY_DEPS &&
+                   s->jobs[rv->job].dep_state == AL_DEPS_WAITING),
               "reservation %d: job %d has reason %d", k, rv->job,
               (int)r->reasons[rv->job].code);
         CHECK(c, rv->nnodes >= 1, "reservation %d: %d nodes", k, rv->nnodes);
