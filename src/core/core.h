@@ -308,18 +308,22 @@ typedef struct al_config {
     int npool_packs;
     const al_pool_pack_t *pool_packs;
     /* Pipelines (dag.c).  Look-ahead: a waiting job whose dependencies in
-     * the snapshot all run gets a reservation at their expected end, so
-     * that the capacity they free is planned for it rather than for a
-     * later reservation; up to lookahead_depth such jobs a cycle (0 turns
+     * the snapshot all run gets a reservation at their expected end, made
+     * before the backfill reservations, so that the capacity they free is
+     * planned for it; up to lookahead_depth such jobs a cycle (0 turns
      * look-ahead off), nearest end first, each only when that end is
-     * within lookahead_horizon seconds of now (0: any).  A look-ahead
-     * holds nothing now: no GPU, CPU or memory free today is kept idle for
-     * a job that cannot start yet.  A dependency past its expected end
-     * (an overrun) drops the look-ahead.  ignore_deps: the order and the
-     * reservations ignore the graph (no critical path, no look-ahead), as
-     * a dependency-blind scheduler would. */
+     * within lookahead_horizon seconds of now (0: any).  With
+     * lookahead_hold, what the stage needs beyond what its inputs give
+     * back is held now like a backfill reservation's room: lent to work
+     * that ends in time (and, with lend_reserved, to preemptible work);
+     * without it a look-ahead holds nothing today and only claims the
+     * future.  A dependency past its expected end (an overrun) drops the
+     * look-ahead.  CPU-only jobs get none.  ignore_deps: the order and
+     * the reservations ignore the graph (no critical path, no
+     * look-ahead), as a dependency-blind scheduler would. */
     int lookahead_depth;
     int64_t lookahead_horizon;
+    bool lookahead_hold;
     bool ignore_deps;
 } al_config_t;
 
@@ -327,8 +331,8 @@ typedef struct al_config {
  * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
- * 2 h, no workload profile, lookahead_depth 8 with no horizon, and the
- * graph's order on (ignore_deps off). */
+ * 2 h, no workload profile, lookahead_depth 8 with no horizon and
+ * lookahead_hold on, and the graph's order on (ignore_deps off). */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */

@@ -6,16 +6,20 @@
  * ready when the last of them ends (their start plus expected runtime).
  * It gets a reservation for that time, made before any backfill
  * reservation of the cycle, so that a blocked job's reservation does not
- * plan on the capacity the ending stage gives back: the next stage starts
- * there as soon as its input is done.  A look-ahead holds nothing now
- * (its holds are empty), so no GPU, CPU or memory that is free today
- * stays idle for a job that cannot start yet: it only claims capacity on
- * the future timeline that later reservations sweep.  A stage that
+ * plan on the capacity the ending stage gives back and the next stage
+ * starts there as soon as its input is done.  The capacity its inputs
+ * give back is busy until then, so holding it costs nothing; what the
+ * stage needs beyond that (a 1-GPU evaluation after a CPU step, a gang
+ * after a smaller stage) is free now.  With lookahead_hold that part is
+ * held like a backfill reservation's room: work that ends in time may
+ * use it, preemptible work may borrow it (lend_reserved), and nothing
+ * else delays the stage.  Without it a look-ahead holds nothing today and
+ * only claims the future that later reservations sweep.  A stage that
  * overruns its estimate (its expected end has passed) drops the
  * look-ahead of what waits on it; CPU-only jobs get none.
  *
- * Owns: al__dag_max, al__dag_lookahead.  Calls: reserve.c (al__reserve),
- * order.c (al__skey_sort).  Called by pass.c.
+ * Owns: al__dag_max, al__dag_lookahead.  Calls: reserve.c (al__reserve,
+ * the holds), order.c (al__skey_sort).  Called by pass.c.
  */
 #include <string.h>
 
@@ -99,15 +103,24 @@ al__dag_lookahead(al_cycle_t *c, resv_set_t *rs)
         rc = al__reserve(c, rs, cand[i].idx, rv, &made);
         if (rc != 0 || !made)
             continue;
-        for (k = 0; k < rv->r.nnodes; k++) {
-            rv->hold[k] = 0;
-            rv->hcpu[k] = 0;
-            rv->hmem[k] = 0;
+        if (!c->cfg.lookahead_hold) {
+            for (k = 0; k < rv->r.nnodes; k++) {
+                rv->hold[k] = 0;
+                rv->hcpu[k] = 0;
+                rv->hmem[k] = 0;
+            }
+        } else {
+            rc = al__apply_holds(c, rv);
+            if (rc != 0)
+                break;
+            if (rv->r.start < c->min_resv_start)
+                c->min_resv_start = rv->r.start;
         }
         rs->nresv++;
         rs->nlook++;
         c->stats.reservations++;
     }
     rs->not_before = 0;
+    rs->held_dev = al__held_now(c, rs);
     return rc;
 }

@@ -196,10 +196,13 @@ try_reserved_room(al_cycle_t *c, pass_t *ps, int32_t j, int64_t fdev,
     }
     if ((c->reasons[j].code == AL_WHY_CAPACITY ||
          c->reasons[j].code == AL_WHY_NO_NODE) &&
-        fdev + ps->rs.held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)
-        set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL,
-                   ps->rs.resv[ps->rs.nlook].r.job, AL_RES_GPU, 0,
-                   ps->rs.resv[ps->rs.nlook].r.start);
+        fdev + ps->rs.held_dev >= (int64_t)jb->min_tasks * jb->req.gpus) {
+        /* The first backfill reservation, else the first look-ahead. */
+        int32_t r0 = ps->rs.nresv > ps->rs.nlook ? ps->rs.nlook : 0;
+
+        set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL, ps->rs.resv[r0].r.job,
+                   AL_RES_GPU, 0, ps->rs.resv[r0].r.start);
+    }
     return 0;
 }
 
@@ -234,7 +237,7 @@ try_place(al_cycle_t *c, pass_t *ps, int32_t j)
         memo_note(&ps->memo, jb, h);
     blocked_reason(c, j, fdev);
 
-    if (ps->rs.nresv > ps->rs.nlook) {
+    if (ps->rs.nresv > ps->rs.nlook || ps->rs.held_dev > 0) {
         bool done;
 
         rc = try_reserved_room(c, ps, j, fdev, &done);

@@ -22,6 +22,7 @@ scenario(void)
     c->lend_reserved = false;
     c->lookahead_depth = 8;
     c->lookahead_horizon = 0;
+    c->lookahead_hold = true;
     c->ignore_deps = false;
     return s;
 }
@@ -137,9 +138,9 @@ lookahead_horizon_and_off(void)
 }
 
 /*
- * A stage needing more GPUs than its input frees holds none of today's
- * free GPUs: an unrelated long job starts on them now, and the stage is
- * planned when both end.  A CPU-only stage gets no look-ahead at all.
+ * Without lookahead_hold, a stage needing more GPUs than its input frees
+ * holds none of today's free GPUs: an unrelated long job starts on them
+ * now.  A CPU-only stage gets no look-ahead at all.
  */
 static void
 waiting_stage_holds_nothing(void)
@@ -164,6 +165,7 @@ waiting_stage_holds_nothing(void)
     snap_job_ref(s, y)->estimate = 10000;
     snap_job_ref(s, y)->preemptible = false;
     snap_set_now(s, 10);
+    snap_config(s)->lookahead_hold = false;
     r = snap_run(s);
     ASSERT(res_find(r, y, AL_DEC_START) != NULL);
     ASSERT_EQ(res_devices_on(r, y, 0), 0xF0);
@@ -172,6 +174,50 @@ waiting_stage_holds_nothing(void)
     rv = resv_of(r, b);
     ASSERT(rv != NULL);
     ASSERT_EQ(rv->start, 100); /* planned before Y started */
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
+ * With lookahead_hold, the part of the stage's need that is free now is
+ * held for it: a long unrelated job does not start there, a short one
+ * that ends before the stage's input does is lent the room; once the input
+ * overruns, the hold is released and the long job starts.
+ */
+static void
+hold_lent_and_released(void)
+{
+    snap_t *s = scenario();
+    int q, a, b, y, z;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    a = snap_job(s, q, 1, 4);
+    snap_job_ref(s, a)->estimate = 100;
+    snap_place(s, a, 0, 0, 0xF);
+    b = snap_job(s, q, 1, 8);
+    snap_job_ref(s, b)->estimate = 500;
+    snap_job_dep(s, b, a);
+    y = snap_job(s, q, 1, 4); /* long */
+    snap_job_ref(s, y)->estimate = 10000;
+    snap_job_ref(s, y)->preemptible = false;
+    z = snap_job(s, q, 1, 4); /* ends at 60, before A's 100 */
+    snap_job_ref(s, z)->estimate = 50;
+    snap_job_ref(s, z)->preemptible = false;
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT(res_find(r, y, AL_DEC_START) == NULL);
+    ASSERT(res_find(r, z, AL_DEC_START) != NULL);
+    ASSERT_EQ(res_devices_on(r, z, 0), 0xF0);
+    ASSERT_EQ(resv_of(r, b)->start, 100);
+    al_result_destroy(r);
+    /* A overruns: nothing is held, the long job starts. */
+    snap_job_ref(s, z)->state = AL_JOB_HELD;
+    snap_set_now(s, 120);
+    r = snap_run(s);
+    ASSERT(resv_of(r, b) == NULL);
+    ASSERT(res_find(r, y, AL_DEC_START) != NULL);
     al_result_destroy(r);
     snap_destroy(s);
 }
@@ -253,6 +299,7 @@ const al_test_t test_dag[] = {
     { "lookahead_released_on_overrun", lookahead_released_on_overrun },
     { "lookahead_horizon_and_off", lookahead_horizon_and_off },
     { "waiting_stage_holds_nothing", waiting_stage_holds_nothing },
+    { "hold_lent_and_released", hold_lent_and_released },
     { "only_the_next_stage", only_the_next_stage },
     { "critical_path_and_blind", critical_path_and_blind },
     { "lookahead_deterministic", lookahead_deterministic },

@@ -1275,10 +1275,13 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
               "job %d: no-borrow reason with borrowing on", i);
         CHECK(c, why->code != AL_WHY_ORDER || s->config->strict_order,
               "job %d: strict-order reason without strict order", i);
+        /* (Behind a pipeline's look-ahead needs no reserve_depth.) */
         CHECK(c,
               (why->code != AL_WHY_RESERVED &&
                why->code != AL_WHY_BEHIND_RESERVATION) ||
-                  s->config->reserve_depth > 0,
+                  s->config->reserve_depth > 0 ||
+                  (why->code == AL_WHY_BEHIND_RESERVATION && why->job >= 0 &&
+                   s->jobs[why->job].dep_state == AL_DEPS_WAITING),
               "job %d: reservation reason with reserve_depth 0", i);
         CHECK(c,
               why->code != AL_WHY_BAD_QUEUE ||
