@@ -169,12 +169,12 @@ static const al_opt_t options[] = {
     { .name = "--dag",
       .kind = AL_OPT_STR,
       .off = A(dag),
-      .arg = "on|off|blind|nohold",
+      .arg = "on|off|blind|hold",
       .help = "pipelines (trace columns pipeline_id,stage,needs): on, the "
               "scheduler knows the graph (critical path, look-ahead; "
               "default); off, it ignores it; blind, each stage is submitted "
-              "when what it needs has ended; nohold, on but look-aheads hold "
-              "no free GPU" },
+              "when what it needs has ended; hold, on and look-aheads hold "
+              "free GPUs for the next stage" },
     { .name = "--order",
       .kind = AL_OPT_STR,
       .off = A(order),
@@ -554,7 +554,7 @@ check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
         int d = al_sim_dag_find(a->dag);
         if (d < 0) {
             fprintf(stderr,
-                    "allot sim: --dag: expected on, off, blind or nohold, got "
+                    "allot sim: --dag: expected on, off, blind or hold, got "
                     "'%s'\n",
                     a->dag);
             return 2;

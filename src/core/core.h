@@ -316,11 +316,13 @@ typedef struct al_config {
      * lookahead_hold, what the stage needs beyond what its inputs give
      * back is held now like a backfill reservation's room: lent to work
      * that ends in time (and, with lend_reserved, to preemptible work);
-     * without it a look-ahead holds nothing today and only claims the
-     * future.  A dependency past its expected end (an overrun) drops the
-     * look-ahead.  CPU-only jobs get none.  ignore_deps: the order and
-     * the reservations ignore the graph (no critical path, no
-     * look-ahead), as a dependency-blind scheduler would. */
+     * without it (the default) a look-ahead holds nothing today and only
+     * claims the future: no GPU stays idle for a stage that cannot start
+     * yet (holding raised the simulator's wastage and preemptions and
+     * lengthened pipelines; docs/simulation.md).  A dependency past its
+     * expected end (an overrun) drops the look-ahead.  CPU-only jobs get none.
+     * ignore_deps: the order and the reservations ignore the graph (no critical
+     * path, no look-ahead), as a dependency-blind scheduler would. */
     int lookahead_depth;
     int64_t lookahead_horizon;
     bool lookahead_hold;
@@ -332,7 +334,7 @@ typedef struct al_config {
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
  * 2 h, no workload profile, lookahead_depth 8 with no horizon and
- * lookahead_hold on, and the graph's order on (ignore_deps off). */
+ * lookahead_hold off, and the graph's order on (ignore_deps off). */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */

@@ -33,7 +33,6 @@ al_config_default(al_config_t *cfg)
     cfg->starve_after = (int64_t)2 * 3600;
     cfg->short_first = true;
     cfg->lookahead_depth = 8;
-    cfg->lookahead_hold = true;
 }
 
 int64_t

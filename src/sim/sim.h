@@ -209,14 +209,15 @@ typedef enum al_qmode {
 /* How the scheduler knows a trace's pipelines (stages.c). */
 typedef enum al_sim_dag {
     AL_SIM_DAG_ON = 0, /* stages submitted with their pipeline, the graph
-                          known: critical path and look-ahead */
+                          known: critical path and look-ahead (holding
+                          nothing free today, the core's default) */
     AL_SIM_DAG_OFF,    /* the same submissions, the graph ignored */
     AL_SIM_DAG_BLIND,  /* a stage submitted when what it needs has ended */
-    AL_SIM_DAG_NOHOLD  /* on, but look-aheads hold nothing today
-                          (al_config_t.lookahead_hold off) */
+    AL_SIM_DAG_HOLD    /* on, and look-aheads hold free capacity now
+                          (al_config_t.lookahead_hold) */
 } al_sim_dag_t;
 
-/* "on", "off", "blind" or "nohold"; NULL for a value out of range. */
+/* "on", "off", "blind" or "hold"; NULL for a value out of range. */
 const char *al_sim_dag_name(al_sim_dag_t d);
 /* An al_sim_dag_t by name, or -1. */
 int al_sim_dag_find(const char *name);

@@ -11,8 +11,8 @@
  *   blind  each stage is submitted only when the stages it needs have
  *          ended, as `--after` chains or a workflow engine outside the
  *          scheduler do: until then the core does not see it;
- *   nohold as on, but a look-ahead holds nothing free today
- *          (al_config_t.lookahead_hold off).
+ *   hold   as on, and a look-ahead holds what its stage needs beyond
+ *          its inputs' release (al_config_t.lookahead_hold).
  *
  * A waiting stage is active (in the snapshot) but not pending: it counts
  * neither as demand nor for wastage, as it cannot start.  A stage whose
@@ -33,7 +33,7 @@
 const char *
 al_sim_dag_name(al_sim_dag_t d)
 {
-    static const char *const names[] = { "on", "off", "blind", "nohold" };
+    static const char *const names[] = { "on", "off", "blind", "hold" };
     return d >= 0 && d < 4 ? names[d] : NULL;
 }
 
@@ -57,8 +57,8 @@ al__stages_init(sim_t *s)
     s->r->dag = s->dag;
     if (s->dag == AL_SIM_DAG_OFF || s->dag == AL_SIM_DAG_BLIND)
         s->cfg.ignore_deps = true;
-    if (s->dag == AL_SIM_DAG_NOHOLD)
-        s->cfg.lookahead_hold = false;
+    if (s->dag == AL_SIM_DAG_HOLD)
+        s->cfg.lookahead_hold = true;
     if (nedges == 0)
         return;
     s->succ_off = al_xcalloc((size_t)n + 2, sizeof(int));

@@ -2,9 +2,10 @@
  * test_pipelines.c -- the simulator's pipelines (trace columns
  * pipeline_id,stage,needs) on small hand-checked traces: the parse and its
  * errors, the stages' order, and the three ways the scheduler may know the
- * graph (--dag on, off, blind).
+ * graph (--dag on, off, blind, hold).
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,18 +141,17 @@ test_parse_errors(void)
 }
 
 /*
- * dag on: at 0 prep starts and train's look-ahead holds the 8 GPUs from
+ * dag hold: at 0 prep starts and train's look-ahead holds the 8 GPUs from
  * prep's end at 100; x (preemptible) is lent them at 10 and gives them
  * back at 100; train 100-1100, eval 1100-1200 (x's reservation after
  * eval's look-ahead): the pipeline takes 1200 s, x runs 1200-6200.
- * blind: train is submitted at 100, when x (10-5010) holds the node:
- * train 5010-6010, eval 6010-6110.  off: the same as blind (the graph is
- * known but ignored, so nothing keeps x off the node).
+ * on, off and blind hold nothing: x starts at 10 on the free node and
+ * train waits for it: train 5010-6010, eval 6010-6110.
  */
 static void
-test_dag_modes(void)
+test_hold(void)
 {
-    al_sim_result_t *r = run(one_pipeline, AL_SIM_DAG_ON);
+    al_sim_result_t *r = run(one_pipeline, AL_SIM_DAG_HOLD);
     if (r != NULL) {
         ASSERT_INT(r->npipelines, ==, 1);
         ASSERT_INT(r->pipelines_done, ==, 1);
@@ -162,8 +162,8 @@ test_dag_modes(void)
         ASSERT_INT(r->jobs[job(r, "x")].end, ==, 6200);
     }
     done(r);
-    static const al_sim_dag_t others[] = { AL_SIM_DAG_BLIND, AL_SIM_DAG_OFF,
-                                           AL_SIM_DAG_NOHOLD };
+    static const al_sim_dag_t others[] = { AL_SIM_DAG_ON, AL_SIM_DAG_BLIND,
+                                           AL_SIM_DAG_OFF };
     for (size_t k = 0; k < 3; k++) {
         r = run(one_pipeline, others[k]);
         if (r == NULL)
@@ -172,6 +172,35 @@ test_dag_modes(void)
         ASSERT_INT(r->jobs[job(r, "eval")].end, ==, 6110);
         ASSERT_INT((int64_t)r->pipe_makespan_mean, ==, 6110);
         ASSERT_INT(r->jobs[job(r, "x")].preemptions, ==, 0);
+        done(r);
+    }
+}
+
+/*
+ * Critical path.  One 8-GPU node: a (8 GPUs, 0-100), b after a (8 GPUs,
+ * 600 s), c after b (1 GPU, 100 s); x, unrelated, 8 GPUs for 500 s,
+ * arrives at 10.  When a ends, b and x are ready.  on (and hold): b has a
+ * stage waiting on it and goes first although x is shorter: b 100-700,
+ * c 700-800, x 800-1300; the pipeline takes 800 s.  off and blind: the
+ * shorter x goes first, 100-600, then b 600-1200 and c 1200-1300.
+ */
+static void
+test_critical_path(void)
+{
+    static const char text[] = HEADER "a,0,100,8,,,,,p,a,\n"
+                                      "b,0,600,8,,,,,p,b,a\n"
+                                      "c,0,100,1,,,,,p,c,b\n"
+                                      "x,10,500,8,,,,,,,\n";
+    for (int d = 0; d < 4; d++) {
+        al_sim_result_t *r = run(text, (al_sim_dag_t)d);
+        if (r == NULL)
+            continue;
+        bool knows = d == AL_SIM_DAG_ON || d == AL_SIM_DAG_HOLD;
+        ASSERT_INT(r->jobs[job(r, "b")].first_start, ==, knows ? 100 : 600);
+        ASSERT_INT(r->jobs[job(r, "c")].end, ==, knows ? 800 : 1300);
+        ASSERT_INT(r->jobs[job(r, "x")].end, ==, knows ? 1300 : 600);
+        ASSERT_INT((int64_t)r->pipe_makespan_mean, ==, knows ? 800 : 1300);
+        ASSERT_INT(r->wasted_s, ==, 0);
         done(r);
     }
 }
@@ -225,7 +254,8 @@ static const struct test {
     void (*fn)(void);
 } tests[] = {
     { "parse_errors", test_parse_errors },
-    { "dag_modes", test_dag_modes },
+    { "hold", test_hold },
+    { "critical_path", test_critical_path },
     { "fan_out_join", test_fan_out_join },
     { "never", test_never },
 };
