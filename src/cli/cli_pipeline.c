@@ -23,7 +23,7 @@
 #include "opt.h"
 #include "xmalloc.h"
 
-#define AL_PIPELINE_FILE_MAX (1024 * 1024)
+#define AL_PIPELINE_FILE_MAX ((size_t)1 << 20)
 
 typedef struct pipe_args {
     const char *server, *token;

@@ -266,10 +266,11 @@ subst_all(const json_t *v, const json_t *params, int line, const char *stage,
     }
     if (json_is_object(v)) {
         json_t *o = json_object();
-        const char *k;
-        json_t *x;
-        json_object_foreach((json_t *)v, k, x)
-            json_object_set_new(o, k, subst_all(x, params, line, stage, e));
+        for (void *it = json_object_iter((json_t *)v); it != NULL;
+             it = json_object_iter_next((json_t *)v, it))
+            json_object_set_new(
+                o, json_object_iter_key(it),
+                subst_all(json_object_iter_value(it), params, line, stage, e));
         return o;
     }
     return json_deep_copy(v);
@@ -417,149 +418,193 @@ static const char *const stage_keys[] = {
 static const char *const top_keys[] = { "name",  "stages", "params",
                                         "queue", "env",    LINE_KEY };
 
-/* The job body of stage s (object st), into ps->body. */
-static void
-stage_body(const json_t *st, const json_t *top, const json_t *params,
-           al__pstage_t *ps, perr_t *e)
+/* The stage's context while its body is made. */
+typedef struct sctx {
+    const json_t *st, *top, *params;
+    const char *nm;
+    int line;
+    perr_t *e;
+} sctx_t;
+
+/* A number as the text of an argument or an environment value. */
+static json_t *
+number_text(const json_t *v)
 {
-    int line = ps->line;
-    const char *nm = ps->name;
-    json_t *b = json_object();
-    json_t *cmd = json_object_get(st, "command");
-    json_t *script = json_object_get(st, "script");
+    char buf[64];
+    if (json_is_integer(v))
+        snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
+                 json_integer_value(v));
+    else
+        snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+    return json_string(buf);
+}
+
+/* command (a list of arguments) or script (text for /bin/sh -ec). */
+static void
+body_command(const sctx_t *x, json_t *b)
+{
+    json_t *cmd = json_object_get(x->st, "command");
+    json_t *script = json_object_get(x->st, "script");
     if ((cmd != NULL) == (script != NULL)) {
-        perr_add(e, line,
-                 "stage '%s': give either command (a list of "
-                 "arguments) or script (text)",
-                 nm);
-    } else if (cmd != NULL) {
-        bool ok = json_is_array(cmd) && json_array_size(cmd) > 0;
-        for (size_t i = 0; ok && i < json_array_size(cmd); i++) {
-            json_t *w = json_array_get(cmd, i);
-            ok = json_is_string(w) || json_is_number(w);
+        perr_add(x->e, x->line,
+                 "stage '%s': give either command (a list of arguments) or "
+                 "script (text)",
+                 x->nm);
+        return;
+    }
+    if (script != NULL) {
+        if (!json_is_string(script) || json_string_length(script) == 0) {
+            perr_add(x->e, x->line, "stage '%s': script must be text", x->nm);
+            return;
         }
-        if (!ok) {
-            perr_add(e, line, "stage '%s': command must be a list of arguments",
-                     nm);
-        } else {
-            json_t *words = json_array();
-            for (size_t i = 0; i < json_array_size(cmd); i++) {
-                json_t *w = json_array_get(cmd, i);
-                if (json_is_string(w)) {
-                    json_array_append(words, w);
-                } else {
-                    char buf[64];
-                    if (json_is_integer(w))
-                        snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
-                                 json_integer_value(w));
-                    else
-                        snprintf(buf, sizeof buf, "%.17g", json_real_value(w));
-                    json_array_append_new(words, json_string(buf));
-                }
-            }
-            json_object_set_new(b, "command",
-                                subst_all(words, params, line, nm, e));
-            json_decref(words);
-        }
-    } else if (!json_is_string(script) || json_string_length(script) == 0) {
-        perr_add(e, line, "stage '%s': script must be text", nm);
-    } else {
-        json_t *t = subst_all(script, params, line, nm, e);
+        json_t *t = subst_all(script, x->params, x->line, x->nm, x->e);
         json_object_set_new(b, "command",
                             json_pack("[s, s, o]", "/bin/sh", "-ec", t));
+        return;
     }
+    bool ok = json_is_array(cmd) && json_array_size(cmd) > 0;
+    for (size_t i = 0; ok && i < json_array_size(cmd); i++) {
+        json_t *w = json_array_get(cmd, i);
+        ok = json_is_string(w) || json_is_number(w);
+    }
+    if (!ok) {
+        perr_add(x->e, x->line,
+                 "stage '%s': command must be a list of arguments", x->nm);
+        return;
+    }
+    json_t *words = json_array();
+    for (size_t i = 0; i < json_array_size(cmd); i++) {
+        json_t *w = json_array_get(cmd, i);
+        json_array_append_new(words, json_is_string(w) ? json_incref(w)
+                                                       : number_text(w));
+    }
+    json_object_set_new(b, "command",
+                        subst_all(words, x->params, x->line, x->nm, x->e));
+    json_decref(words);
+}
+
+/* gpus, fraction, cpus, mem, time and tasks. */
+static void
+body_sizes(const sctx_t *x, json_t *b)
+{
     json_t *v;
-    if ((v = json_object_get(st, "gpus")) != NULL) {
+    int64_t n;
+    if ((v = json_object_get(x->st, "gpus")) != NULL) {
         if (!json_is_integer(v) || json_integer_value(v) < 0)
-            perr_add(e, line, "stage '%s': gpus must be a whole number", nm);
+            perr_add(x->e, x->line, "stage '%s': gpus must be a whole number",
+                     x->nm);
         else
             json_object_set(b, "gpus", v);
     }
-    if ((v = json_object_get(st, "fraction")) != NULL) {
+    if ((v = json_object_get(x->st, "fraction")) != NULL) {
         if (!json_is_number(v))
-            perr_add(e, line, "stage '%s': fraction must be a number", nm);
+            perr_add(x->e, x->line, "stage '%s': fraction must be a number",
+                     x->nm);
         else
             json_object_set_new(b, "gpu_fraction",
                                 json_real(json_number_value(v)));
     }
-    if ((v = json_object_get(st, "cpus")) != NULL) {
+    if ((v = json_object_get(x->st, "cpus")) != NULL) {
         if (!json_is_number(v) || json_number_value(v) <= 0 ||
             json_number_value(v) > 1e6)
-            perr_add(e, line, "stage '%s': cpus must be a positive number", nm);
+            perr_add(x->e, x->line,
+                     "stage '%s': cpus must be a positive number", x->nm);
         else
             json_object_set_new(
                 b, "cpu_milli",
                 json_integer((json_int_t)llround(json_number_value(v) * 1000)));
     }
-    int64_t x;
-    if ((v = json_object_get(st, "mem")) != NULL) {
-        if (!parse_size(v, &x))
-            perr_add(e, line,
-                     "stage '%s': mem must be a size such as 512M or 16G", nm);
+    if ((v = json_object_get(x->st, "mem")) != NULL) {
+        if (!parse_size(v, &n))
+            perr_add(x->e, x->line,
+                     "stage '%s': mem must be a size such as 512M or 16G",
+                     x->nm);
         else
-            json_object_set_new(b, "mem_bytes", json_integer(x));
+            json_object_set_new(b, "mem_bytes", json_integer(n));
     }
-    if ((v = json_object_get(st, "time")) != NULL) {
-        if (!parse_time(v, &x))
-            perr_add(e, line,
+    if ((v = json_object_get(x->st, "time")) != NULL) {
+        if (!parse_time(v, &n))
+            perr_add(x->e, x->line,
                      "stage '%s': time must be a duration such as 90m, 2h "
                      "or 1:30:00",
-                     nm);
+                     x->nm);
         else
-            json_object_set_new(b, "time_limit", json_integer(x));
+            json_object_set_new(b, "time_limit", json_integer(n));
     }
-    if ((v = json_object_get(st, "tasks")) != NULL)
+    if ((v = json_object_get(x->st, "tasks")) != NULL)
         json_object_set(b, "tasks", v); /* al__job_parse checks it */
+}
+
+/* class, queue (the file's by default) and model. */
+static void
+body_strings(const sctx_t *x, json_t *b)
+{
     static const struct {
         const char *from, *to;
     } strs[] = { { "class", "class" },
                  { "queue", "queue" },
                  { "model", "gpu_model" } };
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
-        v = json_object_get(st, strs[k].from);
+        json_t *v = json_object_get(x->st, strs[k].from);
         if (v == NULL && strcmp(strs[k].from, "queue") == 0)
-            v = json_object_get(top, "queue");
+            v = json_object_get(x->top, "queue");
         if (v == NULL)
             continue;
         if (!json_is_string(v))
-            perr_add(e, line, "stage '%s': %s must be text", nm, strs[k].from);
+            perr_add(x->e, x->line, "stage '%s': %s must be text", x->nm,
+                     strs[k].from);
         else
             json_object_set_new(b, strs[k].to,
-                                subst_all(v, params, line, nm, e));
+                                subst_all(v, x->params, x->line, x->nm, x->e));
     }
+}
+
+/* The environment: the file's, then the stage's over it. */
+static void
+body_env(const sctx_t *x, json_t *b)
+{
     json_t *env = json_object();
-    const json_t *envs[2] = { json_object_get(top, "env"),
-                              json_object_get(st, "env") };
+    const json_t *envs[2] = { json_object_get(x->top, "env"),
+                              json_object_get(x->st, "env") };
     for (int i = 0; i < 2; i++) {
         if (envs[i] == NULL)
             continue;
         if (!json_is_object(envs[i])) {
-            perr_add(e, line, "stage '%s': env must be a mapping", nm);
+            perr_add(x->e, x->line, "stage '%s': env must be a mapping", x->nm);
             continue;
         }
-        const char *k;
-        json_t *ev;
-        json_object_foreach((json_t *)envs[i], k, ev)
-        {
+        json_t *eo = (json_t *)envs[i];
+        for (void *it = json_object_iter(eo); it != NULL;
+             it = json_object_iter_next(eo, it)) {
+            const char *k = json_object_iter_key(it);
+            json_t *ev = json_object_iter_value(it);
             if (strcmp(k, LINE_KEY) == 0)
                 continue;
-            if (!json_is_string(ev) && !json_is_number(ev))
-                perr_add(e, line, "stage '%s': env %s must be text", nm, k);
-            else if (json_is_string(ev))
-                json_object_set_new(env, k, subst_all(ev, params, line, nm, e));
-            else {
-                char buf[64];
-                if (json_is_integer(ev))
-                    snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
-                             json_integer_value(ev));
-                else
-                    snprintf(buf, sizeof buf, "%.17g", json_real_value(ev));
-                json_object_set_new(env, k, json_string(buf));
-            }
+            if (json_is_string(ev))
+                json_object_set_new(
+                    env, k, subst_all(ev, x->params, x->line, x->nm, x->e));
+            else if (json_is_number(ev))
+                json_object_set_new(env, k, number_text(ev));
+            else
+                perr_add(x->e, x->line, "stage '%s': env %s must be text",
+                         x->nm, k);
         }
     }
     json_object_set_new(b, "env", env);
-    json_object_set_new(b, "name", json_string(nm));
+}
+
+/* The job body of stage ps (object st), into ps->body. */
+static void
+stage_body(const json_t *st, const json_t *top, const json_t *params,
+           al__pstage_t *ps, perr_t *e)
+{
+    sctx_t x = { st, top, params, ps->name, ps->line, e };
+    json_t *b = json_object();
+    body_command(&x, b);
+    body_sizes(&x, b);
+    body_strings(&x, b);
+    body_env(&x, b);
+    json_object_set_new(b, "name", json_string(ps->name));
     ps->body = b;
 }
 
@@ -617,10 +662,10 @@ params_of(const json_t *top, const json_t *sets, perr_t *e)
         perr_add(e, line_of(top),
                  "params must be a mapping of names to "
                  "default values");
-    const char *k;
-    json_t *v;
-    json_object_foreach(p, k, v)
-    {
+    for (void *it = json_object_iter(p); it != NULL;
+         it = json_object_iter_next(p, it)) {
+        const char *k = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it);
         if (strcmp(k, LINE_KEY) == 0)
             continue;
         if (json_is_string(v)) {
@@ -640,8 +685,10 @@ params_of(const json_t *top, const json_t *sets, perr_t *e)
             perr_add(e, line_of(p), "param '%s' must be text or a number", k);
         }
     }
-    json_object_foreach((json_t *)sets, k, v)
-    {
+    for (void *it = json_object_iter((json_t *)sets); it != NULL;
+         it = json_object_iter_next((json_t *)sets, it)) {
+        const char *k = json_object_iter_key(it);
+        json_t *v = json_object_iter_value(it);
         if (json_object_get(out, k) == NULL)
             perr_add(e, 0, "--set %s: the file has no such parameter", k);
         else if (!json_is_string(v))
@@ -652,147 +699,178 @@ params_of(const json_t *top, const json_t *sets, perr_t *e)
     return out;
 }
 
+/* The file's text as a tree: JSON when it starts with '{' or '[', else
+ * YAML.  NULL after an error. */
+static json_t *
+read_text(const char *text, size_t len, perr_t *e)
+{
+    size_t i = 0;
+    while (i < len && isspace((unsigned char)text[i]))
+        i++;
+    if (memchr(text, '\0', len) != NULL) {
+        perr_add(e, 0, "the file holds a NUL byte");
+        return NULL;
+    }
+    json_t *top;
+    if (i < len && (text[i] == '{' || text[i] == '[')) {
+        char *why = NULL;
+        top = al_json_parse(text, len, &why);
+        if (top == NULL)
+            perr_add(e, 0, "JSON: %s", why ? why : "malformed");
+        free(why);
+    } else {
+        top = parse_yaml(text, len, e);
+    }
+    if (top != NULL && !json_is_object(top)) {
+        perr_add(e, 0, "the file must be a mapping with a stages list");
+        json_decref(top);
+        top = NULL;
+    }
+    return top;
+}
+
+/* Stage s's name (from object st), checked and unique. */
+static void
+name_stage(al__pfile_t *pf, int s, const json_t *st, const json_t *top,
+           perr_t *e)
+{
+    al__pstage_t *ps = &pf->stages[s];
+    ps->line = json_is_object(st) ? line_of(st) : 0;
+    json_t *sn = json_object_get(st, "name");
+    if (!json_is_object(st)) {
+        perr_add(e, line_of(top), "stage %d is not a mapping", s + 1);
+    } else if (!json_is_string(sn) ||
+               !valid_stage_name(json_string_value(sn))) {
+        perr_add(e, ps->line,
+                 "stage %d: name must be 1-64 letters, digits, '-', '_' or "
+                 "'.'",
+                 s + 1);
+    } else {
+        ps->name = al_xstrdup(json_string_value(sn));
+        for (int o = 0; o < s; o++)
+            if (pf->stages[o].name != NULL &&
+                strcmp(pf->stages[o].name, ps->name) == 0)
+                perr_add(e, ps->line, "stage '%s' named twice (also line %d)",
+                         ps->name, pf->stages[o].line);
+    }
+    if (ps->name == NULL) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "#%d", s + 1);
+        ps->name = al_xstrdup(buf);
+    }
+}
+
+/* Stage s's needs (names of other stages) into indices. */
+static void
+stage_needs(al__pfile_t *pf, int s, const json_t *st, perr_t *e)
+{
+    al__pstage_t *ps = &pf->stages[s];
+    json_t *nd = json_object_get(st, "needs");
+    json_t *one = json_is_string(nd) ? json_pack("[O]", nd) : NULL;
+    if (one != NULL)
+        nd = one;
+    if (nd != NULL && !json_is_array(nd))
+        perr_add(e, ps->line, "stage '%s': needs must be a list of stage names",
+                 ps->name);
+    ps->needs = al_xcalloc(json_array_size(nd) + 1, sizeof *ps->needs);
+    for (size_t k = 0; k < json_array_size(nd); k++) {
+        const char *want = json_string_value(json_array_get(nd, k));
+        int found = -1;
+        for (int o = 0; want != NULL && o < pf->nstages; o++)
+            if (strcmp(pf->stages[o].name, want) == 0)
+                found = o;
+        if (found < 0)
+            perr_add(e, ps->line, "stage '%s': needs '%s', no such stage",
+                     ps->name, want ? want : "(not text)");
+        else if (found == s)
+            perr_add(e, ps->line, "stage '%s' needs itself", ps->name);
+        else
+            ps->needs[ps->nneeds++] = found;
+    }
+    json_decref(one);
+}
+
+/* Stage s's fields besides its name: known keys, when, needs, body. */
+static void
+check_stage(al__pfile_t *pf, int s, const json_t *st, const json_t *top,
+            const json_t *params, perr_t *e)
+{
+    al__pstage_t *ps = &pf->stages[s];
+    const char *bad = al__unknown_member(
+        st, stage_keys, sizeof stage_keys / sizeof *stage_keys);
+    if (bad != NULL)
+        perr_add(e, ps->line,
+                 "stage '%s': unknown field '%s' (see docs/pipelines.md)",
+                 ps->name, bad);
+    json_t *w = json_object_get(st, "when");
+    const char *ws = json_is_string(w) ? json_string_value(w)
+                     : w == NULL       ? "success"
+                                       : "";
+    ps->when = strcmp(ws, "success") == 0   ? AL_WHEN_SUCCESS
+               : strcmp(ws, "failure") == 0 ? AL_WHEN_FAILURE
+               : strcmp(ws, "always") == 0  ? AL_WHEN_ALWAYS
+                                            : -1;
+    if (ps->when < 0)
+        perr_add(e, ps->line,
+                 "stage '%s': when must be success, failure or always",
+                 ps->name);
+    stage_needs(pf, s, st, e);
+    if (ps->when > AL_WHEN_SUCCESS && ps->nneeds == 0)
+        perr_add(e, ps->line, "stage '%s': when %s needs a stage to follow",
+                 ps->name, ws);
+    stage_body(st, top, params, ps, e);
+}
+
+/* The file's fields and its stages, into pf. */
+static void
+check_file(al__pfile_t *pf, const json_t *top, const json_t *sets, perr_t *e)
+{
+    const char *bad =
+        al__unknown_member(top, top_keys, sizeof top_keys / sizeof *top_keys);
+    if (bad != NULL)
+        perr_add(e, line_of(top),
+                 "unknown field '%s' (a pipeline has name, params, queue, env "
+                 "and stages)",
+                 bad);
+    json_t *nm = json_object_get(top, "name");
+    if (nm != NULL &&
+        (!json_is_string(nm) || !valid_stage_name(json_string_value(nm))))
+        perr_add(e, line_of(top),
+                 "name must be 1-64 letters, digits, '-', '_' or '.'");
+    pf->name =
+        al_xstrdup(json_is_string(nm) ? json_string_value(nm) : "pipeline");
+    json_t *params = params_of(top, sets, e);
+    json_t *stages = json_object_get(top, "stages");
+    if (!json_is_array(stages) || json_array_size(stages) == 0)
+        perr_add(e, line_of(top), "stages must be a non-empty list");
+    else if (json_array_size(stages) > AL_PIPELINE_MAX_STAGES)
+        perr_add(e, line_of(top), "more than %d stages",
+                 AL_PIPELINE_MAX_STAGES);
+    else
+        pf->nstages = (int)json_array_size(stages);
+    pf->stages = al_xcalloc((size_t)pf->nstages + 1, sizeof *pf->stages);
+    /* Names first, so that needs can name a later stage. */
+    for (int s = 0; s < pf->nstages; s++)
+        name_stage(pf, s, json_array_get(stages, (size_t)s), top, e);
+    for (int s = 0; s < pf->nstages; s++) {
+        json_t *st = json_array_get(stages, (size_t)s);
+        if (json_is_object(st))
+            check_stage(pf, s, st, top, params, e);
+    }
+    json_decref(params);
+    if (e->n == 0)
+        order_stages(pf, e);
+}
+
 int
 al__pfile_parse(const char *text, size_t len, const json_t *sets,
                 al__pfile_t **out, char **cause)
 {
     perr_t e = { 0 };
-    json_t *top = NULL;
-    size_t i = 0;
-    while (i < len && isspace((unsigned char)text[i]))
-        i++;
-    if (memchr(text, '\0', len) != NULL) {
-        perr_add(&e, 0, "the file holds a NUL byte");
-    } else if (i < len && (text[i] == '{' || text[i] == '[')) {
-        char *why = NULL;
-        top = al_json_parse(text, len, &why);
-        if (top == NULL)
-            perr_add(&e, 0, "JSON: %s", why ? why : "malformed");
-        free(why);
-    } else {
-        top = parse_yaml(text, len, &e);
-    }
-    if (top != NULL && !json_is_object(top)) {
-        perr_add(&e, 0, "the file must be a mapping with a stages list");
-        json_decref(top);
-        top = NULL;
-    }
+    json_t *top = read_text(text, len, &e);
     al__pfile_t *pf = al_xcalloc(1, sizeof *pf);
-    json_t *params = NULL;
-    if (top != NULL) {
-        const char *bad = al__unknown_member(
-            top, top_keys, sizeof top_keys / sizeof *top_keys);
-        if (bad != NULL)
-            perr_add(&e, line_of(top),
-                     "unknown field '%s' (a pipeline has name, params, queue, "
-                     "env and stages)",
-                     bad);
-        json_t *nm = json_object_get(top, "name");
-        if (nm != NULL &&
-            (!json_is_string(nm) || !valid_stage_name(json_string_value(nm))))
-            perr_add(&e, line_of(top),
-                     "name must be 1-64 letters, digits, '-', '_' or '.'");
-        pf->name =
-            al_xstrdup(json_is_string(nm) ? json_string_value(nm) : "pipeline");
-        params = params_of(top, sets, &e);
-        json_t *stages = json_object_get(top, "stages");
-        if (!json_is_array(stages) || json_array_size(stages) == 0)
-            perr_add(&e, line_of(top), "stages must be a non-empty list");
-        else if (json_array_size(stages) > AL_PIPELINE_MAX_STAGES)
-            perr_add(&e, line_of(top), "more than %d stages",
-                     AL_PIPELINE_MAX_STAGES);
-        else
-            pf->nstages = (int)json_array_size(stages);
-        pf->stages = al_xcalloc((size_t)pf->nstages + 1, sizeof *pf->stages);
-        /* Names first, so that needs can name a later stage. */
-        for (int s = 0; s < pf->nstages; s++) {
-            json_t *st = json_array_get(stages, (size_t)s);
-            al__pstage_t *ps = &pf->stages[s];
-            ps->line = json_is_object(st) ? line_of(st) : 0;
-            json_t *sn = json_object_get(st, "name");
-            if (!json_is_object(st)) {
-                perr_add(&e, line_of(top), "stage %d is not a mapping", s + 1);
-            } else if (!json_is_string(sn) ||
-                       !valid_stage_name(json_string_value(sn))) {
-                perr_add(&e, ps->line,
-                         "stage %d: name must be 1-64 letters, digits, '-', "
-                         "'_' or '.'",
-                         s + 1);
-            } else {
-                ps->name = al_xstrdup(json_string_value(sn));
-                for (int o = 0; o < s; o++)
-                    if (pf->stages[o].name != NULL &&
-                        strcmp(pf->stages[o].name, ps->name) == 0)
-                        perr_add(&e, ps->line,
-                                 "stage '%s' named twice (also line %d)",
-                                 ps->name, pf->stages[o].line);
-            }
-            if (ps->name == NULL) {
-                char buf[32];
-                snprintf(buf, sizeof buf, "#%d", s + 1);
-                ps->name = al_xstrdup(buf);
-            }
-        }
-        for (int s = 0; s < pf->nstages; s++) {
-            json_t *st = json_array_get(stages, (size_t)s);
-            al__pstage_t *ps = &pf->stages[s];
-            if (!json_is_object(st))
-                continue;
-            bad = al__unknown_member(st, stage_keys,
-                                     sizeof stage_keys / sizeof *stage_keys);
-            if (bad != NULL)
-                perr_add(&e, ps->line,
-                         "stage '%s': unknown field '%s' (see "
-                         "docs/pipelines.md)",
-                         ps->name, bad);
-            json_t *w = json_object_get(st, "when");
-            const char *ws = json_is_string(w) ? json_string_value(w)
-                             : w == NULL       ? "success"
-                                               : "";
-            ps->when = strcmp(ws, "success") == 0   ? AL_WHEN_SUCCESS
-                       : strcmp(ws, "failure") == 0 ? AL_WHEN_FAILURE
-                       : strcmp(ws, "always") == 0  ? AL_WHEN_ALWAYS
-                                                    : -1;
-            if (ps->when < 0)
-                perr_add(&e, ps->line,
-                         "stage '%s': when must be success, failure or always",
-                         ps->name);
-            json_t *nd = json_object_get(st, "needs");
-            json_t *one = json_is_string(nd) ? json_pack("[O]", nd) : NULL;
-            if (one != NULL)
-                nd = one;
-            if (nd != NULL && !json_is_array(nd))
-                perr_add(&e, ps->line,
-                         "stage '%s': needs must be a list of stage names",
-                         ps->name);
-            ps->needs = al_xcalloc(json_array_size(nd) + 1, sizeof *ps->needs);
-            for (size_t k = 0; k < json_array_size(nd); k++) {
-                const char *want = json_string_value(json_array_get(nd, k));
-                int found = -1;
-                for (int o = 0; want != NULL && o < pf->nstages; o++)
-                    if (strcmp(pf->stages[o].name, want) == 0)
-                        found = o;
-                if (found < 0)
-                    perr_add(&e, ps->line,
-                             "stage '%s': needs '%s', no such "
-                             "stage",
-                             ps->name, want ? want : "(not text)");
-                else if (found == s)
-                    perr_add(&e, ps->line, "stage '%s' needs itself", ps->name);
-                else
-                    ps->needs[ps->nneeds++] = found;
-            }
-            json_decref(one);
-            if (ps->when != AL_WHEN_SUCCESS && ps->nneeds == 0 && ps->when >= 0)
-                perr_add(&e, ps->line,
-                         "stage '%s': when %s needs a stage to follow",
-                         ps->name, ws);
-            stage_body(st, top, params, ps, &e);
-        }
-        if (e.n == 0)
-            order_stages(pf, &e);
-    }
-    json_decref(params);
+    if (top != NULL)
+        check_file(pf, top, sets, &e);
     json_decref(top);
     if (e.n > 0) {
         al__pfile_free(pf);

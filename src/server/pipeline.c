@@ -42,14 +42,15 @@ static int
 stages_of(al_ctl_t *ctl, const al__job_t *p, al__job_t ***out)
 {
     int n = 0, cap = 8;
-    al__job_t **v = al_xmalloc((size_t)cap * sizeof *v);
+    /* An array of pointers: each element is sizeof(void *). */
+    al__job_t **v = al_xmalloc((size_t)cap * sizeof(void *));
     for (uint64_t id = p->id; id <= ctl->njobs; id++) {
         al__job_t *j = al__ctl_job(ctl, id);
         if (j == NULL || j->pipeline != p->id)
             break;
         if (n == cap) {
             cap *= 2;
-            v = al_xrealloc(v, (size_t)cap * sizeof *v);
+            v = al_xrealloc(v, (size_t)cap * sizeof(void *));
         }
         v[n++] = j;
     }
@@ -268,7 +269,7 @@ al__api_pipeline_submit(al_ctl_t *ctl, al__req_t *req)
     }
     /* Every stage is checked before any exists: all or nothing. */
     int n = pf->nstages;
-    al__job_t **jobs = al_xcalloc((size_t)n + 1, sizeof *jobs);
+    al__job_t **jobs = al_xcalloc((size_t)n + 1, sizeof(void *));
     uint64_t pid = ctl->njobs + 1;
     bool ok = true;
     for (int k = 0; k < n && ok; k++) {
