@@ -45,6 +45,15 @@ rnd(uint64_t *s)
     return z ^ (z >> 31);
 }
 
+/* A whole number of at most 9 digits, or -1. */
+static int
+arg_int(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    return *s != '\0' && *end == '\0' && v >= 0 && v < 1000000000 ? (int)v : -1;
+}
+
 static void *
 xcalloc(size_t n, size_t sz)
 {
@@ -88,11 +97,11 @@ main(int argc, char **argv)
     int nodes = 512, pending = 20000, runs = 9;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--nodes") == 0)
-            nodes = atoi(argv[i + 1]);
+            nodes = arg_int(argv[i + 1]);
         else if (strcmp(argv[i], "--pending") == 0)
-            pending = atoi(argv[i + 1]);
+            pending = arg_int(argv[i + 1]);
         else if (strcmp(argv[i], "--runs") == 0)
-            runs = atoi(argv[i + 1]);
+            runs = arg_int(argv[i + 1]);
     }
     if (nodes < 1 || pending < 0 || runs < 1) {
         fprintf(stderr, "usage: bench/dag [--nodes N] [--pending N] "
@@ -146,16 +155,16 @@ main(int argc, char **argv)
         b->estimate = 1800;
         b->dep_state = AL_DEPS_WAITING;
         b->ndeps = 1;
-        deps[2 * n].job = k;
-        b->deps = &deps[2 * n];
+        deps[(size_t)2 * n].job = k;
+        b->deps = &deps[(size_t)2 * n];
         *c = base;
         c->id = (uint64_t)k + 3;
         c->req.gpus = 1;
         c->estimate = 900;
         c->dep_state = AL_DEPS_WAITING;
         c->ndeps = 1;
-        deps[2 * n + 1].job = k + 1;
-        c->deps = &deps[2 * n + 1];
+        deps[(size_t)2 * n + 1].job = k + 1;
+        c->deps = &deps[(size_t)2 * n + 1];
         k += 3;
     }
     for (int p = 0; p < pending; p++, k++) {
