@@ -412,8 +412,9 @@ valid_stage_name(const char *s)
 }
 
 static const char *const stage_keys[] = {
-    "name", "command", "script", "needs", "when", "gpus", "fraction", "cpus",
-    "mem",  "tasks",   "class",  "queue", "time", "env",  "model",    LINE_KEY,
+    "name",     "command", "script", "needs", "when",   "gpus",
+    "fraction", "cpus",    "mem",    "tasks", "class",  "queue",
+    "time",     "env",     "model",  "array", LINE_KEY,
 };
 static const char *const top_keys[] = { "name",  "stages", "params",
                                         "queue", "env",    LINE_KEY };
@@ -535,7 +536,7 @@ body_sizes(const sctx_t *x, json_t *b)
         json_object_set(b, "tasks", v); /* al__job_parse checks it */
 }
 
-/* class, queue (the file's by default) and model. */
+/* class, queue (the file's by default), model and array. */
 static void
 body_strings(const sctx_t *x, json_t *b)
 {
@@ -543,7 +544,8 @@ body_strings(const sctx_t *x, json_t *b)
         const char *from, *to;
     } strs[] = { { "class", "class" },
                  { "queue", "queue" },
-                 { "model", "gpu_model" } };
+                 { "model", "gpu_model" },
+                 { "array", "array" } };
     for (size_t k = 0; k < sizeof strs / sizeof strs[0]; k++) {
         json_t *v = json_object_get(x->st, strs[k].from);
         if (v == NULL && strcmp(strs[k].from, "queue") == 0)

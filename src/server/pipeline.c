@@ -37,17 +37,23 @@ parse_pid(const char *s)
 }
 
 /* The stages of pipeline p (its first job), into *out (the caller frees
- * the array); their number. */
+ * the array); their number.  A stage that is a job array is its parent:
+ * its elements' ids follow it. */
 static int
 stages_of(al_ctl_t *ctl, const al__job_t *p, al__job_t ***out)
 {
     int n = 0, cap = 8;
+    uint64_t elements_end = 0;
     /* An array of pointers: each element is sizeof(void *). */
     al__job_t **v = al_xmalloc((size_t)cap * sizeof(void *));
     for (uint64_t id = p->id; id <= ctl->njobs; id++) {
+        if (id <= elements_end)
+            continue;
         al__job_t *j = al__ctl_job(ctl, id);
         if (j == NULL || j->pipeline != p->id)
             break;
+        if (j->array != NULL)
+            elements_end = j->id + (uint64_t)j->array->as.count;
         if (n == cap) {
             cap *= 2;
             v = al_xrealloc(v, (size_t)cap * sizeof(void *));
@@ -286,16 +292,21 @@ al__api_pipeline_submit(al_ctl_t *ctl, al__req_t *req)
         al__pfile_free(pf);
         return;
     }
-    /* Stage pf->order[k] becomes job pid + k. */
+    /* Stage pf->order[k] becomes the next id, after the elements of an
+     * array stage before it. */
     uint64_t *id_of = al_xcalloc((size_t)n + 1, sizeof *id_of);
-    for (int k = 0; k < n; k++)
-        id_of[pf->order[k]] = pid + (uint64_t)k;
+    uint64_t next = pid;
+    for (int k = 0; k < n; k++) {
+        id_of[pf->order[k]] = next;
+        next += 1 + (jobs[k]->array != NULL ? (uint64_t)jobs[k]->array->as.count
+                                            : 0);
+    }
     int64_t now = al_clock_ms();
     json_t *list = json_array();
     for (int k = 0; k < n; k++) {
         const al__pstage_t *ps = &pf->stages[pf->order[k]];
         al__job_t *j = jobs[k];
-        j->id = pid + (uint64_t)k;
+        j->id = id_of[pf->order[k]];
         j->pipeline = pid;
         j->stage = al_xstrdup(ps->name);
         j->pipeline_name = al_xstrdup(pf->name);
@@ -365,11 +376,15 @@ al__api_pipeline_cancel(al_ctl_t *ctl, al__req_t *req)
     al__job_t **st;
     int n = stages_of(ctl, p, &st), k = 0;
     char *d = al_xasprintf("cancelled with its pipeline by %s", req->user);
-    for (int i = 0; i < n; i++)
-        if (st[i]->state <= JS_RUNNING) {
+    for (int i = 0; i < n; i++) {
+        if (st[i]->state > JS_RUNNING)
+            continue;
+        if (st[i]->array != NULL)
+            al__array_cancel(ctl, st[i], d);
+        else
             al__ctl_set_state(ctl, st[i], JS_CANCELLED, "cancelled", d);
-            k++;
-        }
+        k++;
+    }
     free(d);
     free(st);
     if (k > 0)
@@ -388,7 +403,9 @@ al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req)
     char *d = al_xasprintf("retried with its pipeline by %s", req->user);
     for (int i = 0; i < n; i++) {
         al__job_t *j = st[i];
-        if (j->state != JS_FAILED && j->state != JS_CANCELLED)
+        /* An array's elements end with it: it is not run again. */
+        if ((j->state != JS_FAILED && j->state != JS_CANCELLED) ||
+            j->array != NULL)
             continue;
         j->exit_code = 0;
         j->signal = 0;

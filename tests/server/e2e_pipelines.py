@@ -15,9 +15,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
 
-# prep (CPU) -> train (2 GPUs) -> two inference shards (1 GPU each) ->
-# report (CPU): each stage appends its name to ORDER and hands its output
-# to the next through the pipeline's directory.
+# prep (CPU) -> train (2 GPUs) -> inference fanned out over three shards
+# (an array of 1-GPU elements) -> report (CPU): each stage appends its name
+# to ORDER and hands its output to the next through the pipeline's
+# directory.
 FOUR_STAGES = """\
 name: mini
 params:
@@ -40,20 +41,17 @@ stages:
       test "$ALLOT_STAGE" = train
       cat "$ALLOT_PIPELINE_DIR/data" > "$ALLOT_PIPELINE_DIR/model"
       echo "epochs ${epochs}" >> "$ALLOT_PIPELINE_DIR/model"
-  - name: infer-0
+  - name: infer
     needs: [train]
     gpus: 1
-    command: [sh, -c, 'echo infer-0 >> "$ORDER"; cp "$ALLOT_PIPELINE_DIR/model" "$ALLOT_PIPELINE_DIR/out-0"']
-  - name: infer-1
-    needs: [train]
-    gpus: 1
-    command: [sh, -c, 'echo infer-1 >> "$ORDER"; cp "$ALLOT_PIPELINE_DIR/model" "$ALLOT_PIPELINE_DIR/out-1"']
+    array: 0-2
+    command: [sh, -c, 'echo infer-$ALLOT_ARRAY_INDEX >> "$ORDER"; cp "$ALLOT_PIPELINE_DIR/model" "$ALLOT_PIPELINE_DIR/out-$ALLOT_ARRAY_INDEX"']
   - name: report
-    needs: [infer-0, infer-1]
+    needs: [infer]
     mem: 64M
     script: |
       echo report >> "$ORDER"
-      cat "$ALLOT_PIPELINE_DIR/out-0" "$ALLOT_PIPELINE_DIR/out-1" > "$ALLOT_PIPELINE_DIR/report"
+      cat "$ALLOT_PIPELINE_DIR"/out-* > "$ALLOT_PIPELINE_DIR/report"
 """
 
 
@@ -79,9 +77,9 @@ def stage(p, name):
 
 
 def scenario_pipeline_run(c):
-    """A four-stage pipeline with a fan-out, through the CLI: one
-    submission creates every stage; they run in the graph's order, each
-    after what it needs, handing artefacts along through
+    """A four-stage pipeline with a fan-out (an array stage), through the
+    CLI: one submission creates every stage; they run in the graph's
+    order, each after what it needs, handing artefacts along through
     ALLOT_PIPELINE_DIR; show draws the graph, ls lists it."""
     c.start_server()
     c.start_agent("n1", "4xH100-80GB")
@@ -90,22 +88,22 @@ def scenario_pipeline_run(c):
     before = c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"]
     pid = int(c.cli("pipeline", "submit", f, "--set", "epochs=3").stdout)
     jobs = c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"]
-    check(len(jobs) == len(before) + 5, "one submission, five stage jobs: "
+    check(len(jobs) == len(before) + 4, "one submission, four stage jobs: "
           "%d" % (len(jobs) - len(before)))
     p = wait_pipeline(c, pid, ("completed", "failed"))
-    check(p["state"] == "completed" and p["completed"] == 5,
-          "pipeline completed: %s" % p)
+    check(p["state"] == "completed" and p["completed"] == 4 and
+          p["stages"] == 4, "pipeline completed: %s" % p)
     ran = open(order).read().split()
     check(ran[0] == "prep" and ran[1] == "train" and
-          sorted(ran[2:4]) == ["infer-0", "infer-1"] and ran[4] == "report",
-          "stages ran in the graph's order: %s" % ran)
+          sorted(ran[2:5]) == ["infer-0", "infer-1", "infer-2"] and
+          ran[5:] == ["report"], "stages ran in the graph's order: %s" % ran)
     for s in p["stage_list"]:
         check(s["state"] == "completed", "stage %s: %s" % (s["name"], s))
     t, r = stage(p, "train"), stage(p, "report")
-    check(t["needs"] == ["prep"] and sorted(r["needs"]) ==
-          ["infer-0", "infer-1"] and t["gpus"] == 2, "needs: %s" % p)
+    check(t["needs"] == ["prep"] and r["needs"] == ["infer"] and
+          t["gpus"] == 2, "needs: %s" % p)
     check(t["start_ms"] >= stage(p, "prep")["end_ms"] and
-          r["start_ms"] >= stage(p, "infer-1")["end_ms"],
+          r["start_ms"] >= stage(p, "infer")["end_ms"],
           "a stage starts after what it needs ended: %s" % p)
     # The artefacts went along: the report holds both shards' copies of
     # the model, which holds prep's data and the parameter --set gave.
@@ -114,15 +112,21 @@ def scenario_pipeline_run(c):
     rep = open(os.path.join(c.root, ".allot-pipelines", dirs[0],
                             "report")).read()
     want = "data for %d\nepochs 3\n" % pid
-    check(rep == want * 2, "the report: %r" % rep)
+    check(rep == want * 3, "the report: %r" % rep)
     out = c.cli("pipeline", "show", str(pid)).stdout
     check("pipeline %d mini" % pid in out and "[prep ok]" in out and
-          "-> [infer-0 ok]  [infer-1 ok]" in out and "[report ok]" in out,
+          "-> [train ok]\n  -> [infer ok]\n  -> [report ok]" in out,
           "show draws the graph:\n%s" % out)
     ls = c.cli("pipeline", "ls").stdout
-    check(("%d" % pid) in ls and "completed" in ls and "5/5" in ls,
+    check(("%d" % pid) in ls and "completed" in ls and "4/4" in ls,
           "ls: %s" % ls)
-    print("  5 stages in order, artefacts handed along")
+    # A second pipeline after it: ids after the array's elements.
+    q = int(c.cli("pipeline", "submit", f).stdout)
+    check(q > stage(p, "report")["job"], "next pipeline's id: %d" % q)
+    p2 = wait_pipeline(c, q, ("completed", "failed"))
+    check(p2["state"] == "completed" and p2["stages"] == 4, "%s" % p2)
+    print("  4 stages (one fanned out over 3 GPUs) in order, artefacts "
+          "handed along")
 
 
 FAILING = """\
