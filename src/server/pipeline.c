@@ -422,7 +422,8 @@ al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req)
     free(st);
     if (k == 0) {
         al__reply_error(req, 409, "conflict",
-                        "pipeline %s has no failed or cancelled stage",
+                        "pipeline %s has no failed or cancelled stage to "
+                        "run again (array stages are not run again)",
                         req->cap[0]);
         return;
     }
