@@ -1,4 +1,5 @@
 /* cli_admin.c -- `allot queue set|delete` and `allot node drain|resume`. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,8 @@
 typedef struct queue_args {
     const char *parent, *deserved, *limit, *weight, *max_build, *idle_timeout,
         *server, *token;
+    /* Members: the whole list, or names added to the queue's. */
+    const char *members, *add_member;
     int64_t priority, idle_util;
     bool json, help;
 } queue_args_t;
@@ -63,6 +66,17 @@ static const al_opt_t queue_opts[] = {
       .max = 100,
       .arg = "PCT",
       .help = "a GPU under this utilisation is idle (default 5)" },
+    { .name = "--members",
+      .kind = AL_OPT_STR,
+      .off = Q(members),
+      .arg = "USER,@GROUP,...",
+      .help = "who may submit into it (\"\": everyone, the default); "
+              "kept when not given" },
+    { .name = "--add-member",
+      .kind = AL_OPT_STR,
+      .off = Q(add_member),
+      .arg = "USER,@GROUP,...",
+      .help = "add to its members" },
     { .name = "--json",
       .kind = AL_OPT_FLAG,
       .off = Q(json),
@@ -172,7 +186,7 @@ build_idle_opts(const queue_args_t *a, json_t *body)
 int
 al_cli_queue(int argc, char **argv)
 {
-    queue_args_t a = { .idle_util = -1 };
+    queue_args_t a = { .idle_util = -1, .priority = INT64_MIN };
     char *pos[2];
     int npos = 0;
     int rc = al_opt_parse_cmd(&al_cli_queue_cmd, NULL, &a, argc, argv, pos, 2,
@@ -185,7 +199,13 @@ al_cli_queue(int argc, char **argv)
     }
     const char *parent = a.parent, *deserved = a.deserved, *limit = a.limit,
                *weight = a.weight;
-    int64_t priority = a.priority;
+    /* Only members given: the rest of an existing queue stays as it is. */
+    bool members_only = (a.members != NULL || a.add_member != NULL) &&
+                        a.parent == NULL && a.deserved == NULL &&
+                        a.limit == NULL && a.weight == NULL &&
+                        a.max_build == NULL && a.idle_timeout == NULL &&
+                        a.idle_util < 0 && a.priority == INT64_MIN;
+    int64_t priority = a.priority == INT64_MIN ? 0 : a.priority;
     json_t *body = json_pack("{s:s, s:I, s:o}", "name", pos[1], "priority",
                              (json_int_t)priority, "quota", json_object());
     json_t *quota = json_object_get(body, "quota");
@@ -218,7 +238,29 @@ al_cli_queue(int argc, char **argv)
         if (al_http_request(&c.url, "GET", path, c.token, NULL, 0, 30000, -1,
                             &r, NULL) == 0) {
             exists = r.status == 200;
+            if (exists) {
+                json_t *old =
+                    al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL);
+                if (members_only && json_is_object(old)) {
+                    static const char *const derived[] = {
+                        "fair_share", "allocated", "demand", "usage_gpu_hours"
+                    };
+                    for (size_t k = 0; k < sizeof derived / sizeof *derived;
+                         k++)
+                        json_object_del(old, derived[k]);
+                    json_object_update(body, old);
+                } else {
+                    json_object_set(body, "members",
+                                    json_object_get(old, "members"));
+                }
+                json_decref(old);
+            }
             al_http_resp_fini(&r);
+        }
+        if (!al_cli_queue_members(body, a.members, a.add_member)) {
+            json_decref(body);
+            al_client_fini(&c);
+            return AL_EXIT_USAGE;
         }
         rc = al_client_call(&c, exists ? "PUT" : "POST",
                             exists ? path : "/v1/queues", body, &out, NULL,

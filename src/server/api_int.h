@@ -106,6 +106,14 @@ void al__api_queue_get(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_create(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_update(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_delete(al_ctl_t *ctl, al__req_t *req);
+/* api_users.c */
+void al__api_user_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_user_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_user_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_delete(al_ctl_t *ctl, al__req_t *req);
 /* api_nodes.c */
 void al__api_node_list(al_ctl_t *ctl, al__req_t *req);
 void al__api_node_drain(al_ctl_t *ctl, al__req_t *req);

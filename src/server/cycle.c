@@ -399,7 +399,8 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
         ctl->queues[b->qorder[i]].share = res->queues[i];
 }
 
-/* Decayed usage for time-based fair share (one-day half-life). */
+/* Decayed usage for time-based fair share (--fair-share-half-life; kept
+ * in the store by fairshare.c). */
 static void
 accrue_usage(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
              int64_t now)
@@ -409,8 +410,10 @@ accrue_usage(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
         return;
     for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++) {
         al__queue_t *q = &ctl->queues[b->qorder[i]];
+        if (res->queues[i].allocated[AL_RES_GPU] > 0)
+            ctl->fairshare_dirty = true;
         q->usage =
-            al_usage_decay(q->usage, elapsed, 86400) +
+            al_usage_decay(q->usage, elapsed, al__fairshare_half_life(ctl)) +
             (double)res->queues[i].allocated[AL_RES_GPU] * (double)elapsed;
     }
     ctl->usage_last = now;
@@ -428,6 +431,7 @@ al__cycle_run(al_ctl_t *ctl)
     build_jobs(ctl, &b);
     al_config_default(&b.cfg);
     al__pools_snap_config(&ctl->pools, &b.cfg);
+    b.cfg.usage_half_life = al__fairshare_half_life(ctl);
     b.snap = (al_snapshot_t){
         .now = now,
         .config = &b.cfg,

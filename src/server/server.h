@@ -58,6 +58,8 @@ typedef struct al_server_opts {
      * most consolidate_moves moves per queue and hour. */
     int64_t consolidate_s;
     int64_t consolidate_moves;
+    /* fairshare.c: the half-life of the queues' decayed usage. */
+    int64_t fairshare_half_life_s;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

@@ -44,6 +44,12 @@
  *                 warned, then ended (called by the loop, over state.c)
  *   queueopts.c   a queue's build cap and idle settings, their JSON form
  *                 (under doc.c)
+ *   members.c     who may use a queue: users' settings (a default queue),
+ *                 groups, the check a submission passes; memberdoc.c
+ *                 their JSON forms (under doc.c); api_users.c the
+ *                 handlers of /v1/users and /v1/groups
+ *   fairshare.c   the queues' decayed usage kept in the store (over
+ *                 store.c)
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
@@ -213,9 +219,18 @@ typedef struct al__job {
 /* ------------------------------------------------------------------ */
 /* Queues and nodes                                                   */
 
+/* A list of names (members.c): a queue's members, a group's users. */
+typedef struct al__names {
+    char **v;
+    int n;
+} al__names_t;
+
 typedef struct al__queue {
     char *name;
     char *parent; /* or NULL */
+    /* Who may submit into it (members.c): user names and "@group"s; none:
+     * everyone. */
+    al__names_t members;
     int priority;
     al_quota_t quota[AL_NRES];
     double usage;           /* decayed milli-GPU-seconds */
@@ -297,6 +312,18 @@ typedef struct al__pools {
     int npacks;
     al_pool_pack_t *packs;
 } al__pools_t;
+
+/* members.c: a user's settings (users exist by their tokens; this is
+ * what is kept about them besides) and a group, a named list of users. */
+typedef struct al__user {
+    char *name;
+    char *default_queue; /* where a job without a queue goes, or NULL */
+} al__user_t;
+
+typedef struct al__group {
+    char *name;
+    al__names_t users;
+} al__group_t;
 
 /* ------------------------------------------------------------------ */
 /* Tokens                                                             */
@@ -508,6 +535,14 @@ typedef struct al_ctl {
     al__queue_t *queues;
     al__node_t *nodes;
     al__token_t *tokens;
+    al__user_t *users; /* members.c */
+    al__group_t *groups;
+    int nusers, ngroups;
+    /* fairshare.c: when the queues' decayed usage was last written
+     * (monotonic ms; 0: not yet), and the queue_gen + 1 it was written
+     * under. */
+    int64_t fairshare_saved_ms;
+    uint64_t fairshare_gen;
     al__req_t *ready; /* replies to release after this iteration's commit */
     /* The running jobs, in no order: what agents' syncs, node views and
      * time limits look at, without scanning every job ever submitted. */
@@ -547,7 +582,8 @@ typedef struct al_ctl {
     int nqueues, nnodes, ntokens;
     int nodes_cap;
     bool sched_dirty;
-    bool cycled; /* a cycle ran in this iteration of the loop */
+    bool cycled;          /* a cycle ran in this iteration of the loop */
+    bool fairshare_dirty; /* a queue's usage grew since fairshare.c wrote */
     /* What spares the loop a pass over every node in each iteration (with
      * thousands of nodes those passes were a good part of its time): some
      * node's desired set changed (al__ctl_node_changed()); no parked
@@ -760,6 +796,9 @@ int al__store_put_queue(al_ctl_t *ctl, const al__queue_t *q);
 int al__store_del_queue(al_ctl_t *ctl, const char *name);
 int al__store_put_node(al_ctl_t *ctl, const al__node_t *n);
 int al__store_put_token(al_ctl_t *ctl, const al__token_t *t);
+/* A user's and a group's document (members.c); NULL g: delete name's. */
+int al__store_put_user(al_ctl_t *ctl, const al__user_t *u);
+int al__store_put_group(al_ctl_t *ctl, const char *name, const al__group_t *g);
 /* Loads jobs, queues, nodes and tokens into the (empty) controller. */
 int al__store_load(al_ctl_t *ctl, char **cause);
 
@@ -968,5 +1007,64 @@ bool al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
 void al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap,
                      al__job_t *const *act, const al_result_t *res);
 void al__consolidate_fini(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* memberdoc.c: names, users and groups in their JSON forms (under doc.c) */
+
+/* Most names in a queue's or a group's list. */
+#define AL_MAX_MEMBERS 4096
+/* Reads member key of o, an array of names (users; "@group" too when
+ * groups), into *out (absent or null: none).  No name twice.  0, or
+ * AL_EINVAL with the reason in *cause, *out untouched. */
+int al__names_read(const json_t *o, const char *key, bool groups,
+                   al__names_t *out, char **cause);
+json_t *al__names_json(const al__names_t *n);
+bool al__names_has(const al__names_t *n, const char *name);
+void al__names_fini(al__names_t *n);
+/* A user's and a group's document (API and store) and back, checked; the
+ * name comes from `name` when not NULL (a path), else from the body. */
+json_t *al__user_json(const al__user_t *u);
+int al__user_from_json(const json_t *o, const char *name, al__user_t *u,
+                       char **cause);
+void al__user_fini(al__user_t *u);
+json_t *al__group_json(const al__group_t *g);
+int al__group_from_json(const json_t *o, const char *name, al__group_t *g,
+                        char **cause);
+void al__group_fini(al__group_t *g);
+
+/* ------------------------------------------------------------------ */
+/* members.c: who may use a queue, users' default queues              */
+
+al__user_t *al__ctl_user(al_ctl_t *ctl, const char *name);
+al__group_t *al__ctl_group(al_ctl_t *ctl, const char *name);
+/* Puts u (taking its strings) in the table, replacing one of its name. */
+void al__ctl_put_user(al_ctl_t *ctl, al__user_t *u);
+void al__ctl_put_group(al_ctl_t *ctl, al__group_t *g);
+void al__ctl_del_group(al_ctl_t *ctl, const char *name);
+/* Whether user may submit into q: q has no members, or names the user or
+ * a group the user is in. */
+bool al__member_of(al_ctl_t *ctl, const al__queue_t *q, const char *user);
+/* The queue a job of user goes to when it names none. */
+const char *al__user_default_queue(al_ctl_t *ctl, const char *user);
+/* Frees the users and groups (stop, reload). */
+void al__members_fini(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* fairshare.c: the queues' decayed usage, kept in the store          */
+
+/* The half-life of the decayed usage, in seconds (the controller's
+ * --fair-share-half-life). */
+int64_t al__fairshare_half_life(const al_ctl_t *ctl);
+/* Writes every queue's usage in the iteration's transaction when the last
+ * write is every_ms old or more (-1: a few seconds; 0: now) and something
+ * changed since: a queue used GPUs, or the queues changed (what only
+ * decays is decayed again when read back). */
+void al__fairshare_save(al_ctl_t *ctl, int64_t every_ms);
+/* After a load: reads the usage back, decayed from when it was written
+ * to now. */
+void al__fairshare_load(al_ctl_t *ctl);
+
+/* table.c: frees what queue q holds (not q). */
+void al__queue_fini(al__queue_t *q);
 
 #endif /* AL_SERVER_INT_H */

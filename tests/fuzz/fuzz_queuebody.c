@@ -5,7 +5,8 @@
  *   - a refusal is AL_EINVAL with a message and leaves *q alone;
  *   - an accepted queue has a valid name (as given), quotas within
  *     0..AL_QUOTA_MAX or AL_UNLIMITED and weights >= 0, a build cap
- *     within 0..AL_QUOTA_MAX, idle_util a percentage;
+ *     within 0..AL_QUOTA_MAX, idle_util a percentage, members valid names
+ *     (users, or "@group"), none twice;
  *   - its JSON form reads back into the same queue (what the store does at
  *     restart, and what `allot queue set` reads and writes).
  * Corpus: tests/fuzz/corpus/queuebody.
@@ -33,13 +34,28 @@ check_same(const al__queue_t *a, const al__queue_t *b)
     CHECK(a->build_cap == b->build_cap);
     CHECK(a->idle_timeout == b->idle_timeout);
     CHECK(a->idle_util == b->idle_util);
+    CHECK(a->members.n == b->members.n);
+    for (int i = 0; i < a->members.n && i < b->members.n; i++)
+        CHECK(strcmp(a->members.v[i], b->members.v[i]) == 0);
+}
+
+/* Users and "@group"s, valid names, none twice. */
+static void
+check_members(const al__names_t *m)
+{
+    CHECK(m->n >= 0 && m->n <= AL_MAX_MEMBERS);
+    for (int i = 0; i < m->n; i++) {
+        const char *s = m->v[i];
+        fuzz_check_name(s[0] == '@' ? s + 1 : s, 64);
+        for (int k = 0; k < i; k++)
+            CHECK(strcmp(m->v[k], s) != 0);
+    }
 }
 
 static void
 release(al__queue_t *q)
 {
-    free(q->name);
-    free(q->parent);
+    al__queue_fini(q);
 }
 
 int
@@ -71,6 +87,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(!q.build_capped ||
           (q.build_cap >= 0 && q.build_cap <= (int64_t)AL_QUOTA_MAX));
     CHECK(q.idle_timeout >= 0 && q.idle_util >= 0 && q.idle_util <= 100);
+    check_members(&q.members);
     json_t *doc = al__queue_json(&q, false);
     CHECK(doc != NULL);
     char *text = al_json_dump(doc);
