@@ -38,6 +38,9 @@ int al_cli_group(int argc, char **argv);
  * is) and --add-member into body's "members"; false after printing what
  * was wrong. */
 bool al_cli_queue_members(json_t *body, const char *members, const char *add);
+/* `allot queue set`'s gpu.MODEL=N (spec is MODEL=N) into body's
+ * model_quotas.MODEL.field; false after printing what was wrong. */
+bool al_cli_model_quota(json_t *body, const char *field, const char *spec);
 /* `allot queues`' second table: each queue's decayed usage behind fair
  * share, its per-model quotas and its members. */
 void al_cli_queues_policy(const json_t *queues);

@@ -13,6 +13,7 @@ typedef struct queue_args {
         *server, *token;
     /* Members: the whole list, or names added to the queue's. */
     const char *members, *add_member;
+    const char *min_runtime;
     int64_t priority, idle_util;
     bool json, help;
 } queue_args_t;
@@ -36,13 +37,15 @@ static const al_opt_t queue_opts[] = {
       .kind = AL_OPT_STR,
       .off = Q(deserved),
       .arg = "gpu=N,cpu=N,mem=SIZE",
-      .help = "the guaranteed quota",
+      .help = "the guaranteed quota; gpu.MODEL=N for one GPU model "
+              "(gpu.H100-80GB=8)",
       .flags = AL_OPT_BRIEF },
     { .name = "--limit",
       .kind = AL_OPT_STR,
       .off = Q(limit),
       .arg = "gpu=N,cpu=N,mem=SIZE",
-      .help = "the most it may use (-1: no limit)",
+      .help = "the most it may use (-1: no limit); gpu.MODEL=N for one GPU "
+              "model",
       .flags = AL_OPT_BRIEF },
     { .name = "--weight",
       .kind = AL_OPT_STR,
@@ -66,6 +69,12 @@ static const al_opt_t queue_opts[] = {
       .max = 100,
       .arg = "PCT",
       .help = "a GPU under this utilisation is idle (default 5)" },
+    { .name = "--min-runtime",
+      .kind = AL_OPT_STR,
+      .off = Q(min_runtime),
+      .arg = "TIME",
+      .help = "its jobs run this long before they may be preempted or "
+              "reclaimed (0: none)" },
     { .name = "--members",
       .kind = AL_OPT_STR,
       .off = Q(members),
@@ -103,12 +112,18 @@ static const char *const res_names[] = { "gpu", "cpu", "mem" };
 /* Parses "gpu=2,mem=64G" into quota.<res>.<field>.  false after printing
  * what was wrong. */
 static bool
-parse_quota(json_t *quota, const char *field, const char *spec)
+parse_quota(json_t *body, const char *field, const char *spec)
 {
+    json_t *quota = json_object_get(body, "quota");
     char *copy = strdup(spec), *save = NULL;
     bool ok = copy != NULL;
     for (char *kv = ok ? strtok_r(copy, ",", &save) : NULL; ok && kv != NULL;
          kv = strtok_r(NULL, ",", &save)) {
+        if (strncmp(kv, "gpu.", 4) == 0) {
+            /* gpu.MODEL=N: a per-model quota. */
+            ok = al_cli_model_quota(body, field, kv + 4);
+            continue;
+        }
         char *eq = strchr(kv, '=');
         size_t r = 0;
         while (eq != NULL && r < 3 &&
@@ -180,6 +195,18 @@ build_idle_opts(const queue_args_t *a, json_t *body)
     }
     if (a->idle_util >= 0)
         json_object_set_new(body, "idle_util", json_integer(a->idle_util));
+    if (a->min_runtime != NULL) {
+        int64_t secs = 0;
+        if (strcmp(a->min_runtime, "0") != 0 &&
+            al_cli_parse_duration(a->min_runtime, &secs) != 0) {
+            fprintf(stderr,
+                    "allot queue: --min-runtime wants seconds or a time "
+                    "like 10m or 1.5h, not '%s'\n",
+                    a->min_runtime);
+            return false;
+        }
+        json_object_set_new(body, "min_runtime", json_integer(secs));
+    }
     return true;
 }
 
@@ -200,20 +227,19 @@ al_cli_queue(int argc, char **argv)
     const char *parent = a.parent, *deserved = a.deserved, *limit = a.limit,
                *weight = a.weight;
     /* Only members given: the rest of an existing queue stays as it is. */
-    bool members_only = (a.members != NULL || a.add_member != NULL) &&
-                        a.parent == NULL && a.deserved == NULL &&
-                        a.limit == NULL && a.weight == NULL &&
-                        a.max_build == NULL && a.idle_timeout == NULL &&
-                        a.idle_util < 0 && a.priority == INT64_MIN;
+    bool members_only =
+        (a.members != NULL || a.add_member != NULL) && a.parent == NULL &&
+        a.deserved == NULL && a.limit == NULL && a.weight == NULL &&
+        a.max_build == NULL && a.idle_timeout == NULL &&
+        a.min_runtime == NULL && a.idle_util < 0 && a.priority == INT64_MIN;
     int64_t priority = a.priority == INT64_MIN ? 0 : a.priority;
     json_t *body = json_pack("{s:s, s:I, s:o}", "name", pos[1], "priority",
                              (json_int_t)priority, "quota", json_object());
-    json_t *quota = json_object_get(body, "quota");
     if (parent != NULL)
         json_object_set_new(body, "parent", json_string(parent));
-    if ((deserved && !parse_quota(quota, "deserved", deserved)) ||
-        (limit && !parse_quota(quota, "limit", limit)) ||
-        (weight && !parse_quota(quota, "weight", weight))) {
+    if ((deserved && !parse_quota(body, "deserved", deserved)) ||
+        (limit && !parse_quota(body, "limit", limit)) ||
+        (weight && !parse_quota(body, "weight", weight))) {
         json_decref(body);
         return AL_EXIT_USAGE;
     }

@@ -385,6 +385,9 @@ al_cli_show(int argc, char **argv)
         printf("%-10s %s\n", "pool", al_json_str(j, "pool", ""));
     if (al_json_str(j, "constraint", NULL) != NULL)
         printf("%-10s %s\n", "constraint", al_json_str(j, "constraint", ""));
+    long long minrt = al_json_int(j, "min_runtime", 0);
+    if (minrt > 0)
+        printf("%-10s %lld s (not preempted before)\n", "min runtime", minrt);
     long long lim = al_json_int(j, "time_limit", 0);
     if (lim > 0)
         printf("%-10s %lld s\n", "time limit", lim);

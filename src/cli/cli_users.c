@@ -257,21 +257,3 @@ al_cli_group(int argc, char **argv)
     json_object_set_new(body, "users", users);
     return call(&a, "PUT", path, body, show_groups);
 }
-
-void
-al_cli_queues_policy(const json_t *queues)
-{
-    printf("\n%-16s %12s  %s\n", "QUEUE", "USAGE-GPU-H", "MEMBERS");
-    for (size_t i = 0; i < json_array_size(queues); i++) {
-        json_t *q = json_array_get(queues, i);
-        json_t *m = json_object_get(q, "members");
-        printf("%-16s %12.3f  ", al_json_str(q, "name", ""),
-               al_json_num(q, "usage_gpu_hours", 0));
-        if (json_array_size(m) == 0)
-            printf("everyone");
-        for (size_t k = 0; k < json_array_size(m); k++)
-            printf("%s%s", k ? "," : "",
-                   json_string_value(json_array_get(m, k)));
-        printf("\n");
-    }
-}

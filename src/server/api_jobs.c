@@ -98,6 +98,9 @@ static json_t *
 job_json(al_ctl_t *ctl, const al__job_t *j)
 {
     json_t *o = al__job_json(ctl, j, false);
+    int64_t minrt = al__job_min_runtime(ctl, j);
+    if (minrt > 0)
+        json_object_set_new(o, "min_runtime", json_integer((json_int_t)minrt));
     if (j->array != NULL) {
         const char *shown = NULL;
         json_object_set_new(o, "array", al__array_json(ctl, j, &shown));

@@ -119,6 +119,8 @@ build_queues(const al_ctl_t *ctl, build_t *b)
         b->sq[i].usage = q->usage;
         b->sq[i].build_capped = q->build_capped;
         b->sq[i].build_cap = q->build_cap;
+        b->sq[i].nmodel_quotas = q->nmquotas;
+        b->sq[i].model_quotas = q->mquotas;
         if (b->qparent[i] >= 0)
             b->has_child[b->qparent[i]] = true;
     }
@@ -202,6 +204,12 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     s->submit_time = j->submit_ms / 1000;
     s->eligible_time = j->eligible_ms / 1000;
     s->time_limit = j->time_limit;
+    /* Whole seconds from a start in ms: one more when the start was
+     * inside a second, so that a job is never a victim before it ran its
+     * minimum in full. */
+    s->min_runtime = al__job_min_runtime(ctl, j);
+    if (s->min_runtime > 0 && j->start_ms % 1000 != 0)
+        s->min_runtime++;
     s->state = j->state == JS_RUNNING ? AL_JOB_RUNNING
                : j->state == JS_HELD  ? AL_JOB_HELD
                                       : AL_JOB_PENDING;

@@ -287,6 +287,7 @@ al__queue_json(const al__queue_t *q, bool with_share)
     json_t *o = json_pack("{s:s, s:s?, s:i, s:o}", "name", q->name, "parent",
                           q->parent, "priority", q->priority, "quota", quota);
     al__queue_opts_json(q, o);
+    al__queue_policy_json(q, o);
     if (with_share || q->members.n > 0)
         json_object_set_new(o, "members", al__names_json(&q->members));
     if (with_share) {
@@ -325,16 +326,18 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
     /* The last four are what GET adds (read-only): a document read,
      * changed and PUT back is accepted, those ignored. */
     static const char *const keys[] = {
-        "name",           "parent",       "priority",  "quota",
-        "max_build_gpus", "idle_timeout", "idle_util", "members",
-        "fair_share",     "allocated",    "demand",    "usage_gpu_hours"
+        "name",           "parent",         "priority",   "quota",
+        "max_build_gpus", "idle_timeout",   "idle_util",  "members",
+        "min_runtime",    "model_quotas",   "fair_share", "allocated",
+        "demand",         "usage_gpu_hours"
     };
     static const char *const rkeys[] = { "deserved", "limit", "weight" };
     const char *bad = al__unknown_member(o, keys, sizeof keys / sizeof *keys);
     if (bad != NULL) {
         *cause = al_xasprintf("unknown field '%s' (a queue has name, parent, "
                               "priority, quota, max_build_gpus, "
-                              "idle_timeout, idle_util and members)",
+                              "idle_timeout, idle_util, members, "
+                              "min_runtime and model_quotas)",
                               bad);
         return AL_EINVAL;
     }
@@ -401,7 +404,13 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
     tmp.parent = parent != NULL && parent[0] ? al_xstrdup(parent) : NULL;
     tmp.priority = (int)al_json_int(o, "priority", 0);
     if (al__queue_opts_parse(o, &tmp, cause) != 0 ||
-        al__names_read(o, "members", true, &tmp.members, cause) != 0) {
+        al__queue_policy_parse(o, &tmp, cause) != 0) {
+        free(tmp.name);
+        free(tmp.parent);
+        return AL_EINVAL;
+    }
+    if (al__names_read(o, "members", true, &tmp.members, cause) != 0) {
+        al__queue_policy_fini(&tmp);
         free(tmp.name);
         free(tmp.parent);
         return AL_EINVAL;

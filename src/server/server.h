@@ -60,6 +60,8 @@ typedef struct al_server_opts {
     int64_t consolidate_moves;
     /* fairshare.c: the half-life of the queues' decayed usage. */
     int64_t fairshare_half_life_s;
+    /* queuepolicy.c: minimum runtimes by class ("train=600"), or NULL. */
+    const char *min_runtime;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

@@ -132,6 +132,12 @@ static const al_opt_t server_opts[] = {
       .arg = "SECONDS",
       .help = "half-life of the queues' past GPU usage behind fair share "
               "(default 604800: 7 days); kept in the store" },
+    { .name = "--min-runtime",
+      .kind = AL_OPT_STR,
+      .off = S(o.min_runtime),
+      .arg = "CLASS=SECONDS,...",
+      .help = "jobs of a class run this long before they may be preempted "
+              "or reclaimed (default none; a queue's min_runtime too)" },
     { .name = "--node-timeout",
       .kind = AL_OPT_INT,
       .off = S(o.node_timeout_ms),

@@ -50,6 +50,8 @@
  *                 handlers of /v1/users and /v1/groups
  *   fairshare.c   the queues' decayed usage kept in the store (over
  *                 store.c)
+ *   queuepolicy.c a queue's per-GPU-model quotas and minimum runtime,
+ *                 their JSON form (under doc.c), the classes' minimums
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
@@ -113,6 +115,7 @@ typedef struct al__jclass {
 } al__jclass_t;
 
 extern const al__jclass_t al__jclasses[];
+#define AL_MAX_JCLASSES 8 /* al__njclasses is at most this */
 extern const int al__njclasses;
 
 typedef struct al__task {
@@ -242,6 +245,11 @@ typedef struct al__queue {
     int64_t build_cap;
     int64_t idle_timeout;
     int idle_util;
+    /* queuepolicy.c: per-GPU-model quotas (nmquotas, their model names
+     * owned) and the seconds its jobs run before they may be preempted. */
+    al_model_quota_t *mquotas;
+    int nmquotas;
+    int64_t min_runtime;
 } al__queue_t;
 
 enum { NS_READY = 0, NS_DRAINING, NS_DOWN };
@@ -568,6 +576,8 @@ typedef struct al_ctl {
     al_block_cache_t core_cache;
     al_allocator_t core_alloc;
     al__pools_t pools; /* pools.c, from the options */
+    /* queuepolicy.c: --min-runtime, seconds by job class. */
+    int64_t class_min_runtime[AL_MAX_JCLASSES];
     /* consolidate.c (memory only): when the last pass ran (monotonic ms),
      * and the moves of the last hour, by queue. */
     int64_t consol_last_ms;
@@ -1063,6 +1073,20 @@ void al__fairshare_save(al_ctl_t *ctl, int64_t every_ms);
 /* After a load: reads the usage back, decayed from when it was written
  * to now. */
 void al__fairshare_load(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* queuepolicy.c: per-model quotas, minimum runtimes                  */
+
+/* Adds min_runtime (when > 0) and model_quotas (when any) to o. */
+void al__queue_policy_json(const al__queue_t *q, json_t *o);
+/* Reads them from a queue body or stored document into q (absent: none).
+ * 0, or AL_EINVAL with the reason in *cause, q untouched. */
+int al__queue_policy_parse(const json_t *o, al__queue_t *q, char **cause);
+void al__queue_policy_fini(al__queue_t *q);
+/* Reads --min-runtime ("train=600,build=0") into out[class]. */
+int al__min_runtime_config(const char *spec, int64_t *out, char **cause);
+/* Job j's minimum runtime: the larger of its class's and its queue's. */
+int64_t al__job_min_runtime(const al_ctl_t *ctl, const al__job_t *j);
 
 /* table.c: frees what queue q holds (not q). */
 void al__queue_fini(al__queue_t *q);

@@ -46,6 +46,11 @@ al__queue_fini(al__queue_t *q)
     for (int i = 0; i < q->members.n; i++)
         free(q->members.v[i]);
     free(q->members.v);
+    for (int i = 0; i < q->nmquotas; i++)
+        free((char *)q->mquotas[i].model);
+    free(q->mquotas);
+    q->mquotas = NULL;
+    q->nmquotas = 0;
     q->name = q->parent = NULL;
     q->members.v = NULL;
     q->members.n = 0;

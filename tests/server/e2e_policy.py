@@ -220,7 +220,111 @@ def scenario_dev_queue(c):
     check(p.wait(10) == 0, "dev exits cleanly")
 
 
+def nodes_of(c, jid):
+    return [t["node"] for t in c.job(jid)["placement"]]
+
+
+def scenario_model_quota(c):
+    """A per-model quota keeps a queue off H100s past its share while
+    A100s are free: with --limit gpu.H100-80GB=2, four one-GPU jobs that
+    bin-packing would put three on the H100 node (the fullest) run two
+    there and two on the A100 node; a job that asks for H100s waits with
+    the reason; allot queues shows the quota per model; it survives a
+    restart; bad quotas are refused."""
+    c.start_server()
+    c.start_agent("h1", "4xH100-80GB")
+    c.start_agent("a1", "4xA100-80GB")
+    c.cli("queue", "set", "other", "--deserved", "gpu=1")
+    c.cli("queue", "set", "q", "--deserved", "gpu=6,gpu.H100-80GB=1",
+          "--limit", "gpu.H100-80GB=2")
+    q = queue(c, "q")
+    check(q["model_quotas"] == {"H100-80GB": {"deserved": 1, "limit": 2}} and
+          q["quota"]["gpu"]["deserved"] == 6, "q: %s" % q)
+    o = c.submit("--queue", "other", "--gpus", "1", "--gpu-model", "H100-80GB",
+                 "--", "sleep", "60")
+    c.wait_state(o, "running")
+    js = [c.submit("--queue", "q", "--gpus", "1", "--", "sleep", "60")
+          for _ in range(4)]
+    for j in js:
+        c.wait_state(j, "running")
+    where = [nodes_of(c, j)[0] for j in js]
+    check(where.count("h1") == 2 and where.count("a1") == 2,
+          "two on the H100 node, two on the A100 node: %s" % where)
+    h = c.submit("--queue", "q", "--gpus", "1", "--gpu-model", "H100-80GB",
+                 "--", "true")
+    r = wait_for(lambda: c.job(h).get("reason"), 10, "a reason")
+    check(c.job(h)["state"] == "pending" and "GPU-model limit" in r,
+          "an H100 job past the limit waits: %r" % r)
+    table = c.cli("queues").stdout
+    print(table)
+    row = [ln for ln in table.splitlines() if ln.startswith("q ")][-1]
+    check("H100-80GB=1/2" in row, "allot queues per model: %r" % row)
+    c.kill_server()
+    c.start_server()
+    check(queue(c, "q")["model_quotas"]["H100-80GB"]["limit"] == 2,
+          "kept across a restart")
+    for args in (("--limit", "gpu.=2"), ("--limit", "gpu.H100-80GB=x"),
+                 ("--weight", "gpu.H100-80GB=2"),
+                 ("--deserved", "gpu.H100-80GB=-1")):
+        p = c.cli("queue", "set", "q", *args, ok=False)
+        check(p.returncode == 2 and "gpu.MODEL" in p.stderr,
+              "queue set %s: exit %d %r" % (args, p.returncode, p.stderr))
+    for mq in ({"H100": 3}, {"H100": {"deserved": -2}},
+               {"H100": {"lim": 2}}, {"a b": {"limit": 1}}, [1]):
+        s, b = c.api("PUT", "/v1/queues/q", {"model_quotas": mq})
+        check(s == 400 and "model_quotas" in b.get("message", ""),
+              "PUT model_quotas %s: %s %s" % (mq, s, b))
+    check(queue(c, "q")["model_quotas"]["H100-80GB"]["limit"] == 2,
+          "q unchanged by refused bodies")
+
+
+def evicted_after(c, jid):
+    """Seconds from a job's start to its first eviction (its history)."""
+    h = c.job(jid)["history"]
+    start = next(e["time_ms"] for e in h if e["event"] == "started")
+    ev = next(e for e in h if e["event"] in ("preempted", "reclaimed",
+                                             "requeued", "evicted"))
+    return (ev["time_ms"] - start) / 1000.0, ev
+
+
+def scenario_min_runtime(c):
+    """A queue's min_runtime holds a victim back until it passes: a train
+    job borrowing the node is reclaimed by a queue within its quota only
+    once it has run 6 s; the job shows its minimum; the class's setting
+    (--min-runtime) counts too; bad values are refused."""
+    c.start_server("--min-runtime", "inference=30")
+    c.start_agent("n1", "4xH100-80GB")
+    c.cli("queue", "set", "borrow", "--min-runtime", "6")
+    c.cli("queue", "set", "owner", "--deserved", "gpu=4")
+    v = c.submit("--queue", "borrow", "--gpus", "4", "--", "sleep", "120")
+    c.wait_state(v, "running")
+    show = c.cli("show", str(v)).stdout
+    check("min runtime 6 s" in show, "allot show: %s" % show)
+    check(c.job(v)["min_runtime"] == 6, "the job's min_runtime")
+    o = c.submit("--queue", "owner", "--gpus", "4", "--", "sleep", "60")
+    c.wait_state(o, "running", timeout=30)
+    after, ev = evicted_after(c, v)
+    print("  reclaimed after %.1f s (%s)" % (after, ev))
+    check(after >= 6, "the victim ran its minimum first: %.1f s" % after)
+    check(queue(c, "borrow")["min_runtime"] == 6, "queue shows min_runtime")
+    row = [ln for ln in c.cli("queues").stdout.splitlines()
+           if ln.startswith("borrow ")][-1]
+    check("6s" in row.split(), "allot queues: %r" % row)
+    i = c.submit("--queue", "borrow", "--class", "inference", "--", "true")
+    check(c.job(i)["min_runtime"] == 30, "the class's minimum is larger")
+    p = c.cli("queue", "set", "borrow", "--min-runtime", "soon", ok=False)
+    check(p.returncode == 2, "--min-runtime soon: exit %d" % p.returncode)
+    s, b = c.api("PUT", "/v1/queues/borrow", {"min_runtime": -1})
+    check(s == 400 and "min_runtime" in b["message"], "%s %s" % (s, b))
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        os.path.join(c.root, "bad"), "--min-runtime",
+                        "gold=5")
+    check(rc == 2 and "--min-runtime" in err, "--min-runtime gold=5: %r" % err)
+
+
 SCENARIOS = {
+    "model_quota": scenario_model_quota,
+    "min_runtime": scenario_min_runtime,
     "dev_queue": scenario_dev_queue,
     "members": scenario_members,
     "fairshare": scenario_fairshare,
