@@ -23,6 +23,8 @@ int al_cli_show(int argc, char **argv);
 int al_cli_cancel(int argc, char **argv);
 int al_cli_hold(int argc, char **argv);
 int al_cli_release(int argc, char **argv);
+int al_cli_suspend(int argc, char **argv);
+int al_cli_resume(int argc, char **argv);
 int al_cli_logs(int argc, char **argv);
 int al_cli_nodes(int argc, char **argv);
 int al_cli_queues(int argc, char **argv);
@@ -57,6 +59,6 @@ extern const struct al_opt_cmd al_cli_sim_cmd, al_cli_dev_cmd, al_cli_ls_cmd,
     al_cli_logs_cmd, al_cli_nodes_cmd, al_cli_queues_cmd, al_cli_token_cmd,
     al_cli_queue_cmd, al_cli_node_cmd, al_cli_report_cmd, al_cli_history_cmd,
     al_cli_attach_cmd, al_cli_exec_cmd, al_cli_port_forward_cmd,
-    al_cli_user_cmd, al_cli_group_cmd;
+    al_cli_user_cmd, al_cli_group_cmd, al_cli_suspend_cmd, al_cli_resume_cmd;
 
 #endif /* AL_CLI_H */

@@ -232,7 +232,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
 /* Active jobs (pending, held, running) in id order, so that the snapshot
  * and therefore the decisions are deterministic. */
 static void
-build_jobs(al_ctl_t *ctl, build_t *b)
+build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
 {
     size_t cap = 0, ntask = 0, ndep = 0;
     uint64_t lo = al__ctl_first_active(ctl);
@@ -269,6 +269,14 @@ build_jobs(al_ctl_t *ctl, build_t *b)
         }
         if (j->state == JS_RUNNING &&
             (j->tasks == NULL || j->tasks[0].node < 0))
+            continue;
+        /* lifecycle.c: a dependency never met fails the job at once; a
+         * retry waits out its back-off. */
+        if (j->state != JS_RUNNING && dep_state(ctl, j) == AL_DEPS_NEVER) {
+            al__lifecycle_dep_never(ctl, j);
+            continue;
+        }
+        if (al__lifecycle_waits(j, now_ms))
             continue;
         fill_job(ctl, b, j, qi, &npl);
     }
@@ -436,7 +444,7 @@ al__cycle_run(al_ctl_t *ctl)
     al__array_tick(ctl);
     build_queues(ctl, &b);
     build_nodes(ctl, &b);
-    build_jobs(ctl, &b);
+    build_jobs(ctl, &b, now_ms);
     al_config_default(&b.cfg);
     al__pools_snap_config(&ctl->pools, &b.cfg);
     b.cfg.usage_half_life = al__fairshare_half_life(ctl);

@@ -70,6 +70,7 @@ al_server_opts_default(al_server_opts_t *o)
     o->usage_rollup = 60;
     o->consolidate_moves = 4;
     o->fairshare_half_life_s = INT64_C(7) * 86400;
+    o->retry_backoff_s = 10;
     o->usage_keep_fine_days = 7;
     o->usage_keep_coarse_days = 365;
     o->grace_ms = 10000;

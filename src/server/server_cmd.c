@@ -138,6 +138,14 @@ static const al_opt_t server_opts[] = {
       .arg = "CLASS=SECONDS,...",
       .help = "jobs of a class run this long before they may be preempted "
               "or reclaimed (default none; a queue's min_runtime too)" },
+    { .name = "--retry-backoff",
+      .kind = AL_OPT_INT,
+      .off = S(o.retry_backoff_s),
+      .min = 0,
+      .max = 3600,
+      .arg = "SECONDS",
+      .help = "a job run again (--retry) waits this long first, twice as "
+              "long each next time (default 10)" },
     { .name = "--node-timeout",
       .kind = AL_OPT_INT,
       .off = S(o.node_timeout_ms),

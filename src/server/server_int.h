@@ -52,6 +52,9 @@
  *                 store.c)
  *   queuepolicy.c a queue's per-GPU-model quotas and minimum runtime,
  *                 their JSON form (under doc.c), the classes' minimums
+ *   lifecycle.c   retries with back-off, a dependency never met, suspend
+ *                 and resume (over state.c); lifecycledoc.c their fields
+ *                 in bodies and documents (under doc.c)
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
@@ -168,10 +171,17 @@ typedef struct al__job {
     int64_t grow_tried_ms;
     /* It saves its progress: consolidate.c may move it. */
     bool checkpointing;
+    /* lifecycle.c: its tasks stopped (SIGSTOP) with their GPUs kept. */
+    bool suspended;
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
     int32_t master_port;
+    /* lifecycle.c: runs again after a failure by exit code, at most
+     * `retries` times (`retried` so far), not before retry_at_ms (wall
+     * ms; 0: at once). */
+    int retries, retried;
+    int64_t retry_at_ms;
     /* What runs, as compact JSON text: {"command": [...], "cwd": ...,
      * "env": {...}, "script": ...}.  Text, not a jansson tree, because it
      * is read only when the job starts or is shown, and a tree costs
@@ -756,6 +766,7 @@ void al__array_free(al__array_t *a);
 #define AL_JOB_MAX_CPU_MILLI (INT64_C(1) << 40)
 #define AL_JOB_MAX_MEM_BYTES (INT64_C(1) << 50)
 #define AL_JOB_MAX_TIME_LIMIT (INT64_C(1) << 40)
+#define AL_JOB_MAX_RETRIES 100
 /* The largest queue quota (deserved or limit), in core units (milli-GPUs,
  * millicores, bytes): 2^50, small enough that a quota written as whole
  * units (value / 1000, a double) reads back as the same integer. */
@@ -1010,6 +1021,31 @@ void al__elastic_shrink(al_ctl_t *ctl, al__job_t *j, int stop, const char *why,
  * core would give it more tasks (see elastic.c); true when one grew. */
 bool al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
                       al__job_t *const *act, const al_result_t *res);
+
+/* ------------------------------------------------------------------ */
+/* lifecycle.c: retries, dependencies never met, suspend and resume   */
+
+/* lifecycledoc.c: a body's retries (0..AL_JOB_MAX_RETRIES); the fields in
+ * a job's document and back. */
+int al__lifecycle_body(const json_t *b, int *retries, char **cause);
+void al__lifecycle_doc(const al__job_t *j, json_t *o);
+void al__lifecycle_read(const json_t *o, al__job_t *j);
+/* Job j failed by exit code (why): when it has retries left, requeues it
+ * to run after its back-off and returns true. */
+bool al__lifecycle_retry(al_ctl_t *ctl, al__job_t *j, const char *why);
+/* A task of running job j failed (why; j's exit_code and signal set):
+ * j runs again (al__lifecycle_retry()) or fails. */
+void al__lifecycle_failed(al_ctl_t *ctl, al__job_t *j, const char *why);
+/* Whether pending job j waits for its back-off at now_ms (its reason set
+ * then); clears the back-off once it is over. */
+bool al__lifecycle_waits(al__job_t *j, int64_t now_ms);
+/* Fails job j, whose dependencies can never be satisfied, with reason
+ * DependencyNeverSatisfied. */
+void al__lifecycle_dep_never(al_ctl_t *ctl, al__job_t *j);
+/* Suspends (or resumes) running job j for `who`: its agents stop (or
+ * continue) its tasks.  0, or the HTTP status (409) with *cause. */
+int al__lifecycle_suspend(al_ctl_t *ctl, al__job_t *j, bool suspend,
+                          const char *who, char **cause);
 
 /* consolidate.c: every --consolidate seconds, after a cycle that decided
  * nothing, moves checkpointing jobs off a node when that lets a waiting

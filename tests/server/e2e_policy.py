@@ -322,7 +322,92 @@ def scenario_min_runtime(c):
     check(rc == 2 and "--min-runtime" in err, "--min-runtime gold=5: %r" % err)
 
 
+def scenario_lifecycle(c):
+    """--retry 2 runs a failing job three times, each attempt in the
+    history, and one that succeeds on its second run completes; a dependant
+    of a failed job fails at once with DependencyNeverSatisfied; allot
+    suspend stops a counter job (its GPU kept, shown as suspended) and
+    allot resume continues it, for its owner and admins only."""
+    c.start_server("--retry-backoff", "1")
+    c.start_agent("n1", "4xH100-80GB")
+    runs = os.path.join(c.root, "runs")
+    bad = c.submit("--retry", "2", "--", "sh", "-c",
+                   "echo run >> %s; exit 3" % runs)
+    c.wait_state(bad, "failed", timeout=40)
+    j = c.job(bad)
+    n = len(open(runs).read().split())
+    ev = [e for e in j["history"] if e["event"] == "retry"]
+    print("\n".join("  %s %s" % (e["event"], e.get("detail", ""))
+                    for e in j["history"]))
+    check(n == 3 and len(ev) == 2 and j["restart_count"] == 2 and
+          j["exit_code"] == 3, "three runs, two retries: %d runs, %s" %
+          (n, [e["detail"] for e in ev]))
+    check("attempt 2 of 3 in 1 s" in ev[0]["detail"] and
+          "attempt 3 of 3 in 2 s" in ev[1]["detail"],
+          "back-off doubles: %s" % [e["detail"] for e in ev])
+    show = c.cli("show", str(bad)).stdout
+    check("retried    2 of 2" in show, "allot show: %s" % show)
+    once = os.path.join(c.root, "once")
+    good = c.submit("--retry", "2", "--", "sh", "-c",
+                    "test -e %s && exit 0; touch %s; exit 1" % (once, once))
+    c.wait_state(good, "completed", timeout=30)
+    check(c.job(good)["restart_count"] == 1, "completed on its second run")
+    # A dependant of a failed job fails at once, and says why.
+    after = c.submit("--after", str(bad), "--", "true")
+    dep = c.submit("--dependency", "afterok:%d" % bad, "--", "true")
+    for d in (after, dep):
+        j = c.wait_state(d, "failed")
+        check("DependencyNeverSatisfied" in j.get("reason", ""),
+              "job %d: %s" % (d, j.get("reason")))
+    # Suspend and resume a counter.
+    cnt = os.path.join(c.root, "count")
+    ctr = c.submit("--gpus", "1", "--", "sh", "-c",
+                   "i=0; while :; do i=$((i+1)); echo $i > %s.t; "
+                   "mv %s.t %s; sleep 0.05; done" % (cnt, cnt, cnt))
+    c.wait_state(ctr, "running")
+
+    def count():
+        try:
+            return int(open(cnt).read())
+        except (OSError, ValueError):
+            return 0
+    wait_for(lambda: count() > 5, 10, "the counter to count")
+    alice = c.cli("token", "create", "--user", "alice").stdout.strip()
+    p = c.cli("suspend", str(ctr), token=alice, ok=False)
+    check(p.returncode == 1 and "403" in p.stderr, "alice: %r" % p.stderr)
+    c.cli("suspend", str(ctr))
+    ls = c.cli("ls").stdout
+    row = [ln for ln in ls.splitlines() if ln.startswith("%d " % ctr)][0]
+    check("suspended" in row.split(), "allot ls: %r" % row)
+    j = c.job(ctr)
+    check(j["state"] == "running" and j["suspended"] and
+          len(j["placement"][0]["gpus"]) == 1, "GPU kept: %s" % j)
+    time.sleep(1)  # the agent's next sync stops it
+    a = count()
+    time.sleep(1)
+    b = count()
+    check(a == b, "the counter stands while suspended: %d then %d" % (a, b))
+    p = c.cli("suspend", str(ctr), ok=False)
+    check(p.returncode == 1 and "already suspended" in p.stderr,
+          "twice: %r" % p.stderr)
+    c.cli("resume", str(ctr))
+    wait_for(lambda: count() > b + 5, 10, "the counter to count again")
+    hist = [e["event"] for e in c.job(ctr)["history"]]
+    check("suspended" in hist and "resumed" in hist, "history: %s" % hist)
+    pend = c.submit("--hold", "--", "true")
+    p = c.cli("suspend", str(pend), ok=False)
+    check(p.returncode == 1 and "only a running job" in p.stderr,
+          "a held job: %r" % p.stderr)
+    p = c.cli("submit", "--retry", "x", "--", "true", ok=False)
+    check(p.returncode == 2 and "--retry" in p.stderr, "--retry x")
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"], "retries": 101})
+    check(s == 400 and "retries" in b["message"], "retries 101: %s" % b)
+    c.cli("cancel", str(ctr))
+    c.wait_state(ctr, "cancelled")
+
+
 SCENARIOS = {
+    "lifecycle": scenario_lifecycle,
     "model_quota": scenario_model_quota,
     "min_runtime": scenario_min_runtime,
     "dev_queue": scenario_dev_queue,
