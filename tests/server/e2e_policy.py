@@ -382,8 +382,12 @@ def scenario_lifecycle(c):
     j = c.job(ctr)
     check(j["state"] == "running" and j["suspended"] and
           len(j["placement"][0]["gpus"]) == 1, "GPU kept: %s" % j)
-    time.sleep(1)  # the agent's next sync stops it
-    a = count()
+
+    def still():
+        x = count()
+        time.sleep(0.3)
+        return x if count() == x else None
+    a = wait_for(still, 10, "the counter to stop")  # the agent's next sync
     time.sleep(1)
     b = count()
     check(a == b, "the counter stands while suspended: %d then %d" % (a, b))
