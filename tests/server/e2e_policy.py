@@ -352,6 +352,14 @@ def scenario_lifecycle(c):
                     "test -e %s && exit 0; touch %s; exit 1" % (once, once))
     c.wait_state(good, "completed", timeout=30)
     check(c.job(good)["restart_count"] == 1, "completed on its second run")
+    # An array's elements each run again on their own.
+    arr = c.submit("--array", "0-1", "--retry", "1", "--", "sh", "-c",
+                   "exit 2")
+    c.wait_state(arr, "failed", timeout=30)
+    for k in (0, 1):
+        s, e = c.api("GET", "/v1/jobs/%d_%d" % (arr, k))
+        check(s == 200 and e["state"] == "failed" and
+              e["restart_count"] == 1, "element %d: %s" % (k, e))
     # A dependant of a failed job fails at once, and says why.
     after = c.submit("--after", str(bad), "--", "true")
     dep = c.submit("--dependency", "afterok:%d" % bad, "--", "true")
