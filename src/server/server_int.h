@@ -257,8 +257,8 @@ typedef struct al__queue {
     int idle_util;
     /* queuepolicy.c: per-GPU-model quotas (nmquotas, their model names
      * owned) and the seconds its jobs run before they may be preempted. */
-    al_model_quota_t *mquotas;
     int nmquotas;
+    al_model_quota_t *mquotas;
     int64_t min_runtime;
 } al__queue_t;
 
