@@ -10,6 +10,7 @@
  *   start.c    starting wanted tasks: GPU room, what a start needs,
  *              batches to the spawner, a spawner dying or hanging midway
  *   tasklog.c  a task's output: the next chunk of its log for a report
+ *   suspend.c  a task suspended (SIGSTOP) and resumed (SIGCONT)
  *   env.c      a task's environment
  *   task.c     the task table: slots and their files, records on disk,
  *              exits, reaping, stopping, adopting one task
@@ -190,6 +191,8 @@ typedef struct task {
     /* A hash of the last notice appended to its log (see
      * al__tasklog_notice()), 0 for none. */
     uint32_t notice_hash;
+    /* suspend.c: the controller wants it suspended; it is (SIGSTOP). */
+    bool want_suspended, suspended;
 } task_t;
 
 typedef struct agent {
@@ -288,6 +291,10 @@ void al__fence_check(agent_t *a);
 int al__fence_bound(const agent_t *a, int timeout_ms);
 void al__task_stop(agent_t *a, task_t *t);
 void al__task_escalate(agent_t *a);
+
+/* suspend.c: SIGSTOP (on) or SIGCONT to running task t's process group,
+ * when that changes its state. */
+void al__task_suspend(task_t *t, bool on);
 
 /* tasklog.c */
 /* Adds to report (a sync's report of t) the next chunk of t's log after

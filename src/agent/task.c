@@ -392,6 +392,7 @@ al__task_stop(agent_t *a, task_t *t)
     al_info("task %llu.%d.%d no longer wanted: SIGTERM, SIGKILL in %lld ms",
             t->job, t->index, t->restart, (long long)a->grace_ms);
     kill(-t->pid, SIGTERM);
+    al__task_suspend(t, false); /* a stopped task acts on SIGTERM after this */
     t->killing = true;
     t->kill_at = al_clock_mono_ms() + a->grace_ms;
 }

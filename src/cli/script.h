@@ -19,6 +19,7 @@ typedef struct al_req_flags {
     const char *dep;        /* Slurm's dependencies, "afterok:5,singleton" */
     const char *pool;       /* the node pool to run in */
     const char *constraint; /* node labels required, "ib,rack=r1" */
+    const char *retry;      /* runs again after a failure, "2" */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a

@@ -62,6 +62,9 @@ typedef struct al__desired_task {
     /* A line for the agent to append to the task's output once (idle
      * reclaim's warning), or NULL; named in the brief form too. */
     const char *notice;
+    /* Its processes stopped (lifecycle.c's suspend): 1, else 0; named in
+     * the brief form too. */
+    int suspended;
 } al__desired_task_t;
 
 /* The JSON of desired task t: when `known`, the agent has the task and
@@ -112,6 +115,17 @@ void al__api_queue_get(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_create(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_update(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_delete(al_ctl_t *ctl, al__req_t *req);
+/* api_lifecycle.c */
+void al__api_job_suspend(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_resume(al_ctl_t *ctl, al__req_t *req);
+/* api_users.c */
+void al__api_user_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_user_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_user_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_delete(al_ctl_t *ctl, al__req_t *req);
 /* api_nodes.c */
 void al__api_node_list(al_ctl_t *ctl, al__req_t *req);
 void al__api_node_drain(al_ctl_t *ctl, al__req_t *req);

@@ -54,8 +54,10 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     }
     if ((rc = al__store_open(ctl, cause)) != 0)
         return rc;
-    if ((rc = al__store_load(ctl, cause)) == 0)
+    if ((rc = al__store_load(ctl, cause)) == 0) {
         al__ctl_index_running(ctl);
+        al__fairshare_load(ctl);
+    }
     if (rc != 0 || (rc = al__bootstrap(ctl, cause)) != 0) {
         al__store_close(ctl);
         return rc;
@@ -91,11 +93,10 @@ al__ctl_stop(al_ctl_t *ctl)
     free(ctl->dirty);
     free(ctl->api_hist);
     al__waste_fini(&ctl->waste);
-    for (int i = 0; i < ctl->nqueues; i++) {
-        free(ctl->queues[i].name);
-        free(ctl->queues[i].parent);
-    }
+    for (int i = 0; i < ctl->nqueues; i++)
+        al__queue_fini(&ctl->queues[i]);
     free(ctl->queues);
+    al__members_fini(ctl);
     for (int i = 0; i < ctl->nnodes; i++)
         al__node_fini(&ctl->nodes[i]);
     free(ctl->nodes);
@@ -196,11 +197,10 @@ reload(al_ctl_t *ctl)
     ctl->active_lo = 0;
     ctl->ndirty = 0;
     ctl->nrunning = 0;
-    for (int i = 0; i < ctl->nqueues; i++) {
-        free(ctl->queues[i].name);
-        free(ctl->queues[i].parent);
-    }
+    for (int i = 0; i < ctl->nqueues; i++)
+        al__queue_fini(&ctl->queues[i]);
     ctl->nqueues = 0;
+    al__members_fini(ctl);
     /* Answer the parked long-polls before their nodes go. */
     for (int i = 0; i < ctl->nnodes; i++) {
         al__req_t *p = ctl->nodes[i].parked;
@@ -223,6 +223,7 @@ reload(al_ctl_t *ctl)
         return;
     }
     al__ctl_index_running(ctl);
+    al__fairshare_load(ctl);
     int64_t now = al_clock_mono_ms();
     for (int i = 0; i < ctl->nnodes; i++)
         ctl->nodes[i].last_seen = now;
@@ -298,6 +299,7 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->cycle_ms = al_clock_mono_ms() - now;
     }
     al__usage_tick(ctl, al_clock_ms());
+    al__fairshare_save(ctl, stop ? 0 : -1);
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);

@@ -69,6 +69,8 @@ al_server_opts_default(al_server_opts_t *o)
     o->usage_interval_s = 60;
     o->usage_rollup = 60;
     o->consolidate_moves = 4;
+    o->fairshare_half_life_s = INT64_C(7) * 86400;
+    o->retry_backoff_s = 10;
     o->usage_keep_fine_days = 7;
     o->usage_keep_coarse_days = 365;
     o->grace_ms = 10000;
@@ -476,6 +478,9 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     if (rc == 0 && o->metrics_listen != NULL)
         rc = parse_listen("--metrics-listen", o->metrics_listen, &msa, cause);
     al__pools_t pools;
+    int64_t minrt[AL_MAX_JCLASSES];
+    if (rc == 0)
+        rc = al__min_runtime_config(o->min_runtime, minrt, cause);
     if (rc == 0)
         rc = al__pools_config(o, &pools, cause);
     if (rc != 0)
@@ -513,6 +518,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     s->ctl.reply = reply_ready;
     s->ctl.relay = al__relay_create(close_upgraded);
     (void)al__pools_config(o, &s->ctl.pools, cause);
+    memcpy(s->ctl.class_min_runtime, minrt, sizeof minrt);
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
         al__relay_destroy(s->ctl.relay);
         al__pools_fini(&s->ctl.pools);
@@ -683,7 +689,9 @@ al_server_main(int argc, char **argv)
     o.max_body = (size_t)a.max_body;
     al__pools_t pools;
     char *why = NULL;
-    if (al__pools_config(&o, &pools, &why) != 0) {
+    int64_t minrt[AL_MAX_JCLASSES];
+    if (al__min_runtime_config(o.min_runtime, minrt, &why) != 0 ||
+        al__pools_config(&o, &pools, &why) != 0) {
         fprintf(stderr, "allot server: %s\n", why);
         free(why);
         return AL_EXIT_USAGE;

@@ -9,9 +9,9 @@
  * Only the loop thread calls these functions; it groups everything it
  * changes while handling a batch of requests into one transaction.
  *
- * May call: the backends (through their ops), doc.c (the documents),
- * table.c (loaded objects go into the tables) and reason.c (state names);
- * never a handler or the loop.
+ * May call: the backends (through their ops), doc.c and memberdoc.c (the
+ * documents), table.c and members.c (loaded objects go into the tables) and
+ * reason.c (state names); never a handler or the loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +165,47 @@ al__store_put_token(al_ctl_t *ctl, const al__token_t *t)
     return wrote(ctl, ctl->store_ops->put_token(ctl, t));
 }
 
+int
+al__store_put_user(al_ctl_t *ctl, const al__user_t *u)
+{
+    return put_doc(ctl, AL__DOC_USERS, u->name, al__user_json(u));
+}
+
+int
+al__store_put_group(al_ctl_t *ctl, const char *name, const al__group_t *g)
+{
+    return put_doc(ctl, AL__DOC_GROUPS, name,
+                   g != NULL ? al__group_json(g) : NULL);
+}
+
+static int
+load_user(al_ctl_t *ctl, const char *text, char **cause)
+{
+    json_t *doc = al_json_parse(text, strlen(text), cause);
+    if (doc == NULL)
+        return AL_EPARSE;
+    al__user_t u;
+    int rc = al__user_from_json(doc, NULL, &u, cause) != 0 ? AL_EPARSE : 0;
+    json_decref(doc);
+    if (rc == 0)
+        al__ctl_put_user(ctl, &u);
+    return rc;
+}
+
+static int
+load_group(al_ctl_t *ctl, const char *text, char **cause)
+{
+    json_t *doc = al_json_parse(text, strlen(text), cause);
+    if (doc == NULL)
+        return AL_EPARSE;
+    al__group_t g;
+    int rc = al__group_from_json(doc, NULL, &g, cause) != 0 ? AL_EPARSE : 0;
+    json_decref(doc);
+    if (rc == 0)
+        al__ctl_put_group(ctl, &g);
+    return rc;
+}
+
 static int
 load_queue(al_ctl_t *ctl, const char *text, char **cause)
 {
@@ -219,6 +260,10 @@ al__store_load(al_ctl_t *ctl, char **cause)
 {
     const al__store_ops_t *o = ctl->store_ops;
     int rc = o->load_tokens(ctl, cause);
+    if (rc == 0)
+        rc = o->load_docs(ctl, AL__DOC_USERS, load_user, cause);
+    if (rc == 0)
+        rc = o->load_docs(ctl, AL__DOC_GROUPS, load_group, cause);
     if (rc == 0)
         rc = o->load_docs(ctl, AL__DOC_QUEUES, load_queue, cause);
     if (rc == 0)

@@ -41,6 +41,24 @@ al__job_free(al__job_t *j)
 }
 
 void
+al__queue_fini(al__queue_t *q)
+{
+    free(q->name);
+    free(q->parent);
+    for (int i = 0; i < q->members.n; i++)
+        free(q->members.v[i]);
+    free(q->members.v);
+    for (int i = 0; i < q->nmquotas; i++)
+        free((char *)q->mquotas[i].model);
+    free(q->mquotas);
+    q->mquotas = NULL;
+    q->nmquotas = 0;
+    q->name = q->parent = NULL;
+    q->members.v = NULL;
+    q->members.n = 0;
+}
+
+void
 al__node_fini(al__node_t *n)
 {
     free(n->name);

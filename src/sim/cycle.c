@@ -47,7 +47,8 @@ al__cycle(sim_t *s, int64_t now)
         x->queue = j->cq;
         x->priority = al__policy_priority(s, j, now);
         x->preemptible = true;
-        x->min_tasks = x->max_tasks = j->ntasks;
+        x->min_tasks = j->min_tasks;
+        x->max_tasks = j->max_tasks;
         x->req.gpus = j->gpus;
         x->req.gpu_milli = j->milli;
         x->req.cpu_milli = j->cpu;
@@ -120,7 +121,10 @@ al__cycle(sim_t *s, int64_t now)
                                   dec->for_job, (long long)now);
                     continue;
                 }
-                /* SHRINK cannot happen (no elastic jobs): treat as evict. */
+                if (dec->kind == AL_DEC_SHRINK) {
+                    al__job_shrink(s, i, dec->ntasks, now);
+                    continue;
+                }
                 al__job_evict(s, i, now);
                 nev++;
             } else if (pass == 1 && dec->kind == AL_DEC_START) {

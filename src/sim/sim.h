@@ -52,6 +52,9 @@ typedef struct al_trace_job {
     char *pipeline, *stage, *needs;
     int ndeps;
     int *deps;
+    /* max_gpus x 1000 for an elastic job (it runs with gpu_milli up to
+     * this; duration is its run time at gpu_milli), else 0. */
+    int64_t max_gpu_milli;
 } al_trace_job_t;
 
 typedef struct al_trace {
@@ -303,6 +306,7 @@ typedef struct al_sim_job {
     int64_t pending;     /* seconds spent pending in all */
     int64_t lost;        /* GPU-milli-seconds of work lost to preemption */
     int preemptions;
+    int resizes; /* an elastic job: times it was shrunk while running */
     bool unschedulable;
 } al_sim_job_t;
 

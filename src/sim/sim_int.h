@@ -127,6 +127,14 @@ typedef struct sjob {
     al_placement_t *place;
     int deps_left; /* stages it needs that have not ended; -1: never */
     bool arrived;  /* its submission time has come */
+    /* An elastic job (max_tasks > min_tasks; ntasks is its size now):
+     * its work is in seconds at min_tasks, done at ntasks / min_tasks of
+     * that pace; seg_work is the work of this run up to seg_start, when
+     * its size last changed. */
+    int min_tasks, max_tasks;
+    int64_t task_milli; /* milli-GPUs of one task */
+    int64_t seg_start;
+    double seg_work;
 } sjob_t;
 
 enum { EV_END = 0, EV_PRIO };
@@ -238,6 +246,8 @@ void al__act_add(sim_t *s, int i);
  * its last checkpoint), or is found unschedulable. */
 void al__job_start(sim_t *s, int i, const al_decision_t *d, int64_t now);
 void al__job_evict(sim_t *s, int i, int64_t now);
+/* An elastic job's last `stop` tasks stop; it runs on, slower. */
+void al__job_shrink(sim_t *s, int i, int stop, int64_t now);
 void al__job_complete(sim_t *s, int i, int64_t now);
 void al__job_unschedulable(sim_t *s, int i);
 /* Whether job j fits on the free resources (empty: on the empty nodes). */

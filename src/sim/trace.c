@@ -1,6 +1,7 @@
 /*
  * trace.c -- the common trace CSV:
  *   job_id,submit_time_s,duration_s,num_gpus,num_cpus,user,queue,status
+ * and, optional, max_gpus (an elastic job: num_gpus..max_gpus).
  *
  * Columns are found by their header names, so extra columns are ignored and
  * the order may vary.  job_id, submit_time_s, duration_s and num_gpus are
@@ -30,6 +31,7 @@ enum {
     C_PIPE,
     C_STAGE,
     C_NEEDS,
+    C_MAXG,
     NCOL
 };
 
@@ -50,6 +52,7 @@ static const struct column {
     [C_PIPE] = { "pipeline_id", false },
     [C_STAGE] = { "stage", false },
     [C_NEEDS] = { "needs", false },
+    [C_MAXG] = { "max_gpus", false },
 };
 
 /* Largest GPU count a row may ask for. */
@@ -229,8 +232,19 @@ parse_numbers(parser_t *ps, const char *const *v, al_trace_job_t *j)
                 "%s:%d: field 'num_cpus': expected a non-negative number "
                 "or nothing, got '%s'",
                 name, line, v[C_CPUS]);
+    /* An elastic job: num_gpus is its least size, max_gpus its most,
+     * whole GPUs both (docs/simulation.md, "Elastic jobs"). */
+    int64_t maxg = 0;
+    if (v[C_MAXG][0] != '\0' &&
+        (al__parse_i64(v[C_MAXG], &maxg) < 0 || maxg < 0 || maxg > MAX_GPUS ||
+         (maxg > 0 && (g < 1 || g != floor(g) || (double)maxg < g))))
+        al__err(errs,
+                "%s:%d: field 'max_gpus': expected a whole number of GPUs "
+                "from num_gpus (a whole number) to %d, or nothing, got '%s'",
+                name, line, MAX_GPUS, v[C_MAXG]);
     j->gpu_milli = llround(g * 1000);
     j->cpu_milli = llround(cpus * 1000);
+    j->max_gpu_milli = maxg > 0 && maxg * 1000 > j->gpu_milli ? maxg * 1000 : 0;
     return ps->errs.n == before;
 }
 
