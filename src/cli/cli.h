@@ -28,6 +28,16 @@ int al_cli_queue(int argc, char **argv);
 int al_cli_node(int argc, char **argv);
 int al_cli_report(int argc, char **argv);
 int al_cli_history(int argc, char **argv);
+/* cli_events.c: `allot events`, and its reader of server-sent events. */
+int al_cli_events(int argc, char **argv);
+extern const struct al_opt_cmd al_cli_events_cmd;
+typedef struct al_cli_sse {
+    char *buf;                     /* the message's copy, owned */
+    const char *event, *data, *id; /* into buf, or NULL when absent */
+} al_cli_sse_t;
+int al_cli_sse_next(const char *text, size_t len, size_t *off,
+                    al_cli_sse_t *m);
+void al_cli_sse_fini(al_cli_sse_t *m);
 /* Interactive sessions: cli_run.c. */
 int al_cli_run(int argc, char **argv);
 int al_cli_attach(int argc, char **argv);
