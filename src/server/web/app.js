@@ -207,6 +207,11 @@
         d += (d ? 'L' : 'M') + X(t[i]).toFixed(1) + ',' + Y(v).toFixed(1);
       });
       if (d) g.append(s('path', { d, class: 'line ' + x.cls }));
+      // A lone sample (the first minute) shows as a dot.
+      if (d && !d.includes('L')) {
+        const [cx, cy] = d.slice(1).split(',');
+        g.append(s('circle', { cx, cy, r: 3, class: 'dot ' + x.cls }));
+      }
     }
     const legend = h('div', { class: 'legend' }, series.map((x) =>
       h('span', { class: 'key ' + x.cls }, x.name)));
