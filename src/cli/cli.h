@@ -33,6 +33,7 @@ int al_cli_events(int argc, char **argv);
 extern const struct al_opt_cmd al_cli_events_cmd;
 typedef struct al_cli_sse {
     char *buf;                     /* the message's copy, owned */
+    size_t len;                    /* its length (it may hold NULs) */
     const char *event, *data, *id; /* into buf, or NULL when absent */
 } al_cli_sse_t;
 int al_cli_sse_next(const char *text, size_t len, size_t *off,

@@ -108,14 +108,18 @@ al_cli_sse_next(const char *text, size_t len, size_t *off, al_cli_sse_t *m)
         *off = end;
         free(m->buf);
         memset(m, 0, sizeof *m);
-        m->buf = malloc(end - start + 1);
+        m->len = end - start;
+        m->buf = malloc(m->len + 1);
         if (m->buf == NULL)
             abort();
-        memcpy(m->buf, text + start, end - start);
-        m->buf[end - start] = '\0';
-        for (char *line = m->buf, *next; *line != '\0'; line = next) {
-            next = strchr(line, '\n');
-            *next++ = '\0'; /* every line ends with '\n' (checked above) */
+        memcpy(m->buf, text + start, m->len);
+        m->buf[m->len] = '\0';
+        char *stop = m->buf + m->len;
+        for (char *line = m->buf, *next; line < stop; line = next) {
+            /* Every line ends with '\n' (checked above); a NUL byte in
+             * one cuts it short. */
+            next = memchr(line, '\n', (size_t)(stop - line));
+            *next++ = '\0';
             size_t l = strlen(line);
             if (l > 0 && line[l - 1] == '\r')
                 line[--l] = '\0';
