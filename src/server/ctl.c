@@ -247,9 +247,12 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
         wake = ctl->sched_due;
     if (ctl->parked_min < wake)
         wake = ctl->parked_min;
-    /* Event streams' keepalives and long polls are due to the second. */
+    /* Event streams' keepalives and long polls are due to the second,
+     * and streams a publish left to wake within a few ms. */
     if (ctl->events != NULL && wake > now + 1000)
         wake = now + 1000;
+    if (al__events_next_ms(ctl->events) < wake)
+        wake = al__events_next_ms(ctl->events);
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };

@@ -521,14 +521,17 @@ void al__events_destroy(al__events_t *h);
  * publish: the transaction committed, the streams see them; drop: it
  * did not.  load: an event read from the store at start (more_before:
  * the store has older ones), published with the next publish.  tick:
- * wakes streams whose keepalive or poll deadline is due (mono ms).  Each
- * is a no-op on a NULL hub. */
+ * wakes streams whose keepalive or poll deadline is due, or that a
+ * publish left for it (mono ms; streams are woken at most every few ms).
+ * Each is a no-op on a NULL hub. */
 void al__events_record(al__events_t *h, const al__event_info_t *in);
 void al__events_publish(al__events_t *h);
 void al__events_drop(al__events_t *h);
 void al__events_load(al__events_t *h, const al__event_info_t *in,
                      bool more_before);
 void al__events_tick(al__events_t *h, int64_t mono);
+/* When tick has waiting streams to wake (mono ms), or INT64_MAX. */
+int64_t al__events_next_ms(const al__events_t *h);
 /* Ends every stream (before the intake stops); any thread. */
 void al__events_close(al__events_t *h);
 /* Checks the query's arguments (each NULL when absent): 0, or AL_EINVAL

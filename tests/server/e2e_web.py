@@ -484,6 +484,10 @@ def dashboard(c, br, shots, env):
           "the token in session storage, not in the URL")
     br.until("document.querySelector('#live').textContent === 'live'",
              "the live stream")
+    paint = br.js("(performance.getEntriesByName('first-contentful-paint')"
+                  "[0] || {}).startTime")
+    print("first contentful paint: %s ms after navigation" % (
+        "%.0f" % paint if paint is not None else "?"))
     counts = br.js("Object.fromEntries([...document.querySelectorAll("
                    "'[data-state]')].map(e => [e.dataset.state, "
                    "Number(e.textContent)]))")
