@@ -36,8 +36,7 @@ typedef struct al_cli_sse {
     size_t len;                    /* its length (it may hold NULs) */
     const char *event, *data, *id; /* into buf, or NULL when absent */
 } al_cli_sse_t;
-int al_cli_sse_next(const char *text, size_t len, size_t *off,
-                    al_cli_sse_t *m);
+int al_cli_sse_next(const char *text, size_t len, size_t *off, al_cli_sse_t *m);
 void al_cli_sse_fini(al_cli_sse_t *m);
 /* Interactive sessions: cli_run.c. */
 int al_cli_run(int argc, char **argv);

@@ -33,7 +33,10 @@ static const al_opt_t events_opts[] = {
       .off = E(follow),
       .help = "go on printing events as they come, until interrupted",
       .flags = AL_OPT_BRIEF },
-    { .name = "--follow", .kind = AL_OPT_FLAG, .off = E(follow2), .help = "-f" },
+    { .name = "--follow",
+      .kind = AL_OPT_FLAG,
+      .off = E(follow2),
+      .help = "-f" },
     { .name = "-n",
       .kind = AL_OPT_INT,
       .off = E(last),
@@ -188,8 +191,8 @@ print_stream(const char *text, size_t len, bool as_json, long long *cursor,
     size_t off = 0;
     al_cli_sse_t m = { 0 };
     while (al_cli_sse_next(text, len, &off, &m) == 1) {
-        json_t *d = m.data != NULL ? al_json_parse(m.data, strlen(m.data), NULL)
-                                   : NULL;
+        json_t *d =
+            m.data != NULL ? al_json_parse(m.data, strlen(m.data), NULL) : NULL;
         const char *ev = m.event != NULL ? m.event : "message";
         if (strcmp(ev, "ready") == 0) {
             if (*cursor < 0)

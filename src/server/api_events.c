@@ -22,11 +22,11 @@ al__api_events(al_ctl_t *ctl, al__req_t *req)
 {
     al__events_query_t q;
     char *cause = NULL;
-    if (al__events_query_parse(
-            al__req_arg(req, "since"), req->last_event_id,
-            al__req_arg(req, "last"), al__req_arg(req, "job"),
-            al__req_arg(req, "follow"), al__req_arg(req, "poll"), &q,
-            &cause) != 0) {
+    if (al__events_query_parse(al__req_arg(req, "since"), req->last_event_id,
+                               al__req_arg(req, "last"),
+                               al__req_arg(req, "job"),
+                               al__req_arg(req, "follow"),
+                               al__req_arg(req, "poll"), &q, &cause) != 0) {
         al__reply_error(req, 400, "bad_request", "%s", cause);
         free(cause);
         return;

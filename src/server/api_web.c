@@ -28,8 +28,7 @@ serve(al__req_t *req, const char *name)
         req->status = 200;
         return;
     }
-    al__reply_error(req, 404, "not_found", "no file %s in the dashboard",
-                    name);
+    al__reply_error(req, 404, "not_found", "no file %s in the dashboard", name);
 }
 
 void

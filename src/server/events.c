@@ -80,10 +80,10 @@ typedef struct al__event {
 
 struct al__sse {
     al__events_t *hub;
-    uint64_t cursor; /* the last event passed (sent or filtered out) */
-    uint64_t job;    /* only this job's events, or 0 */
-    char *user;      /* only this user's jobs, or NULL (an admin) */
-    int mode;        /* AL_SSE_* */
+    uint64_t cursor;        /* the last event passed (sent or filtered out) */
+    uint64_t job;           /* only this job's events, or 0 */
+    char *user;             /* only this user's jobs, or NULL (an admin) */
+    int mode;               /* AL_SSE_* */
     int64_t deadline_ms;    /* poll: when to end without events (mono) */
     int64_t last_write_ms;  /* when text was last added (mono) */
     bool started, sent_any; /* the ready message; an event */
@@ -110,8 +110,8 @@ struct al__events {
     al__event_t *pending;
     size_t npending, pending_cap;
     int64_t beat_checked;
-    int64_t woken_ms;  /* when the waiting streams were last woken */
-    bool wake_due;     /* published since, not woken yet */
+    int64_t woken_ms; /* when the waiting streams were last woken */
+    bool wake_due;    /* published since, not woken yet */
 };
 
 al__events_t *
@@ -348,8 +348,7 @@ visible(const al__sse_t *s, const al__event_t *e)
 }
 
 al__sse_t *
-al__events_open(al__events_t *h, const al__events_query_t *q,
-                const char *user)
+al__events_open(al__events_t *h, const al__events_query_t *q, const char *user)
 {
     al__sse_t *s = al_xcalloc(1, sizeof *s);
     s->hub = h;
@@ -445,8 +444,8 @@ fill(al__events_t *h, al__sse_t *s, int64_t now)
     if (s->gap) {
         char gap[128];
         snprintf(gap, sizeof gap,
-                 "event: gap\ndata: {\"cursor\":%" PRIu64 ",\"dropped\":%" PRIu64
-                 "}\n\n",
+                 "event: gap\ndata: {\"cursor\":%" PRIu64
+                 ",\"dropped\":%" PRIu64 "}\n\n",
                  s->cursor, h->dropped);
         add(s, gap, now);
         s->gap = false;
@@ -466,9 +465,9 @@ fill(al__events_t *h, al__sse_t *s, int64_t now)
         s->sent_any = true;
     }
     bool caught_up = after(h, s->cursor) == h->count;
-    if (caught_up && (s->mode == AL_SSE_ONCE ||
-                      (s->mode == AL_SSE_POLL &&
-                       (s->sent_any || now >= s->deadline_ms))))
+    if (caught_up &&
+        (s->mode == AL_SSE_ONCE ||
+         (s->mode == AL_SSE_POLL && (s->sent_any || now >= s->deadline_ms))))
         s->ended = true;
     if (s->out.len == 0 && now - s->last_write_ms >= BEAT_MS)
         add(s, ": keepalive\n\n", now);
@@ -537,8 +536,7 @@ parse_u64(const char *text, uint64_t lo, uint64_t hi, uint64_t *out)
 int
 al__events_query_parse(const char *since, const char *last_event_id,
                        const char *last, const char *job, const char *follow,
-                       const char *poll, al__events_query_t *out,
-                       char **cause)
+                       const char *poll, al__events_query_t *out, char **cause)
 {
     al__events_query_t q = { .mode = AL_SSE_FOLLOW };
     uint64_t v;
@@ -547,10 +545,10 @@ al__events_query_parse(const char *since, const char *last_event_id,
     const char *cur = since != NULL ? since : last_event_id;
     if (cur != NULL) {
         if (!parse_u64(cur, 0, (UINT64_C(1) << 62), &v)) {
-            *cause = al_xasprintf("%s must be an event id (a whole number), "
-                                  "not '%.40s'",
-                                  since != NULL ? "since" : "Last-Event-ID",
-                                  cur);
+            *cause =
+                al_xasprintf("%s must be an event id (a whole number), "
+                             "not '%.40s'",
+                             since != NULL ? "since" : "Last-Event-ID", cur);
             return AL_EINVAL;
         }
         q.since = v;

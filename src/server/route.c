@@ -115,7 +115,10 @@ const al__route_t al__routes[] = {
       .role = ROLE_USER,
       .fn = al__api_events },
     /* The dashboard's files: open, they hold no data. */
-    { .method = "GET", .path = "/", .role = ROLE_NONE, .fn = al__api_web_index },
+    { .method = "GET",
+      .path = "/",
+      .role = ROLE_NONE,
+      .fn = al__api_web_index },
     { .method = "GET",
       .path = "/ui/*",
       .role = ROLE_NONE,

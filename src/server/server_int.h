@@ -558,7 +558,7 @@ typedef struct al__relay al__relay_t;
 typedef struct al_ctl {
     al_server_opts_t opts;
     char *state_dir;
-    al__relay_t *relay; /* interactive sessions (relay.c), own lock */
+    al__relay_t *relay;   /* interactive sessions (relay.c), own lock */
     al__events_t *events; /* GET /v1/events' hub (events.c), own lock */
 
     /* Shared with the daemon's thread, under mu. */

@@ -116,8 +116,9 @@ event_info(al_ctl_t *ctl, uint64_t id, int64_t ms, const char *event,
            const char *detail)
 {
     const al__job_t *j = al__ctl_job(ctl, id);
-    al__event_info_t in = { .job = id, .ms = ms, .event = event,
-                            .detail = detail };
+    al__event_info_t in = {
+        .job = id, .ms = ms, .event = event, .detail = detail
+    };
     if (j != NULL) {
         in.name = j->name;
         in.user = j->user;
@@ -176,8 +177,8 @@ al__store_load_events(al_ctl_t *ctl, int n)
     snprintf(lim, sizeof lim, "%d", n);
     const char *const v[] = { lim };
     long long total = 0;
-    int rc = ctl->store_ops->read(ctl, "events_count", 0, NULL, count_row,
-                                  &total);
+    int rc =
+        ctl->store_ops->read(ctl, "events_count", 0, NULL, count_row, &total);
     tail_t t = { .ctl = ctl, .more_before = total > n };
     if (rc == 0)
         rc = ctl->store_ops->read(ctl, "events_tail", 1, v, tail_row, &t);

@@ -35,8 +35,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&q, 0x5a, sizeof q);
     before = q;
     char *cause = NULL;
-    int rc = al__events_query_parse(f[0], f[1], f[2], f[3], f[4], f[5], &q,
-                                    &cause);
+    int rc =
+        al__events_query_parse(f[0], f[1], f[2], f[3], f[4], f[5], &q, &cause);
     if (rc != 0) {
         CHECK(rc == AL_EINVAL && cause != NULL && cause[0] != '\0');
         CHECK(memcmp(&q, &before, sizeof q) == 0);

@@ -507,9 +507,9 @@ event_hub(void)
     al__events_t *h = al__events_create(hub_suspend, hub_resume);
     al__events_query_t q;
     char *cause = NULL;
-    ASSERT_EQ(al__events_query_parse(NULL, NULL, NULL, NULL, NULL, NULL, &q,
-                                     &cause),
-              0);
+    ASSERT_EQ(
+        al__events_query_parse(NULL, NULL, NULL, NULL, NULL, NULL, &q, &cause),
+        0);
     al__sse_t *all = al__events_open(h, &q, NULL);
     al__sse_t *alice = al__events_open(h, &q, "alice");
     al__sse_t *bob = al__events_open(h, &q, "bob");
@@ -519,8 +519,11 @@ event_hub(void)
     ASSERT_EQ(hub_read(alice, buf, sizeof buf), 0);
     ASSERT_EQ(hub_read(bob, buf, sizeof buf), 0);
     ASSERT_EQ(hub_suspends, 3);
-    al__event_info_t in = { .job = 7, .ms = 1000, .event = "started",
-                            .user = "alice", .detail = "task 0 on n1" };
+    al__event_info_t in = { .job = 7,
+                            .ms = 1000,
+                            .event = "started",
+                            .user = "alice",
+                            .detail = "task 0 on n1" };
     /* A transaction that failed shows nothing and wakes no one. */
     al__events_record(h, &in);
     al__events_drop(h);
@@ -556,13 +559,13 @@ event_hub(void)
     al__events_close(h);
     al__events_destroy(h);
     /* The query: defaults, and each bad value refused with a reason. */
-    ASSERT_EQ(al__events_query_parse("5", "9", NULL, "3", "false", NULL, &q,
-                                     &cause),
-              0);
+    ASSERT_EQ(
+        al__events_query_parse("5", "9", NULL, "3", "false", NULL, &q, &cause),
+        0);
     ASSERT(q.has_since && q.since == 5 && q.job == 3 && q.mode == AL_SSE_ONCE);
-    ASSERT_EQ(al__events_query_parse(NULL, "9", "0", NULL, NULL, NULL, &q,
-                                     &cause),
-              AL_EINVAL);
+    ASSERT_EQ(
+        al__events_query_parse(NULL, "9", "0", NULL, NULL, NULL, &q, &cause),
+        AL_EINVAL);
     ASSERT(cause != NULL && strstr(cause, "together") != NULL);
     free(cause);
     cause = NULL;
@@ -580,8 +583,8 @@ event_hub(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         const char *const *b = bad[i];
         q.job = 42;
-        ASSERT_EQ(al__events_query_parse(b[0], b[1], b[2], b[3], b[4], b[5],
-                                         &q, &cause),
+        ASSERT_EQ(al__events_query_parse(b[0], b[1], b[2], b[3], b[4], b[5], &q,
+                                         &cause),
                   AL_EINVAL);
         ASSERT(cause != NULL && cause[0] != '\0');
         ASSERT_EQ(q.job, 42); /* untouched */
