@@ -1437,7 +1437,8 @@ sse_open(const dev_t_ *d)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = { .sin_family = AF_INET,
-                              .sin_port = htons((uint16_t)atoi(d->url.port)) };
+                              .sin_port = htons(
+                                  (uint16_t)strtol(d->url.port, NULL, 10)) };
     inet_pton(AF_INET, d->url.host, &sa.sin_addr);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
         die("cannot connect a stream: %s", strerror(errno));

@@ -356,12 +356,12 @@ struct al__req {
      * (malloc()ed), and whether the agent's side (else the user's). */
     char *upgrade;
     bool upgrade_agent;
+    /* Static files of the dashboard: send its security headers. */
+    bool web;
     /* GET /v1/events: the Last-Event-ID header (the intake's copy), and
      * the stream the reply is (the intake takes it), or NULL. */
     char *last_event_id;
     struct al__sse *sse;
-    /* Static files of the dashboard: send its security headers. */
-    bool web;
     al__req_t *next;
 };
 

@@ -16,6 +16,53 @@
 #include "fuzz.h"
 #include "server_int.h"
 
+/* The query of fields f (NULL: absent). */
+static void
+query(char *const f[6])
+{
+    al__events_query_t q, before;
+    memset(&q, 0x5a, sizeof q);
+    before = q;
+    char *cause = NULL;
+    int rc =
+        al__events_query_parse(f[0], f[1], f[2], f[3], f[4], f[5], &q, &cause);
+    if (rc != 0) {
+        CHECK(rc == AL_EINVAL && cause != NULL && cause[0] != '\0');
+        CHECK(q.has_since == before.has_since && q.since == before.since &&
+              q.last == before.last && q.job == before.job &&
+              q.mode == before.mode && q.poll_s == before.poll_s);
+        free(cause);
+        return;
+    }
+    CHECK(cause == NULL);
+    CHECK(q.last >= 0 && q.last <= AL_EVENTS_RING);
+    CHECK(q.mode == AL_SSE_FOLLOW || q.mode == AL_SSE_ONCE ||
+          q.mode == AL_SSE_POLL);
+    CHECK(q.mode != AL_SSE_POLL || (q.poll_s >= 1 && q.poll_s <= 60));
+    CHECK(!q.has_since || q.last == 0);
+    CHECK(q.job <= INT64_MAX);
+}
+
+/* The CLI's reader over text[0..len). */
+static void
+stream(const char *text, size_t len)
+{
+    size_t pos = 0, last = 0;
+    al_cli_sse_t m = { 0 };
+    while (al_cli_sse_next(text, len, &pos, &m) == 1) {
+        CHECK(pos > last && pos <= len);
+        last = pos;
+        CHECK(m.event != NULL || m.data != NULL);
+        const char *fields[3] = { m.event, m.data, m.id };
+        for (int k = 0; k < 3; k++)
+            CHECK(fields[k] == NULL ||
+                  (fields[k] >= m.buf &&
+                   fields[k] + strlen(fields[k]) <= m.buf + m.len));
+    }
+    CHECK(pos <= len);
+    al_cli_sse_fini(&m);
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -31,42 +78,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         off += n + (nl != NULL);
     }
-    al__events_query_t q, before;
-    memset(&q, 0x5a, sizeof q);
-    before = q;
-    char *cause = NULL;
-    int rc =
-        al__events_query_parse(f[0], f[1], f[2], f[3], f[4], f[5], &q, &cause);
-    if (rc != 0) {
-        CHECK(rc == AL_EINVAL && cause != NULL && cause[0] != '\0');
-        CHECK(memcmp(&q, &before, sizeof q) == 0);
-        free(cause);
-    } else {
-        CHECK(cause == NULL);
-        CHECK(q.last >= 0 && q.last <= AL_EVENTS_RING);
-        CHECK(q.mode == AL_SSE_FOLLOW || q.mode == AL_SSE_ONCE ||
-              q.mode == AL_SSE_POLL);
-        CHECK(q.mode != AL_SSE_POLL || (q.poll_s >= 1 && q.poll_s <= 60));
-        CHECK(!q.has_since || q.last == 0);
-        CHECK(q.job <= INT64_MAX);
-    }
+    query(f);
     for (int i = 0; i < 6; i++)
         free(f[i]);
-
-    const char *text = (const char *)data + off;
-    size_t len = size - off, pos = 0, last = 0;
-    al_cli_sse_t m = { 0 };
-    while (al_cli_sse_next(text, len, &pos, &m) == 1) {
-        CHECK(pos > last && pos <= len);
-        last = pos;
-        CHECK(m.event != NULL || m.data != NULL);
-        const char *fields[3] = { m.event, m.data, m.id };
-        for (int k = 0; k < 3; k++)
-            CHECK(fields[k] == NULL ||
-                  (fields[k] >= m.buf &&
-                   fields[k] + strlen(fields[k]) <= m.buf + m.len));
-    }
-    CHECK(pos <= len);
-    al_cli_sse_fini(&m);
+    stream((const char *)data + off, size - off);
     return 0;
 }
