@@ -20,9 +20,13 @@
 static void
 query(char *const f[6])
 {
-    al__events_query_t q, before;
-    memset(&q, 0x5a, sizeof q);
-    before = q;
+    const al__events_query_t before = { .has_since = true,
+                                        .since = 77,
+                                        .last = 5,
+                                        .job = 99,
+                                        .mode = 42,
+                                        .poll_s = 7 };
+    al__events_query_t q = before;
     char *cause = NULL;
     int rc =
         al__events_query_parse(f[0], f[1], f[2], f[3], f[4], f[5], &q, &cause);
