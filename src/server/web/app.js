@@ -193,7 +193,8 @@
       tx.textContent = num(v, 1);
       g.append(tx);
     }
-    for (const [x, anchor] of [[t0, 'start'], [t1, 'end']]) {
+    const ends = t1 > t0 ? [[t0, 'start'], [t1, 'end']] : [[t1, 'end']];
+    for (const [x, anchor] of ends) {
       if (!t.length) break;
       const tx = s('text', { x: X(x), y: H - 6, class: 'axis',
                              'text-anchor': anchor });
