@@ -177,8 +177,8 @@ al__store_load_events(al_ctl_t *ctl, int n)
     snprintf(lim, sizeof lim, "%d", n);
     const char *const v[] = { lim };
     long long total = 0;
-    int rc =
-        ctl->store_ops->read(ctl, "events_count", 0, NULL, count_row, &total);
+    /* Whether there are more than n: counted up to n + 1 only. */
+    int rc = ctl->store_ops->read(ctl, "events_count", 1, v, count_row, &total);
     tail_t t = { .ctl = ctl, .more_before = total > n };
     if (rc == 0)
         rc = ctl->store_ops->read(ctl, "events_tail", 1, v, tail_row, &t);

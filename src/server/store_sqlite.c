@@ -103,7 +103,9 @@ static const struct {
                            " AND t < ?3" },
     { "events_from", "SELECT job_id, time_ms, event, detail FROM job_events"
                      " WHERE job_id >= ?1 ORDER BY job_id, seq" },
-    { "events_count", "SELECT count(*) FROM job_events" },
+    { "events_count", "SELECT count(*) FROM (SELECT seq FROM job_events"
+                      " ORDER BY seq DESC LIMIT CAST(?1 AS INTEGER) + 1)"
+                      " AS t" },
     { "events_tail", "SELECT job_id, time_ms, event, detail FROM"
                      " (SELECT * FROM job_events ORDER BY seq DESC"
                      " LIMIT CAST(?1 AS INTEGER))"
