@@ -555,6 +555,14 @@ def dashboard(c, br, shots, env):
              "job %s and its reason, live" % big)
     live = time.monotonic() - t0
     check(br.js("window.marker") == 1, "no reload")
+    # Hold and release from the page.
+    row = "#page-jobs tr[data-job=\"%s\"]" % big
+    br.js("document.querySelector('%s .act-hold').click(); true" % row)
+    br.until("!!document.querySelector('%s.row-held .act-release')" % row,
+             "job %s held" % big)
+    br.js("document.querySelector('%s .act-release').click(); true" % row)
+    br.until("!!document.querySelector('%s.row-pending .act-cancel')" % row,
+             "job %s released" % big)
     # Cancel from the page: the row and the feed change live.
     t0 = time.monotonic()
     br.js("document.querySelector('#page-jobs tr[data-job=\"%s\"] "
