@@ -32,8 +32,9 @@
  *
  * Threads: the loop (record, publish, drop, tick, new streams) and the
  * intake's (reading streams, freeing them, close); the hub's lock guards
- * the ring, the waiting list and each stream's fields but `pending`,
- * which only the loop touches.  The lock is never held while calling out,
+ * the ring, the waiting list and the streams' fields, not what only the
+ * loop touches (the events not yet committed, the next id, when streams
+ * were last woken).  The lock is never held while calling out,
  * except to the intake's suspend and resume functions, which take only
  * libmicrohttpd's own locks.
  *
