@@ -49,6 +49,16 @@ bool al_cli_model_quota(json_t *body, const char *field, const char *spec);
 /* `allot queues`' second table: each queue's decayed usage behind fair
  * share, its per-model quotas and its members. */
 void al_cli_queues_policy(const json_t *queues);
+/* cli_events.c: `allot events`, and its reader of server-sent events. */
+int al_cli_events(int argc, char **argv);
+extern const struct al_opt_cmd al_cli_events_cmd;
+typedef struct al_cli_sse {
+    char *buf;                     /* the message's copy, owned */
+    size_t len;                    /* its length (it may hold NULs) */
+    const char *event, *data, *id; /* into buf, or NULL when absent */
+} al_cli_sse_t;
+int al_cli_sse_next(const char *text, size_t len, size_t *off, al_cli_sse_t *m);
+void al_cli_sse_fini(al_cli_sse_t *m);
 /* Interactive sessions: cli_run.c. */
 int al_cli_run(int argc, char **argv);
 int al_cli_attach(int argc, char **argv);

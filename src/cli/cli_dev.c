@@ -406,10 +406,11 @@ al_dev_main(int argc, char **argv)
     if (status == 0) {
         printf("allot dev: ready at %s\n"
                "  state:  %s\n"
-               "  config: %s (server and admin token)\n"
+               "  config: %s (server and admin token; the dashboard, "
+               "%s/, logs in with the token in %s/admin-token)\n"
                "  try:    allot submit --gpus 1 -- nvidia-smi -L || "
                "allot submit -- echo hello; allot ls --all\n",
-               url, sdir, cfg);
+               url, sdir, cfg, url, sdir);
         if (nagents > 0)
             dev_admin_queue(url, tok, a.demo);
         fflush(stdout);

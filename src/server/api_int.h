@@ -141,6 +141,19 @@ void al__api_metrics(al_ctl_t *ctl, al__req_t *req);
 /* api_usage.c: the usage history and accounting */
 void al__api_usage(al_ctl_t *ctl, al__req_t *req);
 void al__api_report(al_ctl_t *ctl, al__req_t *req);
+/* api_events.c: GET /v1/events, the event stream (events.c) */
+void al__api_events(al_ctl_t *ctl, al__req_t *req);
+/* api_web.c: the dashboard's files, GET / and GET /ui/NAME */
+void al__api_web_index(al_ctl_t *ctl, al__req_t *req);
+void al__api_web_file(al_ctl_t *ctl, al__req_t *req);
+/* web_files.c, made by the build from src/server/web/ */
+typedef struct al__web_file {
+    const char *name, *ctype;
+    const unsigned char *data;
+    size_t len;
+} al__web_file_t;
+extern const al__web_file_t al__web_files[];
+extern const int al__nweb_files;
 /* Appends the exposition to out; mono_ms is al_clock_mono_ms() now (the
  * agents' sync ages are reckoned from it). */
 void al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out);

@@ -9,7 +9,8 @@
  *
  * May call: the handlers through the route table's pointers (and
  * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, state.c,
- * table.c, reason.c, store.c, auth.c and req.c.  Nothing below calls it; the
+ * table.c, reason.c, store.c, auth.c, req.c and events.c (the streams'
+ * ticks).  Nothing below calls it; the
  * intake (server.c) calls al__ctl_start/stop/submit.
  */
 #include <errno.h>
@@ -58,6 +59,11 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
         al__ctl_index_running(ctl);
         al__fairshare_load(ctl);
     }
+    /* GET /v1/events shows what happened before this start, too. */
+    if (rc == 0 && al__store_load_events(ctl, AL_EVENTS_RING) != 0)
+        al_warn("store: cannot read the last events; GET /v1/events "
+                "starts empty");
+    al__events_publish(ctl->events);
     if (rc != 0 || (rc = al__bootstrap(ctl, cause)) != 0) {
         al__store_close(ctl);
         return rc;
@@ -242,6 +248,12 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
         wake = ctl->sched_due;
     if (ctl->parked_min < wake)
         wake = ctl->parked_min;
+    /* Event streams' keepalives and long polls are due to the second,
+     * and streams a publish left to wake within a few ms. */
+    if (ctl->events != NULL && wake > now + 1000)
+        wake = now + 1000;
+    if (al__events_next_ms(ctl->events) < wake)
+        wake = al__events_next_ms(ctl->events);
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
@@ -399,6 +411,7 @@ loop_main(void *arg)
             maintain(ctl, stop);
         answer_polls(ctl, stop);
         release(ctl);
+        al__events_tick(ctl->events, al_clock_mono_ms());
         if (stop)
             return NULL;
     }

@@ -335,11 +335,29 @@ apply_evictions(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
         const char *why = d->why <= AL_EVICT_RESERVATION
                               ? al__evict_reasons[d->why]
                               : "evicted";
-        char *detail =
-            d->for_job >= 0 && (size_t)d->for_job < b->nj
-                ? al_xasprintf("%s (for job %llu)", why,
-                               (unsigned long long)b->act[d->for_job]->id)
-                : al_xstrdup(why);
+        const al__job_t *fj = d->for_job >= 0 && (size_t)d->for_job < b->nj
+                                  ? b->act[d->for_job]
+                                  : NULL;
+        char *detail;
+        if (fj != NULL && d->why == AL_EVICT_RECLAIM) {
+            /* Who took what back: the event streams and histories say
+             * "queue joe reclaimed 2 GPUs (for job 5)". */
+            char gpus[32];
+            if (j->gpus > 0)
+                snprintf(gpus, sizeof gpus, "%lld GPU%s",
+                         (long long)j->gpus * j->ntasks,
+                         (long long)j->gpus * j->ntasks == 1 ? "" : "s");
+            else
+                snprintf(gpus, sizeof gpus, "%.2f GPU",
+                         j->gpu_milli * j->ntasks / 1000.0);
+            detail = al_xasprintf("queue %s reclaimed %s (for job %llu)",
+                                  fj->queue, gpus, (unsigned long long)fj->id);
+        } else if (fj != NULL) {
+            detail = al_xasprintf("%s (for job %llu)", why,
+                                  (unsigned long long)fj->id);
+        } else {
+            detail = al_xstrdup(why);
+        }
         if (d->why <= AL_EVICT_RESERVATION)
             ctl->counters.evicted[d->why][d->requeue ? 1 : 0]++;
         if (d->requeue)

@@ -168,6 +168,19 @@ const al__route_t al__routes[] = {
       .path = "/v1/pipelines/*/retry",
       .role = ROLE_USER,
       .fn = al__api_pipeline_retry },
+    { .method = "GET",
+      .path = "/v1/events",
+      .role = ROLE_USER,
+      .fn = al__api_events },
+    /* The dashboard's files: open, they hold no data. */
+    { .method = "GET",
+      .path = "/",
+      .role = ROLE_NONE,
+      .fn = al__api_web_index },
+    { .method = "GET",
+      .path = "/ui/*",
+      .role = ROLE_NONE,
+      .fn = al__api_web_file },
     /* Prometheus' scrape: not under /v1, where its convention expects
      * it. */
     { .method = "GET",

@@ -85,6 +85,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include "arrayspec.h"
 #include "core/core.h"
@@ -405,6 +406,12 @@ struct al__req {
      * (malloc()ed), and whether the agent's side (else the user's). */
     char *upgrade;
     bool upgrade_agent;
+    /* Static files of the dashboard: send its security headers. */
+    bool web;
+    /* GET /v1/events: the Last-Event-ID header (the intake's copy), and
+     * the stream the reply is (the intake takes it), or NULL. */
+    char *last_event_id;
+    struct al__sse *sse;
     al__req_t *next;
 };
 
@@ -524,6 +531,76 @@ typedef struct al__usage {
 } al__usage_t;
 
 /* ------------------------------------------------------------------ */
+/* events.c: the event hub behind GET /v1/events (its own lock)        */
+
+typedef struct al__events al__events_t;
+typedef struct al__sse al__sse_t;
+/* The events the hub keeps (the oldest go first). */
+#define AL_EVENTS_RING 8192
+/* The intake's suspend and resume of a stream's connection. */
+typedef void (*al__events_io_fn)(void *conn);
+
+/* One event as it is recorded: a job's history row and what the stream
+ * shows with it (strings are copied; any but event may be NULL). */
+typedef struct al__event_info {
+    uint64_t job;
+    int64_t ms;
+    const char *event, *detail;
+    const char *name, *user, *queue, *state;
+} al__event_info_t;
+
+/* How a stream ends: never (follow), once it caught up (once), or once
+ * it sent something or poll_s passed (a long poll, `allot events -f`). */
+enum { AL_SSE_FOLLOW = 0, AL_SSE_ONCE, AL_SSE_POLL };
+
+/* GET /v1/events' query, checked. */
+typedef struct al__events_query {
+    bool has_since;
+    uint64_t since; /* events after this id */
+    int last;       /* without since: the last `last` events first */
+    uint64_t job;   /* only this job's, or 0 */
+    int mode;       /* AL_SSE_* */
+    int poll_s;
+} al__events_query_t;
+
+al__events_t *al__events_create(al__events_io_fn suspend,
+                                al__events_io_fn resume);
+/* After the intake stopped (no stream is left); NULL is a no-op. */
+void al__events_destroy(al__events_t *h);
+/* Loop thread.  record: an event written in the open transaction;
+ * publish: the transaction committed, the streams see them; drop: it
+ * did not.  load: an event read from the store at start (more_before:
+ * the store has older ones), published with the next publish.  tick:
+ * wakes streams whose keepalive or poll deadline is due, or that a
+ * publish left for it (mono ms; streams are woken at most every few ms).
+ * Each is a no-op on a NULL hub. */
+void al__events_record(al__events_t *h, const al__event_info_t *in);
+void al__events_publish(al__events_t *h);
+void al__events_drop(al__events_t *h);
+void al__events_load(al__events_t *h, const al__event_info_t *in,
+                     bool more_before);
+void al__events_tick(al__events_t *h, int64_t mono);
+/* When tick has waiting streams to wake (mono ms), or INT64_MAX. */
+int64_t al__events_next_ms(const al__events_t *h);
+/* Ends every stream (before the intake stops); any thread. */
+void al__events_close(al__events_t *h);
+/* Checks the query's arguments (each NULL when absent): 0, or AL_EINVAL
+ * with the reason in *cause (caller frees) and *out untouched. */
+int al__events_query_parse(const char *since, const char *last_event_id,
+                           const char *last, const char *job,
+                           const char *follow, const char *poll,
+                           al__events_query_t *out, char **cause);
+/* A new stream of the events q selects that user may see (NULL: an
+ * admin, all); loop thread.  The intake attaches its connection, reads
+ * it (al__events_read(): bytes, 0 after suspending the connection, or -1
+ * at its end) and frees it, on its thread. */
+al__sse_t *al__events_open(al__events_t *h, const al__events_query_t *q,
+                           const char *user);
+void al__events_attach(al__sse_t *s, void *conn);
+ssize_t al__events_read(al__sse_t *s, char *buf, size_t max);
+void al__events_free(al__sse_t *s);
+
+/* ------------------------------------------------------------------ */
 /* The controller                                                     */
 
 typedef struct al__relay al__relay_t;
@@ -531,7 +608,8 @@ typedef struct al__relay al__relay_t;
 typedef struct al_ctl {
     al_server_opts_t opts;
     char *state_dir;
-    al__relay_t *relay; /* interactive sessions (relay.c), own lock */
+    al__relay_t *relay;   /* interactive sessions (relay.c), own lock */
+    al__events_t *events; /* GET /v1/events' hub (events.c), own lock */
 
     /* Shared with the daemon's thread, under mu. */
     pthread_mutex_t mu;
@@ -816,6 +894,8 @@ void al__store_rollback(al_ctl_t *ctl);
 int al__store_put_job(al_ctl_t *ctl, const al__job_t *j);
 int al__store_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
                     const char *detail);
+/* Loads the store's last n history rows into ctl->events (at start). */
+int al__store_load_events(al_ctl_t *ctl, int n);
 /* The history of a job as a JSON array of {time, event, detail}. */
 json_t *al__store_history(al_ctl_t *ctl, uint64_t job);
 int al__store_put_queue(al_ctl_t *ctl, const al__queue_t *q);

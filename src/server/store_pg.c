@@ -173,6 +173,15 @@ static const struct {
       "SELECT job_id, time_ms, event, detail FROM job_events"
       " WHERE job_id >= $1 ORDER BY job_id, seq",
       1 },
+    { "events_count",
+      "SELECT count(*) FROM (SELECT seq FROM job_events ORDER BY seq DESC"
+      " LIMIT $1::bigint + 1) AS t",
+      1 },
+    { "events_tail",
+      "SELECT job_id, time_ms, event, detail FROM"
+      " (SELECT * FROM job_events ORDER BY seq DESC LIMIT $1) AS t"
+      " ORDER BY seq",
+      1 },
     { "token",
       "INSERT INTO tokens VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT (id)"
       " DO UPDATE SET \"user\" = EXCLUDED.\"user\", role = EXCLUDED.role,"

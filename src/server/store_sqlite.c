@@ -121,6 +121,13 @@ static const struct {
     { "fairshare_put", "INSERT OR REPLACE INTO fairshare(queue, milli_gpu_s,"
                        " t_ms) VALUES(?1, ?2, ?3)" },
     { "fairshare_all", "SELECT queue, milli_gpu_s, t_ms FROM fairshare" },
+    { "events_count", "SELECT count(*) FROM (SELECT seq FROM job_events"
+                      " ORDER BY seq DESC LIMIT CAST(?1 AS INTEGER) + 1)"
+                      " AS t" },
+    { "events_tail", "SELECT job_id, time_ms, event, detail FROM"
+                     " (SELECT * FROM job_events ORDER BY seq DESC"
+                     " LIMIT CAST(?1 AS INTEGER))"
+                     " AS t ORDER BY seq" },
 };
 
 static int
