@@ -131,4 +131,37 @@ void al_sl_put(al_buf_t *b, const al_sl_item_t *it, const char *v, bool plus);
 int al_sl_pattern(const char *pat, const char *name, const char *user,
                   al_buf_t *out);
 
+/* ---- step.c: what srun and salloc share -------------------------- */
+
+struct al_slurm_req;
+/* The job's environment as --export says: ALL (the default), NONE, or
+ * [ALL,]NAME[=VALUE],...  NULL after saying why (as prog). */
+json_t *al__sl_export_env(const char *prog, const char *spec);
+/* What srun and salloc refuse (-p, -C, -q as sbatch does; sbatch's own
+ * options); -1 when the options are fine (*cls: the class a QOS names),
+ * else the exit status. */
+int al__sl_check(const char *prog, const struct al_slurm_req *o,
+                 const char **cls);
+/* A job's body from Slurm's options, env (taken) and command (taken):
+ * resources, Slurm's variables known here, cwd, name, queue; class build
+ * unless -q says otherwise.  NULL after saying why. */
+json_t *al__sl_body(const char *prog, const struct al_slurm_req *o,
+                    json_t *env, const char *name, json_t *command);
+/* SIGINT, SIGTERM, SIGHUP and SIGWINCH (and SIGCHLD when chld) to a
+ * self-pipe, whose read end al__sl_signal_fd() gives. */
+void al__sl_signals_on(bool chld);
+int al__sl_signal_fd(void);
+/* Waits until job id runs: its view (caller decrefs), or NULL when it
+ * ended first (unless ended_ok: then its view when it completed or
+ * failed) or a signal came (the job is cancelled then), said as prog
+ * says it. */
+json_t *al__sl_wait_start(al_client_t *c, const char *prog, long long id,
+                          bool ended_ok);
+/* Runs a step of n tasks on the running job (its view): task k is beside
+ * the job's task k % tasks; cmds NULL attaches to the job's own tasks,
+ * else cmds[k] (a JSON array) runs beside it.  tty: task 0 gets a
+ * terminal.  Returns the highest exit status (128+N for signal N). */
+int al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
+                json_t *const *cmds, bool tty, bool label);
+
 #endif /* AL_SLURM_INT_H */
