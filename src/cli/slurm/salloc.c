@@ -83,6 +83,10 @@ job_env(const al_slurm_req_t *o, const json_t *job, const char *name)
     }
     if (o->cpus != NULL)
         set_env("SLURM_CPUS_PER_TASK", o->cpus);
+    snprintf(num, sizeof num, "%lld",
+             al__sl_cpus(job) / (al__sl_nnodes(job) > 0 ? al__sl_nnodes(job)
+                                                         : 1));
+    set_env("SLURM_JOB_CPUS_PER_NODE", num);
     set_env("SLURM_JOB_ACCOUNT", al_json_str(job, "queue", "default"));
     set_env("SLURM_JOB_PARTITION", AL_SLURM_PARTITION);
     set_env("SLURM_CLUSTER_NAME", AL_SLURM_PARTITION);
@@ -205,11 +209,8 @@ al__salloc(int argc, char **argv)
                                        : "/bin/sh");
         cmd = shell;
     }
-    const char *name =
-        o.name ? o.name
-        : stop >= argc
-            ? "interactive"
-            : (strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0]);
+    /* Slurm names an allocation "interactive", whatever its command. */
+    const char *name = o.name ? o.name : "interactive";
     json_t *env = al__sl_export_env("salloc", o.export_vars);
     if (env == NULL)
         return AL_EXIT_FAIL;
@@ -232,7 +233,6 @@ al__salloc(int argc, char **argv)
     }
     long long id = (long long)al_json_int(res, "id", 0);
     json_decref(res);
-    fprintf(stderr, "salloc: Pending job allocation %lld\n", id);
     al__sl_signals_on(false);
     json_t *job = al__sl_wait_start(&c, "salloc", id, false);
     if (job == NULL) {

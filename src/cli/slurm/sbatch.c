@@ -22,8 +22,6 @@
 #include "slurm_int.h"
 #include "xmalloc.h"
 
-extern char **environ;
-
 static void
 merge(al_slurm_req_t *to, const al_slurm_req_t *from)
 {
@@ -160,51 +158,6 @@ job_text(const char *text, const char *redirect)
         tag, text, len > 0 && text[len - 1] != '\n' ? "\n" : "", tag, redirect);
 }
 
-/* The job's environment as --export says: ALL (the default), NONE, or
- * [ALL,]NAME[=VALUE],...  NULL after saying why. */
-static json_t *
-export_env(const char *spec)
-{
-    json_t *env = json_object();
-    bool all = spec == NULL;
-    json_t *words = spec ? al__sl_split(spec) : json_array();
-    for (size_t i = 0; i < json_array_size(words); i++) {
-        const char *w = json_string_value(json_array_get(words, i));
-        if (strcmp(w, "ALL") == 0)
-            all = true;
-    }
-    if (all)
-        for (char **e = environ; *e != NULL; e++) {
-            const char *eq = strchr(*e, '=');
-            if (eq == NULL || strncmp(*e, "ALLOT_", 6) == 0)
-                continue;
-            char *k = al_xstrndup(*e, (size_t)(eq - *e));
-            json_object_set_new(env, k,
-                                json_string(eq + 1)); /* non-UTF-8: left out */
-            free(k);
-        }
-    for (size_t i = 0; i < json_array_size(words); i++) {
-        const char *w = json_string_value(json_array_get(words, i));
-        if (strcmp(w, "ALL") == 0 || strcmp(w, "NONE") == 0)
-            continue;
-        const char *eq = strchr(w, '=');
-        char *k = eq ? al_xstrndup(w, (size_t)(eq - w)) : al_xstrdup(w);
-        const char *v = eq ? eq + 1 : getenv(k);
-        if (k[0] == '\0' || strchr(k, '=') != NULL) {
-            fprintf(stderr, "sbatch: error: --export: bad variable '%s'\n", w);
-            free(k);
-            json_decref(env);
-            json_decref(words);
-            return NULL;
-        }
-        if (v != NULL)
-            json_object_set_new(env, k, json_string(v));
-        free(k);
-    }
-    json_decref(words);
-    return env;
-}
-
 static void
 setenv_str(json_t *env, const char *k, const char *v)
 {
@@ -269,13 +222,6 @@ check_options(const al_slurm_req_t *sb, const char **cls)
                 sb->constraint);
         return AL_EXIT_FAIL;
     }
-    if (sb->signal != NULL) {
-        fprintf(stderr,
-                "sbatch: error: --signal=%s: allot cannot signal a job "
-                "before its time limit; the job is not submitted\n",
-                sb->signal);
-        return AL_EXIT_FAIL;
-    }
     *cls = NULL;
     if (sb->qos != NULL && strcmp(sb->qos, "normal") != 0) {
         if (strcmp(sb->qos, "train") != 0 && strcmp(sb->qos, "build") != 0 &&
@@ -325,6 +271,59 @@ redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
     if (!ok)
         fprintf(stderr, "sbatch: error: -o/-e: not a file name pattern\n");
     return ok;
+}
+
+/* --signal=[B:]SIG[@TIME] (TIME 60 by default) as a line of sh for the
+ * job's text: a watcher apart from the script (not its child, so that the
+ * script's `wait` does not wait for it) that sends SIG TIME seconds
+ * before the time limit to the script with B:, else to its steps (the
+ * script's children: srun passes it on to its tasks), and ends within
+ * 10 s of the script.  Nothing without a time limit.  A script of another
+ * interpreter runs under a sh wrapper: it gets the signal either way.
+ * false after saying why. */
+static bool
+signal_line(const al_slurm_req_t *sb, bool shell, al_buf_t *b)
+{
+    const char *s = sb->signal;
+    bool batch = strncmp(s, "B:", 2) == 0;
+    if (strncmp(s, "R:", 2) == 0 || strncmp(s, "RB:", 3) == 0 ||
+        strncmp(s, "BR:", 3) == 0) {
+        /* At a reservation's end: allot has none, so never (as on a
+         * Slurm job without one). */
+        fprintf(stderr, "sbatch: --signal=%s: allot has no reservations; "
+                        "noted\n",
+                s);
+        return true;
+    }
+    s += batch ? 2 : 0;
+    const char *at = strchr(s, '@');
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", at ? (int)(at - s) : (int)strlen(s),
+             s);
+    int sig = al__sl_signum(name);
+    long when = 60;
+    if (at != NULL) {
+        char *end;
+        when = strtol(at + 1, &end, 10);
+        if (end == at + 1 || *end != '\0' || when < 0 || when > 65535)
+            sig = -1;
+    }
+    if (sig < 0) {
+        fprintf(stderr, "sbatch: error: Invalid --signal specification\n");
+        return false;
+    }
+    long long limit = sb->time != NULL ? al_script_slurm_time(sb->time) : 0;
+    if (limit <= 0)
+        return true;
+    long long delay = limit > when ? limit - when : 0;
+    al_buf_printf(b,
+                  "\n( ( t=%lld; while [ $t -gt 0 ]; do n=$((t < 10 ? t : "
+                  "10)); sleep $n; t=$((t - n)); kill -0 $$ 2>/dev/null || "
+                  "exit 0; done; P=$$; S=%d; %s%s ) </dev/null >/dev/null "
+                  "2>&1 & )",
+                  delay, sig, AL_SL_SIG_KIDS,
+                  batch && shell ? "kill -$S $P" : "sig_kids");
+    return true;
 }
 
 /* The job's body: env, command, script, cwd, name, queue, hold.  NULL
@@ -480,7 +479,10 @@ al__sbatch(int argc, char **argv)
     json_t *env = NULL, *body = NULL;
     char *job = NULL;
     if (rc < 0 && (!redirect(&sb, &a, name, &redir) ||
-                   (env = export_env(sb.export_vars)) == NULL))
+                   (sb.signal != NULL &&
+                    !signal_line(&sb, shell_script(text), &redir)) ||
+                   (env = al__sl_export_env("sbatch", sb.export_vars)) ==
+                       NULL))
         rc = AL_EXIT_FAIL;
     if (rc < 0) {
         job = job_text(text, al_buf_cstr(&redir));

@@ -90,6 +90,17 @@ bool al__sl_in(const json_t *list, const char *s);
  * short names, case-insensitive, or "all"; NULL if one is unknown. */
 json_t *al__sl_states(const char *s);
 
+/* A signal as Slurm's commands name it ("USR1", "SIGUSR1", "10"): its
+ * number, or -1. */
+int al__sl_signum(const char *s);
+/* sh text that defines sig_kids: it sends signal $S to every child of
+ * process $P (a batch script's steps).  Read from /proc: no procps. */
+#define AL_SL_SIG_KIDS                                                         \
+    "sig_kids() { for d in /proc/[0-9]*; do "                                  \
+    "s=$(cat \"$d/stat\" 2>/dev/null) || continue; s=${s##*) }; set -- $s; "    \
+    "[ \"$2\" = \"$P\" ] && kill -$S \"${d#/proc/}\" 2>/dev/null; done; "        \
+    "return 0; }\n"
+
 /* ---- format.c: format strings ---------------------------------- */
 
 /* One item of a format: literal text, or a field with a width. */

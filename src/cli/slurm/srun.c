@@ -97,6 +97,17 @@ set_long(const char *k, long v)
     setenv(k, num, 1);
 }
 
+/* A step of more tasks than the job has CPUs, refused as Slurm does. */
+static int
+too_many(const char *job)
+{
+    fprintf(stderr,
+            "srun: error: Unable to create step for job %s: More processors "
+            "requested than permitted\n",
+            job);
+    return AL_EXIT_FAIL;
+}
+
 /* A local task of the step: its pid and (with -l) its output pipes. */
 typedef struct ltask {
     pid_t pid;
@@ -114,8 +125,8 @@ start_local(char **cmd, ltask_t *t, bool label)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
-        static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD,
-                                    SIGWINCH };
+        static const int sigs[] = { SIGINT,  SIGTERM, SIGHUP,  SIGCHLD,
+                                    SIGWINCH, SIGUSR1, SIGUSR2 };
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
             signal(sigs[i], SIG_DFL);
         if (label) {
@@ -226,6 +237,9 @@ local_step(const al_slurm_req_t *o, char **cmd)
     long k = step_tasks(o, njob);
     const char *job = getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID")
                                              : getenv("ALLOT_JOB_ID");
+    long cpus = njob * env_long("SLURM_CPUS_PER_TASK", NULL, 1);
+    if (k > (cpus > njob ? cpus : njob))
+        return too_many(job ? job : "?");
     const char *task = getenv("ALLOT_TASK_INDEX");
     char who[64];
     snprintf(who, sizeof who, "%s.%s", task ? task : "0",
@@ -311,6 +325,11 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
     }
     long njob = (long)al_json_int(job, "tasks", 1);
     long k = step_tasks(o, njob);
+    if (k > al__sl_cpus(job) && k > njob) {
+        json_decref(job);
+        al_client_fini(&c);
+        return too_many(jobid);
+    }
     char who[32];
     snprintf(who, sizeof who, "salloc");
     long step = next_step(jobid, who);

@@ -59,7 +59,8 @@ al__sl_signals_on(bool chld)
         return;
     fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC);
     fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC);
-    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGWINCH, SIGCHLD };
+    static const int sigs[] = { SIGINT,  SIGTERM,  SIGHUP, SIGUSR1,
+                                SIGUSR2, SIGWINCH, SIGCHLD };
     size_t n = sizeof sigs / sizeof sigs[0] - (chld ? 0 : 1);
     for (size_t i = 0; i < n; i++) {
         struct sigaction sa;
@@ -328,6 +329,8 @@ al__sl_wait_start(al_client_t *c, const char *prog, long long id,
         }
         if (!said && al_clock_mono_ms() - t0 >= 1000) {
             const char *why = al__sl_reason(j);
+            if (strcmp(prog, "salloc") == 0)
+                fprintf(stderr, "salloc: Pending job allocation %lld\n", id);
             fprintf(stderr, "%s: job %lld queued and waiting for resources%s%s\n",
                     prog, id, strcmp(why, "None") != 0 ? ": " : "",
                     strcmp(why, "None") != 0 ? why : "");
