@@ -831,6 +831,13 @@ slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const slurm_ctx_t *c,
         say(c, true, "unrecognized option '%s%s'", dash, nm);
         return 1;
     }
+    /* srun's binding and distribution hints are said in every step of
+     * a script: quietly, as each task's cores and GPUs are allot's. */
+    bool hint = e != NULL && (strstr(e->lng, "bind") != NULL ||
+                              strcmp(e->lng, "distribution") == 0 ||
+                              strcmp(e->lng, "hint") == 0 || e->step);
+    if (c->step && hint)
+        return 0;
     if (c->sbatch)
         say(c, false, "%s%s does not apply on allot; ignored", dash, nm);
     else

@@ -195,9 +195,13 @@ al__salloc(int argc, char **argv)
     if (al_script_sbatch_words(argv + 1, argc - 1, &o, NULL, &stop) > 0) {
         if (o.refused == 0)
             fprintf(stderr, "Try \"salloc --help\" for more information\n");
-        return AL_EXIT_FAIL;
+        return o.refused > 0 ? AL_EXIT_FAIL : 255;
     }
     stop++; /* index in argv */
+    const char *cls;
+    int rc = al__sl_check("salloc", &o, &cls);
+    if (rc >= 0)
+        return rc;
     /* The command: the one given, else the user's shell. */
     char *shell[2] = { NULL, NULL };
     char **cmd = argv + stop;
@@ -224,7 +228,7 @@ al__salloc(int argc, char **argv)
         return AL_EXIT_FAIL;
     }
     json_t *res = NULL;
-    int rc = al_client_call(&c, "POST", "/v1/jobs", body, &res, NULL, NULL);
+    rc = al_client_call(&c, "POST", "/v1/jobs", body, &res, NULL, NULL);
     json_decref(body);
     if (rc != 0) {
         fprintf(stderr, "salloc: error: Job submit/allocate failed\n");
@@ -241,8 +245,20 @@ al__salloc(int argc, char **argv)
     }
     fprintf(stderr, "salloc: Granted job allocation %lld\n", id);
     job_env(&o, job, name);
+    /* Where srun counts the allocation's steps (srun.c). */
+    const char *tmp = getenv("TMPDIR");
+    char steps[4096];
+    snprintf(steps, sizeof steps, "%s/allot-salloc-XXXXXX",
+             tmp != NULL && tmp[0] == '/' ? tmp : "/tmp");
+    int sfd = mkstemp(steps);
+    if (sfd >= 0) {
+        close(sfd);
+        setenv("ALLOT_STEPS", steps, 1);
+    }
     signal(SIGWINCH, SIG_DFL);
     rc = run_here(cmd);
+    if (sfd >= 0)
+        unlink(steps);
     relinquish(&c, job, rc);
     json_decref(job);
     al_client_fini(&c);

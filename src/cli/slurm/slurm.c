@@ -178,6 +178,10 @@ static const struct {
     { "held by user", NULL, "JobHeldUser" },
     { "waiting for dependencies", NULL, "Dependency" },
     { "a dependency failed", NULL, "DependencyNeverSatisfied" },
+    /* The controller's own texts for dependencies, Slurm's word inside. */
+    { "waiting for its dependencies", NULL, "Dependency" },
+    { "a dependency can never be satisfied", NULL,
+      "DependencyNeverSatisfied" },
     { "queue ", " at gpu limit", "QOSGrpGRES" },
     { "queue ", " at cpu limit", "QOSGrpCpuLimit" },
     { "queue ", " at mem limit", "QOSGrpMemLimit" },

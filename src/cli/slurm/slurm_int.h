@@ -153,7 +153,8 @@ json_t *al__sl_export_env(const char *prog, const char *spec);
  * else the exit status. */
 int al__sl_check(const char *prog, const struct al_slurm_req *o,
                  const char **cls);
-/* A job's body from Slurm's options, env (taken) and command (taken):
+/* A job's body from Slurm's options (that al__sl_check() passed), env
+ * (taken) and command (taken):
  * resources, Slurm's variables known here, cwd, name, queue; class build
  * unless -q says otherwise.  NULL after saying why. */
 json_t *al__sl_body(const char *prog, const struct al_slurm_req *o,

@@ -59,17 +59,45 @@ step_tasks(const al_slurm_req_t *o, long job_tasks)
     return job_tasks > 0 ? job_tasks : 1;
 }
 
-/* The next step id of a job (of its task `who`): Slurm numbers a job's
- * steps 0, 1, 2 in the order they start.  Every task of a batch job runs
- * the same script, so each counts its own: they agree. */
-static long
-next_step(const char *job, const char *who)
+/* The start time of process pid (in clock ticks since boot), or 0. */
+static long long
+started(pid_t pid)
 {
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    /* Field 22; after the name come fields 3, 4, ... */
+    for (int field = 2; p != NULL && field < 21; field++)
+        p = strchr(p + 1, ' ');
+    return p != NULL ? strtoll(p + 1, NULL, 10) : 0;
+}
+
+/* The next step id of a job: Slurm numbers a job's steps 0, 1, 2 in the
+ * order they start.  The count lives in a file: salloc's (ALLOT_STEPS,
+ * which it makes and removes), or, in a batch script, one of the task's
+ * own, named by the job and the task's session (the agent starts each
+ * task in a session of its own) with its leader's start time.  Every
+ * task of a batch job runs the same script, so each counts its own: they
+ * agree. */
+static long
+next_step(const char *job)
+{
+    const char *given = getenv("ALLOT_STEPS");
     const char *tmp = getenv("TMPDIR");
     char path[4096];
-    snprintf(path, sizeof path, "%s/allot-srun-%ld-%s-%s",
-             tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", (long)getuid(), job,
-             who);
+    pid_t sid = getsid(0);
+    if (given != NULL && given[0] == '/')
+        snprintf(path, sizeof path, "%s", given);
+    else
+        snprintf(path, sizeof path, "%s/allot-srun-%ld-%s-%ld-%lld",
+                 tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", (long)getuid(),
+                 job, (long)sid, started(sid));
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0)
         return 0;
@@ -240,12 +268,7 @@ local_step(const al_slurm_req_t *o, char **cmd)
     long cpus = njob * env_long("SLURM_CPUS_PER_TASK", NULL, 1);
     if (k > (cpus > njob ? cpus : njob))
         return too_many(job ? job : "?");
-    const char *task = getenv("ALLOT_TASK_INDEX");
-    char who[64];
-    snprintf(who, sizeof who, "%s.%s", task ? task : "0",
-             getenv("ALLOT_RESTART_COUNT") ? getenv("ALLOT_RESTART_COUNT")
-                                           : "0");
-    long step = next_step(job ? job : "0", who);
+    long step = next_step(job ? job : "0");
     if (njob < 1)
         njob = 1;
     long n = me < k ? (k - me + njob - 1) / njob : 0;
@@ -330,9 +353,7 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
         al_client_fini(&c);
         return too_many(jobid);
     }
-    char who[32];
-    snprintf(who, sizeof who, "salloc");
-    long step = next_step(jobid, who);
+    long step = next_step(jobid);
     json_t *pl = json_object_get(job, "placement");
     json_t **cmds = al_xcalloc((size_t)k, sizeof *cmds);
     for (long r = 0; r < k; r++) {
@@ -445,17 +466,17 @@ al__srun(int argc, char **argv)
     if (al_script_sbatch_words(argv + 1, argc - 1, &o, NULL, &stop) > 0) {
         if (o.refused == 0)
             fprintf(stderr, "Try \"srun --help\" for more information\n");
-        return AL_EXIT_FAIL;
+        return o.refused > 0 ? AL_EXIT_FAIL : 255;
     }
     stop++; /* index in argv */
-    if (stop >= argc) {
-        fprintf(stderr, "srun: fatal: No command given to execute.\n");
-        return AL_EXIT_FAIL;
-    }
     const char *cls;
     int rc = al__sl_check("srun", &o, &cls);
     if (rc >= 0)
         return rc;
+    if (stop >= argc) {
+        fprintf(stderr, "srun: fatal: No command given to execute.\n");
+        return AL_EXIT_FAIL;
+    }
     const char *job = getenv("SLURM_JOB_ID");
     if (job == NULL)
         job = getenv("ALLOT_JOB_ID");

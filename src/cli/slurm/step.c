@@ -170,30 +170,42 @@ int
 al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
 {
     *cls = NULL;
+    /* How each says that an allocation was refused. */
+    const char *failed = strcmp(prog, "salloc") == 0
+                             ? "Job submit/allocate failed"
+                             : "Unable to allocate resources";
     if (o->partition != NULL &&
         strcmp(o->partition, AL_SLURM_PARTITION) != 0) {
         fprintf(stderr,
                 "%s: error: invalid partition specified: %s\n"
-                "%s: error: Unable to allocate resources: Invalid partition "
-                "name specified\n",
-                prog, o->partition, prog);
+                "%s: error: %s: Invalid partition name specified\n",
+                prog, o->partition, prog, failed);
         return AL_EXIT_FAIL;
     }
     if (o->constraint != NULL) {
         fprintf(stderr,
                 "%s: error: -C/--constraint %s: allot's nodes carry no "
                 "features\n"
-                "%s: error: Unable to allocate resources: Invalid feature "
-                "specification\n",
-                prog, o->constraint, prog);
+                "%s: error: %s: Invalid feature specification\n",
+                prog, o->constraint, prog, failed);
         return AL_EXIT_FAIL;
+    }
+    /* sbatch's alone: srun and salloc do not know them. */
+    if (o->array != NULL || o->wrap != NULL || o->parsable) {
+        fprintf(stderr,
+                "%s: unrecognized option '--%s'\n"
+                "Try \"%s --help\" for more information\n",
+                prog,
+                o->array   ? "array"
+                : o->wrap ? "wrap"
+                          : "parsable",
+                prog);
+        return 255;
     }
     static const struct {
         const char *name;
         size_t off;
     } not_here[] = {
-        { "--array", offsetof(al_slurm_req_t, array) },
-        { "--wrap", offsetof(al_slurm_req_t, wrap) },
         { "--signal", offsetof(al_slurm_req_t, signal) },
         { "-o/--output", offsetof(al_slurm_req_t, output) },
         { "-e/--error", offsetof(al_slurm_req_t, error) },
@@ -202,25 +214,22 @@ al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
     for (size_t i = 0; i < sizeof not_here / sizeof not_here[0]; i++)
         if (*(const char *const *)((const char *)o + not_here[i].off)) {
             fprintf(stderr,
-                    "%s: error: %s is not available in %s on allot (sbatch "
-                    "has it)\n",
+                    "%s: error: %s is not available in %s on allot\n",
                     prog, not_here[i].name, prog);
             return AL_EXIT_FAIL;
         }
-    if (o->parsable || o->wait || o->hold || o->test_only) {
+    if (o->wait || o->hold || o->test_only) {
         fprintf(stderr,
-                "%s: error: --parsable, -W, -H and --test-only are "
-                "sbatch's on allot\n",
-                prog);
+                "%s: error: -W, -H and --test-only are not available in %s "
+                "on allot\n",
+                prog, prog);
         return AL_EXIT_FAIL;
     }
     if (o->qos != NULL && strcmp(o->qos, "normal") != 0) {
         if (strcmp(o->qos, "train") != 0 && strcmp(o->qos, "build") != 0 &&
             strcmp(o->qos, "inference") != 0) {
-            fprintf(stderr,
-                    "%s: error: Unable to allocate resources: Invalid qos "
-                    "specification\n",
-                    prog);
+            fprintf(stderr, "%s: error: %s: Invalid qos specification\n",
+                    prog, failed);
             return AL_EXIT_FAIL;
         }
         *cls = o->qos;
@@ -233,11 +242,7 @@ al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
             const char *name, json_t *command)
 {
     const char *cls = NULL;
-    if (al__sl_check(prog, o, &cls) >= 0) {
-        json_decref(env);
-        json_decref(command);
-        return NULL;
-    }
+    al__sl_check(prog, o, &cls); /* checked before: the class alone */
     al_submit_args_t a;
     memset(&a, 0, sizeof a);
     char room[AL_SCRIPT_ROOM];
