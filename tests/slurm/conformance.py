@@ -166,11 +166,6 @@ def c_script_array(s):
             "stdout": re.sub(r"\d+", "N", p.stdout)}
 
 
-def c_signal(s):
-    p = s.run("sbatch", "--signal=B:USR1@60", "--wrap", "true")
-    return {"rc": p.returncode, "_stderr": p.stderr}
-
-
 def c_exit_codes(s):
     ok, bad, sig = (s.sbatch("--wrap", "true"), s.sbatch("--wrap", "exit 3"),
                     s.sbatch("--wrap", "kill -9 $$"))
@@ -460,11 +455,20 @@ def c_scancel_filters(s):
 
 
 def c_scancel_signal(s):
-    jid = s.sbatch("--wrap", "sleep 30")
+    """--signal to a job's steps (an srun in its script), -b to the
+    script.  (Of a pending job: Slurm's scancel may retry for a minute.)"""
+    jid = s.sbatch("-o", "sig-%j.out", "--wrap",
+                   "trap 'echo batch got USR2; exit 0' USR2; "
+                   "srun sh -c 'trap \"echo step got USR1; exit 0\" USR1; "
+                   "sleep 120 & wait'; sleep 120 & wait")
     s.running(jid)
+    time.sleep(3)  # the step starts
     p = s.run("scancel", "--signal=USR1", jid)
-    s.run("scancel", jid)
-    return {"rc": p.returncode}
+    time.sleep(1)
+    q = s.run("scancel", "-b", "--signal=USR2", jid)
+    f = s.final(jid)
+    return {"rc": [p.returncode, q.returncode], "state": f[1:],
+            "out": open(os.path.join(s.cwd, "sig-%s.out" % jid)).read()}
 
 
 def c_wait(s):
@@ -514,9 +518,95 @@ def c_sacctmgr(s):
         r"(\s*\S+\s*\n)+", p.stdout))}
 
 
+def node_word(text):
+    """Node names in srun's messages, abstracted."""
+    return re.sub(r"error: [\w.-]+: task", "error: NODE: task", text)
+
+
 def c_srun(s):
-    p = s.run("srun", "true")
-    return {"rc": p.returncode, "_stderr": p.stderr}
+    p = s.run("srun", "sh", "-c", "echo out; exit 3")
+    return {"rc": p.returncode, "stdout": p.stdout,
+            "stderr": node_word(p.stderr.splitlines()[-1])
+            if p.stderr else None}
+
+
+def c_srun_label(s):
+    p = s.run("srun", "-n", "2", "-l", "sh", "-c",
+              "echo $SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_ID")
+    return {"rc": p.returncode, "lines": sorted(p.stdout.splitlines())}
+
+
+def c_srun_stdin(s):
+    p = s.run("srun", "cat", stdin="through stdin\n")
+    return {"rc": p.returncode, "stdout": p.stdout}
+
+
+def c_srun_errors(s):
+    a = s.run("srun", "--no-such-option", "true")
+    b = s.run("srun")
+    c = s.run("srun", "-p", "nosuchpart", "true")
+    return {"rc": [a.returncode, b.returncode, c.returncode],
+            "stderr": [a.stderr.splitlines()[:1], b.stderr,
+                       c.stderr.splitlines()[-1:]]}
+
+
+def c_srun_batch(s):
+    """srun in a batch script of two tasks: a step of both, then one."""
+    jid = s.sbatch("-n", "2", "-o", "steps-%j.out", "--wrap",
+                   "srun -l sh -c 'echo $SLURM_PROCID $SLURM_STEP_ID'; "
+                   "srun -n1 sh -c 'echo one $SLURM_STEP_ID'")
+    s.final(jid)
+    text = open(os.path.join(s.cwd, "steps-%s.out" % jid)).read()
+    return {"lines": sorted(text.splitlines())}
+
+
+def c_batch_tasks(s):
+    """What a batch script of two tasks runs outside srun."""
+    jid = s.sbatch("-n", "2", "-o", "outside-%j.out", "--wrap",
+                   "echo outside")
+    s.final(jid)
+    return {"lines": open(os.path.join(s.cwd, "outside-%s.out" % jid))
+            .read().splitlines()}
+
+
+def c_salloc(s):
+    p = s.run("salloc", "-n", "2", "sh", "-c",
+              "echo $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_NNODES; "
+              "srun -l sh -c 'echo $SLURM_PROCID $SLURM_STEP_ID'; exit 5")
+    m = re.search(r"Granted job allocation (\d+)", p.stderr)
+    f = s.final(m.group(1)) if m else None
+    return {"rc": p.returncode, "lines": sorted(p.stdout.splitlines()),
+            "stderr": [re.sub(r"\d+", "N", x) for x in p.stderr.splitlines()
+                       if "allocation" in x and "Pending" not in x],
+            "state": f[1:] if f else None}
+
+
+def c_salloc_errors(s):
+    a = s.run("salloc", "--no-such-option", "true")
+    b = s.run("salloc", "-p", "nosuchpart", "true")
+    return {"rc": [a.returncode, b.returncode],
+            "stderr": [a.stderr.splitlines()[:1], b.stderr.splitlines()[-1:]]}
+
+
+def c_signal_batch(s):
+    """A checkpoint handler: --signal=B:USR1@65 with a limit of 70 s
+    (Slurm sends it up to a minute early; allot on time)."""
+    with open(os.path.join(s.cwd, "ckpt.sh"), "w") as f:
+        f.write("#!/bin/bash\n#SBATCH -t 1:10\n#SBATCH --signal=B:USR1@65\n"
+                "trap 'echo got USR1; exit 0' USR1\n"
+                "echo start\nsleep 120 & wait\necho never\n")
+    jid = s.sbatch("-o", "ckpt-%j.out", "ckpt.sh")
+    f = s.final(jid, timeout=120)
+    text = open(os.path.join(s.cwd, "ckpt-%s.out" % jid)).read()
+    # Slurm's slurmstepd may add a line of its own (SIGCONT to a step
+    # that is gone).
+    return {"state": f[1:], "out": [x for x in text.splitlines()
+                                    if not x.startswith("slurmstepd")]}
+
+
+def c_signal_bad(s):
+    p = s.run("sbatch", "--signal=NOSUCH@60", "--wrap", "true")
+    return {"rc": p.returncode, "stderr": p.stderr}
 
 
 # (flag, case, verdict, why).  verdict: same | differs | refused.  The
@@ -535,8 +625,9 @@ CASES = [
     ("sbatch --array", c_array, "same", ""),
     ("sbatch --dependency", c_dependency, "same", ""),
     ("#SBATCH --array in a script", c_script_array, "same", ""),
-    ("sbatch --signal=[B:]SIG@TIME", c_signal, "refused",
-     "allot cannot signal a job before its time limit"),
+    ("sbatch --signal=B:SIG@TIME", c_signal_batch, "same",
+     "Slurm sends it up to a minute early, allot at TIME"),
+    ("sbatch --signal (malformed)", c_signal_bad, "same", ""),
     ("sbatch -W/--wait", c_wait, "same", "exit status of the job"),
     ("sbatch -D", c_chdir, "same", ""),
     ("sbatch --export=NONE,VAR=V", c_export_none, "same",
@@ -572,21 +663,27 @@ CASES = [
      "the API has no requeue"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
-    ("scancel --signal=USR1", c_scancel_signal, "refused",
-     "allot can only cancel (SIGTERM, then SIGKILL)"),
+    ("scancel --signal, -b", c_scancel_signal, "same",
+     "through the controller, beside each task"),
     ("sacctmgr -n -s list user NAME format=account", c_sacctmgr, "same",
      "accounts are allot's leaf queues"),
-    ("srun", c_srun, "refused",
-     "job steps and interactive jobs are not available yet"),
+    ("srun (exit status, error line)", c_srun, "same", ""),
+    ("srun -n 2 -l", c_srun_label, "same", ""),
+    ("srun with stdin", c_srun_stdin, "same", ""),
+    ("srun unknown option, no command, -p unknown", c_srun_errors, "same",
+     ""),
+    ("srun in a batch script (steps)", c_srun_batch, "same", ""),
+    ("sbatch -n 2: a command outside srun", c_batch_tasks, "differs",
+     "allot runs the script once per task, Slurm once"),
+    ("salloc CMD (srun inside, release, state)", c_salloc, "same", ""),
+    ("salloc unknown option, -p unknown", c_salloc_errors, "same", ""),
 ]
 
 # What allot must give where it differs from or refuses what Slurm does.
 EXPECT_ALLOT = {
-    "sbatch --signal=[B:]SIG@TIME": {"rc": 1},
-
     "scontrol requeue": {"rc": 1},
-    "scancel --signal=USR1": {"rc": 1},
-    "srun": {"rc": 1},
+    "sbatch -n 2: a command outside srun": {"lines": ["outside",
+                                                      "outside"]},
 }
 
 # What Slurm 22.05 gives (recorded from the peer), for the allot half when
@@ -695,6 +792,36 @@ EXPECT = {
     "scancel -n -t": {"rc": 0, "a": "CANCELLED", "b": "PENDING\n"},
     "sacctmgr -n -s list user NAME format=account": {"rc": 0,
                                                       "shape": True},
+    "sbatch --signal=B:SIG@TIME": {"state": ["COMPLETED", "0:0"],
+                                   "out": ["start", "got USR1"]},
+    "sbatch --signal (malformed)": {
+        "rc": 255, "stderr": "sbatch: error: Invalid --signal "
+                             "specification\n"},
+    "scancel --signal, -b": {"rc": [0, 0], "state": ["COMPLETED", "0:0"],
+                             "out": "step got USR1\nbatch got USR2\n"},
+    "srun (exit status, error line)": {
+        "rc": 3, "stdout": "out\n",
+        "stderr": "srun: error: NODE: task 0: Exited with exit code 3"},
+    "srun -n 2 -l": {"rc": 0, "lines": ["0: 0/2 0", "1: 1/2 0"]},
+    "srun with stdin": {"rc": 0, "stdout": "through stdin\n"},
+    "srun unknown option, no command, -p unknown": {
+        "rc": [255, 1, 1],
+        "stderr": [["srun: unrecognized option '--no-such-option'"],
+                   "srun: fatal: No command given to execute.\n",
+                   ["srun: error: Unable to allocate resources: Invalid "
+                    "partition name specified"]]},
+    "srun in a batch script (steps)": {"lines": ["0: 0 0", "1: 1 0",
+                                                 "one 1"]},
+    "salloc CMD (srun inside, release, state)": {
+        "rc": 5, "lines": ["0: 0 0", "1: 1 0", "interactive 2 1"],
+        "stderr": ["salloc: Granted job allocation N",
+                   "salloc: Relinquishing job allocation N"],
+        "state": ["FAILED", "5:0"]},
+    "salloc unknown option, -p unknown": {
+        "rc": [255, 1],
+        "stderr": [["salloc: unrecognized option '--no-such-option'"],
+                   ["salloc: error: Job submit/allocate failed: Invalid "
+                    "partition name specified"]]},
 }
 
 

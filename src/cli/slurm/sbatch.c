@@ -199,6 +199,40 @@ usage(FILE *f)
                "which differ and which are refused.\n");
 }
 
+/* --signal=[{B|R}:]SIG[@TIME] (TIME 60 by default): false when
+ * malformed.  *when is -1 for R: (at a reservation's end: allot has none,
+ * so never, as on a Slurm job without one). */
+static bool
+parse_signal(const char *s, bool *batch, int *sig, long *when)
+{
+    *when = 60;
+    *batch = false;
+    const char *colon = strchr(s, ':');
+    if (colon != NULL) {
+        for (const char *p = s; p < colon; p++) {
+            if (*p == 'B')
+                *batch = true;
+            else if (*p == 'R')
+                *when = -1;
+            else
+                return false;
+        }
+        s = colon + 1;
+    }
+    const char *at = strchr(s, '@');
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", at ? (int)(at - s) : (int)strlen(s),
+             s);
+    *sig = al__sl_signum(name);
+    if (at != NULL && *when >= 0) {
+        char *end;
+        *when = strtol(at + 1, &end, 10);
+        if (end == at + 1 || *end != '\0' || *when < 0 || *when > 65535)
+            return false;
+    }
+    return *sig > 0;
+}
+
 /* What sbatch refuses or notes before submitting; -1 when the options are
  * fine (*cls gets the class a QOS names), else the exit status. */
 static int
@@ -221,6 +255,13 @@ check_options(const al_slurm_req_t *sb, const char **cls)
                 "specification\n",
                 sb->constraint);
         return AL_EXIT_FAIL;
+    }
+    bool batch;
+    int sig;
+    long when;
+    if (sb->signal != NULL && !parse_signal(sb->signal, &batch, &sig, &when)) {
+        fprintf(stderr, "sbatch: error: Invalid --signal specification\n");
+        return 255;
     }
     *cls = NULL;
     if (sb->qos != NULL && strcmp(sb->qos, "normal") != 0) {
@@ -273,48 +314,23 @@ redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
     return ok;
 }
 
-/* --signal=[B:]SIG[@TIME] (TIME 60 by default) as a line of sh for the
- * job's text: a watcher apart from the script (not its child, so that the
- * script's `wait` does not wait for it) that sends SIG TIME seconds
- * before the time limit to the script with B:, else to its steps (the
- * script's children: srun passes it on to its tasks), and ends within
- * 10 s of the script.  Nothing without a time limit.  A script of another
- * interpreter runs under a sh wrapper: it gets the signal either way.
- * false after saying why. */
-static bool
+/* --signal as a line of sh for the job's text: a watcher apart from the
+ * script (not its child, so that the script's `wait` does not wait for
+ * it) that sends the signal TIME seconds before the time limit to the
+ * script with B:, else to its steps (the script's children: srun passes
+ * it on to its tasks), and ends within 10 s of the script.  Nothing
+ * without a time limit.  A script of another interpreter runs under a sh
+ * wrapper: it gets the signal either way. */
+static void
 signal_line(const al_slurm_req_t *sb, bool shell, al_buf_t *b)
 {
-    const char *s = sb->signal;
-    bool batch = strncmp(s, "B:", 2) == 0;
-    if (strncmp(s, "R:", 2) == 0 || strncmp(s, "RB:", 3) == 0 ||
-        strncmp(s, "BR:", 3) == 0) {
-        /* At a reservation's end: allot has none, so never (as on a
-         * Slurm job without one). */
-        fprintf(stderr, "sbatch: --signal=%s: allot has no reservations; "
-                        "noted\n",
-                s);
-        return true;
-    }
-    s += batch ? 2 : 0;
-    const char *at = strchr(s, '@');
-    char name[32];
-    snprintf(name, sizeof name, "%.*s", at ? (int)(at - s) : (int)strlen(s),
-             s);
-    int sig = al__sl_signum(name);
-    long when = 60;
-    if (at != NULL) {
-        char *end;
-        when = strtol(at + 1, &end, 10);
-        if (end == at + 1 || *end != '\0' || when < 0 || when > 65535)
-            sig = -1;
-    }
-    if (sig < 0) {
-        fprintf(stderr, "sbatch: error: Invalid --signal specification\n");
-        return false;
-    }
+    bool batch;
+    int sig;
+    long when;
     long long limit = sb->time != NULL ? al_script_slurm_time(sb->time) : 0;
-    if (limit <= 0)
-        return true;
+    if (!parse_signal(sb->signal, &batch, &sig, &when) || when < 0 ||
+        limit <= 0)
+        return;
     long long delay = limit > when ? limit - when : 0;
     al_buf_printf(b,
                   "\n( ( t=%lld; while [ $t -gt 0 ]; do n=$((t < 10 ? t : "
@@ -323,7 +339,6 @@ signal_line(const al_slurm_req_t *sb, bool shell, al_buf_t *b)
                   "2>&1 & )",
                   delay, sig, AL_SL_SIG_KIDS,
                   batch && shell ? "kill -$S $P" : "sig_kids");
-    return true;
 }
 
 /* The job's body: env, command, script, cwd, name, queue, hold.  NULL
@@ -479,11 +494,11 @@ al__sbatch(int argc, char **argv)
     json_t *env = NULL, *body = NULL;
     char *job = NULL;
     if (rc < 0 && (!redirect(&sb, &a, name, &redir) ||
-                   (sb.signal != NULL &&
-                    !signal_line(&sb, shell_script(text), &redir)) ||
                    (env = al__sl_export_env("sbatch", sb.export_vars)) ==
                        NULL))
         rc = AL_EXIT_FAIL;
+    if (rc < 0 && sb.signal != NULL) /* after the redirection */
+        signal_line(&sb, shell_script(text), &redir);
     if (rc < 0) {
         job = job_text(text, al_buf_cstr(&redir));
         char *args[] = { (char *)dflt };
