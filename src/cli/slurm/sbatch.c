@@ -199,40 +199,6 @@ usage(FILE *f)
                "which differ and which are refused.\n");
 }
 
-/* --signal=[{B|R}:]SIG[@TIME] (TIME 60 by default): false when
- * malformed.  *when is -1 for R: (at a reservation's end: allot has none,
- * so never, as on a Slurm job without one). */
-static bool
-parse_signal(const char *s, bool *batch, int *sig, long *when)
-{
-    *when = 60;
-    *batch = false;
-    const char *colon = strchr(s, ':');
-    if (colon != NULL) {
-        for (const char *p = s; p < colon; p++) {
-            if (*p == 'B')
-                *batch = true;
-            else if (*p == 'R')
-                *when = -1;
-            else
-                return false;
-        }
-        s = colon + 1;
-    }
-    const char *at = strchr(s, '@');
-    char name[32];
-    snprintf(name, sizeof name, "%.*s", at ? (int)(at - s) : (int)strlen(s),
-             s);
-    *sig = al__sl_signum(name);
-    if (at != NULL && *when >= 0) {
-        char *end;
-        *when = strtol(at + 1, &end, 10);
-        if (end == at + 1 || *end != '\0' || *when < 0 || *when > 65535)
-            return false;
-    }
-    return *sig > 0;
-}
-
 /* What sbatch refuses or notes before submitting; -1 when the options are
  * fine (*cls gets the class a QOS names), else the exit status. */
 static int
@@ -259,7 +225,7 @@ check_options(const al_slurm_req_t *sb, const char **cls)
     bool batch;
     int sig;
     long when;
-    if (sb->signal != NULL && !parse_signal(sb->signal, &batch, &sig, &when)) {
+    if (sb->signal != NULL && !al_sl_signal_spec(sb->signal, &batch, &sig, &when)) {
         fprintf(stderr, "sbatch: error: Invalid --signal specification\n");
         return 255;
     }
@@ -328,7 +294,7 @@ signal_line(const al_slurm_req_t *sb, bool shell, al_buf_t *b)
     int sig;
     long when;
     long long limit = sb->time != NULL ? al_script_slurm_time(sb->time) : 0;
-    if (!parse_signal(sb->signal, &batch, &sig, &when) || when < 0 ||
+    if (!al_sl_signal_spec(sb->signal, &batch, &sig, &when) || when < 0 ||
         limit <= 0)
         return;
     long long delay = limit > when ? limit - when : 0;

@@ -175,7 +175,7 @@ al__scancel(int argc, char **argv)
             return 1;
         }
     }
-    int signum = sig != NULL ? al__sl_signum(sig) : SIGKILL;
+    int signum = sig != NULL ? al_sl_signum(sig) : SIGKILL;
     if (signum < 0) {
         fprintf(stderr, "scancel: error: Invalid job signal: %s\n", sig);
         return 1;

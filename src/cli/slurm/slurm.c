@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,31 +424,4 @@ al__sl_states(const char *s)
     }
     json_decref(in);
     return out;
-}
-
-int
-al__sl_signum(const char *s)
-{
-    static const struct {
-        const char *name;
-        int num;
-    } sigs[] = {
-        { "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT },
-        { "ABRT", SIGABRT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
-        { "USR2", SIGUSR2 }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
-        { "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
-        { "PIPE", SIGPIPE },
-    };
-    if (s == NULL || *s == '\0')
-        return -1;
-    if (*s >= '0' && *s <= '9') {
-        char *end;
-        long n = strtol(s, &end, 10);
-        return *end == '\0' && n > 0 && n < 65 ? (int)n : -1;
-    }
-    const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        if (strcasecmp(n, sigs[i].name) == 0)
-            return sigs[i].num;
-    return -1;
 }

@@ -90,9 +90,6 @@ bool al__sl_in(const json_t *list, const char *s);
  * short names, case-insensitive, or "all"; NULL if one is unknown. */
 json_t *al__sl_states(const char *s);
 
-/* A signal as Slurm's commands name it ("USR1", "SIGUSR1", "10"): its
- * number, or -1. */
-int al__sl_signum(const char *s);
 /* sh text that defines sig_kids: it sends signal $S to every child of
  * process $P (a batch script's steps).  Read from /proc: no procps. */
 #define AL_SL_SIG_KIDS                                                         \
@@ -141,6 +138,14 @@ void al_sl_put(al_buf_t *b, const al_sl_item_t *it, const char *v, bool plus);
  * cannot be a file name (empty, a newline, a '%' at the end). */
 int al_sl_pattern(const char *pat, const char *name, const char *user,
                   al_buf_t *out);
+
+/* A signal as Slurm's commands name it ("USR1", "SIGUSR1", "10"): its
+ * number, or -1. */
+int al_sl_signum(const char *s);
+/* sbatch's --signal=[{B|R}:]SIG[@TIME] (TIME 60 when not given): *batch
+ * for B:, *when -1 for R: (at a reservation's end).  false for a
+ * malformed spec, with the out-parameters untouched. */
+bool al_sl_signal_spec(const char *s, bool *batch, int *sig, long *when);
 
 /* ---- step.c: what srun and salloc share -------------------------- */
 
