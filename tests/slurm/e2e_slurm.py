@@ -14,6 +14,7 @@ Scenarios:
   scripts     arrays with %a files, a torchrun-style launcher from
               SLURM_JOB_NODELIST, an afternotok cleanup chain, a refused
               script, the tool-style sacct loop
+  partitions  partitions as node pools, -C features as node labels
 """
 import os
 import pty
@@ -34,10 +35,10 @@ FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 class Slurm:
     """Slurm's commands on the cluster, in a working directory."""
 
-    def __init__(self, c):
+    def __init__(self, c, node2=()):
         c.start_server()
         c.start_agent("node1", gpus="8xH100-80GB")
-        c.start_agent("node2", gpus="8xH100-80GB")
+        c.start_agent("node2", gpus="8xH100-80GB", extra=list(node2))
         me = "root" if os.getuid() == 0 else os.environ.get("USER", "admin")
         st, tok = c.api("POST", "/v1/tokens", {"user": me, "role": "admin"})
         check(st in (200, 201), "token: %s %s" % (st, tok))
@@ -335,12 +336,56 @@ def scenario_scripts(c):
           s.read("tool-%s.log" % jid) == "from the tool\n", "tool loop")
 
 
+def scenario_partitions(c):
+    """A partition is a node pool (the default, `allot`, holds every
+    node); a feature (-C) a node label."""
+    s = Slurm(c, node2=["--pool", "train", "--label", "ib=yes"])
+    p = s.run("sinfo", "-h", "-o", "%P %D %N")
+    check(p.stdout.splitlines() == ["allot* 2 node[1-2]", "train 1 node2"],
+          "sinfo by partition: %r" % p.stdout)
+    p = s.run("sinfo", "-h", "-p", "train", "-N", "-o", "%N %P")
+    check(p.stdout == "node2 train\n", "sinfo -p train -N: %r" % p.stdout)
+    jid = s.sbatch("-p", "train", "-o", "p-%j.out", "--wrap",
+                   "echo $SLURM_JOB_PARTITION $SLURMD_NODENAME")
+    c2 = s.sbatch("-C", "ib", "-o", "c-%j.out", "--wrap",
+                  "echo $SLURMD_NODENAME")
+    for j in (jid, c2):
+        check(s.final(j)[1] == "COMPLETED", "job %s" % j)
+    check(s.read("p-%s.out" % jid) == "train node2\n", "-p train ran on %r"
+          % s.read("p-%s.out" % jid))
+    check(s.read("c-%s.out" % c2) == "node2\n", "-C ib ran on %r" %
+          s.read("c-%s.out" % c2))
+    p = s.run("sacct", "-n", "-X", "-P", "-o", "JobID,Partition", "-j", jid)
+    check(p.stdout == "%s|train\n" % jid, "sacct Partition: %r" % p.stdout)
+    h = s.sbatch("-H", "-p", "train", "--wrap", "true")
+    p = s.run("squeue", "-h", "-p", "train", "-o", "%i %P")
+    check(p.stdout == "%s train\n" % h, "squeue -p train: %r" % p.stdout)
+    p = s.run("scontrol", "show", "job", h)
+    check("Partition=train" in p.stdout, "scontrol: %r" % p.stdout)
+    s.run("scancel", "-p", "train")
+    check(s.final(h)[1].startswith("CANCELLED"), "scancel -p train")
+    p = s.run("srun", "-p", "train", "sh", "-c",
+              "echo $SLURM_JOB_PARTITION $SLURMD_NODENAME")
+    check(p.stdout == "train node2\n", "srun -p train: %r %r" % (p.stdout,
+                                                                 p.stderr))
+    for cmd in (["sbatch", "-p", "nosuch", "--wrap", "true"],
+                ["srun", "-p", "nosuch", "true"],
+                ["salloc", "-p", "nosuch", "true"]):
+        p = s.run(*cmd)
+        check(p.returncode == 1 and "Invalid partition name specified" in
+              p.stderr, "%s: %r" % (cmd, p.stderr))
+    p = s.run("sbatch", "-C", "ib|nvme", "--wrap", "true")
+    check(p.returncode == 1 and "Invalid feature specification" in p.stderr,
+          "-C a|b: %r" % p.stderr)
+
+
 SCENARIOS = {
     "srun": scenario_srun,
     "srun_batch": scenario_srun_batch,
     "salloc": scenario_salloc,
     "signal": scenario_signal,
     "scripts": scenario_scripts,
+    "partitions": scenario_partitions,
 }
 
 if __name__ == "__main__":

@@ -198,7 +198,7 @@ v_account(const row_t *r, char *b, size_t n)
 static void
 v_partition(const row_t *r, char *b, size_t n)
 {
-    snprintf(b, n, "%s", r->step ? "" : AL_SLURM_PARTITION);
+    snprintf(b, n, "%s", r->step ? "" : al__sl_partition(r->job));
 }
 static void
 v_limit(const row_t *r, char *b, size_t n)
@@ -358,7 +358,8 @@ json_job(const json_t *j, int64_t now)
         "s:o}",
         "job_id", (json_int_t)al_json_int(j, "id", 0), "name",
         al_json_str(j, "name", ""), "user", al_json_str(j, "user", ""),
-        "account", al_json_str(j, "queue", ""), "partition", AL_SLURM_PARTITION,
+        "account", al_json_str(j, "queue", ""), "partition",
+        al__sl_partition(j),
         "nodes", nodes, "state", "current", s, "reason", al__sl_reason(j),
         "exit_code", "status",
         al_json_int(j, "signal", 0)      ? "SIGNALED"

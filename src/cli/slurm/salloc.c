@@ -88,7 +88,7 @@ job_env(const al_slurm_req_t *o, const json_t *job, const char *name)
                                                          : 1));
     set_env("SLURM_JOB_CPUS_PER_NODE", num);
     set_env("SLURM_JOB_ACCOUNT", al_json_str(job, "queue", "default"));
-    set_env("SLURM_JOB_PARTITION", AL_SLURM_PARTITION);
+    set_env("SLURM_JOB_PARTITION", al__sl_partition(job));
     set_env("SLURM_CLUSTER_NAME", AL_SLURM_PARTITION);
     char cwd[4096], host[256];
     if (getcwd(cwd, sizeof cwd) != NULL)

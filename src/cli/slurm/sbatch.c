@@ -204,24 +204,19 @@ usage(FILE *f)
 static int
 check_options(const al_slurm_req_t *sb, const char **cls)
 {
-    if (sb->partition != NULL &&
-        strcmp(sb->partition, AL_SLURM_PARTITION) != 0) {
+    char feat[512];
+    if (sb->constraint != NULL &&
+        al__sl_features(sb->constraint, feat, sizeof feat) == NULL) {
         fprintf(stderr,
-                "sbatch: error: invalid partition specified: %s\n"
-                "sbatch: error: Batch job submission failed: Invalid "
-                "partition name specified\n",
-                sb->partition);
-        return AL_EXIT_FAIL;
-    }
-    if (sb->constraint != NULL) {
-        fprintf(stderr,
-                "sbatch: error: -C/--constraint %s: allot's nodes carry no "
-                "features\n"
+                "sbatch: error: -C/--constraint %s: allot's node labels "
+                "take features joined by '&' only\n"
                 "sbatch: error: Batch job submission failed: Invalid feature "
                 "specification\n",
                 sb->constraint);
         return AL_EXIT_FAIL;
     }
+    if (al__sl_partition_check("sbatch", sb->partition) != 0)
+        return AL_EXIT_FAIL;
     bool batch;
     int sig;
     long when;
@@ -335,7 +330,8 @@ body_of(const al_slurm_req_t *sb, const al_submit_args_t *a, json_t *env,
     setenv_str(env, "ALLOT_SLURM", "1");
     setenv_str(env, "SLURM_JOB_NAME", name);
     setenv_str(env, "SLURM_JOB_ACCOUNT", sb->account ? sb->account : "default");
-    setenv_str(env, "SLURM_JOB_PARTITION", AL_SLURM_PARTITION);
+    setenv_str(env, "SLURM_JOB_PARTITION",
+               sb->partition ? sb->partition : AL_SLURM_PARTITION);
     setenv_str(env, "SLURM_CLUSTER_NAME", AL_SLURM_PARTITION);
     setenv_str(env, "SLURM_SUBMIT_DIR", cwd);
     setenv_str(env, "SLURM_SUBMIT_HOST", host);
@@ -454,6 +450,13 @@ al__sbatch(int argc, char **argv)
     if (rc < 0 && al_script_slurm_apply(&sb, &a, room, dflt) != 0)
         rc = AL_EXIT_FAIL;
     a.f.cls = cls;
+    /* A partition is a node pool (AL_SLURM_PARTITION: every node), a
+     * feature a node label. */
+    char feats[512];
+    if (sb.partition != NULL && strcmp(sb.partition, AL_SLURM_PARTITION) != 0)
+        a.f.pool = sb.partition;
+    if (sb.constraint != NULL)
+        a.f.constraint = al__sl_features(sb.constraint, feats, sizeof feats);
     const char *name = sb.name ? sb.name : dflt;
     al_buf_t redir;
     al_buf_init(&redir);
@@ -480,7 +483,7 @@ al__sbatch(int argc, char **argv)
         fprintf(stderr,
                 "sbatch: Job would be submitted to partition %s; allot "
                 "cannot tell when it would start (not submitted)\n",
-                AL_SLURM_PARTITION);
+                sb.partition ? sb.partition : AL_SLURM_PARTITION);
         rc = 0;
     }
     if (rc < 0)

@@ -244,7 +244,7 @@ al__scancel(int argc, char **argv)
             if (!listed || (fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
                 (self && strcmp(self, al_json_str(j, "user", "")) != 0) ||
                 (fn && !al__sl_in(fn, al_json_str(j, "name", ""))) ||
-                (fp && !al__sl_in(fp, AL_SLURM_PARTITION)) ||
+                (fp && !al__sl_in(fp, al__sl_partition(j))) ||
                 (fa && !al__sl_in(fa, al_json_str(j, "queue", ""))) ||
                 (want && !al__sl_in(want, al__sl_state(j))))
                 continue;

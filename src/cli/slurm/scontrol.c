@@ -48,7 +48,7 @@ show_job(const json_t *j, int64_t now)
     printf("   RunTime=%s TimeLimit=%s TimeMin=N/A\n", run, limit);
     printf("   SubmitTime=%s EligibleTime=%s\n", sub, sub);
     printf("   StartTime=%s EndTime=%s Deadline=N/A\n", start, end);
-    printf("   Partition=%s\n", AL_SLURM_PARTITION);
+    printf("   Partition=%s\n", al__sl_partition(j));
     printf("   NodeList=%s\n", nodes[0] ? nodes : "(null)");
     printf("   NumNodes=%d NumCPUs=%lld NumTasks=%lld CPUs/Task=%lld\n",
            al__sl_nnodes(j), al__sl_cpus(j),
@@ -89,7 +89,9 @@ show_node(const json_t *n)
            al_json_str(n, "name", ""));
     printf("   RealMemory=%lld\n", mem);
     printf("   State=%s\n", st);
-    printf("   Partitions=%s \n", AL_SLURM_PARTITION);
+    const char *pool = al__sl_node_pool(n);
+    printf("   Partitions=%s%s%s \n", AL_SLURM_PARTITION, pool ? "," : "",
+           pool ? pool : "");
     printf("   CfgTRES=cpu=%lld,mem=%lldM%s", cpus, mem,
            json_array_size(gpus) > 0 ? ",gres/gpu=" : "");
     if (json_array_size(gpus) > 0)

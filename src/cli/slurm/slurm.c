@@ -425,3 +425,60 @@ al__sl_states(const char *s)
     json_decref(in);
     return out;
 }
+
+const char *
+al__sl_partition(const json_t *job)
+{
+    const char *pool = al_json_str(job, "pool", NULL);
+    return pool != NULL && pool[0] != '\0' ? pool : AL_SLURM_PARTITION;
+}
+
+const char *
+al__sl_node_pool(const json_t *node)
+{
+    const char *pool = al_json_str(node, "pool", NULL);
+    return pool != NULL && pool[0] != '\0' ? pool : NULL;
+}
+
+int
+al__sl_partition_check(const char *prog, const char *part)
+{
+    if (part == NULL || strcmp(part, AL_SLURM_PARTITION) == 0)
+        return 0;
+    al_client_t c;
+    if (al__sl_connect(&c) != 0)
+        return -1;
+    json_t *nodes = al__sl_nodes(&c);
+    bool known = false;
+    for (size_t i = 0; i < json_array_size(nodes) && !known; i++) {
+        const char *pool = al__sl_node_pool(json_array_get(nodes, i));
+        known = pool != NULL && strcmp(pool, part) == 0;
+    }
+    json_decref(nodes);
+    al_client_fini(&c);
+    if (known)
+        return 0;
+    const char *failed = strcmp(prog, "sbatch") == 0
+                             ? "Batch job submission failed"
+                         : strcmp(prog, "salloc") == 0
+                             ? "Job submit/allocate failed"
+                             : "Unable to allocate resources";
+    fprintf(stderr,
+            "%s: error: invalid partition specified: %s\n"
+            "%s: error: %s: Invalid partition name specified\n",
+            prog, part, prog, failed);
+    return 1;
+}
+
+const char *
+al__sl_features(const char *c, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = c; *p != '\0'; p++) {
+        if (strchr("|[]*()", *p) != NULL || n + 1 >= len)
+            return NULL;
+        buf[n++] = *p == '&' ? ',' : *p;
+    }
+    buf[n] = '\0';
+    return n > 0 ? buf : NULL;
+}

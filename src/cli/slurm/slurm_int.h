@@ -48,6 +48,20 @@ typedef struct al_sl_id {
 /* The job of that id, or NULL (*status gets the HTTP status; 0 when the
  * server could not be reached, and then it was said on stderr). */
 json_t *al__sl_job(al_client_t *c, const al_sl_id_t *id, int *status);
+/* A job's partition: its node pool, or AL_SLURM_PARTITION (every node,
+ * the default) when it asks for none. */
+const char *al__sl_partition(const json_t *job);
+/* A node's pool, NULL when it has none (it is in AL_SLURM_PARTITION
+ * only; every node is in that one too). */
+const char *al__sl_node_pool(const json_t *node);
+/* A partition named by -p: 0 when it is AL_SLURM_PARTITION or the pool
+ * of some node; otherwise says so as prog does (1), or -1 when the server
+ * could not be reached (said too). */
+int al__sl_partition_check(const char *prog, const char *part);
+/* Slurm's -C features ("ib&nvme", "rack=r1") as allot's constraint
+ * ("ib,nvme") in buf; NULL for what allot cannot ask (any of '|', '[',
+ * '*', '(': one of several). */
+const char *al__sl_features(const char *c, char *buf, size_t len);
 /* GET /v1/nodes' list, or NULL after printing why. */
 json_t *al__sl_nodes(al_client_t *c);
 /* POST /v1/jobs/ID/VERB; the HTTP status, 0 when unreachable. */

@@ -90,8 +90,7 @@ static void
 v_part(const json_t *j, int64_t now, char *b, size_t n)
 {
     (void)now;
-    (void)j;
-    snprintf(b, n, "%s", AL_SLURM_PARTITION);
+    snprintf(b, n, "%s", al__sl_partition(j));
 }
 static void
 v_account(const json_t *j, int64_t now, char *b, size_t n)
@@ -429,7 +428,7 @@ shown(const sq_args_t *a, const filters_t *f, const json_t *j)
     return !((f->users && !al__sl_in(f->users, user)) ||
              (f->self && strcmp(f->self, user) != 0) ||
              (f->names && !al__sl_in(f->names, al_json_str(j, "name", ""))) ||
-             (f->parts && !al__sl_in(f->parts, AL_SLURM_PARTITION)) ||
+             (f->parts && !al__sl_in(f->parts, al__sl_partition(j))) ||
              (f->accts && !al__sl_in(f->accts, al_json_str(j, "queue", ""))) ||
              (a->start && strcmp(st, "PENDING") != 0));
 }

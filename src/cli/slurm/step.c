@@ -174,22 +174,18 @@ al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
     const char *failed = strcmp(prog, "salloc") == 0
                              ? "Job submit/allocate failed"
                              : "Unable to allocate resources";
-    if (o->partition != NULL &&
-        strcmp(o->partition, AL_SLURM_PARTITION) != 0) {
+    char feat[512];
+    if (o->constraint != NULL &&
+        al__sl_features(o->constraint, feat, sizeof feat) == NULL) {
         fprintf(stderr,
-                "%s: error: invalid partition specified: %s\n"
-                "%s: error: %s: Invalid partition name specified\n",
-                prog, o->partition, prog, failed);
-        return AL_EXIT_FAIL;
-    }
-    if (o->constraint != NULL) {
-        fprintf(stderr,
-                "%s: error: -C/--constraint %s: allot's nodes carry no "
-                "features\n"
+                "%s: error: -C/--constraint %s: allot's node labels take "
+                "features joined by '&' only\n"
                 "%s: error: %s: Invalid feature specification\n",
                 prog, o->constraint, prog, failed);
         return AL_EXIT_FAIL;
     }
+    if (al__sl_partition_check(prog, o->partition) != 0)
+        return AL_EXIT_FAIL;
     /* sbatch's alone: srun and salloc do not know them. */
     if (o->array != NULL || o->wrap != NULL || o->parsable) {
         fprintf(stderr,
@@ -252,6 +248,11 @@ al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
         err = "";
     /* Interactive work: allot's build class unless -q says otherwise. */
     a.f.cls = cls != NULL ? cls : "build";
+    char feats[512];
+    if (o->partition != NULL && strcmp(o->partition, AL_SLURM_PARTITION) != 0)
+        a.f.pool = o->partition;
+    if (o->constraint != NULL)
+        a.f.constraint = al__sl_features(o->constraint, feats, sizeof feats);
     if (err == NULL)
         err = al_script_resources(body, &a.f);
     if (err != NULL) {
@@ -276,7 +277,8 @@ al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
     json_object_set_new(env, "SLURM_JOB_ACCOUNT",
                         json_string(o->account ? o->account : "default"));
     json_object_set_new(env, "SLURM_JOB_PARTITION",
-                        json_string(AL_SLURM_PARTITION));
+                        json_string(o->partition ? o->partition
+                                                 : AL_SLURM_PARTITION));
     json_object_set_new(env, "SLURM_CLUSTER_NAME",
                         json_string(AL_SLURM_PARTITION));
     json_object_set_new(env, "SLURM_SUBMIT_DIR", json_string(cwd));
