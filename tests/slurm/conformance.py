@@ -619,7 +619,7 @@ CASES = [
     ("sbatch script without #!", c_no_shebang, "same", ""),
     ("sbatch empty script on stdin", c_empty, "same", ""),
     ("sbatch -p PARTITION (unknown)", c_bad_partition, "same",
-     "one partition, `allot`"),
+     "a partition is a node pool; `allot` holds every node"),
     ("sbatch -t (malformed)", c_bad_time, "same", ""),
     ("sbatch --wrap with script arguments", c_wrap_args, "same", ""),
     ("sbatch --array", c_array, "same", ""),
