@@ -15,6 +15,7 @@ Scenarios:
               SLURM_JOB_NODELIST, an afternotok cleanup chain, a refused
               script, the tool-style sacct loop
   partitions  partitions as node pools, -C features as node labels
+  requeue     scontrol requeue, requeuehold, and what cannot be requeued
 """
 import os
 import pty
@@ -379,6 +380,50 @@ def scenario_partitions(c):
           "-C a|b: %r" % p.stderr)
 
 
+def scenario_requeue(c):
+    """scontrol requeue of a running job: it runs again (its restart count
+    1), appending to its output file; requeuehold leaves it held; what
+    cannot be requeued is said as Slurm says it."""
+    s = Slurm(c)
+    jid = s.sbatch("-o", "rq-%j.out", "--wrap",
+                   "echo run $SLURM_RESTART_COUNT; "
+                   "[ $SLURM_RESTART_COUNT -gt 0 ] || sleep 60")
+    wait_for(lambda: s.run("squeue", "-h", "-j", jid, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    wait_for(lambda: os.path.exists(os.path.join(s.cwd, "rq-%s.out" % jid)),
+             30, "its output")
+    p = s.run("scontrol", "requeue", jid)
+    check(p.returncode == 0, "scontrol requeue: %r" % p.stderr)
+    check(s.final(jid)[1] == "COMPLETED", "the requeued job completes")
+    check(s.read("rq-%s.out" % jid) == "run 0\nrun 1\n",
+          "its output: %r" % s.read("rq-%s.out" % jid))
+    p = s.run("scontrol", "show", "job", jid)
+    check("Restarts=1" in p.stdout, "Restarts: %r" % p.stdout)
+    for args, text in ((["requeue", jid],
+                        "Requested operation is presently disabled"),
+                       (["requeue", "999999"], "Invalid job id specified")):
+        p = s.run("scontrol", *args)
+        check(p.returncode == 1 and text in p.stderr, "scontrol %s: %r" % (
+            args, p.stderr))
+    h = s.sbatch("-H", "--wrap", "true")
+    p = s.run("scontrol", "requeue", h)
+    check(p.returncode == 1 and "Job is pending execution" in p.stderr,
+          "requeue of a pending job: %r" % p.stderr)
+    s.run("scancel", h)
+    k = s.sbatch("--wrap", "sleep 60")
+    wait_for(lambda: s.run("squeue", "-h", "-j", k, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "requeuehold", k)
+    check(p.returncode == 0, "requeuehold: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", k, "-o", "%T %r")
+    check(p.stdout == "PENDING JobHeldUser\n", "after requeuehold: %r" %
+          p.stdout)
+    s.run("scancel", k)
+    p = s.run("scontrol", "update", "JobId=%s" % k, "TimeLimit=10")
+    check(p.returncode == 1 and "update" in p.stderr, "update: %r" %
+          p.stderr)
+
+
 SCENARIOS = {
     "srun": scenario_srun,
     "srun_batch": scenario_srun_batch,
@@ -386,6 +431,7 @@ SCENARIOS = {
     "signal": scenario_signal,
     "scripts": scenario_scripts,
     "partitions": scenario_partitions,
+    "requeue": scenario_requeue,
 }
 
 if __name__ == "__main__":

@@ -246,8 +246,27 @@ check_options(const al_slurm_req_t *sb, const char **cls)
     return -1;
 }
 
+/* "exec >OUT 2>ERR" with op (">" or ">>") into b; false for a pattern
+ * that is not a file name. */
+static bool
+exec_line(const al_slurm_req_t *sb, const char *name, const char *user,
+          const char *op, al_buf_t *b)
+{
+    al_buf_printf(b, "exec %s", op);
+    bool ok = al_sl_pattern(sb->output ? sb->output : "slurm-%j.out", name,
+                            user, b) == 0;
+    if (sb->error != NULL) {
+        al_buf_printf(b, " 2%s", op);
+        ok = ok && al_sl_pattern(sb->error, name, user, b) == 0;
+    } else {
+        al_buf_puts(b, " 2>&1");
+    }
+    return ok;
+}
+
 /* The line that sends the script's output to the -o and -e files, into
- * b; false after saying why. */
+ * b; false after saying why.  A requeued job (SLURM_RESTART_COUNT above 0)
+ * appends, as Slurm's does. */
 static bool
 redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
          al_buf_t *b)
@@ -257,18 +276,17 @@ redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
     /* Every task of a job of several runs the script (as srun would start
      * it) and writes to the same files: they append. */
     bool several = a->f.tasks != NULL && strcmp(a->f.tasks, "1") != 0;
-    const char *op =
-        several || (sb->open_mode && strcmp(sb->open_mode, "append") == 0)
-            ? ">>"
-            : ">";
-    al_buf_printf(b, "exec %s", op);
-    bool ok = al_sl_pattern(sb->output ? sb->output : "slurm-%j.out", name,
-                            user, b) == 0;
-    if (sb->error != NULL) {
-        al_buf_printf(b, " 2%s", op);
-        ok = ok && al_sl_pattern(sb->error, name, user, b) == 0;
+    bool append =
+        several || (sb->open_mode && strcmp(sb->open_mode, "append") == 0);
+    bool ok;
+    if (append) {
+        ok = exec_line(sb, name, user, ">>", b);
     } else {
-        al_buf_puts(b, " 2>&1");
+        al_buf_puts(b, "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then ");
+        ok = exec_line(sb, name, user, ">>", b);
+        al_buf_puts(b, "; else ");
+        ok = exec_line(sb, name, user, ">", b) && ok;
+        al_buf_puts(b, "; fi");
     }
     if (!ok)
         fprintf(stderr, "sbatch: error: -o/-e: not a file name pattern\n");
