@@ -427,10 +427,19 @@ def c_hold_release(s):
 
 
 def c_scontrol_requeue(s):
-    jid = s.sbatch("--wrap", "true")
-    s.final(jid)
-    p = s.run("scontrol", "requeue", jid)
-    return {"rc": p.returncode, "_stderr": p.stderr}
+    """requeue of a running job, a pending one, an ended one (not
+    submitted with --requeue), an unknown one."""
+    run = s.sbatch("--requeue", "--wrap", "sleep 30")
+    done = s.sbatch("--wrap", "true")
+    held_id = s.sbatch("--requeue", "-H", "--wrap", "true")
+    s.running(run)
+    s.final(done)
+    out = []
+    for j in (run, held_id, done, "999999"):
+        p = s.run("scontrol", "requeue", j)
+        out.append([p.returncode, re.sub(r"\d+", "N", p.stderr)])
+    s.run("scancel", run, held_id)
+    return {"requeue": out}
 
 
 def c_scancel(s):
@@ -659,8 +668,8 @@ CASES = [
      "other keys tools read are there"),
     ("scontrol show job/hold unknown id", c_scontrol_badjob, "same", ""),
     ("scontrol hold/release", c_hold_release, "same", ""),
-    ("scontrol requeue", c_scontrol_requeue, "refused",
-     "the API has no requeue"),
+    ("scontrol requeue", c_scontrol_requeue, "same",
+     "allot requeues running jobs only"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
     ("scancel --signal, -b", c_scancel_signal, "same",
@@ -681,7 +690,6 @@ CASES = [
 
 # What allot must give where it differs from or refuses what Slurm does.
 EXPECT_ALLOT = {
-    "scontrol requeue": {"rc": 1},
     "sbatch -n 2: a command outside srun": {"lines": ["outside",
                                                       "outside"]},
 }
@@ -792,6 +800,10 @@ EXPECT = {
     "scancel -n -t": {"rc": 0, "a": "CANCELLED", "b": "PENDING\n"},
     "sacctmgr -n -s list user NAME format=account": {"rc": 0,
                                                       "shape": True},
+    "scontrol requeue": {"requeue": [
+        [0, ""], [1, "Job is pending execution for job N\n"],
+        [1, "Requested operation is presently disabled for job N\n"],
+        [1, "Invalid job id specified for job N\n"]]},
     "sbatch --signal=B:SIG@TIME": {"state": ["COMPLETED", "0:0"],
                                    "out": ["start", "got USR1"]},
     "sbatch --signal (malformed)": {
