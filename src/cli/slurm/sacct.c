@@ -359,9 +359,8 @@ json_job(const json_t *j, int64_t now)
         "job_id", (json_int_t)al_json_int(j, "id", 0), "name",
         al_json_str(j, "name", ""), "user", al_json_str(j, "user", ""),
         "account", al_json_str(j, "queue", ""), "partition",
-        al__sl_partition(j),
-        "nodes", nodes, "state", "current", s, "reason", al__sl_reason(j),
-        "exit_code", "status",
+        al__sl_partition(j), "nodes", nodes, "state", "current", s, "reason",
+        al__sl_reason(j), "exit_code", "status",
         al_json_int(j, "signal", 0)      ? "SIGNALED"
         : al_json_int(j, "exit_code", 0) ? "FAILED"
                                          : "SUCCESS",

@@ -84,8 +84,8 @@ job_env(const al_slurm_req_t *o, const json_t *job, const char *name)
     if (o->cpus != NULL)
         set_env("SLURM_CPUS_PER_TASK", o->cpus);
     snprintf(num, sizeof num, "%lld",
-             al__sl_cpus(job) / (al__sl_nnodes(job) > 0 ? al__sl_nnodes(job)
-                                                         : 1));
+             al__sl_cpus(job) /
+                 (al__sl_nnodes(job) > 0 ? al__sl_nnodes(job) : 1));
     set_env("SLURM_JOB_CPUS_PER_NODE", num);
     set_env("SLURM_JOB_ACCOUNT", al_json_str(job, "queue", "default"));
     set_env("SLURM_JOB_PARTITION", al__sl_partition(job));
@@ -130,8 +130,7 @@ run_here(char **cmd)
     } else {
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
-        rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                 : WEXITSTATUS(status);
+        rc = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
     }
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGQUIT, &old_quit, NULL);
@@ -208,9 +207,7 @@ al__salloc(int argc, char **argv)
     if (stop >= argc) {
         const char *sh = getenv("SHELL");
         struct passwd *pw = sh == NULL ? getpwuid(getuid()) : NULL;
-        shell[0] = (char *)(sh         ? sh
-                            : pw       ? pw->pw_shell
-                                       : "/bin/sh");
+        shell[0] = (char *)(sh ? sh : pw ? pw->pw_shell : "/bin/sh");
         cmd = shell;
     }
     /* Slurm names an allocation "interactive", whatever its command. */

@@ -220,7 +220,8 @@ check_options(const al_slurm_req_t *sb, const char **cls)
     bool batch;
     int sig;
     long when;
-    if (sb->signal != NULL && !al_sl_signal_spec(sb->signal, &batch, &sig, &when)) {
+    if (sb->signal != NULL &&
+        !al_sl_signal_spec(sb->signal, &batch, &sig, &when)) {
         fprintf(stderr, "sbatch: error: Invalid --signal specification\n");
         return 255;
     }
@@ -481,8 +482,7 @@ al__sbatch(int argc, char **argv)
     json_t *env = NULL, *body = NULL;
     char *job = NULL;
     if (rc < 0 && (!redirect(&sb, &a, name, &redir) ||
-                   (env = al__sl_export_env("sbatch", sb.export_vars)) ==
-                       NULL))
+                   (env = al__sl_export_env("sbatch", sb.export_vars)) == NULL))
         rc = AL_EXIT_FAIL;
     if (rc < 0 && sb.signal != NULL) /* after the redirection */
         signal_line(&sb, shell_script(text), &redir);

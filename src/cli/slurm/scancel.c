@@ -80,7 +80,7 @@ signal_job(al_client_t *c, const al_sl_id_t *id, const char *w, int sig,
         return rc;
     }
     bool batch = json_object_get(j, "script") != NULL;
-    const char *whom = mode == 'f' ? "full"
+    const char *whom = mode == 'f'             ? "full"
                        : mode == 'b' || !batch ? "batch"
                                                : "steps";
     char num[16];

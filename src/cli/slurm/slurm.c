@@ -179,8 +179,7 @@ static const struct {
     { "a dependency failed", NULL, "DependencyNeverSatisfied" },
     /* The controller's own texts for dependencies, Slurm's word inside. */
     { "waiting for its dependencies", NULL, "Dependency" },
-    { "a dependency can never be satisfied", NULL,
-      "DependencyNeverSatisfied" },
+    { "a dependency can never be satisfied", NULL, "DependencyNeverSatisfied" },
     { "queue ", " at gpu limit", "QOSGrpGRES" },
     { "queue ", " at cpu limit", "QOSGrpCpuLimit" },
     { "queue ", " at mem limit", "QOSGrpMemLimit" },
@@ -458,11 +457,10 @@ al__sl_partition_check(const char *prog, const char *part)
     al_client_fini(&c);
     if (known)
         return 0;
-    const char *failed = strcmp(prog, "sbatch") == 0
-                             ? "Batch job submission failed"
-                         : strcmp(prog, "salloc") == 0
-                             ? "Job submit/allocate failed"
-                             : "Unable to allocate resources";
+    const char *failed =
+        strcmp(prog, "sbatch") == 0   ? "Batch job submission failed"
+        : strcmp(prog, "salloc") == 0 ? "Job submit/allocate failed"
+                                      : "Unable to allocate resources";
     fprintf(stderr,
             "%s: error: invalid partition specified: %s\n"
             "%s: error: %s: Invalid partition name specified\n",

@@ -108,8 +108,8 @@ json_t *al__sl_states(const char *s);
  * process $P (a batch script's steps).  Read from /proc: no procps. */
 #define AL_SL_SIG_KIDS                                                         \
     "sig_kids() { for d in /proc/[0-9]*; do "                                  \
-    "s=$(cat \"$d/stat\" 2>/dev/null) || continue; s=${s##*) }; set -- $s; "    \
-    "[ \"$2\" = \"$P\" ] && kill -$S \"${d#/proc/}\" 2>/dev/null; done; "        \
+    "s=$(cat \"$d/stat\" 2>/dev/null) || continue; s=${s##*) }; set -- $s; "   \
+    "[ \"$2\" = \"$P\" ] && kill -$S \"${d#/proc/}\" 2>/dev/null; done; "      \
     "return 0; }\n"
 
 /* ---- format.c: format strings ---------------------------------- */
@@ -176,8 +176,8 @@ int al__sl_check(const char *prog, const struct al_slurm_req *o,
  * (taken) and command (taken):
  * resources, Slurm's variables known here, cwd, name, queue; class build
  * unless -q says otherwise.  NULL after saying why. */
-json_t *al__sl_body(const char *prog, const struct al_slurm_req *o,
-                    json_t *env, const char *name, json_t *command);
+json_t *al__sl_body(const char *prog, const struct al_slurm_req *o, json_t *env,
+                    const char *name, json_t *command);
 /* SIGINT, SIGTERM, SIGHUP and SIGWINCH (and SIGCHLD when chld) to a
  * self-pipe, whose read end al__sl_signal_fd() gives. */
 void al__sl_signals_on(bool chld);

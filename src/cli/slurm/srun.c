@@ -153,7 +153,7 @@ start_local(char **cmd, ltask_t *t, bool label)
         return -1;
     pid_t pid = fork();
     if (pid == 0) {
-        static const int sigs[] = { SIGINT,  SIGTERM, SIGHUP,  SIGCHLD,
+        static const int sigs[] = { SIGINT,   SIGTERM, SIGHUP, SIGCHLD,
                                     SIGWINCH, SIGUSR1, SIGUSR2 };
         for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
             signal(sigs[i], SIG_DFL);
@@ -311,7 +311,8 @@ local_step(const al_slurm_req_t *o, char **cmd)
                     strsignal(WTERMSIG(s)));
             st = 128 + WTERMSIG(s);
         } else if (WIFEXITED(s) && WEXITSTATUS(s) != 0) {
-            fprintf(stderr, "srun: error: %s: task %ld: Exited with exit code %d\n",
+            fprintf(stderr,
+                    "srun: error: %s: task %ld: Exited with exit code %d\n",
                     node, v[i].rank, WEXITSTATUS(s));
             st = WEXITSTATUS(s);
         }
@@ -338,8 +339,8 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
     int status;
     json_t *job = al__sl_job(&c, &id, &status);
     if (job == NULL || strcmp(al_json_str(job, "state", ""), "running") != 0) {
-        fprintf(stderr,
-                "srun: error: Unable to create step for job %lld: %s\n", id.id,
+        fprintf(stderr, "srun: error: Unable to create step for job %lld: %s\n",
+                id.id,
                 job == NULL ? "Invalid job id specified"
                             : "Job/step already completing or completed");
         json_decref(job);
@@ -361,9 +362,10 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
             al_json_str(json_array_get(pl, (size_t)(r % njob)), "node", "");
         long localid = 0;
         for (long q = 0; q < r; q++)
-            localid += strcmp(al_json_str(json_array_get(pl, (size_t)(q % njob)),
-                                          "node", ""),
-                              node) == 0;
+            localid +=
+                strcmp(al_json_str(json_array_get(pl, (size_t)(q % njob)),
+                                   "node", ""),
+                       node) == 0;
         json_t *a = json_array();
         json_array_append_new(a, json_string("env"));
         char kv[96];
@@ -412,8 +414,8 @@ new_job(const al_slurm_req_t *o, char **cmd, int ncmd)
         return AL_EXIT_FAIL;
     }
     const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
-    json_t *body = al__sl_body("srun", o, env, o->name ? o->name : base,
-                               command);
+    json_t *body =
+        al__sl_body("srun", o, env, o->name ? o->name : base, command);
     if (body == NULL)
         return AL_EXIT_FAIL;
     al_client_t c;

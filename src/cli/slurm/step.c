@@ -192,7 +192,7 @@ al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
                 "%s: unrecognized option '--%s'\n"
                 "Try \"%s --help\" for more information\n",
                 prog,
-                o->array   ? "array"
+                o->array  ? "array"
                 : o->wrap ? "wrap"
                           : "parsable",
                 prog);
@@ -209,8 +209,7 @@ al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
     };
     for (size_t i = 0; i < sizeof not_here / sizeof not_here[0]; i++)
         if (*(const char *const *)((const char *)o + not_here[i].off)) {
-            fprintf(stderr,
-                    "%s: error: %s is not available in %s on allot\n",
+            fprintf(stderr, "%s: error: %s is not available in %s on allot\n",
                     prog, not_here[i].name, prog);
             return AL_EXIT_FAIL;
         }
@@ -224,8 +223,8 @@ al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
     if (o->qos != NULL && strcmp(o->qos, "normal") != 0) {
         if (strcmp(o->qos, "train") != 0 && strcmp(o->qos, "build") != 0 &&
             strcmp(o->qos, "inference") != 0) {
-            fprintf(stderr, "%s: error: %s: Invalid qos specification\n",
-                    prog, failed);
+            fprintf(stderr, "%s: error: %s: Invalid qos specification\n", prog,
+                    failed);
             return AL_EXIT_FAIL;
         }
         *cls = o->qos;
@@ -276,9 +275,9 @@ al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
     json_object_set_new(env, "SLURM_JOB_NAME", json_string(name));
     json_object_set_new(env, "SLURM_JOB_ACCOUNT",
                         json_string(o->account ? o->account : "default"));
-    json_object_set_new(env, "SLURM_JOB_PARTITION",
-                        json_string(o->partition ? o->partition
-                                                 : AL_SLURM_PARTITION));
+    json_object_set_new(
+        env, "SLURM_JOB_PARTITION",
+        json_string(o->partition ? o->partition : AL_SLURM_PARTITION));
     json_object_set_new(env, "SLURM_CLUSTER_NAME",
                         json_string(AL_SLURM_PARTITION));
     json_object_set_new(env, "SLURM_SUBMIT_DIR", json_string(cwd));
@@ -306,8 +305,7 @@ al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
 }
 
 json_t *
-al__sl_wait_start(al_client_t *c, const char *prog, long long id,
-                  bool ended_ok)
+al__sl_wait_start(al_client_t *c, const char *prog, long long id, bool ended_ok)
 {
     bool said = false;
     int delay_ms = 20;
@@ -323,8 +321,8 @@ al__sl_wait_start(al_client_t *c, const char *prog, long long id,
                         prog, id);
             return j;
         }
-        if (ended_ok && (strcmp(s, "completed") == 0 ||
-                         strcmp(s, "failed") == 0))
+        if (ended_ok &&
+            (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0))
             return j; /* it ran between two looks */
         if (j == NULL || strcmp(s, "completed") == 0 ||
             strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0) {
@@ -338,8 +336,9 @@ al__sl_wait_start(al_client_t *c, const char *prog, long long id,
             const char *why = al__sl_reason(j);
             if (strcmp(prog, "salloc") == 0)
                 fprintf(stderr, "salloc: Pending job allocation %lld\n", id);
-            fprintf(stderr, "%s: job %lld queued and waiting for resources%s%s\n",
-                    prog, id, strcmp(why, "None") != 0 ? ": " : "",
+            fprintf(stderr,
+                    "%s: job %lld queued and waiting for resources%s%s\n", prog,
+                    id, strcmp(why, "None") != 0 ? ": " : "",
                     strcmp(why, "None") != 0 ? why : "");
             said = true;
         }
@@ -472,10 +471,9 @@ open_one(al_client_t *c, long long id, tstream_t *t, const json_t *cmd,
     if (tty)
         win_size(&rows, &cols);
     al_buf_t path = AL_BUF_INIT;
-    al_buf_printf(&path,
-                  "/v1/jobs/%lld/stream?kind=%s&task=%d&tty=%d&rows=%d&cols=%d",
-                  id, cmd != NULL ? "exec" : "attach", t->task, tty ? 1 : 0,
-                  rows, cols);
+    al_buf_printf(
+        &path, "/v1/jobs/%lld/stream?kind=%s&task=%d&tty=%d&rows=%d&cols=%d",
+        id, cmd != NULL ? "exec" : "attach", t->task, tty ? 1 : 0, rows, cols);
     if (cmd != NULL) {
         char *text = al_json_dump(cmd);
         al_buf_puts(&path, "&cmd=");
@@ -545,8 +543,8 @@ step_loop(tstream_t *v, int n, bool tty, bool label, const char *prog)
         int open = 0;
         size_t waiting = 0;
         for (int k = 0; k < n; k++) {
-            if (v[k].fd >= 0 && (!take_frames(&v[k], prog, label) ||
-                                 !send_out(&v[k])))
+            if (v[k].fd >= 0 &&
+                (!take_frames(&v[k], prog, label) || !send_out(&v[k])))
                 close_stream(&v[k]);
             open += v[k].fd >= 0;
             waiting += v[k].fd >= 0 ? v[k].out.len - v[k].out_off : 0;
@@ -561,9 +559,9 @@ step_loop(tstream_t *v, int n, bool tty, bool label, const char *prog)
             p[k].revents = 0;
         }
         p[n] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
-        p[n + 1] = (struct pollfd){
-            .fd = stdin_open && waiting < OUT_ROOM ? 0 : -1, .events = POLLIN
-        };
+        p[n + 1] =
+            (struct pollfd){ .fd = stdin_open && waiting < OUT_ROOM ? 0 : -1,
+                             .events = POLLIN };
         if (poll(p, (nfds_t)n + 2, -1) < 0 && errno != EINTR)
             break;
         if (p[n].revents & POLLIN)
@@ -625,7 +623,8 @@ ended_task(al_client_t *c, long long id, tstream_t *t, bool label)
                     label);
         al_http_resp_fini(&r);
     }
-    json_t *pl = json_array_get(json_object_get(j, "placement"), (size_t)t->task);
+    json_t *pl =
+        json_array_get(json_object_get(j, "placement"), (size_t)t->task);
     if (pl != NULL) {
         t->code = (int)al_json_int(pl, "exit_code", 0);
         t->sig = (int)al_json_int(pl, "signal", 0);
@@ -672,8 +671,8 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
         tstream_t *t = &v[k];
         if (!t->ended && cmds == NULL)
             ended_task(c, id, t, label);
-        const char *node = al_json_str(
-            json_array_get(pl, (size_t)t->task), "node", "?");
+        const char *node =
+            al_json_str(json_array_get(pl, (size_t)t->task), "node", "?");
         int st = 0;
         if (!t->ended) {
             fprintf(stderr, "%s: error: %s: task %d: %s\n", prog, node, k,
@@ -684,8 +683,9 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
                     strsignal(t->sig));
             st = 128 + t->sig;
         } else if (t->code != 0) {
-            fprintf(stderr, "%s: error: %s: task %d: Exited with exit code %d\n",
-                    prog, node, k, t->code);
+            fprintf(stderr,
+                    "%s: error: %s: task %d: Exited with exit code %d\n", prog,
+                    node, k, t->code);
             st = t->code;
         }
         if (st > status)
