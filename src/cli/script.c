@@ -568,14 +568,14 @@ typedef struct slurm_opt {
     bool (*set)(slurm_t *s, size_t off, const char *val);
     size_t off;
     const char *hint; /* added to the error when set() refuses a value */
+    /* sbatch refuses it until allot can keep its meaning: the text says
+     * why.  To wire the option, drop this and give it a setter. */
+    const char *sbatch_refuse;
     char shrt;
     bool flag;   /* takes no value */
     bool refuse; /* an error: its meaning cannot be kept (job arrays) */
     /* sbatch reads it (`allot submit` ignores it with a note). */
     bool sbatch;
-    /* sbatch refuses it until allot can keep its meaning: the text says
-     * why.  To wire the option, drop this and give it a setter. */
-    const char *sbatch_refuse;
     /* Only srun and salloc know it: sbatch says it does not. */
     bool step;
 } slurm_opt_t;

@@ -226,7 +226,8 @@ def scenario_salloc(c):
           "salloc with the user's shell: %d %r %r" % (
               p.returncode, p.stdout, p.stderr))
     jid = re.search(r"allocation (\d+)", p.stderr).group(1)
-    check(s.final(jid)[1] == "COMPLETED", "salloc's shell exit 0")
+    f = s.final(jid)
+    check(f[1] == "COMPLETED", "salloc's shell exit 0: %r" % f)
     p = s.run("salloc", "-p", "nosuch", "true")
     check(p.returncode == 1 and "salloc: error: Job submit/allocate failed: "
           "Invalid partition name specified" in p.stderr,

@@ -35,7 +35,8 @@
 /* What each task of the allocation runs: it waits for the exit status
  * that salloc sends at the end, and ends with it. */
 static const char holder[] =
-    "f=\"${TMPDIR:-/tmp}/allot-salloc-$ALLOT_JOB_ID-$ALLOT_TASK_INDEX\"\n"
+    "d=${TMPDIR:-/tmp}; [ -d \"$d\" ] && [ -w \"$d\" ] || d=/tmp\n"
+    "f=\"$d/allot-salloc-$ALLOT_JOB_ID-$ALLOT_TASK_INDEX\"\n"
     "rm -f \"$f\"; mkfifo -m 600 \"$f\" || exit 1\n"
     "trap 'rm -f \"$f\"; exit 143' TERM INT HUP\n"
     "read rc < \"$f\"\n"
@@ -44,7 +45,10 @@ static const char holder[] =
 
 /* What salloc runs beside each task at the end (the status follows). */
 static const char release[] =
-    "f=\"${TMPDIR:-/tmp}/allot-salloc-$ALLOT_JOB_ID-$ALLOT_TASK_INDEX\"\n"
+    "d=${TMPDIR:-/tmp}; [ -d \"$d\" ] && [ -w \"$d\" ] || d=/tmp\n"
+    "f=\"$d/allot-salloc-$ALLOT_JOB_ID-$ALLOT_TASK_INDEX\"\n"
+    "i=0; while [ ! -p \"$f\" ] && [ $i -lt 100 ]; do sleep 0.1; "
+    "i=$((i + 1)); done\n" /* a task that is still starting */
     "[ -p \"$f\" ] && echo \"$1\" > \"$f\"\n";
 
 static void
@@ -157,7 +161,7 @@ relinquish(al_client_t *c, const json_t *job, int rc)
     int saved = dup(2), null = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (null >= 0)
         dup2(null, 2);
-    int st = al__sl_step(c, "salloc", job, n, cmds, false, false);
+    int st = al__sl_step(c, "salloc", job, n, cmds, AL_SL_STEP_QUIET);
     if (saved >= 0) {
         dup2(saved, 2);
         close(saved);

@@ -188,11 +188,17 @@ int al__sl_signal_fd(void);
  * says it. */
 json_t *al__sl_wait_start(al_client_t *c, const char *prog, long long id,
                           bool ended_ok);
-/* Runs a step of n tasks on the running job (its view): task k is beside
- * the job's task k % tasks; cmds NULL attaches to the job's own tasks,
- * else cmds[k] (a JSON array) runs beside it.  tty: task 0 gets a
- * terminal.  Returns the highest exit status (128+N for signal N). */
+/* al__sl_step()'s flags: task 0 gets a terminal; "N: " before each line
+ * of task N; neither stdin nor signals go to the tasks (a command of
+ * salloc's or scancel's own). */
+#define AL_SL_STEP_TTY 1
+#define AL_SL_STEP_LABEL 2
+#define AL_SL_STEP_QUIET 4
+/* Runs a step of n tasks on the job (its view): task k is beside the
+ * job's task k % tasks; cmds NULL attaches to the job's own tasks (or,
+ * when it has ended, prints their logs), else cmds[k] (a JSON array) runs
+ * beside it.  Returns the highest exit status (128+N for signal N). */
 int al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
-                json_t *const *cmds, bool tty, bool label);
+                json_t *const *cmds, int flags);
 
 #endif /* AL_SLURM_INT_H */

@@ -99,6 +99,12 @@ next_step(const char *job)
                  tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", (long)getuid(),
                  job, (long)sid, started(sid));
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0 && given == NULL && tmp != NULL) {
+        /* A TMPDIR of the submitting machine that this node lacks. */
+        snprintf(path, sizeof path, "/tmp/allot-srun-%ld-%s-%ld-%lld",
+                 (long)getuid(), job, (long)sid, started(sid));
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    }
     if (fd < 0)
         return 0;
     long n = 0;
@@ -384,7 +390,9 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
             json_array_append_new(a, json_string(cmd[i]));
         cmds[r] = a;
     }
-    int rc = al__sl_step(&c, "srun", job, (int)k, cmds, o->pty, o->label);
+    int rc = al__sl_step(&c, "srun", job, (int)k, cmds,
+                         (o->pty ? AL_SL_STEP_TTY : 0) |
+                             (o->label ? AL_SL_STEP_LABEL : 0));
     for (long r = 0; r < k; r++)
         json_decref(cmds[r]);
     free(cmds);
@@ -440,7 +448,9 @@ new_job(const al_slurm_req_t *o, char **cmd, int ncmd)
         return AL_EXIT_FAIL;
     }
     int n = (int)al_json_int(job, "tasks", 1);
-    rc = al__sl_step(&c, "srun", job, n < 1 ? 1 : n, NULL, o->pty, o->label);
+    rc = al__sl_step(&c, "srun", job, n < 1 ? 1 : n, NULL,
+                     (o->pty ? AL_SL_STEP_TTY : 0) |
+                         (o->label ? AL_SL_STEP_LABEL : 0));
     json_decref(job);
     al_client_fini(&c);
     return rc;

@@ -535,9 +535,11 @@ take_stdin(tstream_t *v, int n, bool tty)
 
 /* The loop over the open streams, until every one has ended. */
 static void
-step_loop(tstream_t *v, int n, bool tty, bool label, const char *prog)
+step_loop(tstream_t *v, int n, int flags, const char *prog)
 {
-    bool stdin_open = true;
+    bool tty = flags & AL_SL_STEP_TTY, label = flags & AL_SL_STEP_LABEL;
+    bool quiet = flags & AL_SL_STEP_QUIET;
+    bool stdin_open = !quiet;
     struct pollfd *p = al_xcalloc((size_t)n + 2, sizeof *p);
     for (;;) {
         int open = 0;
@@ -558,7 +560,8 @@ step_loop(tstream_t *v, int n, bool tty, bool label, const char *prog)
                 p[k].events |= POLLOUT;
             p[k].revents = 0;
         }
-        p[n] = (struct pollfd){ .fd = sig_pipe[0], .events = POLLIN };
+        p[n] =
+            (struct pollfd){ .fd = quiet ? -1 : sig_pipe[0], .events = POLLIN };
         p[n + 1] =
             (struct pollfd){ .fd = stdin_open && waiting < OUT_ROOM ? 0 : -1,
                              .events = POLLIN };
@@ -637,8 +640,9 @@ ended_task(al_client_t *c, long long id, tstream_t *t, bool label)
 
 int
 al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
-            json_t *const *cmds, bool tty, bool label)
+            json_t *const *cmds, int flags)
 {
+    bool tty = flags & AL_SL_STEP_TTY, label = flags & AL_SL_STEP_LABEL;
     long long id = (long long)al_json_int(job, "id", 0);
     int ntasks = (int)al_json_int(job, "tasks", 1);
     if (ntasks < 1)
@@ -663,7 +667,7 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
         if (rows > 0 && v[0].fd >= 0)
             al_stream_put_resize(&v[0].out, rows, cols);
     }
-    step_loop(v, n, tty, label, prog);
+    step_loop(v, n, flags, prog);
     raw_off();
     int status = 0;
     json_t *pl = json_object_get(job, "placement");
