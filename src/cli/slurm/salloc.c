@@ -153,7 +153,7 @@ relinquish(al_client_t *c, const json_t *job, int rc)
         n = 1;
     char num[16];
     snprintf(num, sizeof num, "%d", rc > 255 ? 255 : rc);
-    json_t **cmds = al_xcalloc((size_t)n, sizeof *cmds);
+    json_t **cmds = al_xcalloc((size_t)n, sizeof(json_t *));
     for (int k = 0; k < n; k++)
         cmds[k] = json_pack("[s, s, s, s, s]", "/bin/sh", "-c", release,
                             "salloc", num);

@@ -87,7 +87,7 @@ signal_job(al_client_t *c, const al_sl_id_t *id, const char *w, int sig,
     snprintf(num, sizeof num, "%d", sig);
     int n = (int)al_json_int(j, "tasks", 1);
     n = n < 1 ? 1 : n;
-    json_t **cmds = al_xcalloc((size_t)n, sizeof *cmds);
+    json_t **cmds = al_xcalloc((size_t)n, sizeof(json_t *));
     for (int k = 0; k < n; k++)
         cmds[k] = json_pack("[s, s, s, s, s, s]", "/bin/sh", "-c", signal_sh,
                             "scancel", num, whom);
@@ -122,6 +122,16 @@ cancel(al_client_t *c, const al_sl_id_t *id, const char *w, bool quiet)
                 "permission denied\n",
                 w);
     return st == 403 ? 1 : 0;
+}
+
+/* What scancel does to job id: signal it (signum not 0) or cancel it. */
+static int
+act(al_client_t *c, const al_sl_id_t *id, const char *w, int signum, char mode,
+    bool quiet)
+{
+    if (signum != 0)
+        return signal_job(c, id, w, signum, mode, quiet);
+    return cancel(c, id, w, quiet);
 }
 
 int
@@ -212,10 +222,9 @@ al__scancel(int argc, char **argv)
         for (int i = optind; i < argc; i++) {
             al_sl_id_t id = { 0, -1 };
             al__sl_parse_id(argv[i], &id);
-            int r = signum != 0
-                        ? signal_job(&cl, &id, argv[i], signum, mode, quiet)
-                        : cancel(&cl, &id, argv[i], quiet);
-            rc = r > rc ? r : rc;
+            int r = act(&cl, &id, argv[i], signum, mode, quiet);
+            if (r > rc)
+                rc = r;
         }
     } else {
         char *self = NULL;
@@ -250,9 +259,9 @@ al__scancel(int argc, char **argv)
                 continue;
             char w[32];
             snprintf(w, sizeof w, "%lld", id.id);
-            int r = signum != 0 ? signal_job(&cl, &id, w, signum, mode, true)
-                                : cancel(&cl, &id, w, true);
-            rc = r > rc ? r : rc;
+            int r = act(&cl, &id, w, signum, mode, true);
+            if (r > rc)
+                rc = r;
         }
         free(self);
         json_decref(fu);

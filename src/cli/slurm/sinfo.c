@@ -180,6 +180,67 @@ key(const al_sl_fmt_t *f, const char *part, const json_t *n, const json_t *busy,
     }
 }
 
+/* The partitions: the default (every node), then each pool once, into
+ * part; how many. */
+static size_t
+partitions(const json_t *nodes, const char **part)
+{
+    size_t np = 0;
+    part[np++] = AL_SLURM_PARTITION;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        const char *pool = al__sl_node_pool(json_array_get(nodes, i));
+        bool seen = pool == NULL;
+        for (size_t k = 0; k < np && !seen; k++)
+            seen = strcmp(part[k], pool) == 0;
+        if (!seen)
+            part[np++] = pool;
+    }
+    return np;
+}
+
+/* How nodes go into groups: one per node (-N), one per partition (-s),
+ * else one per line that prints the same. */
+typedef struct grouping {
+    const al_sl_fmt_t *f;
+    const json_t *busy;
+    bool per_node, summ;
+    group_t *groups;
+    char **keys;
+    size_t first; /* the current partition's first group */
+    size_t nn;    /* nodes in all */
+} grouping_t;
+
+static void
+add_node(grouping_t *gp, const char *part, const json_t *n, size_t *ng)
+{
+    al_buf_t k;
+    al_buf_init(&k);
+    key(gp->f, part, n, gp->busy, &k);
+    size_t g = *ng;
+    for (size_t x = gp->first; x < *ng && !gp->per_node && !gp->summ; x++)
+        if (strcmp(gp->keys[x], al_buf_cstr(&k)) == 0)
+            g = x;
+    if (gp->summ && *ng > gp->first)
+        g = gp->first;
+    if (g == *ng) {
+        gp->groups[g].part = part;
+        gp->groups[g].node = n;
+        gp->groups[g].names = al_xcalloc(gp->nn + 1, sizeof(char *));
+        gp->keys[(*ng)++] = al_xstrdup(al_buf_cstr(&k));
+    }
+    al_buf_fini(&k);
+    group_t *gr = &gp->groups[g];
+    gr->names[gr->n++] = al_json_str(n, "name", "");
+    const char *st, *ln;
+    node_state(n, gp->busy, &st, &ln);
+    if (strcmp(st, "idle") == 0)
+        gr->idle++;
+    else if (strcmp(st, "alloc") == 0 || strcmp(st, "mix") == 0)
+        gr->alloc++;
+    else
+        gr->other++;
+}
+
 static const struct option longopts[] = {
     { "noheader", no_argument, NULL, 'h' },
     { "format", required_argument, NULL, 'o' },
@@ -259,55 +320,21 @@ al__sinfo(int argc, char **argv)
     }
     int rc = nodes == NULL || running == NULL;
     json_t *fp = parts ? al__sl_split(parts) : NULL;
-    /* The partitions: the default (every node), then each pool. */
-    size_t nn = json_array_size(nodes), ng = 0, np = 0;
+    size_t nn = json_array_size(nodes), ng = 0;
     const char **part = al_xcalloc(nn + 1, sizeof *part);
-    part[np++] = AL_SLURM_PARTITION;
-    for (size_t i = 0; i < nn; i++) {
-        const char *pool = al__sl_node_pool(json_array_get(nodes, i));
-        bool seen = pool == NULL;
-        for (size_t k = 0; k < np && !seen; k++)
-            seen = strcmp(part[k], pool) == 0;
-        if (!seen)
-            part[np++] = pool;
-    }
+    size_t np = partitions(nodes, part);
     group_t *groups = al_xcalloc(nn * np + 1, sizeof *groups);
     char **keys = al_xcalloc(nn * np + 1, sizeof *keys);
+    grouping_t gp = { &f, busy, per_node, summ, groups, keys, 0, nn };
     for (size_t pi = 0; pi < np; pi++) {
         if (fp != NULL && !al__sl_in(fp, part[pi]))
             continue;
-        size_t first = ng; /* this partition's first group */
+        gp.first = ng; /* this partition's first group */
         for (size_t i = 0; i < nn; i++) {
             const json_t *n = json_array_get(nodes, i);
             const char *pool = al__sl_node_pool(n);
-            if (pi > 0 && (pool == NULL || strcmp(pool, part[pi]) != 0))
-                continue;
-            al_buf_t k;
-            al_buf_init(&k);
-            key(&f, part[pi], n, busy, &k);
-            size_t g = ng;
-            for (size_t x = first; x < ng && !per_node && !summ; x++)
-                if (strcmp(keys[x], al_buf_cstr(&k)) == 0)
-                    g = x;
-            if (summ && ng > first)
-                g = first;
-            if (g == ng) {
-                groups[ng].part = part[pi];
-                groups[ng].node = n;
-                groups[ng].names = al_xcalloc(nn + 1, sizeof(char *));
-                keys[ng++] = al_xstrdup(al_buf_cstr(&k));
-            }
-            al_buf_fini(&k);
-            group_t *gr = &groups[g];
-            gr->names[gr->n++] = al_json_str(n, "name", "");
-            const char *st, *ln;
-            node_state(n, busy, &st, &ln);
-            if (strcmp(st, "idle") == 0)
-                gr->idle++;
-            else if (strcmp(st, "alloc") == 0 || strcmp(st, "mix") == 0)
-                gr->alloc++;
-            else
-                gr->other++;
+            if (pi == 0 || (pool != NULL && strcmp(pool, part[pi]) == 0))
+                add_node(&gp, part[pi], n, &ng);
         }
     }
     if (rc == 0 && lng) {

@@ -362,7 +362,7 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
     }
     long step = next_step(jobid);
     json_t *pl = json_object_get(job, "placement");
-    json_t **cmds = al_xcalloc((size_t)k, sizeof *cmds);
+    json_t **cmds = al_xcalloc((size_t)k, sizeof(json_t *));
     for (long r = 0; r < k; r++) {
         const char *node =
             al_json_str(json_array_get(pl, (size_t)(r % njob)), "node", "");
