@@ -289,8 +289,9 @@ local_step(const al_slurm_req_t *o, char **cmd)
     const char *nodes = getenv("SLURM_JOB_NODELIST");
     if (nodes != NULL)
         setenv("SLURM_STEP_NODELIST", nodes, 1);
-    if (getenv("SLURM_NNODES") != NULL)
-        setenv("SLURM_STEP_NUM_NODES", getenv("SLURM_NNODES"), 1);
+    const char *nnodes = getenv("SLURM_NNODES");
+    if (nnodes != NULL)
+        setenv("SLURM_STEP_NUM_NODES", nnodes, 1);
     ltask_t *v = al_xcalloc((size_t)n, sizeof *v);
     for (long i = 0; i < n; i++) {
         v[i] = (ltask_t){ .rank = me + i * njob,
