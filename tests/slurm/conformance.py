@@ -166,6 +166,30 @@ def c_script_array(s):
             "stdout": re.sub(r"\d+", "N", p.stdout)}
 
 
+def c_array_listing(s):
+    """An array in squeue (pending elements folded, -r one by one) and
+    in sacct (ID_INDEX)."""
+    held_id = s.sbatch("-H", "--array=0-3,7", "--wrap", "true")
+    p = s.run("squeue", "-h", "-j", held_id, "-o", "%i %A %K %T %r")
+    q = s.run("squeue", "-h", "-r", "-j", held_id, "-o", "%i")
+    s.run("scancel", held_id)
+    done = s.sbatch("--array=0-2", "--wrap", "true")
+    rows = []
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        r = s.run("sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", done)
+        rows = sorted(r.stdout.splitlines())
+        if len(rows) == 3 and all("COMPLETED" in x for x in rows):
+            break
+        time.sleep(0.3)
+    def n(t):  # the arrays' ids, where they stand as ids
+        for i in (held_id, done):
+            t = re.sub(r"(?m)(^|\s)%s(?=_|\s|$)" % i, r"\1ID", t)
+        return t
+    return {"squeue": n(p.stdout), "r": n(q.stdout),
+            "sacct": [n(x) for x in rows]}
+
+
 def c_exit_codes(s):
     ok, bad, sig = (s.sbatch("--wrap", "true"), s.sbatch("--wrap", "exit 3"),
                     s.sbatch("--wrap", "kill -9 $$"))
@@ -585,8 +609,10 @@ def c_salloc(s):
     m = re.search(r"Granted job allocation (\d+)", p.stderr)
     f = s.final(m.group(1)) if m else None
     return {"rc": p.returncode, "lines": sorted(p.stdout.splitlines()),
+            # (Slurm may add "Job allocation N has been revoked." when
+            # the job ended first.)
             "stderr": [re.sub(r"\d+", "N", x) for x in p.stderr.splitlines()
-                       if "allocation" in x and "Pending" not in x],
+                       if "Granted" in x or "Relinquishing" in x],
             "state": f[1:] if f else None}
 
 
@@ -634,6 +660,8 @@ CASES = [
     ("sbatch --array", c_array, "same", ""),
     ("sbatch --dependency", c_dependency, "same", ""),
     ("#SBATCH --array in a script", c_script_array, "same", ""),
+    ("an array in squeue (-r) and sacct", c_array_listing, "same",
+     "an element's JobIDRaw is its own id"),
     ("sbatch --signal=B:SIG@TIME", c_signal_batch, "same",
      "Slurm sends it up to a minute early, allot at TIME"),
     ("sbatch --signal (malformed)", c_signal_bad, "same", ""),
@@ -804,6 +832,10 @@ EXPECT = {
         [0, ""], [1, "Job is pending execution for job N\n"],
         [1, "Requested operation is presently disabled for job N\n"],
         [1, "Invalid job id specified for job N\n"]]},
+    "an array in squeue (-r) and sacct": {
+        "squeue": "ID_[0-3,7] ID 0-3,7 PENDING JobHeldUser\n",
+        "r": "ID_0\nID_1\nID_2\nID_3\nID_7\n",
+        "sacct": ["ID_0|COMPLETED", "ID_1|COMPLETED", "ID_2|COMPLETED"]},
     "sbatch --signal=B:SIG@TIME": {"state": ["COMPLETED", "0:0"],
                                    "out": ["start", "got USR1"]},
     "sbatch --signal (malformed)": {

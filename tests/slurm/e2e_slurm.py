@@ -294,6 +294,22 @@ def scenario_scripts(c):
                  os.path.getsize(os.path.join(s.cwd, name)) > 0, 60, name)
         check(s.read(name) == "task %d of %s\n" % (k, jid),
               "%s: %r" % (name, s.read(name)))
+    # squeue and sacct show an array's elements as Slurm does: ID_INDEX,
+    # the pending ones folded into ID_[...] unless -r.
+    held = s.sbatch("-H", "--array=0-3,7", "--wrap", "true")
+    p = s.run("squeue", "-h", "-j", held, "-o", "%i %A %K %T")
+    check(p.stdout == "%s_[0-3,7] %s 0-3,7 PENDING\n" % (held, held),
+          "squeue of a held array: %r" % p.stdout)
+    p = s.run("squeue", "-h", "-r", "-j", held, "-o", "%i")
+    check(p.stdout.split() == ["%s_%d" % (held, k) for k in (0, 1, 2, 3, 7)],
+          "squeue -r: %r" % p.stdout)
+    s.run("scancel", held)
+    p = s.run("sacct", "-n", "-X", "-P", "-o", "JobID,JobIDRaw,State", "-j",
+              jid)
+    rows = [x.split("|") for x in p.stdout.splitlines()]
+    check([r[0] for r in rows] == ["%s_%d" % (jid, k) for k in range(4)] and
+          all(r[2] == "COMPLETED" and r[1].isdigit() and r[1] != jid
+              for r in rows), "sacct of an array: %r" % p.stdout)
     # A torchrun-style launcher: one process per node, its rank from
     # SLURM_NODEID, the master from the first name of the hostlist.
     launcher = s.write("launch.py",

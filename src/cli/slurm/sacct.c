@@ -36,6 +36,13 @@ ran(const json_t *j)
 static void
 v_jobid(const row_t *r, char *b, size_t n)
 {
+    char id[64];
+    al__sl_jobid(r->job, id, sizeof id);
+    snprintf(b, n, "%s%s", id, r->step ? ".batch" : "");
+}
+static void
+v_jobidraw(const row_t *r, char *b, size_t n)
+{
     snprintf(b, n, "%lld%s", (long long)al_json_int(r->job, "id", 0),
              r->step ? ".batch" : "");
 }
@@ -232,7 +239,7 @@ static const struct field {
     value_fn fn;
 } fields[] = {
     { "JobID", -12, v_jobid },
-    { "JobIDRaw", -12, v_jobid },
+    { "JobIDRaw", -12, v_jobidraw },
     { "JobName", 10, v_name },
     { "State", 10, v_state },
     { "ExitCode", 8, v_exit },
@@ -502,7 +509,7 @@ static json_t *
 fetch(al_client_t *cl, const char *jobs)
 {
     if (jobs == NULL)
-        return al__sl_jobs(cl, "");
+        return al__sl_jobs(cl, "expand=1");
     json_t *list = json_array();
     json_t *ids = al__sl_split(jobs);
     for (size_t i = 0; i < json_array_size(ids) && list != NULL; i++) {
@@ -524,7 +531,7 @@ fetch(al_client_t *cl, const char *jobs)
         }
     }
     json_decref(ids);
-    return list;
+    return list != NULL ? al__sl_expand(cl, list) : NULL;
 }
 
 static void

@@ -62,6 +62,13 @@ int al__sl_partition_check(const char *prog, const char *part);
  * ("ib,nvme") in buf; NULL for what allot cannot ask (any of '|', '[',
  * '*', '(': one of several). */
 const char *al__sl_features(const char *c, char *buf, size_t len);
+/* A job's id as Slurm writes it: "123", an array's element "120_3", or
+ * pending elements folded into one row "120_[4-9]" (its "sl_fold" holds
+ * "4-9"). */
+void al__sl_jobid(const json_t *job, char *buf, size_t len);
+/* list (taken) with each job array's parent replaced by its elements, as
+ * GET /v1/jobs?expand=1 gives them; NULL after printing why. */
+json_t *al__sl_expand(al_client_t *c, json_t *list);
 /* GET /v1/nodes' list, or NULL after printing why. */
 json_t *al__sl_nodes(al_client_t *c);
 /* POST /v1/jobs/ID/VERB; the HTTP status, 0 when unreachable. */
