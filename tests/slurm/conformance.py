@@ -590,7 +590,9 @@ def c_srun_batch(s):
                    "srun -n1 sh -c 'echo one $SLURM_STEP_ID'")
     s.final(jid)
     text = open(os.path.join(s.cwd, "steps-%s.out" % jid)).read()
-    return {"lines": sorted(text.splitlines())}
+    # (Slurm's srun may say that it waits for the step's resources.)
+    return {"lines": sorted(x for x in text.splitlines()
+                            if not x.startswith("srun: "))}
 
 
 def c_batch_tasks(s):
