@@ -89,6 +89,11 @@ static const subcommand_t subcommands[] = {
       .fn = al_cli_logs,
       .cmd = &al_cli_logs_cmd,
       .summary = "a task's output" },
+    { .name = "pipeline",
+      .fn = al_cli_pipeline,
+      .cmd = &al_cli_pipeline_cmd,
+      .summary = "a whole workflow of stages in one submission: submit, ls, "
+                 "show, cancel, retry" },
     { .name = "nodes",
       .fn = al_cli_nodes,
       .cmd = &al_cli_nodes_cmd,

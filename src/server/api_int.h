@@ -94,6 +94,12 @@ void al__proto_register(al_ctl_t *ctl, al__req_t *req);
 void al__proto_sync(al_ctl_t *ctl, al__req_t *req);
 /* api_jobs.c */
 void al__api_job_submit(al_ctl_t *ctl, al__req_t *req);
+/* pipeline.c: pipelines, their stages created in one request */
+void al__api_pipeline_submit(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_cancel(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_list(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_get(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_cancel(al_ctl_t *ctl, al__req_t *req);

@@ -87,6 +87,7 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
     al__pools_job_doc(j, o);
     al__elastic_doc(j, o);
+    al__pipeline_doc(j, o);
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)
@@ -165,6 +166,7 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->gpu_model = model ? al_xstrdup(model) : NULL;
     al__pools_job_read(o, j);
     al__elastic_read(o, j);
+    al__pipeline_read(o, j);
     json_t *spec = json_object();
     static const char *const spec_keys[] = { "command", "cwd", "env",
                                              "script" };

@@ -205,6 +205,11 @@ typedef struct al__job {
      * while the warning stands. */
     int64_t idle_since_ms, idle_warned_ms;
     char *idle_notice;
+    /* A pipeline's stage (pipeline.c): the pipeline's id (its first
+     * stage's job id), the stage's name and the pipeline's; 0 and NULLs
+     * for a job of no pipeline. */
+    uint64_t pipeline;
+    char *stage, *pipeline_name;
     al__array_t *array;  /* a job array's parent: never scheduled itself */
     uint64_t array_job;  /* an element: its parent's id, else 0 */
     int64_t array_index; /* an element: its index */
@@ -603,8 +608,8 @@ int al__model_slot(const char **models, int *nmodels, const char *m);
  * times) and mono_ms (monotonic: the time between looks). */
 void al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms);
 /* Wasted over all GPU-seconds in the last AL_WASTE_WINDOW_S before
- * mono_ms; 0 when nothing is known yet. */
-double al__waste_ratio(const al__waste_t *w, int64_t mono_ms);
+ * now_ms (monotonic); 0 when nothing is known yet. */
+double al__waste_ratio(const al__waste_t *w, int64_t now_ms);
 void al__waste_fini(al__waste_t *w);
 /* The slot of GPU model m in w, added when new. */
 int al__waste_model(al__waste_t *w, const char *m);
@@ -968,5 +973,40 @@ bool al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
 void al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap,
                      al__job_t *const *act, const al_result_t *res);
 void al__consolidate_fini(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* Pipelines: the file (pipefile.c), the fields in documents (pipedoc.c) */
+
+#define AL_PIPELINE_MAX_STAGES 1000
+
+enum { AL_WHEN_SUCCESS = 0, AL_WHEN_FAILURE, AL_WHEN_ALWAYS };
+
+/* One stage of a pipeline file. */
+typedef struct al__pstage {
+    char *name;
+    int line; /* in the file, 0 when unknown (JSON) */
+    int when; /* AL_WHEN_*: after its needs succeeded, failed, or ended */
+    int nneeds;
+    int *needs;   /* indices of the stages it needs */
+    json_t *body; /* its job body (POST /v1/jobs), without deps */
+} al__pstage_t;
+
+typedef struct al__pfile {
+    char *name;
+    int nstages;
+    al__pstage_t *stages; /* in the file's order */
+    int *order;           /* the stages in an order where needs come first */
+} al__pfile_t;
+
+/* Parses a pipeline file (YAML, or JSON when it starts with '{'), with
+ * the parameters' values in sets (an object of strings; may be NULL).
+ * 0 and a new file in *out, or AL_EINVAL with every problem, and its
+ * line, in *cause (the caller frees it). */
+int al__pfile_parse(const char *text, size_t len, const json_t *sets,
+                    al__pfile_t **out, char **cause);
+void al__pfile_free(al__pfile_t *pf);
+/* pipedoc.c: a stage's fields in a job's documents, and back. */
+void al__pipeline_doc(const al__job_t *j, json_t *o);
+void al__pipeline_read(const json_t *o, al__job_t *j);
 
 #endif /* AL_SERVER_INT_H */

@@ -34,6 +34,8 @@ al__job_free(al__job_t *j)
     free(j->reason);
     free(j->tasks);
     free(j->idle_notice);
+    free(j->stage);
+    free(j->pipeline_name);
     al__array_free(j->array);
     free(j);
 }

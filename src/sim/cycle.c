@@ -74,6 +74,7 @@ al__cycle(sim_t *s, int64_t now)
             x->state = AL_JOB_PENDING;
         }
     }
+    al__stages_snapshot(s, n);
     al_snapshot_t snap = {
         .now = now,
         .config = &s->cfg,
@@ -142,8 +143,10 @@ al__cycle(sim_t *s, int64_t now)
             al_reason_code_t c = res->reasons[k].code;
             if (s->jobs[i].state == S_PENDING &&
                 (c == AL_WHY_TOO_BIG || c == AL_WHY_NO_MATCH ||
-                 c == AL_WHY_DEPS_NEVER || c == AL_WHY_BAD_QUEUE))
+                 c == AL_WHY_DEPS_NEVER || c == AL_WHY_BAD_QUEUE)) {
                 al__job_unschedulable(s, i);
+                al__stages_ended(s, i, now, false);
+            }
         }
     }
     if (res->queues != NULL && res->nqueues == s->ncq)

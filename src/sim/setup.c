@@ -333,6 +333,7 @@ al__sim_free(sim_t *s)
     free(s->smap);
     free(s->ts_t);
     free(s->ts_a);
+    al__stages_free(s);
     al_block_cache_fini(&s->cache);
 }
 
@@ -390,6 +391,7 @@ al__sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     }
     if (s->pol->oracle)
         al__policy_oracle(s);
+    al__stages_init(s);
 
     int nn = cluster->nnodes;
     s->dev_base = al_xcalloc((size_t)nn + 1, sizeof(int));
