@@ -580,14 +580,16 @@ typedef struct slurm_opt {
     bool (*set)(slurm_t *s, size_t off, const char *val);
     size_t off;
     const char *hint; /* added to the error when set() refuses a value */
+    /* sbatch refuses it until allot can keep its meaning: the text says
+     * why.  To wire the option, drop this and give it a setter. */
+    const char *sbatch_refuse;
     char shrt;
     bool flag;   /* takes no value */
     bool refuse; /* an error: its meaning cannot be kept (job arrays) */
     /* sbatch reads it (`allot submit` ignores it with a note). */
     bool sbatch;
-    /* sbatch refuses it until allot can keep its meaning: the text says
-     * why.  To wire the option, drop this and give it a setter. */
-    const char *sbatch_refuse;
+    /* Only srun and salloc know it: sbatch says it does not. */
+    bool step;
 } slurm_opt_t;
 
 #define S(f) offsetof(slurm_t, f)
@@ -686,6 +688,31 @@ static const slurm_opt_t slurm_opts[] = {
       .sbatch = true,
       .set = set_flag,
       .off = S(quiet) },
+    /* srun's and salloc's. */
+    { .lng = "pty",
+      .flag = true,
+      .sbatch = true,
+      .step = true,
+      .set = set_flag,
+      .off = S(pty) },
+    { .lng = "label",
+      .shrt = 'l',
+      .flag = true,
+      .sbatch = true,
+      .step = true,
+      .set = set_flag,
+      .off = S(label) },
+    { .lng = "unbuffered",
+      .shrt = 'u',
+      .flag = true,
+      .sbatch = true,
+      .step = true,
+      .set = set_flag,
+      .off = S(unbuffered) },
+    { .lng = "overlap", .flag = true, .step = true },
+    { .lng = "exact", .flag = true, .step = true },
+    { .lng = "mpi", .step = true },
+    { .lng = "kill-on-bad-exit", .shrt = 'K', .flag = true, .step = true },
     /* Accepted and noted: they change nothing here. */
     { .lng = "mail-type" },
     { .lng = "mail-user" },
@@ -753,7 +780,9 @@ slurm_find(const slurm_word_t *o)
  * sbatch's "sbatch: error: " (and FILE:LINE when from a script). */
 typedef struct slurm_ctx {
     const char *where; /* FILE:LINE, or NULL (sbatch's command line) */
-    bool sbatch;
+    bool sbatch;       /* sbatch, srun or salloc */
+    const char *prog;  /* which of them ("sbatch" for #SBATCH lines) */
+    bool step;         /* srun or salloc */
 } slurm_ctx_t;
 
 static void say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
@@ -763,7 +792,7 @@ static void
 say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
 {
     if (c->sbatch)
-        fprintf(stderr, "sbatch: %s", error ? "error: " : "");
+        fprintf(stderr, "%s: %s", c->prog, error ? "error: " : "");
     else
         fprintf(stderr, "allot submit: ");
     if (c->where != NULL)
@@ -804,15 +833,23 @@ slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const slurm_ctx_t *c,
     if (c->sbatch && e == NULL && c->where == NULL) {
         /* As getopt says it, which is what Slurm prints. */
         if (o->key[0])
-            fprintf(stderr, "sbatch: unrecognized option '--%s'\n", o->key);
+            fprintf(stderr, "%s: unrecognized option '--%s'\n", c->prog,
+                    o->key);
         else
-            fprintf(stderr, "sbatch: invalid option -- '%c'\n", o->shrt);
+            fprintf(stderr, "%s: invalid option -- '%c'\n", c->prog, o->shrt);
         return 1;
     }
     if (c->sbatch && e == NULL) {
         say(c, true, "unrecognized option '%s%s'", dash, nm);
         return 1;
     }
+    /* srun's binding and distribution hints are said in every step of
+     * a script: quietly, as each task's cores and GPUs are allot's. */
+    bool hint = e != NULL && (strstr(e->lng, "bind") != NULL ||
+                              strcmp(e->lng, "distribution") == 0 ||
+                              strcmp(e->lng, "hint") == 0 || e->step);
+    if (c->step && hint)
+        return 0;
     if (c->sbatch)
         say(c, false, "%s%s does not apply on allot; ignored", dash, nm);
     else
@@ -850,6 +887,8 @@ slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
             continue;
         }
         const slurm_opt_t *e = slurm_find(&o);
+        if (e != NULL && e->step && c->sbatch && !c->step)
+            e = NULL; /* srun's own: sbatch does not know it */
         bool reads = e != NULL && e->set != NULL && (c->sbatch || !e->sbatch);
         if (!reads || (c->sbatch && e->sbatch_refuse != NULL)) {
             bool takes_value = e == NULL || !e->flag;
@@ -871,7 +910,7 @@ slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
                 slurm_word_t more = { "", *p, NULL };
                 const slurm_opt_t *m = slurm_find(&more);
                 if (m == NULL || !m->flag || m->set == NULL ||
-                    (!c->sbatch && m->sbatch)) {
+                    (!c->sbatch && m->sbatch) || (m->step && !c->step)) {
                     say(c, true, "invalid option -- '%c'", *p);
                     errors++;
                     break;
@@ -900,7 +939,7 @@ slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
 static int
 slurm_line(char **w, int n, slurm_t *s, const char *where)
 {
-    slurm_ctx_t c = { where, false };
+    slurm_ctx_t c = { where, false, "allot submit", false };
     int stop;
     return slurm_words(w, n, s, &c, &stop);
 }
@@ -916,7 +955,8 @@ int
 al_script_sbatch_words(char **w, int n, al_slurm_req_t *s, const char *where,
                        int *stop)
 {
-    slurm_ctx_t c = { where, true };
+    const char *prog = s->prog != NULL ? s->prog : "sbatch";
+    slurm_ctx_t c = { where, true, prog, strcmp(prog, "sbatch") != 0 };
     return slurm_words(w, n, s, &c, stop);
 }
 

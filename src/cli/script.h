@@ -72,7 +72,12 @@ typedef struct al_slurm_req {
     const char *output, *error, *account, *export_vars, *chdir, *constraint,
         *signal, *open_mode, *wrap, *qos;
     bool hold, parsable, test_only, wait, requeue, no_requeue, quiet;
+    /* srun's and salloc's own (sbatch does not know them). */
+    bool pty, label, unbuffered;
     int refused; /* options known but refused (sbatch exits 1) */
+    /* The command whose options these are, for its messages and for the
+     * options only srun and salloc know: "sbatch" when NULL. */
+    const char *prog;
 } al_slurm_req_t;
 
 /* Slurm's --time ("M", "M:S", "H:M:S", "D-H[:M[:S]]", UNLIMITED): seconds,

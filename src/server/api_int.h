@@ -108,6 +108,7 @@ void al__api_job_get(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_cancel(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_hold(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_release(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_requeue(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_logs(al_ctl_t *ctl, al__req_t *req);
 /* api_queues.c */
 void al__api_queue_list(al_ctl_t *ctl, al__req_t *req);

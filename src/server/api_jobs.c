@@ -1,7 +1,7 @@
 /*
  * api_jobs.c -- the handlers of /v1/jobs: submit, list, show (with its
- * history), cancel, hold, release and the output of a job's tasks.  Run on
- * the loop thread, which owns what they read and change.
+ * history), cancel, hold, release, requeue and the output of a job's
+ * tasks.  Run on the loop thread, which owns what they read and change.
  *
  * May call: array.c (arrays and their elements, "ID_INDEX"), members.c
  * (who may use a queue, a user's default queue), depend.c
@@ -380,6 +380,32 @@ void
 al__api_job_release(al_ctl_t *ctl, al__req_t *req)
 {
     hold_release(ctl, req, JS_HELD, JS_PENDING, "released");
+}
+
+/* A running job back to pending, as when its node went down: its tasks
+ * stop, its restart count goes up, it starts again when the scheduler
+ * places it (Slurm's scontrol requeue); with ?hold=1 it is held at once
+ * (requeuehold), before any cycle could start it again. */
+void
+al__api_job_requeue(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = job_of_req(ctl, req, true, NULL);
+    if (j == NULL)
+        return;
+    if (j->state != JS_RUNNING || j->tasks == NULL) {
+        al__reply_error(req, 409, "conflict",
+                        "job %llu is %s: only a running job can be requeued",
+                        (unsigned long long)j->id, al__jstate_names[j->state]);
+        return;
+    }
+    char *d = al_xasprintf("requeued by %s", req->user);
+    al__ctl_requeue(ctl, j, "requeued", d);
+    free(d);
+    const char *hold = al__req_arg(req, "hold");
+    if (hold != NULL && strcmp(hold, "1") == 0)
+        al__ctl_set_state(ctl, j, JS_HELD, "held", req->user);
+    req->mutating = true;
+    al__reply(req, 200, job_json(ctl, j));
 }
 
 void
