@@ -221,7 +221,8 @@ setup_signals(void)
 
 /* `allot agent --probe`: what this node would register, and one sample. */
 static int
-probe_main(const char *fake, const char *fallback, const char *name)
+probe_main(const char *fake, const char *fallback, const char *name,
+           const char *cgroup_root)
 {
     al_platform_info_t plat;
     char *cause = NULL;
@@ -259,6 +260,7 @@ probe_main(const char *fake, const char *fallback, const char *name)
         "{s:s, s:I, s:I, s:b, s:o}", "hostname", plat.hostname, "cpu_milli",
         (json_int_t)plat.cpu_milli, "mem_bytes", (json_int_t)plat.mem_bytes,
         "emulated", plat.emulated, "gpus", gpus);
+    json_object_set_new(out, "cgroups", al__cg_probe_json(cgroup_root));
     char *text = json_dumps(out, JSON_INDENT(2));
     puts(text);
     free(text);
@@ -277,7 +279,8 @@ al_agent_main(int argc, char **argv)
     args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
     if (rc == 0 && args.probe && !args.d.help)
-        return probe_main(args.fake, args.fallback, args.name);
+        return probe_main(args.fake, args.fallback, args.name,
+                          args.cgroup_root);
     if (!al_daemon_begin(&args.d, &al_agent_cmd, rc, args.server != NULL, &rc))
         return rc;
     const char *server = args.server, *token = args.token,
@@ -395,6 +398,18 @@ al_agent_main(int argc, char **argv)
         rc = AL_EXIT_FAIL;
         goto fail;
     }
+    if (args.cgroup_root != NULL) {
+        if (al__cg_open(&a.cg, args.cgroup_root, args.gpu_dev_dir, &cause) !=
+            0) {
+            fprintf(stderr, "allot agent: --cgroup-root: %s\n", cause);
+            free(cause);
+            rc = AL_EXIT_FAIL;
+            goto fail;
+        }
+        a.cg.pids_max = args.pids_max;
+        al_info("tasks confined in cgroup v%d under %s", a.cg.version,
+                a.cg.version == 2 ? a.cg.dir[0] : a.cg.dir[AL__CG_MEM]);
+    }
     a.spawner.pid = -1;
     a.spawner.sock = a.spawner.exit_fd = -1;
     a.spawner.timeout_ms = launch_timeout;
@@ -409,6 +424,8 @@ al_agent_main(int argc, char **argv)
         return AL_EXIT_FAIL;
     }
     adopt(&a);
+    /* What an earlier agent left: cgroups of tasks that are over. */
+    al__task_sweep(&a, true);
     rc = run(&a);
     al__spawner_stop(&a.spawner);
     al_http_conn_close(&a.conn[0]);
@@ -423,6 +440,7 @@ al_agent_main(int argc, char **argv)
     free(a.logbuf);
 fail: /* what the set-up took, on the way out or after it failed */
     al_platform_close(&a.plat);
+    al__cg_close(&a.cg);
     free(a.name);
     free(a.addr);
     free(a.pool);

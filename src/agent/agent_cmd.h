@@ -15,6 +15,10 @@ typedef struct agent_args {
         *fallback, *cpus, *pool, *labels;
     bool no_run_as_user, run_as_user, probe;
     int64_t launch_timeout, telemetry_ms, fence_ms;
+    /* Confinement (cgroup.c): the subtree, the tasks' process limit, where
+     * the GPUs' device nodes are. */
+    const char *cgroup_root, *gpu_dev_dir;
+    int64_t pids_max;
     al_daemon_t d;
 } agent_args_t;
 

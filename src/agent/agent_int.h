@@ -17,6 +17,7 @@
  *              commands, port connections, their streams (own thread)
  *   spawner.c  the process that is the tasks' parent
  *   launch.c   starting one task (in the spawner), records' format
+ *   cgroup.c   confining tasks in control groups (v2, or v1 controllers)
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
  *
  * Beside them, agent_cmd.c: `allot agent`'s option table alone (data), which
@@ -69,6 +70,66 @@ bool al__rec_parse(const char *rec, al__rec_t *r);
  * last byte '\n', no NUL. */
 void al__rec_field(char *dst, size_t len, const char *text);
 
+/* cgroup.c: confining each task in a cgroup of its own under the agent's
+ * subtree (see there). */
+enum {
+    AL__CG_CPU = 0, /* v2: the one tree is dir[0] */
+    AL__CG_ACCT,
+    AL__CG_MEM,
+    AL__CG_PIDS,
+    AL__CG_DEV,
+    AL__CG_FREEZER,
+    AL__CG_N
+};
+typedef struct al__cg {
+    int version;         /* 0: tasks not confined; 1 or 2 */
+    char *dir[AL__CG_N]; /* the agent's subtree per controller (v1) */
+    char *mount;         /* v2: the tree's mount point */
+    char *dev_dir;       /* where the GPUs' nodes are (nvidiaN) */
+    int64_t pids_max;    /* 0: no limit */
+} al__cg_t;
+/* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
+ * (a mask over the node's ngpus). */
+typedef struct al__cg_limits {
+    int64_t cpu_milli, mem_bytes;
+    uint64_t devices;
+    int ngpus;
+} al__cg_limits_t;
+/* Finds the hierarchy and creates the subtree root (absolute, or relative
+ * to the agent's own cgroup); dev_dir NULL for /dev.  0, or an error with
+ * *cause (cg then all zero). */
+int al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir,
+                char **cause);
+void al__cg_close(al__cg_t *cg);
+/* A task's cgroup name, "tJOB.TASK.RESTART". */
+void al__cg_name(char *buf, size_t len, unsigned long long job, int index,
+                 int restart);
+/* Creates the cgroup of task name with its limits; *procs gets the
+ * cgroup.procs files the task joins, '\n'-separated (caller frees).  0,
+ * or an error with *cause (nothing left behind). */
+int al__cg_create(const al__cg_t *cg, const char *name,
+                  const al__cg_limits_t *lim, char **procs, char **cause);
+/* Sends sig to every process in the cgroup (SIGKILL: all at once, through
+ * cgroup.kill or the freezer, so none escapes by forking). */
+void al__cg_signal(const al__cg_t *cg, const char *name, int sig);
+/* Whether the kernel killed a process of the cgroup for memory. */
+bool al__cg_oom(const al__cg_t *cg, const char *name);
+/* Removes the cgroup; false when some part is still busy. */
+bool al__cg_remove(const al__cg_t *cg, const char *name);
+/* The task has ended: whether it ran out of memory; whatever is left in
+ * its cgroup is killed and the cgroup removed (or left to the sweep). */
+bool al__cg_end(const al__cg_t *cg, const char *name);
+/* The cgroup's CPU time (us) and memory in use (bytes): 0, or AL_ENOENT
+ * (both -1). */
+int al__cg_usage(const al__cg_t *cg, const char *name, int64_t *cpu_usec,
+                 int64_t *mem_bytes);
+/* Kills and removes the task cgroups under the root for which keep()
+ * says false; returns how many could not be removed yet. */
+int al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
+                 void *ctx);
+/* `allot agent --probe`'s "cgroups": what --cgroup-root would use. */
+json_t *al__cg_probe_json(const char *root);
+
 /* What a task needs to start. */
 typedef struct al__launch {
     const char *ident;      /* "JOB TASK RESTART", first in the record */
@@ -79,6 +140,9 @@ typedef struct al__launch {
     const char *state_path; /* the record */
     unsigned long long devices;
     const char *user; /* run as this user when root, or NULL */
+    /* The cgroup.procs files it joins before it runs its program,
+     * '\n'-separated, or NULL (al__cg_create()). */
+    const char *cgroups;
     /* An interactive session's task (session.c): its stdin, stdout and
      * stderr instead of /dev/null and the log, and whether stdin is a
      * terminal to make its controlling one; NULL for other tasks. */
@@ -190,6 +254,9 @@ typedef struct task {
     /* A hash of the last notice appended to its log (see
      * al__tasklog_notice()), 0 for none. */
     uint32_t notice_hash;
+    /* It ended killed for exceeding its memory (its cgroup said so; kept
+     * in its record as "oom" after the exit). */
+    bool oom;
 } task_t;
 
 typedef struct agent {
@@ -238,6 +305,11 @@ typedef struct agent {
      * task has ended or a stop signal came, wake_write is its write end
      * (given to the spawner); stop_fd only on a stop signal. */
     int wake_fd, wake_write, stop_fd;
+    /* Tasks' cgroups (cgroup.c; version 0: not confined), whether some
+     * wait to be swept, and when they last were (monotonic ms). */
+    al__cg_t cg;
+    bool cg_dirty;
+    int64_t cg_swept;
 } agent_t;
 
 /* task.c */
@@ -288,6 +360,10 @@ void al__fence_check(agent_t *a);
 int al__fence_bound(const agent_t *a, int timeout_ms);
 void al__task_stop(agent_t *a, task_t *t);
 void al__task_escalate(agent_t *a);
+/* Removes the cgroups of tasks that have ended (and, at start, those an
+ * earlier agent left): when some wait and a second has passed since the
+ * last sweep, or at once with now. */
+void al__task_sweep(agent_t *a, bool now);
 
 /* tasklog.c */
 /* Adds to report (a sync's report of t) the next chunk of t's log after

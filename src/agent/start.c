@@ -29,6 +29,7 @@ typedef struct launching {
     char **argv;
     al__env_t env;
     char *sp, *lp, *sp2;
+    char *cgroups; /* the cgroup.procs files it joins, or NULL */
     char ident[96];
     al_buf_t gpus;
     bool sent;
@@ -74,6 +75,28 @@ launch_prepare(agent_t *a, task_t *t, launching_t *x)
         else
             al_buf_printf(&x->gpus, "%s%lld", i ? "," : "", (long long)d);
     }
+    if (a->cg.version != 0) {
+        char name[64], *cause = NULL;
+        al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+        al__cg_limits_t lim = {
+            .cpu_milli = al_json_int(s, "cpu_milli", 0),
+            .mem_bytes = al_json_int(s, "mem_bytes", 0),
+            .devices = t->devices,
+            .ngpus = a->plat.ngpus,
+        };
+        if (al__cg_create(&a->cg, name, &lim, &x->cgroups, &cause) != 0) {
+            al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart,
+                     cause);
+            char *why = al_xasprintf("cannot confine the task: %s", cause);
+            al__task_fail(a, t, why);
+            free(why);
+            free(cause);
+            free(x->argv);
+            free(x->sp);
+            al_buf_fini(&x->gpus);
+            return false;
+        }
+    }
     x->env = al__task_env(a, s, al_buf_cstr(&x->gpus));
     x->lp = al__task_file(a, t, "log");
     x->sp2 = al__task_file(a, t, "state");
@@ -88,6 +111,7 @@ launch_prepare(agent_t *a, task_t *t, launching_t *x)
         .state_path = x->sp2,
         .devices = t->devices,
         .user = a->run_as_user ? al_json_str(s, "user", NULL) : NULL,
+        .cgroups = x->cgroups,
     };
     return true;
 }
@@ -100,6 +124,7 @@ launch_free(launching_t *x)
     free(x->sp);
     free(x->lp);
     free(x->sp2);
+    free(x->cgroups);
     al_buf_fini(&x->gpus);
 }
 

@@ -129,6 +129,8 @@ report_task(agent_t *a, task_t *t, bool *more)
     if (t->state == T_EXITED) {
         json_object_set_new(o, "exit_code", json_integer(t->exit_code));
         json_object_set_new(o, "signal", json_integer(t->signal));
+        if (t->oom)
+            json_object_set_new(o, "oom", json_true());
     }
     if (al__tasklog_chunk(a, t, o))
         *more = true;
@@ -272,6 +274,10 @@ al__sync_once(agent_t *a)
     for (int i = 0; i < a->ntasks; i++)
         if (a->tasks[i].killing && a->tasks[i].kill_at - now < wait)
             wait = a->tasks[i].kill_at > now ? a->tasks[i].kill_at - now : 0;
+    /* Cgroups of ended tasks still busy (their last processes dying) are
+     * swept within a second or so. */
+    if (a->cg_dirty && wait > 1000)
+        wait = 1000;
     json_t *gpus = telemetry(a, now);
     if (a->telemetry_on && wait > a->sampled_at + a->telemetry_ms - now)
         wait = a->sampled_at + a->telemetry_ms - now;

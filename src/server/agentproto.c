@@ -187,6 +187,7 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         st->exited = strcmp(al_json_str(t, "state", ""), "exited") == 0;
         st->exit_code = int_clamped(t, "exit_code", 0);
         st->signal = int_clamped(t, "signal", 0);
+        st->oom = json_is_true(json_object_get(t, "oom"));
         st->log_off = al_json_int(t, "log_off", 0);
         st->log = al_json_str(t, "log", NULL);
     }
@@ -543,10 +544,18 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         tk->signal = t->signal;
         al__ctl_node_changed(ctl, ni);
         al__ctl_dirty(ctl, j);
-        char *d = tk->signal ? al_xasprintf("task %d killed by signal %d", task,
-                                            tk->signal)
-                             : al_xasprintf("task %d exited with code %d", task,
-                                            tk->exit_code);
+        /* A task its node's cgroup killed for memory: Slurm's word for
+         * it first, so that scripts looking for it find it. */
+        char *d =
+            t->oom ? al_xasprintf("OUT_OF_MEMORY: task %d exceeded its memory "
+                                  "limit (%lld MiB) and was killed",
+                                  task, (long long)(j->mem_bytes >> 20))
+            : tk->signal
+                ? al_xasprintf("task %d killed by signal %d", task, tk->signal)
+                : al_xasprintf("task %d exited with code %d", task,
+                               tk->exit_code);
+        if (t->oom && tk->exit_code == 0 && tk->signal == 0)
+            tk->signal = 9; /* failed, whatever the exit said */
         al__store_event(ctl, j->id, al_clock_ms(), "task_exit", d);
         if (tk->exit_code != 0 || tk->signal != 0) {
             j->exit_code = tk->exit_code;

@@ -21,6 +21,7 @@ typedef struct al__sync_task {
     bool exited;     /* state "exited" */
     int exit_code;   /* clamped to int's range; 0 when missing */
     int signal;      /* likewise */
+    bool oom;        /* killed for exceeding its memory (its cgroup) */
     int64_t log_off; /* where `log` starts in the task's output */
     const char *log; /* base64 of output, or NULL; owned by the body */
 } al__sync_task_t;

@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the node: tasks confined in real cgroups (CPU,
+memory, processes, devices; OOM kills reported as the job's reason; every
+process of a task killed with it; cgroups removed after a task and after an
+agent's crash), GPU health from the fake NVML (drain, requeue, resume), and
+MPS for fractional GPUs with a stand-in nvidia-cuda-mps-control.  The
+harness is e2e.py's (real server, agents, the CLI).
+
+Each scenario confines its agent's tasks under a cgroup root of its own,
+below the test's own cgroup, and removes it at the end: other agents on the
+machine are never touched.  The cgroup scenarios need root and a memory
+controller; without them they say so and pass as skipped (exit 77).
+
+Usage: e2e_node.py SCENARIO PATH/TO/allot
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+SKIP = 77
+
+
+def probe(c, root):
+    p = subprocess.run([c.allot, "agent", "--probe", "--cgroup-root", root,
+                        "--fake-gpus", "1xT4"], capture_output=True,
+                       text=True, timeout=30, env=c.env)
+    check(p.returncode == 0, "agent --probe: %s" % p.stderr)
+    return json.loads(p.stdout)["cgroups"]
+
+
+def cg_setup(c):
+    """A private cgroup root for this test; returns (root, {controller:
+    directory}) or None when cgroups cannot be used here."""
+    if os.geteuid() != 0:
+        return None
+    root = "allot-e2e-%d" % os.getpid()
+    cg = probe(c, root)
+    if not cg.get("enabled"):
+        print("skipped: %s" % cg.get("error"), file=sys.stderr)
+        return None
+    dirs = cg["roots"] if cg["version"] == 1 else {
+        k: cg["root"] for k in ("cpu", "cpuacct", "memory", "pids")}
+    c.cg_dirs = dirs
+    c.cg_version = cg["version"]
+    return root, dirs
+
+
+def cg_cleanup(c):
+    """Removes what the test's root holds (tasks killed first) and the
+    root itself."""
+    for d in set(getattr(c, "cg_dirs", {}).values()):
+        if not os.path.isdir(d):
+            continue
+        for sub in os.listdir(d):
+            p = os.path.join(d, sub)
+            if not os.path.isdir(p):
+                continue
+            try:
+                for pid in open(os.path.join(p, "cgroup.procs")).read().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+            for _ in range(50):
+                try:
+                    os.rmdir(p)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
+def task_cgroups(c):
+    """The task cgroups under the root, per controller directory."""
+    out = set()
+    for d in set(c.cg_dirs.values()):
+        if os.path.isdir(d):
+            out |= {x for x in os.listdir(d) if x.startswith("t") and
+                    os.path.isdir(os.path.join(d, x))}
+    return out
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def alive(pid):
+    try:
+        st = read("/proc/%d/stat" % pid)
+        return st.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def with_cgroups(fn):
+    def run(c):
+        if cg_setup(c) is None:
+            raise SystemExit(SKIP)
+        try:
+            fn(c)
+        finally:
+            c.stop()
+            cg_cleanup(c)
+    run.__doc__ = fn.__doc__
+    return run
+
+
+@with_cgroups
+def scenario_cgroup_limits(c):
+    """A task runs in a cgroup of its own with its job's --cpus as its CPU
+    quota, its --mem as its memory limit (swap included) and the agent's
+    --cgroup-pids-max; a CPU-bound task at --cpus 0.5 gets about half a
+    core; the cgroup goes when the task ends."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB",
+                  extra=["--cgroup-root", root, "--cgroup-pids-max", "64"])
+    marker = os.path.join(c.root, "started")
+    j = c.submit("--cpus", "0.5", "--mem", "96M", "--", "sh", "-c",
+                 "cat /proc/self/cgroup; touch %s; "
+                 "while :; do :; done" % marker)
+    c.wait_state(j, "running")
+    wait_for(lambda: os.path.exists(marker), 15, "the task to start")
+    name = wait_for(lambda: (lambda s: sorted(s)[0] if s else None)(
+        task_cgroups(c)), 10, "the task's cgroup")
+    check(name == "t%d.0.0" % j, "the cgroup is named for the task: %s" % name)
+    if c.cg_version == 1:
+        cpu = os.path.join(dirs["cpu"], name)
+        check(read(cpu + "/cpu.cfs_quota_us") == "50000" and
+              read(cpu + "/cpu.cfs_period_us") == "100000",
+              "cpu quota 0.5 of a core: %s" % read(cpu + "/cpu.cfs_quota_us"))
+        mem = os.path.join(dirs["memory"], name)
+        check(read(mem + "/memory.limit_in_bytes") == str(96 << 20),
+              "memory limit: %s" % read(mem + "/memory.limit_in_bytes"))
+        if os.path.exists(mem + "/memory.memsw.limit_in_bytes"):
+            check(read(mem + "/memory.memsw.limit_in_bytes") == str(96 << 20),
+                  "no swap beyond the limit")
+        check(read(os.path.join(dirs["pids"], name, "pids.max")) == "64",
+              "pids.max")
+        acct = os.path.join(dirs.get("cpuacct", dirs["cpu"]), name,
+                            "cpuacct.usage")
+        usage = lambda: int(read(acct)) / 1e9  # noqa: E731
+    else:
+        d = os.path.join(dirs["cpu"], name)
+        check(read(d + "/cpu.max") == "50000 100000", "cpu.max: %s" %
+              read(d + "/cpu.max"))
+        check(read(d + "/memory.max") == str(96 << 20), "memory.max")
+        check(read(d + "/pids.max") == "64", "pids.max")
+        usage = lambda: int(  # noqa: E731
+            read(d + "/cpu.stat").split()[1]) / 1e6
+    # The task's processes are in it, the agent is not.
+    procs = read(os.path.join(dirs["memory"], name, "cgroup.procs")).split()
+    check(len(procs) >= 1 and str(c.agents["n1"].pid) not in procs,
+          "the task's processes only: %s" % procs)
+    # About half a core: CPU time over elapsed time, never much above 0.5
+    # (on a busy machine it may get less).
+    u0, t0 = usage(), time.monotonic()
+    time.sleep(3)
+    ratio = (usage() - u0) / (time.monotonic() - t0)
+    print("cpu share at --cpus 0.5: %.2f of a core" % ratio)
+    check(0.05 < ratio < 0.65, "about half a core: %.2f" % ratio)
+    c.cli("cancel", str(j))
+    c.wait_state(j, "cancelled")
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroup to be removed")
+    # Without --cpus and --mem: no limits, still its own cgroup.
+    k = c.submit("--", "sh", "-c", "cat /proc/self/cgroup")
+    c.wait_state(k, "completed")
+    log = c.cli("logs", str(k)).stdout
+    check("/%s/t%d.0.0" % (root, k) in log, "in its own cgroup: %r" % log)
+
+
+@with_cgroups
+def scenario_cgroup_oom(c):
+    """A task that allocates past its job's --mem is killed by the kernel
+    and the job fails with the reason OUT_OF_MEMORY; a task within its
+    limit on the same node is unaffected."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
+    ok = c.submit("--mem", "64M", "--", "python3", "-c",
+                  "b = b'x' * (16 << 20); print('fine', len(b))")
+    big = c.submit("--mem", "64M", "--", "python3", "-c",
+                   "b = b'x' * (400 << 20); print('survived', len(b))")
+    jj = c.wait_state(big, ("failed", "completed"), timeout=60)
+    check(jj["state"] == "failed", "the job past its memory failed: %s" % jj)
+    check(jj.get("reason", "").startswith("OUT_OF_MEMORY"),
+          "the reason says OUT_OF_MEMORY: %r" % jj.get("reason"))
+    check("64 MiB" in jj["reason"], "and the limit: %r" % jj["reason"])
+    check("survived" not in c.cli("logs", str(big)).stdout,
+          "the allocation did not succeed")
+    show = c.cli("show", str(big)).stdout
+    check("OUT_OF_MEMORY" in show, "allot show says why: %r" % show)
+    check(c.wait_state(ok, ("failed", "completed"))["state"] == "completed",
+          "the job within its limit completed")
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
+
+
+@with_cgroups
+def scenario_cgroup_escape(c):
+    """Every process of a task dies with it: a grandchild that daemonises
+    (a session of its own, reparented) dies when the task ends, and when
+    the job is cancelled."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
+    pidfile = os.path.join(c.root, "daemon1.pid")
+    j = c.submit("--", "sh", "-c",
+                 "setsid sh -c 'sleep 300 & echo $! > %s' </dev/null "
+                 ">/dev/null 2>&1; sleep 1; exit 0" % pidfile)
+    c.wait_state(j, "completed")
+    pid = int(read(pidfile))
+    wait_for(lambda: not alive(pid), 15,
+             "the daemonised grandchild %d to die with its task" % pid)
+    pidfile2 = os.path.join(c.root, "daemon2.pid")
+    k = c.submit("--", "sh", "-c",
+                 "setsid sh -c 'trap \"\" TERM; sleep 300 & echo $! > %s; "
+                 "wait' </dev/null >/dev/null 2>&1 & sleep 300" % pidfile2)
+    c.wait_state(k, "running")
+    wait_for(lambda: os.path.exists(pidfile2) and read(pidfile2), 15,
+             "the daemon to start")
+    pid2 = int(read(pidfile2))
+    check(alive(pid2), "the daemon runs")
+    c.cli("cancel", str(k))
+    c.wait_state(k, "cancelled")
+    wait_for(lambda: not alive(pid2), 20,
+             "the daemon %d to die with the cancelled job" % pid2)
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
+
+
+@with_cgroups
+def scenario_cgroup_devices(c):
+    """A task opens its own GPU's device node, not another task's (the
+    nodes are made here with mknod: major 195 as NVIDIA's; with no driver
+    the own one fails with ENXIO, the other with EPERM from the cgroup)."""
+    root, dirs = cg_setup(c)
+    if "devices" not in dirs:
+        print("skipped: no devices controller (cgroup v2 needs a BPF "
+              "program for device rules)", file=sys.stderr)
+        raise SystemExit(SKIP)
+    dev = os.path.join(c.root, "dev")
+    os.mkdir(dev)
+    for i in range(2):
+        os.mknod(os.path.join(dev, "nvidia%d" % i), 0o666 | 0o020000,
+                 os.makedev(195, i))
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB",
+                  extra=["--cgroup-root", root, "--gpu-dev-dir", dev])
+    script = ("for i in 0 1; do if (exec 3<%s/nvidia$i) 2>/tmp/x$$; then "
+              "echo dev$i=opened; else echo dev$i=$(cat /tmp/x$$); fi; done; "
+              "rm -f /tmp/x$$; echo CVD=$CUDA_VISIBLE_DEVICES" % dev)
+    j = c.submit("--gpus", "1", "--", "sh", "-c", script)
+    c.wait_state(j, "completed")
+    log = c.cli("logs", str(j)).stdout
+    mine = int(log.split("CVD=")[1].split()[0])
+    other = 1 - mine
+    lines = {l.split("=", 1)[0]: l for l in log.splitlines() if "=" in l}
+    check("not permitted" in lines["dev%d" % other],
+          "another task's GPU cannot be opened: %r" % log)
+    check("not permitted" not in lines["dev%d" % mine],
+          "its own GPU's node is not refused by the cgroup: %r" % log)
+
+
+@with_cgroups
+def scenario_cgroup_restart(c):
+    """After an agent's crash: a task that ended while no agent ran has its
+    cgroup removed by the next one, with its OOM reason; a stale cgroup of
+    this agent's form goes; a cgroup that is not the agent's stays."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    extra = ["--cgroup-root", root]
+    c.start_agent("n1", "2xH100-80GB", extra=extra)
+    go = os.path.join(c.root, "go")
+    j = c.submit("--mem", "48M", "--", "sh", "-c",
+                 "while [ ! -e %s ]; do sleep 0.1; done; "
+                 "python3 -c \"b = b'x' * (300 << 20)\"" % go)
+    c.wait_state(j, "running")
+    wait_for(lambda: task_cgroups(c), 10, "the task's cgroup")
+    c.agents["n1"].kill()
+    c.agents["n1"].wait(10)
+    for d in set(dirs.values()):
+        os.mkdir(os.path.join(d, "t999.0.0"))
+        os.makedirs(os.path.join(d, "other"), exist_ok=True)
+    open(go, "w").close()
+    # The task runs out of memory while no agent watches.
+    time.sleep(2)
+    c.start_agent("n1", "2xH100-80GB", extra=extra)
+    jj = c.wait_state(j, ("failed", "completed"), timeout=30)
+    check(jj["state"] == "failed" and
+          jj.get("reason", "").startswith("OUT_OF_MEMORY"),
+          "the adopted task's OOM is the job's reason: %s" % jj)
+    wait_for(lambda: not task_cgroups(c), 15,
+             "the adopted task's and the stale cgroups to be removed")
+    for d in set(dirs.values()):
+        check(os.path.isdir(os.path.join(d, "other")),
+              "a cgroup not of the agent's form stays: %s" % d)
+
+
+SCENARIOS = {
+    "cgroup_limits": scenario_cgroup_limits,
+    "cgroup_oom": scenario_cgroup_oom,
+    "cgroup_escape": scenario_cgroup_escape,
+    "cgroup_devices": scenario_cgroup_devices,
+    "cgroup_restart": scenario_cgroup_restart,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS = SCENARIOS
+    sys.exit(e2e.main())
