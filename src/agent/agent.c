@@ -441,6 +441,7 @@ al_agent_main(int argc, char **argv)
 fail: /* what the set-up took, on the way out or after it failed */
     al_platform_close(&a.plat);
     al__cg_close(&a.cg);
+    al__health_fini(&a);
     free(a.name);
     free(a.addr);
     free(a.pool);

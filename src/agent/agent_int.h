@@ -7,6 +7,7 @@
  *              agent's tasks, the loop (agent.h is the door)
  *   sync.c     the protocol with the controller: register, sync (report
  *              tasks, logs and telemetry), apply the desired set
+ *   health.c   the GPUs' health: faults found, reported until reset
  *   start.c    starting wanted tasks: GPU room, what a start needs,
  *              batches to the spawner, a spawner dying or hanging midway
  *   tasklog.c  a task's output: the next chunk of its log for a report
@@ -43,6 +44,9 @@ int al__nvml_probe(al_platform_info_t *info);
 /* Telemetry of GPU i (see al_platform_sample()). */
 int al__nvml_sample(struct al__nvml *nv, int i, al_gpu_sample_t *s);
 void al__nvml_close(struct al__nvml *nv);
+/* See al_platform_health(), al_platform_health_reset(). */
+int al__nvml_health(struct al__nvml *nv, al_gpu_fault_t *out, int max);
+void al__nvml_health_reset(struct al__nvml *nv, int i);
 
 /*
  * A task's record, tasks/SLOT.state, is AL__REC_LEN bytes: the line
@@ -308,8 +312,13 @@ typedef struct agent {
     /* Tasks' cgroups (cgroup.c; version 0: not confined), whether some
      * wait to be swept, and when they last were (monotonic ms). */
     al__cg_t cg;
-    bool cg_dirty;
     int64_t cg_swept;
+    /* health.c: the GPUs found faulty, and why (until the controller
+     * resets them). */
+    uint64_t gpu_bad;
+    char *gpu_why[AL_PLATFORM_MAX_GPUS];
+    int64_t health_gen; /* the controller's last reset heard of */
+    bool cg_dirty;      /* (cgroup.c, above) */
 } agent_t;
 
 /* task.c */
@@ -404,6 +413,15 @@ void al__share_count(int used[64], const task_t *t, int sign);
 bool al__share_fits(const int used[64], const task_t *t);
 /* Starts the waiting tasks that are wanted and whose GPUs have room. */
 void al__start_tasks(agent_t *a);
+
+/* health.c */
+/* Asks the platform for faulty GPUs; new ones are marked bad. */
+void al__health_check(agent_t *a);
+/* Adds "gpu_health" (the bad GPUs and why) to a sync's body. */
+void al__health_report(const agent_t *a, json_t *body);
+/* Clears the GPUs a sync's answer names under "gpu_reset". */
+void al__health_apply(agent_t *a, json_t *out);
+void al__health_fini(agent_t *a);
 
 /* sync.c: registers the node / runs one sync (report, wait for the answer,
  * apply it).  0 or an error (AL_EBUSY: interrupted by a task's end or a

@@ -588,6 +588,25 @@ al__cg_usage(const al__cg_t *cg, const char *name, int64_t *cpu_usec,
     return *cpu_usec >= 0 || *mem_bytes >= 0 ? 0 : AL_ENOENT;
 }
 
+/* Whether name has the form of a task's cgroup, "tN.N.N" (digits). */
+static bool
+task_name(const char *name)
+{
+    const char *p = name + 1;
+    if (name[0] != 't')
+        return false;
+    for (int part = 0; part < 3; part++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (*p != (part < 2 ? '.' : '\0'))
+            return false;
+        p += part < 2;
+    }
+    return true;
+}
+
 int
 al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
              void *ctx)
@@ -599,12 +618,8 @@ al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
         DIR *dir = opendir(cg->dir[c]);
         struct dirent *e;
         while (dir != NULL && (e = readdir(dir)) != NULL) {
-            unsigned long long job;
-            int index, restart, end = 0;
             /* This agent's names only: anything else is not ours. */
-            if (sscanf(e->d_name, "t%llu.%d.%d%n", &job, &index, &restart,
-                       &end) != 3 ||
-                e->d_name[end] != '\0' || keep(ctx, e->d_name))
+            if (!task_name(e->d_name) || keep(ctx, e->d_name))
                 continue;
             al__cg_signal(cg, e->d_name, SIGKILL);
             if (!al__cg_remove(cg, e->d_name))

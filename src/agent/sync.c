@@ -154,6 +154,7 @@ apply(agent_t *a, json_t *out)
             t->acked_exit = true;
     }
     a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
+    al__health_apply(a, out);
     for (int i = 0; i < a->ntasks; i++)
         a->tasks[i].desired = false;
     json_t *want = json_object_get(out, "tasks");
@@ -229,6 +230,7 @@ telemetry(agent_t *a, int64_t now)
     if (a->sampled_at != 0 && now - a->sampled_at < a->telemetry_ms)
         return NULL;
     a->sampled_at = now;
+    al__health_check(a);
     if (!(a->telemetry_on = sampled(a)))
         return NULL;
     json_t *arr = json_array();
@@ -285,6 +287,7 @@ al__sync_once(agent_t *a)
                              "wait_ms", (json_int_t)(wait > 0 ? wait : 0));
     if (gpus != NULL)
         json_object_set_new(body, "gpus", gpus);
+    al__health_report(a, body);
     al_http_resp_t resp;
     json_t *out = NULL;
     char *cause = NULL;

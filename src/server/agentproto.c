@@ -50,6 +50,7 @@ al__proto_register(al_ctl_t *ctl, al__req_t *req)
     if (i >= 0) {
         al__node_t *old = &ctl->nodes[i];
         n.drained = old->drained;
+        al__gpuhealth_move(&n, old);
         n.parked = old->parked;
         old->parked = NULL;
         /* Its jobs still run there (a restarted agent adopts them). */
@@ -206,6 +207,18 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         x->mem_used = int_in(g, "mem_used", 0, INT64_MAX, -1);
         x->power_mw = int_in(g, "power_mw", 0, INT64_MAX, -1);
     }
+    json_t *health = json_object_get(b, "gpu_health");
+    size_t nh = json_array_size(health);
+    tmp.health_index = al_xcalloc(nh + 1, sizeof *tmp.health_index);
+    tmp.health_reason = al_xcalloc(nh + 1, sizeof *tmp.health_reason);
+    for (size_t i = 0; i < nh; i++) {
+        json_t *h = json_array_get(health, i);
+        tmp.health_index[tmp.nhealth] =
+            (int)int_in(h, "index", 0, AL_MAX_DEVICES - 1, -1);
+        tmp.health_reason[tmp.nhealth++] =
+            al_json_str(h, "reason", "unhealthy");
+    }
+    tmp.health_gen = al_json_int(b, "health_gen", 0);
     *s = tmp;
     return 0;
 }
@@ -216,10 +229,14 @@ al__sync_fini(al__sync_t *s)
     free(s->tasks);
     free(s->index);
     free(s->samples);
+    free(s->health_index);
+    free(s->health_reason);
     s->tasks = NULL;
     s->index = NULL;
     s->samples = NULL;
-    s->ntasks = s->nsamples = 0;
+    s->health_index = NULL;
+    s->health_reason = NULL;
+    s->ntasks = s->nsamples = s->nhealth = 0;
 }
 
 static bool
@@ -414,6 +431,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
     json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
                           (json_int_t)ctl->opts.grace_ms);
     /* Interactive sessions whose streams the agent is to open. */
+    al__gpuhealth_desired(node, o);
     json_t *streams = al__relay_wanted(ctl, n);
     if (streams != NULL)
         json_object_set_new(o, "streams", streams);
@@ -571,6 +589,8 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         }
         free(d);
     }
+    /* GPUs it found faulty: drain, requeue (gpuhealth.c). */
+    al__gpuhealth_sync(ctl, ni, &s);
     /* The agent gave up on its previous poll (one of its tasks ended, say):
      * answer it now, whether this one is answered at once or parked.  An
      * agent waits for that answer on its other connection before using it

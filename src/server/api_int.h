@@ -33,6 +33,12 @@ typedef struct al__sync {
     al__sync_task_t *tasks;
     /* Telemetry of real GPUs: sample k is for GPU index[k] (0..63; -1 when
      * the entry is malformed).  Out-of-range values are -1 (unknown). */
+    /* GPUs the agent found faulty: index and reason (owned by the body),
+     * and the generation of the last reset it heard of. */
+    size_t nhealth;
+    int *health_index;
+    const char **health_reason;
+    int64_t health_gen;
     size_t nsamples;
     int *index;
     al__gpu_sample_t *samples;

@@ -87,6 +87,8 @@ drain_resume(al_ctl_t *ctl, al__req_t *req, bool drain)
         return;
     }
     ctl->nodes[i].drained = drain;
+    if (!drain)
+        al__gpuhealth_resume(ctl, i); /* its GPU faults are dealt with */
     ctl->nodes[i].dirty = true;
     al__ctl_touch(ctl);
     req->mutating = true;

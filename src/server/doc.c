@@ -426,6 +426,7 @@ al__node_json(const al_ctl_t *ctl, const al__node_t *n)
                   "cpu_milli", (json_int_t)n->cpu_milli, "mem_bytes",
                   (json_int_t)n->mem_bytes, "gpus", gpus);
     al__pools_node_doc(ctl, n, o);
+    al__gpuhealth_doc(n, o);
     return o;
 }
 
@@ -468,6 +469,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
         tmp.devices[i].numa = (int16_t)tmp.gpus[i].numa;
         tmp.devices[i].nvlink = (int16_t)tmp.gpus[i].nvlink;
     }
+    al__gpuhealth_read(o, &tmp);
     *n = tmp;
     return 0;
 }

@@ -287,6 +287,14 @@ typedef struct al__node {
     char *snap_labels;
     char *topo[AL_MAX_TOPO_LEVELS];
     bool snap_ready;
+    /* gpuhealth.c: GPUs reported faulty (and why, NULL until one is), why
+     * the node was drained for it, and GPUs whose reset the agent has not
+     * yet acknowledged (with the reset's generation). */
+    uint64_t gpu_bad;
+    char **gpu_why;
+    char *drain_reason;
+    uint64_t gpu_resetting;
+    int64_t reset_gen;
 } al__node_t;
 
 /* pools.c: the controller's topology levels and pools' strategies. */
@@ -574,6 +582,19 @@ typedef struct al_ctl {
 
 void al__job_free(al__job_t *j);
 void al__node_fini(al__node_t *n);
+
+/* gpuhealth.c: the GPUs' health (see there).  A sync's faults: drain and
+ * requeue; `allot node resume`: clear, tell the agent; the sync answer's
+ * "gpu_reset"; the node document's reasons and reading them back; moving
+ * them to a re-registered node's entry; releasing them. */
+struct al__sync;
+void al__gpuhealth_sync(al_ctl_t *ctl, int ni, const struct al__sync *s);
+void al__gpuhealth_resume(al_ctl_t *ctl, int ni);
+void al__gpuhealth_desired(const al__node_t *n, json_t *o);
+void al__gpuhealth_doc(const al__node_t *n, json_t *o);
+void al__gpuhealth_read(const json_t *o, al__node_t *n);
+void al__gpuhealth_move(al__node_t *to, al__node_t *from);
+void al__gpuhealth_fini(al__node_t *n);
 al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
 /* The index in ctl->jobs of the first job that may be active (pending,
  * held or running): all before it have ended.  Jobs it passes get snap

@@ -50,6 +50,7 @@ al__node_fini(al__node_t *n)
     free(n->gpus);
     free(n->devices);
     al__pools_node_fini(n);
+    al__gpuhealth_fini(n);
     free(n->known);
     n->known = NULL;
     n->nknown = n->known_cap = 0;

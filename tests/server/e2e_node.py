@@ -305,12 +305,106 @@ def scenario_cgroup_restart(c):
               "a cgroup not of the agent's form stays: %s" % d)
 
 
+def nodes(c):
+    return {n["name"]: n for n in c.api("GET", "/v1/nodes")[1]["nodes"]}
+
+
+def scenario_gpu_health(c):
+    """The agent watches NVML (the fake, told what to inject through a
+    file): a critical XID on a GPU drains its node with the reason, the job
+    on that GPU is requeued (its restart count shows it), the job on
+    another GPU runs on, no new job starts there; `allot node resume`
+    clears it and the jobs run again; a fault that persists drains the
+    node again after a resume; each kind of fault is found."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    health = os.path.join(c.root, "health")
+    many = os.path.join(c.root, "health-many")
+    open(health, "w").close()
+    open(many, "w").close()
+    c.start_server()
+    c.start_agent("g1", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "3",
+                               "FAKE_NVML_HEALTH": health},
+                  extra=["--telemetry-ms", "200"])
+    a = c.submit("--gpus", "1", "--", "sleep", "300")
+    b = c.submit("--gpus", "1", "--", "sleep", "300")
+    ja, jb = c.wait_state(a, "running"), c.wait_state(b, "running")
+    da = ja["placement"][0]["gpus"][0]
+    check(jb["placement"][0]["gpus"][0] != da, "one GPU each")
+    with open(health, "w") as f:
+        f.write("%d xid 79\n" % da)
+    n = wait_for(lambda: (lambda n: n if n["state"] == "draining" else None)(
+        nodes(c)["g1"]), 15, "the node to be drained")
+    check("XID 79" in n.get("drain_reason", "") and
+          "GPU %d" % da in n["drain_reason"],
+          "the drain says why: %s" % n.get("drain_reason"))
+    check("fallen off the bus" in n["gpus"][da].get("unhealthy", ""),
+          "the GPU is marked unhealthy: %s" % n["gpus"][da])
+    check(all("unhealthy" not in g for i, g in enumerate(n["gpus"])
+              if i != da), "the other GPUs are healthy")
+    ja = wait_for(lambda: (lambda j: j if j["restart_count"] == 1 else None)(
+        c.job(a)), 15, "the job on the faulty GPU to be requeued")
+    check(ja["state"] == "pending", "requeued, waiting: %s" % ja["state"])
+    jb = c.job(b)
+    check(jb["state"] == "running" and jb["restart_count"] == 0,
+          "the job on the healthy GPU runs on: %s" % jb)
+    out = c.cli("nodes").stdout
+    check("g1: GPU %d unhealthy: XID 79" % da in out,
+          "allot nodes says why: %r" % out)
+    show = c.cli("show", str(a)).stdout
+    check("unhealthy" in show, "allot show says why it was requeued: %r"
+          % show)
+    k = c.submit("--gpus", "1", "--", "true")
+    time.sleep(1.5)
+    check(c.job(k)["state"] == "pending",
+          "no new work on a drained node, a free GPU there or not")
+    # The admin has dealt with it.
+    open(health, "w").close()
+    c.cli("node", "resume", "g1")
+    c.wait_state(k, "completed")
+    c.wait_state(a, "running")
+    time.sleep(1.5)  # several health looks: the old fault stays cleared
+    n = nodes(c)["g1"]
+    check(n["state"] == "ready" and "drain_reason" not in n and
+          "unhealthy" not in n["gpus"][da], "resumed: %s" % n)
+    check(c.job(a)["restart_count"] == 1, "the requeued job runs again")
+    # A fault that persists (off the bus) comes back after a resume.
+    c.cli("cancel", str(a))
+    c.cli("cancel", str(b))
+    with open(health, "w") as f:
+        f.write("1 lost\n")
+    wait_for(lambda: "bus" in nodes(c)["g1"].get("drain_reason", ""), 15,
+             "the node drained for a GPU off the bus")
+    c.cli("node", "resume", "g1")
+    wait_for(lambda: "bus" in nodes(c)["g1"].get("drain_reason", ""), 15,
+             "drained again: the fault persists")
+    # Every kind of fault, one per GPU; XID 13 is not a critical one.
+    c.start_agent("g8", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "8",
+                               "FAKE_NVML_HEALTH": many},
+                  extra=["--telemetry-ms", "200"])
+    with open(many, "w") as f:
+        f.write("0 ecc 2\n1 pending\n2 remap\n3 temp 95\n4 power 500\n"
+                "5 lost\n6 xid 48\n7 xid 13\n")
+    want = ["double-bit ECC", "retired pages pending", "remapped rows pending",
+            "temperature 95 C", "power 500 W", "off the bus", "XID 48"]
+    g = wait_for(lambda: (lambda n: n if all("unhealthy" in n["gpus"][i]
+                                             for i in range(7)) else None)(
+        nodes(c)["g8"]), 15, "every fault to be reported")
+    for i, w in enumerate(want):
+        check(w in g["gpus"][i]["unhealthy"], "GPU %d: %r in %r" % (
+            i, w, g["gpus"][i]["unhealthy"]))
+    check("unhealthy" not in g["gpus"][7], "XID 13 is not critical: %s"
+          % g["gpus"][7])
+    check(g["state"] == "draining", "drained")
+
+
 SCENARIOS = {
     "cgroup_limits": scenario_cgroup_limits,
     "cgroup_oom": scenario_cgroup_oom,
     "cgroup_escape": scenario_cgroup_escape,
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_restart": scenario_cgroup_restart,
+    "gpu_health": scenario_gpu_health,
 }
 
 if __name__ == "__main__":
