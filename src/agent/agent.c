@@ -170,6 +170,7 @@ run(agent_t *a)
     a->stop_fd = stop_pipe[0];
     while (!stopping) {
         al__task_reap(a);
+        al__mps_check(a);
         al__fence_check(a);
         al__task_escalate(a);
         int rc;
@@ -410,6 +411,10 @@ al_agent_main(int argc, char **argv)
         al_info("tasks confined in cgroup v%d under %s", a.cg.version,
                 a.cg.version == 2 ? a.cg.dir[0] : a.cg.dir[AL__CG_MEM]);
     }
+    a.mps.on = args.mps;
+    a.mps.control =
+        (char *)(args.mps_control != NULL ? args.mps_control
+                                          : "nvidia-cuda-mps-control");
     a.spawner.pid = -1;
     a.spawner.sock = a.spawner.exit_fd = -1;
     a.spawner.timeout_ms = launch_timeout;
@@ -424,6 +429,7 @@ al_agent_main(int argc, char **argv)
         return AL_EXIT_FAIL;
     }
     adopt(&a);
+    al__mps_adopt(&a);
     /* What an earlier agent left: cgroups of tasks that are over. */
     al__task_sweep(&a, true);
     rc = run(&a);

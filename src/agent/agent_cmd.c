@@ -143,6 +143,18 @@ static const al_opt_t agent_opts[] = {
       .arg = "DIR",
       .help = "where the GPUs' device nodes nvidiaN are, which --cgroup-root "
               "keeps each task from opening but its own (default /dev)" },
+    { .name = "--mps",
+      .kind = AL_OPT_FLAG,
+      .off = A(mps),
+      .help = "enforce fractional GPUs with NVIDIA MPS: a control daemon per "
+              "GPU with fractional tasks, each task capped to its share of "
+              "the SMs and of the GPU's memory" },
+    { .name = "--mps-control",
+      .kind = AL_OPT_STR,
+      .off = A(mps_control),
+      .arg = "PROGRAM",
+      .help = "the MPS control program (default: nvidia-cuda-mps-control, "
+              "searched in PATH)" },
     AL_DAEMON_OPTS(agent_args_t, d),
     { .name = NULL },
 };

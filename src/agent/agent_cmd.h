@@ -19,6 +19,9 @@ typedef struct agent_args {
      * the GPUs' device nodes are. */
     const char *cgroup_root, *gpu_dev_dir;
     int64_t pids_max;
+    /* mps.c: run fractional tasks under MPS, with this control program. */
+    bool mps;
+    const char *mps_control;
     al_daemon_t d;
 } agent_args_t;
 

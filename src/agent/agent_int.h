@@ -18,6 +18,7 @@
  *              commands, port connections, their streams (own thread)
  *   spawner.c  the process that is the tasks' parent
  *   launch.c   starting one task (in the spawner), records' format
+ *   mps.c      MPS control daemons for fractional tasks, their variables
  *   cgroup.c   confining tasks in control groups (v2, or v1 controllers)
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
  *
@@ -263,6 +264,16 @@ typedef struct task {
     bool oom;
 } task_t;
 
+/* mps.c: one MPS control daemon per GPU with fractional tasks. */
+typedef struct al__mps {
+    char *control;                   /* the control program (--mps-control) */
+    pid_t pid[AL_PLATFORM_MAX_GPUS]; /* 0: none */
+    int64_t start[AL_PLATFORM_MAX_GPUS]; /* its start time (clock ticks) */
+    int64_t tried[AL_PLATFORM_MAX_GPUS]; /* the last start (monotonic ms) */
+    bool adopted[AL_PLATFORM_MAX_GPUS];  /* left by an earlier agent */
+    bool on;                             /* --mps */
+} al__mps_t;
+
 typedef struct agent {
     al_url_t url; /* the controller talked to: urls[cur_url] */
     /* --server A,B,C: a failover group's controllers; a failed exchange
@@ -305,6 +316,7 @@ typedef struct agent {
     int64_t fence_ms, heard_ms;
     bool fenced;
     bool run_as_user; /* root agent: run tasks as their submitter */
+    bool cg_dirty;    /* cgroups of ended tasks wait for a sweep (below) */
     /* agent.c's self-pipe, set by run(): wake_fd becomes readable when a
      * task has ended or a stop signal came, wake_write is its write end
      * (given to the spawner); stop_fd only on a stop signal. */
@@ -318,7 +330,7 @@ typedef struct agent {
     uint64_t gpu_bad;
     char *gpu_why[AL_PLATFORM_MAX_GPUS];
     int64_t health_gen; /* the controller's last reset heard of */
-    bool cg_dirty;      /* (cgroup.c, above) */
+    al__mps_t mps;
 } agent_t;
 
 /* task.c */
@@ -413,6 +425,18 @@ void al__share_count(int used[64], const task_t *t, int sign);
 bool al__share_fits(const int used[64], const task_t *t);
 /* Starts the waiting tasks that are wanted and whose GPUs have room. */
 void al__start_tasks(agent_t *a);
+
+/* mps.c */
+/* Finds the daemons an earlier agent left (STATE/mps/gpuN/pid). */
+void al__mps_adopt(agent_t *a);
+/* Starts the daemons GPUs with fractional tasks need (again, when one
+ * died), stops those no longer needed. */
+void al__mps_check(agent_t *a);
+/* A child the loop reaped: true when it was a control daemon. */
+bool al__mps_reaped(agent_t *a, pid_t pid, int status);
+/* Adds a fractional task's MPS variables to its environment e (its spec
+ * s), its GPU's daemon started first when it has none. */
+void al__mps_task(agent_t *a, const task_t *t, json_t *s, al__env_t *e);
 
 /* health.c */
 /* Asks the platform for faulty GPUs; new ones are marked bad. */

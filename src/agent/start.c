@@ -98,6 +98,7 @@ launch_prepare(agent_t *a, task_t *t, launching_t *x)
         }
     }
     x->env = al__task_env(a, s, al_buf_cstr(&x->gpus));
+    al__mps_task(a, t, s, &x->env);
     x->lp = al__task_file(a, t, "log");
     x->sp2 = al__task_file(a, t, "state");
     snprintf(x->ident, sizeof x->ident, "%llu %d %d", t->job, t->index,

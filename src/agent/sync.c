@@ -89,6 +89,9 @@ al__sync_register(agent_t *a)
                   a->addr, "cpu_milli", (json_int_t)a->plat.cpu_milli,
                   "mem_bytes", (json_int_t)a->plat.mem_bytes, "emulated",
                   a->plat.emulated, "gpus", gpus);
+    /* Whether fractions are enforced here (MPS), which `allot nodes`
+     * tells. */
+    json_object_set_new(body, "mps", json_boolean(a->mps.on));
     register_labels(a, body);
     al_http_resp_t resp;
     json_t *out = NULL;

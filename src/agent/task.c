@@ -419,7 +419,7 @@ al__task_reap(agent_t *a)
             al__session_ended(t);
             found = true;
         }
-        if (!found)
+        if (!found && !al__mps_reaped(a, pid, st))
             al__session_reaped(pid, st); /* an exec's command, perhaps */
     }
     /* Adopted tasks are not our spawner's children: poll them.  One that

@@ -427,6 +427,7 @@ al__node_json(const al_ctl_t *ctl, const al__node_t *n)
                   (json_int_t)n->mem_bytes, "gpus", gpus);
     al__pools_node_doc(ctl, n, o);
     al__gpuhealth_doc(n, o);
+    json_object_set_new(o, "mps", json_boolean(n->mps));
     return o;
 }
 
@@ -451,6 +452,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
     tmp.addr = al_xstrdup(al_json_str(o, "addr", "127.0.0.1"));
     tmp.emulated = al_json_bool(o, "emulated", false);
     tmp.drained = al_json_bool(o, "drained", false);
+    tmp.mps = al_json_bool(o, "mps", false);
     tmp.state = NS_READY;
     tmp.cpu_milli = al_json_int(o, "cpu_milli", 0);
     tmp.mem_bytes = al_json_int(o, "mem_bytes", 0);

@@ -261,6 +261,7 @@ typedef struct al__node {
     char *addr;
     bool emulated;
     bool drained; /* admin asked to drain */
+    bool mps;     /* its agent enforces GPU fractions with MPS */
     int state;    /* NS_* */
     int64_t cpu_milli, mem_bytes;
     int ngpus;

@@ -398,6 +398,99 @@ def scenario_gpu_health(c):
     check(g["state"] == "draining", "drained")
 
 
+MPS_STANDIN = r"""#!/bin/sh
+# A stand-in for nvidia-cuda-mps-control: records how it is run.
+if [ "$1" = "-f" ]; then
+    echo "start pid=$$ dev=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY log=$CUDA_MPS_LOG_DIRECTORY" >> "$MPS_STANDIN_LOG"
+    echo $$ > "$CUDA_MPS_PIPE_DIRECTORY/standin.pid"
+    touch "$CUDA_MPS_PIPE_DIRECTORY/control"
+    trap 'echo "exit pid=$$" >> "$MPS_STANDIN_LOG"; rm -f "$CUDA_MPS_PIPE_DIRECTORY/control"; exit 0' TERM
+    while :; do sleep 0.2; done
+fi
+read cmd
+echo "command $cmd dev=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY" >> "$MPS_STANDIN_LOG"
+if [ "$cmd" = quit ]; then
+    kill -TERM "$(cat "$CUDA_MPS_PIPE_DIRECTORY/standin.pid")"
+fi
+"""
+
+
+def scenario_mps(c):
+    """With --mps, fractional tasks run under one MPS control daemon per
+    GPU (a stand-in for nvidia-cuda-mps-control records how it is run):
+    started with the GPU and its pipe directory, each task given that pipe
+    directory, its share of the SMs and of the GPU's memory; restarted when
+    it dies while tasks need it; told to quit after the last one.  A whole
+    GPU's task gets none of it.  A node without --mps shares GPUs as
+    before, and `allot nodes` says fractions are not enforced there."""
+    bindir = os.path.join(c.root, "bin")
+    os.mkdir(bindir)
+    control = os.path.join(bindir, "nvidia-cuda-mps-control")
+    with open(control, "w") as f:
+        f.write(MPS_STANDIN)
+    os.chmod(control, 0o755)
+    log = os.path.join(c.root, "mps.log")
+    open(log, "w").close()
+    c.start_server()
+    c.start_agent("m", "2xH100-80GB", env={"MPS_STANDIN_LOG": log},
+                  extra=["--mps", "--mps-control", control,
+                         "--label", "mps=yes"])
+    c.start_agent("plain", "1xH100-80GB", extra=["--label", "mps=no"])
+    go = os.path.join(c.root, "go")
+    script = ("env | grep ^CUDA_ | sort; "
+              "while [ ! -e %s ]; do sleep 0.1; done" % go)
+    ids = [c.submit("--gpu-fraction", "0.5", "--constraint", "mps=yes", "--",
+                    "sh", "-c", script) for _ in range(2)]
+    jobs = [c.wait_state(i, "running") for i in ids]
+    gpu = jobs[0]["placement"][0]["gpus"][0]
+    check(jobs[1]["placement"][0]["gpus"][0] == gpu, "both on one GPU")
+    pipe = os.path.join(c.root, "agent-m", "mps", "gpu%d" % gpu, "pipe")
+
+    def starts():
+        return [l for l in open(log).read().splitlines()
+                if l.startswith("start")]
+    wait_for(lambda: starts(), 10, "the MPS control daemon to start")
+    st = starts()
+    check(len(st) == 1 and "dev=%d " % gpu in st[0] and
+          "pipe=%s " % pipe in st[0],
+          "one daemon for the GPU, with its pipe directory: %s" % st)
+    for i in ids:
+        out = wait_for(lambda: (lambda o: o if "CUDA_MPS" in o else None)(
+            c.cli("logs", str(i)).stdout), 10, "the task's output")
+        check("CUDA_MPS_PIPE_DIRECTORY=%s\n" % pipe in out and
+              "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50\n" in out and
+              "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=40960M\n" in out,
+              "the task's MPS variables: %r" % out)
+    # Supervised: a daemon that dies while tasks need it is started again.
+    pid = int(read(os.path.join(pipe, "standin.pid")))
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: len(starts()) == 2, 15, "the daemon to be restarted")
+    # A whole GPU: no MPS.
+    w = c.submit("--gpus", "1", "--constraint", "mps=yes", "--", "sh", "-c",
+                 "env | grep ^CUDA_ | sort")
+    c.wait_state(w, "completed")
+    out = c.cli("logs", str(w)).stdout
+    check("CUDA_VISIBLE_DEVICES" in out and "CUDA_MPS" not in out,
+          "a whole GPU's task has no MPS variables: %r" % out)
+    # Without --mps: shared as before, and said so.
+    p = c.submit("--gpu-fraction", "0.5", "--constraint", "mps=no", "--",
+                 "sh", "-c", script)
+    c.wait_state(p, "running")
+    out = c.cli("nodes").stdout
+    check("plain: GPU fractions are not enforced" in out and
+          "m: GPU fractions" not in out, "allot nodes says so: %r" % out)
+    check("CUDA_MPS" not in c.cli("logs", str(p)).stdout,
+          "no MPS variables without --mps")
+    open(go, "w").close()
+    for i in ids + [p]:
+        c.wait_state(i, "completed")
+    wait_for(lambda: "exit pid=" in open(log).read(), 15,
+             "the daemon to be told to quit, and quit")
+    text = open(log).read()
+    check("command quit dev=%d pipe=%s" % (gpu, pipe) in text and
+          "exit pid=" in text, "it quit: %r" % text)
+
+
 SCENARIOS = {
     "cgroup_limits": scenario_cgroup_limits,
     "cgroup_oom": scenario_cgroup_oom,
@@ -405,6 +498,7 @@ SCENARIOS = {
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
+    "mps": scenario_mps,
 }
 
 if __name__ == "__main__":
