@@ -411,6 +411,25 @@ al_agent_main(int argc, char **argv)
         al_info("tasks confined in cgroup v%d under %s", a.cg.version,
                 a.cg.version == 2 ? a.cg.dir[0] : a.cg.dir[AL__CG_MEM]);
     }
+    a.podman = args.podman != NULL ? args.podman : "podman";
+    a.apptainer = args.apptainer != NULL ? args.apptainer : "apptainer";
+    for (const char *p = args.container_args; p != NULL && *p != '\0';) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (len == 0)
+            break;
+        a.container_args = al_xreallocarray(
+            a.container_args, a.ncontainer_args + 1, sizeof *a.container_args);
+        a.container_args[a.ncontainer_args++] = al_xstrndup(p, len);
+        p += len;
+    }
+    /* A confined task's container goes under its cgroup, when podman can
+     * name that cgroup with one path (see al__cg_t.path). */
+    a.cg_parent = a.cg.path;
+    if (a.cg.version != 0 && a.cg.path == NULL)
+        al_warn("containers of confined tasks are not under their tasks' "
+                "cgroups: the cgroup path differs between hierarchies (give "
+                "--cgroup-root an absolute path)");
     a.mps.on = args.mps;
     a.mps.control =
         (char *)(args.mps_control != NULL ? args.mps_control
@@ -439,8 +458,10 @@ al_agent_main(int argc, char **argv)
     /* Tasks keep running in their own sessions; a restarted agent adopts
      * them from the state directory. */
     al_info("stopping; %d task(s) left to the next agent", a.ntasks);
-    for (int i = 0; i < a.ntasks; i++)
+    for (int i = 0; i < a.ntasks; i++) {
         json_decref(a.tasks[i].spec);
+        free(a.tasks[i].error);
+    }
     free(a.tasks);
     free(a.free_slots);
     free(a.logbuf);
@@ -448,6 +469,9 @@ fail: /* what the set-up took, on the way out or after it failed */
     al_platform_close(&a.plat);
     al__cg_close(&a.cg);
     al__health_fini(&a);
+    for (size_t i = 0; i < a.ncontainer_args; i++)
+        free(a.container_args[i]);
+    free(a.container_args);
     free(a.name);
     free(a.addr);
     free(a.pool);

@@ -155,6 +155,22 @@ static const al_opt_t agent_opts[] = {
       .arg = "PROGRAM",
       .help = "the MPS control program (default: nvidia-cuda-mps-control, "
               "searched in PATH)" },
+    { .name = "--podman",
+      .kind = AL_OPT_STR,
+      .off = A(podman),
+      .arg = "PROGRAM",
+      .help = "runs jobs' OCI images (default: podman, searched in PATH)" },
+    { .name = "--apptainer",
+      .kind = AL_OPT_STR,
+      .off = A(apptainer),
+      .arg = "PROGRAM",
+      .help = "runs jobs' .sif images (default: apptainer)" },
+    { .name = "--container-args",
+      .kind = AL_OPT_STR,
+      .off = A(container_args),
+      .arg = "\"ARG ...\"",
+      .help = "more arguments for `podman run`, split at spaces (a node's "
+              "runtime, ulimits, mounts: \"--runtime runc\")" },
     AL_DAEMON_OPTS(agent_args_t, d),
     { .name = NULL },
 };

@@ -22,6 +22,8 @@ typedef struct agent_args {
     /* mps.c: run fractional tasks under MPS, with this control program. */
     bool mps;
     const char *mps_control;
+    /* container.c: the runtimes and extra arguments of `podman run`. */
+    const char *podman, *apptainer, *container_args;
     al_daemon_t d;
 } agent_args_t;
 

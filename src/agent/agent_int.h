@@ -18,6 +18,7 @@
  *              commands, port connections, their streams (own thread)
  *   spawner.c  the process that is the tasks' parent
  *   launch.c   starting one task (in the spawner), records' format
+ *   container.c a task in a container: podman's or Apptainer's command
  *   mps.c      MPS control daemons for fractional tasks, their variables
  *   cgroup.c   confining tasks in control groups (v2, or v1 controllers)
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
@@ -91,7 +92,10 @@ typedef struct al__cg {
     char *dir[AL__CG_N]; /* the agent's subtree per controller (v1) */
     char *mount;         /* v2: the tree's mount point */
     char *dev_dir;       /* where the GPUs' nodes are (nvidiaN) */
-    int64_t pids_max;    /* 0: no limit */
+    /* The root's cgroup path when it is the same in every hierarchy
+     * (v2, or v1 with an absolute --cgroup-root), else NULL. */
+    char *path;
+    int64_t pids_max; /* 0: no limit */
 } al__cg_t;
 /* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
  * (a mask over the node's ngpus). */
@@ -262,6 +266,8 @@ typedef struct task {
     /* It ended killed for exceeding its memory (its cgroup said so; kept
      * in its record as "oom" after the exit). */
     bool oom;
+    /* Why its container could not start (container.c), or NULL. */
+    char *error;
 } task_t;
 
 /* mps.c: one MPS control daemon per GPU with fractional tasks. */
@@ -331,6 +337,13 @@ typedef struct agent {
     char *gpu_why[AL_PLATFORM_MAX_GPUS];
     int64_t health_gen; /* the controller's last reset heard of */
     al__mps_t mps;
+    /* container.c: the runtimes, extra arguments of `podman run`
+     * (--container-args), and the cgroup path under which podman puts a
+     * confined task's container (NULL: none, see agent.c). */
+    const char *podman, *apptainer;
+    char **container_args;
+    size_t ncontainer_args;
+    const char *cg_parent;
 } agent_t;
 
 /* task.c */
@@ -425,6 +438,22 @@ void al__share_count(int used[64], const task_t *t, int sign);
 bool al__share_fits(const int used[64], const task_t *t);
 /* Starts the waiting tasks that are wanted and whose GPUs have room. */
 void al__start_tasks(agent_t *a);
+
+/* container.c */
+/* Whether image is an Apptainer image (a path ending in .sif). */
+bool al__container_sif(const char *image);
+/* The command that runs the task t of spec s (which names an image) in
+ * its container: argv the task's own command, env its environment; *user
+ * becomes NULL when the runtime is to run as the agent (podman, told the
+ * user's uid).  NULL-terminated, release with al__container_free(). */
+char **al__container_argv(const agent_t *a, const task_t *t, json_t *s,
+                          char *const *argv, const al__env_t *env,
+                          const char **user);
+void al__container_free(char **v);
+/* Why t's container did not start (the runtime's last error line), when
+ * it ended with the runtime's own failure; NULL otherwise (caller
+ * frees). */
+char *al__container_error(const agent_t *a, const task_t *t);
 
 /* mps.c */
 /* Finds the daemons an earlier agent left (STATE/mps/gpuN/pid). */

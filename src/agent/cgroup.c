@@ -241,6 +241,7 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir, char **cause)
         cg->mount = al_xstrdup(v2mnt);
         cg->dir[0] = subtree(v2mnt, v2root, own ? own : "/", root);
         free(own);
+        cg->path = al_xstrdup(cg->dir[0] + strlen(v2mnt));
         if (mkdirs(cg->dir[0]) != 0) {
             *cause = al_xasprintf("cannot create %s: %s", cg->dir[0],
                                   strerror(errno));
@@ -256,6 +257,11 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir, char **cause)
             char *own = own_cgroup(v1_names[c], false);
             cg->dir[c] = subtree(mnt[c], mroot[c], own ? own : "/", root);
             free(own);
+            const char *path = cg->dir[c] + strlen(mnt[c]);
+            if (cg->path == NULL && c == 0)
+                cg->path = al_xstrdup(path);
+            else if (cg->path != NULL && strcmp(cg->path, path) != 0)
+                cg->path[0] = '\0'; /* differs: none */
             if (mkdirs(cg->dir[c]) != 0) {
                 *cause = al_xasprintf("cannot create %s: %s", cg->dir[c],
                                       strerror(errno));
@@ -264,6 +270,10 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir, char **cause)
         }
         if (rc == 0 && cg->dir[AL__CG_MEM] != NULL)
             put(cg->dir[AL__CG_MEM], "memory.use_hierarchy", "1");
+        if (cg->path != NULL && cg->path[0] == '\0') {
+            free(cg->path);
+            cg->path = NULL;
+        }
     } else {
         *cause = al_xasprintf("no cgroup hierarchy with the memory "
                               "controller is mounted");
@@ -290,6 +300,7 @@ al__cg_close(al__cg_t *cg)
         free(cg->dir[c]);
     free(cg->mount);
     free(cg->dev_dir);
+    free(cg->path);
     memset(cg, 0, sizeof *cg);
 }
 
@@ -462,12 +473,23 @@ al__cg_create(const al__cg_t *cg, const char *name, const al__cg_limits_t *lim,
     return 0;
 }
 
-/* Sends sig to every process listed in dir/cgroup.procs; how many. */
+/* Sends sig to every process listed in dir/cgroup.procs, and in its
+ * child cgroups' (a container runtime's, under the task's); how many. */
 static int
 signal_listed(const char *dir, int sig)
 {
     char *text = get(dir, "cgroup.procs");
     int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL)
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+            char *sub = al_xasprintf("%s/%s", dir, e->d_name);
+            n += signal_listed(sub, sig);
+            free(sub);
+        }
+    if (d != NULL)
+        closedir(d);
     for (char *p = text; p != NULL && *p != '\0';) {
         char *end;
         long pid = strtol(p, &end, 10);
@@ -535,13 +557,30 @@ al__cg_oom(const al__cg_t *cg, const char *name)
     return oom;
 }
 
+/* rmdir of dir after its child cgroups; false when some is busy. */
+static bool
+rmdir_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL)
+        if (e->d_type == DT_DIR && e->d_name[0] != '.') {
+            char *sub = al_xasprintf("%s/%s", dir, e->d_name);
+            rmdir_tree(sub);
+            free(sub);
+        }
+    if (d != NULL)
+        closedir(d);
+    return rmdir(dir) == 0 || errno == ENOENT;
+}
+
 bool
 al__cg_remove(const al__cg_t *cg, const char *name)
 {
     bool gone = true;
     for (int c = 0; c < AL__CG_N; c++) {
         char *d = task_dir(cg, c, name);
-        if (d != NULL && rmdir(d) != 0 && errno != ENOENT)
+        if (d != NULL && !rmdir_tree(d))
             gone = false;
         free(d);
     }

@@ -134,6 +134,8 @@ report_task(agent_t *a, task_t *t, bool *more)
         json_object_set_new(o, "signal", json_integer(t->signal));
         if (t->oom)
             json_object_set_new(o, "oom", json_true());
+        if (t->error != NULL)
+            json_object_set_new(o, "error", json_string(t->error));
     }
     if (al__tasklog_chunk(a, t, o))
         *more = true;

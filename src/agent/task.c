@@ -134,6 +134,7 @@ al__task_remove(agent_t *a, task_t *t, int64_t log_size)
         free(ep);
     }
     json_decref(t->spec);
+    free(t->error);
     *t = a->tasks[--a->ntasks];
 }
 
@@ -294,6 +295,8 @@ ended(agent_t *a, task_t *t)
 {
     t->state = T_EXITED;
     confine_end(a, t);
+    if (t->error == NULL)
+        t->error = al__container_error(a, t);
     al_info("task %llu.%d.%d exited: code %d signal %d%s", t->job, t->index,
             t->restart, t->exit_code, t->signal,
             t->oom ? " (out of memory)" : "");

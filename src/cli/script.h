@@ -19,6 +19,7 @@ typedef struct al_req_flags {
     const char *dep;        /* Slurm's dependencies, "afterok:5,singleton" */
     const char *pool;       /* the node pool to run in */
     const char *constraint; /* node labels required, "ib,rack=r1" */
+    const char *image;      /* the container image to run in */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a
@@ -70,6 +71,7 @@ typedef struct al_slurm_req {
     /* Read by sbatch only; `allot submit` ignores them with a note. */
     const char *output, *error, *account, *export_vars, *chdir, *constraint,
         *signal, *open_mode, *wrap, *qos;
+    const char *container_image; /* pyxis's --container-image */
     bool hold, parsable, test_only, wait, requeue, no_requeue, quiet;
     int refused; /* options known but refused (sbatch exits 1) */
 } al_slurm_req_t;

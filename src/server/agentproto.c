@@ -189,6 +189,7 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         st->exit_code = int_clamped(t, "exit_code", 0);
         st->signal = int_clamped(t, "signal", 0);
         st->oom = json_is_true(json_object_get(t, "oom"));
+        st->error = al_json_str(t, "error", NULL);
         st->log_off = al_json_int(t, "log_off", 0);
         st->log = al_json_str(t, "log", NULL);
     }
@@ -565,9 +566,13 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         /* A task its node's cgroup killed for memory: Slurm's word for
          * it first, so that scripts looking for it find it. */
         char *d =
-            t->oom ? al_xasprintf("OUT_OF_MEMORY: task %d exceeded its memory "
-                                  "limit (%lld MiB) and was killed",
-                                  task, (long long)(j->mem_bytes >> 20))
+            t->error != NULL
+                ? al_xasprintf("task %d: its container did not start: %.400s",
+                               task, t->error)
+            : t->oom
+                ? al_xasprintf("OUT_OF_MEMORY: task %d exceeded its memory "
+                               "limit (%lld MiB) and was killed",
+                               task, (long long)(j->mem_bytes >> 20))
             : tk->signal
                 ? al_xasprintf("task %d killed by signal %d", task, tk->signal)
                 : al_xasprintf("task %d exited with code %d", task,

@@ -15,15 +15,16 @@
 
 /* One task as an agent reports it in a sync (POST /v1/agent/sync). */
 typedef struct al__sync_task {
-    uint64_t job;    /* 0 when missing or not a positive integer */
-    int task;        /* -1 when missing or not in 0..INT_MAX */
-    int restart;     /* -1 when missing or not in 0..INT_MAX */
-    bool exited;     /* state "exited" */
-    int exit_code;   /* clamped to int's range; 0 when missing */
-    int signal;      /* likewise */
-    bool oom;        /* killed for exceeding its memory (its cgroup) */
-    int64_t log_off; /* where `log` starts in the task's output */
-    const char *log; /* base64 of output, or NULL; owned by the body */
+    uint64_t job;      /* 0 when missing or not a positive integer */
+    int task;          /* -1 when missing or not in 0..INT_MAX */
+    int restart;       /* -1 when missing or not in 0..INT_MAX */
+    bool exited;       /* state "exited" */
+    int exit_code;     /* clamped to int's range; 0 when missing */
+    int signal;        /* likewise */
+    bool oom;          /* killed for exceeding its memory (its cgroup) */
+    const char *error; /* why its container did not start, or NULL */
+    int64_t log_off;   /* where `log` starts in the task's output */
+    const char *log;   /* base64 of output, or NULL; owned by the body */
 } al__sync_task_t;
 
 typedef struct al__sync {

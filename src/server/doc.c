@@ -103,7 +103,7 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
                             json_integer((json_int_t)j->array_index));
     }
     json_t *spec = al__job_spec(j);
-    json_object_update(o, spec); /* command, cwd, env, script */
+    json_object_update(o, spec); /* command, cwd, env, script, image */
     json_decref(spec);
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
@@ -166,8 +166,8 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     al__pools_job_read(o, j);
     al__elastic_read(o, j);
     json_t *spec = json_object();
-    static const char *const spec_keys[] = { "command", "cwd", "env",
-                                             "script" };
+    static const char *const spec_keys[] = { "command", "cwd", "env", "script",
+                                             "image" };
     for (size_t k = 0; k < sizeof spec_keys / sizeof spec_keys[0]; k++) {
         json_t *v = json_object_get(o, spec_keys[k]);
         if (v != NULL && !json_is_null(v))

@@ -85,7 +85,8 @@ check_job(const json_t *b, const al__job_t *j, bool admin)
     /* The spec holds what runs, as given. */
     json_t *spec = al_json_parse(j->spec, strlen(j->spec), NULL);
     CHECK(json_is_object(spec));
-    static const char *const keys[] = { "command", "cwd", "env", "script" };
+    static const char *const keys[] = { "command", "cwd", "env", "script",
+                                        "image" };
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         json_t *v = json_object_get(b, keys[k]);
         json_t *w = json_object_get(spec, keys[k]);

@@ -491,6 +491,113 @@ def scenario_mps(c):
           "exit pid=" in text, "it quit: %r" % text)
 
 
+def make_image(c, name):
+    """An image built here from a root file system of this machine's own
+    programs (sh, cat, id... and their libraries) with a marker file,
+    imported into podman: no registry is needed."""
+    import shutil
+    rootfs = os.path.join(c.root, "rootfs")
+    for d in ("bin", "etc", "tmp"):
+        os.makedirs(os.path.join(rootfs, d))
+    for prog in ("sh", "cat", "echo", "id", "sleep", "env"):
+        path = shutil.which(prog)
+        shutil.copy(path, os.path.join(rootfs, "bin", prog))
+        libs = subprocess.run(["ldd", path], capture_output=True,
+                              text=True).stdout
+        for word in libs.split():
+            if word.startswith("/") and os.path.exists(word):
+                dst = rootfs + word
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                if not os.path.exists(dst):
+                    shutil.copy(word, dst)
+    with open(os.path.join(rootfs, "etc", "allot-image"), "w") as f:
+        f.write("inside-the-image\n")
+    tar = os.path.join(c.root, "rootfs.tar")
+    subprocess.run(["tar", "-C", rootfs, "-cf", tar, "."], check=True)
+    p = subprocess.run(["podman", "import", tar, name], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, "podman import: %s" % p.stderr)
+
+
+def podman_args(image):
+    """The extra `podman run` arguments this machine needs, or None when
+    podman cannot run a container here at all.  Plain first; then runc with
+    rlimits no higher than ours (a sandbox without CAP_SYS_RESOURCE, where
+    podman's defaults cannot be set)."""
+    for extra in ([], ["--runtime", "runc", "--ulimit", "nofile=1024:1024",
+                       "--ulimit", "nproc=4096:4096"]):
+        p = subprocess.run(["podman", "run", "--rm", "--network=host"] +
+                           extra + [image, "/bin/sh", "-c", "true"],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode == 0:
+            return extra
+        print("podman run %s: %s" % (" ".join(extra), p.stderr.strip()),
+              file=sys.stderr)
+    return None
+
+
+def scenario_container(c):
+    """--image runs a gang of two tasks in a container of an image built
+    here (podman import): the image's files, the task's variables, the
+    working directory mounted, the exit code as the job's; a pull that
+    fails is the job's reason; #SBATCH --container-image works as
+    pyxis's; a bad image name is refused."""
+    import shutil
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        print("skipped: needs podman and root", file=sys.stderr)
+        raise SystemExit(SKIP)
+    image = "localhost/allot-e2e-%d:1" % os.getpid()
+    try:
+        make_image(c, image)
+        extra = podman_args(image)
+        if extra is None:
+            print("skipped: podman cannot run a container here",
+                  file=sys.stderr)
+            raise SystemExit(SKIP)
+        c.start_server()
+        c.start_agent("n1", "2xH100-80GB",
+                      extra=["--container-args", " ".join(extra)])
+        j = c.submit("--image", image, "--tasks", "2", "--", "sh", "-c",
+                     "cat /etc/allot-image; echo rank=$RANK ws=$WORLD_SIZE "
+                     "uid=$(id -u); echo from-$RANK > out-$RANK")
+        jj = c.wait_state(j, ("completed", "failed"), timeout=120)
+        check(jj["state"] == "completed", "the gang completed: %s" % jj)
+        for r in range(2):
+            log = c.cli("logs", str(j), "--task", str(r)).stdout
+            check("inside-the-image" in log and "rank=%d ws=2 uid=0" % r in log,
+                  "task %d ran in the image with its variables: %r" % (r, log))
+            check(read(os.path.join(c.root, "out-%d" % r)) == "from-%d" % r,
+                  "the working directory is mounted")
+        k = c.submit("--image", image, "--", "sh", "-c", "exit 3")
+        kk = c.wait_state(k, ("completed", "failed"), timeout=120)
+        check(kk["state"] == "failed" and kk.get("exit_code") == 3,
+              "the container's exit code is the job's: %s" % kk)
+        missing = "localhost/allot-missing-%d:1" % os.getpid()
+        m = c.submit("--image", missing, "--", "true")
+        mm = c.wait_state(m, ("completed", "failed"), timeout=120)
+        check(mm["state"] == "failed" and
+              "container did not start" in mm.get("reason", "") and
+              "allot-missing" in mm["reason"],
+              "a pull that fails is the reason: %r" % mm.get("reason"))
+        script = os.path.join(c.root, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#SBATCH --container-image=%s\n"
+                    "cat /etc/allot-image\n" % image)
+        s = int(c.cli("submit", script).stdout.strip())
+        c.wait_state(s, "completed", timeout=120)
+        check("inside-the-image" in c.cli("logs", str(s)).stdout,
+              "#SBATCH --container-image runs the script in the image")
+        p = c.cli("submit", "--image", "-x", "--", "true", ok=False)
+        check(p.returncode != 0 and "--image" in p.stderr,
+              "a bad image name is refused: %r" % p.stderr)
+        s_, b = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                          "image": "a b"})
+        check(s_ == 400 and "image" in b.get("message", ""),
+              "the API refuses it too: %s %s" % (s_, b))
+    finally:
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
+
+
 SCENARIOS = {
     "cgroup_limits": scenario_cgroup_limits,
     "cgroup_oom": scenario_cgroup_oom,
@@ -499,6 +606,7 @@ SCENARIOS = {
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
     "mps": scenario_mps,
+    "container": scenario_container,
 }
 
 if __name__ == "__main__":
