@@ -128,10 +128,14 @@ bool al__cg_remove(const al__cg_t *cg, const char *name);
 /* The task has ended: whether it ran out of memory; whatever is left in
  * its cgroup is killed and the cgroup removed (or left to the sweep). */
 bool al__cg_end(const al__cg_t *cg, const char *name);
-/* The cgroup's CPU time (us) and memory in use (bytes): 0, or AL_ENOENT
- * (both -1). */
-int al__cg_usage(const al__cg_t *cg, const char *name, int64_t *cpu_usec,
-                 int64_t *mem_bytes);
+/* A task's use, from its cgroup; -1 where unknown. */
+typedef struct al__cg_usage {
+    int64_t cpu_usec;  /* CPU time so far */
+    int64_t mem_bytes; /* memory in use */
+    int64_t mem_peak;  /* the most it used */
+} al__cg_usage_t;
+/* The cgroup's use: 0, or AL_ENOENT (all -1). */
+int al__cg_usage(const al__cg_t *cg, const char *name, al__cg_usage_t *u);
 /* Kills and removes the task cgroups under the root for which keep()
  * says false; returns how many could not be removed yet. */
 int al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
@@ -268,6 +272,9 @@ typedef struct task {
     bool oom;
     /* Why its container could not start (container.c), or NULL. */
     char *error;
+    /* Its use from its cgroup: the last look while it ran, the final one
+     * once it ended (cpu_usec -1: none). */
+    al__cg_usage_t usage;
 } task_t;
 
 /* mps.c: one MPS control daemon per GPU with fractional tasks. */
@@ -323,6 +330,7 @@ typedef struct agent {
     bool fenced;
     bool run_as_user; /* root agent: run tasks as their submitter */
     bool cg_dirty;    /* cgroups of ended tasks wait for a sweep (below) */
+    bool usage_due;   /* this sync looks at tasks' use (sync.c) */
     /* agent.c's self-pipe, set by run(): wake_fd becomes readable when a
      * task has ended or a stop signal came, wake_write is its write end
      * (given to the spawner); stop_fd only on a stop signal. */

@@ -596,35 +596,39 @@ al__cg_end(const al__cg_t *cg, const char *name)
     return oom;
 }
 
-int
-al__cg_usage(const al__cg_t *cg, const char *name, int64_t *cpu_usec,
-             int64_t *mem_bytes)
+/* The number that file dir/file holds, or -1. */
+static int64_t
+number(const char *dir, const char *file)
 {
-    *cpu_usec = *mem_bytes = -1;
+    char *u = dir != NULL ? get(dir, file) : NULL;
+    int64_t v = u != NULL ? strtoll(u, NULL, 10) : -1;
+    free(u);
+    return v;
+}
+
+int
+al__cg_usage(const al__cg_t *cg, const char *name, al__cg_usage_t *u)
+{
+    u->cpu_usec = u->mem_bytes = u->mem_peak = -1;
     if (cg->version == 2) {
         char *d = task_dir(cg, 0, name);
-        char *st = get(d, "cpu.stat"), *cur = get(d, "memory.current");
-        *cpu_usec = keyed(st, "usage_usec");
-        if (cur != NULL)
-            *mem_bytes = strtoll(cur, NULL, 10);
+        char *st = get(d, "cpu.stat");
+        u->cpu_usec = keyed(st, "usage_usec");
+        u->mem_bytes = number(d, "memory.current");
+        u->mem_peak = number(d, "memory.peak"); /* Linux 5.19 on */
         free(st);
-        free(cur);
         free(d);
     } else {
         char *d = task_dir(cg, AL__CG_ACCT, name);
-        char *u = d ? get(d, "cpuacct.usage") : NULL;
-        if (u != NULL)
-            *cpu_usec = strtoll(u, NULL, 10) / 1000;
-        free(u);
+        int64_t ns = number(d, "cpuacct.usage");
+        u->cpu_usec = ns >= 0 ? ns / 1000 : -1;
         free(d);
         d = task_dir(cg, AL__CG_MEM, name);
-        u = d ? get(d, "memory.usage_in_bytes") : NULL;
-        if (u != NULL)
-            *mem_bytes = strtoll(u, NULL, 10);
-        free(u);
+        u->mem_bytes = number(d, "memory.usage_in_bytes");
+        u->mem_peak = number(d, "memory.max_usage_in_bytes");
         free(d);
     }
-    return *cpu_usec >= 0 || *mem_bytes >= 0 ? 0 : AL_ENOENT;
+    return u->cpu_usec >= 0 || u->mem_bytes >= 0 ? 0 : AL_ENOENT;
 }
 
 /* Whether name has the form of a task's cgroup, "tN.N.N" (digits). */

@@ -121,6 +121,29 @@ al__sync_register(agent_t *a)
     return rc;
 }
 
+/* Adds t's use (cgroup.c) to its report: looked at again while it runs
+ * when `look` (the telemetry period is over), its last figures else. */
+static void
+report_usage(agent_t *a, task_t *t, json_t *o, bool look)
+{
+    if (a->cg.version == 0)
+        return;
+    if (look && t->state == T_RUNNING) {
+        char name[64];
+        al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+        al__cg_usage(&a->cg, name, &t->usage);
+    }
+    const struct {
+        const char *key;
+        int64_t v;
+    } f[] = { { "cpu_usec", t->usage.cpu_usec },
+              { "mem_bytes", t->usage.mem_bytes },
+              { "mem_peak", t->usage.mem_peak } };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+        if (f[k].v >= 0)
+            json_object_set_new(o, f[k].key, json_integer((json_int_t)f[k].v));
+}
+
 /* The report of one task, with the next chunk of its log. */
 static json_t *
 report_task(agent_t *a, task_t *t, bool *more)
@@ -139,6 +162,7 @@ report_task(agent_t *a, task_t *t, bool *more)
     }
     if (al__tasklog_chunk(a, t, o))
         *more = true;
+    report_usage(a, t, o, a->usage_due);
     return o;
 }
 
@@ -267,6 +291,9 @@ al__sync_once(agent_t *a)
 {
     json_t *tasks = json_array();
     bool more = false, running = false, exited_unacked = false;
+    /* Tasks' use is looked at as often as the GPUs are sampled. */
+    a->usage_due = a->sampled_at == 0 ||
+                   al_clock_mono_ms() - a->sampled_at >= a->telemetry_ms;
     for (int i = 0; i < a->ntasks; i++) {
         task_t *t = &a->tasks[i];
         json_array_append_new(tasks, report_task(a, t, &more));

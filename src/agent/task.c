@@ -91,6 +91,7 @@ al__task_add(agent_t *a, unsigned long long job, int index, int restart)
     t->slot = -1;
     t->gpu_share = 1000; /* until its spec says otherwise (adopted tasks'
                             records do not say: counted whole) */
+    t->usage = (al__cg_usage_t){ -1, -1, -1 };
     return t;
 }
 
@@ -235,6 +236,9 @@ confine_end(agent_t *a, task_t *t)
         return;
     char name[64];
     al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+    al__cg_usage_t u;
+    if (al__cg_usage(&a->cg, name, &u) == 0)
+        t->usage = u; /* what it used, in all */
     if (al__cg_end(&a->cg, name) && !t->oom) {
         t->oom = true;
         char text[48], rec[AL__REC_LEN - AL__REC_ID];

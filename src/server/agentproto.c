@@ -190,6 +190,9 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         st->signal = int_clamped(t, "signal", 0);
         st->oom = json_is_true(json_object_get(t, "oom"));
         st->error = al_json_str(t, "error", NULL);
+        st->cpu_usec = int_in(t, "cpu_usec", 0, INT64_MAX, -1);
+        st->mem_bytes = int_in(t, "mem_bytes", 0, INT64_MAX, -1);
+        st->mem_peak = int_in(t, "mem_peak", 0, INT64_MAX, -1);
         st->log_off = al_json_int(t, "log_off", 0);
         st->log = al_json_str(t, "log", NULL);
     }
@@ -549,6 +552,14 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
                                                   "log_off", (json_int_t)size));
         if (t->log != NULL)
             urgent = true;
+        /* Its use (cgroups): shown with its placement, not stored. */
+        al__task_t *cur = current_task(j, task, restart);
+        if (cur != NULL && t->cpu_usec >= 0 && cur->node == ni) {
+            cur->cpu_usec = t->cpu_usec;
+            cur->mem_used = t->mem_bytes;
+            cur->mem_peak = t->mem_peak;
+            cur->has_usage = true;
+        }
         if (!t->exited)
             continue;
         urgent = true;

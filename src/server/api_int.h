@@ -23,8 +23,11 @@ typedef struct al__sync_task {
     int signal;        /* likewise */
     bool oom;          /* killed for exceeding its memory (its cgroup) */
     const char *error; /* why its container did not start, or NULL */
-    int64_t log_off;   /* where `log` starts in the task's output */
-    const char *log;   /* base64 of output, or NULL; owned by the body */
+    /* Its use from its node's cgroup (-1: not said): CPU time, memory in
+     * use, the most it used. */
+    int64_t cpu_usec, mem_bytes, mem_peak;
+    int64_t log_off; /* where `log` starts in the task's output */
+    const char *log; /* base64 of output, or NULL; owned by the body */
 } al__sync_task_t;
 
 typedef struct al__sync {

@@ -122,13 +122,22 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
             const char *node = tk->node >= 0 && tk->node < ctl->nnodes
                                    ? ctl->nodes[tk->node].name
                                    : "?";
-            json_array_append_new(
-                pl,
-                json_pack("{s:i, s:s, s:o, s:i, s:I, s:b, s:i, s:i}", "task", t,
-                          "node", node, "gpus", gpu_list(tk->devices),
-                          "gpu_milli", tk->gpu_milli, "gpu_mem",
-                          (json_int_t)tk->gpu_mem, "done", tk->done,
-                          "exit_code", tk->exit_code, "signal", tk->signal));
+            json_t *po = json_pack(
+                "{s:i, s:s, s:o, s:i, s:I, s:b, s:i, s:i}", "task", t, "node",
+                node, "gpus", gpu_list(tk->devices), "gpu_milli", tk->gpu_milli,
+                "gpu_mem", (json_int_t)tk->gpu_mem, "done", tk->done,
+                "exit_code", tk->exit_code, "signal", tk->signal);
+            if (!internal && tk->has_usage) {
+                json_object_set_new(po, "cpu_usec",
+                                    json_integer((json_int_t)tk->cpu_usec));
+                if (tk->mem_used >= 0)
+                    json_object_set_new(po, "mem_used",
+                                        json_integer((json_int_t)tk->mem_used));
+                if (tk->mem_peak >= 0)
+                    json_object_set_new(po, "mem_peak",
+                                        json_integer((json_int_t)tk->mem_peak));
+            }
+            json_array_append_new(pl, po);
         }
         json_object_set_new(o, "placement", pl);
     }

@@ -121,6 +121,10 @@ typedef struct al__task {
      * -1 until known: syncs ask for it once per task, not once per report
      * (see al__proto_log_size()). */
     int64_t log_size;
+    /* Its use as its agent last said (cgroups; in memory only): CPU time
+     * (us), memory in use and the most it used (bytes; -1 unknown). */
+    int64_t cpu_usec, mem_used, mem_peak;
+    bool has_usage;
 } al__task_t;
 
 /* What a job array's parent holds besides the job its elements copy.  The

@@ -124,7 +124,8 @@ def scenario_cgroup_limits(c):
     root, dirs = cg_setup(c)
     c.start_server()
     c.start_agent("n1", "2xH100-80GB",
-                  extra=["--cgroup-root", root, "--cgroup-pids-max", "64"])
+                  extra=["--cgroup-root", root, "--cgroup-pids-max", "64",
+                         "--telemetry-ms", "300"])
     marker = os.path.join(c.root, "started")
     j = c.submit("--cpus", "0.5", "--mem", "96M", "--", "sh", "-c",
                  "cat /proc/self/cgroup; touch %s; "
@@ -169,6 +170,14 @@ def scenario_cgroup_limits(c):
     ratio = (usage() - u0) / (time.monotonic() - t0)
     print("cpu share at --cpus 0.5: %.2f of a core" % ratio)
     check(0.05 < ratio < 0.65, "about half a core: %.2f" % ratio)
+    # Its use, from its cgroup, in the job and in `allot show`.
+    pl = wait_for(lambda: (lambda p: p if p.get("cpu_usec", 0) > 300000
+                           else None)(c.job(j)["placement"][0]), 10,
+                  "the task's CPU time in the job")
+    check(pl.get("mem_used", -1) > 0, "its memory in use: %s" % pl)
+    show = c.cli("show", str(j)).stdout
+    check(", CPU " in show and "memory peak" in show,
+          "allot show says what it used: %r" % show)
     c.cli("cancel", str(j))
     c.wait_state(j, "cancelled")
     wait_for(lambda: not task_cgroups(c), 15, "the cgroup to be removed")
@@ -200,8 +209,11 @@ def scenario_cgroup_oom(c):
           "the allocation did not succeed")
     show = c.cli("show", str(big)).stdout
     check("OUT_OF_MEMORY" in show, "allot show says why: %r" % show)
-    check(c.wait_state(ok, ("failed", "completed"))["state"] == "completed",
-          "the job within its limit completed")
+    okj = c.wait_state(ok, ("failed", "completed"))
+    check(okj["state"] == "completed", "the job within its limit completed")
+    check(okj["placement"][0].get("mem_peak", 0) >= 16 << 20,
+          "its memory peak, at least what it allocated: %s"
+          % okj["placement"][0])
     wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
 
 
