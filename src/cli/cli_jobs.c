@@ -363,7 +363,11 @@ al_cli_show(int argc, char **argv)
     char per[48];
     long long tg = al_json_int(j, "gpus", 0),
               tmilli = al_json_int(j, "gpu_milli", 0);
-    if (tg == 0 && tmilli > 0)
+    long long tgmem = al_json_int(j, "gpu_mem", 0);
+    if (tg == 0 && tgmem > 0)
+        snprintf(per, sizeof per, "%.1f GiB of a GPU",
+                 (double)tgmem / (1 << 30));
+    else if (tg == 0 && tmilli > 0)
         snprintf(per, sizeof per, "%.2f of a GPU", (double)tmilli / 1000.0);
     else
         snprintf(per, sizeof per, "%lld GPU%s", tg, tg == 1 ? "" : "s");

@@ -157,6 +157,14 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
             return "--mem wants a size like 16G or 512M";
         json_object_set_new(body, "mem_bytes", json_integer(bytes));
     }
+    if (f->gpu_mem != NULL) {
+        int64_t bytes;
+        if (al_cli_parse_mem(f->gpu_mem, &bytes) != 0 || bytes <= 0 ||
+            f->gpus != NULL)
+            return "--gpu-mem wants a size like 20G (part of one GPU), "
+                   "without --gpus";
+        json_object_set_new(body, "gpu_mem", json_integer(bytes));
+    }
     const char *err = tasks_flag(body, f->tasks);
     if (err != NULL)
         return err;
@@ -272,6 +280,12 @@ static const al_opt_t submit_opts[] = {
       .arg = "L,...",
       .help = "run only on nodes with these labels (ib, rack=r1: all of "
               "them; KEY alone: any value but no/false/0)" },
+    { .name = "--gpu-mem",
+      .kind = AL_OPT_STR,
+      .off = O(f.gpu_mem),
+      .arg = "M",
+      .help = "part of one GPU by its memory, with K/M/G/T (instead of, or "
+              "beside, --gpu-fraction)" },
     { .name = "--image",
       .kind = AL_OPT_STR,
       .off = O(f.image),
@@ -401,6 +415,7 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.pool);
     TAKE(f.constraint);
     TAKE(f.image);
+    TAKE(f.gpu_mem);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;

@@ -286,6 +286,7 @@ static const struct desired_field {
     FIELD(log_off, F_I64, BRIEF_NO),
     FIELD(user, F_STR, BRIEF_NO),
     FIELD(notice, F_STR, BRIEF_NONZERO),
+    FIELD(gpu_mem, F_I64, BRIEF_NO),
 #undef FIELD
 };
 
@@ -424,6 +425,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             d.master_port = al__job_master_port(j);
             d.log_off = al__proto_log_size(ctl, j, t, j->restart_count);
             d.user = j->user;
+            d.gpu_mem = tk->gpu_mem;
             json_array_append_new(tasks,
                                   al__desired_task_json(&d, false, spec));
         }

@@ -109,6 +109,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
     if (reason != NULL)
         json_object_set_new(o, "reason", json_string(reason));
+    if (j->gpu_mem > 0)
+        json_object_set_new(o, "gpu_mem", json_integer((json_int_t)j->gpu_mem));
     if (!internal) {
         json_object_set_new(o, "priority",
                             json_integer(al__jclasses[j->cls].priority));
@@ -167,6 +169,7 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->ntasks = (int)al_json_int(o, "tasks", 1);
     j->gpus = (int32_t)al_json_int(o, "gpus", 0);
     j->gpu_milli = (int32_t)al_json_int(o, "gpu_milli", 0);
+    j->gpu_mem = al_json_int(o, "gpu_mem", 0);
     j->cpu_milli = al_json_int(o, "cpu_milli", 0);
     j->mem_bytes = al_json_int(o, "mem_bytes", 0);
     j->time_limit = al_json_int(o, "time_limit", 0);

@@ -84,6 +84,7 @@ struct job_req {
     int cls;
     int64_t tasks, gpus, cpu, mem, limit;
     double frac;
+    int64_t gpu_mem; /* part of one GPU by its memory, or 0 */
 };
 
 /* The queue, class and sizes of body b. */
@@ -121,6 +122,14 @@ check_sizes(const json_t *b, struct job_req *r, char **cause)
             cause, AL_EINVAL,
             al_xstrdup("gpu_fraction must be in (0, 1) and excludes "
                        "gpus"));
+    r->gpu_mem = 0;
+    if ((rc = opt_int(b, "gpu_mem", 0, AL_JOB_MAX_MEM_BYTES, &r->gpu_mem,
+                      cause)) != 0)
+        return rc;
+    if (r->gpu_mem > 0 && r->gpus > 0)
+        return al__fail(cause, AL_EINVAL,
+                        al_xstrdup("gpu_mem asks for part of one GPU by its "
+                                   "memory and excludes gpus"));
     return 0;
 }
 
@@ -242,7 +251,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "gpu_fraction", "user",       "name",      "gpu_model",
         "hold",         "array",      "sweep",     "dependency",
         "pool",         "constraint", "max_tasks", "checkpointing",
-        "image",
+        "image",        "gpu_mem",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -311,6 +320,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         j->gpu_milli = 1;
     if (j->gpu_milli >= AL_GPU_MILLI)
         j->gpu_milli = AL_GPU_MILLI - 1;
+    j->gpu_mem = r.gpu_mem;
     j->cpu_milli = r.cpu;
     j->mem_bytes = r.mem;
     j->time_limit = r.limit;

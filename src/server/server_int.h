@@ -150,6 +150,7 @@ typedef struct al__job {
     int ntasks;
     int32_t gpus;      /* whole GPUs per task */
     int32_t gpu_milli; /* fraction when gpus == 0 */
+    int64_t gpu_mem;   /* GPU memory per task when gpus == 0 (bytes), or 0 */
     int64_t cpu_milli;
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */

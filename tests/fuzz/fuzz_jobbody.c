@@ -34,6 +34,7 @@ check_same(const al__job_t *a, const al__job_t *b)
     CHECK(a->cls == b->cls && a->ntasks == b->ntasks && a->gpus == b->gpus);
     CHECK(a->gpu_milli == b->gpu_milli && a->cpu_milli == b->cpu_milli);
     CHECK(a->mem_bytes == b->mem_bytes && a->time_limit == b->time_limit);
+    CHECK(a->gpu_mem == b->gpu_mem);
     CHECK(a->state == b->state && a->nafter == b->nafter);
     for (int i = 0; i < a->nafter; i++)
         CHECK(a->after[i] == b->after[i]);

@@ -458,9 +458,10 @@ def scenario_mps(c):
     check(jobs[1]["placement"][0]["gpus"][0] == gpu, "both on one GPU")
     pipe = os.path.join(c.root, "agent-m", "mps", "gpu%d" % gpu, "pipe")
 
-    def starts():
+    def starts(gpu_pipe=None):
         return [l for l in open(log).read().splitlines()
-                if l.startswith("start")]
+                if l.startswith("start") and
+                (gpu_pipe is None or "pipe=%s " % gpu_pipe in l)]
     wait_for(lambda: starts(), 10, "the MPS control daemon to start")
     st = starts()
     check(len(st) == 1 and "dev=%d " % gpu in st[0] and
@@ -473,10 +474,26 @@ def scenario_mps(c):
               "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50\n" in out and
               "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=40960M\n" in out,
               "the task's MPS variables: %r" % out)
+    # GPU memory instead of a fraction: 20 GiB of an 80 GiB GPU is a
+    # quarter of it, and its memory limit is what it asked for.
+    g = c.submit("--gpu-mem", "20G", "--constraint", "mps=yes", "--", "sh",
+                 "-c", "env | grep ^CUDA_MPS | sort")
+    c.wait_state(g, "completed")
+    out = c.cli("logs", str(g)).stdout
+    check("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20480M\n" in out and
+          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\n" in out,
+          "--gpu-mem 20G: %r" % out)
+    check("20.0 GiB of a GPU" in c.cli("show", str(g)).stdout,
+          "allot show says the GPU memory asked for")
+    bad = c.cli("submit", "--gpu-mem", "1G", "--gpus", "1", "--", "true",
+                ok=False)
+    check(bad.returncode != 0 and "--gpu-mem" in bad.stderr,
+          "--gpu-mem with --gpus is refused: %r" % bad.stderr)
     # Supervised: a daemon that dies while tasks need it is started again.
     pid = int(read(os.path.join(pipe, "standin.pid")))
     os.kill(pid, signal.SIGKILL)
-    wait_for(lambda: len(starts()) == 2, 15, "the daemon to be restarted")
+    wait_for(lambda: len(starts(pipe)) == 2, 15,
+             "the daemon to be restarted")
     # A whole GPU: no MPS.
     w = c.submit("--gpus", "1", "--constraint", "mps=yes", "--", "sh", "-c",
                  "env | grep ^CUDA_ | sort")
