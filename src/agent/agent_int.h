@@ -285,6 +285,9 @@ typedef struct al__mps {
     int64_t tried[AL_PLATFORM_MAX_GPUS]; /* the last start (monotonic ms) */
     bool adopted[AL_PLATFORM_MAX_GPUS];  /* left by an earlier agent */
     bool on;                             /* --mps */
+    /* A sync's answer was applied: adopted tasks know their shares (their
+     * records do not say; until then none is stopped for want of one). */
+    bool synced;
 } al__mps_t;
 
 typedef struct agent {

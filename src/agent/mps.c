@@ -264,8 +264,8 @@ al__mps_check(agent_t *a)
         bool need = needed(a, d);
         if (need && pid == 0)
             start_daemon(a, d); /* first use, or it died: supervised */
-        else if (!need && pid > 0)
-            stop_daemon(a, d);
+        else if (!need && pid > 0 && a->mps.synced)
+            stop_daemon(a, d); /* (adopted tasks' shares known) */
     }
 }
 

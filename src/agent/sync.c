@@ -184,6 +184,7 @@ apply(agent_t *a, json_t *out)
     }
     a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
     al__health_apply(a, out);
+    a->mps.synced = true; /* the entries below name tasks' shares */
     for (int i = 0; i < a->ntasks; i++)
         a->tasks[i].desired = false;
     json_t *want = json_object_get(out, "tasks");

@@ -494,6 +494,17 @@ def scenario_mps(c):
     os.kill(pid, signal.SIGKILL)
     wait_for(lambda: len(starts(pipe)) == 2, 15,
              "the daemon to be restarted")
+    # A restarted agent keeps the daemon its predecessor left.
+    c.agents["m"].kill()
+    c.agents["m"].wait(10)
+    c.start_agent("m", "2xH100-80GB", env={"MPS_STANDIN_LOG": log},
+                  extra=["--mps", "--mps-control", control,
+                         "--label", "mps=yes"])
+    time.sleep(1.5)
+    check(len(starts(pipe)) == 2, "no second daemon after the agent's "
+          "restart: %s" % starts(pipe))
+    check("found running" in open(os.path.join(c.root, "agent-m.log")).read(),
+          "the restarted agent found the daemon")
     # A whole GPU: no MPS.
     w = c.submit("--gpus", "1", "--constraint", "mps=yes", "--", "sh", "-c",
                  "env | grep ^CUDA_ | sort")
@@ -518,6 +529,8 @@ def scenario_mps(c):
     text = open(log).read()
     check("command quit dev=%d pipe=%s" % (gpu, pipe) in text and
           "exit pid=" in text, "it quit: %r" % text)
+    last = int(read(os.path.join(pipe, "standin.pid")))
+    wait_for(lambda: not alive(last), 10, "the daemon to be gone")
 
 
 def make_image(c, name):
