@@ -461,10 +461,10 @@ char **al__container_argv(const agent_t *a, const task_t *t, json_t *s,
                           char *const *argv, const al__env_t *env,
                           const char **user);
 void al__container_free(char **v);
-/* Why t's container did not start (the runtime's last error line), when
- * it ended with the runtime's own failure; NULL otherwise (caller
- * frees). */
-char *al__container_error(const agent_t *a, const task_t *t);
+/* Why t's container did not start (the runtime's last error line in its
+ * log, log_path), when it ended with the runtime's own failure; NULL
+ * otherwise (caller frees). */
+char *al__container_error(const task_t *t, const char *log_path);
 
 /* mps.c */
 /* Finds the daemons an earlier agent left (STATE/mps/gpuN/pid). */

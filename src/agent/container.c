@@ -9,11 +9,11 @@
  *
  * The task's command becomes the runtime's:
  *
- *   podman run --rm --name allot-NODE-JOB.TASK.RESTART --pull=missing
+ *   podman run --rm --name=allot-NODE-JOB.TASK.RESTART --pull=missing
  *     --network=host --ipc=host --security-opt=no-new-privileges
- *     --user UID:GID [-v CWD:CWD -w CWD] [-v HOME:HOME] [-v SCRIPT:SCRIPT:ro]
- *     [--cgroup-parent PATH] [--device ...] [-e NAME ...] [EXTRA...]
- *     IMAGE COMMAND...
+ *     --user=UID:GID [--volume=CWD:CWD --workdir=CWD] [--volume=HOME:HOME]
+ *     [--volume=SCRIPT:SCRIPT:ro] [--cgroup-parent=PATH] [--device ...]
+ *     [--env=NAME ...] [EXTRA...] IMAGE COMMAND...
  *   apptainer exec [--nv] [--bind CWD --pwd CWD] IMAGE COMMAND...
  *
  * GPUs: through CDI (`nvidia.com/gpu=UUID`) when the node has NVIDIA's CDI
@@ -161,43 +161,35 @@ al__container_argv(const agent_t *a, const task_t *t, json_t *s,
         pushc(&b, a->podman);
         pushc(&b, "run");
         pushc(&b, "--rm");
-        pushc(&b, "--name");
-        pushc(&b, name);
+        push(&b, al_xasprintf("--name=%s", name));
         pushc(&b, "--pull=missing");
         pushc(&b, "--network=host");
         pushc(&b, "--ipc=host");
         pushc(&b, "--security-opt=no-new-privileges");
-        pushc(&b, "--user");
-        push(&b, al_xasprintf("%u:%u", (unsigned)uid, (unsigned)gid));
+        push(&b, al_xasprintf("--user=%u:%u", (unsigned)uid, (unsigned)gid));
+        /* Options and their values in one word each: a value that
+         * begins with '-' (a job's variable's name) is never an option. */
         if (cwd != NULL) {
-            pushc(&b, "-v");
-            push(&b, al_xasprintf("%s:%s", cwd, cwd));
-            pushc(&b, "-w");
-            pushc(&b, cwd);
+            push(&b, al_xasprintf("--volume=%s:%s", cwd, cwd));
+            push(&b, al_xasprintf("--workdir=%s", cwd));
         }
-        if (home != NULL && (cwd == NULL || strcmp(home, cwd) != 0)) {
-            pushc(&b, "-v");
-            push(&b, al_xasprintf("%s:%s", home, home));
-        }
+        if (home != NULL && (cwd == NULL || strcmp(home, cwd) != 0))
+            push(&b, al_xasprintf("--volume=%s:%s", home, home));
         /* A job script lives in the agent's state: mounted where it is. */
-        if (t->script && argv[0] != NULL && argv[0][0] == '/') {
-            pushc(&b, "-v");
-            push(&b, al_xasprintf("%s:%s:ro", argv[0], argv[0]));
-        }
+        if (t->script && argv[0] != NULL && argv[0][0] == '/')
+            push(&b, al_xasprintf("--volume=%s:%s:ro", argv[0], argv[0]));
         if (a->cg_parent != NULL) {
             char cn[64];
             al__cg_name(cn, sizeof cn, t->job, t->index, t->restart);
-            pushc(&b, "--cgroup-parent");
-            push(&b, al_xasprintf("%s/%s", a->cg_parent, cn));
+            push(&b, al_xasprintf("--cgroup-parent=%s/%s", a->cg_parent, cn));
         }
         if (!a->plat.emulated && t->devices != 0)
             gpu_devices(a, t, &b);
         /* The job's and allot's variables, by name: podman takes each
          * value from its own environment, which is the task's. */
         for (size_t i = env->borrowed; i < env->n; i++) {
-            size_t k = strcspn(env->v[i], "=");
-            pushc(&b, "-e");
-            push(&b, al_xstrndup(env->v[i], k));
+            int k = (int)strcspn(env->v[i], "=");
+            push(&b, al_xasprintf("--env=%.*s", k, env->v[i]));
         }
         for (size_t i = 0; i < a->ncontainer_args; i++)
             pushc(&b, a->container_args[i]);
@@ -217,7 +209,7 @@ al__container_free(char **v)
 }
 
 char *
-al__container_error(const agent_t *a, const task_t *t)
+al__container_error(const task_t *t, const char *log_path)
 {
     const char *image = t->spec ? al_json_str(t->spec, "image", NULL) : NULL;
     /* podman: 125, the runtime's own error (a pull, the container's
@@ -225,9 +217,9 @@ al__container_error(const agent_t *a, const task_t *t)
     if (image == NULL || t->signal != 0 ||
         t->exit_code != (al__container_sif(image) ? 255 : 125))
         return NULL;
-    char *lp = al__task_file(a, t, "log"), *data = NULL, *res = NULL;
+    char *data = NULL, *res = NULL;
     size_t n = 0;
-    if (al_fs_read_file(lp, &data, &n) == 0) {
+    if (al_fs_read_file(log_path, &data, &n) == 0) {
         /* The last line that says what went wrong. */
         for (char *p = data; p != NULL && *p != '\0';) {
             char *nl = strchr(p, '\n');
@@ -242,6 +234,5 @@ al__container_error(const agent_t *a, const task_t *t)
         }
     }
     free(data);
-    free(lp);
     return res;
 }

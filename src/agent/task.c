@@ -136,6 +136,9 @@ al__task_remove(agent_t *a, task_t *t, int64_t log_size)
     }
     json_decref(t->spec);
     free(t->error);
+    /* A cgroup made for a start that never happened goes too. */
+    if (a->cg.version != 0 && t->state == T_WAITING)
+        a->cg_dirty = true;
     *t = a->tasks[--a->ntasks];
 }
 
@@ -299,8 +302,12 @@ ended(agent_t *a, task_t *t)
 {
     t->state = T_EXITED;
     confine_end(a, t);
-    if (t->error == NULL)
-        t->error = al__container_error(a, t);
+    if (t->error == NULL && t->spec != NULL &&
+        json_object_get(t->spec, "image") != NULL) {
+        char *lp = al__task_file(a, t, "log");
+        t->error = al__container_error(t, lp);
+        free(lp);
+    }
     al_info("task %llu.%d.%d exited: code %d signal %d%s", t->job, t->index,
             t->restart, t->exit_code, t->signal,
             t->oom ? " (out of memory)" : "");

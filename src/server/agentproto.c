@@ -50,7 +50,7 @@ al__proto_register(al_ctl_t *ctl, al__req_t *req)
     if (i >= 0) {
         al__node_t *old = &ctl->nodes[i];
         n.drained = old->drained;
-        al__gpuhealth_move(&n, old);
+        al__node_health_move(&n, old);
         n.parked = old->parked;
         old->parked = NULL;
         /* Its jobs still run there (a restarted agent adopts them). */
@@ -286,7 +286,6 @@ static const struct desired_field {
     FIELD(log_off, F_I64, BRIEF_NO),
     FIELD(user, F_STR, BRIEF_NO),
     FIELD(notice, F_STR, BRIEF_NONZERO),
-    FIELD(gpu_mem, F_I64, BRIEF_NO),
 #undef FIELD
 };
 
@@ -425,9 +424,13 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             d.master_port = al__job_master_port(j);
             d.log_off = al__proto_log_size(ctl, j, t, j->restart_count);
             d.user = j->user;
-            d.gpu_mem = tk->gpu_mem;
-            json_array_append_new(tasks,
-                                  al__desired_task_json(&d, false, spec));
+            json_t *entry = al__desired_task_json(&d, false, spec);
+            /* The GPU memory it holds on a shared GPU (its MPS limit),
+             * named only when there is some. */
+            if (tk->gpu_mem > 0)
+                json_object_set_new(entry, "gpu_mem",
+                                    json_integer((json_int_t)tk->gpu_mem));
+            json_array_append_new(tasks, entry);
         }
         json_decref(spec);
     }

@@ -73,9 +73,6 @@ typedef struct al__desired_task {
     /* A line for the agent to append to the task's output once (idle
      * reclaim's warning), or NULL; named in the brief form too. */
     const char *notice;
-    /* The GPU memory the task holds on a shared GPU (bytes), or 0: with
-     * MPS, its memory limit. */
-    int64_t gpu_mem;
 } al__desired_task_t;
 
 /* The JSON of desired task t: when `known`, the agent has the task and

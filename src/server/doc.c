@@ -416,6 +416,39 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
     return 0;
 }
 
+/* A node's GPU health in its document (drain_reason, each faulty GPU's
+ * "unhealthy"), written and read back. */
+static void
+node_health_doc(const al__node_t *n, json_t *o)
+{
+    if (n->drain_reason != NULL)
+        json_object_set_new(o, "drain_reason", json_string(n->drain_reason));
+    json_t *gpus = json_object_get(o, "gpus");
+    for (int d = 0; d < n->ngpus && n->gpu_why != NULL; d++)
+        if ((n->gpu_bad & ((uint64_t)1 << d)) && n->gpu_why[d] != NULL)
+            json_object_set_new(json_array_get(gpus, (size_t)d), "unhealthy",
+                                json_string(n->gpu_why[d]));
+}
+
+static void
+node_health_read(const json_t *o, al__node_t *n)
+{
+    const char *r = al_json_str(o, "drain_reason", NULL);
+    if (r != NULL)
+        n->drain_reason = al_xstrdup(r);
+    json_t *gpus = json_object_get(o, "gpus");
+    for (int d = 0; d < n->ngpus && d < AL_MAX_DEVICES; d++) {
+        const char *why =
+            al_json_str(json_array_get(gpus, (size_t)d), "unhealthy", NULL);
+        if (why == NULL)
+            continue;
+        if (n->gpu_why == NULL)
+            n->gpu_why = al_xcalloc(AL_MAX_DEVICES, sizeof *n->gpu_why);
+        n->gpu_why[d] = al_xstrdup(why);
+        n->gpu_bad |= (uint64_t)1 << d;
+    }
+}
+
 json_t *
 al__node_json(const al_ctl_t *ctl, const al__node_t *n)
 {
@@ -438,8 +471,9 @@ al__node_json(const al_ctl_t *ctl, const al__node_t *n)
                   "cpu_milli", (json_int_t)n->cpu_milli, "mem_bytes",
                   (json_int_t)n->mem_bytes, "gpus", gpus);
     al__pools_node_doc(ctl, n, o);
-    al__gpuhealth_doc(n, o);
-    json_object_set_new(o, "mps", json_boolean(n->mps));
+    node_health_doc(n, o);
+    if (n->mps) /* said only when true: older documents stay as they were */
+        json_object_set_new(o, "mps", json_true());
     return o;
 }
 
@@ -483,7 +517,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
         tmp.devices[i].numa = (int16_t)tmp.gpus[i].numa;
         tmp.devices[i].nvlink = (int16_t)tmp.gpus[i].nvlink;
     }
-    al__gpuhealth_read(o, &tmp);
+    node_health_read(o, &tmp);
     *n = tmp;
     return 0;
 }

@@ -25,33 +25,6 @@
 #include "server_int.h"
 #include "xmalloc.h"
 
-void
-al__gpuhealth_fini(al__node_t *n)
-{
-    if (n->gpu_why != NULL)
-        for (int i = 0; i < AL_MAX_DEVICES; i++)
-            free(n->gpu_why[i]);
-    free(n->gpu_why);
-    free(n->drain_reason);
-    n->gpu_why = NULL;
-    n->drain_reason = NULL;
-    n->gpu_bad = 0;
-}
-
-void
-al__gpuhealth_move(al__node_t *to, al__node_t *from)
-{
-    al__gpuhealth_fini(to);
-    to->gpu_bad = from->gpu_bad;
-    to->gpu_why = from->gpu_why;
-    to->drain_reason = from->drain_reason;
-    to->gpu_resetting = from->gpu_resetting;
-    to->reset_gen = from->reset_gen;
-    from->gpu_why = NULL;
-    from->drain_reason = NULL;
-    from->gpu_bad = 0;
-}
-
 /* Requeues the running jobs with a task on GPU d of node ni. */
 static void
 requeue_on(al_ctl_t *ctl, int ni, int d, const char *why)
@@ -120,7 +93,7 @@ al__gpuhealth_resume(al_ctl_t *ctl, int ni)
     }
     uint64_t resetting = n->gpu_resetting;
     int64_t gen = n->reset_gen;
-    al__gpuhealth_fini(n);
+    al__node_health_fini(n);
     n->gpu_resetting = resetting;
     n->reset_gen = gen;
     al__ctl_node_changed(ctl, ni);
@@ -138,35 +111,4 @@ al__gpuhealth_desired(const al__node_t *n, json_t *o)
     json_object_set_new(o, "gpu_reset", gpus);
     json_object_set_new(o, "health_gen",
                         json_integer((json_int_t)n->reset_gen));
-}
-
-void
-al__gpuhealth_doc(const al__node_t *n, json_t *o)
-{
-    if (n->drain_reason != NULL)
-        json_object_set_new(o, "drain_reason", json_string(n->drain_reason));
-    json_t *gpus = json_object_get(o, "gpus");
-    for (int d = 0; d < n->ngpus && n->gpu_why != NULL; d++)
-        if ((n->gpu_bad & ((uint64_t)1 << d)) && n->gpu_why[d] != NULL)
-            json_object_set_new(json_array_get(gpus, (size_t)d), "unhealthy",
-                                json_string(n->gpu_why[d]));
-}
-
-void
-al__gpuhealth_read(const json_t *o, al__node_t *n)
-{
-    const char *r = al_json_str(o, "drain_reason", NULL);
-    if (r != NULL)
-        n->drain_reason = al_xstrdup(r);
-    json_t *gpus = json_object_get(o, "gpus");
-    for (int d = 0; d < n->ngpus && d < AL_MAX_DEVICES; d++) {
-        const char *why =
-            al_json_str(json_array_get(gpus, (size_t)d), "unhealthy", NULL);
-        if (why == NULL)
-            continue;
-        if (n->gpu_why == NULL)
-            n->gpu_why = al_xcalloc(AL_MAX_DEVICES, sizeof *n->gpu_why);
-        n->gpu_why[d] = al_xstrdup(why);
-        n->gpu_bad |= (uint64_t)1 << d;
-    }
 }

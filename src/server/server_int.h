@@ -591,16 +591,15 @@ void al__node_fini(al__node_t *n);
 
 /* gpuhealth.c: the GPUs' health (see there).  A sync's faults: drain and
  * requeue; `allot node resume`: clear, tell the agent; the sync answer's
- * "gpu_reset"; the node document's reasons and reading them back; moving
- * them to a re-registered node's entry; releasing them. */
+ * "gpu_reset". */
 struct al__sync;
 void al__gpuhealth_sync(al_ctl_t *ctl, int ni, const struct al__sync *s);
 void al__gpuhealth_resume(al_ctl_t *ctl, int ni);
 void al__gpuhealth_desired(const al__node_t *n, json_t *o);
-void al__gpuhealth_doc(const al__node_t *n, json_t *o);
-void al__gpuhealth_read(const json_t *o, al__node_t *n);
-void al__gpuhealth_move(al__node_t *to, al__node_t *from);
-void al__gpuhealth_fini(al__node_t *n);
+/* table.c: a node's GPU health released; moved to a re-registered node's
+ * entry (the reasons live on). */
+void al__node_health_fini(al__node_t *n);
+void al__node_health_move(al__node_t *to, al__node_t *from);
 al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
 /* The index in ctl->jobs of the first job that may be active (pending,
  * held or running): all before it have ended.  Jobs it passes get snap
