@@ -481,6 +481,42 @@ al__proto_answer_parked(al_ctl_t *ctl, int ni)
     al__req_complete(ctl, p);
 }
 
+/* A running task's use as its agent said (cgroups), shown with its
+ * placement, not stored: into cur (NULL: not the job's current run), when
+ * it runs on node ni. */
+static void
+take_usage(al__task_t *cur, const al__sync_task_t *t, int ni)
+{
+    if (cur == NULL || t->cpu_usec < 0 || cur->node != ni)
+        return;
+    cur->cpu_usec = t->cpu_usec;
+    cur->mem_used = t->mem_bytes;
+    cur->mem_peak = t->mem_peak;
+    cur->has_usage = true;
+}
+
+/* What the end of task `task` of j (tk, as reported in t) says, for its
+ * event and the job's reason (caller frees).  A task its node's cgroup
+ * killed for memory fails whatever its exit said, with Slurm's word for
+ * it first, so that scripts looking for it find it. */
+static char *
+end_detail(const al__job_t *j, al__task_t *tk, int task,
+           const al__sync_task_t *t)
+{
+    if (t->oom && tk->exit_code == 0 && tk->signal == 0)
+        tk->signal = 9;
+    if (t->error != NULL)
+        return al_xasprintf("task %d: its container did not start: %.400s",
+                            task, t->error);
+    if (t->oom)
+        return al_xasprintf("OUT_OF_MEMORY: task %d exceeded its memory "
+                            "limit (%lld MiB) and was killed",
+                            task, (long long)(j->mem_bytes >> 20));
+    if (tk->signal)
+        return al_xasprintf("task %d killed by signal %d", task, tk->signal);
+    return al_xasprintf("task %d exited with code %d", task, tk->exit_code);
+}
+
 void
 al__proto_sync(al_ctl_t *ctl, al__req_t *req)
 {
@@ -557,14 +593,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
                                                   "log_off", (json_int_t)size));
         if (t->log != NULL)
             urgent = true;
-        /* Its use (cgroups): shown with its placement, not stored. */
-        al__task_t *cur = current_task(j, task, restart);
-        if (cur != NULL && t->cpu_usec >= 0 && cur->node == ni) {
-            cur->cpu_usec = t->cpu_usec;
-            cur->mem_used = t->mem_bytes;
-            cur->mem_peak = t->mem_peak;
-            cur->has_usage = true;
-        }
+        take_usage(current_task(j, task, restart), t, ni);
         if (!t->exited)
             continue;
         urgent = true;
@@ -579,22 +608,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         tk->signal = t->signal;
         al__ctl_node_changed(ctl, ni);
         al__ctl_dirty(ctl, j);
-        /* A task its node's cgroup killed for memory: Slurm's word for
-         * it first, so that scripts looking for it find it. */
-        char *d =
-            t->error != NULL
-                ? al_xasprintf("task %d: its container did not start: %.400s",
-                               task, t->error)
-            : t->oom
-                ? al_xasprintf("OUT_OF_MEMORY: task %d exceeded its memory "
-                               "limit (%lld MiB) and was killed",
-                               task, (long long)(j->mem_bytes >> 20))
-            : tk->signal
-                ? al_xasprintf("task %d killed by signal %d", task, tk->signal)
-                : al_xasprintf("task %d exited with code %d", task,
-                               tk->exit_code);
-        if (t->oom && tk->exit_code == 0 && tk->signal == 0)
-            tk->signal = 9; /* failed, whatever the exit said */
+        char *d = end_detail(j, tk, task, t);
         al__store_event(ctl, j->id, al_clock_ms(), "task_exit", d);
         if (tk->exit_code != 0 || tk->signal != 0) {
             j->exit_code = tk->exit_code;
