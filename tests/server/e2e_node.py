@@ -640,6 +640,21 @@ def scenario_container(c):
         subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
 
 
+def scenario_mps_clean(c):
+    """scenario_mps, with the stand-in daemons it started killed whatever
+    happened (they are no task of any agent: nothing else stops them)."""
+    try:
+        scenario_mps(c)
+    finally:
+        import glob
+        for f in glob.glob(os.path.join(c.root, "agent-m", "mps", "gpu*",
+                                        "pipe", "standin.pid")):
+            try:
+                os.kill(int(read(f)), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
 SCENARIOS = {
     "cgroup_limits": scenario_cgroup_limits,
     "cgroup_oom": scenario_cgroup_oom,
@@ -647,7 +662,7 @@ SCENARIOS = {
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
-    "mps": scenario_mps,
+    "mps": scenario_mps_clean,
     "container": scenario_container,
 }
 
