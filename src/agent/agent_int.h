@@ -11,6 +11,7 @@
  *   start.c    starting wanted tasks: GPU room, what a start needs,
  *              batches to the spawner, a spawner dying or hanging midway
  *   tasklog.c  a task's output: the next chunk of its log for a report
+ *   suspend.c  a task suspended (SIGSTOP) and resumed (SIGCONT)
  *   env.c      a task's environment
  *   task.c     the task table: slots and their files, records on disk,
  *              exits, reaping, stopping, adopting one task
@@ -275,6 +276,8 @@ typedef struct task {
     /* Its use from its cgroup: the last look while it ran, the final one
      * once it ended (cpu_usec -1: none). */
     al__cg_usage_t usage;
+    /* suspend.c: the controller wants it suspended; it is (SIGSTOP). */
+    bool want_suspended, suspended;
 } task_t;
 
 /* mps.c: one MPS control daemon per GPU with fractional tasks. */
@@ -409,6 +412,10 @@ void al__task_escalate(agent_t *a);
  * earlier agent left): when some wait and a second has passed since the
  * last sweep, or at once with now. */
 void al__task_sweep(agent_t *a, bool now);
+
+/* suspend.c: SIGSTOP (on) or SIGCONT to running task t's process group,
+ * when that changes its state. */
+void al__task_suspend(task_t *t, bool on);
 
 /* tasklog.c */
 /* Adds to report (a sync's report of t) the next chunk of t's log after

@@ -204,6 +204,7 @@ apply(agent_t *a, json_t *out)
         json_int_t milli = al_json_int(d, "gpu_milli", 0);
         if (milli > 0 && milli < 1000)
             t->gpu_share = (int)milli;
+        t->want_suspended = al_json_int(d, "suspended", 0) != 0;
         const char *notice = al_json_str(d, "notice", NULL);
         if (notice != NULL)
             al__tasklog_notice(a, t, notice);
@@ -238,6 +239,9 @@ apply(agent_t *a, json_t *out)
         }
     }
     al__start_tasks(a);
+    for (int i = 0; i < a->ntasks; i++)
+        if (a->tasks[i].desired)
+            al__task_suspend(&a->tasks[i], a->tasks[i].want_suspended);
     /* Interactive sessions' streams, once their tasks run. */
     al__session_want(a, json_object_get(out, "streams"));
 }

@@ -477,6 +477,7 @@ al__task_stop(agent_t *a, task_t *t)
             t->job, t->index, t->restart, (long long)a->grace_ms);
     kill(-t->pid, SIGTERM);
     confine_signal(a, t, SIGTERM);
+    al__task_suspend(t, false); /* a stopped task acts on SIGTERM after this */
     t->killing = true;
     t->kill_at = al_clock_mono_ms() + a->grace_ms;
 }

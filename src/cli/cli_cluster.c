@@ -240,6 +240,7 @@ al_cli_queues(int argc, char **argv)
             printf("  %5s %s", cap, idle);
         printf("\n");
     }
+    al_cli_queues_policy(queues);
     json_decref(queues);
     return AL_EXIT_OK;
 }

@@ -191,6 +191,11 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
         return "--gpu-model wants a GPU model name in UTF-8";
     if ((err = place_flags(body, f)) != NULL)
         return err;
+    if (f->retry != NULL) {
+        if (!num_arg(f->retry, 100, &v))
+            return "--retry wants a whole number of runs again, 0..100";
+        json_object_set_new(body, "retries", json_integer(v));
+    }
     if (f->cls != NULL) {
         if (strcmp(f->cls, "train") != 0 && strcmp(f->cls, "build") != 0 &&
             strcmp(f->cls, "inference") != 0)
@@ -292,6 +297,12 @@ static const al_opt_t submit_opts[] = {
       .arg = "IMAGE",
       .help = "run in a container of IMAGE (an OCI image through podman, a "
               ".sif file through Apptainer)" },
+    { .name = "--retry",
+      .kind = AL_OPT_STR,
+      .off = O(f.retry),
+      .arg = "N",
+      .help = "run it again, up to N times, when it fails by exit code "
+              "(after a back-off)" },
     { .name = "--tasks",
       .kind = AL_OPT_STR,
       .off = O(f.tasks),
@@ -416,6 +427,7 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.constraint);
     TAKE(f.image);
     TAKE(f.gpu_mem);
+    TAKE(f.retry);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;

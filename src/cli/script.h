@@ -21,6 +21,7 @@ typedef struct al_req_flags {
     const char *constraint; /* node labels required, "ib,rack=r1" */
     const char *image;      /* the container image to run in */
     const char *gpu_mem;    /* part of one GPU by its memory, "20G" */
+    const char *retry;      /* runs again after a failure, "2" */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a

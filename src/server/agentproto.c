@@ -256,7 +256,8 @@ node_knows(const al__node_t *n, uint64_t job, int task, int restart)
 /* The members of a desired task, in the order of its JSON; `brief` ones
  * are named for a task the agent has (al__desired_task_json()). */
 enum { F_U64, F_INT, F_I32, F_I64, F_STR, F_DEVICES };
-enum { BRIEF_NO = 0, BRIEF_ALWAYS, BRIEF_NONZERO };
+/* BRIEF_SET: named in either form, but only when nonzero. */
+enum { BRIEF_NO = 0, BRIEF_ALWAYS, BRIEF_NONZERO, BRIEF_SET };
 
 static const struct desired_field {
     const char *key;
@@ -286,6 +287,7 @@ static const struct desired_field {
     FIELD(log_off, F_I64, BRIEF_NO),
     FIELD(user, F_STR, BRIEF_NO),
     FIELD(notice, F_STR, BRIEF_NONZERO),
+    FIELD(suspended, F_INT, BRIEF_SET),
 #undef FIELD
 };
 
@@ -324,6 +326,8 @@ al__desired_task_json(const al__desired_task_t *t, bool known,
         }
         if (known &&
             (f->brief == BRIEF_NO || (f->brief == BRIEF_NONZERO && v <= 0)))
+            continue;
+        if (f->brief == BRIEF_SET && v <= 0)
             continue;
         if (f->kind == F_STR) {
             x = json_string(*(const char *const *)at);
@@ -403,6 +407,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
                 .devices = tk->devices,
                 .gpu_milli = tk->gpu_milli,
                 .notice = j->idle_notice,
+                .suspended = j->suspended ? 1 : 0,
             };
             if (node_knows(&ctl->nodes[n], j->id, t, j->restart_count)) {
                 /* The agent has this task and its spec: name it only
@@ -613,7 +618,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         if (tk->exit_code != 0 || tk->signal != 0) {
             j->exit_code = tk->exit_code;
             j->signal = tk->signal;
-            al__ctl_set_state(ctl, j, JS_FAILED, "failed", d);
+            al__lifecycle_failed(ctl, j, d);
         } else {
             bool all = true;
             for (int k = 0; k < j->ntasks; k++)

@@ -3,7 +3,8 @@
  * history), cancel, hold, release and the output of a job's tasks.  Run on
  * the loop thread, which owns what they read and change.
  *
- * May call: array.c (arrays and their elements, "ID_INDEX"), depend.c
+ * May call: array.c (arrays and their elements, "ID_INDEX"), members.c
+ * (who may use a queue, a user's default queue), depend.c
  * (checks of dependencies), state.c
  * (every change of a job's state), table.c, jobbody.c
  * and doc.c (the forms), reason.c, store.c (events, history) and req.c.
@@ -97,6 +98,9 @@ static json_t *
 job_json(al_ctl_t *ctl, const al__job_t *j)
 {
     json_t *o = al__job_json(ctl, j, false);
+    int64_t minrt = al__job_min_runtime(ctl, j);
+    if (minrt > 0)
+        json_object_set_new(o, "min_runtime", json_integer((json_int_t)minrt));
     if (j->array != NULL) {
         const char *shown = NULL;
         json_object_set_new(o, "array", al__array_json(ctl, j, &shown));
@@ -138,10 +142,25 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
         free(cause);
         return;
     }
+    /* No queue named: the user's default queue (members.c). */
+    json_t *qv = json_object_get(req->body, "queue");
+    if (qv == NULL || json_is_null(qv)) {
+        free(j->queue);
+        j->queue = al_xstrdup(al__user_default_queue(ctl, j->user));
+    }
     /* What the body refers to must exist. */
-    if (al__ctl_queue(ctl, j->queue) == NULL) {
+    const al__queue_t *q = al__ctl_queue(ctl, j->queue);
+    if (q == NULL) {
         al__reply_error(req, 400, "bad_request",
                         "no queue '%s'; `allot queues` lists them", j->queue);
+        al__job_free(j);
+        return;
+    }
+    if (!al__req_admin(req) && !al__member_of(ctl, q, j->user)) {
+        al__reply_error(req, 403, "forbidden",
+                        "user %s is not a member of queue '%s'; an admin "
+                        "adds members (allot queue set %s --add-member %s)",
+                        j->user, j->queue, j->queue, j->user);
         al__job_free(j);
         return;
     }

@@ -87,6 +87,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
     al__pools_job_doc(j, o);
     al__elastic_doc(j, o);
+    al__pipeline_doc(j, o);
+    al__lifecycle_doc(j, o);
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)
@@ -177,6 +179,8 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->gpu_model = model ? al_xstrdup(model) : NULL;
     al__pools_job_read(o, j);
     al__elastic_read(o, j);
+    al__pipeline_read(o, j);
+    al__lifecycle_read(o, j);
     json_t *spec = json_object();
     static const char *const spec_keys[] = { "command", "cwd", "env", "script",
                                              "image" };
@@ -299,6 +303,9 @@ al__queue_json(const al__queue_t *q, bool with_share)
     json_t *o = json_pack("{s:s, s:s?, s:i, s:o}", "name", q->name, "parent",
                           q->parent, "priority", q->priority, "quota", quota);
     al__queue_opts_json(q, o);
+    al__queue_policy_json(q, o);
+    if (with_share || q->members.n > 0)
+        json_object_set_new(o, "members", al__names_json(&q->members));
     if (with_share) {
         json_t *fair = json_object(), *alloc = json_object(),
                *demand = json_object();
@@ -313,6 +320,9 @@ al__queue_json(const al__queue_t *q, bool with_share)
         json_object_set_new(o, "fair_share", fair);
         json_object_set_new(o, "allocated", alloc);
         json_object_set_new(o, "demand", demand);
+        /* The decayed usage behind fair share, in GPU-hours. */
+        json_object_set_new(o, "usage_gpu_hours",
+                            json_real(q->usage / AL_GPU_MILLI / 3600.0));
     }
     return o;
 }
@@ -329,19 +339,21 @@ num_member(const json_t *o, const char *key, double def, double *out)
 int
 al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
 {
-    /* The last three are what GET adds (read-only): a document read,
+    /* The last four are what GET adds (read-only): a document read,
      * changed and PUT back is accepted, those ignored. */
-    static const char *const keys[] = { "name",           "parent",
-                                        "priority",       "quota",
-                                        "max_build_gpus", "idle_timeout",
-                                        "idle_util",      "fair_share",
-                                        "allocated",      "demand" };
+    static const char *const keys[] = {
+        "name",           "parent",         "priority",   "quota",
+        "max_build_gpus", "idle_timeout",   "idle_util",  "members",
+        "min_runtime",    "model_quotas",   "fair_share", "allocated",
+        "demand",         "usage_gpu_hours"
+    };
     static const char *const rkeys[] = { "deserved", "limit", "weight" };
     const char *bad = al__unknown_member(o, keys, sizeof keys / sizeof *keys);
     if (bad != NULL) {
         *cause = al_xasprintf("unknown field '%s' (a queue has name, parent, "
                               "priority, quota, max_build_gpus, "
-                              "idle_timeout and idle_util)",
+                              "idle_timeout, idle_util, members, "
+                              "min_runtime and model_quotas)",
                               bad);
         return AL_EINVAL;
     }
@@ -407,7 +419,14 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
     tmp.name = al_xstrdup(name);
     tmp.parent = parent != NULL && parent[0] ? al_xstrdup(parent) : NULL;
     tmp.priority = (int)al_json_int(o, "priority", 0);
-    if (al__queue_opts_parse(o, &tmp, cause) != 0) {
+    if (al__queue_opts_parse(o, &tmp, cause) != 0 ||
+        al__queue_policy_parse(o, &tmp, cause) != 0) {
+        free(tmp.name);
+        free(tmp.parent);
+        return AL_EINVAL;
+    }
+    if (al__names_read(o, "members", true, &tmp.members, cause) != 0) {
+        al__queue_policy_fini(&tmp);
         free(tmp.name);
         free(tmp.parent);
         return AL_EINVAL;

@@ -251,7 +251,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "gpu_fraction", "user",       "name",      "gpu_model",
         "hold",         "array",      "sweep",     "dependency",
         "pool",         "constraint", "max_tasks", "checkpointing",
-        "image",        "gpu_mem",
+        "image",        "gpu_mem",    "retries",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -287,8 +287,9 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                                                  "such as afterok:5:6"));
     }
     char *pool = NULL, *constraint = NULL;
-    int max_tasks = 0;
+    int max_tasks = 0, retries = 0;
     if ((rc = al__elastic_body(b, r.tasks, &max_tasks, cause)) != 0 ||
+        (rc = al__lifecycle_body(b, &retries, cause)) != 0 ||
         (rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
         al__array_free(array);
         free(deps);
@@ -340,6 +341,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
     j->checkpointing = al_json_bool(b, "checkpointing", false);
+    j->retries = retries;
     j->snap = -1;
     j->array = array;
     j->deps = deps;

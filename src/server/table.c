@@ -34,6 +34,8 @@ al__job_free(al__job_t *j)
     free(j->reason);
     free(j->tasks);
     free(j->idle_notice);
+    free(j->stage);
+    free(j->pipeline_name);
     al__array_free(j->array);
     free(j);
 }
@@ -64,6 +66,24 @@ al__node_health_move(al__node_t *to, al__node_t *from)
     from->gpu_why = NULL;
     from->drain_reason = NULL;
     from->gpu_bad = 0;
+}
+
+void
+al__queue_fini(al__queue_t *q)
+{
+    free(q->name);
+    free(q->parent);
+    for (int i = 0; i < q->members.n; i++)
+        free(q->members.v[i]);
+    free(q->members.v);
+    for (int i = 0; i < q->nmquotas; i++)
+        free((char *)q->mquotas[i].model);
+    free(q->mquotas);
+    q->mquotas = NULL;
+    q->nmquotas = 0;
+    q->name = q->parent = NULL;
+    q->members.v = NULL;
+    q->members.n = 0;
 }
 
 void

@@ -7,8 +7,8 @@
  *     another "user"), with a message, and leaves the out-parameter alone;
  *   - an admin is refused nothing a user is allowed;
  *   - an accepted job is within the bounds of docs/server.md and says what
- *     the body said (queue, class, sizes, after, hold, a gpu_fraction that
- *     is there becomes a fraction);
+ *     the body said (queue, class, sizes, after, hold, retries, a
+ *     gpu_fraction that is there becomes a fraction);
  *   - it can be written as JSON (both forms) and its stored form loads back
  *     (al__job_from_json) into the same job, as the store does at restart.
  * Corpus: tests/fuzz/corpus/jobbody.
@@ -36,6 +36,7 @@ check_same(const al__job_t *a, const al__job_t *b)
     CHECK(a->mem_bytes == b->mem_bytes && a->time_limit == b->time_limit);
     CHECK(a->gpu_mem == b->gpu_mem);
     CHECK(a->state == b->state && a->nafter == b->nafter);
+    CHECK(a->retries == b->retries && a->retried == b->retried);
     for (int i = 0; i < a->nafter; i++)
         CHECK(a->after[i] == b->after[i]);
     json_t *sa = al_json_parse(a->spec, strlen(a->spec), NULL);
@@ -76,6 +77,8 @@ check_job(const json_t *b, const al__job_t *j, bool admin)
     CHECK(fuzz_str_eq(j->gpu_model, al_json_str(b, "gpu_model", NULL)));
     CHECK((j->state == JS_HELD) == al_json_bool(b, "hold", false));
     CHECK(j->state == JS_HELD || j->state == JS_PENDING);
+    CHECK(j->retries == al_json_int(b, "retries", 0));
+    CHECK(j->retries >= 0 && j->retries <= AL_JOB_MAX_RETRIES);
     json_t *after = json_object_get(b, "after");
     CHECK((size_t)j->nafter == json_array_size(after));
     for (int i = 0; i < j->nafter; i++) {
