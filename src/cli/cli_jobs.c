@@ -371,7 +371,11 @@ al_cli_show(int argc, char **argv)
     char per[48];
     long long tg = al_json_int(j, "gpus", 0),
               tmilli = al_json_int(j, "gpu_milli", 0);
-    if (tg == 0 && tmilli > 0)
+    long long tgmem = al_json_int(j, "gpu_mem", 0);
+    if (tg == 0 && tgmem > 0)
+        snprintf(per, sizeof per, "%.1f GiB of a GPU",
+                 (double)tgmem / (1 << 30));
+    else if (tg == 0 && tmilli > 0)
         snprintf(per, sizeof per, "%.2f of a GPU", (double)tmilli / 1000.0);
     else
         snprintf(per, sizeof per, "%lld GPU%s", tg, tg == 1 ? "" : "s");
@@ -435,9 +439,16 @@ al_cli_show(int argc, char **argv)
         for (size_t k = 0; k < json_array_size(ga); k++)
             al_buf_printf(&gl, "%s%lld", k ? "," : "",
                           (long long)json_integer_value(json_array_get(ga, k)));
-        printf("task %-5lld on %s, GPUs [%s]\n",
+        printf("task %-5lld on %s, GPUs [%s]",
                (long long)al_json_int(p, "task", 0),
                al_json_str(p, "node", "?"), al_buf_cstr(&gl));
+        /* Its use, from its node's cgroup, when the agent confines it. */
+        if (al_json_int(p, "cpu_usec", -1) >= 0)
+            printf(", CPU %.1f s", (double)al_json_int(p, "cpu_usec", 0) / 1e6);
+        if (al_json_int(p, "mem_peak", -1) >= 0)
+            printf(", memory peak %.1f MiB",
+                   (double)al_json_int(p, "mem_peak", 0) / (1 << 20));
+        printf("\n");
         al_buf_fini(&gl);
     }
     json_t *h = json_object_get(j, "history");

@@ -97,6 +97,17 @@ place_flags(json_t *body, const al_req_flags_t *f)
                    "'.')";
         json_object_set_new(body, "pool", json_string(f->pool));
     }
+    if (f->image != NULL) {
+        /* What the controller accepts: see al__job_parse(). */
+        size_t n = strlen(f->image);
+        bool ok = n > 0 && n <= 1024 && f->image[0] != '-';
+        for (size_t i = 0; i < n && ok; i++)
+            ok = (unsigned char)f->image[i] > ' ' && f->image[i] != 0x7f;
+        if (!ok)
+            return "--image wants an image name (no spaces, not starting "
+                   "with '-', at most 1024 bytes)";
+        json_object_set_new(body, "image", json_string(f->image));
+    }
     if (f->constraint != NULL) {
         static char why[512];
         char *cause = NULL, *canon = NULL;
@@ -145,6 +156,14 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
         if (al_cli_parse_mem(f->mem, &bytes) != 0)
             return "--mem wants a size like 16G or 512M";
         json_object_set_new(body, "mem_bytes", json_integer(bytes));
+    }
+    if (f->gpu_mem != NULL) {
+        int64_t bytes;
+        if (al_cli_parse_mem(f->gpu_mem, &bytes) != 0 || bytes <= 0 ||
+            f->gpus != NULL)
+            return "--gpu-mem wants a size like 20G (part of one GPU), "
+                   "without --gpus";
+        json_object_set_new(body, "gpu_mem", json_integer(bytes));
     }
     const char *err = tasks_flag(body, f->tasks);
     if (err != NULL)
@@ -266,6 +285,18 @@ static const al_opt_t submit_opts[] = {
       .arg = "L,...",
       .help = "run only on nodes with these labels (ib, rack=r1: all of "
               "them; KEY alone: any value but no/false/0)" },
+    { .name = "--gpu-mem",
+      .kind = AL_OPT_STR,
+      .off = O(f.gpu_mem),
+      .arg = "M",
+      .help = "part of one GPU by its memory, with K/M/G/T (instead of, or "
+              "beside, --gpu-fraction)" },
+    { .name = "--image",
+      .kind = AL_OPT_STR,
+      .off = O(f.image),
+      .arg = "IMAGE",
+      .help = "run in a container of IMAGE (an OCI image through podman, a "
+              ".sif file through Apptainer)" },
     { .name = "--retry",
       .kind = AL_OPT_STR,
       .off = O(f.retry),
@@ -394,6 +425,8 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.dep);
     TAKE(f.pool);
     TAKE(f.constraint);
+    TAKE(f.image);
+    TAKE(f.gpu_mem);
     TAKE(f.retry);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
@@ -643,6 +676,8 @@ static const slurm_opt_t slurm_opts[] = {
       .set = set_str,
       .off = S(constraint) },
     { .lng = "signal", .sbatch = true, .set = set_str, .off = S(signal) },
+    /* pyxis's spelling of a container image */
+    { .lng = "container-image", .set = set_str, .off = S(container_image) },
     { .lng = "open-mode", .sbatch = true, .set = set_str, .off = S(open_mode) },
     { .lng = "wrap", .sbatch = true, .set = set_str, .off = S(wrap) },
     { .lng = "qos",
@@ -1082,6 +1117,7 @@ al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a, char *room,
     else
         a->f.dep = s->dep;
     a->f.array = s->array;
+    a->f.image = s->container_image;
     return 0;
 }
 

@@ -15,12 +15,17 @@
 
 /* One task as an agent reports it in a sync (POST /v1/agent/sync). */
 typedef struct al__sync_task {
-    uint64_t job;    /* 0 when missing or not a positive integer */
-    int task;        /* -1 when missing or not in 0..INT_MAX */
-    int restart;     /* -1 when missing or not in 0..INT_MAX */
-    bool exited;     /* state "exited" */
-    int exit_code;   /* clamped to int's range; 0 when missing */
-    int signal;      /* likewise */
+    uint64_t job;      /* 0 when missing or not a positive integer */
+    int task;          /* -1 when missing or not in 0..INT_MAX */
+    int restart;       /* -1 when missing or not in 0..INT_MAX */
+    bool exited;       /* state "exited" */
+    int exit_code;     /* clamped to int's range; 0 when missing */
+    int signal;        /* likewise */
+    bool oom;          /* killed for exceeding its memory (its cgroup) */
+    const char *error; /* why its container did not start, or NULL */
+    /* Its use from its node's cgroup (-1: not said): CPU time, memory in
+     * use, the most it used. */
+    int64_t cpu_usec, mem_bytes, mem_peak;
     int64_t log_off; /* where `log` starts in the task's output */
     const char *log; /* base64 of output, or NULL; owned by the body */
 } al__sync_task_t;
@@ -32,6 +37,12 @@ typedef struct al__sync {
     al__sync_task_t *tasks;
     /* Telemetry of real GPUs: sample k is for GPU index[k] (0..63; -1 when
      * the entry is malformed).  Out-of-range values are -1 (unknown). */
+    /* GPUs the agent found faulty: index and reason (owned by the body),
+     * and the generation of the last reset it heard of. */
+    size_t nhealth;
+    int *health_index;
+    const char **health_reason;
+    int64_t health_gen;
     size_t nsamples;
     int *index;
     al__gpu_sample_t *samples;

@@ -196,6 +196,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     s->min_tasks = s->max_tasks = j->ntasks;
     s->req.gpus = j->gpus;
     s->req.gpu_milli = j->gpus == 0 ? j->gpu_milli : 0;
+    s->req.gpu_mem = j->gpus == 0 ? j->gpu_mem : 0;
     s->req.cpu_milli = j->cpu_milli;
     s->req.mem_bytes = j->mem_bytes;
     s->req.gpu_model = j->gpu_model;

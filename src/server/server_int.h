@@ -134,6 +134,10 @@ typedef struct al__task {
      * -1 until known: syncs ask for it once per task, not once per report
      * (see al__proto_log_size()). */
     int64_t log_size;
+    /* Its use as its agent last said (cgroups; in memory only): CPU time
+     * (us), memory in use and the most it used (bytes; -1 unknown). */
+    int64_t cpu_usec, mem_used, mem_peak;
+    bool has_usage;
 } al__task_t;
 
 /* What a job array's parent holds besides the job its elements copy.  The
@@ -159,6 +163,7 @@ typedef struct al__job {
     int ntasks;
     int32_t gpus;      /* whole GPUs per task */
     int32_t gpu_milli; /* fraction when gpus == 0 */
+    int64_t gpu_mem;   /* GPU memory per task when gpus == 0 (bytes), or 0 */
     int64_t cpu_milli;
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
@@ -300,6 +305,7 @@ typedef struct al__node {
     char *addr;
     bool emulated;
     bool drained; /* admin asked to drain */
+    bool mps;     /* its agent enforces GPU fractions with MPS */
     int state;    /* NS_* */
     int64_t cpu_milli, mem_bytes;
     int ngpus;
@@ -326,6 +332,14 @@ typedef struct al__node {
     char *snap_labels;
     char *topo[AL_MAX_TOPO_LEVELS];
     bool snap_ready;
+    /* gpuhealth.c: GPUs reported faulty (and why, NULL until one is), why
+     * the node was drained for it, and GPUs whose reset the agent has not
+     * yet acknowledged (with the reset's generation). */
+    uint64_t gpu_bad;
+    char **gpu_why;
+    char *drain_reason;
+    uint64_t gpu_resetting;
+    int64_t reset_gen;
 } al__node_t;
 
 /* pools.c: the controller's topology levels and pools' strategies. */
@@ -713,6 +727,18 @@ typedef struct al_ctl {
 
 void al__job_free(al__job_t *j);
 void al__node_fini(al__node_t *n);
+
+/* gpuhealth.c: the GPUs' health (see there).  A sync's faults: drain and
+ * requeue; `allot node resume`: clear, tell the agent; the sync answer's
+ * "gpu_reset". */
+struct al__sync;
+void al__gpuhealth_sync(al_ctl_t *ctl, int ni, const struct al__sync *s);
+void al__gpuhealth_resume(al_ctl_t *ctl, int ni);
+void al__gpuhealth_desired(const al__node_t *n, json_t *o);
+/* table.c: a node's GPU health released; moved to a re-registered node's
+ * entry (the reasons live on). */
+void al__node_health_fini(al__node_t *n);
+void al__node_health_move(al__node_t *to, al__node_t *from);
 al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
 /* The index in ctl->jobs of the first job that may be active (pending,
  * held or running): all before it have ended.  Jobs it passes get snap

@@ -34,6 +34,7 @@ check_same(const al__job_t *a, const al__job_t *b)
     CHECK(a->cls == b->cls && a->ntasks == b->ntasks && a->gpus == b->gpus);
     CHECK(a->gpu_milli == b->gpu_milli && a->cpu_milli == b->cpu_milli);
     CHECK(a->mem_bytes == b->mem_bytes && a->time_limit == b->time_limit);
+    CHECK(a->gpu_mem == b->gpu_mem);
     CHECK(a->state == b->state && a->nafter == b->nafter);
     CHECK(a->retries == b->retries && a->retried == b->retried);
     for (int i = 0; i < a->nafter; i++)
@@ -88,7 +89,8 @@ check_job(const json_t *b, const al__job_t *j, bool admin)
     /* The spec holds what runs, as given. */
     json_t *spec = al_json_parse(j->spec, strlen(j->spec), NULL);
     CHECK(json_is_object(spec));
-    static const char *const keys[] = { "command", "cwd", "env", "script" };
+    static const char *const keys[] = { "command", "cwd", "env", "script",
+                                        "image" };
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         json_t *v = json_object_get(b, keys[k]);
         json_t *w = json_object_get(spec, keys[k]);
