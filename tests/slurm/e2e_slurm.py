@@ -336,7 +336,10 @@ def scenario_scripts(c):
     check(s.final(clean)[1] == "COMPLETED" and
           s.read("clean.out") == "cleaning up after %s\n" % work,
           "afternotok cleanup")
-    p = s.run("squeue", "-h", "-j", skipped, "-o", "%r")
+    # allot fails it at once, as Slurm does with --kill-on-invalid-dep;
+    # sacct's Reason says why.
+    check(s.final(skipped)[1] == "FAILED", "afterok of a failed job failed")
+    p = s.run("sacct", "-P", "-n", "-X", "--format=Reason", "-j", skipped)
     check(p.stdout.strip() == "DependencyNeverSatisfied",
           "afterok of a failed job: %r" % p.stdout)
     s.run("scancel", skipped)

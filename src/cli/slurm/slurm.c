@@ -203,9 +203,14 @@ al__sl_reason(const json_t *job)
     const char *st = al_json_str(job, "state", "");
     if (strcmp(st, "held") == 0)
         return "JobHeldUser";
+    const char *r = al_json_str(job, "reason", NULL);
+    /* A dependant of a failed job ends at once, as Slurm's
+     * --kill-on-invalid-dep has it, and keeps saying why. */
+    if (strcmp(st, "failed") == 0 && r != NULL &&
+        strstr(r, "(DependencyNeverSatisfied)") != NULL)
+        return "DependencyNeverSatisfied";
     if (strcmp(st, "pending") != 0)
         return "None";
-    const char *r = al_json_str(job, "reason", NULL);
     if (r == NULL || r[0] == '\0')
         return "None";
     for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
