@@ -118,6 +118,11 @@ static const subcommand_t subcommands[] = {
       .fn = al_cli_node,
       .cmd = &al_cli_node_cmd,
       .summary = "stop or resume placing work on a node (admins)" },
+    { .name = "serve",
+      .fn = al_cli_serve,
+      .cmd = &al_cli_serve_cmd,
+      .summary = "inference services: replicas behind a router, scaled on "
+                 "load" },
     { .name = "slurm-commands",
       .fn = al_cli_slurm_commands,
       .cmd = &al_cli_slurm_commands_cmd,

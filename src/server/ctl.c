@@ -8,7 +8,7 @@
  * intake through ctl->reply (durable before acknowledged).
  *
  * May call: the handlers through the route table's pointers (and
- * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, state.c,
+ * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, svc.c, state.c,
  * table.c, reason.c, store.c, auth.c and req.c.  Nothing below calls it; the
  * intake (server.c) calls al__ctl_start/stop/submit.
  */
@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "api_int.h"
+#include "svc.h"
 #include "clock.h"
 #include "core/error.h"
 #include "fs.h"
@@ -83,6 +84,7 @@ al__ctl_stop(al_ctl_t *ctl)
     pthread_join(ctl->thread, NULL);
     al_block_cache_fini(&ctl->core_cache);
     al__reason_fini(ctl);
+    al__svc_reset(ctl);
     al__store_close(ctl);
     for (uint64_t i = 0; i < ctl->njobs; i++)
         al__job_free(ctl->jobs[i]);
@@ -215,6 +217,7 @@ reload(al_ctl_t *ctl)
     for (int i = 0; i < ctl->ntokens; i++)
         free(ctl->tokens[i].user);
     ctl->ntokens = 0;
+    al__svc_reset(ctl);
     char *cause = NULL;
     if (al__store_load(ctl, &cause) != 0) {
         al_error("store reload failed: %s", cause ? cause : "?");
@@ -241,6 +244,8 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
         wake = ctl->sched_due;
     if (ctl->parked_min < wake)
         wake = ctl->parked_min;
+    if (al__svc_due(ctl) < wake)
+        wake = al__svc_due(ctl);
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
@@ -298,6 +303,8 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->cycle_ms = al_clock_mono_ms() - now;
     }
     al__usage_tick(ctl, al_clock_ms());
+    if (!stop)
+        al__svc_tick(ctl, al_clock_mono_ms());
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);

@@ -58,6 +58,12 @@ typedef struct al_server_opts {
      * most consolidate_moves moves per queue and hour. */
     int64_t consolidate_s;
     int64_t consolidate_moves;
+    /* Inference services: the router's "HOST:PORT" (NULL: no router, no
+     * services) and the replicas' ports, "LO-HI" (NULL: 30000-32767),
+     * read into svc_port_lo/hi at start. */
+    const char *router_listen;
+    const char *svc_ports;
+    int svc_port_lo, svc_port_hi;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

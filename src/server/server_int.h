@@ -564,6 +564,11 @@ typedef struct al_ctl {
     al__waste_t waste;
     al__usage_t usage;
     bool store_failed;
+    /* Inference services (svc.c; NULL until loaded) and their router
+     * (router.c; NULL without --router-listen), which has its own
+     * threads and lock. */
+    struct al__svcs *svcs;
+    struct al__router *router;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
     bool write_failed;
@@ -891,6 +896,9 @@ int al__bootstrap(al_ctl_t *ctl, char **cause);
 char *al__token_create(const char *user, int role, al__token_t *t);
 /* Finds the token matching `text`; NULL if none. */
 const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
+/* The same over tokens[0..n) (a copy of the table: the router's). */
+const al__token_t *al__token_match(const al__token_t *tokens, int n,
+                                   const char *text);
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);

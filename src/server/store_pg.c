@@ -66,6 +66,7 @@ static const char *const migrations[] = {
     " used BIGINT, deserved BIGINT, fair BIGINT, pending BIGINT,"
     " idle BIGINT, wasted BIGINT, PRIMARY KEY(step, queue, model, t));"
     "CREATE INDEX usage_t ON usage(step, t);",
+    "CREATE TABLE services(name TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -147,6 +148,12 @@ static const struct {
       "SELECT " USAGE_COLS " FROM usage WHERE step = $1 AND queue = ''"
       " AND model <> '' AND t >= $2 AND t < $3",
       3 },
+    { "svc_put",
+      "INSERT INTO services(name, doc) VALUES($1, $2) ON CONFLICT (name)"
+      " DO UPDATE SET doc = EXCLUDED.doc",
+      2 },
+    { "svc_del", "DELETE FROM services WHERE name = $1", 1 },
+    { "svc_all", "SELECT doc FROM services ORDER BY name", 0 },
     { "events_from",
       "SELECT job_id, time_ms, event, detail FROM job_events"
       " WHERE job_id >= $1 ORDER BY job_id, seq",

@@ -43,6 +43,8 @@ static const char *const migrations[] = {
     " pending INTEGER, idle INTEGER, wasted INTEGER,"
     " PRIMARY KEY(step, queue, model, t));"
     "CREATE INDEX usage_t ON usage(step, t);",
+    /* Inference services (svc.c): a document per service. */
+    "CREATE TABLE services(name TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -101,6 +103,9 @@ static const struct {
     { "usage_rows_models", "SELECT " USAGE_COLS " FROM usage WHERE step = ?1"
                            " AND queue = '' AND model <> '' AND t >= ?2"
                            " AND t < ?3" },
+    { "svc_put", "INSERT OR REPLACE INTO services(name, doc) VALUES(?1, ?2)" },
+    { "svc_del", "DELETE FROM services WHERE name = ?1" },
+    { "svc_all", "SELECT doc FROM services ORDER BY name" },
     { "events_from", "SELECT job_id, time_ms, event, detail FROM job_events"
                      " WHERE job_id >= ?1 ORDER BY job_id, seq" },
 };
