@@ -135,6 +135,7 @@ al__svc_create(al_ctl_t *ctl, al__req_t *req)
                   req->user, (long long)c.min, (long long)c.max, c.target);
     s->desired = (int)c.min;
     al__svc_store(ctl, s);
+    ctl->svcs->next_tick = 0; /* the router knows it before the reply */
     req->mutating = true;
     al__reply(req, 201, svc_json(ctl, s, false));
 }
@@ -218,6 +219,7 @@ al__svc_update(al_ctl_t *ctl, al__req_t *req)
     if (s->desired > s->conf.max)
         s->desired = (int)s->conf.max;
     al__svc_store(ctl, s);
+    ctl->svcs->next_tick = 0;
     req->mutating = true;
     al__reply(req, 200, svc_json(ctl, s, false));
 }
@@ -232,6 +234,7 @@ al__svc_delete(al_ctl_t *ctl, al__req_t *req)
     json_t *o = json_pack("{s:s, s:b}", "name", s->name, "deleted", true);
     al__svc_remove(ctl, s, who);
     free(who);
+    ctl->svcs->next_tick = 0;
     req->mutating = true;
     al__reply(req, 200, o);
 }
