@@ -451,12 +451,11 @@ observe(al_ctl_t *ctl, al__svc_t *s, const al__rt_svc_t *o, int64_t now)
                 s->update_fails++;
         }
     }
-    if (o->requests != s->last_requests) {
+    if (o->requests != s->last_requests || o->inflight > 0) {
         s->last_requests = o->requests;
         s->last_req_ms = now;
+        s->req_seen = true;
     }
-    if (o->inflight > 0)
-        s->last_req_ms = now;
     s->inflight = o->inflight;
     s->waiting = o->waiting;
     s->requests = o->requests;
@@ -490,8 +489,9 @@ scale(al__svc_t *s, int64_t now)
         }
         double avg = sum / cnt;
         int d = (int)ceil(avg / c->target - 1e-9);
-        if (d < 1 && (s->inflight > 0 || s->last_req_ms == now))
-            d = 1;
+        if (d < 1 && s->req_seen)
+            d = 1; /* a request came: at least one replica */
+        s->req_seen = false;
         al__sample_t *x = &s->ring[s->ring_head];
         x->t = now;
         x->conc = s->inflight;
@@ -730,4 +730,51 @@ al__svc_tick(al_ctl_t *ctl, int64_t now)
             (void)al__svc_store(ctl, s);
     }
     free(rs);
+}
+
+/* ------------------------------------------------------------------ */
+/* GET /metrics                                                       */
+
+void
+al__svc_metrics(const al_ctl_t *ctl, al_buf_t *out)
+{
+    const al__svcs_t *t = ctl->svcs;
+    if (t == NULL || t->n == 0)
+        return;
+    static const struct {
+        const char *name, *type, *help;
+    } series[] = {
+        { "allot_service_requests_total", "counter",
+          "Requests the router took for the service." },
+        { "allot_service_errors_total", "counter",
+          "Requests that got no answer from a replica." },
+        { "allot_service_latency_seconds_sum", "counter",
+          "Seconds the router spent on the service's requests." },
+        { "allot_service_inflight", "gauge",
+          "Requests under way or held for a replica." },
+        { "allot_service_waiting", "gauge",
+          "Requests held while no replica is ready." },
+        { "allot_service_replicas_desired", "gauge",
+          "Replicas the autoscaler wants." },
+        { "allot_service_replicas_ready", "gauge", "Replicas ready." },
+    };
+    for (size_t k = 0; k < sizeof series / sizeof series[0]; k++) {
+        al_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", series[k].name,
+                      series[k].help, series[k].name, series[k].type);
+        for (int i = 0; i < t->n; i++) {
+            const al__svc_t *s = t->v[i];
+            int ready = 0;
+            for (int r = 0; r < s->nreps; r++)
+                ready += s->reps[r].ready && !s->reps[r].draining;
+            double v = k == 0   ? (double)s->requests
+                       : k == 1 ? (double)s->errors
+                       : k == 2 ? s->latency_sum
+                       : k == 3 ? s->inflight
+                       : k == 4 ? s->waiting
+                       : k == 5 ? s->desired
+                                : ready;
+            al_buf_printf(out, "%s{service=\"%s\"} %.6g\n", series[k].name,
+                          s->name, v);
+        }
+    }
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "server_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -98,6 +99,7 @@ typedef struct al__svc {
     int64_t rise_ms;       /* when desired last rose */
     int64_t last_req_ms, last_sample_ms;
     uint64_t last_requests;
+    bool req_seen; /* a request came since the last sample */
     al__sample_t *ring; /* concurrency samples, RING of them */
     int ring_head, nring;
     double conc_avg;
@@ -145,6 +147,11 @@ int64_t al__svc_due(const al_ctl_t *ctl);
 /* Drops the services from memory (the next tick loads them again): after
  * the store reloads, and at stop. */
 void al__svc_reset(al_ctl_t *ctl);
+
+/* Appends the services' series to GET /metrics: requests, failed
+ * requests, latency (sum), requests under way and held, replicas
+ * desired and ready, by service. */
+void al__svc_metrics(const al_ctl_t *ctl, al_buf_t *out);
 
 /* The API's calls (api_svc.c).  Each answers req. */
 void al__svc_create(al_ctl_t *ctl, al__req_t *req);

@@ -178,10 +178,13 @@ def scenario_serve_scale(c):
     p = c.cli("serve", "ls")
     check(p.stdout.splitlines()[1].split()[0] == "m", "allot serve ls:\n%s"
           % p.stdout)
+    st, text = c.api("GET", "/metrics")
+    check(st == 200 and 'allot_service_requests_total{service="m"}' in text
+          and 'allot_service_replicas_ready{service="m"}' in text,
+          "/metrics has the service's series: %s" % text[-800:])
     c.cli("serve", "delete", "m")
     s, v = c.api("GET", "/v1/services/m")
     check(s == 404, "deleted: %s" % s)
-    st, v = request(c, "m")
     wait_for(lambda: request(c, "m")[0] == 404, 5, "404 once deleted")
 
 
