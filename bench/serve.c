@@ -203,9 +203,9 @@ api(int port, const char *token, const char *method, const char *path,
 typedef struct load {
     int port;
     const char *path;
-    double rate;      /* per connection; 0: closed loop */
-    double until;     /* now_s() */
-    double *lat;      /* latencies, seconds */
+    double rate;  /* per connection; 0: closed loop */
+    double until; /* now_s() */
+    double *lat;  /* latencies, seconds */
     size_t nlat, cap;
     long failed;
 } load_t;
@@ -440,10 +440,11 @@ main(int argc, char **argv)
     srand((unsigned)getpid());
     int base = 10000 + (rand() % 100) * 200;
     snprintf(ports, sizeof ports, "%d-%d", base, base + 199);
-    const char *sargv[] = { "allot",          "server",        "--listen",
-                      "127.0.0.1:0",    "--state",       state,
-                      "--router-listen", "127.0.0.1:0",  "--service-ports",
-                      ports,            NULL };
+    const char *sargv[] = {
+        "allot", "server",          "--listen",    "127.0.0.1:0",     "--state",
+        state,   "--router-listen", "127.0.0.1:0", "--service-ports", ports,
+        NULL
+    };
     snprintf(log, sizeof log, "%s/server.log", dir);
     kids[0] = spawn(allot, sargv, log);
     char p[400];
@@ -456,12 +457,12 @@ main(int argc, char **argv)
     snprintf(p, sizeof p, "%s/join-token", state);
     char *join = slurp(p, 1);
     int cport = port_of(url), rport = port_of(rurl);
-    const char *aargv[] = { "allot",   "agent",       "--server",
-                      url,       "--join-token", join,
-                      "--name",  "n1",          "--addr",
-                      "127.0.0.1", "--state",   ag,
-                      "--fake-gpus", "4xH100-80GB", "--no-run-as-user",
-                      NULL };
+    const char *aargv[] = { "allot",       "agent",        "--server",
+                            url,           "--join-token", join,
+                            "--name",      "n1",           "--addr",
+                            "127.0.0.1",   "--state",      ag,
+                            "--fake-gpus", "4xH100-80GB",  "--no-run-as-user",
+                            NULL };
     snprintf(log, sizeof log, "%s/agent.log", dir);
     kids[1] = spawn(allot, aargv, log);
     usleep(500000);
@@ -504,8 +505,7 @@ main(int argc, char **argv)
     printf("{\"bench\":\"serve\",\"cpu\":\"%s\",\"cpus\":%ld,"
            "\"load_avg_1m\":%.2f,\"rate\":%.0f,\"seconds_per_round\":%.1f,"
            "\"connections\":%d}\n",
-           model, sysconf(_SC_NPROCESSORS_ONLN), load1, rate, seconds,
-           clients);
+           model, sysconf(_SC_NPROCESSORS_ONLN), load1, rate, seconds, clients);
     fflush(stdout);
 
     /* Latency at a fixed rate: rounds, alternating, best round of each
@@ -536,8 +536,8 @@ main(int argc, char **argv)
     printf("{\"case\":\"serve_throughput\",\"connections\":%d,"
            "\"direct_rps\":%.0f,\"router_rps\":%.0f,\"ratio\":%.2f,"
            "\"router_p50_ms\":%.3f,\"router_p99_ms\":%.3f,\"failed\":%ld}\n",
-           clients, td.rps, tr.rps, td.rps > 0 ? tr.rps / td.rps : 0,
-           tr.p50_ms, tr.p99_ms, td.failed + tr.failed);
+           clients, td.rps, tr.rps, td.rps > 0 ? tr.rps / td.rps : 0, tr.p50_ms,
+           tr.p99_ms, td.failed + tr.failed);
     fflush(stdout);
 
     /* A cold start: the load rise to a ready replica. */

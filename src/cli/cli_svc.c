@@ -20,8 +20,8 @@
 typedef struct serve_args {
     const char *server, *token;
     const char *queue, *ready_path, *mem, *gpu_model;
-    int64_t gpus, min, max, window, down, idle, drain, queue_max,
-        queue_timeout, start_timeout;
+    int64_t gpus, min, max, window, down, idle, drain, queue_max, queue_timeout,
+        start_timeout;
     double target, gpu_fraction;
     bool public, private_, json, help;
 } serve_args_t;
@@ -182,8 +182,7 @@ bad(const char *what)
 
 /* The body of create or update from the options given. */
 static int
-build_body(const serve_args_t *a, bool create, int ncmd, char **cmd,
-           json_t *b)
+build_body(const serve_args_t *a, bool create, int ncmd, char **cmd, json_t *b)
 {
     if (a->gpus >= 0)
         json_object_set_new(b, "gpus", json_integer(a->gpus));
@@ -280,10 +279,9 @@ print_one(const json_t *s)
     printf("command:     ");
     json_t *cmd = json_object_get(s, "command");
     for (size_t i = 0; i < json_array_size(cmd); i++)
-        printf("%s%s", i ? " " : "",
-               json_string_value(json_array_get(cmd, i)));
-    printf("\n\n%-8s %-8s %-4s %-10s %-12s %-6s %s\n", "REPLICA", "JOB",
-           "GEN", "STATE", "NODE", "PORT", "IN-FLIGHT");
+        printf("%s%s", i ? " " : "", json_string_value(json_array_get(cmd, i)));
+    printf("\n\n%-8s %-8s %-4s %-10s %-12s %-6s %s\n", "REPLICA", "JOB", "GEN",
+           "STATE", "NODE", "PORT", "IN-FLIGHT");
     json_t *reps = json_object_get(s, "replicas");
     for (size_t i = 0; i < json_array_size(reps); i++) {
         json_t *r = json_array_get(reps, i);
@@ -395,10 +393,10 @@ al_cli_serve(int argc, char **argv)
         for (size_t i = 0; i < json_array_size(v); i++) {
             json_t *s = json_array_get(v, i);
             char ready[24];
-            snprintf(ready, sizeof ready, "%lld/%lld",
-                     (long long)al_json_int(s, "ready", 0),
-                     (long long)json_array_size(
-                         json_object_get(s, "replicas")));
+            snprintf(
+                ready, sizeof ready, "%lld/%lld",
+                (long long)al_json_int(s, "ready", 0),
+                (long long)json_array_size(json_object_get(s, "replicas")));
             printf("%-20s %-8s %-9lld %-4lld %7.1f %9lld %10lld %s\n",
                    al_json_str(s, "name", "?"), ready,
                    (long long)al_json_int(s, "desired", 0),

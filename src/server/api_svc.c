@@ -48,11 +48,12 @@ svc_json(al_ctl_t *ctl, const al__svc_t *s, bool full)
     for (int i = 0; i < s->nreps; i++) {
         const al__replica_t *r = &s->reps[i];
         al__job_t *j = al__ctl_job(ctl, r->job);
-        const char *state = r->draining               ? "draining"
-                            : r->ready                ? "ready"
-                            : j == NULL               ? "gone"
-                            : j->state == JS_RUNNING ? "starting"
-                                                      : al__jstate_names[j->state];
+        const char *state = r->draining ? "draining"
+                            : r->ready  ? "ready"
+                            : j == NULL ? "gone"
+                            : j->state == JS_RUNNING
+                                ? "starting"
+                                : al__jstate_names[j->state];
         if (r->ready && !r->draining)
             ready++;
         if (j != NULL && j->state == JS_RUNNING)
@@ -61,10 +62,10 @@ svc_json(al_ctl_t *ctl, const al__svc_t *s, bool full)
                                    j->tasks != NULL && j->tasks[0].node >= 0
                                ? ctl->nodes[j->tasks[0].node].name
                                : NULL;
-        json_t *o = json_pack("{s:i, s:I, s:i, s:s, s:i, s:i}", "replica",
-                              r->idx, "job", (json_int_t)r->job, "gen", r->gen,
-                              "state", state, "port", r->port, "inflight",
-                              r->inflight);
+        json_t *o =
+            json_pack("{s:i, s:I, s:i, s:s, s:i, s:i}", "replica", r->idx,
+                      "job", (json_int_t)r->job, "gen", r->gen, "state", state,
+                      "port", r->port, "inflight", r->inflight);
         json_object_set_new(o, "node", node ? json_string(node) : json_null());
         json_array_append_new(reps, o);
     }
@@ -74,8 +75,8 @@ svc_json(al_ctl_t *ctl, const al__svc_t *s, bool full)
         "name", s->name, "owner", s->owner, "gen", s->gen, "desired",
         s->desired, "ready", ready, "running", running, "replicas", reps,
         "inflight", s->inflight, "waiting", s->waiting, "requests",
-        (json_int_t)s->requests, "errors", (json_int_t)s->errors,
-        "concurrency", s->conc_avg, "latency_mean_s",
+        (json_int_t)s->requests, "errors", (json_int_t)s->errors, "concurrency",
+        s->conc_avg, "latency_mean_s",
         s->requests ? s->latency_sum / (double)s->requests : 0.0, "rise_s",
         s->rise_s, "start_s", s->start_s);
     json_t *conf = al__svc_conf_json(&s->conf);
@@ -111,8 +112,7 @@ al__svc_create(al_ctl_t *ctl, al__req_t *req)
     }
     al__svc_conf_t c;
     char *cause = NULL;
-    if (al__svc_conf_apply(req->body, NULL, req->user, &c, NULL, &cause) !=
-        0) {
+    if (al__svc_conf_apply(req->body, NULL, req->user, &c, NULL, &cause) != 0) {
         al__reply_error(req, 400, "bad_request", "%s", cause);
         free(cause);
         return;
@@ -131,8 +131,8 @@ al__svc_create(al_ctl_t *ctl, al__req_t *req)
     s->gen = 1;
     s->last_req_ms = al_clock_mono_ms();
     al__svc_put(ctl, s);
-    al__svc_event(s, "created by %s (min %lld, max %lld, target %g)",
-                  req->user, (long long)c.min, (long long)c.max, c.target);
+    al__svc_event(s, "created by %s (min %lld, max %lld, target %g)", req->user,
+                  (long long)c.min, (long long)c.max, c.target);
     s->desired = (int)c.min;
     al__svc_store(ctl, s);
     ctl->svcs->next_tick = 0; /* the router knows it before the reply */
@@ -210,8 +210,9 @@ al__svc_update(al_ctl_t *ctl, al__req_t *req)
     } else {
         al__svc_conf_fini(&s->conf);
         s->conf = c;
-        al__svc_event(s, "settings changed by %s (min %lld, max %lld, "
-                         "target %g)",
+        al__svc_event(s,
+                      "settings changed by %s (min %lld, max %lld, "
+                      "target %g)",
                       req->user, (long long)c.min, (long long)c.max, c.target);
     }
     if (s->desired < s->conf.min)

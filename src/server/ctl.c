@@ -19,12 +19,12 @@
 #include <time.h>
 
 #include "api_int.h"
-#include "svc.h"
 #include "clock.h"
 #include "core/error.h"
 #include "fs.h"
 #include "json.h"
 #include "log.h"
+#include "svc.h"
 #include "xmalloc.h"
 
 /* ------------------------------------------------------------------ */

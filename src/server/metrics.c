@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "api_int.h"
-#include "svc.h"
 #include "buf.h"
 #include "clock.h"
+#include "svc.h"
 #include "xmalloc.h"
 
 /* Reasons by the core's short names (al_reason_name), as labels. */

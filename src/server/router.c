@@ -42,18 +42,18 @@
 #include "router.h"
 #include "xmalloc.h"
 
-#define MAX_HEAD 16384             /* a request's or answer's head */
-#define MAX_BODY (16 << 20)        /* a request's body, held for retries */
-#define MAX_CONNS 4096             /* client connections at once */
-#define MAX_IDLE 32                /* kept-alive connections per replica */
-#define MAX_TRIES 4                /* replicas tried for one request */
-#define CLIENT_IDLE_S 60           /* a kept-alive client's silence */
-#define UPSTREAM_S 300             /* a replica's silence mid-answer */
-#define CONNECT_MS 1000            /* connecting to a replica */
-#define PROBE_READY_MS 1000        /* probes of a ready replica */
-#define PROBE_START_MS 100         /* probes of one not ready yet */
-#define PROBE_FAILS 3              /* failed probes that make it unready */
-#define THREAD_STACK (256 * 1024)
+#define MAX_HEAD 16384      /* a request's or answer's head */
+#define MAX_BODY (16 << 20) /* a request's body, held for retries */
+#define MAX_CONNS 4096      /* client connections at once */
+#define MAX_IDLE 32         /* kept-alive connections per replica */
+#define MAX_TRIES 4         /* replicas tried for one request */
+#define CLIENT_IDLE_S 60    /* a kept-alive client's silence */
+#define UPSTREAM_S 300      /* a replica's silence mid-answer */
+#define CONNECT_MS 1000     /* connecting to a replica */
+#define PROBE_READY_MS 1000 /* probes of a ready replica */
+#define PROBE_START_MS 100  /* probes of one not ready yet */
+#define PROBE_FAILS 3       /* failed probes that make it unready */
+#define THREAD_STACK ((size_t)256 * 1024)
 
 typedef struct rep {
     uint64_t job;
@@ -91,7 +91,8 @@ typedef struct conn {
 struct al__router {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* a replica became ready, the table changed, stop */
-    int lfd, port;
+    int lfd;
+    struct sockaddr_in sa; /* bound */
     pthread_t accept_thr, probe_thr;
     bool stop;
     svc_t *svcs;
@@ -173,8 +174,8 @@ void
 al__router_sync(al__router_t *r, al__rt_svc_t *svcs, int n,
                 const al__token_t *tokens, int ntok)
 {
-    al__token_t *copy = ntok > 0 ? al_xcalloc((size_t)ntok, sizeof *copy)
-                                 : NULL;
+    al__token_t *copy =
+        ntok > 0 ? al_xcalloc((size_t)ntok, sizeof *copy) : NULL;
     for (int i = 0; i < ntok; i++) {
         copy[i] = tokens[i];
         copy[i].user = al_xstrdup(tokens[i].user);
@@ -221,8 +222,8 @@ al__router_sync(al__router_t *r, al__rt_svc_t *svcs, int n,
             for (rep_t *x = s->reps; x != NULL && p == NULL; x = x->next)
                 if (x->job == ri->job)
                     p = x;
-            if (p != NULL && (p->port != ri->port ||
-                              strcmp(p->addr, ri->addr) != 0))
+            if (p != NULL &&
+                (p->port != ri->port || strcmp(p->addr, ri->addr) != 0))
                 p = NULL; /* moved: a new replica */
             if (p == NULL) {
                 p = al_xcalloc(1, sizeof *p);
@@ -359,11 +360,11 @@ read_head(int fd, char *buf, size_t *have)
 }
 
 static const char *const reasons[][2] = {
-    { "400", "Bad Request" },          { "401", "Unauthorized" },
-    { "404", "Not Found" },            { "411", "Length Required" },
-    { "413", "Content Too Large" },    { "431", "Headers Too Large" },
-    { "502", "Bad Gateway" },          { "503", "Service Unavailable" },
-    { "504", "Gateway Timeout" },      { "505", "HTTP Version Not Supported" },
+    { "400", "Bad Request" },       { "401", "Unauthorized" },
+    { "404", "Not Found" },         { "411", "Length Required" },
+    { "413", "Content Too Large" }, { "431", "Headers Too Large" },
+    { "502", "Bad Gateway" },       { "503", "Service Unavailable" },
+    { "504", "Gateway Timeout" },   { "505", "HTTP Version Not Supported" },
 };
 
 /* An answer of the router itself: {"error", "message"} as JSON. */
@@ -382,11 +383,11 @@ reply_error(int fd, int status, const char *code, const char *msg,
                       "{\"error\": \"%s\", \"message\": \"%s\"}\n", code, msg);
     if (bn < 0 || (size_t)bn >= sizeof body)
         bn = (int)strlen(body);
-    int hn = snprintf(head, sizeof head,
-                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %d\r\n%s\r\n",
-                      status, why, bn,
-                      close_after ? "Connection: close\r\n" : "");
+    int hn =
+        snprintf(head, sizeof head,
+                 "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+                 "Content-Length: %d\r\n%s\r\n",
+                 status, why, bn, close_after ? "Connection: close\r\n" : "");
     return write_all(fd, head, (size_t)hn) && write_all(fd, body, (size_t)bn);
 }
 
@@ -689,9 +690,9 @@ chunk_feed(chunker_t *c, const char *p, size_t n)
 /* Forwarding                                                         */
 
 typedef enum {
-    FWD_OK = 0,   /* answered; the replica's connection kept when keep */
-    FWD_RETRY,    /* nothing reached the client: another replica may */
-    FWD_CLIENT,   /* the answer started and broke: close the client */
+    FWD_OK = 0, /* answered; the replica's connection kept when keep */
+    FWD_RETRY,  /* nothing reached the client: another replica may */
+    FWD_CLIENT, /* the answer started and broke: close the client */
 } fwd_t;
 
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
@@ -775,8 +776,8 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
         n = 0;
     }
     free(buf);
-    *keep = rc == FWD_OK && done && !until_close && a.keep_alive &&
-            a.status != 101;
+    *keep =
+        rc == FWD_OK && done && !until_close && a.keep_alive && a.status != 101;
     return rc;
 }
 
@@ -906,6 +907,39 @@ take_replica(al__router_t *r, svc_t *s, int64_t deadline, bool *waited,
     return p;
 }
 
+/* Sends the request to the replica at addr:port over *fd (a kept-alive
+ * connection, or -1 to dial), once more on a fresh connection when a kept
+ * one turns out closed.  What forward() says; *fd the connection used, or
+ * -1. */
+static fwd_t
+attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
+        const char *up, size_t ulen, bool head_req, bool *keep,
+        bool *close_client, int *status)
+{
+    bool reused = *fd >= 0;
+    fwd_t f = FWD_RETRY;
+    for (int k = 0; k < 2 && f == FWD_RETRY; k++) {
+        if (*fd < 0 && (*fd = dial(addr, port)) < 0)
+            break;
+        pthread_mutex_lock(&r->mu);
+        c->ufd = *fd;
+        pthread_mutex_unlock(&r->mu);
+        f = forward(*fd, c->cfd, up, ulen, head_req, keep, close_client,
+                    status);
+        pthread_mutex_lock(&r->mu);
+        c->ufd = -1;
+        pthread_mutex_unlock(&r->mu);
+        if (f == FWD_RETRY) {
+            close(*fd);
+            *fd = -1;
+            if (!reused)
+                break; /* a fresh connection failed: this replica */
+            reused = false;
+        }
+    }
+    return f;
+}
+
 /* Handles one request whose head is buf[0..hl) (and maybe more bytes
  * after it, *have in all).  false: close the client connection. */
 static bool
@@ -983,33 +1017,13 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             waited = false;
         }
         int fd = p->nidle > 0 ? p->idle[--p->nidle] : -1;
-        bool reused = fd >= 0;
         char addr[INET_ADDRSTRLEN + 1];
         snprintf(addr, sizeof addr, "%s", p->addr);
         int port = p->port;
         pthread_mutex_unlock(&r->mu);
-
-        fwd_t f = FWD_RETRY;
         bool keep = false, close_client = false;
-        for (int attempt = 0; attempt < 2 && f == FWD_RETRY; attempt++) {
-            if (fd < 0 && (fd = dial(addr, port)) < 0)
-                break;
-            pthread_mutex_lock(&r->mu);
-            c->ufd = fd;
-            pthread_mutex_unlock(&r->mu);
-            f = forward(fd, cfd, up, ulen, rh.head_req, &keep, &close_client,
-                        &status);
-            pthread_mutex_lock(&r->mu);
-            c->ufd = -1;
-            pthread_mutex_unlock(&r->mu);
-            if (f == FWD_RETRY) {
-                close(fd);
-                fd = -1;
-                if (!reused)
-                    break; /* a fresh connection failed: this replica */
-                reused = false;
-            }
-        }
+        fwd_t f = attempt(r, c, addr, port, &fd, up, ulen, rh.head_req, &keep,
+                          &close_client, &status);
         pthread_mutex_lock(&r->mu);
         p->inflight--;
         p->refs--;
@@ -1031,8 +1045,8 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             if (fd >= 0)
                 close(fd);
             if (p->ready && !p->draining)
-                al_debug("router: %s: replica %s:%d unreachable", s->name,
-                         addr, port);
+                al_debug("router: %s: replica %s:%d unreachable", s->name, addr,
+                         port);
             p->ready = false;
             p->fails = PROBE_FAILS;
             p->next_probe = 0;
@@ -1256,8 +1270,7 @@ probe_main(void *arg)
             } else if (p->ready && ++p->fails >= PROBE_FAILS) {
                 p->ready = false;
             }
-            p->next_probe =
-                now + (p->ready ? PROBE_READY_MS : PROBE_START_MS);
+            p->next_probe = now + (p->ready ? PROBE_READY_MS : PROBE_START_MS);
         }
         free(ok);
         if (woke)
@@ -1278,13 +1291,12 @@ al__router_start(const char *where, al__router_t **out, char **cause)
 {
     const char *colon = where != NULL ? strrchr(where, ':') : NULL;
     char host[64];
-    int64_t port = colon != NULL ? parse_len(colon + 1, strlen(colon + 1))
-                                 : -1;
+    int64_t port = colon != NULL ? parse_len(colon + 1, strlen(colon + 1)) : -1;
     struct sockaddr_in sa;
     memset(&sa, 0, sizeof sa);
     sa.sin_family = AF_INET;
-    if (colon == NULL || (size_t)(colon - where) >= sizeof host ||
-        port < 0 || port > 65535) {
+    if (colon == NULL || (size_t)(colon - where) >= sizeof host || port < 0 ||
+        port > 65535) {
         *cause = al_xasprintf("--router-listen: expected HOST:PORT, got '%s'",
                               where != NULL ? where : "");
         return AL_EINVAL;
@@ -1292,8 +1304,8 @@ al__router_start(const char *where, al__router_t **out, char **cause)
     memcpy(host, where, (size_t)(colon - where));
     host[colon - where] = '\0';
     if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
-        *cause = al_xasprintf("--router-listen: not an IPv4 address: '%s'",
-                              host);
+        *cause =
+            al_xasprintf("--router-listen: not an IPv4 address: '%s'", host);
         return AL_EINVAL;
     }
     sa.sin_port = htons((uint16_t)port);
@@ -1303,8 +1315,8 @@ al__router_start(const char *where, al__router_t **out, char **cause)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
         listen(fd, 1024) != 0) {
-        *cause = al_xasprintf("--router-listen: cannot listen on %s: %s",
-                              where, strerror(errno));
+        *cause = al_xasprintf("--router-listen: cannot listen on %s: %s", where,
+                              strerror(errno));
         if (fd >= 0)
             close(fd);
         return AL_EIO;
@@ -1313,7 +1325,7 @@ al__router_start(const char *where, al__router_t **out, char **cause)
     getsockname(fd, (struct sockaddr *)&sa, &sl);
     al__router_t *r = al_xcalloc(1, sizeof *r);
     r->lfd = fd;
-    r->port = ntohs(sa.sin_port);
+    r->sa = sa;
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1329,10 +1341,10 @@ al__router_start(const char *where, al__router_t **out, char **cause)
     return 0;
 }
 
-int
-al__router_port(const al__router_t *r)
+struct sockaddr_in
+al__router_addr(const al__router_t *r)
 {
-    return r->port;
+    return r->sa;
 }
 
 void

@@ -17,6 +17,7 @@
 #ifndef AL_SERVER_ROUTER_H
 #define AL_SERVER_ROUTER_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -50,8 +51,8 @@ typedef struct al__rt_svc {
     int nrep;
     al__rt_rep_t *rep;
     /* out */
-    int inflight; /* requests under way or held now */
-    int waiting;  /* of which held for a replica */
+    int inflight;              /* requests under way or held now */
+    int waiting;               /* of which held for a replica */
     uint64_t requests, errors; /* since the router started */
     double latency_sum;        /* seconds, over `requests` */
     int64_t last_ms;           /* monotonic ms of the last request; 0 */
@@ -59,9 +60,9 @@ typedef struct al__rt_svc {
 
 /* Starts a router listening on "HOST:PORT" (port 0 picks one).  0 and
  * *out, or an AL_E* code with a message in *cause (caller frees). */
-int al__router_start(const char *listen, al__router_t **out, char **cause);
-/* The port bound. */
-int al__router_port(const al__router_t *r);
+int al__router_start(const char *where, al__router_t **out, char **cause);
+/* The address bound. */
+struct sockaddr_in al__router_addr(const al__router_t *r);
 /* Stops the threads, closes every connection and frees r; NULL is a
  * no-op. */
 void al__router_stop(al__router_t *r);

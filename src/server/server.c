@@ -39,9 +39,9 @@
 #include "leader.h"
 #include "log.h"
 #include "opt.h"
+#include "router.h"
 #include "selfsign.h"
 #include "server_cmd.h"
-#include "router.h"
 #include "server_int.h"
 #include "xmalloc.h"
 
@@ -618,15 +618,9 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     else
         write_url(o->state_dir, "metrics-url", NULL, NULL, 0, NULL);
     if (s->ctl.router != NULL) {
-        struct sockaddr_in rsa;
-        memset(&rsa, 0, sizeof rsa);
-        const char *rc_ = strrchr(o->router_listen, ':');
-        char host[64];
-        snprintf(host, sizeof host, "%.*s", (int)(rc_ - o->router_listen),
-                 o->router_listen);
-        (void)inet_pton(AF_INET, host, &rsa.sin_addr);
-        write_url(o->state_dir, "router-url", "http", &rsa,
-                  al__router_port(s->ctl.router), "");
+        struct sockaddr_in rsa = al__router_addr(s->ctl.router);
+        write_url(o->state_dir, "router-url", "http", &rsa, ntohs(rsa.sin_port),
+                  "");
     } else {
         write_url(o->state_dir, "router-url", NULL, NULL, 0, NULL);
     }

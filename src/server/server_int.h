@@ -563,12 +563,12 @@ typedef struct al_ctl {
     int napi_hist, api_hist_cap;
     al__waste_t waste;
     al__usage_t usage;
-    bool store_failed;
     /* Inference services (svc.c; NULL until loaded) and their router
      * (router.c; NULL without --router-listen), which has its own
      * threads and lock. */
     struct al__svcs *svcs;
     struct al__router *router;
+    bool store_failed;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
     bool write_failed;

@@ -93,9 +93,9 @@ al__svc_event(al__svc_t *s, const char *fmt, ...)
     vsnprintf(m, sizeof m, fmt, ap);
     va_end(ap);
     al_info("service %s: %s", s->name, m);
-    json_array_append_new(s->events, json_pack("{s:I, s:s}", "time",
-                                               (json_int_t)al_clock_ms(),
-                                               "event", m));
+    json_array_append_new(
+        s->events,
+        json_pack("{s:I, s:s}", "time", (json_int_t)al_clock_ms(), "event", m));
     while (json_array_size(s->events) > MAX_EVENTS)
         json_array_remove(s->events, 0);
     s->dirty = true;
@@ -117,11 +117,10 @@ doc_of(const al__svc_t *s)
         "{s:s, s:s, s:o, s:i, s:i, s:i, s:i, s:o, s:O, s:f, s:f}", "name",
         s->name, "owner", s->owner, "conf", al__svc_conf_json(&s->conf), "gen",
         s->gen, "prev_gen", s->prev_gen, "desired", s->desired, "next_replica",
-        s->next_idx, "replicas", reps, "events", s->events, "rise_s",
-        s->rise_s, "start_s", s->start_s);
-    json_object_set_new(o, "prev",
-                        s->has_prev ? al__svc_conf_json(&s->prev)
-                                    : json_null());
+        s->next_idx, "replicas", reps, "events", s->events, "rise_s", s->rise_s,
+        "start_s", s->start_s);
+    json_object_set_new(
+        o, "prev", s->has_prev ? al__svc_conf_json(&s->prev) : json_null());
     return o;
 }
 
@@ -208,7 +207,7 @@ al__svc_put(al_ctl_t *ctl, al__svc_t *s)
     al__svcs_t *t = ctl->svcs;
     if (t->n == t->cap) {
         t->cap = t->cap ? 2 * t->cap : 8;
-        t->v = al_xreallocarray(t->v, (size_t)t->cap, sizeof *t->v);
+        t->v = al_xreallocarray(t->v, (size_t)t->cap, sizeof(void *));
     }
     t->v[t->n++] = s;
     if (s->events == NULL)
@@ -262,7 +261,7 @@ al__svc_remove(al_ctl_t *ctl, al__svc_t *s, const char *who)
     for (int i = 0; i < t->n; i++)
         if (t->v[i] == s) {
             memmove(&t->v[i], &t->v[i + 1],
-                    (size_t)(t->n - i - 1) * sizeof *t->v);
+                    (size_t)(t->n - i - 1) * sizeof(void *));
             t->n--;
             break;
         }
@@ -273,8 +272,7 @@ al__svc_remove(al_ctl_t *ctl, al__svc_t *s, const char *who)
 /* Replicas                                                           */
 
 void
-al__svc_stop_job(al_ctl_t *ctl, al__svc_t *s, al__replica_t *r,
-                 const char *why)
+al__svc_stop_job(al_ctl_t *ctl, al__svc_t *s, al__replica_t *r, const char *why)
 {
     r->cancelled = true;
     s->dirty = true;
@@ -436,8 +434,9 @@ observe(al_ctl_t *ctl, al__svc_t *s, const al__rt_svc_t *o, int64_t now)
         }
         if (r->was_ready && r->unready_ms != 0 &&
             now - r->unready_ms >= UNREADY_GRACE_MS) {
-            al__svc_event(s, "replica %d: failed its checks for %d s; "
-                             "replaced",
+            al__svc_event(s,
+                          "replica %d: failed its checks for %d s; "
+                          "replaced",
                           r->idx, UNREADY_GRACE_MS / 1000);
             al__svc_stop_job(ctl, s, r, "failed its checks");
             s->fails++;
@@ -480,8 +479,8 @@ scale(al__svc_t *s, int64_t now)
         double sum = s->inflight;
         int cnt = 1;
         for (int k = 0; k < s->nring; k++) {
-            const al__sample_t *x = &s->ring[(s->ring_head + RING - 1 - k) %
-                                             RING];
+            const al__sample_t *x =
+                &s->ring[(s->ring_head + RING - 1 - k) % RING];
             if (now - x->t >= c->window_s * 1000)
                 break;
             sum += x->conc;
@@ -528,8 +527,9 @@ scale(al__svc_t *s, int64_t now)
             al__svc_event(s, "scale to zero (no request for %lld s)",
                           (long long)c->idle_s);
         else
-            al__svc_event(s, "scale down %d -> %d (concurrency %.1f, "
-                             "target %g)",
+            al__svc_event(s,
+                          "scale down %d -> %d (concurrency %.1f, "
+                          "target %g)",
                           s->desired, want, s->conc_avg, c->target);
     }
     s->desired = want;
@@ -583,8 +583,9 @@ rollback(al__svc_t *s)
     s->update_fails = 0;
     s->fails = 0;
     s->next_start_ms = 0;
-    al__svc_event(s, "update to generation %d failed (%d replicas did not "
-                     "become ready); rolled back to generation %d",
+    al__svc_event(s,
+                  "update to generation %d failed (%d replicas did not "
+                  "become ready); rolled back to generation %d",
                   bad_gen, ROLLBACK_FAILS, s->gen);
 }
 
@@ -699,9 +700,9 @@ al__svc_tick(al_ctl_t *ctl, int64_t now)
             .queue_timeout_ms = s->conf.queue_timeout_s * 1000,
             .nrep = s->nreps,
         };
-        rs[i].rep = s->nreps > 0 ? al_xcalloc((size_t)s->nreps,
-                                              sizeof *rs[i].rep)
-                                 : NULL;
+        rs[i].rep = s->nreps > 0
+                        ? al_xcalloc((size_t)s->nreps, sizeof *rs[i].rep)
+                        : NULL;
         for (int k = 0; k < s->nreps; k++) {
             const al__replica_t *r = &s->reps[k];
             al__job_t *j = al__ctl_job(ctl, r->job);

@@ -93,13 +93,13 @@ typedef struct al__svc {
     double start_s; /* of which the replica's own start to ready */
     bool dirty;
     /* Memory only. */
-    int fails;            /* replicas failed since one was last ready */
-    int update_fails;     /* new-generation replicas failed before ready */
+    int fails;             /* replicas failed since one was last ready */
+    int update_fails;      /* new-generation replicas failed before ready */
     int64_t next_start_ms; /* back-off */
     int64_t rise_ms;       /* when desired last rose */
     int64_t last_req_ms, last_sample_ms;
     uint64_t last_requests;
-    bool req_seen; /* a request came since the last sample */
+    bool req_seen;      /* a request came since the last sample */
     al__sample_t *ring; /* concurrency samples, RING of them */
     int ring_head, nring;
     double conc_avg;

@@ -19,7 +19,7 @@
 
 /* The members that make a replica's job. */
 static const char *const spec_keys[] = {
-    "command", "env",       "cwd",       "queue",     "gpus",
+    "command",      "env",       "cwd",       "queue",     "gpus",
     "gpu_fraction", "cpu_milli", "mem_bytes", "gpu_model",
 };
 #define NSPEC (sizeof spec_keys / sizeof spec_keys[0])
@@ -34,7 +34,7 @@ static const struct {
     { "max", offsetof(al__svc_conf_t, max), 1, AL_SVC_MAX_REPLICAS, 8 },
     { "window_s", offsetof(al__svc_conf_t, window_s), 1, 3600, 6 },
     { "scale_down_delay_s", offsetof(al__svc_conf_t, down_s), 0, 86400, 60 },
-    { "idle_s", offsetof(al__svc_conf_t, idle_s), 0, 86400 * 7, 300 },
+    { "idle_s", offsetof(al__svc_conf_t, idle_s), 0, 604800, 300 },
     { "drain_s", offsetof(al__svc_conf_t, drain_s), 0, 3600, 30 },
     { "queue_max", offsetof(al__svc_conf_t, queue_max), 0, 100000, 1000 },
     { "queue_timeout_s", offsetof(al__svc_conf_t, queue_timeout_s), 1, 3600,
@@ -86,6 +86,92 @@ al__svc_job_body(const al__svc_conf_t *c, const char *name, int idx, int port)
     return b;
 }
 
+/* Body b's members over *c; NULL, or what is wrong (malloc()ed). */
+static char *
+apply_fields(const json_t *b, al__svc_conf_t *c)
+{
+    char *msg = NULL;
+    for (size_t i = 0; i < NSPEC && msg == NULL; i++) {
+        json_t *v = json_object_get(b, spec_keys[i]);
+        if (v == NULL)
+            continue;
+        if (json_is_null(v))
+            json_object_del(c->spec, spec_keys[i]);
+        else
+            json_object_set(c->spec, spec_keys[i], v);
+    }
+    for (size_t i = 0; i < NINTS && msg == NULL; i++) {
+        json_t *v = json_object_get(b, ints[i].key);
+        if (v == NULL)
+            continue;
+        if (!json_is_integer(v) || json_integer_value(v) < ints[i].min ||
+            json_integer_value(v) > ints[i].max)
+            msg =
+                al_xasprintf("%s must be an integer in %lld..%lld", ints[i].key,
+                             (long long)ints[i].min, (long long)ints[i].max);
+        else
+            *(int64_t *)(void *)((char *)c + ints[i].off) =
+                json_integer_value(v);
+    }
+    json_t *v = json_object_get(b, "target_concurrency");
+    if (msg == NULL && v != NULL) {
+        double t = json_number_value(v);
+        if (!json_is_number(v) || !(t >= 0.01 && t <= 100000))
+            msg = al_xstrdup("target_concurrency must be a number in "
+                             "0.01..100000");
+        else
+            c->target = t;
+    }
+    v = json_object_get(b, "public");
+    if (msg == NULL && v != NULL) {
+        if (!json_is_boolean(v))
+            msg = al_xstrdup("public must be true or false");
+        else
+            c->public = json_is_true(v);
+    }
+    v = json_object_get(b, "ready_path");
+    if (msg == NULL && v != NULL) {
+        const char *p = json_string_value(v);
+        bool ok = p != NULL && p[0] == '/' && strlen(p) < 256;
+        for (const char *q = p; ok && *q != '\0'; q++)
+            ok = (unsigned char)*q > ' ' && *q != 0x7f;
+        if (!ok)
+            msg = al_xstrdup("ready_path must be a path starting with '/', "
+                             "without spaces, under 256 bytes");
+        else {
+            free(c->ready_path);
+            c->ready_path = al_xstrdup(p);
+        }
+    }
+    return msg;
+}
+
+/* The settings as a whole; NULL, or what is wrong (malloc()ed). */
+static char *
+check_whole(const al__svc_conf_t *c, const char *owner)
+{
+    char *msg = NULL;
+    if (c->min > c->max)
+        msg = al_xasprintf("min (%lld) is above max (%lld)", (long long)c->min,
+                           (long long)c->max);
+    if (msg == NULL && json_object_get(c->spec, "command") == NULL)
+        msg = al_xstrdup("a service needs a command");
+    if (msg == NULL) {
+        /* The replicas' jobs must be good jobs. */
+        json_t *jb = al__svc_job_body(c, "x", 0, 1);
+        al__job_t *j = NULL;
+        char *why = NULL;
+        if (al__job_parse(jb, owner != NULL ? owner : "nobody", false, &j,
+                          &why) != 0)
+            msg = why != NULL ? why : al_xstrdup("not a valid job");
+        else if (j->array != NULL || j->ntasks != 1 || j->state != JS_PENDING)
+            msg = al_xstrdup("a replica is one task");
+        al__job_free(j);
+        json_decref(jb);
+    }
+    return msg;
+}
+
 int
 al__svc_conf_apply(const json_t *b, const al__svc_conf_t *base,
                    const char *owner, al__svc_conf_t *out, bool *spec_changed,
@@ -131,84 +217,15 @@ al__svc_conf_apply(const json_t *b, const al__svc_conf_t *base,
         c.spec = json_deep_copy(base->spec);
         c.ready_path = al_xstrdup(base->ready_path);
     }
-    char *msg = NULL;
-    for (size_t i = 0; i < NSPEC && msg == NULL; i++) {
-        json_t *v = json_object_get(b, spec_keys[i]);
-        if (v == NULL)
-            continue;
-        if (json_is_null(v))
-            json_object_del(c.spec, spec_keys[i]);
-        else
-            json_object_set(c.spec, spec_keys[i], v);
-    }
-    for (size_t i = 0; i < NINTS && msg == NULL; i++) {
-        json_t *v = json_object_get(b, ints[i].key);
-        if (v == NULL)
-            continue;
-        if (!json_is_integer(v) || json_integer_value(v) < ints[i].min ||
-            json_integer_value(v) > ints[i].max)
-            msg = al_xasprintf("%s must be an integer in %lld..%lld",
-                               ints[i].key, (long long)ints[i].min,
-                               (long long)ints[i].max);
-        else
-            *(int64_t *)(void *)((char *)&c + ints[i].off) =
-                json_integer_value(v);
-    }
-    json_t *v = json_object_get(b, "target_concurrency");
-    if (msg == NULL && v != NULL) {
-        double t = json_number_value(v);
-        if (!json_is_number(v) || !(t >= 0.01 && t <= 100000))
-            msg = al_xstrdup("target_concurrency must be a number in "
-                             "0.01..100000");
-        else
-            c.target = t;
-    }
-    v = json_object_get(b, "public");
-    if (msg == NULL && v != NULL) {
-        if (!json_is_boolean(v))
-            msg = al_xstrdup("public must be true or false");
-        else
-            c.public = json_is_true(v);
-    }
-    v = json_object_get(b, "ready_path");
-    if (msg == NULL && v != NULL) {
-        const char *p = json_string_value(v);
-        bool ok = p != NULL && p[0] == '/' && strlen(p) < 256;
-        for (const char *q = p; ok && *q != '\0'; q++)
-            ok = (unsigned char)*q > ' ' && *q != 0x7f;
-        if (!ok)
-            msg = al_xstrdup("ready_path must be a path starting with '/', "
-                             "without spaces, under 256 bytes");
-        else {
-            free(c.ready_path);
-            c.ready_path = al_xstrdup(p);
-        }
-    }
-    if (msg == NULL && c.min > c.max)
-        msg = al_xasprintf("min (%lld) is above max (%lld)", (long long)c.min,
-                           (long long)c.max);
-    if (msg == NULL && json_object_get(c.spec, "command") == NULL)
-        msg = al_xstrdup("a service needs a command");
-    if (msg == NULL) {
-        /* The replicas' jobs must be good jobs. */
-        json_t *jb = al__svc_job_body(&c, "x", 0, 1);
-        al__job_t *j = NULL;
-        char *why = NULL;
-        if (al__job_parse(jb, owner != NULL ? owner : "nobody", false, &j,
-                          &why) != 0)
-            msg = why != NULL ? why : al_xstrdup("not a valid job");
-        else if (j->array != NULL || j->ntasks != 1 || j->state != JS_PENDING)
-            msg = al_xstrdup("a replica is one task");
-        al__job_free(j);
-        json_decref(jb);
-    }
+    char *msg = apply_fields(b, &c);
+    if (msg == NULL)
+        msg = check_whole(&c, owner);
     if (msg != NULL) {
         al__svc_conf_fini(&c);
         return al__fail(cause, AL_EINVAL, msg);
     }
     if (spec_changed != NULL)
-        *spec_changed =
-            base == NULL || !json_equal(base->spec, c.spec);
+        *spec_changed = base == NULL || !json_equal(base->spec, c.spec);
     *out = c;
     return 0;
 }

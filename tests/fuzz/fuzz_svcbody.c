@@ -55,7 +55,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     al__job_t *j = NULL;
     rc = al__job_parse(jb, "fuzz", false, &j, &cause);
     CHECK(rc == 0);
-    CHECK(j->ntasks == 1 && strcmp(al__jclasses[j->cls].name, "inference") == 0);
+    CHECK(j->ntasks == 1 &&
+          strcmp(al__jclasses[j->cls].name, "inference") == 0);
     al__job_free(j);
     json_decref(jb);
     al__svc_conf_fini(&e);
