@@ -44,6 +44,12 @@
  *                 warned, then ended (called by the loop, over state.c)
  *   queueopts.c   a queue's build cap and idle settings, their JSON form
  *                 (under doc.c)
+ *   api_svc.c, svc.c, svcbody.c, router.c
+ *                 inference services: their API, the services as stored
+ *                 objects owning replica jobs (the loop's tick reconciles
+ *                 them), their settings, and the router that takes their
+ *                 requests (threads and a lock of its own); svc.h and
+ *                 router.h declare them
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
