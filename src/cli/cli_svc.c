@@ -20,8 +20,8 @@
 typedef struct serve_args {
     const char *server, *token;
     const char *queue, *ready_path, *mem, *gpu_model;
-    int64_t gpus, min, max, window, down, idle, drain, queue_max, queue_timeout,
-        start_timeout;
+    int64_t gpus, port, min, max, window, down, idle, drain, queue_max,
+        queue_timeout, start_timeout;
     double target, gpu_fraction;
     bool public, private_, json, help;
 } serve_args_t;
@@ -54,6 +54,14 @@ static const al_opt_t serve_opts[] = {
       .off = A(gpu_model),
       .arg = "MODEL",
       .help = "only on GPUs of this model" },
+    { .name = "--port",
+      .kind = AL_OPT_INT,
+      .off = A(port),
+      .min = 0,
+      .max = 65535,
+      .arg = "P",
+      .help = "also take the service's requests on this port of the "
+              "router's address, without /s/NAME (0: none)" },
     { .name = "--queue",
       .kind = AL_OPT_STR,
       .off = A(queue),
@@ -204,6 +212,7 @@ build_body(const serve_args_t *a, bool create, int ncmd, char **cmd, json_t *b)
         const char *key;
         int64_t v;
     } ints[] = {
+        { "port", a->port },
         { "min", a->min },
         { "max", a->max },
         { "window_s", a->window },
@@ -313,6 +322,7 @@ int
 al_cli_serve(int argc, char **argv)
 {
     serve_args_t a = { .gpus = -1,
+                       .port = -1,
                        .min = -1,
                        .max = -1,
                        .window = -1,

@@ -80,6 +80,11 @@ typedef struct svc {
     uint64_t requests, errors, rr;
     double latency_sum;
     int64_t last_ms;
+    /* Its own port: wanted (the loop's), bound, its listener (-1; opened
+     * and closed by the accepting thread only), a bind's errno, and when
+     * to try a failed bind again. */
+    int want_port, bound_port, lfd, port_error;
+    int64_t port_retry_ms;
     struct svc *next;
 } svc_t;
 
@@ -124,6 +129,8 @@ svc_free(svc_t *s)
     free(s->name);
     free(s->ready_path);
     free(s->owner);
+    if (s->lfd >= 0)
+        close(s->lfd);
     free(s);
 }
 
@@ -142,7 +149,7 @@ collect(al__router_t *r)
                 pp = &p->next;
             }
         }
-        if (s->removed && s->refs == 0 && s->reps == NULL) {
+        if (s->removed && s->refs == 0 && s->reps == NULL && s->lfd < 0) {
             *sp = s->next;
             svc_free(s);
         } else {
@@ -197,6 +204,7 @@ al__router_sync(al__router_t *r, al__rt_svc_t *svcs, int n,
         if (s == NULL) {
             s = al_xcalloc(1, sizeof *s);
             s->name = al_xstrdup(in->name);
+            s->lfd = -1;
             s->next = r->svcs;
             r->svcs = s;
         }
@@ -206,6 +214,7 @@ al__router_sync(al__router_t *r, al__rt_svc_t *svcs, int n,
         s->public = in->public;
         s->queue_max = in->queue_max;
         s->queue_timeout_ms = in->queue_timeout_ms;
+        s->want_port = in->port;
         for (rep_t *p = s->reps; p != NULL; p = p->next)
             p->removed = true;
         for (int k = 0; k < in->nrep; k++) {
@@ -247,6 +256,7 @@ al__router_sync(al__router_t *r, al__rt_svc_t *svcs, int n,
         in->errors = s->errors;
         in->latency_sum = s->latency_sum;
         in->last_ms = s->last_ms;
+        in->port_error = s->port_error;
     }
     collect(r);
     if (wake)
@@ -452,8 +462,8 @@ parse_len(const char *v, size_t n)
 }
 
 int
-al__router_parse_head(const char *h, size_t n, al__rt_head_t *out,
-                      const char **why)
+al__router_parse_head(const char *h, size_t n, bool own_port,
+                      al__rt_head_t *out, const char **why)
 {
     al__rt_head_t o;
     memset(&o, 0, sizeof o);
@@ -492,22 +502,28 @@ al__router_parse_head(const char *h, size_t n, al__rt_head_t *out,
             *why = "malformed target";
             return 400;
         }
-    /* /s/NAME[/rest][?query]: NAME a service's name. */
-    if (tl < 4 || memcmp(t, "/s/", 3) != 0) {
-        *why = "requests go to /s/SERVICE/...";
-        return 404;
+    if (own_port) {
+        /* A service's own port: the target goes as it is. */
+        o.name_off = o.rest_off = (size_t)(t - h);
+        o.rest_len = tl;
+    } else {
+        /* /s/NAME[/rest][?query]: NAME a service's name. */
+        if (tl < 4 || memcmp(t, "/s/", 3) != 0) {
+            *why = "requests go to /s/SERVICE/...";
+            return 404;
+        }
+        size_t nl = 0;
+        while (3 + nl < tl && t[3 + nl] != '/' && t[3 + nl] != '?')
+            nl++;
+        if (nl == 0 || nl > 63) {
+            *why = "requests go to /s/SERVICE/...";
+            return 404;
+        }
+        o.name_off = 3 + (size_t)(t - h);
+        o.name_len = nl;
+        o.rest_off = o.name_off + nl;
+        o.rest_len = tl - 3 - nl;
     }
-    size_t nl = strcspn(t + 3, "/?");
-    if (nl > tl - 3)
-        nl = tl - 3;
-    if (nl == 0 || nl > 63) {
-        *why = "requests go to /s/SERVICE/...";
-        return 404;
-    }
-    o.name_off = 3 + (size_t)(t - h);
-    o.name_len = nl;
-    o.rest_off = o.name_off + nl;
-    o.rest_len = tl - 3 - nl;
     /* Headers. */
     const char *p = eol + 2;
     const char *end = h + n;
@@ -944,12 +960,12 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
  * after it, *have in all).  false: close the client connection. */
 static bool
 serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
-          const char *peer)
+          const char *peer, const char *own)
 {
     int cfd = c->cfd;
     al__rt_head_t rh;
     const char *why = "bad request";
-    int st = al__router_parse_head(buf, hl, &rh, &why);
+    int st = al__router_parse_head(buf, hl, own != NULL, &rh, &why);
     if (st != 0) {
         reply_error(cfd, st, st == 404 ? "not_found" : "bad_request", why,
                     true);
@@ -974,8 +990,12 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     char *up = build_upstream(buf, hl, &rh, body, blen, peer, &ulen);
     free(body);
     char name[64];
-    memcpy(name, buf + rh.name_off, rh.name_len);
-    name[rh.name_len] = '\0';
+    if (own != NULL) {
+        snprintf(name, sizeof name, "%s", own);
+    } else {
+        memcpy(name, buf + rh.name_off, rh.name_len);
+        name[rh.name_len] = '\0';
+    }
     char tok[130];
     size_t toklen = rh.token_len < sizeof tok - 1 ? rh.token_len : 0;
     memcpy(tok, buf + rh.token_off, toklen);
@@ -1080,74 +1100,171 @@ typedef struct conn_arg {
     al__router_t *r;
     conn_t *c;
     char peer[INET_ADDRSTRLEN];
+    char svc[64]; /* came to this service's own port; "" for /s/NAME */
 } conn_arg_t;
 
 static void *conn_main(void *arg);
+
+/* Starts a thread for a connection accepted from a listener (of service
+ * svc's own port when svc is not NULL). */
+static void
+take_conn(al__router_t *r, int fd, const struct sockaddr_in *sa,
+          const char *svc)
+{
+    (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+    int one = 1;
+    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_S);
+    set_timeout(fd, SO_SNDTIMEO, UPSTREAM_S);
+    conn_arg_t *a = al_xcalloc(1, sizeof *a);
+    a->r = r;
+    inet_ntop(AF_INET, &sa->sin_addr, a->peer, sizeof a->peer);
+    if (svc != NULL)
+        snprintf(a->svc, sizeof a->svc, "%s", svc);
+    a->c = al_xcalloc(1, sizeof *a->c);
+    a->c->cfd = fd;
+    a->c->ufd = -1;
+    pthread_mutex_lock(&r->mu);
+    bool full = r->nconns >= MAX_CONNS;
+    if (!full) {
+        a->c->next = r->conns;
+        r->conns = a->c;
+        r->nconns++;
+    }
+    pthread_mutex_unlock(&r->mu);
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, THREAD_STACK);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    if (full || pthread_create(&t, &at, conn_main, a) != 0) {
+        if (!full) {
+            pthread_mutex_lock(&r->mu);
+            for (conn_t **cp = &r->conns; *cp != NULL; cp = &(*cp)->next)
+                if (*cp == a->c) {
+                    *cp = a->c->next;
+                    break;
+                }
+            r->nconns--;
+            pthread_mutex_unlock(&r->mu);
+        }
+        reply_error(fd, 503, "unavailable", "too many connections", true);
+        close(fd);
+        free(a->c);
+        free(a);
+    }
+    pthread_attr_destroy(&at);
+}
+
+/* Binds and listens on port at the router's address; the socket, or -1
+ * with errno set. */
+static int
+listen_on(const al__router_t *r, int port)
+{
+    struct sockaddr_in sa = r->sa;
+    sa.sin_port = htons((uint16_t)port);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int one = 1;
+    if (fd >= 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+        listen(fd, 1024) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* The services' own ports as the table wants them: a listener opened for
+ * each new port, closed for each one gone (only this thread opens and
+ * closes them, so no poll() ever waits on a closed descriptor).  Fills
+ * fds (the router's listener first) and names; their number.  Under
+ * r->mu. */
+static int
+own_ports(al__router_t *r, struct pollfd **fds, char (**names)[64], int *cap)
+{
+    int64_t now = al_clock_mono_ms();
+    int n = 1;
+    for (svc_t *s = r->svcs; s != NULL; s = s->next) {
+        int want = s->removed ? 0 : s->want_port;
+        if (s->bound_port != want ||
+            (want > 0 && s->lfd < 0 && now >= s->port_retry_ms)) {
+            if (s->lfd >= 0)
+                close(s->lfd);
+            s->lfd = -1;
+            s->bound_port = want;
+            s->port_error = 0;
+            if (want > 0 && (s->lfd = listen_on(r, want)) < 0) {
+                s->port_error = errno;
+                s->port_retry_ms = now + 5000;
+            }
+        }
+        if (s->lfd >= 0)
+            n++;
+    }
+    if (n > *cap) {
+        *cap = n;
+        *fds = al_xreallocarray(*fds, (size_t)n, sizeof **fds);
+        *names = al_xreallocarray(*names, (size_t)n, sizeof **names);
+    }
+    (*fds)[0] = (struct pollfd){ .fd = r->lfd, .events = POLLIN };
+    (*names)[0][0] = '\0';
+    int k = 1;
+    for (svc_t *s = r->svcs; s != NULL; s = s->next) {
+        if (s->lfd < 0)
+            continue;
+        (*fds)[k] = (struct pollfd){ .fd = s->lfd, .events = POLLIN };
+        snprintf((*names)[k], sizeof(*names)[k], "%s", s->name);
+        k++;
+    }
+    return k;
+}
 
 static void *
 accept_main(void *arg)
 {
     al__router_t *r = arg;
+    struct pollfd *fds = NULL;
+    char(*names)[64] = NULL;
+    int cap = 0;
     for (;;) {
-        struct sockaddr_in sa;
-        socklen_t sl = sizeof sa;
-        int fd = accept(r->lfd, (struct sockaddr *)&sa, &sl);
-        if (fd >= 0)
-            (void)fcntl(fd, F_SETFD, FD_CLOEXEC);
         pthread_mutex_lock(&r->mu);
         bool stop = r->stop;
+        int n = stop ? 0 : own_ports(r, &fds, &names, &cap);
+        collect(r);
         pthread_mutex_unlock(&r->mu);
-        if (stop) {
-            if (fd >= 0)
-                close(fd);
-            return NULL;
-        }
-        if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
-                (void)poll(NULL, 0, 50);
+        if (stop)
+            break;
+        if (poll(fds, (nfds_t)n, 200) <= 0)
             continue;
-        }
-        int one = 1;
-        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_S);
-        set_timeout(fd, SO_SNDTIMEO, UPSTREAM_S);
-        conn_arg_t *a = al_xcalloc(1, sizeof *a);
-        a->r = r;
-        inet_ntop(AF_INET, &sa.sin_addr, a->peer, sizeof a->peer);
-        a->c = al_xcalloc(1, sizeof *a->c);
-        a->c->cfd = fd;
-        a->c->ufd = -1;
-        pthread_mutex_lock(&r->mu);
-        bool full = r->nconns >= MAX_CONNS;
-        if (!full) {
-            a->c->next = r->conns;
-            r->conns = a->c;
-            r->nconns++;
-        }
-        pthread_mutex_unlock(&r->mu);
-        pthread_t t;
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setstacksize(&at, THREAD_STACK);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        if (full || pthread_create(&t, &at, conn_main, a) != 0) {
-            if (!full) {
-                pthread_mutex_lock(&r->mu);
-                for (conn_t **cp = &r->conns; *cp != NULL; cp = &(*cp)->next)
-                    if (*cp == a->c) {
-                        *cp = a->c->next;
-                        break;
-                    }
-                r->nconns--;
-                pthread_mutex_unlock(&r->mu);
+        for (int i = 0; i < n; i++) {
+            if ((fds[i].revents & POLLIN) == 0)
+                continue;
+            struct sockaddr_in sa;
+            socklen_t sl = sizeof sa;
+            int fd = accept(fds[i].fd, (struct sockaddr *)&sa, &sl);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+                    (void)poll(NULL, 0, 50);
+                continue;
             }
-            reply_error(fd, 503, "unavailable", "too many connections", true);
-            close(fd);
-            free(a->c);
-            free(a);
+            take_conn(r, fd, &sa, i == 0 ? NULL : names[i]);
         }
-        pthread_attr_destroy(&at);
     }
+    free(fds);
+    free(names);
+    /* Listeners of services: closed here, their one owner. */
+    pthread_mutex_lock(&r->mu);
+    for (svc_t *s = r->svcs; s != NULL; s = s->next) {
+        if (s->lfd >= 0)
+            close(s->lfd);
+        s->lfd = -1;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
 }
 
 static void *
@@ -1166,7 +1283,8 @@ conn_main(void *arg)
                             true);
             break;
         }
-        if (!serve_one(r, c, buf, (size_t)hl, &have, a->peer))
+        if (!serve_one(r, c, buf, (size_t)hl, &have, a->peer,
+                       a->svc[0] != '\0' ? a->svc : NULL))
             break;
     }
     free(buf);
@@ -1309,7 +1427,7 @@ al__router_start(const char *where, al__router_t **out, char **cause)
         return AL_EINVAL;
     }
     sa.sin_port = htons((uint16_t)port);
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
     if (fd >= 0)
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);

@@ -46,6 +46,7 @@ typedef struct al__rt_svc {
     const char *ready_path;
     bool public;              /* else a token of the owner or an admin */
     const char *owner;        /* whose user tokens may call it */
+    int port;                 /* its own port on the router's address; 0 */
     int queue_max;            /* requests held while no replica is ready */
     int64_t queue_timeout_ms; /* how long one is held at most */
     int nrep;
@@ -56,6 +57,7 @@ typedef struct al__rt_svc {
     uint64_t requests, errors; /* since the router started */
     double latency_sum;        /* seconds, over `requests` */
     int64_t last_ms;           /* monotonic ms of the last request; 0 */
+    int port_error;            /* errno of binding its own port, or 0 */
 } al__rt_svc_t;
 
 /* Starts a router listening on "HOST:PORT" (port 0 picks one).  0 and
@@ -85,10 +87,11 @@ typedef struct al__rt_head {
     bool chunked, keep_alive, http10, head_req;
 } al__rt_head_t;
 
-/* Reads a request head h[0..n) (through its empty line).  0 and *out, or
- * the HTTP status to answer (400, 404, 411, 413, 505) with the reason in
- * *why (a static string), *out untouched. */
-int al__router_parse_head(const char *h, size_t n, al__rt_head_t *out,
-                          const char **why);
+/* Reads a request head h[0..n) (through its empty line); own_port: it
+ * came to a service's own port, where any target goes as it is (name_len
+ * 0).  0 and *out, or the HTTP status to answer (400, 404, 411, 413, 505)
+ * with the reason in *why (a static string), *out untouched. */
+int al__router_parse_head(const char *h, size_t n, bool own_port,
+                          al__rt_head_t *out, const char **why);
 
 #endif /* AL_SERVER_ROUTER_H */

@@ -23,6 +23,7 @@
  * May call: router.c (al__router_sync), svcbody.c, jobbody.c, state.c,
  * table.c, store.c, reason.c.  Called by ctl.c (the tick) and api_svc.c.
  */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -455,6 +456,12 @@ observe(al_ctl_t *ctl, al__svc_t *s, const al__rt_svc_t *o, int64_t now)
         s->last_req_ms = now;
         s->req_seen = true;
     }
+    if (o->port_error != s->port_error) {
+        s->port_error = o->port_error;
+        if (o->port_error != 0)
+            al__svc_event(s, "cannot listen on its port %lld: %s",
+                          (long long)s->conf.port, strerror(o->port_error));
+    }
     s->inflight = o->inflight;
     s->waiting = o->waiting;
     s->requests = o->requests;
@@ -698,6 +705,7 @@ al__svc_tick(al_ctl_t *ctl, int64_t now)
             .owner = s->owner,
             .queue_max = (int)s->conf.queue_max,
             .queue_timeout_ms = s->conf.queue_timeout_s * 1000,
+            .port = (int)s->conf.port,
             .nrep = s->nreps,
         };
         rs[i].rep = s->nreps > 0

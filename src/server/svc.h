@@ -25,6 +25,7 @@ typedef struct al__svc_conf {
     json_t *spec;
     char *ready_path;
     int64_t min, max;
+    int64_t port;  /* its own port on the router's address; 0: none */
     double target; /* concurrency per replica */
     bool public;
     int64_t window_s;        /* averaging window of the load (scale up) */
@@ -100,6 +101,7 @@ typedef struct al__svc {
     int64_t last_req_ms, last_sample_ms;
     uint64_t last_requests;
     bool req_seen;      /* a request came since the last sample */
+    int port_error;     /* the router's last errno binding its port */
     al__sample_t *ring; /* concurrency samples, RING of them */
     int ring_head, nring;
     double conc_avg;

@@ -31,6 +31,7 @@ static const struct {
     int64_t min, max, def;
 } ints[] = {
     { "min", offsetof(al__svc_conf_t, min), 0, AL_SVC_MAX_REPLICAS, 0 },
+    { "port", offsetof(al__svc_conf_t, port), 0, 65535, 0 },
     { "max", offsetof(al__svc_conf_t, max), 1, AL_SVC_MAX_REPLICAS, 8 },
     { "window_s", offsetof(al__svc_conf_t, window_s), 1, 3600, 6 },
     { "scale_down_delay_s", offsetof(al__svc_conf_t, down_s), 0, 86400, 60 },
@@ -192,6 +193,7 @@ al__svc_conf_apply(const json_t *b, const al__svc_conf_t *base,
         "mem_bytes",
         "gpu_model",
         "ready_path",
+        "port",
         "min",
         "max",
         "target_concurrency",

@@ -274,12 +274,23 @@ def scenario_serve_kill(c):
 def scenario_serve_stream(c):
     """A token stream (chunked server-sent events) passes through the
     router chunk by chunk: the first event arrives long before the last
-    is sent.  A private service needs a token: none or a stranger's is
+    is sent.  The service's own port (--port) takes its requests too.  A private service needs a token: none or a stranger's is
     401, the owner's or an admin's passes."""
     start(c)
+    own = e2e.free_port()
     c.cli("serve", "create", "s", "--gpus", "1", "--queue", "inf", "--min",
-          "1", "--ready-path", "/health", "--", "python3", REPLICA)
+          "1", "--ready-path", "/health", "--port", str(own), "--",
+          "python3", REPLICA)
     wait_for(lambda: ready_count(c, "s") == 1, 30, "a ready replica")
+    # Its own port takes its requests without /s/NAME.
+    conn = http.client.HTTPConnection("127.0.0.1", own, timeout=30)
+    conn.request("GET", "/work?ms=1",
+                 headers={"Authorization": "Bearer " + c.admin})
+    r = conn.getresponse()
+    v = json.loads(r.read())
+    conn.close()
+    check(r.status == 200 and v["path"] == "/work?ms=1",
+          "the service's own port: %s %s" % (r.status, v))
     st, v = request(c, "s")
     check(st == 401, "a private service without a token: %s %s" % (st, v))
     st, v = request(c, "s", token="al_0000000000000000_" + "0" * 32)
