@@ -140,8 +140,11 @@ def scenario_serve_scale(c):
           % (st, v))
     print("  cold start: first answer after %.2f s" % cold)
     load = Load(c, "m", 8)
+    gpus = lambda: sum(n["gpus_used"]  # noqa: E731
+                       for n in c.api("GET", "/v1/nodes")[1]["nodes"])
     wait_for(lambda: ready_count(c, "m") >= 4, 40, "4 ready replicas")
     time.sleep(2)
+    check(gpus() == 4, "4 replicas hold 4 GPUs: %d" % gpus())
     load.stop()
     check(not load.failed, "no failed request during scale-up: %s"
           % load.failed[:5])
@@ -153,9 +156,6 @@ def scenario_serve_scale(c):
     print("  %d requests over replicas %s; load rise to ready %.2f s "
           "(replica start %.2f s)" % (load.ok, sorted(reps), s["rise_s"],
                                       s["start_s"]))
-    gpus = lambda: sum(n["gpus_used"]  # noqa: E731
-                       for n in c.api("GET", "/v1/nodes")[1]["nodes"])
-    check(gpus() == 4, "4 replicas hold 4 GPUs: %d" % gpus())
     # A light load (1 client) scales down to 1 without a failed request.
     light = Load(c, "m", 1)
     wait_for(lambda: len(svc(c, "m")["replicas"]) == 1, 40,
