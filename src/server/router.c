@@ -557,6 +557,8 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
                 o.keep_alive = false;
             else if (has_token(v, vl, "keep-alive"))
                 o.keep_alive = true;
+        } else if (header_is(p, ln, "Expect", &v, &vl)) {
+            o.expect_continue = has_token(v, vl, "100-continue");
         } else if (header_is(p, ln, "Authorization", &v, &vl)) {
             if (vl > 7 && strncasecmp(v, "Bearer ", 7) == 0) {
                 o.token_off = (size_t)(v + 7 - h);
@@ -825,6 +827,7 @@ build_upstream(const char *h, size_t hn, const al__rt_head_t *rh,
             !header_is(p, ln, "Keep-Alive", &v, &vl) &&
             !header_is(p, ln, "Proxy-Connection", &v, &vl) &&
             !header_is(p, ln, "Upgrade", &v, &vl) &&
+            !header_is(p, ln, "Expect", &v, &vl) &&
             !header_is(p, ln, "TE", &v, &vl)) {
             al_buf_append(&b, p, ln + 2);
         }
@@ -978,6 +981,12 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     char *body = al_xmalloc(blen + 1);
     memcpy(body, buf + hl, take);
     size_t got = take;
+    /* The body is read here, whole, before any replica is asked. */
+    if (rh.expect_continue && got < blen &&
+        !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25)) {
+        free(body);
+        return false;
+    }
     while (got < blen) {
         ssize_t k = read_some(cfd, body + got, blen - got);
         if (k <= 0) {

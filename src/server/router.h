@@ -85,6 +85,7 @@ typedef struct al__rt_head {
     size_t token_off, token_len; /* Authorization: Bearer's; 0 length */
     int64_t content_length;      /* -1: none */
     bool chunked, keep_alive, http10, head_req;
+    bool expect_continue; /* Expect: 100-continue */
 } al__rt_head_t;
 
 /* Reads a request head h[0..n) (through its empty line); own_port: it

@@ -322,6 +322,27 @@ def scenario_serve_stream(c):
     # A POST body goes through whole.
     st, v = request(c, "s", "/work", token=c.admin, body=b"x" * 100000)
     check(st == 200 and v["body"] == 100000, "a POST body: %s %s" % (st, v))
+    # Expect: 100-continue is answered before the body is sent.
+    import socket
+    host, port = c.router.split("//")[1].rsplit(":", 1)
+    so = socket.create_connection((host, int(port)), timeout=10)
+    so.sendall(b"POST /s/s/work HTTP/1.1\r\nHost: x\r\nAuthorization: "
+               b"Bearer " + c.admin.encode() + b"\r\nContent-Length: 5\r\n"
+               b"Expect: 100-continue\r\nConnection: close\r\n\r\n")
+    so.settimeout(5)
+    first = so.recv(100)
+    check(first.startswith(b"HTTP/1.1 100 Continue"),
+          "100 Continue before the body: %r" % first)
+    so.sendall(b"hello")
+    rest = b""
+    while True:
+        k = so.recv(4096)
+        if not k:
+            break
+        rest += k
+    so.close()
+    check(b" 200 " in rest.split(b"\r\n")[0] and b'"body": 5' in rest,
+          "the answer after 100 Continue: %r" % rest)
     print("  events at %s s" % ", ".join("%.2f" % a for a in arrivals))
 
 
