@@ -461,6 +461,32 @@ parse_len(const char *v, size_t n)
     return x;
 }
 
+/* The target t (tl bytes, at offset off in the head) into o: on a
+ * service's own port all of it is the rest; else /s/NAME[/rest][?query],
+ * NAME of 1..63 bytes.  false when it is not such a target. */
+static bool
+parse_target(const char *t, size_t tl, size_t off, bool own_port,
+             al__rt_head_t *o)
+{
+    if (own_port) {
+        o->name_off = o->rest_off = off;
+        o->rest_len = tl;
+        return true;
+    }
+    if (tl < 4 || memcmp(t, "/s/", 3) != 0)
+        return false;
+    size_t nl = 0;
+    while (3 + nl < tl && t[3 + nl] != '/' && t[3 + nl] != '?')
+        nl++;
+    if (nl == 0 || nl > 63)
+        return false;
+    o->name_off = off + 3;
+    o->name_len = nl;
+    o->rest_off = o->name_off + nl;
+    o->rest_len = tl - 3 - nl;
+    return true;
+}
+
 int
 al__router_parse_head(const char *h, size_t n, bool own_port,
                       al__rt_head_t *out, const char **why)
@@ -502,27 +528,9 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
             *why = "malformed target";
             return 400;
         }
-    if (own_port) {
-        /* A service's own port: the target goes as it is. */
-        o.name_off = o.rest_off = (size_t)(t - h);
-        o.rest_len = tl;
-    } else {
-        /* /s/NAME[/rest][?query]: NAME a service's name. */
-        if (tl < 4 || memcmp(t, "/s/", 3) != 0) {
-            *why = "requests go to /s/SERVICE/...";
-            return 404;
-        }
-        size_t nl = 0;
-        while (3 + nl < tl && t[3 + nl] != '/' && t[3 + nl] != '?')
-            nl++;
-        if (nl == 0 || nl > 63) {
-            *why = "requests go to /s/SERVICE/...";
-            return 404;
-        }
-        o.name_off = 3 + (size_t)(t - h);
-        o.name_len = nl;
-        o.rest_off = o.name_off + nl;
-        o.rest_len = tl - 3 - nl;
+    if (!parse_target(t, tl, (size_t)(t - h), own_port, &o)) {
+        *why = "requests go to /s/SERVICE/...";
+        return 404;
     }
     /* Headers. */
     const char *p = eol + 2;
