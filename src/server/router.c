@@ -721,12 +721,42 @@ typedef enum {
     FWD_CLIENT, /* the answer started and broke: close the client */
 } fwd_t;
 
+/* Passes an answer's head h[0..n) to the client with its own Connection
+ * header (the replica's is about the router's connection to it): whether
+ * the client's connection stays open after this answer. */
+static bool
+write_head(int cfd, const char *h, size_t n, bool keep)
+{
+    al_buf_t b;
+    al_buf_init(&b);
+    const char *end = h + n;
+    const char *p = find(h, n, "\r\n", 2) + 2;
+    al_buf_append(&b, h, (size_t)(p - h));
+    while (p < end) {
+        const char *le = find(p, (size_t)(end - p), "\r\n", 2);
+        if (le == NULL || le == p)
+            break;
+        size_t ln = (size_t)(le - p);
+        const char *v;
+        size_t vl;
+        if (!header_is(p, ln, "Connection", &v, &vl) &&
+            !header_is(p, ln, "Keep-Alive", &v, &vl))
+            al_buf_append(&b, p, ln + 2);
+        p = le + 2;
+    }
+    al_buf_puts(&b, keep ? "Connection: keep-alive\r\n\r\n"
+                         : "Connection: close\r\n\r\n");
+    bool ok = write_all(cfd, b.data, b.len);
+    al_buf_fini(&b);
+    return ok;
+}
+
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
  * cfd.  *keep: whether ufd may serve another request; *close_client:
  * whether the answer's framing ends with the connection. */
 static fwd_t
 forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
-        bool *keep, bool *close_client, int *status)
+        bool client_keep, bool *keep, bool *close_client, int *status)
 {
     *keep = false;
     if (!write_all(ufd, req, reqlen))
@@ -754,8 +784,8 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
     *status = a.status;
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
-    *close_client = until_close;
-    if (!write_all(cfd, buf, (size_t)hl)) {
+    *close_client = until_close || !client_keep;
+    if (!write_head(cfd, buf, (size_t)hl, !*close_client)) {
         free(buf);
         return FWD_CLIENT;
     }
@@ -940,7 +970,7 @@ take_replica(al__router_t *r, svc_t *s, int64_t deadline, bool *waited,
  * -1. */
 static fwd_t
 attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
-        const char *up, size_t ulen, bool head_req, bool *keep,
+        const char *up, size_t ulen, const al__rt_head_t *rh, bool *keep,
         bool *close_client, int *status)
 {
     bool reused = *fd >= 0;
@@ -951,8 +981,8 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         pthread_mutex_lock(&r->mu);
         c->ufd = *fd;
         pthread_mutex_unlock(&r->mu);
-        f = forward(*fd, c->cfd, up, ulen, head_req, keep, close_client,
-                    status);
+        f = forward(*fd, c->cfd, up, ulen, rh->head_req, rh->keep_alive, keep,
+                    close_client, status);
         pthread_mutex_lock(&r->mu);
         c->ufd = -1;
         pthread_mutex_unlock(&r->mu);
@@ -1059,7 +1089,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
         int port = p->port;
         pthread_mutex_unlock(&r->mu);
         bool keep = false, close_client = false;
-        fwd_t f = attempt(r, c, addr, port, &fd, up, ulen, rh.head_req, &keep,
+        fwd_t f = attempt(r, c, addr, port, &fd, up, ulen, &rh, &keep,
                           &close_client, &status);
         pthread_mutex_lock(&r->mu);
         p->inflight--;

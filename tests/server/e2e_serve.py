@@ -343,6 +343,34 @@ def scenario_serve_stream(c):
     so.close()
     check(b" 200 " in rest.split(b"\r\n")[0] and b'"body": 5' in rest,
           "the answer after 100 Continue: %r" % rest)
+    # An HTTP/1.0 client asking for keep-alive (as ab -k does) keeps its
+    # connection for a second request; one asking for close gets it.
+    so = socket.create_connection((host, int(port)), timeout=10)
+    req = (b"GET /s/s/work HTTP/1.0\r\nAuthorization: Bearer " +
+           c.admin.encode() + b"\r\nConnection: keep-alive\r\n\r\n")
+    for k in range(2):
+        so.sendall(req)
+        head = b""
+        while b"\r\n\r\n" not in head:
+            got = so.recv(4096)
+            check(got, "HTTP/1.0 keep-alive: answer %d came" % k)
+            head += got
+        hdr, rest = head.split(b"\r\n\r\n", 1)
+        check(b"Connection: keep-alive" in hdr,
+              "HTTP/1.0 keep-alive is said: %r" % hdr)
+        n = int(hdr.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        while len(rest) < n:
+            rest += so.recv(4096)
+    so.sendall(req.replace(b"keep-alive", b"close"))
+    data = b""
+    while True:
+        got = so.recv(4096)
+        if not got:
+            break
+        data += got
+    so.close()
+    check(b"Connection: close" in data and b" 200 " in data[:20],
+          "Connection: close is kept: %r" % data[:200])
     print("  events at %s s" % ", ".join("%.2f" % a for a in arrivals))
 
 
