@@ -240,7 +240,8 @@ def scenario_serve_update(c):
 def scenario_serve_kill(c):
     """A killed replica is replaced (the history says so) and requests go
     on: those it held are retried on another replica or failed cleanly
-    (an HTTP error, never a hang)."""
+    (an HTTP error, never a hang).  A replica whose ready path fails
+    leaves the rotation and is replaced."""
     start(c)
     c.cli("serve", "create", "k", "--gpus", "1", "--queue", "inf", "--min",
           "2", "--max", "2", "--ready-path", "/health", "--public", "--",
@@ -269,6 +270,20 @@ def scenario_serve_kill(c):
     check(st == 200, "served after the replacement: %s" % st)
     print("  %d requests, %d failed (held by the killed replica)"
           % (load.ok, len(load.failed)))
+    # A replica that fails its checks leaves the rotation, then is
+    # replaced; requests go on meanwhile.
+    st, v = request(c, "k", "/sick")
+    sick = v["replica"]
+    wait_for(lambda: any("replica %s: failed its checks" % sick in e
+                         for e in events(c, "k")), 30,
+             "the history to show the failed checks")
+    for _ in range(10):
+        st, v = request(c, "k")
+        check(st == 200 and v["replica"] != sick,
+              "requests avoid the sick replica: %s %s" % (st, v))
+    wait_for(lambda: ready_count(c, "k") == 2 and
+             sick not in [str(r["replica"]) for r in svc(c, "k")["replicas"]],
+             30, "2 ready replicas without the sick one")
 
 
 def scenario_serve_stream(c):
@@ -413,6 +428,13 @@ def scenario_serve_store(c):
     check(svc(c, "p")["replicas"][0]["job"] == job, "the same replica job")
     st, v = request(c, "p")
     check(st == 200, "served after a restart: %s %s" % (st, v))
+    # Settings alone change at once, with no new generation.
+    p = c.cli("serve", "update", "p", "--max", "3", "--target-concurrency",
+              "8")
+    s = svc(c, "p")
+    check("generation 1" in p.stdout and s["max"] == 3 and
+          s["target_concurrency"] == 8 and s["replicas"][0]["job"] == job,
+          "settings changed in place: %s %s" % (p.stdout, s))
     for body, what in (({"name": "x"}, "command"),
                        ({"name": "x", "command": ["a"], "min": 5, "max": 2},
                         "min"),

@@ -2,7 +2,8 @@
 """A stand-in for a model server, for the inference services' tests and
 benchmark: an HTTP/1.1 server (keep-alive) on $PORT that says who it is.
 
-  GET /health          200 once started (503 while REPLICA_WARMUP lasts)
+  GET /health          200 (503 once /sick was asked)
+  GET /sick            from now on /health answers 503
   GET /work?ms=N       waits N ms (a model's service time), then answers
                        {"replica": $ALLOT_REPLICA, "version": ..., "pid"}
   POST /work?ms=N      the same, echoing the body's length
@@ -18,6 +19,9 @@ import sys
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+SICK = False
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -44,8 +48,12 @@ class Handler(BaseHTTPRequestHandler):
     def route(self, body):
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
+        global SICK
         if u.path == "/health":
-            self.answer(200, {"ok": True})
+            self.answer(503 if SICK else 200, {"ok": not SICK})
+        elif u.path == "/sick":
+            SICK = True
+            self.answer(200, {"replica": os.environ.get("ALLOT_REPLICA")})
         elif u.path == "/work":
             time.sleep(float(q.get("ms", ["0"])[0]) / 1000)
             self.answer(200, {"replica": os.environ.get("ALLOT_REPLICA"),
