@@ -30,6 +30,7 @@ int al_cli_report(int argc, char **argv);
 int al_cli_history(int argc, char **argv);
 /* Inference services: cli_svc.c. */
 int al_cli_serve(int argc, char **argv);
+int al_cli_router(int argc, char **argv);
 extern const struct al_opt_cmd al_cli_serve_cmd;
 /* Interactive sessions: cli_run.c. */
 int al_cli_run(int argc, char **argv);

@@ -44,6 +44,11 @@ static const subcommand_t subcommands[] = {
       .fn = al_cli_agent,
       .cmd = &al_agent_cmd,
       .summary = "run a node agent" },
+    { .name = "router",
+      .fn = al_cli_router,
+      .cmd = &al_router_cmd,
+      .summary = "run a router for inference services (several for "
+                 "scale)" },
     { .name = "submit",
       .fn = al_cli_submit,
       .cmd = &al_script_cmd,

@@ -90,12 +90,6 @@ svc_json(al_ctl_t *ctl, const al__svc_t *s, bool full)
 void
 al__svc_create(al_ctl_t *ctl, al__req_t *req)
 {
-    if (ctl->router == NULL) {
-        al__reply_error(req, 409, "conflict",
-                        "this controller runs no router: start it with "
-                        "--router-listen HOST:PORT to serve services");
-        return;
-    }
     if (al__svc_load(ctl) != 0) {
         al__reply_error(req, 503, "unavailable", "services not loaded");
         return;
@@ -238,4 +232,91 @@ al__svc_delete(al_ctl_t *ctl, al__req_t *req)
     ctl->svcs->next_tick = 0;
     req->mutating = true;
     al__reply(req, 200, o);
+}
+
+/* ------------------------------------------------------------------ */
+/* Router processes                                                   */
+
+static json_t *
+hex_json(const unsigned char *p, size_t n)
+{
+    char buf[65];
+    for (size_t i = 0; i < n && i < 32; i++)
+        snprintf(buf + 2 * i, 3, "%02x", p[i]);
+    buf[2 * (n < 32 ? n : 32)] = '\0';
+    return json_string(buf);
+}
+
+void
+al__svc_router_table(al_ctl_t *ctl, al__req_t *req)
+{
+    if (al__svc_load(ctl) != 0) {
+        al__reply_error(req, 503, "unavailable", "services not loaded");
+        return;
+    }
+    json_t *svcs = json_array();
+    for (int i = 0; i < ctl->svcs->n; i++) {
+        const al__svc_t *s = ctl->svcs->v[i];
+        json_t *reps = json_array();
+        for (int k = 0; k < s->nreps; k++) {
+            const al__replica_t *r = &s->reps[k];
+            const char *addr = al__svc_rep_addr(ctl, r);
+            if (addr != NULL)
+                json_array_append_new(
+                    reps, json_pack("{s:I, s:s, s:i, s:b}", "job",
+                                    (json_int_t)r->job, "addr", addr, "port",
+                                    r->port, "draining", r->draining));
+        }
+        json_array_append_new(
+            svcs, json_pack("{s:s, s:s, s:b, s:s, s:I, s:I, s:I, s:o}", "name",
+                            s->name, "ready_path", s->conf.ready_path, "public",
+                            s->conf.public, "owner", s->owner, "queue_max",
+                            (json_int_t)s->conf.queue_max, "queue_timeout_ms",
+                            (json_int_t)s->conf.queue_timeout_s * 1000, "port",
+                            (json_int_t)s->conf.port, "replicas", reps));
+    }
+    json_t *toks = json_array();
+    for (int i = 0; i < ctl->ntokens; i++) {
+        const al__token_t *t = &ctl->tokens[i];
+        if (t->role != ROLE_USER && t->role != ROLE_ADMIN)
+            continue;
+        json_array_append_new(
+            toks, json_pack("{s:s, s:s, s:i, s:o, s:o}", "id", t->id, "user",
+                            t->user, "role", t->role, "salt",
+                            hex_json(t->salt, sizeof t->salt), "hash",
+                            hex_json(t->hash, sizeof t->hash)));
+    }
+    al__reply(req, 200,
+              json_pack("{s:o, s:o}", "services", svcs, "tokens", toks));
+}
+
+void
+al__svc_router_report(al_ctl_t *ctl, al__req_t *req)
+{
+    const char *id = al_json_str(req->body, "router", NULL);
+    json_t *svcs = json_object_get(req->body, "services");
+    if (id == NULL || id[0] == '\0' || strlen(id) > 63 ||
+        !json_is_array(svcs)) {
+        al__reply_error(req, 400, "bad_request",
+                        "a report is {\"router\": ID, \"services\": [...]}");
+        return;
+    }
+    if (al__svc_load(ctl) != 0) {
+        al__reply_error(req, 503, "unavailable", "services not loaded");
+        return;
+    }
+    al__svcs_t *t = ctl->svcs;
+    al__ext_router_t *e = NULL;
+    for (int k = 0; k < AL_SVC_MAX_ROUTERS && e == NULL; k++)
+        if (strcmp(t->ext[k].id, id) == 0)
+            e = &t->ext[k];
+    if (e == NULL) {
+        e = &t->ext[t->next_ext];
+        t->next_ext = (t->next_ext + 1) % AL_SVC_MAX_ROUTERS;
+        snprintf(e->id, sizeof e->id, "%s", id);
+    }
+    json_decref(e->services);
+    e->services = json_incref(svcs);
+    e->at_ms = al_clock_mono_ms();
+    al__reply(req, 200, json_pack("{s:b}", "ok", true));
 }

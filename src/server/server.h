@@ -90,5 +90,9 @@ void al_server_stop(al_server_t *s);
 int al_server_main(int argc, char **argv);
 /* Its options and --help (common/opt.h), for the CLI's list of commands. */
 extern const struct al_opt_cmd al_server_cmd;
+/* `allot router`: a router process for inference services (routerd.c);
+ * its options (router_cmd.c). */
+int al_router_main(int argc, char **argv);
+extern const struct al_opt_cmd al_router_cmd;
 
 #endif /* AL_SERVER_H */

@@ -68,6 +68,8 @@ al__svc_reset(al_ctl_t *ctl)
     al__svcs_t *t = ctl->svcs;
     if (t == NULL)
         return;
+    for (int i = 0; i < AL_SVC_MAX_ROUTERS; i++)
+        json_decref(t->ext[i].services);
     for (int i = 0; i < t->n; i++)
         svc_free(t->v[i]);
     free(t->v);
@@ -426,8 +428,10 @@ observe(al_ctl_t *ctl, al__svc_t *s, const al__rt_svc_t *o, int64_t now)
             r->unready_ms = now;
         if (r->draining) {
             /* Done once the router, told in this very sync that it
-             * drains, has nothing under way there. */
-            if (!x->draining)
+             * drains, has nothing under way there; router processes learn
+             * it at their next look, so with them, a second later. */
+            if (!x->draining ||
+                (ctl->svcs->ext_fresh && now - r->drain_ms < 1000))
                 continue;
             if (x->inflight == 0 || now - r->drain_ms >= s->conf.drain_s * 1000)
                 al__svc_stop_job(ctl, s, r, "drained");
@@ -666,6 +670,60 @@ al__svc_due(const al_ctl_t *ctl)
     return t->next_tick;
 }
 
+const char *
+al__svc_rep_addr(al_ctl_t *ctl, const al__replica_t *r)
+{
+    al__job_t *j = al__ctl_job(ctl, r->job);
+    if (j != NULL && j->state == JS_RUNNING && !r->cancelled &&
+        j->tasks != NULL && j->tasks[0].node >= 0 &&
+        j->tasks[0].node < ctl->nnodes)
+        return ctl->nodes[j->tasks[0].node].addr;
+    return NULL;
+}
+
+bool
+al__svc_merge_reports(al_ctl_t *ctl, al__rt_svc_t *o, int64_t now)
+{
+    al__svcs_t *t = ctl->svcs;
+    bool any = false;
+    if (o == NULL || t->n == 0)
+        return false;
+    for (int k = 0; k < AL_SVC_MAX_ROUTERS; k++) {
+        const al__ext_router_t *e = &t->ext[k];
+        if (e->services == NULL || now - e->at_ms > AL_SVC_REPORT_MS)
+            continue;
+        any = true;
+        size_t n = json_array_size(e->services);
+        for (size_t x = 0; x < n; x++) {
+            json_t *sv = json_array_get(e->services, x);
+            const char *name = al_json_str(sv, "name", "");
+            int i = 0;
+            while (i < t->n && strcmp(t->v[i]->name, name) != 0)
+                i++;
+            if (i == t->n)
+                continue;
+            o[i].inflight += (int)al_json_int(sv, "inflight", 0);
+            o[i].waiting += (int)al_json_int(sv, "waiting", 0);
+            o[i].requests += (uint64_t)al_json_int(sv, "requests", 0);
+            o[i].errors += (uint64_t)al_json_int(sv, "errors", 0);
+            o[i].latency_sum +=
+                json_number_value(json_object_get(sv, "latency_sum"));
+            json_t *reps = json_object_get(sv, "replicas");
+            for (size_t y = 0; y < json_array_size(reps); y++) {
+                json_t *rp = json_array_get(reps, y);
+                uint64_t job = (uint64_t)al_json_int(rp, "job", 0);
+                for (int r = 0; r < o[i].nrep; r++) {
+                    if (o[i].rep[r].job != job || o[i].rep[r].addr == NULL)
+                        continue;
+                    o[i].rep[r].ready |= al_json_bool(rp, "ready", false);
+                    o[i].rep[r].inflight += (int)al_json_int(rp, "inflight", 0);
+                }
+            }
+        }
+    }
+    return any;
+}
+
 /* The tokens that may call private services: users' and admins'. */
 static al__token_t *
 callers(al_ctl_t *ctl, int *n)
@@ -690,8 +748,6 @@ al__svc_tick(al_ctl_t *ctl, int64_t now)
     if (now < t->next_tick)
         return;
     t->next_tick = now + TICK_MS;
-    if (ctl->router == NULL)
-        return;
     for (int i = 0; i < t->n; i++)
         follow(ctl, t->v[i], now);
     /* Publish and observe, for all services in one call. */
@@ -713,22 +769,20 @@ al__svc_tick(al_ctl_t *ctl, int64_t now)
                         : NULL;
         for (int k = 0; k < s->nreps; k++) {
             const al__replica_t *r = &s->reps[k];
-            al__job_t *j = al__ctl_job(ctl, r->job);
-            const char *addr = NULL;
-            if (j != NULL && j->state == JS_RUNNING && !r->cancelled &&
-                j->tasks != NULL && j->tasks[0].node >= 0 &&
-                j->tasks[0].node < ctl->nnodes)
-                addr = ctl->nodes[j->tasks[0].node].addr;
+            const char *addr = al__svc_rep_addr(ctl, r);
             rs[i].rep[k] = (al__rt_rep_t){ .job = r->job,
                                            .addr = addr,
                                            .port = r->port,
                                            .draining = r->draining };
         }
     }
-    int ntok;
-    al__token_t *tok = callers(ctl, &ntok);
-    al__router_sync(ctl->router, rs, t->n, tok, ntok);
-    free(tok);
+    if (ctl->router != NULL) {
+        int ntok;
+        al__token_t *tok = callers(ctl, &ntok);
+        al__router_sync(ctl->router, rs, t->n, tok, ntok);
+        free(tok);
+    }
+    t->ext_fresh = al__svc_merge_reports(ctl, rs, now);
     for (int i = 0; i < t->n; i++) {
         al__svc_t *s = t->v[i];
         observe(ctl, s, &rs[i], now);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "router.h"
 #include "server_int.h"
 
 /* ------------------------------------------------------------------ */
@@ -111,11 +112,26 @@ typedef struct al__svc {
     double latency_sum;
 } al__svc_t;
 
+/* What a router process (`allot router`) last reported: its services'
+ * load and its replicas' readiness (POST /v1/router/report), when
+ * (monotonic ms).  Memory only; a report older than AL_SVC_REPORT_MS is
+ * ignored. */
+#define AL_SVC_MAX_ROUTERS 16
+#define AL_SVC_REPORT_MS 2000
+typedef struct al__ext_router {
+    char id[64];
+    int64_t at_ms;
+    json_t *services; /* the report's "services" */
+} al__ext_router_t;
+
 typedef struct al__svcs {
     al__svc_t **v;
     int n, cap;
     int64_t next_tick;
     int port_next;
+    al__ext_router_t ext[AL_SVC_MAX_ROUTERS];
+    int next_ext;
+    bool ext_fresh; /* some router process reported lately */
 } al__svcs_t;
 
 /* The service of that name, or NULL. */
@@ -131,6 +147,8 @@ void al__svc_event(al__svc_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /* Writes s to the store (in the loop's transaction). */
 int al__svc_store(al_ctl_t *ctl, al__svc_t *s);
+/* The address of replica r's node while its job runs, else NULL. */
+const char *al__svc_rep_addr(al_ctl_t *ctl, const al__replica_t *r);
 /* Cancels replica r's job (who: why, for its history). */
 void al__svc_stop_job(al_ctl_t *ctl, al__svc_t *s, al__replica_t *r,
                       const char *why);
@@ -161,5 +179,14 @@ void al__svc_list(al_ctl_t *ctl, al__req_t *req);
 void al__svc_get(al_ctl_t *ctl, al__req_t *req);
 void al__svc_update(al_ctl_t *ctl, al__req_t *req);
 void al__svc_delete(al_ctl_t *ctl, al__req_t *req);
+/* The router processes' calls (admins' tokens): the table they route by
+ * (services, their running replicas' addresses, the tokens that may call
+ * private services, as salted hashes), and their report. */
+void al__svc_router_table(al_ctl_t *ctl, al__req_t *req);
+void al__svc_router_report(al_ctl_t *ctl, al__req_t *req);
+/* Adds the fresh reports of router processes to what the controller's own
+ * router saw, o[i] for service s->v[i] (svc.c; now_ms monotonic); whether
+ * any report was fresh. */
+bool al__svc_merge_reports(al_ctl_t *ctl, al__rt_svc_t *o, int64_t now_ms);
 
 #endif /* AL_SERVER_SVC_H */

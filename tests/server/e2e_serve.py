@@ -453,7 +453,62 @@ def scenario_serve_store(c):
           "the CLI says why: %s" % p.stderr)
 
 
+def scenario_serve_routers(c):
+    """Two `allot router` processes beside a controller that runs no router
+    of its own: a cold start through one of them (its held request is
+    reported as load, and the controller starts a replica), load through
+    both scaling the service up (their reports add up), and both keep
+    routing by their last table while the controller is down."""
+    base = random.randrange(10000, 32000, 200)
+    c.start_server("--service-ports", "%d-%d" % (base, base + 199))
+    c.start_agent("n1", "4xH100-80GB")
+    c.cli("queue", "set", "inf", "--deserved", "gpu=4")
+    tokfile = os.path.join(c.root, "admin-token")
+    with open(tokfile, "w") as f:
+        f.write(c.admin + "\n")
+    urls = []
+    for name in ("ra", "rb"):
+        uf = os.path.join(c.root, name + ".url")
+        c.spawn("router-" + name, ["router", "--server", c.url,
+                                   "--token-file", tokfile, "--listen",
+                                   "127.0.0.1:0", "--name", name,
+                                   "--url-file", uf])
+        wait_for(lambda: os.path.exists(uf) and open(uf).read().strip(), 10,
+                 "router %s to listen" % name)
+        urls.append(open(uf).read().strip())
+    c.cli("serve", "create", "x", "--gpus", "1", "--queue", "inf", "--min",
+          "0", "--max", "4", "--target-concurrency", "2", "--ready-path",
+          "/health", "--public", "--window", "2", "--scale-down-delay", "3",
+          "--", "python3", REPLICA)
+    c.router = urls[1]
+    t0 = time.time()
+    # Until the router has read the table (100 ms), 404.
+    st, v = wait_for(lambda: (lambda a: a if a[0] != 404 else None)(
+        request(c, "x")), 10, "router rb to learn the service")
+    check(st == 200, "a cold start through router rb: %s %s" % (st, v))
+    print("  cold start through a router process: %.2f s" % (
+        time.time() - t0))
+    check(len(svc(c, "x")["replicas"]) == 1, "one replica started")
+    c.router = urls[0]
+    la = Load(c, "x", 4)
+    c.router = urls[1]
+    lb = Load(c, "x", 4)
+    wait_for(lambda: ready_count(c, "x") >= 4, 40,
+             "4 ready replicas from both routers' load")
+    c.kill_server()
+    time.sleep(1)
+    la.stop()
+    lb.stop()
+    check(not la.failed and not lb.failed,
+          "no failed request, the controller gone included: %s %s"
+          % (la.failed[:3], lb.failed[:3]))
+    check(la.ok > 10 and lb.ok > 10, "both routers served: %d %d"
+          % (la.ok, lb.ok))
+    print("  %d + %d requests through two routers" % (la.ok, lb.ok))
+
+
 SCENARIOS = {
+    "serve_routers": scenario_serve_routers,
     "serve_scale": scenario_serve_scale,
     "serve_update": scenario_serve_update,
     "serve_kill": scenario_serve_kill,
