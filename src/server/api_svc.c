@@ -40,6 +40,32 @@ svc_of_req(al_ctl_t *ctl, al__req_t *req)
     return s;
 }
 
+/* The queue of settings c: named, or the owner's default (written into
+ * c's spec, so that every replica goes there); it must exist and take the
+ * caller's jobs.  false after answering req. */
+static bool
+queue_ok(al_ctl_t *ctl, al__req_t *req, al__svc_conf_t *c, const char *owner)
+{
+    if (json_object_get(c->spec, "queue") == NULL)
+        json_object_set_new(c->spec, "queue",
+                            json_string(al__user_default_queue(ctl, owner)));
+    const char *q = al_json_str(c->spec, "queue", "default");
+    const al__queue_t *qq = al__ctl_queue(ctl, q);
+    if (qq == NULL) {
+        al__reply_error(req, 400, "bad_request",
+                        "no queue '%s'; `allot queues` lists them", q);
+        return false;
+    }
+    if (!al__req_admin(req) && !al__member_of(ctl, qq, owner)) {
+        al__reply_error(req, 403, "forbidden",
+                        "user %s is not a member of queue '%s'; an admin "
+                        "adds members (allot queue set %s --add-member %s)",
+                        owner, q, q, owner);
+        return false;
+    }
+    return true;
+}
+
 static json_t *
 svc_json(al_ctl_t *ctl, const al__svc_t *s, bool full)
 {
@@ -111,10 +137,7 @@ al__svc_create(al_ctl_t *ctl, al__req_t *req)
         free(cause);
         return;
     }
-    const char *q = al_json_str(c.spec, "queue", "default");
-    if (al__ctl_queue(ctl, q) == NULL) {
-        al__reply_error(req, 400, "bad_request",
-                        "no queue '%s'; `allot queues` lists them", q);
+    if (!queue_ok(ctl, req, &c, req->user)) {
         al__svc_conf_fini(&c);
         return;
     }
@@ -177,13 +200,11 @@ al__svc_update(al_ctl_t *ctl, al__req_t *req)
         free(cause);
         return;
     }
-    const char *q = al_json_str(c.spec, "queue", "default");
-    if (al__ctl_queue(ctl, q) == NULL) {
-        al__reply_error(req, 400, "bad_request",
-                        "no queue '%s'; `allot queues` lists them", q);
+    if (!queue_ok(ctl, req, &c, s->owner)) {
         al__svc_conf_fini(&c);
         return;
     }
+    spec_changed = spec_changed || !json_equal(c.spec, s->conf.spec);
     if (spec_changed) {
         al__svc_conf_fini(&s->prev);
         s->prev = s->conf;

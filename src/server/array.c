@@ -123,6 +123,7 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->min_tasks = p->min_tasks;
     j->max_tasks = p->max_tasks;
     j->checkpointing = p->checkpointing;
+    j->retries = p->retries; /* each element runs again on its own */
     j->spec = element_spec(p, k, index);
     j->nafter = p->nafter;
     j->after = al_xcalloc((size_t)p->nafter + 1, sizeof *j->after);

@@ -58,6 +58,13 @@ typedef struct al_server_opts {
      * most consolidate_moves moves per queue and hour. */
     int64_t consolidate_s;
     int64_t consolidate_moves;
+    /* fairshare.c: the half-life of the queues' decayed usage. */
+    int64_t fairshare_half_life_s;
+    /* queuepolicy.c: minimum runtimes by class ("train=600"), or NULL. */
+    const char *min_runtime;
+    /* lifecycle.c: the first retry's back-off (seconds), doubled for each
+     * next one. */
+    int64_t retry_backoff_s;
     /* Inference services: the router's "HOST:PORT" (NULL: no router, no
      * services) and the replicas' ports, "LO-HI" (NULL: 30000-32767),
      * read into svc_port_lo/hi at start. */

@@ -251,7 +251,7 @@ def scenario_dependency(c):
     j = wait_for(lambda: (lambda j: j if "NeverSatisfied" in
                           j.get("reason", "") else None)(c.job(ok)),
                  10, "DependencyNeverSatisfied")
-    check(j["state"] == "pending", "afterok of a failed job never runs")
+    check(j["state"] == "failed", "afterok of a failed job fails at once")
 
     # aftercorr: element i of b after element i of a; afterok on all of a.
     a = c.submit("--array", "0-3", "--", "sh", "-c",

@@ -447,6 +447,17 @@ def scenario_serve_store(c):
         s, v = c.api("POST", "/v1/services", body)
         check(s in (400, 409) and what in v.get("message", ""),
               "refused %s: %s %s" % (body, s, v))
+    # A service's replicas go to a queue that takes its owner's jobs.
+    c.cli("queue", "set", "closed", "--deserved", "gpu=1", "--members",
+          "alice")
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    p = c.cli("serve", "create", "b", "--queue", "closed", "--", "true",
+              token=bob, ok=False)
+    check(p.returncode != 0 and "not a member" in p.stderr,
+          "a queue that does not take bob's jobs: %s" % p.stderr)
+    p = c.cli("serve", "create", "b", "--queue", "inf", "--", "true",
+              token=bob)
+    check(svc(c, "b")["owner"] == "bob", "bob's service in an open queue")
     p = c.cli("serve", "create", "x", "--min", "3", "--max", "1", "--",
               "true", ok=False)
     check(p.returncode != 0 and "min" in p.stderr,
