@@ -59,6 +59,10 @@ typedef struct al_cli_sse {
 } al_cli_sse_t;
 int al_cli_sse_next(const char *text, size_t len, size_t *off, al_cli_sse_t *m);
 void al_cli_sse_fini(al_cli_sse_t *m);
+/* Inference services: cli_svc.c. */
+int al_cli_serve(int argc, char **argv);
+int al_cli_router(int argc, char **argv);
+extern const struct al_opt_cmd al_cli_serve_cmd;
 /* Interactive sessions: cli_run.c. */
 int al_cli_run(int argc, char **argv);
 int al_cli_attach(int argc, char **argv);

@@ -343,6 +343,7 @@ al_dev_main(int argc, char **argv)
     so.state_dir = sdir;
     so.store = store;
     so.metrics_listen = a.metrics_listen;
+    so.router_listen = a.router_listen;
     al_server_t *srv;
     char *cause = NULL;
     struct rlimit nofile;

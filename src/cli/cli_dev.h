@@ -16,6 +16,7 @@
 
 typedef struct dev_args {
     const char *listen, *metrics_listen, *state, *store, *fake, *name;
+    const char *router_listen; /* inference services' router, or NULL */
     int64_t nodes;
     bool no_agent, demo;
     al_daemon_t d;

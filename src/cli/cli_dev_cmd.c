@@ -28,6 +28,12 @@ static const al_opt_t dev_opts[] = {
       .arg = "HOST:PORT",
       .help = "also serve GET /metrics here, without a token (see allot "
               "server --help)" },
+    { .name = "--router-listen",
+      .kind = AL_OPT_STR,
+      .off = D(router_listen),
+      .arg = "HOST:PORT",
+      .help = "serve inference services (allot serve), taking their "
+              "requests here (see allot server --help)" },
     { .name = "--state",
       .kind = AL_OPT_STR,
       .off = D(state),

@@ -104,6 +104,12 @@ al_cli_agent(int argc, char **argv)
 }
 
 int
+al_cli_router(int argc, char **argv)
+{
+    return exec_daemon(argc, argv);
+}
+
+int
 al_cli_dev(int argc, char **argv)
 {
     return exec_daemon(argc, argv);

@@ -44,6 +44,11 @@ static const subcommand_t subcommands[] = {
       .fn = al_cli_agent,
       .cmd = &al_agent_cmd,
       .summary = "run a node agent" },
+    { .name = "router",
+      .fn = al_cli_router,
+      .cmd = &al_router_cmd,
+      .summary = "run a router for inference services (several for "
+                 "scale)" },
     { .name = "submit",
       .fn = al_cli_submit,
       .cmd = &al_script_cmd,
@@ -143,6 +148,11 @@ static const subcommand_t subcommands[] = {
       .fn = al_cli_node,
       .cmd = &al_cli_node_cmd,
       .summary = "stop or resume placing work on a node (admins)" },
+    { .name = "serve",
+      .fn = al_cli_serve,
+      .cmd = &al_cli_serve_cmd,
+      .summary = "inference services: replicas behind a router, scaled on "
+                 "load" },
     { .name = "slurm-commands",
       .fn = al_cli_slurm_commands,
       .cmd = &al_cli_slurm_commands_cmd,

@@ -23,6 +23,7 @@ static const struct {
 } daemons[] = {
     { "server", al_server_main, &al_server_cmd },
     { "agent", al_agent_main, &al_agent_cmd },
+    { "router", al_router_main, &al_router_cmd },
     { "dev", al_dev_main, &al_cli_dev_cmd },
 };
 

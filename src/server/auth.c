@@ -91,7 +91,7 @@ al__token_create(const char *user, int role, al__token_t *t)
 }
 
 const al__token_t *
-al__token_check(const al_ctl_t *ctl, const char *text)
+al__token_match(const al__token_t *tokens, int n, const char *text)
 {
     if (text == NULL || strncmp(text, "al_", 3) != 0 || strlen(text) != 52 ||
         text[19] != '_')
@@ -99,8 +99,8 @@ al__token_check(const al_ctl_t *ctl, const char *text)
     char id[17];
     memcpy(id, text + 3, 16);
     id[16] = '\0';
-    for (int i = 0; i < ctl->ntokens; i++) {
-        const al__token_t *t = &ctl->tokens[i];
+    for (int i = 0; i < n; i++) {
+        const al__token_t *t = &tokens[i];
         if (strcmp(t->id, id) != 0)
             continue;
         unsigned char h[32];
@@ -108,4 +108,10 @@ al__token_check(const al_ctl_t *ctl, const char *text)
         return CRYPTO_memcmp(h, t->hash, sizeof h) == 0 ? t : NULL;
     }
     return NULL;
+}
+
+const al__token_t *
+al__token_check(const al_ctl_t *ctl, const char *text)
+{
+    return al__token_match(ctl->tokens, ctl->ntokens, text);
 }

@@ -8,9 +8,9 @@
  * intake through ctl->reply (durable before acknowledged).
  *
  * May call: the handlers through the route table's pointers (and
- * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, state.c,
- * table.c, reason.c, store.c, auth.c, req.c and events.c (the streams'
- * ticks).  Nothing below calls it; the
+ * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, svc.c
+ * (the services' tick), state.c, table.c, reason.c, store.c, auth.c,
+ * req.c and events.c (the streams' ticks).  Nothing below calls it; the
  * intake (server.c) calls al__ctl_start/stop/submit.
  */
 #include <errno.h>
@@ -25,6 +25,7 @@
 #include "fs.h"
 #include "json.h"
 #include "log.h"
+#include "svc.h"
 #include "xmalloc.h"
 
 /* ------------------------------------------------------------------ */
@@ -91,6 +92,7 @@ al__ctl_stop(al_ctl_t *ctl)
     pthread_join(ctl->thread, NULL);
     al_block_cache_fini(&ctl->core_cache);
     al__reason_fini(ctl);
+    al__svc_reset(ctl);
     al__store_close(ctl);
     for (uint64_t i = 0; i < ctl->njobs; i++)
         al__job_free(ctl->jobs[i]);
@@ -221,6 +223,7 @@ reload(al_ctl_t *ctl)
     for (int i = 0; i < ctl->ntokens; i++)
         free(ctl->tokens[i].user);
     ctl->ntokens = 0;
+    al__svc_reset(ctl);
     char *cause = NULL;
     if (al__store_load(ctl, &cause) != 0) {
         al_error("store reload failed: %s", cause ? cause : "?");
@@ -254,6 +257,8 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
         wake = now + 1000;
     if (al__events_next_ms(ctl->events) < wake)
         wake = al__events_next_ms(ctl->events);
+    if (al__svc_due(ctl) < wake)
+        wake = al__svc_due(ctl);
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
@@ -312,6 +317,8 @@ maintain(al_ctl_t *ctl, bool stop)
     }
     al__usage_tick(ctl, al_clock_ms());
     al__fairshare_save(ctl, stop ? 0 : -1);
+    if (!stop)
+        al__svc_tick(ctl, al_clock_mono_ms());
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);

@@ -19,6 +19,7 @@
 #include "api_int.h"
 #include "buf.h"
 #include "clock.h"
+#include "svc.h"
 #include "xmalloc.h"
 
 /* Reasons by the core's short names (al_reason_name), as labels. */
@@ -539,6 +540,7 @@ al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out)
     render_counters(ctl, out);
     render_waste(ctl, out, mono_ms);
     render_api(ctl, out);
+    al__svc_metrics(ctl, out);
 }
 
 void

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "api_int.h"
+#include "svc.h"
 #include "xmalloc.h"
 
 const al__route_t al__routes[] = {
@@ -139,6 +140,36 @@ const al__route_t al__routes[] = {
       .path = "/v1/report",
       .role = ROLE_USER,
       .fn = al__api_report },
+    /* Inference services (api_svc.c). */
+    { .method = "POST",
+      .path = "/v1/services",
+      .role = ROLE_USER,
+      .fn = al__svc_create },
+    { .method = "GET",
+      .path = "/v1/services",
+      .role = ROLE_USER,
+      .fn = al__svc_list },
+    { .method = "GET",
+      .path = "/v1/services/*",
+      .role = ROLE_USER,
+      .fn = al__svc_get },
+    { .method = "PUT",
+      .path = "/v1/services/*",
+      .role = ROLE_USER,
+      .fn = al__svc_update },
+    { .method = "DELETE",
+      .path = "/v1/services/*",
+      .role = ROLE_USER,
+      .fn = al__svc_delete },
+    /* Router processes (`allot router`). */
+    { .method = "GET",
+      .path = "/v1/router/table",
+      .role = ROLE_ADMIN,
+      .fn = al__svc_router_table },
+    { .method = "POST",
+      .path = "/v1/router/report",
+      .role = ROLE_ADMIN,
+      .fn = al__svc_router_report },
     { .method = "POST",
       .path = "/v1/agent/register",
       .role = ROLE_AGENT,

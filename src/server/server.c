@@ -45,6 +45,7 @@
 #include "leader.h"
 #include "log.h"
 #include "opt.h"
+#include "router.h"
 #include "selfsign.h"
 #include "server_cmd.h"
 #include "server_int.h"
@@ -492,6 +493,33 @@ parse_listen(const char *opt, const char *listen, struct sockaddr_in *sa,
     return 0;
 }
 
+/* Reads --service-ports "LO-HI" into o (NULL: 30000-32767). */
+static int
+svc_ports(const char *v, al_server_opts_t *o, char **cause)
+{
+    o->svc_port_lo = 30000;
+    o->svc_port_hi = 32767;
+    if (v == NULL)
+        return 0;
+    char *end;
+    long lo = strtol(v, &end, 10), hi = -1;
+    if (end != v && *end == '-') {
+        const char *h = end + 1;
+        hi = strtol(h, &end, 10);
+        if (end == h)
+            hi = -1;
+    }
+    if (*end != '\0' || lo < 1 || hi > 65535 || hi < lo) {
+        *cause = al_xasprintf("--service-ports: expected LO-HI within "
+                              "1..65535, got '%s'",
+                              v);
+        return AL_EINVAL;
+    }
+    o->svc_port_lo = (int)lo;
+    o->svc_port_hi = (int)hi;
+    return 0;
+}
+
 /* Writes STATE/leaf: "SCHEME://HOST:PORT" + suffix of a listener bound to
  * sa (127.0.0.1 for the any-address), or removes it when sa is NULL. */
 static void
@@ -554,6 +582,7 @@ tls_options(al_server_t *s, const al_server_opts_t *o,
 static void
 server_free(al_server_t *s)
 {
+    al__router_stop(s->ctl.router); /* after the loop, its one caller */
     free(s->tls_cert);
     free(s->tls_key);
     free(s->ctl.state_dir);
@@ -606,6 +635,14 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     }
     s->ctl.opts = *o;
     s->ctl.state_dir = al_xstrdup(o->state_dir);
+    if ((rc = svc_ports(o->svc_ports, &s->ctl.opts, cause)) != 0 ||
+        (o->router_listen != NULL &&
+         (rc = al__router_start(o->router_listen, &s->ctl.router, cause)) !=
+             0)) {
+        close(s->lock_fd);
+        server_free(s);
+        return rc;
+    }
     s->ctl.reply = reply_ready;
     s->ctl.relay = al__relay_create(close_upgraded);
     s->ctl.events = al__events_create(sse_suspend, sse_resume);
@@ -682,6 +719,13 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
                   "/metrics");
     else
         write_url(o->state_dir, "metrics-url", NULL, NULL, 0, NULL);
+    if (s->ctl.router != NULL) {
+        struct sockaddr_in rsa = al__router_addr(s->ctl.router);
+        write_url(o->state_dir, "router-url", "http", &rsa, ntohs(rsa.sin_port),
+                  "");
+    } else {
+        write_url(o->state_dir, "router-url", NULL, NULL, 0, NULL);
+    }
     write_url(o->state_dir, "url", (flags & MHD_USE_TLS) ? "https" : "http",
               &sa, s->port, "");
     *out = s;

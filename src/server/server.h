@@ -65,6 +65,12 @@ typedef struct al_server_opts {
     /* lifecycle.c: the first retry's back-off (seconds), doubled for each
      * next one. */
     int64_t retry_backoff_s;
+    /* Inference services: the router's "HOST:PORT" (NULL: no router, no
+     * services) and the replicas' ports, "LO-HI" (NULL: 30000-32767),
+     * read into svc_port_lo/hi at start. */
+    const char *router_listen;
+    const char *svc_ports;
+    int svc_port_lo, svc_port_hi;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */
@@ -91,5 +97,9 @@ void al_server_stop(al_server_t *s);
 int al_server_main(int argc, char **argv);
 /* Its options and --help (common/opt.h), for the CLI's list of commands. */
 extern const struct al_opt_cmd al_server_cmd;
+/* `allot router`: a router process for inference services (routerd.c);
+ * its options (router_cmd.c). */
+int al_router_main(int argc, char **argv);
+extern const struct al_opt_cmd al_router_cmd;
 
 #endif /* AL_SERVER_H */

@@ -146,6 +146,19 @@ static const al_opt_t server_opts[] = {
       .arg = "SECONDS",
       .help = "a job run again (--retry) waits this long first, twice as "
               "long each next time (default 10)" },
+    { .name = "--router-listen",
+      .kind = AL_OPT_STR,
+      .off = S(o.router_listen),
+      .arg = "HOST:PORT",
+      .help = "serve inference services: take their requests here, at "
+              "/s/NAME/... (port 0 picks a free one; STATE/router-url tells "
+              "which)" },
+    { .name = "--service-ports",
+      .kind = AL_OPT_STR,
+      .off = S(o.svc_ports),
+      .arg = "LO-HI",
+      .help = "the ports given to service replicas in PORT (default "
+              "30000-32767)" },
     { .name = "--node-timeout",
       .kind = AL_OPT_INT,
       .off = S(o.node_timeout_ms),

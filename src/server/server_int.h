@@ -55,6 +55,12 @@
  *   lifecycle.c   retries with back-off, a dependency never met, suspend
  *                 and resume (over state.c); lifecycledoc.c their fields
  *                 in bodies and documents (under doc.c)
+ *   api_svc.c, svc.c, svcbody.c, router.c
+ *                 inference services: their API, the services as stored
+ *                 objects owning replica jobs (the loop's tick reconciles
+ *                 them), their settings, and the router that takes their
+ *                 requests (threads and a lock of its own); svc.h and
+ *                 router.h declare them
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
@@ -716,6 +722,11 @@ typedef struct al_ctl {
     int napi_hist, api_hist_cap;
     al__waste_t waste;
     al__usage_t usage;
+    /* Inference services (svc.c; NULL until loaded) and their router
+     * (router.c; NULL without --router-listen), which has its own
+     * threads and lock. */
+    struct al__svcs *svcs;
+    struct al__router *router;
     bool store_failed;
     /* A write of this iteration's transaction failed: its COMMIT must fail
      * too (callers may not check every write; see store.c). */
@@ -1062,6 +1073,9 @@ int al__bootstrap(al_ctl_t *ctl, char **cause);
 char *al__token_create(const char *user, int role, al__token_t *t);
 /* Finds the token matching `text`; NULL if none. */
 const al__token_t *al__token_check(const al_ctl_t *ctl, const char *text);
+/* The same over tokens[0..n) (a copy of the table: the router's). */
+const al__token_t *al__token_match(const al__token_t *tokens, int n,
+                                   const char *text);
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);

@@ -70,6 +70,7 @@ static const char *const migrations[] = {
     "CREATE TABLE user_groups(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
     "CREATE TABLE fairshare(queue TEXT PRIMARY KEY,"
     " milli_gpu_s BIGINT NOT NULL, t_ms BIGINT NOT NULL);",
+    "CREATE TABLE services(name TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -169,6 +170,12 @@ static const struct {
       "SELECT " USAGE_COLS " FROM usage WHERE step = $1 AND queue = ''"
       " AND model <> '' AND t >= $2 AND t < $3",
       3 },
+    { "svc_put",
+      "INSERT INTO services(name, doc) VALUES($1, $2) ON CONFLICT (name)"
+      " DO UPDATE SET doc = EXCLUDED.doc",
+      2 },
+    { "svc_del", "DELETE FROM services WHERE name = $1", 1 },
+    { "svc_all", "SELECT doc FROM services ORDER BY name", 0 },
     { "events_from",
       "SELECT job_id, time_ms, event, detail FROM job_events"
       " WHERE job_id >= $1 ORDER BY job_id, seq",

@@ -50,6 +50,8 @@ static const char *const migrations[] = {
     "CREATE TABLE user_groups(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
     "CREATE TABLE fairshare(queue TEXT PRIMARY KEY,"
     " milli_gpu_s INTEGER NOT NULL, t_ms INTEGER NOT NULL);",
+    /* Inference services (svc.c): a document per service. */
+    "CREATE TABLE services(name TEXT PRIMARY KEY, doc TEXT NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -114,6 +116,9 @@ static const struct {
     { "usage_rows_models", "SELECT " USAGE_COLS " FROM usage WHERE step = ?1"
                            " AND queue = '' AND model <> '' AND t >= ?2"
                            " AND t < ?3" },
+    { "svc_put", "INSERT OR REPLACE INTO services(name, doc) VALUES(?1, ?2)" },
+    { "svc_del", "DELETE FROM services WHERE name = ?1" },
+    { "svc_all", "SELECT doc FROM services ORDER BY name" },
     { "events_from", "SELECT job_id, time_ms, event, detail FROM job_events"
                      " WHERE job_id >= ?1 ORDER BY job_id, seq" },
     /* fairshare.c's: every queue's usage written again at once. */
