@@ -482,8 +482,11 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
      * agent's STATE/gpu-util), which idle reclaim reads like any. */
     for (size_t k = 0; k < s.nsamples; k++)
         if (s.index[k] >= 0 && s.index[k] < n->ngpus) {
-            n->gpus[s.index[k]].sample = s.samples[k];
-            n->gpus[s.index[k]].sample.at_ms = now_ms;
+            al__gpu_sample_t *x = &n->gpus[s.index[k]].sample;
+            int64_t prev = x->at_ms;
+            *x = s.samples[k];
+            x->at_ms = now_ms;
+            x->every_ms = prev > 0 && now_ms > prev ? now_ms - prev : 0;
         }
     /* What the agent has: the desired set need not repeat those specs. */
     n->nknown = 0;

@@ -237,6 +237,11 @@ typedef struct al__gpu_sample {
     int util, mem_util, temp_c; /* percent, percent, degrees C */
     int64_t mem_used, power_mw; /* bytes, milliwatts */
     int64_t at_ms;              /* wall-clock ms it arrived; 0: never */
+    /* The time between the last two samples (how often the agent sends
+     * them), 0 until there have been two: what tells a sample that is
+     * late, from an agent that stopped sending them, from one that is
+     * merely the last. */
+    int64_t every_ms;
 } al__gpu_sample_t;
 
 typedef struct al__gpu {
