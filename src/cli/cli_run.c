@@ -685,6 +685,9 @@ al_cli_run(int argc, char **argv)
               "be UTF-8 text";
     if (err == NULL && a.hold)
         err = "--hold makes no sense for a session";
+    if (err == NULL && (a.f.array != NULL || a.sweepopt != NULL))
+        err = "a session is one job: --array and --sweep make many (allot "
+              "submit takes them)";
     al_client_t c;
     if (err != NULL || (rc = al_client_init(&c, a.server, a.token)) != 0) {
         json_decref(body);
@@ -755,13 +758,61 @@ const al_opt_cmd_t al_cli_port_forward_cmd = {
 };
 
 static bool
-parse_id(const char *s, unsigned long long *id)
+digits(const char *s, size_t n)
 {
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
+    if (n == 0 || n > 19)
         return false;
-    *id = strtoull(s, &end, 10);
-    return *end == '\0' && *id > 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* Whether s names a job: its ID, or an array's element ID_INDEX; when not
+ * (or when it is missing), says so.  rc != 0: the option parser has said
+ * what is wrong already. */
+static bool
+target_ok(const char *who, int rc, int npos, int want, const char *s)
+{
+    if (rc != 0)
+        return false;
+    if (npos < 1 || s == NULL) {
+        fprintf(stderr, "allot %s: which job? give its id (allot ls lists "
+                        "them)\n",
+                who);
+        return false;
+    }
+    if (npos > want) {
+        fprintf(stderr, "allot %s: too many arguments\n", who);
+        return false;
+    }
+    const char *us = strchr(s, '_');
+    bool ok = us != NULL ? digits(s, (size_t)(us - s)) &&
+                               digits(us + 1, strlen(us + 1))
+                         : digits(s, strlen(s)) && strtoull(s, NULL, 10) > 0;
+    if (!ok)
+        fprintf(stderr,
+                "allot %s: '%s' is not a job id (a number, or an array's "
+                "ID_INDEX)\n",
+                who, s);
+    return ok;
+}
+
+/* The id of the job s names (target_ok() said it is one): an element's
+ * ID_INDEX is asked of the controller.  0 after saying why not. */
+static unsigned long long
+target_id(al_client_t *c, const char *s)
+{
+    if (strchr(s, '_') == NULL)
+        return strtoull(s, NULL, 10);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/jobs/%s", s);
+    json_t *j = NULL;
+    if (al_client_call(c, "GET", path, NULL, &j, NULL, NULL) != 0)
+        return 0;
+    unsigned long long id = (unsigned long long)al_json_int(j, "id", 0);
+    json_decref(j);
+    return id;
 }
 
 int
@@ -772,14 +823,19 @@ al_cli_attach(int argc, char **argv)
     int npos;
     int rc = al_opt_parse_cmd(&al_cli_attach_cmd, NULL, &a, argc, argv, pos, 2,
                               &npos);
-    unsigned long long id = 0;
-    if (rc != 0 || a.help || npos != 1 || !parse_id(pos[0], &id)) {
+    if (a.help ||
+        !target_ok("attach", rc, npos, 1, npos > 0 ? pos[0] : NULL)) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_attach_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
     al_client_t c;
     if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
+    unsigned long long id = target_id(&c, pos[0]);
+    if (id == 0) {
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
     /* A terminal's session wants this terminal raw; a pipes' session
      * takes stdin too. */
     bool tty = isatty(0) != 0;
@@ -806,9 +862,13 @@ al_cli_exec(int argc, char **argv)
     int rc =
         al_opt_parse_cmd(&al_cli_exec_cmd, NULL, &a, dd, argv, pos, 1, &npos);
     first = dd + 1;
-    unsigned long long id = 0;
-    if (rc != 0 || a.help || npos != 1 || !parse_id(pos[0], &id) ||
-        first >= argc) {
+    bool ok = a.help ||
+              target_ok("exec", rc, npos, 1, npos > 0 ? pos[0] : NULL);
+    if (ok && !a.help && first >= argc) {
+        fprintf(stderr, "allot exec: no command given; put it after --\n");
+        ok = false;
+    }
+    if (a.help || !ok) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_exec_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -825,6 +885,12 @@ al_cli_exec(int argc, char **argv)
     if ((rc = al_client_init(&c, a.server, a.token)) != 0) {
         al_buf_fini(&q);
         return rc;
+    }
+    unsigned long long id = target_id(&c, pos[0]);
+    if (id == 0) {
+        al_buf_fini(&q);
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
     }
     rc = run_session(&c, id, "exec", al_buf_cstr(&q), want_t, want_i, "exec",
                      false);
@@ -930,8 +996,14 @@ al_cli_port_forward(int argc, char **argv)
     int npos;
     int rc = al_opt_parse_cmd(&al_cli_port_forward_cmd, NULL, &a, argc, argv,
                               pos, 2, &npos);
-    unsigned long long id = 0;
-    if (rc != 0 || a.help || npos != 2 || !parse_id(pos[0], &id)) {
+    bool ok = a.help || target_ok("port-forward", rc, npos, 2,
+                                  npos > 0 ? pos[0] : NULL);
+    if (ok && !a.help && npos < 2) {
+        fprintf(stderr, "allot port-forward: which port? give "
+                        "[LOCAL:]REMOTE\n");
+        ok = false;
+    }
+    if (a.help || !ok) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_port_forward_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -953,6 +1025,11 @@ al_cli_port_forward(int argc, char **argv)
     al_client_t c;
     if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
+    unsigned long long id = target_id(&c, pos[0]);
+    if (id == 0) {
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
     /* The job must run: said now rather than at the first connection. */
     json_t *j = get_job(&c, id);
     const char *st = al_json_str(j, "state", "");

@@ -4,7 +4,8 @@
  * element pending in the array costs its NULL slot in the job table and
  * nothing else; it becomes a job of its own, a copy of the parent with its
  * index, its environment (ALLOT_ARRAY_*, Slurm's SLURM_ARRAY_*, a sweep's
- * ALLOT_SWEEP_*) and its sweep values in the command, only when the cycle
+ * ALLOT_SWEEP_*) and its sweep values in the command (and in a job
+ * script's text), only when the cycle
  * may need it (al__array_tick(): up to the array's "%" limit, and a window
  * of pending elements at a time) or when a user names it.  The parent is
  * never scheduled; it stays pending (or held) until every element has
@@ -94,6 +95,14 @@ element_spec(const al__job_t *p, int64_t k, int64_t index)
             free(w);
         }
         json_object_set_new(spec, "command", cmd);
+        /* A job script's text too (#ALLOT --sweep): its {NAME} of an
+         * axis; other braces are the shell's. */
+        const char *script = al_json_str(spec, "script", NULL);
+        if (script != NULL) {
+            char *w = al_sweep_subst(script, names, values, (int)na);
+            json_object_set_new(spec, "script", json_string(w));
+            free(w);
+        }
     }
     char *text = al_json_dump(spec);
     json_decref(spec);

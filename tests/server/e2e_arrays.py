@@ -168,11 +168,39 @@ def scenario_array_errors(c):
             (("--array", "1-x"), "expected the end of the range"),
             (("--sweep", "lr=1,2"), "placeholder {bs} names no --sweep"),
             (("--sweep", "lr="), "an empty value"),
-            (("--sweep", "9x=1"), "wants NAME=V1,V2")):
+            (("--sweep", "9x=1"), "wants NAME=V1,V2"),
+            (("--sweep", "lr=1", "--sweep", "bs=2", "--sweep", "lr=3"),
+             "--sweep lr is given twice"),
+            (("--sweep", "lr=1", "--sweep", "bs=2,3", "--array", "0-2"),
+             "--array 0-2 has 3 elements but the sweep 2 combinations")):
         p = c.cli("submit", *args, "--", "echo", "{lr}", "{bs}", ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "submit %s: exit %d %r" % (" ".join(args), p.returncode,
                                          p.stderr))
+    # The other commands of arrays and sessions: bad input is a usage
+    # error (exit 2) with what is wrong, before anything is sent.
+    for args, what in (
+            (("run", "--array", "0-3", "--", "true"), "a session is one job"),
+            (("run", "--sweep", "lr=1,2", "--", "echo", "{lr}"),
+             "a session is one job"),
+            (("run", "--array", "5-1", "--", "true"), "ends before it starts"),
+            (("attach",), "which job?"),
+            (("attach", "x"), "'x' is not a job id"),
+            (("attach", "0"), "'0' is not a job id"),
+            (("attach", "3", "4"), "too many arguments"),
+            (("exec", "x", "--", "true"), "'x' is not a job id"),
+            (("exec", "3_"), "'3_' is not a job id"),
+            (("exec", "3"), "no command given"),
+            (("exec", "--", "true"), "which job?"),
+            (("port-forward", "x", "80"), "'x' is not a job id"),
+            (("port-forward", "3"), "which port?"),
+            (("port-forward", "3", "0"), "REMOTE must be a port"),
+            (("port-forward", "3", "70000:80"), "LOCAL must be a port"),
+            (("ls", "--state", "bogus"), "unknown state 'bogus'"),
+            (("ls", "--state", "pending,"), "unknown state ''")):
+        p = c.cli(*args, ok=False)
+        check(p.returncode == 2 and what in p.stderr,
+              "%s: exit %d %r" % (" ".join(args), p.returncode, p.stderr))
     for body, what in (
             ({"array": "5-1"}, "ends before it starts"),
             ({"array": "0-10000000"}, "at most 1000000"),
@@ -305,6 +333,46 @@ def scenario_dependency(c):
     c.wait_state(d, "completed")
 
 
+def scenario_sweep_script(c):
+    """#ALLOT --sweep in a job script makes the array: the values in the
+    script's text and in ALLOT_SWEEP_*; the command line's --sweep of a
+    name replaces the script's; a name twice is a usage error."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    sh = os.path.join(c.root, "sweep.sh")
+    with open(sh, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --sweep lr=1e-3,1e-4 --cpus 0.5\n"
+                "#ALLOT --sweep bs=32,64\n"
+                "echo lr={lr} bs={bs} $ALLOT_SWEEP_LR $ALLOT_SWEEP_BS\n")
+    a = c.submit(sh)
+    j = c.wait_state(a, "completed", timeout=30)
+    check(j["array"]["count"] == 4 and j["cpu_milli"] == 500,
+          "four elements: %s" % j)
+    got = [c.cli("logs", "%d_%d" % (a, i)).stdout.split() for i in range(4)]
+    want = [["lr=%s" % lr, "bs=%s" % bs, lr, bs]
+            for lr in ("1e-3", "1e-4") for bs in ("32", "64")]
+    check(got == want, "the combinations: %s" % got)
+    b = c.submit("--sweep", "bs=8", "--array", "%1", sh)
+    j = c.wait_state(b, "completed", timeout=30)
+    check(j["array"]["spec"] == "0-1%1", "the command line's bs: %s" %
+          j["array"])
+    got = [c.cli("logs", "%d_%d" % (b, i)).stdout.split() for i in range(2)]
+    check(got == [["lr=1e-3", "bs=8", "1e-3", "8"],
+                  ["lr=1e-4", "bs=8", "1e-4", "8"]], "%s" % got)
+    with open(sh, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --sweep lr=1\n#ALLOT --sweep lr=2\n"
+                "echo {lr}\n")
+    p = c.cli("submit", sh, ok=False)
+    check(p.returncode == 2 and "--sweep lr is given twice" in p.stderr,
+          "a name twice: %d %r" % (p.returncode, p.stderr))
+    with open(sh, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --sweep lr=\necho {lr}\n")
+    p = c.cli("submit", sh, ok=False)
+    check(p.returncode == 2 and "sweep.sh:2: --sweep" in p.stderr and
+          "an empty value" in p.stderr, "a bad line: %d %r" %
+          (p.returncode, p.stderr))
+
+
 SCENARIOS = {
     "dependency": scenario_dependency,
     "array_10k": scenario_array_10k,
@@ -313,6 +381,7 @@ SCENARIOS = {
     "array_errors": scenario_array_errors,
     "sweep": scenario_sweep,
     "array_restart": scenario_array_restart,
+    "sweep_script": scenario_sweep_script,
 }
 
 if __name__ == "__main__":
