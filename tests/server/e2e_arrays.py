@@ -8,6 +8,7 @@ Usage: e2e_arrays.py [pg:]SCENARIO PATH/TO/allot
 import json
 import os
 import signal
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -322,6 +323,23 @@ def scenario_dependency(c):
               token=bob, ok=False)
     check(p.returncode == 1 and "you may depend only on jobs you can see" in
           p.stderr, "depending on another user's job: %r" % p.stderr)
+    for args in (("--after", str(a)), ("--dependency", "afterok:%d" % a)):
+        p = c.cli("submit", *args, "--", "true", token=bob, ok=False)
+        check(p.returncode == 1 and "you may depend only on jobs you can "
+              "see" in p.stderr, "%s on another user's job: %r" %
+              (" ".join(args), p.stderr))
+    bindir = os.path.join(c.root, "bin")
+    os.mkdir(bindir)
+    c.cli("slurm-commands", bindir)
+    p = subprocess.run([os.path.join(bindir, "sbatch"),
+                        "--dependency=afterok:%d" % a,
+                        "--wrap", "true"], capture_output=True, text=True,
+                       env=dict(c.env, ALLOT_TOKEN=bob), cwd=c.root)
+    check(p.returncode != 0 and "you may depend only on jobs you can see"
+          in p.stderr, "sbatch afterok on another user's job: %r" %
+          p.stderr)
+    check(c.api("GET", "/v1/jobs?user=bob")[1]["jobs"] == [],
+          "bob has no job")
     # #SBATCH --dependency with the other kinds.
     sb = os.path.join(c.root, "dep.sbatch")
     with open(sb, "w") as f:
