@@ -13,7 +13,8 @@
  * on a whole array means after all of its elements.
  *
  * May call: state.c (every change of a job's state), table.c, doc.c,
- * store.c (through state.c) and common.
+ * depend.c (whether an element can ever start), store.c (through state.c)
+ * and common.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -206,14 +207,24 @@ tick_one(al_ctl_t *ctl, al__job_t *p)
     }
     if (p->state == JS_HELD || a->next_k == count)
         return;
+    /* What holds the next elements back: those running, and those
+     * pending that may still start.  One whose own aftercorr can never be
+     * satisfied (the element it follows failed) waits for ever, as Slurm's
+     * does, but neither counts against the limit nor fills the window, or
+     * such elements would stall the rest of the array.  (When every
+     * element is such, every one gets its job in the end: the array's own
+     * size bounds it.) */
     int64_t active = 0, pending = 0;
     for (int64_t k = a->done_k; k < count; k++) {
         const al__job_t *j = slot(ctl, p, k);
         if (j == NULL && k >= a->next_k)
             break;
-        if (j != NULL && (j->state == JS_PENDING || j->state == JS_RUNNING))
-            active++;
-        if (j != NULL && j->state == JS_PENDING)
+        if (j == NULL || j->state == JS_HELD || j->state > JS_RUNNING)
+            continue;
+        if (j->state == JS_PENDING && al__depend_never_own(ctl, j))
+            continue;
+        active++;
+        if (j->state == JS_PENDING)
             pending++;
     }
     int64_t room = ARRAY_WINDOW - pending;
@@ -332,6 +343,8 @@ al__array_cancel(al_ctl_t *ctl, al__job_t *p, const char *detail)
         al__job_t *j = slot(ctl, p, k);
         if (j != NULL && j->state <= JS_RUNNING)
             al__ctl_set_state(ctl, j, JS_CANCELLED, "cancelled", detail);
+        else if (j == NULL) /* ends with its array, without a job */
+            ctl->counters.ended[JS_CANCELLED]++;
     }
     al__ctl_set_state(ctl, p, JS_CANCELLED, "cancelled", detail);
 }

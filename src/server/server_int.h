@@ -208,6 +208,9 @@ typedef struct al__job {
     al__array_t *array;  /* a job array's parent: never scheduled itself */
     uint64_t array_job;  /* an element: its parent's id, else 0 */
     int64_t array_index; /* an element: its index */
+    /* A pending element the last cycle left out for its array's "%N"
+     * (cycle.c; memory only). */
+    bool array_wait;
 } al__job_t;
 
 /* ------------------------------------------------------------------ */
@@ -856,6 +859,9 @@ void al__array_hold(al_ctl_t *ctl, al__job_t *p, bool hold, const char *who);
 
 /* Where job j's `deps` stand (AL_DEPS_NONE when it has none). */
 al_dep_state_t al__depend_state(al_ctl_t *ctl, const al__job_t *j);
+/* Whether array element j can never start because of its own index: an
+ * aftercorr on an element that did not complete. */
+bool al__depend_never_own(al_ctl_t *ctl, const al__job_t *j);
 /* Checks j's deps at submission, as `caller` (admin: any job): each job
  * exists (400), the caller may see it (403), aftercorr joins two arrays
  * (400).  0, or the HTTP status with the reason in *cause. */

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
@@ -351,6 +352,138 @@ def scenario_dependency(c):
     c.wait_state(d, "completed")
 
 
+def scenario_array_limit_hold(c):
+    """%2 holds however the elements are named: hold then release of
+    elements not started yet gives them jobs, yet no more than two run;
+    those left out say they wait for their turn."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    a = c.submit("--array", "0-9%2", "--", "sleep", "60")
+    wait_for(lambda: c.job(a)["array"]["states"]["running"] == 2, 20,
+             "two elements running")
+    for i in (5, 6, 7):
+        c.cli("hold", "%d_%d" % (a, i))
+        c.cli("release", "%d_%d" % (a, i))
+    # Several cycles (one a second at most): none may start a third.
+    t_end = time.monotonic() + 4
+    while time.monotonic() < t_end:
+        st = c.job(a)["array"]["states"]
+        check(st["running"] <= 2, "at most 2 running after hold and "
+              "release of elements: %s" % st)
+        time.sleep(0.2)
+    j = wait_for(lambda: (lambda j: j if j.get("reason") else None)(
+        c.job(a + 1 + 5)), 10, "element 5's reason")
+    check(j["state"] == "pending" and
+          j["reason"] == "waiting for its turn in array %d (at most 2 "
+          "elements at once)" % a, "element 5: %s %r" % (j["state"],
+                                                       j.get("reason")))
+    c.cli("cancel", str(a))
+
+
+def scenario_array_never(c):
+    """Elements that can never start (aftercorr on elements that failed)
+    wait for ever, with the reason, and hold up neither the %N limit nor
+    the rest of the array; singleton waits for a held array of its name
+    and user."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    a = c.submit("--array", "0-5", "--", "sh", "-c",
+                 "exit $((ALLOT_ARRAY_INDEX < 2))")
+    c.wait_state(a, "failed", timeout=30)
+    b = c.submit("--array", "0-5%2", "--dependency", "aftercorr:%d" % a,
+                 "--", "true")
+    j = wait_for(lambda: (lambda j: j if j["array"]["states"]["completed"]
+                          == 4 else None)(c.job(b)), 30,
+                 "the four elements that may run")
+    check(j["array"]["states"]["pending"] == 2, "%s" % j["array"])
+    for i in (0, 1):
+        e = c.job(b + 1 + i)
+        check(e["state"] == "pending" and "NeverSatisfied" in
+              e.get("reason", ""), "element %d: %s %r" %
+              (i, e["state"], e.get("reason")))
+    c.cli("cancel", str(b))
+
+    # singleton against a held array of the same name and user.
+    h = c.submit("--name", "solo", "--array", "0-2", "--hold", "--", "true")
+    s = c.submit("--name", "solo", "--dependency", "singleton", "--", "true")
+    other = c.submit("--name", "other", "--dependency", "singleton", "--",
+                     "true")
+    c.wait_state(other, "completed")
+    j = wait_for(lambda: (lambda j: j if j.get("reason") else None)(
+        c.job(s)), 10, "the singleton's reason")
+    check(j["state"] == "pending" and "(Dependency)" in j["reason"],
+          "singleton behind a held array: %s %r" % (j["state"], j["reason"]))
+    c.cli("release", str(h))
+    c.wait_state(h, "completed", timeout=30)
+    j = c.wait_state(s, "completed", timeout=30)
+    check(j["start_ms"] >= c.job(h)["end_ms"],
+          "the singleton started after the array ended")
+    # An element of an array with singleton is not held up by its own
+    # array's parent.
+    e = c.submit("--name", "solo2", "--array", "0-1", "--dependency",
+                 "singleton", "--", "true")
+    c.wait_state(e, "completed", timeout=30)
+
+
+def scenario_array_counts(c):
+    """/metrics counts an array's elements, those without a job yet
+    included, by state and reason, and its cancelled ones when it ends; a
+    queue's demand includes them; `allot history` lists the elements that
+    ended, by ID_INDEX."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    a = c.submit("--array", "0-2999", "--gpus", "1", "--", "sleep", "60")
+    h = c.submit("--array", "0-9", "--hold", "--", "true")
+    wait_for(lambda: c.job(a)["array"]["states"]["running"] == 8, 20,
+             "eight elements running")
+
+    def metric(text, line):
+        for x in text.splitlines():
+            if x.startswith(line + " "):
+                return float(x.split()[-1])
+        return None
+
+    s, text = c.api("GET", "/metrics")
+    want = {'allot_jobs{queue="default",state="pending",class="train"}': 2992,
+            'allot_jobs{queue="default",state="held",class="train"}': 10,
+            'allot_jobs{queue="default",state="running",class="train"}': 8,
+            'allot_pending_jobs{reason="held"}': 10}
+    for k, v in want.items():
+        check(metric(text, k) == v, "%s: %s, not %s" % (k, metric(text, k),
+                                                       v))
+    pend = sum(float(x.split()[-1]) for x in text.splitlines()
+               if x.startswith("allot_pending_jobs{") and "held" not in x)
+    check(pend == 2992 and metric(text, 'allot_pending_jobs{reason='
+                                  '"array"}') > 0,
+          "pending by reason: %s" % [x for x in text.splitlines()
+                                     if x.startswith("allot_pending_jobs")])
+    q = [x for x in c.api("GET", "/v1/queues")[1]["queues"]
+         if x["name"] == "default"][0]
+    check(q["demand"]["gpu"] == 3000, "the queue's demand: %s" % q["demand"])
+    c.cli("cancel", str(a))
+    c.cli("cancel", str(h))
+    s, text = c.api("GET", "/metrics")
+    n = metric(text, 'allot_jobs_ended_total{state="cancelled"}')
+    check(n == 3010, "3010 elements cancelled, the parents not counted: %s"
+          % n)
+
+    b = c.submit("--array", "0-2", "--", "true")
+    c.wait_state(b, "completed", timeout=30)
+    rows = [r.split() for r in c.cli("history").stdout.splitlines()[1:]]
+    ids = [r[0] for r in rows]
+    for i in range(3):
+        check("%d_%d" % (b, i) in ids and "%d_%d" % (h, i) in ids,
+              "history lists the elements: %s" % ids)
+    check(str(b) not in ids and str(a) not in ids,
+          "and not the arrays' parents: %s" % ids)
+    hist = json.loads(c.cli("history", "--json", "--state",
+                            "completed").stdout)
+    check(sorted(x["array_index"] for x in hist
+                 if x.get("array_job_id") == b) == [0, 1, 2],
+          "history --json: %s" % [(x["id"], x.get("array_index"))
+                                  for x in hist])
+
+
 def scenario_sweep_script(c):
     """#ALLOT --sweep in a job script makes the array: the values in the
     script's text and in ALLOT_SWEEP_*; the command line's --sweep of a
@@ -399,6 +532,9 @@ SCENARIOS = {
     "array_errors": scenario_array_errors,
     "sweep": scenario_sweep,
     "array_restart": scenario_array_restart,
+    "array_limit_hold": scenario_array_limit_hold,
+    "array_never": scenario_array_never,
+    "array_counts": scenario_array_counts,
     "sweep_script": scenario_sweep_script,
 }
 
