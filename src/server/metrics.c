@@ -326,7 +326,8 @@ gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, int64_t v,
 }
 
 /* Nodes by state, each node's time since its agent's last sync, and the
- * GPU telemetry agents send (real GPUs only: emulated ones send none). */
+ * GPU telemetry agents send (real GPUs, and emulated ones given a
+ * utilisation: the agent's STATE/gpu-util). */
 static void
 render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
 {
