@@ -323,6 +323,11 @@ session_loop(int fd, al_buf_t *in, bool tty, bool want_stdin, result_t *res)
         win_size(&rows, &cols);
         if (rows > 0)
             al_stream_put_resize(&s.out, rows, cols);
+    } else if (!want_stdin) {
+        /* Without -i the job's stdin is empty, as a shell's `< /dev/null`
+         * (or docker run without -i): its end at once, or a program that
+         * reads it would wait for ever. */
+        al_stream_put(&s.out, AL_FR_EOF, NULL, 0);
     }
     while (take_frames(&s)) {
         if (!send_out(&s)) {
@@ -1030,12 +1035,25 @@ al_cli_port_forward(int argc, char **argv)
         al_client_fini(&c);
         return AL_EXIT_FAIL;
     }
-    /* The job must run: said now rather than at the first connection. */
-    json_t *j = get_job(&c, id);
+    /* The job must run: said now rather than at the first connection
+     * (the controller's word when it cannot be seen). */
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%llu", id);
+    json_t *j = NULL;
+    if (al_client_call(&c, "GET", path, NULL, &j, NULL, NULL) != 0) {
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
     const char *st = al_json_str(j, "state", "");
-    if (strcmp(st, "running") != 0) {
-        fprintf(stderr, "allot port-forward: job %llu is %s\n", id,
-                j != NULL ? st : "not known");
+    bool array = json_object_get(j, "array") != NULL;
+    if (array || strcmp(st, "running") != 0) {
+        if (array)
+            fprintf(stderr,
+                    "allot port-forward: job %llu is an array: name one "
+                    "of its elements, %llu_INDEX\n",
+                    id, id);
+        else
+            fprintf(stderr, "allot port-forward: job %llu is %s\n", id, st);
         json_decref(j);
         al_client_fini(&c);
         return AL_EXIT_FAIL;

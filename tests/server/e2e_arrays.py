@@ -377,6 +377,16 @@ def scenario_array_limit_hold(c):
           j["reason"] == "waiting for its turn in array %d (at most 2 "
           "elements at once)" % a, "element 5: %s %r" % (j["state"],
                                                        j.get("reason")))
+    # exec and port-forward into a running element by ID_INDEX; the array
+    # itself runs nothing.
+    p = c.cli("exec", "%d_0" % a, "--", "sh", "-c", "echo $ALLOT_ARRAY_INDEX")
+    check(p.stdout == "0\n", "exec ID_INDEX: %r" % p.stdout)
+    for args in (("exec", str(a), "--", "true"),
+                 ("port-forward", str(a), "8000")):
+        p = c.cli(*args, ok=False)
+        check(p.returncode == 1 and "job %d is an array: name one of its "
+              "elements, %d_INDEX" % (a, a) in p.stderr,
+              "%s of an array: %d %r" % (args[0], p.returncode, p.stderr))
     c.cli("cancel", str(a))
 
 

@@ -180,6 +180,15 @@ def scenario_tty(c):
         p = run_piped(c, ["exec", "-i", str(jid), "--", "cat"], b"piped\n")
         check(p.returncode == 0 and p.stdout == b"piped\n",
               "exec -i: %d %r" % (p.returncode, p.stdout))
+        # Without -i its stdin is empty, though ours stays open.
+        with subprocess.Popen([c.allot, "exec", str(jid), "--", "cat"],
+                              stdin=subprocess.PIPE, env=c.env,
+                              cwd=c.root) as p:
+            try:
+                check(p.wait(30) == 0, "exec -- cat without -i")
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise Fail("allot exec -- cat without -i waits for stdin")
         te = Term(c, ["exec", "-it", str(jid), "--", "sh", "-c",
                       "stty size; tty"], rows=40, cols=120)
         te.expect(r"40 120")
@@ -287,6 +296,19 @@ def scenario_pipes(c):
     check(p.returncode == 4 and b"quick" in p.stdout,
           "a quick job: its output and status: %d %r" %
           (p.returncode, p.stdout))
+    # Without -i the job's stdin is empty (its end at once), though ours
+    # stays open: cat ends.
+    with subprocess.Popen([c.allot, "run", "--queue", "dev", "--", "sh",
+                           "-c", "cat; echo read-$?"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, env=c.env,
+                          cwd=c.root) as p:
+        try:
+            rc = p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Fail("allot run -- cat without -i waits for stdin")
+        check(rc == 0 and p.stdout.read() == b"read-0\n",
+              "allot run without -i: %d" % rc)
     p = run_piped(c, ["run", "-i", "--gpus", "x", "--", "cat"])
     check(p.returncode == 2 and b"allot" in p.stderr,
           "bad options: exit 2: %d %r" % (p.returncode, p.stderr))
