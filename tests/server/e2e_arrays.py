@@ -440,7 +440,7 @@ def scenario_array_counts(c):
     included, by state and reason, and its cancelled ones when it ends; a
     queue's demand includes them; `allot history` lists the elements that
     ended, by ID_INDEX."""
-    c.start_server()
+    c.start_server("--usage-interval", "1")
     c.start_agent("n1", "8xH100-80GB")
     a = c.submit("--array", "0-2999", "--gpus", "1", "--", "sleep", "60")
     h = c.submit("--array", "0-9", "--hold", "--", "true")
@@ -476,6 +476,25 @@ def scenario_array_counts(c):
     n = metric(text, 'allot_jobs_ended_total{state="cancelled"}')
     check(n == 3010, "3010 elements cancelled, the parents not counted: %s"
           % n)
+
+    # The usage history's pending demand: elements without jobs, and not
+    # those named (cancelled) before their turn.
+    s, r = c.api("POST", "/v1/queues", {
+        "name": "capped", "quota": {"gpu": {"deserved": 0, "limit": 0}}})
+    check(s == 201, "queue capped: %s %s" % (s, r))
+    k = c.submit("--queue", "capped", "--gpus", "1", "--array", "0-9%1",
+                 "--", "true")
+    c.cli("cancel", "%d_7" % k)
+    c.cli("cancel", "%d_8" % k)
+    t0 = int(time.time()) + 1  # a step begun after the cancels
+
+    def pending():
+        u = c.api("GET", "/v1/usage?by=queue&queue=capped&from=%d" % t0)[1]
+        p = u["series"][0]["pending"] if u.get("series") else []
+        return p[-1] if p else None
+    got = wait_for(pending, 15, "a usage sample of queue capped")
+    check(got == 8.0, "8 elements pending, not %s" % got)
+    c.cli("cancel", str(k))
 
     b = c.submit("--array", "0-2", "--", "true")
     c.wait_state(b, "completed", timeout=30)
