@@ -437,8 +437,15 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last,
                  why ? why : "");
         /* Only a wait worth seeing: nothing for a start within moments. */
         if (al_clock_mono_ms() - t0 >= 300 && strcmp(line, prev) != 0) {
+            /* One line it is: cut to the terminal's width (a line that
+             * wrapped would leave its first rows behind at the next
+             * update, which clears only the row the cursor is on). */
+            struct winsize ws;
+            int width = ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1
+                            ? ws.ws_col - 1
+                            : 200;
             if (term)
-                fprintf(stderr, "\r\033[K%.*s", 200, line);
+                fprintf(stderr, "\r\033[K%.*s", width, line);
             else
                 fprintf(stderr, "%s\n", line);
             snprintf(prev, sizeof prev, "%s", line);

@@ -329,6 +329,23 @@ def scenario_pipes(c):
           "an interrupted wait: %d %r" % (p.returncode, err))
     check("pending" in err, "the wait was shown with its state: %r" % err)
     c.wait_state(jid, "cancelled")
+    # On a terminal the wait is one line that updates in place: cut to
+    # the terminal's width, or a reason longer than the line would wrap
+    # and leave its first rows behind.
+    t = Term(c, ["run", "--queue", "dev", "--gpus", "16", "--", "true"],
+             cols=60)
+    try:
+        wait_for(lambda: t.read_some(0.5) is not None and
+                 b"pending" in t.out, 20, "the wait shown")
+        t.send(b"\x03")  # Ctrl-C: the terminal is not raw while it waits
+        check(t.wait() == 130, "Ctrl-C while it waits: exit 130")
+        # (the terminal's echo of the key, ^C, follows the last one)
+        shown = [x.replace(b"^C", b"") for x in
+                 re.findall(rb"\r\x1b\[K(job [^\r]*)", t.out)]
+        check(shown and all(len(x) <= 59 for x in shown),
+              "the waiting line fits 60 columns: %r" % shown)
+    finally:
+        t.close()
     # Bulk: both ways, counted at the far end, through bounded buffers.
     size = 96 << 20
     agent, server = c.agents["n1"].pid, c.server.pid
