@@ -381,8 +381,7 @@ al_cli_history(int argc, char **argv)
         al_buf_init(&path);
         /* expand: an array's elements are the jobs that ran, each a row
          * (its parent is none). */
-        al_buf_printf(&path,
-                      "/v1/jobs?state=%s&limit=1000&after=%llu&expand=1",
+        al_buf_printf(&path, "/v1/jobs?state=%s&limit=1000&after=%llu&expand=1",
                       states, (unsigned long long)after);
         if (a.user != NULL)
             al_buf_printf(&path, "&user=%s", a.user);
@@ -463,9 +462,9 @@ al_cli_history(int argc, char **argv)
             snprintf(id, sizeof id, "%lld", (long long)al_json_int(j, "id", 0));
         printf("%-8s %-16.16s %-10.10s %-12.12s %-10s %-14s %-14s %-14s %7s "
                "%8s %5s %5s %7lld %s\n",
-               id, al_json_str(j, "name", ""),
-               al_json_str(j, "user", ""), al_json_str(j, "queue", ""),
-               al_json_str(j, "state", ""), s1, s2, s3, wait, el, gpus, ex,
+               id, al_json_str(j, "name", ""), al_json_str(j, "user", ""),
+               al_json_str(j, "queue", ""), al_json_str(j, "state", ""), s1, s2,
+               s3, wait, el, gpus, ex,
                (long long)al_json_int(j, "restart_count", 0),
                al_buf_cstr(&nodes));
         al_buf_fini(&nodes);

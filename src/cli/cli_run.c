@@ -789,8 +789,9 @@ target_ok(const char *who, int rc, int npos, int want, const char *s)
     if (rc != 0)
         return false;
     if (npos < 1 || s == NULL) {
-        fprintf(stderr, "allot %s: which job? give its id (allot ls lists "
-                        "them)\n",
+        fprintf(stderr,
+                "allot %s: which job? give its id (allot ls lists "
+                "them)\n",
                 who);
         return false;
     }
@@ -835,8 +836,7 @@ al_cli_attach(int argc, char **argv)
     int npos;
     int rc = al_opt_parse_cmd(&al_cli_attach_cmd, NULL, &a, argc, argv, pos, 2,
                               &npos);
-    if (a.help ||
-        !target_ok("attach", rc, npos, 1, npos > 0 ? pos[0] : NULL)) {
+    if (a.help || !target_ok("attach", rc, npos, 1, npos > 0 ? pos[0] : NULL)) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_attach_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -874,8 +874,8 @@ al_cli_exec(int argc, char **argv)
     int rc =
         al_opt_parse_cmd(&al_cli_exec_cmd, NULL, &a, dd, argv, pos, 1, &npos);
     first = dd + 1;
-    bool ok = a.help ||
-              target_ok("exec", rc, npos, 1, npos > 0 ? pos[0] : NULL);
+    bool ok =
+        a.help || target_ok("exec", rc, npos, 1, npos > 0 ? pos[0] : NULL);
     if (ok && !a.help && first >= argc) {
         fprintf(stderr, "allot exec: no command given; put it after --\n");
         ok = false;
@@ -1008,8 +1008,8 @@ al_cli_port_forward(int argc, char **argv)
     int npos;
     int rc = al_opt_parse_cmd(&al_cli_port_forward_cmd, NULL, &a, argc, argv,
                               pos, 2, &npos);
-    bool ok = a.help || target_ok("port-forward", rc, npos, 2,
-                                  npos > 0 ? pos[0] : NULL);
+    bool ok = a.help ||
+              target_ok("port-forward", rc, npos, 2, npos > 0 ? pos[0] : NULL);
     if (ok && !a.help && npos < 2) {
         fprintf(stderr, "allot port-forward: which port? give "
                         "[LOCAL:]REMOTE\n");

@@ -89,8 +89,8 @@ add_sweep(json_t *axes, const char *s, bool from_script, bool *script_axis)
     json_t *o = json_pack("{s:s, s:o}", "name", ax.name, "values", vals);
     size_t at = json_array_size(axes);
     for (size_t k = 0; k < json_array_size(axes); k++)
-        if (strcmp(al_json_str(json_array_get(axes, k), "name", ""),
-                   ax.name) == 0)
+        if (strcmp(al_json_str(json_array_get(axes, k), "name", ""), ax.name) ==
+            0)
             at = k;
     bool ok = true;
     if (at < json_array_size(axes) && (from_script || !script_axis[at])) {

@@ -260,8 +260,7 @@ array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
 {
     j->array_wait = false;
     if (j->array_job == 0 || j->array_job != t->parent ||
-        j->state != JS_PENDING || ds == AL_DEPS_WAITING ||
-        ds == AL_DEPS_NEVER)
+        j->state != JS_PENDING || ds == AL_DEPS_WAITING || ds == AL_DEPS_NEVER)
         return true;
     if (t->left > 0) {
         t->left--;

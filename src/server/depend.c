@@ -75,9 +75,8 @@ al__depend_never_own(al_ctl_t *ctl, const al__job_t *j)
 {
     for (int i = 0; i < j->ndeps; i++) {
         const al_depspec_t *d = &j->deps[i];
-        const al__job_t *dj = d->kind == AL_DEP_AFTERCORR
-                                  ? al__ctl_job(ctl, d->job)
-                                  : NULL;
+        const al__job_t *dj =
+            d->kind == AL_DEP_AFTERCORR ? al__ctl_job(ctl, d->job) : NULL;
         if (dj != NULL && corr(ctl, j, dj) == AL_DEPS_NEVER)
             return true;
     }

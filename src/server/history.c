@@ -161,9 +161,9 @@ sample(al_ctl_t *ctl, int64_t step, int64_t t, int64_t now_ms)
             continue;
         int q = al__job_qidx(ctl, j);
         if (q >= 0)
-            qpend[q] += j->ntasks * (j->gpus > 0 ? (double)j->gpus
-                                                 : j->gpu_milli /
-                                                       (double)AL_GPU_MILLI);
+            qpend[q] +=
+                j->ntasks * (j->gpus > 0 ? (double)j->gpus
+                                         : j->gpu_milli / (double)AL_GPU_MILLI);
     }
     for (int q = 0; q < nq; q++) {
         const al__queue_t *qq = &ctl->queues[q];
