@@ -207,13 +207,15 @@ tick_one(al_ctl_t *ctl, al__job_t *p)
     }
     if (p->state == JS_HELD || a->next_k == count)
         return;
-    /* What holds the next elements back: those running, and those
-     * pending that may still start.  One whose own aftercorr can never be
-     * satisfied (the element it follows failed) waits for ever, as Slurm's
-     * does, but neither counts against the limit nor fills the window, or
-     * such elements would stall the rest of the array.  (When every
-     * element is such, every one gets its job in the end: the array's own
-     * size bounds it.) */
+    /* What holds the next elements back.  The limit counts those running
+     * and those pending that may start now (the cycle keeps it: cycle.c),
+     * not those that wait on a dependency: as in Slurm, "%N" is how many
+     * run, so an element waiting on its aftercorr does not keep the next
+     * from starting.  The window counts every element pending, but for
+     * one whose own aftercorr can never be satisfied (the element it
+     * follows failed): it waits for ever, as Slurm's does, and must not
+     * stall the rest of the array.  (When every element is such, every
+     * one gets its job in the end: the array's own size bounds it.) */
     int64_t active = 0, pending = 0;
     for (int64_t k = a->done_k; k < count; k++) {
         const al__job_t *j = slot(ctl, p, k);
@@ -221,11 +223,15 @@ tick_one(al_ctl_t *ctl, al__job_t *p)
             break;
         if (j == NULL || j->state == JS_HELD || j->state > JS_RUNNING)
             continue;
-        if (j->state == JS_PENDING && al__depend_never_own(ctl, j))
-            continue;
-        active++;
-        if (j->state == JS_PENDING)
+        if (j->state == JS_PENDING) {
+            al_dep_state_t ds = al__depend_state(ctl, j);
+            if (ds == AL_DEPS_NEVER && al__depend_never_own(ctl, j))
+                continue;
             pending++;
+            if (ds == AL_DEPS_WAITING || ds == AL_DEPS_NEVER)
+                continue;
+        }
+        active++;
     }
     int64_t room = ARRAY_WINDOW - pending;
     if (a->as.limit > 0 && a->as.limit - active < room)

@@ -412,6 +412,20 @@ def scenario_array_never(c):
               e.get("reason", ""), "element %d: %s %r" %
               (i, e["state"], e.get("reason")))
     c.cli("cancel", str(b))
+    # %N counts what runs: elements waiting on their aftercorr do not keep
+    # the next ones from running (a_0 and a_1 wait for a file; b_2 and
+    # b_3 run, and end, meanwhile).
+    go = os.path.join(c.root, "go")
+    a = c.submit("--array", "0-3", "--", "sh", "-c",
+                 "[ $ALLOT_ARRAY_INDEX -ge 2 ] || while [ ! -e %s ]; do "
+                 "sleep 0.1; done" % go)
+    b = c.submit("--array", "0-3%2", "--dependency", "aftercorr:%d" % a,
+                 "--", "true")
+    wait_for(lambda: c.job(b)["array"]["states"]["completed"] == 2, 30,
+             "b_2 and b_3 while b_0 and b_1 wait")
+    check(c.job(a + 1)["state"] == "running", "a_0 still runs")
+    open(go, "w").close()
+    c.wait_state(b, "completed", timeout=30)
 
     # singleton against a held array of the same name and user.
     h = c.submit("--name", "solo", "--array", "0-2", "--hold", "--", "true")
