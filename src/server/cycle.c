@@ -236,14 +236,16 @@ typedef struct turn {
     int64_t left;    /* how many more of them may start */
 } turn_t;
 
-/* Sets t for the elements of p, which follow it in id order. */
+/* Sets t for the elements of p, which follow it in id order: every one
+ * running counts, those a user named past the others included (a look
+ * over the slots the cycle walks anyway). */
 static void
 turn_start(al_ctl_t *ctl, turn_t *t, const al__job_t *p)
 {
     const al__array_t *a = p->array;
     t->parent = a->as.limit > 0 ? p->id : 0;
     t->left = a->as.limit;
-    for (int64_t k = a->done_k; t->parent != 0 && k < a->next_k; k++) {
+    for (int64_t k = a->done_k; t->parent != 0 && k < a->as.count; k++) {
         const al__job_t *e = ctl->jobs[p->id + (uint64_t)k];
         if (e != NULL && e->state == JS_RUNNING)
             t->left--;
