@@ -1136,12 +1136,11 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
                 errors++;
             } else if (al_opt_parse_cmd(&directive_cmd, where, &one, n, argv,
                                         NULL, 0, &npos) != 0 ||
-                       !al_script_env(env, n, argv, where)) {
+                       !al_script_env(env, n, argv, where) ||
+                       !line_sweeps(&own, n, argv, where)) {
                 errors++;
             } else if ((err = al_script_resources(probe, &one.f)) != NULL) {
                 fprintf(stderr, "allot submit: %s: %s\n", where, err);
-                errors++;
-            } else if (!line_sweeps(&own, n, argv, where)) {
                 errors++;
             } else {
                 al_script_merge(&own, &one);
