@@ -194,6 +194,9 @@ typedef struct al__job {
     al_reason_t why;
     uint64_t why_job;
     bool why_valid;
+    /* A pending element the last cycle left out for its array's "%N"
+     * (cycle.c; memory only). */
+    bool array_wait;
     size_t run_idx; /* its place in ctl->running while running */
     /* Index of its queue in ctl->queues, valid while qgen matches. */
     int qidx;
@@ -208,9 +211,6 @@ typedef struct al__job {
     al__array_t *array;  /* a job array's parent: never scheduled itself */
     uint64_t array_job;  /* an element: its parent's id, else 0 */
     int64_t array_index; /* an element: its index */
-    /* A pending element the last cycle left out for its array's "%N"
-     * (cycle.c; memory only). */
-    bool array_wait;
 } al__job_t;
 
 /* ------------------------------------------------------------------ */
