@@ -30,8 +30,9 @@
 #include "xmalloc.h"
 
 /* How late a sample may come besides its agent's interval: an agent with
- * tasks syncs every second, and a sync carries the samples. */
-#define SYNC_SLACK_MS 2000
+ * tasks syncs every second, a sync carries the samples, and a loaded node
+ * or controller may be some seconds late. */
+#define SYNC_SLACK_MS 5000
 
 /* How long before the end the warning comes: a quarter of the timeout,
  * at most five minutes, at least a second. */
