@@ -5,12 +5,12 @@
  * nothing else; it becomes a job of its own, a copy of the parent with its
  * index, its environment (ALLOT_ARRAY_*, Slurm's SLURM_ARRAY_*, a sweep's
  * ALLOT_SWEEP_*) and its sweep values in the command (and in a job
- * script's text), only when the cycle
- * may need it (al__array_tick(): up to the array's "%" limit, and a window
- * of pending elements at a time) or when a user names it.  The parent is
- * never scheduled; it stays pending (or held) until every element has
- * ended, then takes the state that says how they ended, so that `after`
- * on a whole array means after all of its elements.
+ * script's text), only when the cycle may need it (al__array_tick(): up
+ * to the array's "%" limit, and a window of pending elements at a time)
+ * or when a user names it.  The parent is never scheduled; it stays
+ * pending (or held) until every element has ended, then takes the state
+ * that says how they ended, so that `after` on a whole array means after
+ * all of its elements.
  *
  * May call: state.c (every change of a job's state), table.c, doc.c,
  * depend.c (whether an element can ever start), store.c (through state.c)
