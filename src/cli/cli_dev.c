@@ -200,6 +200,63 @@ run_demo(const char *url, const char *token)
     fflush(stdout);
 }
 
+/* GET path as admin: its JSON, or NULL. */
+static json_t *
+dev_get(const al_url_t *u, const char *token, const char *path)
+{
+    al_http_resp_t r;
+    if (al_http_request(u, "GET", path, token, NULL, 0, 5000, -1, &r, NULL) !=
+        0)
+        return NULL;
+    json_t *v = r.status == 200
+                    ? al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL)
+                    : NULL;
+    al_http_resp_fini(&r);
+    return v;
+}
+
+/* On a state made by this start: queue `default` deserves every GPU of
+ * the nodes (how many it set: 0 when none).  allot dev is one user's cluster,
+ * and a build session
+ * (`allot run`), which runs only within its queue's deserved quota, would
+ * otherwise wait for ever behind the 0 a new controller gives the queue.
+ * A state made before keeps its queues as they were set. */
+static size_t
+dev_quota(const char *url, const char *token)
+{
+    al_url_t u;
+    if (al_url_parse(url, &u, NULL) != 0)
+        return 0;
+    json_t *nv = dev_get(&u, token, "/v1/nodes");
+    json_t *q = dev_get(&u, token, "/v1/queues/default");
+    json_t *nodes = json_object_get(nv, "nodes");
+    size_t total = 0;
+    for (size_t i = 0; i < json_array_size(nodes); i++)
+        total +=
+            json_array_size(json_object_get(json_array_get(nodes, i), "gpus"));
+    json_t *gpu = json_object_get(json_object_get(q, "quota"), "gpu");
+    if (total > 0 && json_is_object(gpu)) {
+        json_object_set_new(gpu, "deserved", json_integer((json_int_t)total));
+        char *text = al_json_dump(q);
+        al_http_resp_t r;
+        if (al_http_request(&u, "PUT", "/v1/queues/default", token, text,
+                            strlen(text), 5000, -1, &r, NULL) == 0) {
+            if (r.status != 200) {
+                fprintf(stderr, "allot dev: cannot set queue default: %s\n",
+                        al_buf_cstr(&r.body));
+                total = 0;
+            }
+            al_http_resp_fini(&r);
+        }
+        free(text);
+    } else {
+        total = 0;
+    }
+    json_decref(q);
+    json_decref(nv);
+    return total;
+}
+
 /*
  * Starts `allot agent` (this program) for node `name` with state in dir;
  * emulated GPUs `gpus`, only when NVML finds none if fallback.  This
@@ -277,6 +334,11 @@ al_dev_main(int argc, char **argv)
 
     al_daemon_block(&a.d);
 
+    /* A state made by this start (its first token not there yet). */
+    char *first_tok = al_xasprintf("%s/admin-token", sdir);
+    bool fresh = access(first_tok, F_OK) != 0;
+    free(first_tok);
+
     al_server_opts_t so;
     al_server_opts_default(&so);
     so.listen = listen;
@@ -343,6 +405,10 @@ al_dev_main(int argc, char **argv)
     }
     if (status == 0 && nagents > 0 && !wait_for_nodes(url, tok, nagents, 5000))
         fprintf(stderr, "allot dev: not every agent has registered yet\n");
+    /* (The demo sets queues of its own.) */
+    size_t deserved = status == 0 && fresh && nagents > 0 && !a.demo
+                          ? dev_quota(url, tok)
+                          : 0;
     if (status == 0) {
         printf("allot dev: ready at %s\n"
                "  state:  %s\n"
@@ -350,6 +416,11 @@ al_dev_main(int argc, char **argv)
                "  try:    allot submit --gpus 1 -- nvidia-smi -L || "
                "allot submit -- echo hello; allot ls --all\n",
                url, sdir, cfg);
+        if (deserved > 0)
+            printf("  queue default deserves the %zu GPUs of this cluster: "
+                   "build sessions (allot run --gpus 1 -it -- bash) start "
+                   "within it\n",
+                   deserved);
         fflush(stdout);
         if (a.demo && nagents > 0)
             run_demo(url, tok);
