@@ -632,7 +632,8 @@ static const char run_about[] =
     "Submits COMMAND as a job (class build unless --class says otherwise),\n"
     "waits for it to start (its state and why it waits on one line), then\n"
     "connects this terminal to it through the controller.\n"
-    "  -i   send stdin to the job (its end too)\n"
+    "  -i   send stdin to the job (its end too); without it the job's\n"
+    "       stdin is empty\n"
     "  -t   give the job a terminal: keys go to it raw (Ctrl-C included),\n"
     "       its size follows this one; Ctrl-P Ctrl-Q detaches\n"
     "Exit status: the job's (128+N when signal N ended it).  The job keeps\n"
@@ -756,7 +757,8 @@ const al_opt_cmd_t al_cli_exec_cmd = {
     .about = "Runs COMMAND inside a running job's allocation: on its node, "
              "with its environment (CUDA_VISIBLE_DEVICES included), its "
              "working directory and its user.  Only the job's owner.  -i "
-             "sends stdin, -t gives it a terminal.\n",
+             "sends stdin (without it, its stdin is empty), -t gives it a "
+             "terminal.  ID is a job's, or an array element's ID_INDEX.\n",
 };
 
 const al_opt_cmd_t al_cli_port_forward_cmd = {
