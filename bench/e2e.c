@@ -9,7 +9,7 @@
  * failed).  See bench/README.md for the cases and the targets.
  *
  *   bench/e2e [--case spawn|throughput|latency|memory|cluster|cli|array|
- *                      session]
+ *                      session|events]
  *             [--jobs N] [--clients N] [--nodes N] [--elements N]
  *             [--allot PATH] [--store sqlite|pg] [--keep]
  *
@@ -1373,12 +1373,180 @@ case_session(const opts_t *o)
     free(lat);
 }
 
+/* ------------------------------------------------------------------ */
+/* Event streams                                                      */
+
+/* Streams of GET /v1/events read by one thread with poll(): how many
+ * "event: job" messages each got (a message split across two reads is
+ * found through the last bytes of the one before). */
+typedef struct sse_fan {
+    int n;
+    int *fd;
+    long *got;
+    char (*tail)[16];
+    volatile bool stop;
+    int64_t want, done_us; /* when every stream had `want` (monotonic us) */
+    pthread_mutex_t mu;
+} sse_fan_t;
+
+static void *
+sse_fan_main(void *arg)
+{
+    sse_fan_t *f = arg;
+    struct pollfd *p = al_xcalloc((size_t)f->n, sizeof *p);
+    static char buf[65536 + 16];
+    while (!f->stop) {
+        for (int i = 0; i < f->n; i++)
+            p[i] = (struct pollfd){ .fd = f->fd[i], .events = POLLIN };
+        if (poll(p, (nfds_t)f->n, 100) <= 0)
+            continue;
+        for (int i = 0; i < f->n; i++) {
+            if ((p[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
+                continue;
+            size_t t = strlen(f->tail[i]);
+            memcpy(buf, f->tail[i], t);
+            ssize_t r = read(f->fd[i], buf + t, 65536);
+            if (r <= 0)
+                continue;
+            size_t len = t + (size_t)r;
+            buf[len] = '\0';
+            for (char *q = buf; (q = strstr(q, "event: job\n")) != NULL; q++)
+                if (q + 11 > buf + t) /* not counted with the last read */
+                    f->got[i]++;
+            size_t keep = len < 15 ? len : 15;
+            memcpy(f->tail[i], buf + len - keep, keep);
+            f->tail[i][keep] = '\0';
+        }
+        pthread_mutex_lock(&f->mu);
+        if (f->want > 0 && f->done_us == 0) {
+            bool all = true;
+            for (int i = 0; i < f->n && all; i++)
+                all = f->got[i] >= f->want;
+            if (all)
+                f->done_us = now_us();
+        }
+        pthread_mutex_unlock(&f->mu);
+    }
+    free(p);
+    return NULL;
+}
+
+/* Opens a stream of new events for everything (the admin's token). */
+static int
+sse_open(const dev_t_ *d)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET,
+                              .sin_port = htons(
+                                  (uint16_t)strtol(d->url.port, NULL, 10)) };
+    inet_pton(AF_INET, d->url.host, &sa.sin_addr);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0)
+        die("cannot connect a stream: %s", strerror(errno));
+    char *req = al_xasprintf("GET /v1/events HTTP/1.1\r\nHost: bench\r\n"
+                             "Authorization: Bearer %s\r\n\r\n",
+                             d->token);
+    if (write(fd, req, strlen(req)) != (ssize_t)strlen(req))
+        die("cannot send a stream's request");
+    free(req);
+    return fd;
+}
+
+/* o->jobs submissions (pending: no nodes) from o->clients clients, first
+ * with no event stream open (the reference), then with `streams` streams
+ * following GET /v1/events: the submission rate and the controller's CPU
+ * per submission with and without them, how long after the last 201 every
+ * stream had every event, and the controller's memory per stream. */
+static void
+case_events(const opts_t *o)
+{
+    const int streams = 1000;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    dev_t_ d;
+    dev_start(o, 0, &d);
+    opts_t m = *o;
+    m.jobs = o->jobs < 5000 ? o->jobs : 5000;
+    const char *body = "{\"command\":[\"true\"],\"gpus\":1}";
+    int64_t *lat = al_xcalloc((size_t)m.jobs, sizeof *lat);
+    int refused;
+    double c0 = proc_cpu_s(d.pid);
+    int64_t wall0 = submit_all(&m, &d, body, lat, &refused);
+    double c1 = proc_cpu_s(d.pid);
+    if (refused > 0)
+        die("%d submissions refused", refused);
+    long rss0 = proc_kib(d.pid, "VmRSS");
+    sse_fan_t f = { .n = streams };
+    pthread_mutex_init(&f.mu, NULL);
+    f.fd = al_xcalloc((size_t)streams, sizeof *f.fd);
+    f.got = al_xcalloc((size_t)streams, sizeof *f.got);
+    f.tail = al_xcalloc((size_t)streams, sizeof *f.tail);
+    for (int i = 0; i < streams; i++)
+        f.fd[i] = sse_open(&d);
+    pthread_t th;
+    if (pthread_create(&th, NULL, sse_fan_main, &f) != 0)
+        die("pthread_create: %s", strerror(errno));
+    al_clock_sleep_ms(1000); /* every stream open and caught up */
+    long rss1 = proc_kib(d.pid, "VmRSS");
+    pthread_mutex_lock(&f.mu);
+    f.want = m.jobs;
+    pthread_mutex_unlock(&f.mu);
+    double c2 = proc_cpu_s(d.pid);
+    int64_t t1 = now_us();
+    int64_t wall1 = submit_all(&m, &d, body, lat, &refused);
+    int64_t last201 = t1 + wall1;
+    if (refused > 0)
+        die("%d submissions refused", refused);
+    int64_t deadline = al_clock_mono_ms() + 60000;
+    for (;;) {
+        pthread_mutex_lock(&f.mu);
+        int64_t done = f.done_us;
+        pthread_mutex_unlock(&f.mu);
+        if (done != 0)
+            break;
+        if (al_clock_mono_ms() > deadline) {
+            long least = f.got[0];
+            for (int i = 1; i < streams; i++)
+                least = f.got[i] < least ? f.got[i] : least;
+            die("after 60 s a stream had %ld of %d events", least, m.jobs);
+        }
+        al_clock_sleep_ms(5);
+    }
+    double c3 = proc_cpu_s(d.pid);
+    f.stop = true;
+    pthread_join(th, NULL);
+    for (int i = 0; i < streams; i++)
+        close(f.fd[i]);
+    printf("{\"case\":\"events\",\"jobs\":%d,\"clients\":%d,\"streams\":%d,"
+           "\"submits_per_s_no_streams\":%.0f,"
+           "\"submits_per_s_streams\":%.0f,\"ratio\":%.2f,"
+           "\"server_cpu_ms_per_submit_no_streams\":%.3f,"
+           "\"server_cpu_ms_per_submit_streams\":%.3f,"
+           "\"events_delivered\":%lld,\"all_delivered_after_last_201_ms\":%.1f,"
+           "\"server_kib_per_stream\":%.1f}\n",
+           m.jobs, m.clients, streams, m.jobs / (wall0 / 1e6),
+           m.jobs / (wall1 / 1e6), (double)wall0 / (double)wall1,
+           (c1 - c0) * 1000 / m.jobs, (c3 - c2) * 1000 / m.jobs,
+           (long long)m.jobs * streams,
+           (double)(f.done_us > last201 ? f.done_us - last201 : 0) / 1000.0,
+           (double)(rss1 - rss0) / streams);
+    fflush(stdout);
+    free(f.fd);
+    free(f.got);
+    free(f.tail);
+    free(lat);
+    dev_stop(o, &d);
+}
+
 static void
 usage(void)
 {
     fputs(
         "usage: bench/e2e [--case "
-        "spawn|throughput|latency|memory|cluster|cli|array|session]\n"
+        "spawn|throughput|latency|memory|cluster|cli|array|session|"
+        "events]\n"
         "                 [--jobs N] [--clients N] [--nodes N] [--elements N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",
@@ -1435,7 +1603,7 @@ main(int argc, char **argv)
         strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
         strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0 &&
         strcmp(o.cse, "array") != 0 && strcmp(o.cse, "session") != 0 &&
-        strcmp(o.cse, "spawn") != 0)
+        strcmp(o.cse, "spawn") != 0 && strcmp(o.cse, "events") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -1462,5 +1630,7 @@ main(int argc, char **argv)
         case_array(&o);
     if (o.cse == NULL || strcmp(o.cse, "session") == 0)
         case_session(&o);
+    if (o.cse == NULL || strcmp(o.cse, "events") == 0)
+        case_events(&o);
     return 0;
 }

@@ -15,6 +15,10 @@ run:
   latency_ms     submit-to-running on an idle cluster: from just before
                  `sbatch --wrap 'date +%s.%N > F'` to the time in F
                  (median of 10)
+  srun_ms        `srun true` from start to exit: allocation, start,
+                 attach, the exit status back (median of 10)
+  salloc_srun_ms `salloc srun true`: an allocation, a step in it, its
+                 release (median of 10)
 
 and prints one JSON line with each figure for both and allot/slurm ratios
 (for time, slurm/allot: above 1 means allot is faster).  Without the peer,
@@ -86,13 +90,29 @@ def blocked_drain(side, n):
     return time.monotonic() - t0
 
 
+def interactive(side, *cmd, reps=10):
+    """An interactive command's round trip, e.g. `srun true`: allocation,
+    start, the task's end, the exit status back (median of reps)."""
+    out = []
+    for _ in range(reps):
+        t0 = time.monotonic()
+        p = side.run(*cmd)
+        e2e.check(p.returncode == 0, "%s: %s: %s" % (side.name, cmd,
+                                                     p.stderr))
+        out.append((time.monotonic() - t0) * 1000)
+    return statistics.median(out)
+
+
 def measure(side, n):
     loop = shell_loop(side, n)
     drain(side)
     d = blocked_drain(side, n)
     return {"sbatch_per_s": round(n / loop, 1), "drain_s": round(d, 2),
             "drain_jobs_per_s": round(n / d, 1) if d > 0 else None,
-            "latency_ms": round(latency(side), 1)}
+            "latency_ms": round(latency(side), 1),
+            "srun_ms": round(interactive(side, "srun", "true"), 1),
+            "salloc_srun_ms": round(interactive(
+                side, "salloc", "srun", "true"), 1)}
 
 
 def main():
@@ -119,7 +139,10 @@ def main():
             res["ratio"] = {
                 "sbatch": round(a["sbatch_per_s"] / s["sbatch_per_s"], 2),
                 "drain": round(s["drain_s"] / a["drain_s"], 2),
-                "latency": round(s["latency_ms"] / a["latency_ms"], 2)}
+                "latency": round(s["latency_ms"] / a["latency_ms"], 2),
+                "srun": round(s["srun_ms"] / a["srun_ms"], 2),
+                "salloc_srun": round(s["salloc_srun_ms"] /
+                                     a["salloc_srun_ms"], 2)}
         print(json.dumps(res))
     finally:
         c.stop()

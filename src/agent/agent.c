@@ -170,6 +170,7 @@ run(agent_t *a)
     a->stop_fd = stop_pipe[0];
     while (!stopping) {
         al__task_reap(a);
+        al__mps_check(a);
         al__fence_check(a);
         al__task_escalate(a);
         int rc;
@@ -221,7 +222,8 @@ setup_signals(void)
 
 /* `allot agent --probe`: what this node would register, and one sample. */
 static int
-probe_main(const char *fake, const char *fallback, const char *name)
+probe_main(const char *fake, const char *fallback, const char *name,
+           const char *cgroup_root)
 {
     al_platform_info_t plat;
     char *cause = NULL;
@@ -259,6 +261,7 @@ probe_main(const char *fake, const char *fallback, const char *name)
         "{s:s, s:I, s:I, s:b, s:o}", "hostname", plat.hostname, "cpu_milli",
         (json_int_t)plat.cpu_milli, "mem_bytes", (json_int_t)plat.mem_bytes,
         "emulated", plat.emulated, "gpus", gpus);
+    json_object_set_new(out, "cgroups", al__cg_probe_json(cgroup_root));
     char *text = json_dumps(out, JSON_INDENT(2));
     puts(text);
     free(text);
@@ -277,7 +280,8 @@ al_agent_main(int argc, char **argv)
     args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
     if (rc == 0 && args.probe && !args.d.help)
-        return probe_main(args.fake, args.fallback, args.name);
+        return probe_main(args.fake, args.fallback, args.name,
+                          args.cgroup_root);
     if (!al_daemon_begin(&args.d, &al_agent_cmd, rc, args.server != NULL, &rc))
         return rc;
     const char *server = args.server, *token = args.token,
@@ -395,6 +399,41 @@ al_agent_main(int argc, char **argv)
         rc = AL_EXIT_FAIL;
         goto fail;
     }
+    if (args.cgroup_root != NULL) {
+        if (al__cg_open(&a.cg, args.cgroup_root, args.gpu_dev_dir, &cause) !=
+            0) {
+            fprintf(stderr, "allot agent: --cgroup-root: %s\n", cause);
+            free(cause);
+            rc = AL_EXIT_FAIL;
+            goto fail;
+        }
+        a.cg.pids_max = args.pids_max;
+        al_info("tasks confined in cgroup v%d under %s", a.cg.version,
+                a.cg.version == 2 ? a.cg.dir[0] : a.cg.dir[AL__CG_MEM]);
+    }
+    a.podman = args.podman != NULL ? args.podman : "podman";
+    a.apptainer = args.apptainer != NULL ? args.apptainer : "apptainer";
+    for (const char *p = args.container_args; p != NULL && *p != '\0';) {
+        p += strspn(p, " ");
+        size_t len = strcspn(p, " ");
+        if (len == 0)
+            break;
+        a.container_args = al_xreallocarray(
+            a.container_args, a.ncontainer_args + 1, sizeof *a.container_args);
+        a.container_args[a.ncontainer_args++] = al_xstrndup(p, len);
+        p += len;
+    }
+    /* A confined task's container goes under its cgroup, when podman can
+     * name that cgroup with one path (see al__cg_t.path). */
+    a.cg_parent = a.cg.path;
+    if (a.cg.version != 0 && a.cg.path == NULL)
+        al_warn("containers of confined tasks are not under their tasks' "
+                "cgroups: the cgroup path differs between hierarchies (give "
+                "--cgroup-root an absolute path)");
+    a.mps.on = args.mps;
+    a.mps.control =
+        (char *)(args.mps_control != NULL ? args.mps_control
+                                          : "nvidia-cuda-mps-control");
     a.spawner.pid = -1;
     a.spawner.sock = a.spawner.exit_fd = -1;
     a.spawner.timeout_ms = launch_timeout;
@@ -409,6 +448,9 @@ al_agent_main(int argc, char **argv)
         return AL_EXIT_FAIL;
     }
     adopt(&a);
+    al__mps_adopt(&a);
+    /* What an earlier agent left: cgroups of tasks that are over. */
+    al__task_sweep(&a, true);
     rc = run(&a);
     al__spawner_stop(&a.spawner);
     al_http_conn_close(&a.conn[0]);
@@ -416,13 +458,20 @@ al_agent_main(int argc, char **argv)
     /* Tasks keep running in their own sessions; a restarted agent adopts
      * them from the state directory. */
     al_info("stopping; %d task(s) left to the next agent", a.ntasks);
-    for (int i = 0; i < a.ntasks; i++)
+    for (int i = 0; i < a.ntasks; i++) {
         json_decref(a.tasks[i].spec);
+        free(a.tasks[i].error);
+    }
     free(a.tasks);
     free(a.free_slots);
     free(a.logbuf);
 fail: /* what the set-up took, on the way out or after it failed */
     al_platform_close(&a.plat);
+    al__cg_close(&a.cg);
+    al__health_fini(&a);
+    for (size_t i = 0; i < a.ncontainer_args; i++)
+        free(a.container_args[i]);
+    free(a.container_args);
     free(a.name);
     free(a.addr);
     free(a.pool);

@@ -121,6 +121,56 @@ static const al_opt_t agent_opts[] = {
               "below the controller's --node-timeout less the grace, so that "
               "a node cut off has stopped its jobs before they are requeued "
               "elsewhere (default 0: never)" },
+    { .name = "--cgroup-root",
+      .kind = AL_OPT_STR,
+      .off = A(cgroup_root),
+      .arg = "PATH",
+      .help = "run each task in a cgroup of its own under PATH, a cgroup "
+              "path (\"/allot\") or one relative to the agent's own cgroup, "
+              "limited to its job's --cpus and --mem (default: tasks are not "
+              "confined)" },
+    { .name = "--cgroup-pids-max",
+      .kind = AL_OPT_INT,
+      .off = A(pids_max),
+      .min = 0,
+      .max = INT64_C(4194304),
+      .arg = "N",
+      .help = "with --cgroup-root, at most N processes and threads per task "
+              "(default 0: no limit)" },
+    { .name = "--gpu-dev-dir",
+      .kind = AL_OPT_STR,
+      .off = A(gpu_dev_dir),
+      .arg = "DIR",
+      .help = "where the GPUs' device nodes nvidiaN are, which --cgroup-root "
+              "keeps each task from opening but its own (default /dev)" },
+    { .name = "--mps",
+      .kind = AL_OPT_FLAG,
+      .off = A(mps),
+      .help = "enforce fractional GPUs with NVIDIA MPS: a control daemon per "
+              "GPU with fractional tasks, each task capped to its share of "
+              "the SMs and of the GPU's memory" },
+    { .name = "--mps-control",
+      .kind = AL_OPT_STR,
+      .off = A(mps_control),
+      .arg = "PROGRAM",
+      .help = "the MPS control program (default: nvidia-cuda-mps-control, "
+              "searched in PATH)" },
+    { .name = "--podman",
+      .kind = AL_OPT_STR,
+      .off = A(podman),
+      .arg = "PROGRAM",
+      .help = "runs jobs' OCI images (default: podman, searched in PATH)" },
+    { .name = "--apptainer",
+      .kind = AL_OPT_STR,
+      .off = A(apptainer),
+      .arg = "PROGRAM",
+      .help = "runs jobs' .sif images (default: apptainer)" },
+    { .name = "--container-args",
+      .kind = AL_OPT_STR,
+      .off = A(container_args),
+      .arg = "\"ARG ...\"",
+      .help = "more arguments for `podman run`, split at spaces (a node's "
+              "runtime, ulimits, mounts: \"--runtime runc\")" },
     AL_DAEMON_OPTS(agent_args_t, d),
     { .name = NULL },
 };

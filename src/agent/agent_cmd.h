@@ -15,6 +15,15 @@ typedef struct agent_args {
         *fallback, *cpus, *pool, *labels;
     bool no_run_as_user, run_as_user, probe;
     int64_t launch_timeout, telemetry_ms, fence_ms;
+    /* Confinement (cgroup.c): the subtree, the tasks' process limit, where
+     * the GPUs' device nodes are. */
+    const char *cgroup_root, *gpu_dev_dir;
+    int64_t pids_max;
+    /* mps.c: run fractional tasks under MPS, with this control program. */
+    bool mps;
+    const char *mps_control;
+    /* container.c: the runtimes and extra arguments of `podman run`. */
+    const char *podman, *apptainer, *container_args;
     al_daemon_t d;
 } agent_args_t;
 

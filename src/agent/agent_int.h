@@ -7,9 +7,11 @@
  *              agent's tasks, the loop (agent.h is the door)
  *   sync.c     the protocol with the controller: register, sync (report
  *              tasks, logs and telemetry), apply the desired set
+ *   health.c   the GPUs' health: faults found, reported until reset
  *   start.c    starting wanted tasks: GPU room, what a start needs,
  *              batches to the spawner, a spawner dying or hanging midway
  *   tasklog.c  a task's output: the next chunk of its log for a report
+ *   suspend.c  a task suspended (SIGSTOP) and resumed (SIGCONT)
  *   env.c      a task's environment
  *   task.c     the task table: slots and their files, records on disk,
  *              exits, reaping, stopping, adopting one task
@@ -17,6 +19,9 @@
  *              commands, port connections, their streams (own thread)
  *   spawner.c  the process that is the tasks' parent
  *   launch.c   starting one task (in the spawner), records' format
+ *   container.c a task in a container: podman's or Apptainer's command
+ *   mps.c      MPS control daemons for fractional tasks, their variables
+ *   cgroup.c   confining tasks in control groups (v2, or v1 controllers)
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
  *
  * Beside them, agent_cmd.c: `allot agent`'s option table alone (data), which
@@ -42,6 +47,9 @@ int al__nvml_probe(al_platform_info_t *info);
 /* Telemetry of GPU i (see al_platform_sample()). */
 int al__nvml_sample(struct al__nvml *nv, int i, al_gpu_sample_t *s);
 void al__nvml_close(struct al__nvml *nv);
+/* See al_platform_health(), al_platform_health_reset(). */
+int al__nvml_health(struct al__nvml *nv, al_gpu_fault_t *out, int max);
+void al__nvml_health_reset(struct al__nvml *nv, int i);
 
 /*
  * A task's record, tasks/SLOT.state, is AL__REC_LEN bytes: the line
@@ -69,6 +77,73 @@ bool al__rec_parse(const char *rec, al__rec_t *r);
  * last byte '\n', no NUL. */
 void al__rec_field(char *dst, size_t len, const char *text);
 
+/* cgroup.c: confining each task in a cgroup of its own under the agent's
+ * subtree (see there). */
+enum {
+    AL__CG_CPU = 0, /* v2: the one tree is dir[0] */
+    AL__CG_ACCT,
+    AL__CG_MEM,
+    AL__CG_PIDS,
+    AL__CG_DEV,
+    AL__CG_FREEZER,
+    AL__CG_N
+};
+typedef struct al__cg {
+    int version;         /* 0: tasks not confined; 1 or 2 */
+    char *dir[AL__CG_N]; /* the agent's subtree per controller (v1) */
+    char *mount;         /* v2: the tree's mount point */
+    char *dev_dir;       /* where the GPUs' nodes are (nvidiaN) */
+    /* The root's cgroup path when it is the same in every hierarchy
+     * (v2, or v1 with an absolute --cgroup-root), else NULL. */
+    char *path;
+    int64_t pids_max; /* 0: no limit */
+} al__cg_t;
+/* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
+ * (a mask over the node's ngpus). */
+typedef struct al__cg_limits {
+    int64_t cpu_milli, mem_bytes;
+    uint64_t devices;
+    int ngpus;
+} al__cg_limits_t;
+/* Finds the hierarchy and creates the subtree root (absolute, or relative
+ * to the agent's own cgroup); dev_dir NULL for /dev.  0, or an error with
+ * *cause (cg then all zero). */
+int al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir,
+                char **cause);
+void al__cg_close(al__cg_t *cg);
+/* A task's cgroup name, "tJOB.TASK.RESTART". */
+void al__cg_name(char *buf, size_t len, unsigned long long job, int index,
+                 int restart);
+/* Creates the cgroup of task name with its limits; *procs gets the
+ * cgroup.procs files the task joins, '\n'-separated (caller frees).  0,
+ * or an error with *cause (nothing left behind). */
+int al__cg_create(const al__cg_t *cg, const char *name,
+                  const al__cg_limits_t *lim, char **procs, char **cause);
+/* Sends sig to every process in the cgroup (SIGKILL: all at once, through
+ * cgroup.kill or the freezer, so none escapes by forking). */
+void al__cg_signal(const al__cg_t *cg, const char *name, int sig);
+/* Whether the kernel killed a process of the cgroup for memory. */
+bool al__cg_oom(const al__cg_t *cg, const char *name);
+/* Removes the cgroup; false when some part is still busy. */
+bool al__cg_remove(const al__cg_t *cg, const char *name);
+/* The task has ended: whether it ran out of memory; whatever is left in
+ * its cgroup is killed and the cgroup removed (or left to the sweep). */
+bool al__cg_end(const al__cg_t *cg, const char *name);
+/* A task's use, from its cgroup; -1 where unknown. */
+typedef struct al__cg_usage {
+    int64_t cpu_usec;  /* CPU time so far */
+    int64_t mem_bytes; /* memory in use */
+    int64_t mem_peak;  /* the most it used */
+} al__cg_usage_t;
+/* The cgroup's use: 0, or AL_ENOENT (all -1). */
+int al__cg_usage(const al__cg_t *cg, const char *name, al__cg_usage_t *u);
+/* Kills and removes the task cgroups under the root for which keep()
+ * says false; returns how many could not be removed yet. */
+int al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
+                 void *ctx);
+/* `allot agent --probe`'s "cgroups": what --cgroup-root would use. */
+json_t *al__cg_probe_json(const char *root);
+
 /* What a task needs to start. */
 typedef struct al__launch {
     const char *ident;      /* "JOB TASK RESTART", first in the record */
@@ -79,6 +154,9 @@ typedef struct al__launch {
     const char *state_path; /* the record */
     unsigned long long devices;
     const char *user; /* run as this user when root, or NULL */
+    /* The cgroup.procs files it joins before it runs its program,
+     * '\n'-separated, or NULL (al__cg_create()). */
+    const char *cgroups;
     /* An interactive session's task (session.c): its stdin, stdout and
      * stderr instead of /dev/null and the log, and whether stdin is a
      * terminal to make its controlling one; NULL for other tasks. */
@@ -190,7 +268,30 @@ typedef struct task {
     /* A hash of the last notice appended to its log (see
      * al__tasklog_notice()), 0 for none. */
     uint32_t notice_hash;
+    /* It ended killed for exceeding its memory (its cgroup said so; kept
+     * in its record as "oom" after the exit). */
+    bool oom;
+    /* Why its container could not start (container.c), or NULL. */
+    char *error;
+    /* Its use from its cgroup: the last look while it ran, the final one
+     * once it ended (cpu_usec -1: none). */
+    al__cg_usage_t usage;
+    /* suspend.c: the controller wants it suspended; it is (SIGSTOP). */
+    bool want_suspended, suspended;
 } task_t;
+
+/* mps.c: one MPS control daemon per GPU with fractional tasks. */
+typedef struct al__mps {
+    char *control;                   /* the control program (--mps-control) */
+    pid_t pid[AL_PLATFORM_MAX_GPUS]; /* 0: none */
+    int64_t start[AL_PLATFORM_MAX_GPUS]; /* its start time (clock ticks) */
+    int64_t tried[AL_PLATFORM_MAX_GPUS]; /* the last start (monotonic ms) */
+    bool adopted[AL_PLATFORM_MAX_GPUS];  /* left by an earlier agent */
+    bool on;                             /* --mps */
+    /* A sync's answer was applied: adopted tasks know their shares (their
+     * records do not say; until then none is stopped for want of one). */
+    bool synced;
+} al__mps_t;
 
 typedef struct agent {
     al_url_t url; /* the controller talked to: urls[cur_url] */
@@ -234,10 +335,29 @@ typedef struct agent {
     int64_t fence_ms, heard_ms;
     bool fenced;
     bool run_as_user; /* root agent: run tasks as their submitter */
+    bool cg_dirty;    /* cgroups of ended tasks wait for a sweep (below) */
+    bool usage_due;   /* this sync looks at tasks' use (sync.c) */
     /* agent.c's self-pipe, set by run(): wake_fd becomes readable when a
      * task has ended or a stop signal came, wake_write is its write end
      * (given to the spawner); stop_fd only on a stop signal. */
     int wake_fd, wake_write, stop_fd;
+    /* Tasks' cgroups (cgroup.c; version 0: not confined), whether some
+     * wait to be swept, and when they last were (monotonic ms). */
+    al__cg_t cg;
+    int64_t cg_swept;
+    /* health.c: the GPUs found faulty, and why (until the controller
+     * resets them). */
+    uint64_t gpu_bad;
+    char *gpu_why[AL_PLATFORM_MAX_GPUS];
+    int64_t health_gen; /* the controller's last reset heard of */
+    al__mps_t mps;
+    /* container.c: the runtimes, extra arguments of `podman run`
+     * (--container-args), and the cgroup path under which podman puts a
+     * confined task's container (NULL: none, see agent.c). */
+    const char *podman, *apptainer;
+    char **container_args;
+    size_t ncontainer_args;
+    const char *cg_parent;
 } agent_t;
 
 /* task.c */
@@ -288,6 +408,14 @@ void al__fence_check(agent_t *a);
 int al__fence_bound(const agent_t *a, int timeout_ms);
 void al__task_stop(agent_t *a, task_t *t);
 void al__task_escalate(agent_t *a);
+/* Removes the cgroups of tasks that have ended (and, at start, those an
+ * earlier agent left): when some wait and a second has passed since the
+ * last sweep, or at once with now. */
+void al__task_sweep(agent_t *a, bool now);
+
+/* suspend.c: SIGSTOP (on) or SIGCONT to running task t's process group,
+ * when that changes its state. */
+void al__task_suspend(task_t *t, bool on);
 
 /* tasklog.c */
 /* Adds to report (a sync's report of t) the next chunk of t's log after
@@ -328,6 +456,43 @@ void al__share_count(int used[64], const task_t *t, int sign);
 bool al__share_fits(const int used[64], const task_t *t);
 /* Starts the waiting tasks that are wanted and whose GPUs have room. */
 void al__start_tasks(agent_t *a);
+
+/* container.c */
+/* Whether image is an Apptainer image (a path ending in .sif). */
+bool al__container_sif(const char *image);
+/* The command that runs the task t of spec s (which names an image) in
+ * its container: argv the task's own command, env its environment; *user
+ * becomes NULL when the runtime is to run as the agent (podman, told the
+ * user's uid).  NULL-terminated, release with al__container_free(). */
+char **al__container_argv(const agent_t *a, const task_t *t, json_t *s,
+                          char *const *argv, const al__env_t *env,
+                          const char **user);
+void al__container_free(char **v);
+/* Why t's container did not start (the runtime's last error line in its
+ * log, log_path), when it ended with the runtime's own failure; NULL
+ * otherwise (caller frees). */
+char *al__container_error(const task_t *t, const char *log_path);
+
+/* mps.c */
+/* Finds the daemons an earlier agent left (STATE/mps/gpuN/pid). */
+void al__mps_adopt(agent_t *a);
+/* Starts the daemons GPUs with fractional tasks need (again, when one
+ * died), stops those no longer needed. */
+void al__mps_check(agent_t *a);
+/* A child the loop reaped: true when it was a control daemon. */
+bool al__mps_reaped(agent_t *a, pid_t pid, int status);
+/* Adds a fractional task's MPS variables to its environment e (its spec
+ * s), its GPU's daemon started first when it has none. */
+void al__mps_task(agent_t *a, const task_t *t, json_t *s, al__env_t *e);
+
+/* health.c */
+/* Asks the platform for faulty GPUs; new ones are marked bad. */
+void al__health_check(agent_t *a);
+/* Adds "gpu_health" (the bad GPUs and why) to a sync's body. */
+void al__health_report(const agent_t *a, json_t *body);
+/* Clears the GPUs a sync's answer names under "gpu_reset". */
+void al__health_apply(agent_t *a, json_t *out);
+void al__health_fini(agent_t *a);
 
 /* sync.c: registers the node / runs one sync (report, wait for the answer,
  * apply it).  0 or an error (AL_EBUSY: interrupted by a task's end or a

@@ -154,6 +154,34 @@ al__launch_init(void)
         task_nofile_set = true;
 }
 
+/* Joins the cgroups of list ('\n'-separated cgroup.procs files): "0" is
+ * the writer itself.  Runs in the child before it runs its program, as
+ * root still, with write(2) and a path on the stack only (vfork()).
+ * True when every one was joined. */
+static bool
+join_cgroups(const char *list)
+{
+    char path[4096];
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+        if (len >= sizeof path)
+            return false;
+        memcpy(path, p, len);
+        path[len] = '\0';
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1) {
+            child_say("allot: cannot join the cgroup ", path, errno);
+            if (fd >= 0)
+                close(fd);
+            return false;
+        }
+        close(fd);
+        p = nl != NULL ? nl + 1 : NULL;
+    }
+    return true;
+}
+
 static _Noreturn void
 exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
           bool vforked)
@@ -191,6 +219,10 @@ exec_task(const al__launch_t *l, int logfd, int devnull, const sigset_t *mask,
      * size tables by it, or use select(), which a raised one breaks. */
     if (task_nofile_set)
         setrlimit(RLIMIT_NOFILE, &task_nofile);
+    /* Confined before anything of the task runs: a task that cannot be
+     * confined does not run. */
+    if (l->cgroups != NULL && !join_cgroups(l->cgroups))
+        _exit(125);
     if (l->user != NULL && geteuid() == 0) {
         struct passwd *pw = getpwnam(l->user);
         if (pw == NULL || initgroups(pw->pw_name, pw->pw_gid) != 0 ||

@@ -104,6 +104,19 @@ al_platform_sample(al_platform_info_t *info, int i, al_gpu_sample_t *s)
     return al__nvml_sample(info->emulated ? NULL : info->nvml, i, s);
 }
 
+int
+al_platform_health(al_platform_info_t *info, al_gpu_fault_t *out, int max)
+{
+    return info->emulated ? 0 : al__nvml_health(info->nvml, out, max);
+}
+
+void
+al_platform_health_reset(al_platform_info_t *info, int i)
+{
+    if (!info->emulated)
+        al__nvml_health_reset(info->nvml, i);
+}
+
 void
 al_platform_close(al_platform_info_t *info)
 {

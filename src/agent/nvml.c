@@ -8,7 +8,10 @@
  * At probe: count, UUID, model, memory, NUMA node and NVLink topology (the
  * link graph: GPUs joined by active links, directly or through NVSwitches,
  * form one NVLink domain).  The library stays loaded afterwards for
- * telemetry samples (utilisation, memory used, temperature, power).
+ * telemetry samples (utilisation, memory used, temperature, power) and
+ * health checks (al__nvml_health(): critical XID events, double-bit ECC
+ * errors, retired pages or remapped rows pending, a GPU off the bus,
+ * temperature past the slowdown threshold, power past the enforced limit).
  */
 #include <dlfcn.h>
 #include <stddef.h>
@@ -32,6 +35,15 @@ typedef struct nvml_memory {
 typedef struct nvml_utilization {
     unsigned int gpu, memory; /* percent */
 } nvml_utilization_t;
+typedef struct nvml_event_set *nvml_event_set_t;
+typedef struct nvml_event_data { /* nvmlEventData_t */
+    nvml_device_t device;
+    unsigned long long type, data;
+    unsigned int gpu_instance, compute_instance;
+} nvml_event_data_t;
+#define NVML_EVENT_XID 0x8ULL     /* nvmlEventTypeXidCriticalError */
+#define NVML_ERROR_GPU_IS_LOST 15 /* the GPU fell off the bus */
+#define NVML_ERROR_TIMEOUT 10
 typedef struct nvml_pci_info { /* nvmlPciInfo_t */
     char bus_id_legacy[16];
     unsigned int domain, bus, device, pci_device_id, pci_subsystem_id;
@@ -55,6 +67,19 @@ struct nvml {
     nvml_return_t (*util)(nvml_device_t, nvml_utilization_t *);
     nvml_return_t (*temp)(nvml_device_t, int, unsigned int *);
     nvml_return_t (*power)(nvml_device_t, unsigned int *);
+    /* Health (optional too). */
+    nvml_return_t (*ecc)(nvml_device_t, int, int, unsigned long long *);
+    nvml_return_t (*pages_pending)(nvml_device_t, int *);
+    nvml_return_t (*remapped)(nvml_device_t, unsigned int *, unsigned int *,
+                              unsigned int *, unsigned int *);
+    nvml_return_t (*temp_threshold)(nvml_device_t, int, unsigned int *);
+    nvml_return_t (*power_limit)(nvml_device_t, unsigned int *);
+    nvml_return_t (*event_set)(nvml_event_set_t *);
+    nvml_return_t (*register_events)(nvml_device_t, unsigned long long,
+                                     nvml_event_set_t);
+    nvml_return_t (*event_wait)(nvml_event_set_t, nvml_event_data_t *,
+                                unsigned int);
+    nvml_return_t (*event_free)(nvml_event_set_t);
 };
 
 /* What stays open after the probe, for samples. */
@@ -63,6 +88,10 @@ struct al__nvml {
     struct nvml f;
     int n;
     nvml_device_t dev[AL_PLATFORM_MAX_GPUS]; /* by the agent's GPU index */
+    /* XID events of every GPU (NULL: not supported), and each GPU's
+     * double-bit ECC count that is not news (0 until a reset). */
+    nvml_event_set_t events;
+    unsigned long long ecc_base[AL_PLATFORM_MAX_GPUS];
 };
 
 /* The symbols, required ones first; `offset` is where each goes. */
@@ -88,6 +117,18 @@ static const struct {
     { "nvmlDeviceGetUtilizationRates", offsetof(struct nvml, util), 0 },
     { "nvmlDeviceGetTemperature", offsetof(struct nvml, temp), 0 },
     { "nvmlDeviceGetPowerUsage", offsetof(struct nvml, power), 0 },
+    { "nvmlDeviceGetTotalEccErrors", offsetof(struct nvml, ecc), 0 },
+    { "nvmlDeviceGetRetiredPagesPendingStatus",
+      offsetof(struct nvml, pages_pending), 0 },
+    { "nvmlDeviceGetRemappedRows", offsetof(struct nvml, remapped), 0 },
+    { "nvmlDeviceGetTemperatureThreshold",
+      offsetof(struct nvml, temp_threshold), 0 },
+    { "nvmlDeviceGetEnforcedPowerLimit", offsetof(struct nvml, power_limit),
+      0 },
+    { "nvmlEventSetCreate", offsetof(struct nvml, event_set), 0 },
+    { "nvmlDeviceRegisterEvents", offsetof(struct nvml, register_events), 0 },
+    { "nvmlEventSetWait_v2", offsetof(struct nvml, event_wait), 0 },
+    { "nvmlEventSetFree", offsetof(struct nvml, event_free), 0 },
 };
 
 /* Model names as NVML gives them ("NVIDIA H100 80GB HBM3") become the
@@ -290,11 +331,146 @@ al__nvml_sample(struct al__nvml *nv, int i, al_gpu_sample_t *s)
     return 0;
 }
 
+/* The XIDs that mean the GPU cannot be trusted with work until someone
+ * looks (NVIDIA's list of critical ones, as DCGM and Slurm's health
+ * checks take them). */
+static const struct {
+    unsigned long long xid;
+    const char *what;
+} critical_xids[] = {
+    { 48, "double-bit ECC error" },
+    { 63, "ECC page retirement or row remapping" },
+    { 64, "ECC page retirement or row remapping failure" },
+    { 74, "NVLink error" },
+    { 79, "fallen off the bus" },
+    { 92, "high single-bit ECC error rate" },
+    { 94, "contained ECC error" },
+    { 95, "uncontained ECC error" },
+    { 119, "GSP RPC timeout" },
+    { 120, "GSP error" },
+};
+
+/* Records fault text for GPU i in out[*n] unless the array is full. */
+static void
+fault(al_gpu_fault_t *out, int max, int *n, int i, const char *text)
+{
+    for (int k = 0; k < *n; k++)
+        if (out[k].index == i)
+            return; /* one reason per GPU per look */
+    if (*n >= max)
+        return;
+    out[*n].index = i;
+    snprintf(out[*n].reason, sizeof out[*n].reason, "%s", text);
+    (*n)++;
+}
+
+static void
+register_events(struct al__nvml *nv)
+{
+    const struct nvml *f = &nv->f;
+    if (nv->events != NULL || f->event_set == NULL ||
+        f->register_events == NULL || f->event_wait == NULL ||
+        f->event_set(&nv->events) != 0)
+        return;
+    int on = 0;
+    for (int i = 0; i < nv->n; i++)
+        on += f->register_events(nv->dev[i], NVML_EVENT_XID, nv->events) == 0;
+    if (on == 0) {
+        if (f->event_free != NULL)
+            f->event_free(nv->events);
+        nv->events = NULL;
+    }
+}
+
+int
+al__nvml_health(struct al__nvml *nv, al_gpu_fault_t *out, int max)
+{
+    if (nv == NULL)
+        return 0;
+    const struct nvml *f = &nv->f;
+    int n = 0;
+    char text[160];
+    register_events(nv);
+    /* The XID events that came since the last look, without waiting. */
+    nvml_event_data_t ev;
+    for (int k = 0; nv->events != NULL && k < 1024 &&
+                    f->event_wait(nv->events, &ev, 0) == 0;
+         k++) {
+        int gpu = -1;
+        for (int i = 0; i < nv->n; i++)
+            if (nv->dev[i] == ev.device)
+                gpu = i;
+        for (size_t x = 0; gpu >= 0 && (ev.type & NVML_EVENT_XID) &&
+                           x < sizeof critical_xids / sizeof critical_xids[0];
+             x++)
+            if (critical_xids[x].xid == ev.data) {
+                snprintf(text, sizeof text, "XID %llu (%s)", ev.data,
+                         critical_xids[x].what);
+                fault(out, max, &n, gpu, text);
+            }
+    }
+    for (int i = 0; i < nv->n; i++) {
+        nvml_device_t d = nv->dev[i];
+        unsigned long long ecc;
+        unsigned int v, lim, corr, unc, pending, failed;
+        int pend;
+        nvml_memory_t m;
+        if (f->memory(d, &m) == NVML_ERROR_GPU_IS_LOST) {
+            fault(out, max, &n, i, "fallen off the bus (GPU is lost)");
+            continue;
+        }
+        /* NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC */
+        if (f->ecc != NULL && f->ecc(d, 1, 0, &ecc) == 0 &&
+            ecc > nv->ecc_base[i]) {
+            snprintf(text, sizeof text, "%llu double-bit ECC error(s)", ecc);
+            fault(out, max, &n, i, text);
+        }
+        if (f->pages_pending != NULL && f->pages_pending(d, &pend) == 0 &&
+            pend != 0)
+            fault(out, max, &n, i, "retired pages pending (reset the GPU)");
+        if (f->remapped != NULL &&
+            f->remapped(d, &corr, &unc, &pending, &failed) == 0 &&
+            (pending != 0 || failed != 0))
+            fault(out, max, &n, i,
+                  failed ? "row remapping failed"
+                         : "remapped rows pending (reset the GPU)");
+        /* NVML_TEMPERATURE_GPU; NVML_TEMPERATURE_THRESHOLD_SLOWDOWN */
+        if (f->temp != NULL && f->temp_threshold != NULL &&
+            f->temp(d, 0, &v) == 0 && f->temp_threshold(d, 1, &lim) == 0 &&
+            lim > 0 && v >= lim) {
+            snprintf(text, sizeof text,
+                     "temperature %u C at or past its slowdown threshold %u C",
+                     v, lim);
+            fault(out, max, &n, i, text);
+        }
+        if (f->power != NULL && f->power_limit != NULL &&
+            f->power(d, &v) == 0 && f->power_limit(d, &lim) == 0 && lim > 0 &&
+            v > lim) {
+            snprintf(text, sizeof text,
+                     "power %u W past its enforced limit %u W", v / 1000,
+                     lim / 1000);
+            fault(out, max, &n, i, text);
+        }
+    }
+    return n;
+}
+
+void
+al__nvml_health_reset(struct al__nvml *nv, int i)
+{
+    unsigned long long ecc;
+    if (nv != NULL && i >= 0 && i < nv->n && nv->f.ecc != NULL &&
+        nv->f.ecc(nv->dev[i], 1, 0, &ecc) == 0)
+        nv->ecc_base[i] = ecc; /* the errors the admin dealt with */
+}
+
 void
 al__nvml_close(struct al__nvml *nv)
 {
     if (nv == NULL)
         return;
+    if (nv->events != NULL && nv->f.event_free != NULL)
+        nv->f.event_free(nv->events);
     nv->f.shutdown();
     dlclose(nv->lib);
     free(nv);

@@ -42,6 +42,21 @@ typedef struct al_gpu_sample {
     int64_t power_mw;
 } al_gpu_sample_t;
 
+/* A GPU's fatal condition, as a health check found it. */
+typedef struct al_gpu_fault {
+    int index;
+    char reason[160]; /* "XID 79 (fallen off the bus)" */
+} al_gpu_fault_t;
+
+/* Looks at the GPUs' health (NVML: critical XID events since the last
+ * look, double-bit ECC errors, retired pages or remapped rows pending, a
+ * GPU off the bus, temperature past its slowdown threshold, power past
+ * its enforced limit): up to max faults into out, one per GPU; returns
+ * how many (0 for emulated GPUs and without NVML). */
+int al_platform_health(al_platform_info_t *info, al_gpu_fault_t *out, int max);
+/* GPU i was dealt with: what it counted so far (ECC errors) is no news. */
+void al_platform_health_reset(al_platform_info_t *info, int i);
+
 /* Fills *info from the machine: hostname, online CPUs, physical memory and
  * the GPUs NVML reports (none without it).  Returns 0 or AL_EIO. */
 int al_platform_probe(al_platform_info_t *info);

@@ -530,6 +530,16 @@ exec_start(pid_t beside, json_t *w, char **cause)
         return NULL;
     }
     cwd[cl] = '\0';
+    /* The task's environment, and which process the task is: what a
+     * command beside it needs to signal it (Slurm's scancel --signal). */
+    size_t ne = 0;
+    while (envp[ne] != NULL)
+        ne++;
+    char pidvar[48];
+    snprintf(pidvar, sizeof pidvar, "ALLOT_TASK_PID=%ld", (long)beside);
+    char **envx = al_xcalloc(ne + 2, sizeof *envx);
+    memcpy(envx, envp, ne * sizeof *envx);
+    envx[ne] = pidvar;
     json_t *cmd = json_object_get(w, "cmd");
     size_t argc = json_array_size(cmd);
     char **argv = al_xcalloc(argc + 1, sizeof *argv);
@@ -541,6 +551,7 @@ exec_start(pid_t beside, json_t *w, char **cause)
         *cause = al_xasprintf(argc == 0 ? "no command"
                                         : "cannot open a "
                                           "terminal");
+        free(envx);
         free(envp[0]);
         free(envp);
         free(argv);
@@ -575,7 +586,7 @@ exec_start(pid_t beside, json_t *w, char **cause)
         if (chdir(cwd) != 0)
             _exit(126);
         sigprocmask(SIG_SETMASK, &old, NULL);
-        environ = envp;
+        environ = envx;
         execvp(argv[0], argv);
         dprintf(2, "allot: cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
@@ -583,6 +594,7 @@ exec_start(pid_t beside, json_t *w, char **cause)
     int err = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close_theirs(theirs);
+    free(envx);
     free(envp[0]);
     free(envp);
     free(argv);

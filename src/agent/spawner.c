@@ -13,11 +13,11 @@
  *
  * Protocol over a socketpair (stream, both ends blocking): the agent sends
  * a request (u32 length, then the launch: u64 devices, u32 argc, u32 envc,
- * then NUL-terminated strings ident, log_path, state_path, cwd, user, the
- * argv and the envp; cwd and user empty for none); the spawner starts the
- * task (al__launch) and answers an i32: its pid, or -errno.  It writes a
- * {pid, wait status} record to a pipe the agent reads for every task that
- * ended, with a byte to the agent's wake-up descriptor.
+ * then NUL-terminated strings ident, log_path, state_path, cwd, user,
+ * cgroups, the argv and the envp; cwd, user and cgroups empty for none); the
+ * spawner starts the task (al__launch) and answers an i32: its pid, or -errno.
+ * It writes a {pid, wait status} record to a pipe the agent reads for every
+ * task that ended, with a byte to the agent's wake-up descriptor.
  *
  * When the agent's end of the socket closes (the agent stopped or died),
  * the spawner stays while it has tasks, records their ends, and exits
@@ -107,15 +107,16 @@ decode(char *buf, size_t n, al__launch_t *l, char ***argv, char ***envp)
     memcpy(&argc, buf + 8, 4);
     memcpy(&envc, buf + 12, 4);
     char *p = buf + 16, *end = buf + n;
-    const char *cwd, *user;
+    const char *cwd, *user, *cgroups;
     if (argc == 0 || argc > n || envc > n || !next_str(&p, end, &l->ident) ||
         !next_str(&p, end, &l->log_path) ||
         !next_str(&p, end, &l->state_path) || !next_str(&p, end, &cwd) ||
-        !next_str(&p, end, &user))
+        !next_str(&p, end, &user) || !next_str(&p, end, &cgroups))
         return false;
     l->devices = dev;
     l->cwd = cwd[0] != '\0' ? cwd : NULL;
     l->user = user[0] != '\0' ? user : NULL;
+    l->cgroups = cgroups[0] != '\0' ? cgroups : NULL;
     *argv = al_xcalloc((size_t)argc + 1, sizeof **argv);
     *envp = al_xcalloc((size_t)envc + 1, sizeof **envp);
     bool ok = true;
@@ -470,6 +471,7 @@ al__spawner_send(al__spawner_t *s, const al__launch_t *l)
     put_str(&b, l->state_path);
     put_str(&b, l->cwd);
     put_str(&b, l->user);
+    put_str(&b, l->cgroups);
     for (uint32_t i = 0; i < argc; i++)
         put_str(&b, l->argv[i]);
     for (uint32_t i = 0; i < envc; i++)

@@ -29,6 +29,8 @@ typedef struct launching {
     char **argv;
     al__env_t env;
     char *sp, *lp, *sp2;
+    char *cgroups; /* the cgroup.procs files it joins, or NULL */
+    char **cargv;  /* its container runtime's command, or NULL */
     char ident[96];
     al_buf_t gpus;
     bool sent;
@@ -74,20 +76,47 @@ launch_prepare(agent_t *a, task_t *t, launching_t *x)
         else
             al_buf_printf(&x->gpus, "%s%lld", i ? "," : "", (long long)d);
     }
+    if (a->cg.version != 0) {
+        char name[64], *cause = NULL;
+        al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+        al__cg_limits_t lim = {
+            .cpu_milli = al_json_int(s, "cpu_milli", 0),
+            .mem_bytes = al_json_int(s, "mem_bytes", 0),
+            .devices = t->devices,
+            .ngpus = a->plat.ngpus,
+        };
+        if (al__cg_create(&a->cg, name, &lim, &x->cgroups, &cause) != 0) {
+            al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart,
+                     cause);
+            char *why = al_xasprintf("cannot confine the task: %s", cause);
+            al__task_fail(a, t, why);
+            free(why);
+            free(cause);
+            free(x->argv);
+            free(x->sp);
+            al_buf_fini(&x->gpus);
+            return false;
+        }
+    }
     x->env = al__task_env(a, s, al_buf_cstr(&x->gpus));
+    al__mps_task(a, t, s, &x->env);
+    const char *user = a->run_as_user ? al_json_str(s, "user", NULL) : NULL;
+    if (al_json_str(s, "image", NULL) != NULL)
+        x->cargv = al__container_argv(a, t, s, x->argv, &x->env, &user);
     x->lp = al__task_file(a, t, "log");
     x->sp2 = al__task_file(a, t, "state");
     snprintf(x->ident, sizeof x->ident, "%llu %d %d", t->job, t->index,
              t->restart);
     x->l = (al__launch_t){
         .ident = x->ident,
-        .argv = x->argv,
+        .argv = x->cargv != NULL ? x->cargv : x->argv,
         .cwd = al_json_str(s, "cwd", NULL),
         .envp = x->env.v,
         .log_path = x->lp,
         .state_path = x->sp2,
         .devices = t->devices,
-        .user = a->run_as_user ? al_json_str(s, "user", NULL) : NULL,
+        .user = user,
+        .cgroups = x->cgroups,
     };
     return true;
 }
@@ -100,6 +129,8 @@ launch_free(launching_t *x)
     free(x->sp);
     free(x->lp);
     free(x->sp2);
+    free(x->cgroups);
+    al__container_free(x->cargv);
     al_buf_fini(&x->gpus);
 }
 

@@ -89,6 +89,9 @@ al__sync_register(agent_t *a)
                   a->addr, "cpu_milli", (json_int_t)a->plat.cpu_milli,
                   "mem_bytes", (json_int_t)a->plat.mem_bytes, "emulated",
                   a->plat.emulated, "gpus", gpus);
+    /* Whether fractions are enforced here (MPS), which `allot nodes`
+     * tells. */
+    json_object_set_new(body, "mps", json_boolean(a->mps.on));
     register_labels(a, body);
     al_http_resp_t resp;
     json_t *out = NULL;
@@ -118,6 +121,29 @@ al__sync_register(agent_t *a)
     return rc;
 }
 
+/* Adds t's use (cgroup.c) to its report: looked at again while it runs
+ * when `look` (the telemetry period is over), its last figures else. */
+static void
+report_usage(agent_t *a, task_t *t, json_t *o, bool look)
+{
+    if (a->cg.version == 0)
+        return;
+    if (look && t->state == T_RUNNING) {
+        char name[64];
+        al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+        al__cg_usage(&a->cg, name, &t->usage);
+    }
+    const struct {
+        const char *key;
+        int64_t v;
+    } f[] = { { "cpu_usec", t->usage.cpu_usec },
+              { "mem_bytes", t->usage.mem_bytes },
+              { "mem_peak", t->usage.mem_peak } };
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+        if (f[k].v >= 0)
+            json_object_set_new(o, f[k].key, json_integer((json_int_t)f[k].v));
+}
+
 /* The report of one task, with the next chunk of its log. */
 static json_t *
 report_task(agent_t *a, task_t *t, bool *more)
@@ -129,9 +155,14 @@ report_task(agent_t *a, task_t *t, bool *more)
     if (t->state == T_EXITED) {
         json_object_set_new(o, "exit_code", json_integer(t->exit_code));
         json_object_set_new(o, "signal", json_integer(t->signal));
+        if (t->oom)
+            json_object_set_new(o, "oom", json_true());
+        if (t->error != NULL)
+            json_object_set_new(o, "error", json_string(t->error));
     }
     if (al__tasklog_chunk(a, t, o))
         *more = true;
+    report_usage(a, t, o, a->usage_due);
     return o;
 }
 
@@ -152,6 +183,8 @@ apply(agent_t *a, json_t *out)
             t->acked_exit = true;
     }
     a->grace_ms = al_json_int(out, "grace_ms", a->grace_ms);
+    al__health_apply(a, out);
+    a->mps.synced = true; /* the entries below name tasks' shares */
     for (int i = 0; i < a->ntasks; i++)
         a->tasks[i].desired = false;
     json_t *want = json_object_get(out, "tasks");
@@ -171,6 +204,7 @@ apply(agent_t *a, json_t *out)
         json_int_t milli = al_json_int(d, "gpu_milli", 0);
         if (milli > 0 && milli < 1000)
             t->gpu_share = (int)milli;
+        t->want_suspended = al_json_int(d, "suspended", 0) != 0;
         const char *notice = al_json_str(d, "notice", NULL);
         if (notice != NULL)
             al__tasklog_notice(a, t, notice);
@@ -205,6 +239,9 @@ apply(agent_t *a, json_t *out)
         }
     }
     al__start_tasks(a);
+    for (int i = 0; i < a->ntasks; i++)
+        if (a->tasks[i].desired)
+            al__task_suspend(&a->tasks[i], a->tasks[i].want_suspended);
     /* Interactive sessions' streams, once their tasks run. */
     al__session_want(a, json_object_get(out, "streams"));
 }
@@ -227,6 +264,7 @@ telemetry(agent_t *a, int64_t now)
     if (a->sampled_at != 0 && now - a->sampled_at < a->telemetry_ms)
         return NULL;
     a->sampled_at = now;
+    al__health_check(a);
     if (!(a->telemetry_on = sampled(a)))
         return NULL;
     json_t *arr = json_array();
@@ -258,6 +296,9 @@ al__sync_once(agent_t *a)
 {
     json_t *tasks = json_array();
     bool more = false, running = false, exited_unacked = false;
+    /* Tasks' use is looked at as often as the GPUs are sampled. */
+    a->usage_due = a->sampled_at == 0 ||
+                   al_clock_mono_ms() - a->sampled_at >= a->telemetry_ms;
     for (int i = 0; i < a->ntasks; i++) {
         task_t *t = &a->tasks[i];
         json_array_append_new(tasks, report_task(a, t, &more));
@@ -272,6 +313,10 @@ al__sync_once(agent_t *a)
     for (int i = 0; i < a->ntasks; i++)
         if (a->tasks[i].killing && a->tasks[i].kill_at - now < wait)
             wait = a->tasks[i].kill_at > now ? a->tasks[i].kill_at - now : 0;
+    /* Cgroups of ended tasks still busy (their last processes dying) are
+     * swept within a second or so. */
+    if (a->cg_dirty && wait > 1000)
+        wait = 1000;
     json_t *gpus = telemetry(a, now);
     if (a->telemetry_on && wait > a->sampled_at + a->telemetry_ms - now)
         wait = a->sampled_at + a->telemetry_ms - now;
@@ -279,6 +324,7 @@ al__sync_once(agent_t *a)
                              "wait_ms", (json_int_t)(wait > 0 ? wait : 0));
     if (gpus != NULL)
         json_object_set_new(body, "gpus", gpus);
+    al__health_report(a, body);
     al_http_resp_t resp;
     json_t *out = NULL;
     char *cause = NULL;

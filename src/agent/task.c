@@ -91,6 +91,7 @@ al__task_add(agent_t *a, unsigned long long job, int index, int restart)
     t->slot = -1;
     t->gpu_share = 1000; /* until its spec says otherwise (adopted tasks'
                             records do not say: counted whole) */
+    t->usage = (al__cg_usage_t){ -1, -1, -1 };
     return t;
 }
 
@@ -134,6 +135,10 @@ al__task_remove(agent_t *a, task_t *t, int64_t log_size)
         free(ep);
     }
     json_decref(t->spec);
+    free(t->error);
+    /* A cgroup made for a start that never happened goes too. */
+    if (a->cg.version != 0 && t->state == T_WAITING)
+        a->cg_dirty = true;
     *t = a->tasks[--a->ntasks];
 }
 
@@ -168,6 +173,8 @@ read_exit(const agent_t *a, task_t *t)
         return false;
     t->exit_code = (int)code;
     t->signal = (int)sig;
+    if (strncmp(e2, " oom", 4) == 0)
+        t->oom = true;
     return true;
 }
 
@@ -222,25 +229,100 @@ al__task_fail(agent_t *a, task_t *t, const char *why)
     free(ep);
 }
 
+/* t has ended: with cgroups, whether it ran out of memory (kept in its
+ * record, after the exit, for a restarted agent), and whatever is left
+ * in its cgroup is killed; the cgroup goes (or waits for the sweep). */
+static void
+confine_end(agent_t *a, task_t *t)
+{
+    if (a->cg.version == 0)
+        return;
+    char name[64];
+    al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+    al__cg_usage_t u;
+    if (al__cg_usage(&a->cg, name, &u) == 0)
+        t->usage = u; /* what it used, in all */
+    if (al__cg_end(&a->cg, name) && !t->oom) {
+        t->oom = true;
+        char text[48], rec[AL__REC_LEN - AL__REC_ID];
+        snprintf(text, sizeof text, "%d %d oom", t->exit_code, t->signal);
+        al__rec_field(rec, sizeof rec, text);
+        char *p = al__task_file(a, t, "state");
+        int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || pwrite(fd, rec, sizeof rec, AL__REC_ID) != sizeof rec)
+            al_warn("cannot write %s: %s", p, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(p);
+    }
+    a->cg_dirty = true;
+}
+
+/* Kills the processes of t's cgroup (every one: a daemonised grandchild
+ * too) with sig; nothing without cgroups. */
+static void
+confine_signal(agent_t *a, const task_t *t, int sig)
+{
+    if (a->cg.version == 0)
+        return;
+    char name[64];
+    al__cg_name(name, sizeof name, t->job, t->index, t->restart);
+    al__cg_signal(&a->cg, name, sig);
+}
+
+/* The sweep's test: keep the cgroups of tasks that run or may start. */
+static bool
+cg_keep(void *ctx, const char *name)
+{
+    agent_t *a = ctx;
+    for (int i = 0; i < a->ntasks; i++) {
+        char n[64];
+        const task_t *t = &a->tasks[i];
+        al__cg_name(n, sizeof n, t->job, t->index, t->restart);
+        if (t->state != T_EXITED && strcmp(n, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+void
+al__task_sweep(agent_t *a, bool now)
+{
+    int64_t mono = al_clock_mono_ms();
+    if (a->cg.version == 0 ||
+        (!now && (!a->cg_dirty || mono - a->cg_swept < 1000)))
+        return;
+    a->cg_swept = mono;
+    a->cg_dirty = al__cg_sweep(&a->cg, cg_keep, a) > 0;
+}
+
 /* t has ended with the exit code and signal it holds. */
 static void
-ended(task_t *t)
+ended(agent_t *a, task_t *t)
 {
     t->state = T_EXITED;
-    al_info("task %llu.%d.%d exited: code %d signal %d", t->job, t->index,
-            t->restart, t->exit_code, t->signal);
+    confine_end(a, t);
+    if (t->error == NULL && t->spec != NULL &&
+        json_object_get(t->spec, "image") != NULL) {
+        char *lp = al__task_file(a, t, "log");
+        t->error = al__container_error(t, lp);
+        free(lp);
+    }
+    al_info("task %llu.%d.%d exited: code %d signal %d%s", t->job, t->index,
+            t->restart, t->exit_code, t->signal,
+            t->oom ? " (out of memory)" : "");
 }
 
 /* t ended with wait status `status` (-1: unknown, taken for SIGKILL). */
 static void
-set_exited(task_t *t, int status)
+set_exited(agent_t *a, task_t *t, int status)
 {
     bool coded = status >= 0 && WIFEXITED(status);
     t->exit_code = coded ? WEXITSTATUS(status) : 0;
     t->signal = coded                                ? 0
                 : status >= 0 && WIFSIGNALED(status) ? WTERMSIG(status)
                                                      : SIGKILL;
-    ended(t);
+    ended(a, t);
 }
 
 /* A task is gone; status is its wait status, or -1 when unknown.  The
@@ -250,9 +332,9 @@ static void
 mark_exited(agent_t *a, task_t *t, int status)
 {
     if (read_exit(a, t))
-        ended(t);
+        ended(a, t);
     else
-        set_exited(t, status);
+        set_exited(a, t, status);
 }
 
 /* The running task of pid that the spawner tells us about. */
@@ -279,7 +361,7 @@ take_reports(agent_t *a)
         /* The spawner wrote the exit into the record before it reported
          * it, from the same wait status: no need to read it back. */
         if (t != NULL)
-            set_exited(t, st);
+            set_exited(a, t, st);
     }
 }
 
@@ -351,7 +433,7 @@ al__task_reap(agent_t *a)
             al__session_ended(t);
             found = true;
         }
-        if (!found)
+        if (!found && !al__mps_reaped(a, pid, st))
             al__session_reaped(pid, st); /* an exec's command, perhaps */
     }
     /* Adopted tasks are not our spawner's children: poll them.  One that
@@ -367,6 +449,7 @@ al__task_reap(agent_t *a)
             continue;
         mark_exited(a, t, -1);
     }
+    al__task_sweep(a, false);
 }
 
 void
@@ -379,6 +462,7 @@ al__task_escalate(agent_t *a)
             al_info("task %llu.%d.%d: grace period over, SIGKILL", t->job,
                     t->index, t->restart);
             kill(-t->pid, SIGKILL);
+            confine_signal(a, t, SIGKILL);
             t->kill_at = now + 1000;
         }
     }
@@ -392,6 +476,8 @@ al__task_stop(agent_t *a, task_t *t)
     al_info("task %llu.%d.%d no longer wanted: SIGTERM, SIGKILL in %lld ms",
             t->job, t->index, t->restart, (long long)a->grace_ms);
     kill(-t->pid, SIGTERM);
+    confine_signal(a, t, SIGTERM);
+    al__task_suspend(t, false); /* a stopped task acts on SIGTERM after this */
     t->killing = true;
     t->kill_at = al_clock_mono_ms() + a->grace_ms;
 }
@@ -412,6 +498,7 @@ al__task_adopt(agent_t *a, task_t *t, long pid, long long start)
     t->adopted = true;
     if (read_exit(a, t)) {
         t->state = T_EXITED;
+        confine_end(a, t);
     } else if (pid > 0 && start >= 0 &&
                al_platform_proc_state(pid, &now_start) >= 0 &&
                now_start == start) {
@@ -420,6 +507,7 @@ al__task_adopt(agent_t *a, task_t *t, long pid, long long start)
         t->state = T_EXITED;
         t->exit_code = 0;
         t->signal = SIGKILL;
+        confine_end(a, t);
     }
 }
 

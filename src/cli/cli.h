@@ -7,6 +7,9 @@
 #ifndef AL_CLI_H
 #define AL_CLI_H
 
+#include <jansson.h>
+#include <stdbool.h>
+
 int al_cli_sim(int argc, char **argv);
 /* The running system: cli_submit.c, cli_jobs.c, cli_cluster.c,
  * cli_admin.c; the daemons' three (cli_server.c) exec allot-daemon, which
@@ -20,6 +23,8 @@ int al_cli_show(int argc, char **argv);
 int al_cli_cancel(int argc, char **argv);
 int al_cli_hold(int argc, char **argv);
 int al_cli_release(int argc, char **argv);
+int al_cli_suspend(int argc, char **argv);
+int al_cli_resume(int argc, char **argv);
 int al_cli_logs(int argc, char **argv);
 int al_cli_nodes(int argc, char **argv);
 int al_cli_queues(int argc, char **argv);
@@ -28,6 +33,32 @@ int al_cli_queue(int argc, char **argv);
 int al_cli_node(int argc, char **argv);
 int al_cli_report(int argc, char **argv);
 int al_cli_history(int argc, char **argv);
+/* cli_pipeline.c: allot pipeline submit|ls|show|cancel|retry */
+int al_cli_pipeline(int argc, char **argv);
+extern const struct al_opt_cmd al_cli_pipeline_cmd;
+/* Users' settings and groups: cli_users.c. */
+int al_cli_user(int argc, char **argv);
+int al_cli_group(int argc, char **argv);
+/* `allot queue set`'s --members (the whole list; NULL: the body's as it
+ * is) and --add-member into body's "members"; false after printing what
+ * was wrong. */
+bool al_cli_queue_members(json_t *body, const char *members, const char *add);
+/* `allot queue set`'s gpu.MODEL=N (spec is MODEL=N) into body's
+ * model_quotas.MODEL.field; false after printing what was wrong. */
+bool al_cli_model_quota(json_t *body, const char *field, const char *spec);
+/* `allot queues`' second table: each queue's decayed usage behind fair
+ * share, its per-model quotas and its members. */
+void al_cli_queues_policy(const json_t *queues);
+/* cli_events.c: `allot events`, and its reader of server-sent events. */
+int al_cli_events(int argc, char **argv);
+extern const struct al_opt_cmd al_cli_events_cmd;
+typedef struct al_cli_sse {
+    char *buf;                     /* the message's copy, owned */
+    size_t len;                    /* its length (it may hold NULs) */
+    const char *event, *data, *id; /* into buf, or NULL when absent */
+} al_cli_sse_t;
+int al_cli_sse_next(const char *text, size_t len, size_t *off, al_cli_sse_t *m);
+void al_cli_sse_fini(al_cli_sse_t *m);
 /* Interactive sessions: cli_run.c. */
 int al_cli_run(int argc, char **argv);
 int al_cli_attach(int argc, char **argv);
@@ -40,6 +71,7 @@ extern const struct al_opt_cmd al_cli_sim_cmd, al_cli_dev_cmd, al_cli_ls_cmd,
     al_cli_show_cmd, al_cli_cancel_cmd, al_cli_hold_cmd, al_cli_release_cmd,
     al_cli_logs_cmd, al_cli_nodes_cmd, al_cli_queues_cmd, al_cli_token_cmd,
     al_cli_queue_cmd, al_cli_node_cmd, al_cli_report_cmd, al_cli_history_cmd,
-    al_cli_attach_cmd, al_cli_exec_cmd, al_cli_port_forward_cmd;
+    al_cli_attach_cmd, al_cli_exec_cmd, al_cli_port_forward_cmd,
+    al_cli_user_cmd, al_cli_group_cmd, al_cli_suspend_cmd, al_cli_resume_cmd;
 
 #endif /* AL_CLI_H */

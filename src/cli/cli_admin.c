@@ -1,4 +1,5 @@
 /* cli_admin.c -- `allot queue set|delete` and `allot node drain|resume`. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,9 @@
 typedef struct queue_args {
     const char *parent, *deserved, *limit, *weight, *max_build, *idle_timeout,
         *server, *token;
+    /* Members: the whole list, or names added to the queue's. */
+    const char *members, *add_member;
+    const char *min_runtime;
     int64_t priority, idle_util;
     bool json, help;
 } queue_args_t;
@@ -33,13 +37,15 @@ static const al_opt_t queue_opts[] = {
       .kind = AL_OPT_STR,
       .off = Q(deserved),
       .arg = "gpu=N,cpu=N,mem=SIZE",
-      .help = "the guaranteed quota",
+      .help = "the guaranteed quota; gpu.MODEL=N for one GPU model "
+              "(gpu.H100-80GB=8)",
       .flags = AL_OPT_BRIEF },
     { .name = "--limit",
       .kind = AL_OPT_STR,
       .off = Q(limit),
       .arg = "gpu=N,cpu=N,mem=SIZE",
-      .help = "the most it may use (-1: no limit)",
+      .help = "the most it may use (-1: no limit); gpu.MODEL=N for one GPU "
+              "model",
       .flags = AL_OPT_BRIEF },
     { .name = "--weight",
       .kind = AL_OPT_STR,
@@ -63,6 +69,23 @@ static const al_opt_t queue_opts[] = {
       .max = 100,
       .arg = "PCT",
       .help = "a GPU under this utilisation is idle (default 5)" },
+    { .name = "--min-runtime",
+      .kind = AL_OPT_STR,
+      .off = Q(min_runtime),
+      .arg = "TIME",
+      .help = "its jobs run this long before they may be preempted or "
+              "reclaimed (0: none)" },
+    { .name = "--members",
+      .kind = AL_OPT_STR,
+      .off = Q(members),
+      .arg = "USER,@GROUP,...",
+      .help = "who may submit into it (\"\": everyone, the default); "
+              "kept when not given" },
+    { .name = "--add-member",
+      .kind = AL_OPT_STR,
+      .off = Q(add_member),
+      .arg = "USER,@GROUP,...",
+      .help = "add to its members" },
     { .name = "--json",
       .kind = AL_OPT_FLAG,
       .off = Q(json),
@@ -89,12 +112,18 @@ static const char *const res_names[] = { "gpu", "cpu", "mem" };
 /* Parses "gpu=2,mem=64G" into quota.<res>.<field>.  false after printing
  * what was wrong. */
 static bool
-parse_quota(json_t *quota, const char *field, const char *spec)
+parse_quota(json_t *body, const char *field, const char *spec)
 {
+    json_t *quota = json_object_get(body, "quota");
     char *copy = strdup(spec), *save = NULL;
     bool ok = copy != NULL;
     for (char *kv = ok ? strtok_r(copy, ",", &save) : NULL; ok && kv != NULL;
          kv = strtok_r(NULL, ",", &save)) {
+        if (strncmp(kv, "gpu.", 4) == 0) {
+            /* gpu.MODEL=N: a per-model quota. */
+            ok = al_cli_model_quota(body, field, kv + 4);
+            continue;
+        }
         char *eq = strchr(kv, '=');
         size_t r = 0;
         while (eq != NULL && r < 3 &&
@@ -166,13 +195,25 @@ build_idle_opts(const queue_args_t *a, json_t *body)
     }
     if (a->idle_util >= 0)
         json_object_set_new(body, "idle_util", json_integer(a->idle_util));
+    if (a->min_runtime != NULL) {
+        int64_t secs = 0;
+        if (strcmp(a->min_runtime, "0") != 0 &&
+            al_cli_parse_duration(a->min_runtime, &secs) != 0) {
+            fprintf(stderr,
+                    "allot queue: --min-runtime wants seconds or a time "
+                    "like 10m or 1.5h, not '%s'\n",
+                    a->min_runtime);
+            return false;
+        }
+        json_object_set_new(body, "min_runtime", json_integer(secs));
+    }
     return true;
 }
 
 int
 al_cli_queue(int argc, char **argv)
 {
-    queue_args_t a = { .idle_util = -1 };
+    queue_args_t a = { .idle_util = -1, .priority = INT64_MIN };
     char *pos[2];
     int npos = 0;
     int rc = al_opt_parse_cmd(&al_cli_queue_cmd, NULL, &a, argc, argv, pos, 2,
@@ -185,15 +226,20 @@ al_cli_queue(int argc, char **argv)
     }
     const char *parent = a.parent, *deserved = a.deserved, *limit = a.limit,
                *weight = a.weight;
-    int64_t priority = a.priority;
+    /* Only members given: the rest of an existing queue stays as it is. */
+    bool members_only =
+        (a.members != NULL || a.add_member != NULL) && a.parent == NULL &&
+        a.deserved == NULL && a.limit == NULL && a.weight == NULL &&
+        a.max_build == NULL && a.idle_timeout == NULL &&
+        a.min_runtime == NULL && a.idle_util < 0 && a.priority == INT64_MIN;
+    int64_t priority = a.priority == INT64_MIN ? 0 : a.priority;
     json_t *body = json_pack("{s:s, s:I, s:o}", "name", pos[1], "priority",
                              (json_int_t)priority, "quota", json_object());
-    json_t *quota = json_object_get(body, "quota");
     if (parent != NULL)
         json_object_set_new(body, "parent", json_string(parent));
-    if ((deserved && !parse_quota(quota, "deserved", deserved)) ||
-        (limit && !parse_quota(quota, "limit", limit)) ||
-        (weight && !parse_quota(quota, "weight", weight))) {
+    if ((deserved && !parse_quota(body, "deserved", deserved)) ||
+        (limit && !parse_quota(body, "limit", limit)) ||
+        (weight && !parse_quota(body, "weight", weight))) {
         json_decref(body);
         return AL_EXIT_USAGE;
     }
@@ -218,7 +264,29 @@ al_cli_queue(int argc, char **argv)
         if (al_http_request(&c.url, "GET", path, c.token, NULL, 0, 30000, -1,
                             &r, NULL) == 0) {
             exists = r.status == 200;
+            if (exists) {
+                json_t *old =
+                    al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL);
+                if (members_only && json_is_object(old)) {
+                    static const char *const derived[] = {
+                        "fair_share", "allocated", "demand", "usage_gpu_hours"
+                    };
+                    for (size_t k = 0; k < sizeof derived / sizeof *derived;
+                         k++)
+                        json_object_del(old, derived[k]);
+                    json_object_update(body, old);
+                } else {
+                    json_object_set(body, "members",
+                                    json_object_get(old, "members"));
+                }
+                json_decref(old);
+            }
             al_http_resp_fini(&r);
+        }
+        if (!al_cli_queue_members(body, a.members, a.add_member)) {
+            json_decref(body);
+            al_client_fini(&c);
+            return AL_EXIT_USAGE;
         }
         rc = al_client_call(&c, exists ? "PUT" : "POST",
                             exists ? path : "/v1/queues", body, &out, NULL,

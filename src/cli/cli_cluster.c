@@ -143,6 +143,24 @@ al_cli_nodes(int argc, char **argv)
                (long long)(al_json_int(n, "mem_bytes", 0) >> 30), util, gmem,
                pool[0] ? pool : "-", rack, labels);
     }
+    /* Why a node was drained for its GPUs' health, under the table. */
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *n = json_array_get(nodes, i);
+        const char *why = al_json_str(n, "drain_reason", NULL);
+        if (why != NULL)
+            printf("%s: %s\n", al_json_str(n, "name", ""), why);
+        /* Fractional jobs share a GPU there without MPS: nothing keeps
+         * one from taking all of it. */
+        bool shared = false;
+        json_t *gs = json_object_get(n, "gpus");
+        for (size_t k = 0; k < json_array_size(gs); k++)
+            shared =
+                shared || al_json_bool(json_array_get(gs, k), "shared", false);
+        if (shared && !al_json_bool(n, "mps", false))
+            printf("%s: GPU fractions are not enforced here (the agent runs "
+                   "without --mps)\n",
+                   al_json_str(n, "name", ""));
+    }
     json_decref(nodes);
     return AL_EXIT_OK;
 }
@@ -222,6 +240,7 @@ al_cli_queues(int argc, char **argv)
             printf("  %5s %s", cap, idle);
         printf("\n");
     }
+    al_cli_queues_policy(queues);
     json_decref(queues);
     return AL_EXIT_OK;
 }

@@ -105,6 +105,66 @@ demo_queue(const al_url_t *u, const char *token, const char *name, json_t *q)
     return status >= 200 && status <= 299;
 }
 
+/* A GET as admin: the answer's JSON, or NULL. */
+static json_t *
+dev_get(const al_url_t *u, const char *token, const char *path)
+{
+    al_http_resp_t r;
+    if (al_http_request(u, "GET", path, token, NULL, 0, 5000, -1, &r, NULL) !=
+        0)
+        return NULL;
+    json_t *v = r.status == 200
+                    ? al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL)
+                    : NULL;
+    al_http_resp_fini(&r);
+    return v;
+}
+
+/*
+ * The admin's default queue with a real quota: the queue `default` deserves
+ * the dev cluster's GPUs (those the demo's three queues leave with --demo),
+ * so that a build session there starts (with deserved 0 it waited for
+ * ever), and it is the admin's default queue.  Only where nobody set them
+ * before: a quota or default queue chosen since is kept.
+ */
+static void
+dev_admin_queue(const char *url, const char *token, bool demo)
+{
+    al_url_t u;
+    if (al_url_parse(url, &u, NULL) != 0)
+        return;
+    json_t *nodes = dev_get(&u, token, "/v1/nodes");
+    json_t *list = json_object_get(nodes, "nodes");
+    int total = 0;
+    for (size_t i = 0; i < json_array_size(list); i++)
+        total += (int)json_array_size(
+            json_object_get(json_array_get(list, i), "gpus"));
+    int first =
+        (int)json_array_size(json_object_get(json_array_get(list, 0), "gpus"));
+    json_decref(nodes);
+    int want = total - (demo && first >= 4 ? 3 * (first / 4) : 0);
+    json_t *q = dev_get(&u, token, "/v1/queues/default");
+    json_t *gpu = json_object_get(json_object_get(q, "quota"), "gpu");
+    if (want > 0 && gpu != NULL && al_json_num(gpu, "deserved", 0) == 0) {
+        static const char *const derived[] = { "name", "fair_share",
+                                               "allocated", "demand",
+                                               "usage_gpu_hours" };
+        for (size_t k = 0; k < sizeof derived / sizeof *derived; k++)
+            json_object_del(q, derived[k]);
+        json_object_set_new(gpu, "deserved", json_integer(want));
+        if (demo_call(&u, token, "PUT", "/v1/queues/default", q))
+            fprintf(stderr, "allot dev: queue default deserves %d GPUs\n",
+                    want);
+        q = NULL; /* demo_call took it */
+    }
+    json_decref(q);
+    json_t *me = dev_get(&u, token, "/v1/users/admin");
+    if (me != NULL && json_is_null(json_object_get(me, "default_queue")))
+        demo_call(&u, token, "PUT", "/v1/users/admin",
+                  json_pack("{s:s}", "default_queue", "default"));
+    json_decref(me);
+}
+
 /* Cancels what a run of the demo before left running or pending in
  * `queue`, so that the story starts again on an idle node. */
 static void
@@ -200,63 +260,6 @@ run_demo(const char *url, const char *token)
     fflush(stdout);
 }
 
-/* GET path as admin: its JSON, or NULL. */
-static json_t *
-dev_get(const al_url_t *u, const char *token, const char *path)
-{
-    al_http_resp_t r;
-    if (al_http_request(u, "GET", path, token, NULL, 0, 5000, -1, &r, NULL) !=
-        0)
-        return NULL;
-    json_t *v = r.status == 200
-                    ? al_json_parse(al_buf_cstr(&r.body), r.body.len, NULL)
-                    : NULL;
-    al_http_resp_fini(&r);
-    return v;
-}
-
-/* On a state made by this start: queue `default` deserves every GPU of
- * the nodes (how many it set: 0 when none).  allot dev is one user's cluster,
- * and a build session
- * (`allot run`), which runs only within its queue's deserved quota, would
- * otherwise wait for ever behind the 0 a new controller gives the queue.
- * A state made before keeps its queues as they were set. */
-static size_t
-dev_quota(const char *url, const char *token)
-{
-    al_url_t u;
-    if (al_url_parse(url, &u, NULL) != 0)
-        return 0;
-    json_t *nv = dev_get(&u, token, "/v1/nodes");
-    json_t *q = dev_get(&u, token, "/v1/queues/default");
-    json_t *nodes = json_object_get(nv, "nodes");
-    size_t total = 0;
-    for (size_t i = 0; i < json_array_size(nodes); i++)
-        total +=
-            json_array_size(json_object_get(json_array_get(nodes, i), "gpus"));
-    json_t *gpu = json_object_get(json_object_get(q, "quota"), "gpu");
-    if (total > 0 && json_is_object(gpu)) {
-        json_object_set_new(gpu, "deserved", json_integer((json_int_t)total));
-        char *text = al_json_dump(q);
-        al_http_resp_t r;
-        if (al_http_request(&u, "PUT", "/v1/queues/default", token, text,
-                            strlen(text), 5000, -1, &r, NULL) == 0) {
-            if (r.status != 200) {
-                fprintf(stderr, "allot dev: cannot set queue default: %s\n",
-                        al_buf_cstr(&r.body));
-                total = 0;
-            }
-            al_http_resp_fini(&r);
-        }
-        free(text);
-    } else {
-        total = 0;
-    }
-    json_decref(q);
-    json_decref(nv);
-    return total;
-}
-
 /*
  * Starts `allot agent` (this program) for node `name` with state in dir;
  * emulated GPUs `gpus`, only when NVML finds none if fallback.  This
@@ -334,11 +337,6 @@ al_dev_main(int argc, char **argv)
 
     al_daemon_block(&a.d);
 
-    /* A state made by this start (its first token not there yet). */
-    char *first_tok = al_xasprintf("%s/admin-token", sdir);
-    bool fresh = access(first_tok, F_OK) != 0;
-    free(first_tok);
-
     al_server_opts_t so;
     al_server_opts_default(&so);
     so.listen = listen;
@@ -405,22 +403,16 @@ al_dev_main(int argc, char **argv)
     }
     if (status == 0 && nagents > 0 && !wait_for_nodes(url, tok, nagents, 5000))
         fprintf(stderr, "allot dev: not every agent has registered yet\n");
-    /* (The demo sets queues of its own.) */
-    size_t deserved = status == 0 && fresh && nagents > 0 && !a.demo
-                          ? dev_quota(url, tok)
-                          : 0;
     if (status == 0) {
         printf("allot dev: ready at %s\n"
                "  state:  %s\n"
-               "  config: %s (server and admin token)\n"
+               "  config: %s (server and admin token; the dashboard, "
+               "%s/, logs in with the token in %s/admin-token)\n"
                "  try:    allot submit --gpus 1 -- nvidia-smi -L || "
                "allot submit -- echo hello; allot ls --all\n",
-               url, sdir, cfg);
-        if (deserved > 0)
-            printf("  queue default deserves the %zu GPUs of this cluster: "
-                   "build sessions (allot run --gpus 1 -it -- bash) start "
-                   "within it\n",
-                   deserved);
+               url, sdir, cfg, url, sdir);
+        if (nagents > 0)
+            dev_admin_queue(url, tok, a.demo);
         fflush(stdout);
         if (a.demo && nagents > 0)
             run_demo(url, tok);

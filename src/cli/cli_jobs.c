@@ -282,6 +282,8 @@ al_cli_ls(int argc, char **argv)
         id_text(j, id, sizeof id);
         al_cli_age(now - al_json_int(j, "submit_ms", now), age, sizeof age);
         const char *st = al_json_str(j, "state", "?");
+        if (al_json_bool(j, "suspended", false))
+            st = "suspended"; /* running, its processes stopped */
         al_buf_t last = AL_BUF_INIT;
         if (json_object_get(j, "array") != NULL)
             array_counts(json_object_get(j, "array"), &last);
@@ -379,10 +381,20 @@ al_cli_show(int argc, char **argv)
     for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
         if (al_json_str(j, strs[i], NULL) != NULL)
             printf("%-10s %s\n", strs[i], al_json_str(j, strs[i], ""));
+    if (al_json_bool(j, "suspended", false))
+        printf("%-10s %s\n", "suspended", "yes (allot resume continues it)");
+    if (al_json_int(j, "retries", 0) > 0)
+        printf("%-10s %lld of %lld\n", "retried",
+               (long long)al_json_int(j, "retried", 0),
+               (long long)al_json_int(j, "retries", 0));
     char per[48];
     long long tg = al_json_int(j, "gpus", 0),
               tmilli = al_json_int(j, "gpu_milli", 0);
-    if (tg == 0 && tmilli > 0)
+    long long tgmem = al_json_int(j, "gpu_mem", 0);
+    if (tg == 0 && tgmem > 0)
+        snprintf(per, sizeof per, "%.1f GiB of a GPU",
+                 (double)tgmem / (1 << 30));
+    else if (tg == 0 && tmilli > 0)
         snprintf(per, sizeof per, "%.2f of a GPU", (double)tmilli / 1000.0);
     else
         snprintf(per, sizeof per, "%lld GPU%s", tg, tg == 1 ? "" : "s");
@@ -404,6 +416,9 @@ al_cli_show(int argc, char **argv)
         printf("%-10s %s\n", "pool", al_json_str(j, "pool", ""));
     if (al_json_str(j, "constraint", NULL) != NULL)
         printf("%-10s %s\n", "constraint", al_json_str(j, "constraint", ""));
+    long long minrt = al_json_int(j, "min_runtime", 0);
+    if (minrt > 0)
+        printf("%-10s %lld s (not preempted before)\n", "min runtime", minrt);
     long long lim = al_json_int(j, "time_limit", 0);
     if (lim > 0)
         printf("%-10s %lld s\n", "time limit", lim);
@@ -443,9 +458,16 @@ al_cli_show(int argc, char **argv)
         for (size_t k = 0; k < json_array_size(ga); k++)
             al_buf_printf(&gl, "%s%lld", k ? "," : "",
                           (long long)json_integer_value(json_array_get(ga, k)));
-        printf("task %-5lld on %s, GPUs [%s]\n",
+        printf("task %-5lld on %s, GPUs [%s]",
                (long long)al_json_int(p, "task", 0),
                al_json_str(p, "node", "?"), al_buf_cstr(&gl));
+        /* Its use, from its node's cgroup, when the agent confines it. */
+        if (al_json_int(p, "cpu_usec", -1) >= 0)
+            printf(", CPU %.1f s", (double)al_json_int(p, "cpu_usec", 0) / 1e6);
+        if (al_json_int(p, "mem_peak", -1) >= 0)
+            printf(", memory peak %.1f MiB",
+                   (double)al_json_int(p, "mem_peak", 0) / (1 << 20));
+        printf("\n");
         al_buf_fini(&gl);
     }
     json_t *h = json_object_get(j, "history");
@@ -485,6 +507,12 @@ const al_opt_cmd_t al_cli_hold_cmd = { .name = "hold",
 const al_opt_cmd_t al_cli_release_cmd = { .name = "release",
                                           .opts = verb_opts,
                                           .args = "JOBID..." };
+const al_opt_cmd_t al_cli_suspend_cmd = { .name = "suspend",
+                                          .opts = verb_opts,
+                                          .args = "JOBID..." };
+const al_opt_cmd_t al_cli_resume_cmd = { .name = "resume",
+                                         .opts = verb_opts,
+                                         .args = "JOBID..." };
 
 /* POST /v1/jobs/ID/<verb> for each id; `done` says it happened. */
 static int
@@ -527,6 +555,18 @@ int
 al_cli_hold(int argc, char **argv)
 {
     return job_verb(&al_cli_hold_cmd, "held", argc, argv);
+}
+
+int
+al_cli_suspend(int argc, char **argv)
+{
+    return job_verb(&al_cli_suspend_cmd, "suspended", argc, argv);
+}
+
+int
+al_cli_resume(int argc, char **argv)
+{
+    return job_verb(&al_cli_resume_cmd, "resumed", argc, argv);
 }
 
 int

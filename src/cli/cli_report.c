@@ -441,7 +441,7 @@ al_cli_history(int argc, char **argv)
                 m = al_json_int(j, "gpu_milli", 0),
                 nt = al_json_int(j, "tasks", 1);
         if (g > 0)
-            snprintf(gpus, sizeof gpus, "%lld", (long long)g * (long long)nt);
+            snprintf(gpus, sizeof gpus, "%lld", (long long)g * nt);
         else
             snprintf(gpus, sizeof gpus, "%.2g", (double)(m * nt) / 1000);
         int64_t sig = al_json_int(j, "signal", 0);

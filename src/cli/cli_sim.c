@@ -21,6 +21,7 @@ typedef struct args {
     const char *trace, *filter_queue, *cluster, *gpu_model, *queues_file;
     const char *queues_from, *policy, *report, *timeseries, *title;
     const char *tiresias, *seeds, *jobs_csv, *pack, *order;
+    const char *dag;
     int64_t nodes, gpus_per_node, nodes_per_rack, cpus_per_node, mem_gib;
     int64_t queues, checkpoint, half_life, tick, estimate_seed;
     double estimate_factor, estimate_noise, usage_weight, fill;
@@ -165,6 +166,15 @@ static const al_opt_t options[] = {
       .help =
           "placement: bin-packing (default), spread, or fragmentation-aware "
           "(FGD; with --fill, judged against the whole trace's pod shapes)" },
+    { .name = "--dag",
+      .kind = AL_OPT_STR,
+      .off = A(dag),
+      .arg = "on|off|blind|hold",
+      .help = "pipelines (trace columns pipeline_id,stage,needs): on, the "
+              "scheduler knows the graph (critical path, look-ahead; "
+              "default); off, it ignores it; blind, each stage is submitted "
+              "when what it needs has ended; hold, on and look-aheads hold "
+              "free GPUs for the next stage" },
     { .name = "--order",
       .kind = AL_OPT_STR,
       .off = A(order),
@@ -539,6 +549,17 @@ check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
                     a->order);
             return 2;
         }
+    }
+    if (a->dag != NULL) {
+        int d = al_sim_dag_find(a->dag);
+        if (d < 0) {
+            fprintf(stderr,
+                    "allot sim: --dag: expected on, off, blind or hold, got "
+                    "'%s'\n",
+                    a->dag);
+            return 2;
+        }
+        o->dag = (al_sim_dag_t)d;
     }
     o->tick = a->tick;
     o->no_timing = a->no_timing;

@@ -97,6 +97,17 @@ place_flags(json_t *body, const al_req_flags_t *f)
                    "'.')";
         json_object_set_new(body, "pool", json_string(f->pool));
     }
+    if (f->image != NULL) {
+        /* What the controller accepts: see al__job_parse(). */
+        size_t n = strlen(f->image);
+        bool ok = n > 0 && n <= 1024 && f->image[0] != '-';
+        for (size_t i = 0; i < n && ok; i++)
+            ok = (unsigned char)f->image[i] > ' ' && f->image[i] != 0x7f;
+        if (!ok)
+            return "--image wants an image name (no spaces, not starting "
+                   "with '-', at most 1024 bytes)";
+        json_object_set_new(body, "image", json_string(f->image));
+    }
     if (f->constraint != NULL) {
         static char why[512];
         char *cause = NULL, *canon = NULL;
@@ -146,6 +157,14 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
             return "--mem wants a size like 16G or 512M";
         json_object_set_new(body, "mem_bytes", json_integer(bytes));
     }
+    if (f->gpu_mem != NULL) {
+        int64_t bytes;
+        if (al_cli_parse_mem(f->gpu_mem, &bytes) != 0 || bytes <= 0 ||
+            f->gpus != NULL)
+            return "--gpu-mem wants a size like 20G (part of one GPU), "
+                   "without --gpus";
+        json_object_set_new(body, "gpu_mem", json_integer(bytes));
+    }
     const char *err = tasks_flag(body, f->tasks);
     if (err != NULL)
         return err;
@@ -172,6 +191,11 @@ al_script_resources(json_t *body, const al_req_flags_t *f)
         return "--gpu-model wants a GPU model name in UTF-8";
     if ((err = place_flags(body, f)) != NULL)
         return err;
+    if (f->retry != NULL) {
+        if (!num_arg(f->retry, 100, &v))
+            return "--retry wants a whole number of runs again, 0..100";
+        json_object_set_new(body, "retries", json_integer(v));
+    }
     if (f->cls != NULL) {
         if (strcmp(f->cls, "train") != 0 && strcmp(f->cls, "build") != 0 &&
             strcmp(f->cls, "inference") != 0)
@@ -261,6 +285,24 @@ static const al_opt_t submit_opts[] = {
       .arg = "L,...",
       .help = "run only on nodes with these labels (ib, rack=r1: all of "
               "them; KEY alone: any value but no/false/0)" },
+    { .name = "--gpu-mem",
+      .kind = AL_OPT_STR,
+      .off = O(f.gpu_mem),
+      .arg = "M",
+      .help = "part of one GPU by its memory, with K/M/G/T (instead of, or "
+              "beside, --gpu-fraction)" },
+    { .name = "--image",
+      .kind = AL_OPT_STR,
+      .off = O(f.image),
+      .arg = "IMAGE",
+      .help = "run in a container of IMAGE (an OCI image through podman, a "
+              ".sif file through Apptainer)" },
+    { .name = "--retry",
+      .kind = AL_OPT_STR,
+      .off = O(f.retry),
+      .arg = "N",
+      .help = "run it again, up to N times, when it fails by exit code "
+              "(after a back-off)" },
     { .name = "--tasks",
       .kind = AL_OPT_STR,
       .off = O(f.tasks),
@@ -383,6 +425,9 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.dep);
     TAKE(f.pool);
     TAKE(f.constraint);
+    TAKE(f.image);
+    TAKE(f.gpu_mem);
+    TAKE(f.retry);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;
@@ -571,14 +616,16 @@ typedef struct slurm_opt {
     bool (*set)(slurm_t *s, size_t off, const char *val);
     size_t off;
     const char *hint; /* added to the error when set() refuses a value */
+    /* sbatch refuses it until allot can keep its meaning: the text says
+     * why.  To wire the option, drop this and give it a setter. */
+    const char *sbatch_refuse;
     char shrt;
     bool flag;   /* takes no value */
     bool refuse; /* an error: its meaning cannot be kept (job arrays) */
     /* sbatch reads it (`allot submit` ignores it with a note). */
     bool sbatch;
-    /* sbatch refuses it until allot can keep its meaning: the text says
-     * why.  To wire the option, drop this and give it a setter. */
-    const char *sbatch_refuse;
+    /* Only srun and salloc know it: sbatch says it does not. */
+    bool step;
 } slurm_opt_t;
 
 #define S(f) offsetof(slurm_t, f)
@@ -632,6 +679,8 @@ static const slurm_opt_t slurm_opts[] = {
       .set = set_str,
       .off = S(constraint) },
     { .lng = "signal", .sbatch = true, .set = set_str, .off = S(signal) },
+    /* pyxis's spelling of a container image */
+    { .lng = "container-image", .set = set_str, .off = S(container_image) },
     { .lng = "open-mode", .sbatch = true, .set = set_str, .off = S(open_mode) },
     { .lng = "wrap", .sbatch = true, .set = set_str, .off = S(wrap) },
     { .lng = "qos",
@@ -677,6 +726,31 @@ static const slurm_opt_t slurm_opts[] = {
       .sbatch = true,
       .set = set_flag,
       .off = S(quiet) },
+    /* srun's and salloc's. */
+    { .lng = "pty",
+      .flag = true,
+      .sbatch = true,
+      .step = true,
+      .set = set_flag,
+      .off = S(pty) },
+    { .lng = "label",
+      .shrt = 'l',
+      .flag = true,
+      .sbatch = true,
+      .step = true,
+      .set = set_flag,
+      .off = S(label) },
+    { .lng = "unbuffered",
+      .shrt = 'u',
+      .flag = true,
+      .sbatch = true,
+      .step = true,
+      .set = set_flag,
+      .off = S(unbuffered) },
+    { .lng = "overlap", .flag = true, .step = true },
+    { .lng = "exact", .flag = true, .step = true },
+    { .lng = "mpi", .step = true },
+    { .lng = "kill-on-bad-exit", .shrt = 'K', .flag = true, .step = true },
     /* Accepted and noted: they change nothing here. */
     { .lng = "mail-type" },
     { .lng = "mail-user" },
@@ -744,7 +818,9 @@ slurm_find(const slurm_word_t *o)
  * sbatch's "sbatch: error: " (and FILE:LINE when from a script). */
 typedef struct slurm_ctx {
     const char *where; /* FILE:LINE, or NULL (sbatch's command line) */
-    bool sbatch;
+    bool sbatch;       /* sbatch, srun or salloc */
+    const char *prog;  /* which of them ("sbatch" for #SBATCH lines) */
+    bool step;         /* srun or salloc */
 } slurm_ctx_t;
 
 static void say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
@@ -754,7 +830,7 @@ static void
 say(const slurm_ctx_t *c, bool error, const char *fmt, ...)
 {
     if (c->sbatch)
-        fprintf(stderr, "sbatch: %s", error ? "error: " : "");
+        fprintf(stderr, "%s: %s", c->prog, error ? "error: " : "");
     else
         fprintf(stderr, "allot submit: ");
     if (c->where != NULL)
@@ -795,15 +871,23 @@ slurm_other(const slurm_word_t *o, const slurm_opt_t *e, const slurm_ctx_t *c,
     if (c->sbatch && e == NULL && c->where == NULL) {
         /* As getopt says it, which is what Slurm prints. */
         if (o->key[0])
-            fprintf(stderr, "sbatch: unrecognized option '--%s'\n", o->key);
+            fprintf(stderr, "%s: unrecognized option '--%s'\n", c->prog,
+                    o->key);
         else
-            fprintf(stderr, "sbatch: invalid option -- '%c'\n", o->shrt);
+            fprintf(stderr, "%s: invalid option -- '%c'\n", c->prog, o->shrt);
         return 1;
     }
     if (c->sbatch && e == NULL) {
         say(c, true, "unrecognized option '%s%s'", dash, nm);
         return 1;
     }
+    /* srun's binding and distribution hints are said in every step of
+     * a script: quietly, as each task's cores and GPUs are allot's. */
+    bool hint = e != NULL && (strstr(e->lng, "bind") != NULL ||
+                              strcmp(e->lng, "distribution") == 0 ||
+                              strcmp(e->lng, "hint") == 0 || e->step);
+    if (c->step && hint)
+        return 0;
     if (c->sbatch)
         say(c, false, "%s%s does not apply on allot; ignored", dash, nm);
     else
@@ -841,6 +925,8 @@ slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
             continue;
         }
         const slurm_opt_t *e = slurm_find(&o);
+        if (e != NULL && e->step && c->sbatch && !c->step)
+            e = NULL; /* srun's own: sbatch does not know it */
         bool reads = e != NULL && e->set != NULL && (c->sbatch || !e->sbatch);
         if (!reads || (c->sbatch && e->sbatch_refuse != NULL)) {
             bool takes_value = e == NULL || !e->flag;
@@ -862,7 +948,7 @@ slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
                 slurm_word_t more = { "", *p, NULL };
                 const slurm_opt_t *m = slurm_find(&more);
                 if (m == NULL || !m->flag || m->set == NULL ||
-                    (!c->sbatch && m->sbatch)) {
+                    (!c->sbatch && m->sbatch) || (m->step && !c->step)) {
                     say(c, true, "invalid option -- '%c'", *p);
                     errors++;
                     break;
@@ -891,7 +977,7 @@ slurm_words(char **w, int n, slurm_t *s, const slurm_ctx_t *c, int *stop)
 static int
 slurm_line(char **w, int n, slurm_t *s, const char *where)
 {
-    slurm_ctx_t c = { where, false };
+    slurm_ctx_t c = { where, false, "allot submit", false };
     int stop;
     return slurm_words(w, n, s, &c, &stop);
 }
@@ -907,7 +993,8 @@ int
 al_script_sbatch_words(char **w, int n, al_slurm_req_t *s, const char *where,
                        int *stop)
 {
-    slurm_ctx_t c = { where, true };
+    const char *prog = s->prog != NULL ? s->prog : "sbatch";
+    slurm_ctx_t c = { where, true, prog, strcmp(prog, "sbatch") != 0 };
     return slurm_words(w, n, s, &c, stop);
 }
 
@@ -1033,6 +1120,7 @@ al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a, char *room,
     else
         a->f.dep = s->dep;
     a->f.array = s->array;
+    a->f.image = s->container_image;
     return 0;
 }
 

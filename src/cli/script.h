@@ -20,6 +20,9 @@ typedef struct al_req_flags {
     const char *dep;        /* Slurm's dependencies, "afterok:5,singleton" */
     const char *pool;       /* the node pool to run in */
     const char *constraint; /* node labels required, "ib,rack=r1" */
+    const char *image;      /* the container image to run in */
+    const char *gpu_mem;    /* part of one GPU by its memory, "20G" */
+    const char *retry;      /* runs again after a failure, "2" */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a
@@ -75,8 +78,14 @@ typedef struct al_slurm_req {
     /* Read by sbatch only; `allot submit` ignores them with a note. */
     const char *output, *error, *account, *export_vars, *chdir, *constraint,
         *signal, *open_mode, *wrap, *qos;
+    const char *container_image; /* pyxis's --container-image */
     bool hold, parsable, test_only, wait, requeue, no_requeue, quiet;
+    /* srun's and salloc's own (sbatch does not know them). */
+    bool pty, label, unbuffered;
     int refused; /* options known but refused (sbatch exits 1) */
+    /* The command whose options these are, for its messages and for the
+     * options only srun and salloc know: "sbatch" when NULL. */
+    const char *prog;
 } al_slurm_req_t;
 
 /* Slurm's --time ("M", "M:S", "H:M:S", "D-H[:M[:S]]", UNLIMITED): seconds,

@@ -53,6 +53,14 @@ al_url_parse(const char *url, al_url_t *u, char **cause)
         return AL_EINVAL;
     }
     memcpy(tmp.host, p + bracket, hlen);
+    for (size_t i = 0; i < hlen; i++) {
+        unsigned char c = (unsigned char)tmp.host[i];
+        if (c <= ' ' || c == 0x7f || c == '[' || c == ']') {
+            if (cause != NULL)
+                *cause = al_xasprintf("bad host in URL '%s'", url);
+            return AL_EINVAL;
+        }
+    }
     p += hlen + (bracket ? 2 : 0);
     snprintf(tmp.port, sizeof tmp.port, "%s", tmp.tls ? "443" : "80");
     if (*p == ':') {

@@ -307,13 +307,34 @@ typedef struct al_config {
      * entries, owned by the caller. */
     int npool_packs;
     const al_pool_pack_t *pool_packs;
+    /* Pipelines (dag.c).  Look-ahead: a waiting job whose dependencies in
+     * the snapshot all run gets a reservation at their expected end, made
+     * before the backfill reservations, so that the capacity they free is
+     * planned for it; up to lookahead_depth such jobs a cycle (0 turns
+     * look-ahead off), nearest end first, each only when that end is
+     * within lookahead_horizon seconds of now (0: any).  With
+     * lookahead_hold, what the stage needs beyond what its inputs give
+     * back is held now like a backfill reservation's room: lent to work
+     * that ends in time (and, with lend_reserved, to preemptible work);
+     * without it (the default) a look-ahead holds nothing today and only
+     * claims the future: no GPU stays idle for a stage that cannot start
+     * yet (holding raised the simulator's wastage and preemptions and
+     * lengthened pipelines; docs/simulation.md).  A dependency past its
+     * expected end (an overrun) drops the look-ahead.  CPU-only jobs get none.
+     * ignore_deps: the order and the reservations ignore the graph (no critical
+     * path, no look-ahead), as a dependency-blind scheduler would. */
+    int lookahead_depth;
+    int64_t lookahead_horizon;
+    bool lookahead_hold;
+    bool ignore_deps;
 } al_config_t;
 
 /* Fills *cfg with the defaults: bin-packing, no topology levels,
  * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
- * 2 h, no workload profile. */
+ * 2 h, no workload profile, lookahead_depth 8 with no horizon and
+ * lookahead_hold off, and the graph's order on (ignore_deps off). */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */

@@ -20,6 +20,7 @@
  *   fairshare.c  fair shares over the queue tree
  *   reclaim.c    victims, eviction, shedding, reclaim for one job
  *   reserve.c    backfill reservations and their holds
+ *   dag.c        pipelines: look-ahead reservations for the next stage
  *   pass.c       the allocation pass, the result, al_sched_run
  *   (reason.c, alloc.c and error.c stand apart: the door's other services.)
  *
@@ -241,8 +242,13 @@ typedef struct resv_int {
 } resv_int_t;
 
 typedef struct resv_set {
-    resv_int_t *resv; /* reserve_depth + 1 entries */
+    resv_int_t *resv; /* nlook + reserve_depth + 1 entries */
     int32_t nresv;
+    /* The first nlook entries are dag.c's look-aheads (they hold nothing
+     * and do not count against reserve_depth); while not_before is set,
+     * al__reserve() finds no time earlier than it. */
+    int32_t nlook;
+    int64_t not_before;
     int64_t held_dev; /* devices reservations hold */
     int64_t *sim_dev; /* al__reserve()'s sweep arrays, taken on first use */
     int32_t *sim_dm;
@@ -509,5 +515,14 @@ int al__rehold(al_cycle_t *c, resv_set_t *rs);
 int al__rehold_waiting(al_cycle_t *c, resv_set_t *rs, int32_t skip);
 bool al__has_resv(const resv_set_t *rs, int32_t j);
 int32_t al__touched_resv(const al_cycle_t *c, const resv_set_t *rs, int32_t j);
+
+/* ------------------------------------------------------------------ */
+/* dag.c                                                              */
+
+/* How many look-ahead reservations this cycle may make, at most. */
+int32_t al__dag_max(const al_cycle_t *c);
+/* Makes the look-ahead reservations into rs (first, before any backfill
+ * reservation); 0 or AL_ENOMEM. */
+int al__dag_lookahead(al_cycle_t *c, resv_set_t *rs);
 
 #endif /* AL_CORE_INT_H */

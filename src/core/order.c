@@ -230,6 +230,8 @@ al__critical_path(al_cycle_t *c)
     int64_t nedges = 0;
     int d;
 
+    if (c->cfg.ignore_deps)
+        return 0; /* a dependency-blind order */
     for (j = 0; j < c->nj; j++)
         nedges += c->s->jobs[j].ndeps > 0 ? c->s->jobs[j].ndeps : 0;
     if (nedges == 0)

@@ -196,9 +196,13 @@ try_reserved_room(al_cycle_t *c, pass_t *ps, int32_t j, int64_t fdev,
     }
     if ((c->reasons[j].code == AL_WHY_CAPACITY ||
          c->reasons[j].code == AL_WHY_NO_NODE) &&
-        fdev + ps->rs.held_dev >= (int64_t)jb->min_tasks * jb->req.gpus)
-        set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL, ps->rs.resv[0].r.job,
-                   AL_RES_GPU, 0, ps->rs.resv[0].r.start);
+        fdev + ps->rs.held_dev >= (int64_t)jb->min_tasks * jb->req.gpus) {
+        /* The first backfill reservation, else the first look-ahead. */
+        int32_t r0 = ps->rs.nresv > ps->rs.nlook ? ps->rs.nlook : 0;
+
+        set_reason(c, j, AL_WHY_BEHIND_RESERVATION, NIL, ps->rs.resv[r0].r.job,
+                   AL_RES_GPU, 0, ps->rs.resv[r0].r.start);
+    }
     return 0;
 }
 
@@ -233,7 +237,7 @@ try_place(al_cycle_t *c, pass_t *ps, int32_t j)
         memo_note(&ps->memo, jb, h);
     blocked_reason(c, j, fdev);
 
-    if (ps->rs.nresv > 0) {
+    if (ps->rs.nresv > ps->rs.nlook || ps->rs.held_dev > 0) {
         bool done;
 
         rc = try_reserved_room(c, ps, j, fdev, &done);
@@ -255,7 +259,7 @@ try_place(al_cycle_t *c, pass_t *ps, int32_t j)
         }
     }
 
-    if (ps->rs.nresv < c->cfg.reserve_depth &&
+    if (ps->rs.nresv - ps->rs.nlook < c->cfg.reserve_depth &&
         (c->reasons[j].code == AL_WHY_CAPACITY ||
          c->reasons[j].code == AL_WHY_NO_NODE ||
          c->reasons[j].code == AL_WHY_TOPOLOGY ||
@@ -464,13 +468,18 @@ allocate(al_cycle_t *c, pass_t *ps)
     int32_t q;
     int rc;
 
-    ps->rs.resv = al_arena_array(c->tmp, (size_t)c->cfg.reserve_depth + 1,
-                                 sizeof(resv_int_t));
+    ps->rs.resv = al_arena_array(
+        c->tmp, (size_t)al__dag_max(c) + (size_t)c->cfg.reserve_depth + 1,
+        sizeof(resv_int_t));
     hp.h = al_arena_array(c->tmp, (size_t)c->nq + 1, sizeof(int32_t));
     if (ps->rs.resv == NULL || hp.h == NULL)
         return AL_ENOMEM;
     hp.n = 0;
     ps->first_blocked = NIL;
+    /* Pipelines' look-aheads first: every reservation after sees them. */
+    rc = al__dag_lookahead(c, &ps->rs);
+    if (rc != 0)
+        return rc;
     /* Before the heap is built: starting jobs moves queues' keys. */
     rc = starving_first(c, ps);
     if (rc != 0)

@@ -25,7 +25,7 @@ lent_to(const al_cycle_t *c, const resv_set_t *rs, int32_t x, int32_t j)
 {
     if (c->wj[x].flags & JF_STARTED)
         return c->wj[x].for_job == j;
-    return rs->nresv == 0;
+    return rs->nresv == rs->nlook && rs->not_before == 0;
 }
 
 /* Event kinds on the future timeline, in the order they apply at one time. */
@@ -318,11 +318,17 @@ sweep_when(al_cycle_t *c, resv_set_t *rs, int32_t j, tsim_t *ts, int64_t need,
     for (e = 0; e <= nev; e++) {
         /* Check once all events of one time are in (and at the end). */
         if ((e == 0 || e == nev || ev[e].k[0] != ev[e - 1].k[0]) &&
+            /* The state holds until the next event: it serves a
+             * look-ahead when that event comes after not_before. */
+            (e == nev ||
+             (int64_t)(ev[e].k[0] ^ (1ULL << 63)) > rs->not_before) &&
             sim_fits(c, ts, need, win)) {
             *when =
                 e == 0 ? c->s->now : (int64_t)(ev[e - 1].k[0] ^ (1ULL << 63));
             if (*when < c->s->now)
                 *when = c->s->now;
+            if (*when < rs->not_before)
+                *when = rs->not_before;
             break;
         }
         if (e == nev)

@@ -32,6 +32,7 @@ al_config_default(al_config_t *cfg)
     cfg->max_reclaim_tries = 8;
     cfg->starve_after = (int64_t)2 * 3600;
     cfg->short_first = true;
+    cfg->lookahead_depth = 8;
 }
 
 int64_t

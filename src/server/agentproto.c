@@ -50,6 +50,7 @@ al__proto_register(al_ctl_t *ctl, al__req_t *req)
     if (i >= 0) {
         al__node_t *old = &ctl->nodes[i];
         n.drained = old->drained;
+        al__node_health_move(&n, old);
         n.parked = old->parked;
         old->parked = NULL;
         /* Its jobs still run there (a restarted agent adopts them). */
@@ -187,6 +188,11 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         st->exited = strcmp(al_json_str(t, "state", ""), "exited") == 0;
         st->exit_code = int_clamped(t, "exit_code", 0);
         st->signal = int_clamped(t, "signal", 0);
+        st->oom = json_is_true(json_object_get(t, "oom"));
+        st->error = al_json_str(t, "error", NULL);
+        st->cpu_usec = int_in(t, "cpu_usec", 0, INT64_MAX, -1);
+        st->mem_bytes = int_in(t, "mem_bytes", 0, INT64_MAX, -1);
+        st->mem_peak = int_in(t, "mem_peak", 0, INT64_MAX, -1);
         st->log_off = al_json_int(t, "log_off", 0);
         st->log = al_json_str(t, "log", NULL);
     }
@@ -205,6 +211,18 @@ al__sync_parse(const json_t *b, al__sync_t *s, char **cause)
         x->mem_used = int_in(g, "mem_used", 0, INT64_MAX, -1);
         x->power_mw = int_in(g, "power_mw", 0, INT64_MAX, -1);
     }
+    json_t *health = json_object_get(b, "gpu_health");
+    size_t nh = json_array_size(health);
+    tmp.health_index = al_xcalloc(nh + 1, sizeof *tmp.health_index);
+    tmp.health_reason = al_xcalloc(nh + 1, sizeof *tmp.health_reason);
+    for (size_t i = 0; i < nh; i++) {
+        json_t *h = json_array_get(health, i);
+        tmp.health_index[tmp.nhealth] =
+            (int)int_in(h, "index", 0, AL_MAX_DEVICES - 1, -1);
+        tmp.health_reason[tmp.nhealth++] =
+            al_json_str(h, "reason", "unhealthy");
+    }
+    tmp.health_gen = al_json_int(b, "health_gen", 0);
     *s = tmp;
     return 0;
 }
@@ -215,10 +233,14 @@ al__sync_fini(al__sync_t *s)
     free(s->tasks);
     free(s->index);
     free(s->samples);
+    free(s->health_index);
+    free(s->health_reason);
     s->tasks = NULL;
     s->index = NULL;
     s->samples = NULL;
-    s->ntasks = s->nsamples = 0;
+    s->health_index = NULL;
+    s->health_reason = NULL;
+    s->ntasks = s->nsamples = s->nhealth = 0;
 }
 
 /* The GPU telemetry a sync brought, kept on node n with when it came and
@@ -253,7 +275,8 @@ node_knows(const al__node_t *n, uint64_t job, int task, int restart)
 /* The members of a desired task, in the order of its JSON; `brief` ones
  * are named for a task the agent has (al__desired_task_json()). */
 enum { F_U64, F_INT, F_I32, F_I64, F_STR, F_DEVICES };
-enum { BRIEF_NO = 0, BRIEF_ALWAYS, BRIEF_NONZERO };
+/* BRIEF_SET: named in either form, but only when nonzero. */
+enum { BRIEF_NO = 0, BRIEF_ALWAYS, BRIEF_NONZERO, BRIEF_SET };
 
 static const struct desired_field {
     const char *key;
@@ -283,6 +306,7 @@ static const struct desired_field {
     FIELD(log_off, F_I64, BRIEF_NO),
     FIELD(user, F_STR, BRIEF_NO),
     FIELD(notice, F_STR, BRIEF_NONZERO),
+    FIELD(suspended, F_INT, BRIEF_SET),
 #undef FIELD
 };
 
@@ -321,6 +345,8 @@ al__desired_task_json(const al__desired_task_t *t, bool known,
         }
         if (known &&
             (f->brief == BRIEF_NO || (f->brief == BRIEF_NONZERO && v <= 0)))
+            continue;
+        if (f->brief == BRIEF_SET && v <= 0)
             continue;
         if (f->kind == F_STR) {
             x = json_string(*(const char *const *)at);
@@ -400,6 +426,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
                 .devices = tk->devices,
                 .gpu_milli = tk->gpu_milli,
                 .notice = j->idle_notice,
+                .suspended = j->suspended ? 1 : 0,
             };
             if (node_knows(&ctl->nodes[n], j->id, t, j->restart_count)) {
                 /* The agent has this task and its spec: name it only
@@ -421,8 +448,13 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             d.master_port = al__job_master_port(j);
             d.log_off = al__proto_log_size(ctl, j, t, j->restart_count);
             d.user = j->user;
-            json_array_append_new(tasks,
-                                  al__desired_task_json(&d, false, spec));
+            json_t *entry = al__desired_task_json(&d, false, spec);
+            /* The GPU memory it holds on a shared GPU (its MPS limit),
+             * named only when there is some. */
+            if (tk->gpu_mem > 0)
+                json_object_set_new(entry, "gpu_mem",
+                                    json_integer((json_int_t)tk->gpu_mem));
+            json_array_append_new(tasks, entry);
         }
         json_decref(spec);
     }
@@ -432,6 +464,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
     json_t *o = json_pack("{s:o, s:I}", "tasks", tasks, "grace_ms",
                           (json_int_t)ctl->opts.grace_ms);
     /* Interactive sessions whose streams the agent is to open. */
+    al__gpuhealth_desired(node, o);
     json_t *streams = al__relay_wanted(ctl, n);
     if (streams != NULL)
         json_object_set_new(o, "streams", streams);
@@ -470,6 +503,42 @@ al__proto_answer_parked(al_ctl_t *ctl, int ni)
     }
     n->parked = NULL;
     al__req_complete(ctl, p);
+}
+
+/* A running task's use as its agent said (cgroups), shown with its
+ * placement, not stored: into cur (NULL: not the job's current run), when
+ * it runs on node ni. */
+static void
+take_usage(al__task_t *cur, const al__sync_task_t *t, int ni)
+{
+    if (cur == NULL || t->cpu_usec < 0 || cur->node != ni)
+        return;
+    cur->cpu_usec = t->cpu_usec;
+    cur->mem_used = t->mem_bytes;
+    cur->mem_peak = t->mem_peak;
+    cur->has_usage = true;
+}
+
+/* What the end of task `task` of j (tk, as reported in t) says, for its
+ * event and the job's reason (caller frees).  A task its node's cgroup
+ * killed for memory fails whatever its exit said, with Slurm's word for
+ * it first, so that scripts looking for it find it. */
+static char *
+end_detail(const al__job_t *j, al__task_t *tk, int task,
+           const al__sync_task_t *t)
+{
+    if (t->oom && tk->exit_code == 0 && tk->signal == 0)
+        tk->signal = 9;
+    if (t->error != NULL)
+        return al_xasprintf("task %d: its container did not start: %.400s",
+                            task, t->error);
+    if (t->oom)
+        return al_xasprintf("OUT_OF_MEMORY: task %d exceeded its memory "
+                            "limit (%lld MiB) and was killed",
+                            task, (long long)(j->mem_bytes >> 20));
+    if (tk->signal)
+        return al_xasprintf("task %d killed by signal %d", task, tk->signal);
+    return al_xasprintf("task %d exited with code %d", task, tk->exit_code);
 }
 
 void
@@ -541,6 +610,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
                                                   "log_off", (json_int_t)size));
         if (t->log != NULL)
             urgent = true;
+        take_usage(current_task(j, task, restart), t, ni);
         if (!t->exited)
             continue;
         urgent = true;
@@ -555,15 +625,12 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         tk->signal = t->signal;
         al__ctl_node_changed(ctl, ni);
         al__ctl_dirty(ctl, j);
-        char *d = tk->signal ? al_xasprintf("task %d killed by signal %d", task,
-                                            tk->signal)
-                             : al_xasprintf("task %d exited with code %d", task,
-                                            tk->exit_code);
+        char *d = end_detail(j, tk, task, t);
         al__store_event(ctl, j->id, al_clock_ms(), "task_exit", d);
         if (tk->exit_code != 0 || tk->signal != 0) {
             j->exit_code = tk->exit_code;
             j->signal = tk->signal;
-            al__ctl_set_state(ctl, j, JS_FAILED, "failed", d);
+            al__lifecycle_failed(ctl, j, d);
         } else {
             bool all = true;
             for (int k = 0; k < j->ntasks; k++)
@@ -574,6 +641,8 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         }
         free(d);
     }
+    /* GPUs it found faulty: drain, requeue (gpuhealth.c). */
+    al__gpuhealth_sync(ctl, ni, &s);
     /* The agent gave up on its previous poll (one of its tasks ended, say):
      * answer it now, whether this one is answered at once or parked.  An
      * agent waits for that answer on its other connection before using it

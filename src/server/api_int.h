@@ -15,12 +15,17 @@
 
 /* One task as an agent reports it in a sync (POST /v1/agent/sync). */
 typedef struct al__sync_task {
-    uint64_t job;    /* 0 when missing or not a positive integer */
-    int task;        /* -1 when missing or not in 0..INT_MAX */
-    int restart;     /* -1 when missing or not in 0..INT_MAX */
-    bool exited;     /* state "exited" */
-    int exit_code;   /* clamped to int's range; 0 when missing */
-    int signal;      /* likewise */
+    uint64_t job;      /* 0 when missing or not a positive integer */
+    int task;          /* -1 when missing or not in 0..INT_MAX */
+    int restart;       /* -1 when missing or not in 0..INT_MAX */
+    bool exited;       /* state "exited" */
+    int exit_code;     /* clamped to int's range; 0 when missing */
+    int signal;        /* likewise */
+    bool oom;          /* killed for exceeding its memory (its cgroup) */
+    const char *error; /* why its container did not start, or NULL */
+    /* Its use from its node's cgroup (-1: not said): CPU time, memory in
+     * use, the most it used. */
+    int64_t cpu_usec, mem_bytes, mem_peak;
     int64_t log_off; /* where `log` starts in the task's output */
     const char *log; /* base64 of output, or NULL; owned by the body */
 } al__sync_task_t;
@@ -32,6 +37,12 @@ typedef struct al__sync {
     al__sync_task_t *tasks;
     /* Telemetry of real GPUs: sample k is for GPU index[k] (0..63; -1 when
      * the entry is malformed).  Out-of-range values are -1 (unknown). */
+    /* GPUs the agent found faulty: index and reason (owned by the body),
+     * and the generation of the last reset it heard of. */
+    size_t nhealth;
+    int *health_index;
+    const char **health_reason;
+    int64_t health_gen;
     size_t nsamples;
     int *index;
     al__gpu_sample_t *samples;
@@ -62,6 +73,9 @@ typedef struct al__desired_task {
     /* A line for the agent to append to the task's output once (idle
      * reclaim's warning), or NULL; named in the brief form too. */
     const char *notice;
+    /* Its processes stopped (lifecycle.c's suspend): 1, else 0; named in
+     * the brief form too. */
+    int suspended;
 } al__desired_task_t;
 
 /* The JSON of desired task t: when `known`, the agent has the task and
@@ -94,11 +108,18 @@ void al__proto_register(al_ctl_t *ctl, al__req_t *req);
 void al__proto_sync(al_ctl_t *ctl, al__req_t *req);
 /* api_jobs.c */
 void al__api_job_submit(al_ctl_t *ctl, al__req_t *req);
+/* pipeline.c: pipelines, their stages created in one request */
+void al__api_pipeline_submit(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_cancel(al_ctl_t *ctl, al__req_t *req);
+void al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_list(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_get(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_cancel(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_hold(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_release(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_requeue(al_ctl_t *ctl, al__req_t *req);
 void al__api_job_logs(al_ctl_t *ctl, al__req_t *req);
 /* api_queues.c */
 void al__api_queue_list(al_ctl_t *ctl, al__req_t *req);
@@ -106,6 +127,17 @@ void al__api_queue_get(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_create(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_update(al_ctl_t *ctl, al__req_t *req);
 void al__api_queue_delete(al_ctl_t *ctl, al__req_t *req);
+/* api_lifecycle.c */
+void al__api_job_suspend(al_ctl_t *ctl, al__req_t *req);
+void al__api_job_resume(al_ctl_t *ctl, al__req_t *req);
+/* api_users.c */
+void al__api_user_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_user_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_user_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_list(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_get(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_update(al_ctl_t *ctl, al__req_t *req);
+void al__api_group_delete(al_ctl_t *ctl, al__req_t *req);
 /* api_nodes.c */
 void al__api_node_list(al_ctl_t *ctl, al__req_t *req);
 void al__api_node_drain(al_ctl_t *ctl, al__req_t *req);
@@ -121,6 +153,19 @@ void al__api_metrics(al_ctl_t *ctl, al__req_t *req);
 /* api_usage.c: the usage history and accounting */
 void al__api_usage(al_ctl_t *ctl, al__req_t *req);
 void al__api_report(al_ctl_t *ctl, al__req_t *req);
+/* api_events.c: GET /v1/events, the event stream (events.c) */
+void al__api_events(al_ctl_t *ctl, al__req_t *req);
+/* api_web.c: the dashboard's files, GET / and GET /ui/NAME */
+void al__api_web_index(al_ctl_t *ctl, al__req_t *req);
+void al__api_web_file(al_ctl_t *ctl, al__req_t *req);
+/* web_files.c, made by the build from src/server/web/ */
+typedef struct al__web_file {
+    const char *name, *ctype;
+    const unsigned char *data;
+    size_t len;
+} al__web_file_t;
+extern const al__web_file_t al__web_files[];
+extern const int al__nweb_files;
 /* Appends the exposition to out; mono_ms is al_clock_mono_ms() now (the
  * agents' sync ages are reckoned from it). */
 void al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out);

@@ -1,9 +1,10 @@
 /*
  * api_jobs.c -- the handlers of /v1/jobs: submit, list, show (with its
- * history), cancel, hold, release and the output of a job's tasks.  Run on
- * the loop thread, which owns what they read and change.
+ * history), cancel, hold, release, requeue and the output of a job's
+ * tasks.  Run on the loop thread, which owns what they read and change.
  *
- * May call: array.c (arrays and their elements, "ID_INDEX"), depend.c
+ * May call: array.c (arrays and their elements, "ID_INDEX"), members.c
+ * (who may use a queue, a user's default queue), depend.c
  * (checks of dependencies), state.c
  * (every change of a job's state), table.c, jobbody.c
  * and doc.c (the forms), reason.c, store.c (events, history) and req.c.
@@ -97,6 +98,9 @@ static json_t *
 job_json(al_ctl_t *ctl, const al__job_t *j)
 {
     json_t *o = al__job_json(ctl, j, false);
+    int64_t minrt = al__job_min_runtime(ctl, j);
+    if (minrt > 0)
+        json_object_set_new(o, "min_runtime", json_integer((json_int_t)minrt));
     if (j->array != NULL) {
         const char *shown = NULL;
         json_object_set_new(o, "array", al__array_json(ctl, j, &shown));
@@ -138,10 +142,25 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
         free(cause);
         return;
     }
+    /* No queue named: the user's default queue (members.c). */
+    json_t *qv = json_object_get(req->body, "queue");
+    if (qv == NULL || json_is_null(qv)) {
+        free(j->queue);
+        j->queue = al_xstrdup(al__user_default_queue(ctl, j->user));
+    }
     /* What the body refers to must exist. */
-    if (al__ctl_queue(ctl, j->queue) == NULL) {
+    const al__queue_t *q = al__ctl_queue(ctl, j->queue);
+    if (q == NULL) {
         al__reply_error(req, 400, "bad_request",
                         "no queue '%s'; `allot queues` lists them", j->queue);
+        al__job_free(j);
+        return;
+    }
+    if (!al__req_admin(req) && !al__member_of(ctl, q, j->user)) {
+        al__reply_error(req, 403, "forbidden",
+                        "user %s is not a member of queue '%s'; an admin "
+                        "adds members (allot queue set %s --add-member %s)",
+                        j->user, j->queue, j->queue, j->user);
         al__job_free(j);
         return;
     }
@@ -371,6 +390,32 @@ void
 al__api_job_release(al_ctl_t *ctl, al__req_t *req)
 {
     hold_release(ctl, req, JS_HELD, JS_PENDING, "released");
+}
+
+/* A running job back to pending, as when its node went down: its tasks
+ * stop, its restart count goes up, it starts again when the scheduler
+ * places it (Slurm's scontrol requeue); with ?hold=1 it is held at once
+ * (requeuehold), before any cycle could start it again. */
+void
+al__api_job_requeue(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = job_of_req(ctl, req, true, NULL);
+    if (j == NULL)
+        return;
+    if (j->state != JS_RUNNING || j->tasks == NULL) {
+        al__reply_error(req, 409, "conflict",
+                        "job %llu is %s: only a running job can be requeued",
+                        (unsigned long long)j->id, al__jstate_names[j->state]);
+        return;
+    }
+    char *d = al_xasprintf("requeued by %s", req->user);
+    al__ctl_requeue(ctl, j, "requeued", d);
+    free(d);
+    const char *hold = al__req_arg(req, "hold");
+    if (hold != NULL && strcmp(hold, "1") == 0)
+        al__ctl_set_state(ctl, j, JS_HELD, "held", req->user);
+    req->mutating = true;
+    al__reply(req, 200, job_json(ctl, j));
 }
 
 void

@@ -37,6 +37,8 @@ node_view(al_ctl_t *ctl, int idx, const al__req_t *req)
                     json_object_set_new(g, "job",
                                         json_integer((json_int_t)j->id));
                 json_object_set_new(g, "busy", json_true());
+                if (j->tasks[t].gpu_milli > 0) /* a fraction of it */
+                    json_object_set_new(g, "shared", json_true());
             }
         }
     }
@@ -88,6 +90,8 @@ drain_resume(al_ctl_t *ctl, al__req_t *req, bool drain)
         return;
     }
     ctl->nodes[i].drained = drain;
+    if (!drain)
+        al__gpuhealth_resume(ctl, i); /* its GPU faults are dealt with */
     ctl->nodes[i].dirty = true;
     al__ctl_touch(ctl);
     req->mutating = true;

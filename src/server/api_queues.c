@@ -2,7 +2,8 @@
  * api_queues.c -- the handlers of /v1/queues: list, show, create, replace
  * and delete, keeping the queues a tree whose inner queues hold no jobs.
  *
- * May call: state.c, table.c, doc.c (the queue form), store.c and req.c.
+ * May call: state.c, table.c, doc.c (the queue form), members.c (the
+ * groups a queue's members name), store.c and req.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -94,25 +95,33 @@ queue_put(al_ctl_t *ctl, al__req_t *req, bool create)
         err = "parent queue holds jobs; only leaf queues hold jobs";
         status = 409;
     }
+    for (int i = 0; err == NULL && i < q.members.n; i++) {
+        const char *m = q.members.v[i];
+        if (m[0] == '@' && al__ctl_group(ctl, m + 1) == NULL) {
+            al__reply_error(req, 400, "bad_request",
+                            "queue %s: members: no group '%s' (allot group "
+                            "set %s --users ... makes one)",
+                            q.name, m + 1, m + 1);
+            al__queue_fini(&q);
+            return;
+        }
+    }
     if (err != NULL) {
         al__reply_error(req, status,
                         status == 404   ? "not_found"
                         : status == 409 ? "conflict"
                                         : "bad_request",
                         "queue %s: %s", q.name, err);
-        free(q.name);
-        free(q.parent);
+        al__queue_fini(&q);
         return;
     }
     al__store_put_queue(ctl, &q);
     al__reply(req, create ? 201 : 200, al__queue_json(&q, false));
     if (old != NULL) {
-        char *oname = old->name, *oparent = old->parent;
         q.usage = old->usage;
         q.share = old->share;
+        al__queue_fini(old);
         *old = q;
-        free(oname);
-        free(oparent);
     } else {
         ctl->queues =
             al_xreallocarray(ctl->queues, (size_t)ctl->nqueues + 1, sizeof q);
@@ -159,8 +168,7 @@ al__api_queue_delete(al_ctl_t *ctl, al__req_t *req)
     }
     al__store_del_queue(ctl, q->name);
     json_t *o = json_pack("{s:s}", "deleted", q->name);
-    free(q->name);
-    free(q->parent);
+    al__queue_fini(q);
     *q = ctl->queues[--ctl->nqueues];
     ctl->queue_gen++;
     al__ctl_touch(ctl);

@@ -133,6 +133,7 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->min_tasks = p->min_tasks;
     j->max_tasks = p->max_tasks;
     j->checkpointing = p->checkpointing;
+    j->retries = p->retries; /* each element runs again on its own */
     j->spec = element_spec(p, k, index);
     j->nafter = p->nafter;
     j->after = al_xcalloc((size_t)p->nafter + 1, sizeof *j->after);
@@ -213,9 +214,8 @@ tick_one(al_ctl_t *ctl, al__job_t *p)
      * run, so an element waiting on its aftercorr does not keep the next
      * from starting.  The window counts every element pending, but for
      * one whose own aftercorr can never be satisfied (the element it
-     * follows failed): it waits for ever, as Slurm's does, and must not
-     * stall the rest of the array.  (When every element is such, every
-     * one gets its job in the end: the array's own size bounds it.) */
+     * follows failed): the cycle fails it (lifecycle.c), and until then it
+     * must not hold up the rest of the array. */
     int64_t active = 0, pending = 0;
     for (int64_t k = a->done_k; k < count; k++) {
         const al__job_t *j = slot(ctl, p, k);

@@ -9,7 +9,8 @@
  *
  * May call: the handlers through the route table's pointers (and
  * agentproto.c for parked polls), bootstrap.c, cycle.c, idle.c, state.c,
- * table.c, reason.c, store.c, auth.c and req.c.  Nothing below calls it; the
+ * table.c, reason.c, store.c, auth.c, req.c and events.c (the streams'
+ * ticks).  Nothing below calls it; the
  * intake (server.c) calls al__ctl_start/stop/submit.
  */
 #include <errno.h>
@@ -54,8 +55,15 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     }
     if ((rc = al__store_open(ctl, cause)) != 0)
         return rc;
-    if ((rc = al__store_load(ctl, cause)) == 0)
+    if ((rc = al__store_load(ctl, cause)) == 0) {
         al__ctl_index_running(ctl);
+        al__fairshare_load(ctl);
+    }
+    /* GET /v1/events shows what happened before this start, too. */
+    if (rc == 0 && al__store_load_events(ctl, AL_EVENTS_RING) != 0)
+        al_warn("store: cannot read the last events; GET /v1/events "
+                "starts empty");
+    al__events_publish(ctl->events);
     if (rc != 0 || (rc = al__bootstrap(ctl, cause)) != 0) {
         al__store_close(ctl);
         return rc;
@@ -91,11 +99,10 @@ al__ctl_stop(al_ctl_t *ctl)
     free(ctl->dirty);
     free(ctl->api_hist);
     al__waste_fini(&ctl->waste);
-    for (int i = 0; i < ctl->nqueues; i++) {
-        free(ctl->queues[i].name);
-        free(ctl->queues[i].parent);
-    }
+    for (int i = 0; i < ctl->nqueues; i++)
+        al__queue_fini(&ctl->queues[i]);
     free(ctl->queues);
+    al__members_fini(ctl);
     for (int i = 0; i < ctl->nnodes; i++)
         al__node_fini(&ctl->nodes[i]);
     free(ctl->nodes);
@@ -196,11 +203,10 @@ reload(al_ctl_t *ctl)
     ctl->active_lo = 0;
     ctl->ndirty = 0;
     ctl->nrunning = 0;
-    for (int i = 0; i < ctl->nqueues; i++) {
-        free(ctl->queues[i].name);
-        free(ctl->queues[i].parent);
-    }
+    for (int i = 0; i < ctl->nqueues; i++)
+        al__queue_fini(&ctl->queues[i]);
     ctl->nqueues = 0;
+    al__members_fini(ctl);
     /* Answer the parked long-polls before their nodes go. */
     for (int i = 0; i < ctl->nnodes; i++) {
         al__req_t *p = ctl->nodes[i].parked;
@@ -223,6 +229,7 @@ reload(al_ctl_t *ctl)
         return;
     }
     al__ctl_index_running(ctl);
+    al__fairshare_load(ctl);
     int64_t now = al_clock_mono_ms();
     for (int i = 0; i < ctl->nnodes; i++)
         ctl->nodes[i].last_seen = now;
@@ -241,6 +248,12 @@ wait_for_work(al_ctl_t *ctl, bool *stop)
         wake = ctl->sched_due;
     if (ctl->parked_min < wake)
         wake = ctl->parked_min;
+    /* Event streams' keepalives and long polls are due to the second,
+     * and streams a publish left to wake within a few ms. */
+    if (ctl->events != NULL && wake > now + 1000)
+        wake = now + 1000;
+    if (al__events_next_ms(ctl->events) < wake)
+        wake = al__events_next_ms(ctl->events);
     pthread_mutex_lock(&ctl->mu);
     while (ctl->inbox == NULL && !ctl->stop && now < wake) {
         struct timespec ts = { wake / 1000, (long)(wake % 1000) * 1000000 };
@@ -298,6 +311,7 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->cycle_ms = al_clock_mono_ms() - now;
     }
     al__usage_tick(ctl, al_clock_ms());
+    al__fairshare_save(ctl, stop ? 0 : -1);
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);
@@ -397,6 +411,7 @@ loop_main(void *arg)
             maintain(ctl, stop);
         answer_polls(ctl, stop);
         release(ctl);
+        al__events_tick(ctl->events, al_clock_mono_ms());
         if (stop)
             return NULL;
     }

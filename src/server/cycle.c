@@ -122,6 +122,8 @@ build_queues(const al_ctl_t *ctl, build_t *b)
         b->sq[i].usage = q->usage;
         b->sq[i].build_capped = q->build_capped;
         b->sq[i].build_cap = q->build_cap;
+        b->sq[i].nmodel_quotas = q->nmquotas;
+        b->sq[i].model_quotas = q->mquotas;
         if (b->qparent[i] >= 0)
             b->has_child[b->qparent[i]] = true;
     }
@@ -199,6 +201,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, al_dep_state_t ds,
     s->min_tasks = s->max_tasks = j->ntasks;
     s->req.gpus = j->gpus;
     s->req.gpu_milli = j->gpus == 0 ? j->gpu_milli : 0;
+    s->req.gpu_mem = j->gpus == 0 ? j->gpu_mem : 0;
     s->req.cpu_milli = j->cpu_milli;
     s->req.mem_bytes = j->mem_bytes;
     s->req.gpu_model = j->gpu_model;
@@ -207,6 +210,12 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, al_dep_state_t ds,
     s->submit_time = j->submit_ms / 1000;
     s->eligible_time = j->eligible_ms / 1000;
     s->time_limit = j->time_limit;
+    /* Whole seconds from a start in ms: one more when the start was
+     * inside a second, so that a job is never a victim before it ran its
+     * minimum in full. */
+    s->min_runtime = al__job_min_runtime(ctl, j);
+    if (s->min_runtime > 0 && j->start_ms % 1000 != 0)
+        s->min_runtime++;
     s->state = j->state == JS_RUNNING ? AL_JOB_RUNNING
                : j->state == JS_HELD  ? AL_JOB_HELD
                                       : AL_JOB_PENDING;
@@ -254,9 +263,8 @@ turn_start(al_ctl_t *ctl, turn_t *t, const al__job_t *p)
 
 /* Whether pending element j (its dependencies at ds) may be in the
  * snapshot: within its array's limit, taken in index order.  One that
- * cannot start anyway (held, or waiting on a dependency) takes no turn, so
- * an element that never may (aftercorr on a failed one) does not hold up
- * the rest.  One left out says why. */
+ * cannot start anyway (held, or waiting on a dependency) takes no turn:
+ * "%N" is how many run, as in Slurm.  One left out says why. */
 static bool
 array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
 {
@@ -287,7 +295,7 @@ array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
 /* Active jobs (pending, held, running) in id order, so that the snapshot
  * and therefore the decisions are deterministic. */
 static void
-build_jobs(al_ctl_t *ctl, build_t *b)
+build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
 {
     size_t cap = 0, ntask = 0, ndep = 0;
     uint64_t lo = al__ctl_first_active(ctl);
@@ -346,7 +354,15 @@ build_jobs(al_ctl_t *ctl, build_t *b)
         if (j->state == JS_RUNNING &&
             (j->tasks == NULL || j->tasks[0].node < 0))
             continue;
+        /* lifecycle.c: a dependency never met fails the job at once; a
+         * retry waits out its back-off. */
         al_dep_state_t ds = dep_state(ctl, j);
+        if (j->state != JS_RUNNING && ds == AL_DEPS_NEVER) {
+            al__lifecycle_dep_never(ctl, j);
+            continue;
+        }
+        if (al__lifecycle_waits(j, now_ms))
+            continue;
         if (!array_turn(ctl, &turn, j, ds))
             continue;
         fill_job(ctl, b, j, qi, ds, &npl);
@@ -407,11 +423,29 @@ apply_evictions(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
         const char *why = d->why <= AL_EVICT_RESERVATION
                               ? al__evict_reasons[d->why]
                               : "evicted";
-        char *detail =
-            d->for_job >= 0 && (size_t)d->for_job < b->nj
-                ? al_xasprintf("%s (for job %llu)", why,
-                               (unsigned long long)b->act[d->for_job]->id)
-                : al_xstrdup(why);
+        const al__job_t *fj = d->for_job >= 0 && (size_t)d->for_job < b->nj
+                                  ? b->act[d->for_job]
+                                  : NULL;
+        char *detail;
+        if (fj != NULL && d->why == AL_EVICT_RECLAIM) {
+            /* Who took what back: the event streams and histories say
+             * "queue joe reclaimed 2 GPUs (for job 5)". */
+            char gpus[32];
+            if (j->gpus > 0)
+                snprintf(gpus, sizeof gpus, "%lld GPU%s",
+                         (long long)j->gpus * j->ntasks,
+                         (long long)j->gpus * j->ntasks == 1 ? "" : "s");
+            else
+                snprintf(gpus, sizeof gpus, "%.2f GPU",
+                         j->gpu_milli * j->ntasks / 1000.0);
+            detail = al_xasprintf("queue %s reclaimed %s (for job %llu)",
+                                  fj->queue, gpus, (unsigned long long)fj->id);
+        } else if (fj != NULL) {
+            detail = al_xasprintf("%s (for job %llu)", why,
+                                  (unsigned long long)fj->id);
+        } else {
+            detail = al_xstrdup(why);
+        }
         if (d->why <= AL_EVICT_RESERVATION)
             ctl->counters.evicted[d->why][d->requeue ? 1 : 0]++;
         if (d->requeue)
@@ -493,7 +527,8 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
                 ctl->queues[b->qorder[q]].share.demand[r] += b->unborn[i][r];
 }
 
-/* Decayed usage for time-based fair share (one-day half-life). */
+/* Decayed usage for time-based fair share (--fair-share-half-life; kept
+ * in the store by fairshare.c). */
 static void
 accrue_usage(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
              int64_t now)
@@ -503,8 +538,10 @@ accrue_usage(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
         return;
     for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++) {
         al__queue_t *q = &ctl->queues[b->qorder[i]];
+        if (res->queues[i].allocated[AL_RES_GPU] > 0)
+            ctl->fairshare_dirty = true;
         q->usage =
-            al_usage_decay(q->usage, elapsed, 86400) +
+            al_usage_decay(q->usage, elapsed, al__fairshare_half_life(ctl)) +
             (double)res->queues[i].allocated[AL_RES_GPU] * (double)elapsed;
     }
     ctl->usage_last = now;
@@ -519,9 +556,10 @@ al__cycle_run(al_ctl_t *ctl)
     al__array_tick(ctl);
     build_queues(ctl, &b);
     build_nodes(ctl, &b);
-    build_jobs(ctl, &b);
+    build_jobs(ctl, &b, now_ms);
     al_config_default(&b.cfg);
     al__pools_snap_config(&ctl->pools, &b.cfg);
+    b.cfg.usage_half_life = al__fairshare_half_life(ctl);
     b.snap = (al_snapshot_t){
         .now = now,
         .config = &b.cfg,

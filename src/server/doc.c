@@ -87,6 +87,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
     al__pools_job_doc(j, o);
     al__elastic_doc(j, o);
+    al__pipeline_doc(j, o);
+    al__lifecycle_doc(j, o);
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)
@@ -103,12 +105,14 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
                             json_integer((json_int_t)j->array_index));
     }
     json_t *spec = al__job_spec(j);
-    json_object_update(o, spec); /* command, cwd, env, script */
+    json_object_update(o, spec); /* command, cwd, env, script, image */
     json_decref(spec);
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
     if (reason != NULL)
         json_object_set_new(o, "reason", json_string(reason));
+    if (j->gpu_mem > 0)
+        json_object_set_new(o, "gpu_mem", json_integer((json_int_t)j->gpu_mem));
     if (!internal) {
         json_object_set_new(o, "priority",
                             json_integer(al__jclasses[j->cls].priority));
@@ -122,13 +126,22 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
             const char *node = tk->node >= 0 && tk->node < ctl->nnodes
                                    ? ctl->nodes[tk->node].name
                                    : "?";
-            json_array_append_new(
-                pl,
-                json_pack("{s:i, s:s, s:o, s:i, s:I, s:b, s:i, s:i}", "task", t,
-                          "node", node, "gpus", gpu_list(tk->devices),
-                          "gpu_milli", tk->gpu_milli, "gpu_mem",
-                          (json_int_t)tk->gpu_mem, "done", tk->done,
-                          "exit_code", tk->exit_code, "signal", tk->signal));
+            json_t *po = json_pack(
+                "{s:i, s:s, s:o, s:i, s:I, s:b, s:i, s:i}", "task", t, "node",
+                node, "gpus", gpu_list(tk->devices), "gpu_milli", tk->gpu_milli,
+                "gpu_mem", (json_int_t)tk->gpu_mem, "done", tk->done,
+                "exit_code", tk->exit_code, "signal", tk->signal);
+            if (!internal && tk->has_usage) {
+                json_object_set_new(po, "cpu_usec",
+                                    json_integer((json_int_t)tk->cpu_usec));
+                if (tk->mem_used >= 0)
+                    json_object_set_new(po, "mem_used",
+                                        json_integer((json_int_t)tk->mem_used));
+                if (tk->mem_peak >= 0)
+                    json_object_set_new(po, "mem_peak",
+                                        json_integer((json_int_t)tk->mem_peak));
+            }
+            json_array_append_new(pl, po);
         }
         json_object_set_new(o, "placement", pl);
     }
@@ -158,6 +171,7 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->ntasks = (int)al_json_int(o, "tasks", 1);
     j->gpus = (int32_t)al_json_int(o, "gpus", 0);
     j->gpu_milli = (int32_t)al_json_int(o, "gpu_milli", 0);
+    j->gpu_mem = al_json_int(o, "gpu_mem", 0);
     j->cpu_milli = al_json_int(o, "cpu_milli", 0);
     j->mem_bytes = al_json_int(o, "mem_bytes", 0);
     j->time_limit = al_json_int(o, "time_limit", 0);
@@ -165,9 +179,11 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->gpu_model = model ? al_xstrdup(model) : NULL;
     al__pools_job_read(o, j);
     al__elastic_read(o, j);
+    al__pipeline_read(o, j);
+    al__lifecycle_read(o, j);
     json_t *spec = json_object();
-    static const char *const spec_keys[] = { "command", "cwd", "env",
-                                             "script" };
+    static const char *const spec_keys[] = { "command", "cwd", "env", "script",
+                                             "image" };
     for (size_t k = 0; k < sizeof spec_keys / sizeof spec_keys[0]; k++) {
         json_t *v = json_object_get(o, spec_keys[k]);
         if (v != NULL && !json_is_null(v))
@@ -287,6 +303,9 @@ al__queue_json(const al__queue_t *q, bool with_share)
     json_t *o = json_pack("{s:s, s:s?, s:i, s:o}", "name", q->name, "parent",
                           q->parent, "priority", q->priority, "quota", quota);
     al__queue_opts_json(q, o);
+    al__queue_policy_json(q, o);
+    if (with_share || q->members.n > 0)
+        json_object_set_new(o, "members", al__names_json(&q->members));
     if (with_share) {
         json_t *fair = json_object(), *alloc = json_object(),
                *demand = json_object();
@@ -301,6 +320,9 @@ al__queue_json(const al__queue_t *q, bool with_share)
         json_object_set_new(o, "fair_share", fair);
         json_object_set_new(o, "allocated", alloc);
         json_object_set_new(o, "demand", demand);
+        /* The decayed usage behind fair share, in GPU-hours. */
+        json_object_set_new(o, "usage_gpu_hours",
+                            json_real(q->usage / AL_GPU_MILLI / 3600.0));
     }
     return o;
 }
@@ -317,19 +339,21 @@ num_member(const json_t *o, const char *key, double def, double *out)
 int
 al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
 {
-    /* The last three are what GET adds (read-only): a document read,
+    /* The last four are what GET adds (read-only): a document read,
      * changed and PUT back is accepted, those ignored. */
-    static const char *const keys[] = { "name",           "parent",
-                                        "priority",       "quota",
-                                        "max_build_gpus", "idle_timeout",
-                                        "idle_util",      "fair_share",
-                                        "allocated",      "demand" };
+    static const char *const keys[] = {
+        "name",           "parent",         "priority",   "quota",
+        "max_build_gpus", "idle_timeout",   "idle_util",  "members",
+        "min_runtime",    "model_quotas",   "fair_share", "allocated",
+        "demand",         "usage_gpu_hours"
+    };
     static const char *const rkeys[] = { "deserved", "limit", "weight" };
     const char *bad = al__unknown_member(o, keys, sizeof keys / sizeof *keys);
     if (bad != NULL) {
         *cause = al_xasprintf("unknown field '%s' (a queue has name, parent, "
                               "priority, quota, max_build_gpus, "
-                              "idle_timeout and idle_util)",
+                              "idle_timeout, idle_util, members, "
+                              "min_runtime and model_quotas)",
                               bad);
         return AL_EINVAL;
     }
@@ -395,13 +419,53 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
     tmp.name = al_xstrdup(name);
     tmp.parent = parent != NULL && parent[0] ? al_xstrdup(parent) : NULL;
     tmp.priority = (int)al_json_int(o, "priority", 0);
-    if (al__queue_opts_parse(o, &tmp, cause) != 0) {
+    if (al__queue_opts_parse(o, &tmp, cause) != 0 ||
+        al__queue_policy_parse(o, &tmp, cause) != 0) {
+        free(tmp.name);
+        free(tmp.parent);
+        return AL_EINVAL;
+    }
+    if (al__names_read(o, "members", true, &tmp.members, cause) != 0) {
+        al__queue_policy_fini(&tmp);
         free(tmp.name);
         free(tmp.parent);
         return AL_EINVAL;
     }
     *q = tmp;
     return 0;
+}
+
+/* A node's GPU health in its document (drain_reason, each faulty GPU's
+ * "unhealthy"), written and read back. */
+static void
+node_health_doc(const al__node_t *n, json_t *o)
+{
+    if (n->drain_reason != NULL)
+        json_object_set_new(o, "drain_reason", json_string(n->drain_reason));
+    json_t *gpus = json_object_get(o, "gpus");
+    for (int d = 0; d < n->ngpus && n->gpu_why != NULL; d++)
+        if ((n->gpu_bad & ((uint64_t)1 << d)) && n->gpu_why[d] != NULL)
+            json_object_set_new(json_array_get(gpus, (size_t)d), "unhealthy",
+                                json_string(n->gpu_why[d]));
+}
+
+static void
+node_health_read(const json_t *o, al__node_t *n)
+{
+    const char *r = al_json_str(o, "drain_reason", NULL);
+    if (r != NULL)
+        n->drain_reason = al_xstrdup(r);
+    json_t *gpus = json_object_get(o, "gpus");
+    for (int d = 0; d < n->ngpus && d < AL_MAX_DEVICES; d++) {
+        const char *why =
+            al_json_str(json_array_get(gpus, (size_t)d), "unhealthy", NULL);
+        if (why == NULL)
+            continue;
+        if (n->gpu_why == NULL)
+            n->gpu_why = al_xcalloc(AL_MAX_DEVICES, sizeof *n->gpu_why);
+        n->gpu_why[d] = al_xstrdup(why);
+        n->gpu_bad |= (uint64_t)1 << d;
+    }
 }
 
 json_t *
@@ -426,6 +490,9 @@ al__node_json(const al_ctl_t *ctl, const al__node_t *n)
                   "cpu_milli", (json_int_t)n->cpu_milli, "mem_bytes",
                   (json_int_t)n->mem_bytes, "gpus", gpus);
     al__pools_node_doc(ctl, n, o);
+    node_health_doc(n, o);
+    if (n->mps) /* said only when true: older documents stay as they were */
+        json_object_set_new(o, "mps", json_true());
     return o;
 }
 
@@ -450,6 +517,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
     tmp.addr = al_xstrdup(al_json_str(o, "addr", "127.0.0.1"));
     tmp.emulated = al_json_bool(o, "emulated", false);
     tmp.drained = al_json_bool(o, "drained", false);
+    tmp.mps = al_json_bool(o, "mps", false);
     tmp.state = NS_READY;
     tmp.cpu_milli = al_json_int(o, "cpu_milli", 0);
     tmp.mem_bytes = al_json_int(o, "mem_bytes", 0);
@@ -468,6 +536,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
         tmp.devices[i].numa = (int16_t)tmp.gpus[i].numa;
         tmp.devices[i].nvlink = (int16_t)tmp.gpus[i].nvlink;
     }
+    node_health_read(o, &tmp);
     *n = tmp;
     return 0;
 }

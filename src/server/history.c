@@ -231,7 +231,7 @@ rollup(al_ctl_t *ctl, int64_t step, int64_t coarse, int64_t c)
     snprintf(a, sizeof a, "%lld", (long long)step);
     snprintf(b, sizeof b, "%lld", (long long)coarse);
     snprintf(x, sizeof x, "%lld", (long long)c);
-    snprintf(y, sizeof y, "%lld", (long long)c + (long long)coarse);
+    snprintf(y, sizeof y, "%lld", (long long)c + coarse);
     const char *v[] = { a, b, x, y };
     al__store_write(ctl, "usage_rollup", 4, v);
 }

@@ -84,6 +84,7 @@ struct job_req {
     int cls;
     int64_t tasks, gpus, cpu, mem, limit;
     double frac;
+    int64_t gpu_mem; /* part of one GPU by its memory, or 0 */
 };
 
 /* The queue, class and sizes of body b. */
@@ -121,6 +122,14 @@ check_sizes(const json_t *b, struct job_req *r, char **cause)
             cause, AL_EINVAL,
             al_xstrdup("gpu_fraction must be in (0, 1) and excludes "
                        "gpus"));
+    r->gpu_mem = 0;
+    if ((rc = opt_int(b, "gpu_mem", 0, AL_JOB_MAX_MEM_BYTES, &r->gpu_mem,
+                      cause)) != 0)
+        return rc;
+    if (r->gpu_mem > 0 && r->gpus > 0)
+        return al__fail(cause, AL_EINVAL,
+                        al_xstrdup("gpu_mem asks for part of one GPU by its "
+                                   "memory and excludes gpus"));
     return 0;
 }
 
@@ -145,6 +154,21 @@ check_spec(const json_t *b, char **cause)
     json_t *cwd = json_object_get(b, "cwd");
     if (cwd != NULL && !json_is_null(cwd) && !json_is_string(cwd))
         return al__fail(cause, AL_EINVAL, al_xstrdup("cwd must be a string"));
+    json_t *image = json_object_get(b, "image");
+    if (image != NULL && !json_is_null(image)) {
+        /* It becomes an argument of the container runtime: a word, never
+         * an option. */
+        const char *s = json_string_value(image);
+        size_t n = s != NULL ? strlen(s) : 0;
+        bool ok = n > 0 && n <= 1024 && s[0] != '-';
+        for (size_t i = 0; i < n && ok; i++)
+            ok = (unsigned char)s[i] > ' ' && s[i] != 0x7f;
+        if (!ok)
+            return al__fail(cause, AL_EINVAL,
+                            al_xstrdup("image must be an image name: no "
+                                       "spaces, not starting with '-', at "
+                                       "most 1024 bytes"));
+    }
     json_t *after = json_object_get(b, "after");
     if (after != NULL && !json_is_null(after) && !json_is_array(after))
         return al__fail(cause, AL_EINVAL,
@@ -201,7 +225,7 @@ static char *
 job_spec(const json_t *b)
 {
     json_t *spec = json_pack("{s:O}", "command", json_object_get(b, "command"));
-    static const char *const keys[] = { "cwd", "script", "env" };
+    static const char *const keys[] = { "cwd", "script", "env", "image" };
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         json_t *v = json_object_get(b, keys[k]);
         if (v != NULL && !json_is_null(v))
@@ -227,6 +251,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "gpu_fraction", "user",       "name",      "gpu_model",
         "hold",         "array",      "sweep",     "dependency",
         "pool",         "constraint", "max_tasks", "checkpointing",
+        "image",        "gpu_mem",    "retries",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -262,8 +287,9 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
                                                  "such as afterok:5:6"));
     }
     char *pool = NULL, *constraint = NULL;
-    int max_tasks = 0;
+    int max_tasks = 0, retries = 0;
     if ((rc = al__elastic_body(b, r.tasks, &max_tasks, cause)) != 0 ||
+        (rc = al__lifecycle_body(b, &retries, cause)) != 0 ||
         (rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
         al__array_free(array);
         free(deps);
@@ -295,6 +321,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         j->gpu_milli = 1;
     if (j->gpu_milli >= AL_GPU_MILLI)
         j->gpu_milli = AL_GPU_MILLI - 1;
+    j->gpu_mem = r.gpu_mem;
     j->cpu_milli = r.cpu;
     j->mem_bytes = r.mem;
     j->time_limit = r.limit;
@@ -314,6 +341,7 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
     j->checkpointing = al_json_bool(b, "checkpointing", false);
+    j->retries = retries;
     j->snap = -1;
     j->array = array;
     j->deps = deps;

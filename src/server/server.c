@@ -14,8 +14,14 @@
  * over: its socket goes to relay.c, which gives it back through
  * close_upgraded() when the session ends.
  *
+ * A reply that is an event stream (GET /v1/events) is sent by a content
+ * reader over events.c's stream: the reader suspends the connection when
+ * there is nothing to send and the hub resumes it when there is, so a
+ * stream costs no thread and a slow client only its own buffers.
+ *
  * May call: ctl.c (start, stop, submit), route.c (matching a path),
- * relay.c (upgraded sockets) and req.c (an error reply).
+ * relay.c (upgraded sockets), events.c (event streams) and req.c (an
+ * error reply).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -69,6 +75,8 @@ al_server_opts_default(al_server_opts_t *o)
     o->usage_interval_s = 60;
     o->usage_rollup = 60;
     o->consolidate_moves = 4;
+    o->fairshare_half_life_s = INT64_C(7) * 86400;
+    o->retry_backoff_s = 10;
     o->usage_keep_fine_days = 7;
     o->usage_keep_coarse_days = 365;
     o->grace_ms = 10000;
@@ -146,6 +154,8 @@ req_free(al__req_t *req)
     }
     free(req->token);
     free(req->upgrade);
+    free(req->last_event_id);
+    al__events_free(req->sse);
     json_decref(req->body);
     json_decref(req->resp);
     json_decref(req->acks);
@@ -198,6 +208,81 @@ send_upgrade(al_server_t *s, struct MHD_Connection *c, al__req_t *req)
     return ret;
 }
 
+/* libmicrohttpd's side of an event stream (events.c). */
+static ssize_t
+sse_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    ssize_t n = al__events_read(cls, buf, max);
+    return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void
+sse_free(void *cls)
+{
+    al__events_free(cls);
+}
+
+static void
+sse_suspend(void *conn)
+{
+    MHD_suspend_connection(conn);
+}
+
+static void
+sse_resume(void *conn)
+{
+    MHD_resume_connection(conn);
+}
+
+/* A 200 whose body is the event stream req->sse, which it takes. */
+static enum MHD_Result
+send_events(struct MHD_Connection *c, al__req_t *req)
+{
+    al__sse_t *sse = req->sse;
+    req->sse = NULL;
+    req_free(req);
+    al__events_attach(sse, c);
+    struct MHD_Response *r = MHD_create_response_from_callback(
+        MHD_SIZE_UNKNOWN, 16384, sse_read, sse, sse_free);
+    if (r == NULL) {
+        al__events_free(sse);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, "Content-Type", "text/event-stream");
+    MHD_add_response_header(r, "Cache-Control", "no-store");
+    MHD_add_response_header(r, "X-Accel-Buffering", "no");
+    enum MHD_Result ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+    MHD_destroy_response(r); /* frees sse when ret is MHD_NO */
+    return ret;
+}
+
+/* The dashboard's files: no script but its own, no framing, no sniffing
+ * (docs/server.md, "Dashboard"). */
+static enum MHD_Result
+send_web(struct MHD_Connection *c, al__req_t *req)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(
+        req->text_len, req->text, MHD_RESPMEM_MUST_FREE);
+    req->text = NULL;
+    MHD_add_response_header(r, "Content-Type",
+                            req->ctype ? req->ctype : "text/plain");
+    MHD_add_response_header(
+        r, "Content-Security-Policy",
+        "default-src 'none'; script-src 'self'; style-src 'self'; "
+        "img-src 'self' data:; connect-src 'self'; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'");
+    MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(r, "X-Frame-Options", "DENY");
+    MHD_add_response_header(r, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(r, "Cache-Control", "no-cache");
+    enum MHD_Result ret =
+        MHD_queue_response(c, (unsigned)(req->status ? req->status : 200), r);
+    MHD_destroy_response(r);
+    req_free(req);
+    return ret;
+}
+
 /* Sends the reply the loop made for req and frees req. */
 static enum MHD_Result
 send_handled(al_server_t *s, struct MHD_Connection *c, al__req_t *req)
@@ -205,6 +290,10 @@ send_handled(al_server_t *s, struct MHD_Connection *c, al__req_t *req)
     enum MHD_Result r;
     if (req->upgrade != NULL && req->status == 101)
         return send_upgrade(s, c, req);
+    if (req->sse != NULL)
+        return send_events(c, req);
+    if (req->web && req->text != NULL)
+        return send_web(c, req);
     if (req->text != NULL) {
         r = send_reply(c, req->status ? req->status : 200,
                        req->ctype ? req->ctype : "text/plain; charset=utf-8",
@@ -263,6 +352,10 @@ dispatch(al_server_t *s, struct MHD_Connection *c, const char *url,
     const char *up = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
                                                  MHD_HTTP_HEADER_UPGRADE);
     req->upgrade_asked = up != NULL && strcasecmp(up, "allot-stream") == 0;
+    const char *lei =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Last-Event-ID");
+    if (lei != NULL)
+        req->last_event_id = al_xstrndup(lei, 64);
     /* Suspended before the loop can see it: the loop may answer it
      * before al__ctl_submit() returns, and hands it back through
      * reply_ready(), which resumes the connection; the reply goes out from
@@ -476,6 +569,9 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     if (rc == 0 && o->metrics_listen != NULL)
         rc = parse_listen("--metrics-listen", o->metrics_listen, &msa, cause);
     al__pools_t pools;
+    int64_t minrt[AL_MAX_JCLASSES];
+    if (rc == 0)
+        rc = al__min_runtime_config(o->min_runtime, minrt, cause);
     if (rc == 0)
         rc = al__pools_config(o, &pools, cause);
     if (rc != 0)
@@ -512,9 +608,12 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
     s->ctl.state_dir = al_xstrdup(o->state_dir);
     s->ctl.reply = reply_ready;
     s->ctl.relay = al__relay_create(close_upgraded);
+    s->ctl.events = al__events_create(sse_suspend, sse_resume);
     (void)al__pools_config(o, &s->ctl.pools, cause);
+    memcpy(s->ctl.class_min_runtime, minrt, sizeof minrt);
     if ((rc = al__ctl_start(&s->ctl, cause)) != 0) {
         al__relay_destroy(s->ctl.relay);
+        al__events_destroy(s->ctl.events);
         al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
         server_free(s);
@@ -539,6 +638,7 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
             o->listen);
         al__ctl_stop(&s->ctl);
         al__relay_destroy(s->ctl.relay);
+        al__events_destroy(s->ctl.events);
         al__pools_fini(&s->ctl.pools);
         close(s->lock_fd);
         server_free(s);
@@ -558,7 +658,9 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
                                   o->metrics_listen);
             al__ctl_stop(&s->ctl);
             al__relay_destroy(s->ctl.relay);
+            al__events_close(s->ctl.events);
             MHD_stop_daemon(s->mhd);
+            al__events_destroy(s->ctl.events);
             close(s->lock_fd);
             server_free(s);
             return AL_EIO;
@@ -607,7 +709,11 @@ al_server_stop(al_server_t *s)
      * listener, which closes the connections. */
     al__ctl_stop(&s->ctl);
     al__relay_destroy(s->ctl.relay); /* its sockets before the intake's */
+    /* The streams end before the intake stops: libmicrohttpd may not stop
+     * with a suspended connection. */
+    al__events_close(s->ctl.events);
     MHD_stop_daemon(s->mhd);
+    al__events_destroy(s->ctl.events);
     if (s->metrics_mhd != NULL)
         MHD_stop_daemon(s->metrics_mhd);
     al__pools_fini(&s->ctl.pools);
@@ -683,7 +789,9 @@ al_server_main(int argc, char **argv)
     o.max_body = (size_t)a.max_body;
     al__pools_t pools;
     char *why = NULL;
-    if (al__pools_config(&o, &pools, &why) != 0) {
+    int64_t minrt[AL_MAX_JCLASSES];
+    if (al__min_runtime_config(o.min_runtime, minrt, &why) != 0 ||
+        al__pools_config(&o, &pools, &why) != 0) {
         fprintf(stderr, "allot server: %s\n", why);
         free(why);
         return AL_EXIT_USAGE;

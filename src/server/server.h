@@ -58,6 +58,13 @@ typedef struct al_server_opts {
      * most consolidate_moves moves per queue and hour. */
     int64_t consolidate_s;
     int64_t consolidate_moves;
+    /* fairshare.c: the half-life of the queues' decayed usage. */
+    int64_t fairshare_half_life_s;
+    /* queuepolicy.c: minimum runtimes by class ("train=600"), or NULL. */
+    const char *min_runtime;
+    /* lifecycle.c: the first retry's back-off (seconds), doubled for each
+     * next one. */
+    int64_t retry_backoff_s;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

@@ -44,6 +44,17 @@
  *                 warned, then ended (called by the loop, over state.c)
  *   queueopts.c   a queue's build cap and idle settings, their JSON form
  *                 (under doc.c)
+ *   members.c     who may use a queue: users' settings (a default queue),
+ *                 groups, the check a submission passes; memberdoc.c
+ *                 their JSON forms (under doc.c); api_users.c the
+ *                 handlers of /v1/users and /v1/groups
+ *   fairshare.c   the queues' decayed usage kept in the store (over
+ *                 store.c)
+ *   queuepolicy.c a queue's per-GPU-model quotas and minimum runtime,
+ *                 their JSON form (under doc.c), the classes' minimums
+ *   lifecycle.c   retries with back-off, a dependency never met, suspend
+ *                 and resume (over state.c); lifecycledoc.c their fields
+ *                 in bodies and documents (under doc.c)
  *
  * Beside them, server_cmd.c: `allot server`'s option table alone (data),
  * which the allot command links for its help without the controller.
@@ -74,6 +85,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/types.h>
 
 #include "arrayspec.h"
 #include "core/core.h"
@@ -107,6 +119,7 @@ typedef struct al__jclass {
 } al__jclass_t;
 
 extern const al__jclass_t al__jclasses[];
+#define AL_MAX_JCLASSES 8 /* al__njclasses is at most this */
 extern const int al__njclasses;
 
 typedef struct al__task {
@@ -121,6 +134,10 @@ typedef struct al__task {
      * -1 until known: syncs ask for it once per task, not once per report
      * (see al__proto_log_size()). */
     int64_t log_size;
+    /* Its use as its agent last said (cgroups; in memory only): CPU time
+     * (us), memory in use and the most it used (bytes; -1 unknown). */
+    int64_t cpu_usec, mem_used, mem_peak;
+    bool has_usage;
 } al__task_t;
 
 /* What a job array's parent holds besides the job its elements copy.  The
@@ -146,6 +163,7 @@ typedef struct al__job {
     int ntasks;
     int32_t gpus;      /* whole GPUs per task */
     int32_t gpu_milli; /* fraction when gpus == 0 */
+    int64_t gpu_mem;   /* GPU memory per task when gpus == 0 (bytes), or 0 */
     int64_t cpu_milli;
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
@@ -159,10 +177,17 @@ typedef struct al__job {
     int64_t grow_tried_ms;
     /* It saves its progress: consolidate.c may move it. */
     bool checkpointing;
+    /* lifecycle.c: its tasks stopped (SIGSTOP) with their GPUs kept. */
+    bool suspended;
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
     int32_t master_port;
+    /* lifecycle.c: runs again after a failure by exit code, at most
+     * `retries` times (`retried` so far), not before retry_at_ms (wall
+     * ms; 0: at once). */
+    int retries, retried;
+    int64_t retry_at_ms;
     /* What runs, as compact JSON text: {"command": [...], "cwd": ...,
      * "env": {...}, "script": ...}.  Text, not a jansson tree, because it
      * is read only when the job starts or is shown, and a tree costs
@@ -208,6 +233,11 @@ typedef struct al__job {
      * while the warning stands. */
     int64_t idle_since_ms, idle_warned_ms;
     char *idle_notice;
+    /* A pipeline's stage (pipeline.c): the pipeline's id (its first
+     * stage's job id), the stage's name and the pipeline's; 0 and NULLs
+     * for a job of no pipeline. */
+    uint64_t pipeline;
+    char *stage, *pipeline_name;
     al__array_t *array;  /* a job array's parent: never scheduled itself */
     uint64_t array_job;  /* an element: its parent's id, else 0 */
     int64_t array_index; /* an element: its index */
@@ -216,9 +246,18 @@ typedef struct al__job {
 /* ------------------------------------------------------------------ */
 /* Queues and nodes                                                   */
 
+/* A list of names (members.c): a queue's members, a group's users. */
+typedef struct al__names {
+    char **v;
+    int n;
+} al__names_t;
+
 typedef struct al__queue {
     char *name;
     char *parent; /* or NULL */
+    /* Who may submit into it (members.c): user names and "@group"s; none:
+     * everyone. */
+    al__names_t members;
     int priority;
     al_quota_t quota[AL_NRES];
     double usage;           /* decayed milli-GPU-seconds */
@@ -230,6 +269,11 @@ typedef struct al__queue {
     int64_t build_cap;
     int64_t idle_timeout;
     int idle_util;
+    /* queuepolicy.c: per-GPU-model quotas (nmquotas, their model names
+     * owned) and the seconds its jobs run before they may be preempted. */
+    int nmquotas;
+    al_model_quota_t *mquotas;
+    int64_t min_runtime;
 } al__queue_t;
 
 enum { NS_READY = 0, NS_DRAINING, NS_DOWN };
@@ -269,6 +313,7 @@ typedef struct al__node {
     char *addr;
     bool emulated;
     bool drained; /* admin asked to drain */
+    bool mps;     /* its agent enforces GPU fractions with MPS */
     int state;    /* NS_* */
     int64_t cpu_milli, mem_bytes;
     int ngpus;
@@ -295,6 +340,14 @@ typedef struct al__node {
     char *snap_labels;
     char *topo[AL_MAX_TOPO_LEVELS];
     bool snap_ready;
+    /* gpuhealth.c: GPUs reported faulty (and why, NULL until one is), why
+     * the node was drained for it, and GPUs whose reset the agent has not
+     * yet acknowledged (with the reset's generation). */
+    uint64_t gpu_bad;
+    char **gpu_why;
+    char *drain_reason;
+    uint64_t gpu_resetting;
+    int64_t reset_gen;
 } al__node_t;
 
 /* pools.c: the controller's topology levels and pools' strategies. */
@@ -305,6 +358,18 @@ typedef struct al__pools {
     int npacks;
     al_pool_pack_t *packs;
 } al__pools_t;
+
+/* members.c: a user's settings (users exist by their tokens; this is
+ * what is kept about them besides) and a group, a named list of users. */
+typedef struct al__user {
+    char *name;
+    char *default_queue; /* where a job without a queue goes, or NULL */
+} al__user_t;
+
+typedef struct al__group {
+    char *name;
+    al__names_t users;
+} al__group_t;
 
 /* ------------------------------------------------------------------ */
 /* Tokens                                                             */
@@ -363,6 +428,12 @@ struct al__req {
      * (malloc()ed), and whether the agent's side (else the user's). */
     char *upgrade;
     bool upgrade_agent;
+    /* Static files of the dashboard: send its security headers. */
+    bool web;
+    /* GET /v1/events: the Last-Event-ID header (the intake's copy), and
+     * the stream the reply is (the intake takes it), or NULL. */
+    char *last_event_id;
+    struct al__sse *sse;
     al__req_t *next;
 };
 
@@ -482,6 +553,76 @@ typedef struct al__usage {
 } al__usage_t;
 
 /* ------------------------------------------------------------------ */
+/* events.c: the event hub behind GET /v1/events (its own lock)        */
+
+typedef struct al__events al__events_t;
+typedef struct al__sse al__sse_t;
+/* The events the hub keeps (the oldest go first). */
+#define AL_EVENTS_RING 8192
+/* The intake's suspend and resume of a stream's connection. */
+typedef void (*al__events_io_fn)(void *conn);
+
+/* One event as it is recorded: a job's history row and what the stream
+ * shows with it (strings are copied; any but event may be NULL). */
+typedef struct al__event_info {
+    uint64_t job;
+    int64_t ms;
+    const char *event, *detail;
+    const char *name, *user, *queue, *state;
+} al__event_info_t;
+
+/* How a stream ends: never (follow), once it caught up (once), or once
+ * it sent something or poll_s passed (a long poll, `allot events -f`). */
+enum { AL_SSE_FOLLOW = 0, AL_SSE_ONCE, AL_SSE_POLL };
+
+/* GET /v1/events' query, checked. */
+typedef struct al__events_query {
+    bool has_since;
+    uint64_t since; /* events after this id */
+    int last;       /* without since: the last `last` events first */
+    uint64_t job;   /* only this job's, or 0 */
+    int mode;       /* AL_SSE_* */
+    int poll_s;
+} al__events_query_t;
+
+al__events_t *al__events_create(al__events_io_fn suspend,
+                                al__events_io_fn resume);
+/* After the intake stopped (no stream is left); NULL is a no-op. */
+void al__events_destroy(al__events_t *h);
+/* Loop thread.  record: an event written in the open transaction;
+ * publish: the transaction committed, the streams see them; drop: it
+ * did not.  load: an event read from the store at start (more_before:
+ * the store has older ones), published with the next publish.  tick:
+ * wakes streams whose keepalive or poll deadline is due, or that a
+ * publish left for it (mono ms; streams are woken at most every few ms).
+ * Each is a no-op on a NULL hub. */
+void al__events_record(al__events_t *h, const al__event_info_t *in);
+void al__events_publish(al__events_t *h);
+void al__events_drop(al__events_t *h);
+void al__events_load(al__events_t *h, const al__event_info_t *in,
+                     bool more_before);
+void al__events_tick(al__events_t *h, int64_t mono);
+/* When tick has waiting streams to wake (mono ms), or INT64_MAX. */
+int64_t al__events_next_ms(const al__events_t *h);
+/* Ends every stream (before the intake stops); any thread. */
+void al__events_close(al__events_t *h);
+/* Checks the query's arguments (each NULL when absent): 0, or AL_EINVAL
+ * with the reason in *cause (caller frees) and *out untouched. */
+int al__events_query_parse(const char *since, const char *last_event_id,
+                           const char *last, const char *job,
+                           const char *follow, const char *poll,
+                           al__events_query_t *out, char **cause);
+/* A new stream of the events q selects that user may see (NULL: an
+ * admin, all); loop thread.  The intake attaches its connection, reads
+ * it (al__events_read(): bytes, 0 after suspending the connection, or -1
+ * at its end) and frees it, on its thread. */
+al__sse_t *al__events_open(al__events_t *h, const al__events_query_t *q,
+                           const char *user);
+void al__events_attach(al__sse_t *s, void *conn);
+ssize_t al__events_read(al__sse_t *s, char *buf, size_t max);
+void al__events_free(al__sse_t *s);
+
+/* ------------------------------------------------------------------ */
 /* The controller                                                     */
 
 typedef struct al__relay al__relay_t;
@@ -489,7 +630,8 @@ typedef struct al__relay al__relay_t;
 typedef struct al_ctl {
     al_server_opts_t opts;
     char *state_dir;
-    al__relay_t *relay; /* interactive sessions (relay.c), own lock */
+    al__relay_t *relay;   /* interactive sessions (relay.c), own lock */
+    al__events_t *events; /* GET /v1/events' hub (events.c), own lock */
 
     /* Shared with the daemon's thread, under mu. */
     pthread_mutex_t mu;
@@ -516,6 +658,14 @@ typedef struct al_ctl {
     al__queue_t *queues;
     al__node_t *nodes;
     al__token_t *tokens;
+    al__user_t *users; /* members.c */
+    al__group_t *groups;
+    int nusers, ngroups;
+    /* fairshare.c: when the queues' decayed usage was last written
+     * (monotonic ms; 0: not yet), and the queue_gen + 1 it was written
+     * under. */
+    int64_t fairshare_saved_ms;
+    uint64_t fairshare_gen;
     al__req_t *ready; /* replies to release after this iteration's commit */
     /* The running jobs, in no order: what agents' syncs, node views and
      * time limits look at, without scanning every job ever submitted. */
@@ -541,6 +691,8 @@ typedef struct al_ctl {
     al_block_cache_t core_cache;
     al_allocator_t core_alloc;
     al__pools_t pools; /* pools.c, from the options */
+    /* queuepolicy.c: --min-runtime, seconds by job class. */
+    int64_t class_min_runtime[AL_MAX_JCLASSES];
     /* consolidate.c (memory only): when the last pass ran (monotonic ms),
      * and the moves of the last hour, by queue. */
     int64_t consol_last_ms;
@@ -555,7 +707,8 @@ typedef struct al_ctl {
     int nqueues, nnodes, ntokens;
     int nodes_cap;
     bool sched_dirty;
-    bool cycled; /* a cycle ran in this iteration of the loop */
+    bool cycled;          /* a cycle ran in this iteration of the loop */
+    bool fairshare_dirty; /* a queue's usage grew since fairshare.c wrote */
     /* What spares the loop a pass over every node in each iteration (with
      * thousands of nodes those passes were a good part of its time): some
      * node's desired set changed (al__ctl_node_changed()); no parked
@@ -582,6 +735,18 @@ typedef struct al_ctl {
 
 void al__job_free(al__job_t *j);
 void al__node_fini(al__node_t *n);
+
+/* gpuhealth.c: the GPUs' health (see there).  A sync's faults: drain and
+ * requeue; `allot node resume`: clear, tell the agent; the sync answer's
+ * "gpu_reset". */
+struct al__sync;
+void al__gpuhealth_sync(al_ctl_t *ctl, int ni, const struct al__sync *s);
+void al__gpuhealth_resume(al_ctl_t *ctl, int ni);
+void al__gpuhealth_desired(const al__node_t *n, json_t *o);
+/* table.c: a node's GPU health released; moved to a re-registered node's
+ * entry (the reasons live on). */
+void al__node_health_fini(al__node_t *n);
+void al__node_health_move(al__node_t *to, al__node_t *from);
 al__job_t *al__ctl_job(al_ctl_t *ctl, uint64_t id);
 /* The index in ctl->jobs of the first job that may be active (pending,
  * held or running): all before it have ended.  Jobs it passes get snap
@@ -611,8 +776,8 @@ int al__model_slot(const char **models, int *nmodels, const char *m);
  * times) and mono_ms (monotonic: the time between looks). */
 void al__waste_observe(al_ctl_t *ctl, int64_t now_ms, int64_t mono_ms);
 /* Wasted over all GPU-seconds in the last AL_WASTE_WINDOW_S before
- * mono_ms; 0 when nothing is known yet. */
-double al__waste_ratio(const al__waste_t *w, int64_t mono_ms);
+ * now_ms (monotonic); 0 when nothing is known yet. */
+double al__waste_ratio(const al__waste_t *w, int64_t now_ms);
 void al__waste_fini(al__waste_t *w);
 /* The slot of GPU model m in w, added when new. */
 int al__waste_model(al__waste_t *w, const char *m);
@@ -718,6 +883,7 @@ void al__array_free(al__array_t *a);
 #define AL_JOB_MAX_CPU_MILLI (INT64_C(1) << 40)
 #define AL_JOB_MAX_MEM_BYTES (INT64_C(1) << 50)
 #define AL_JOB_MAX_TIME_LIMIT (INT64_C(1) << 40)
+#define AL_JOB_MAX_RETRIES 100
 /* The largest queue quota (deserved or limit), in core units (milli-GPUs,
  * millicores, bytes): 2^50, small enough that a quota written as whole
  * units (value / 1000, a double) reads back as the same integer. */
@@ -762,12 +928,17 @@ void al__store_rollback(al_ctl_t *ctl);
 int al__store_put_job(al_ctl_t *ctl, const al__job_t *j);
 int al__store_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
                     const char *detail);
+/* Loads the store's last n history rows into ctl->events (at start). */
+int al__store_load_events(al_ctl_t *ctl, int n);
 /* The history of a job as a JSON array of {time, event, detail}. */
 json_t *al__store_history(al_ctl_t *ctl, uint64_t job);
 int al__store_put_queue(al_ctl_t *ctl, const al__queue_t *q);
 int al__store_del_queue(al_ctl_t *ctl, const char *name);
 int al__store_put_node(al_ctl_t *ctl, const al__node_t *n);
 int al__store_put_token(al_ctl_t *ctl, const al__token_t *t);
+/* A user's and a group's document (members.c); NULL g: delete name's. */
+int al__store_put_user(al_ctl_t *ctl, const al__user_t *u);
+int al__store_put_group(al_ctl_t *ctl, const char *name, const al__group_t *g);
 /* Loads jobs, queues, nodes and tokens into the (empty) controller. */
 int al__store_load(al_ctl_t *ctl, char **cause);
 
@@ -973,11 +1144,142 @@ void al__elastic_shrink(al_ctl_t *ctl, al__job_t *j, int stop, const char *why,
 bool al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
                       al__job_t *const *act, const al_result_t *res);
 
+/* ------------------------------------------------------------------ */
+/* lifecycle.c: retries, dependencies never met, suspend and resume   */
+
+/* lifecycledoc.c: a body's retries (0..AL_JOB_MAX_RETRIES); the fields in
+ * a job's document and back. */
+int al__lifecycle_body(const json_t *b, int *retries, char **cause);
+void al__lifecycle_doc(const al__job_t *j, json_t *o);
+void al__lifecycle_read(const json_t *o, al__job_t *j);
+/* Job j failed by exit code (why): when it has retries left, requeues it
+ * to run after its back-off and returns true. */
+bool al__lifecycle_retry(al_ctl_t *ctl, al__job_t *j, const char *why);
+/* A task of running job j failed (why; j's exit_code and signal set):
+ * j runs again (al__lifecycle_retry()) or fails. */
+void al__lifecycle_failed(al_ctl_t *ctl, al__job_t *j, const char *why);
+/* Whether pending job j waits for its back-off at now_ms (its reason set
+ * then); clears the back-off once it is over. */
+bool al__lifecycle_waits(al__job_t *j, int64_t now_ms);
+/* Fails job j, whose dependencies can never be satisfied, with reason
+ * DependencyNeverSatisfied. */
+void al__lifecycle_dep_never(al_ctl_t *ctl, al__job_t *j);
+/* Suspends (or resumes) running job j for `who`: its agents stop (or
+ * continue) its tasks.  0, or the HTTP status (409) with *cause. */
+int al__lifecycle_suspend(al_ctl_t *ctl, al__job_t *j, bool suspend,
+                          const char *who, char **cause);
+
 /* consolidate.c: every --consolidate seconds, after a cycle that decided
  * nothing, moves checkpointing jobs off a node when that lets a waiting
  * gang start (see consolidate.c). */
 void al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap,
                      al__job_t *const *act, const al_result_t *res);
 void al__consolidate_fini(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* Pipelines: the file (pipefile.c), the fields in documents (pipedoc.c) */
+
+#define AL_PIPELINE_MAX_STAGES 1000
+
+enum { AL_WHEN_SUCCESS = 0, AL_WHEN_FAILURE, AL_WHEN_ALWAYS };
+
+/* One stage of a pipeline file. */
+typedef struct al__pstage {
+    char *name;
+    int line; /* in the file, 0 when unknown (JSON) */
+    int when; /* AL_WHEN_*: after its needs succeeded, failed, or ended */
+    int nneeds;
+    int *needs;   /* indices of the stages it needs */
+    json_t *body; /* its job body (POST /v1/jobs), without deps */
+} al__pstage_t;
+
+typedef struct al__pfile {
+    char *name;
+    int nstages;
+    al__pstage_t *stages; /* in the file's order */
+    int *order;           /* the stages in an order where needs come first */
+} al__pfile_t;
+
+/* Parses a pipeline file (YAML, or JSON when it starts with '{'), with
+ * the parameters' values in sets (an object of strings; may be NULL).
+ * 0 and a new file in *out, or AL_EINVAL with every problem, and its
+ * line, in *cause (the caller frees it). */
+int al__pfile_parse(const char *text, size_t len, const json_t *sets,
+                    al__pfile_t **out, char **cause);
+void al__pfile_free(al__pfile_t *pf);
+/* pipedoc.c: a stage's fields in a job's documents, and back. */
+void al__pipeline_doc(const al__job_t *j, json_t *o);
+void al__pipeline_read(const json_t *o, al__job_t *j);
+/* memberdoc.c: names, users and groups in their JSON forms (under doc.c) */
+
+/* Most names in a queue's or a group's list. */
+#define AL_MAX_MEMBERS 4096
+/* Reads member key of o, an array of names (users; "@group" too when
+ * groups), into *out (absent or null: none).  No name twice.  0, or
+ * AL_EINVAL with the reason in *cause, *out untouched. */
+int al__names_read(const json_t *o, const char *key, bool groups,
+                   al__names_t *out, char **cause);
+json_t *al__names_json(const al__names_t *n);
+bool al__names_has(const al__names_t *n, const char *name);
+void al__names_fini(al__names_t *n);
+/* A user's and a group's document (API and store) and back, checked; the
+ * name comes from `name` when not NULL (a path), else from the body. */
+json_t *al__user_json(const al__user_t *u);
+int al__user_from_json(const json_t *o, const char *name, al__user_t *u,
+                       char **cause);
+void al__user_fini(al__user_t *u);
+json_t *al__group_json(const al__group_t *g);
+int al__group_from_json(const json_t *o, const char *name, al__group_t *g,
+                        char **cause);
+void al__group_fini(al__group_t *g);
+
+/* ------------------------------------------------------------------ */
+/* members.c: who may use a queue, users' default queues              */
+
+al__user_t *al__ctl_user(al_ctl_t *ctl, const char *name);
+al__group_t *al__ctl_group(al_ctl_t *ctl, const char *name);
+/* Puts u (taking its strings) in the table, replacing one of its name. */
+void al__ctl_put_user(al_ctl_t *ctl, al__user_t *u);
+void al__ctl_put_group(al_ctl_t *ctl, al__group_t *g);
+void al__ctl_del_group(al_ctl_t *ctl, const char *name);
+/* Whether user may submit into q: q has no members, or names the user or
+ * a group the user is in. */
+bool al__member_of(al_ctl_t *ctl, const al__queue_t *q, const char *user);
+/* The queue a job of user goes to when it names none. */
+const char *al__user_default_queue(al_ctl_t *ctl, const char *user);
+/* Frees the users and groups (stop, reload). */
+void al__members_fini(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* fairshare.c: the queues' decayed usage, kept in the store          */
+
+/* The half-life of the decayed usage, in seconds (the controller's
+ * --fair-share-half-life). */
+int64_t al__fairshare_half_life(const al_ctl_t *ctl);
+/* Writes every queue's usage in the iteration's transaction when the last
+ * write is every_ms old or more (-1: a few seconds; 0: now) and something
+ * changed since: a queue used GPUs, or the queues changed (what only
+ * decays is decayed again when read back). */
+void al__fairshare_save(al_ctl_t *ctl, int64_t every_ms);
+/* After a load: reads the usage back, decayed from when it was written
+ * to now. */
+void al__fairshare_load(al_ctl_t *ctl);
+
+/* ------------------------------------------------------------------ */
+/* queuepolicy.c: per-model quotas, minimum runtimes                  */
+
+/* Adds min_runtime (when > 0) and model_quotas (when any) to o. */
+void al__queue_policy_json(const al__queue_t *q, json_t *o);
+/* Reads them from a queue body or stored document into q (absent: none).
+ * 0, or AL_EINVAL with the reason in *cause, q untouched. */
+int al__queue_policy_parse(const json_t *o, al__queue_t *q, char **cause);
+void al__queue_policy_fini(al__queue_t *q);
+/* Reads --min-runtime ("train=600,build=0") into out[class]. */
+int al__min_runtime_config(const char *spec, int64_t *out, char **cause);
+/* Job j's minimum runtime: the larger of its class's and its queue's. */
+int64_t al__job_min_runtime(const al_ctl_t *ctl, const al__job_t *j);
+
+/* table.c: frees what queue q holds (not q). */
+void al__queue_fini(al__queue_t *q);
 
 #endif /* AL_SERVER_INT_H */

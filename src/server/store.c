@@ -9,10 +9,12 @@
  * Only the loop thread calls these functions; it groups everything it
  * changes while handling a batch of requests into one transaction.
  *
- * May call: the backends (through their ops), doc.c (the documents),
- * table.c (loaded objects go into the tables) and reason.c (state names);
- * never a handler or the loop.
+ * May call: the backends (through their ops), doc.c and memberdoc.c (the
+ * documents), table.c and members.c (loaded objects go into the tables),
+ * reason.c (state names) and events.c (what a history row shows on
+ * GET /v1/events, once committed); never a handler or the loop.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,13 +85,17 @@ al__store_commit(al_ctl_t *ctl)
                  "committing it");
         return AL_EIO;
     }
-    return ctl->store_ops->commit(ctl);
+    int rc = ctl->store_ops->commit(ctl);
+    if (rc == 0)
+        al__events_publish(ctl->events);
+    return rc;
 }
 
 void
 al__store_rollback(al_ctl_t *ctl)
 {
     ctl->store_ops->rollback(ctl);
+    al__events_drop(ctl->events);
 }
 
 int
@@ -104,11 +110,79 @@ al__store_put_job(al_ctl_t *ctl, const al__job_t *j)
     return rc;
 }
 
+/* What GET /v1/events shows with a history row of job id. */
+static al__event_info_t
+event_info(al_ctl_t *ctl, uint64_t id, int64_t ms, const char *event,
+           const char *detail)
+{
+    const al__job_t *j = al__ctl_job(ctl, id);
+    al__event_info_t in = {
+        .job = id, .ms = ms, .event = event, .detail = detail
+    };
+    if (j != NULL) {
+        in.name = j->name;
+        in.user = j->user;
+        in.queue = j->queue;
+        in.state = al__jstate_names[j->state];
+    }
+    return in;
+}
+
 int
 al__store_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
                 const char *detail)
 {
-    return wrote(ctl, ctl->store_ops->event(ctl, job, ms, event, detail));
+    int rc = wrote(ctl, ctl->store_ops->event(ctl, job, ms, event, detail));
+    if (rc == 0) {
+        al__event_info_t in = event_info(ctl, job, ms, event, detail);
+        al__events_record(ctl->events, &in);
+    }
+    return rc;
+}
+
+typedef struct tail {
+    al_ctl_t *ctl;
+    bool more_before;
+} tail_t;
+
+static int
+tail_row(void *arg, int ncols, const char *const *cols)
+{
+    tail_t *t = arg;
+    if (ncols < 4 || cols[0] == NULL || cols[1] == NULL || cols[2] == NULL)
+        return 0;
+    al__event_info_t in =
+        event_info(t->ctl, strtoull(cols[0], NULL, 10),
+                   strtoll(cols[1], NULL, 10), cols[2], cols[3]);
+    /* The job's state now says nothing of the state then. */
+    in.state = NULL;
+    al__events_load(t->ctl->events, &in, t->more_before);
+    return 0;
+}
+
+static int
+count_row(void *arg, int ncols, const char *const *cols)
+{
+    if (ncols >= 1 && cols[0] != NULL)
+        *(long long *)arg = strtoll(cols[0], NULL, 10);
+    return 0;
+}
+
+int
+al__store_load_events(al_ctl_t *ctl, int n)
+{
+    if (ctl->events == NULL)
+        return 0;
+    char lim[24];
+    snprintf(lim, sizeof lim, "%d", n);
+    const char *const v[] = { lim };
+    long long total = 0;
+    /* Whether there are more than n: counted up to n + 1 only. */
+    int rc = ctl->store_ops->read(ctl, "events_count", 1, v, count_row, &total);
+    tail_t t = { .ctl = ctl, .more_before = total > n };
+    if (rc == 0)
+        rc = ctl->store_ops->read(ctl, "events_tail", 1, v, tail_row, &t);
+    return rc;
 }
 
 json_t *
@@ -165,6 +239,47 @@ al__store_put_token(al_ctl_t *ctl, const al__token_t *t)
     return wrote(ctl, ctl->store_ops->put_token(ctl, t));
 }
 
+int
+al__store_put_user(al_ctl_t *ctl, const al__user_t *u)
+{
+    return put_doc(ctl, AL__DOC_USERS, u->name, al__user_json(u));
+}
+
+int
+al__store_put_group(al_ctl_t *ctl, const char *name, const al__group_t *g)
+{
+    return put_doc(ctl, AL__DOC_GROUPS, name,
+                   g != NULL ? al__group_json(g) : NULL);
+}
+
+static int
+load_user(al_ctl_t *ctl, const char *text, char **cause)
+{
+    json_t *doc = al_json_parse(text, strlen(text), cause);
+    if (doc == NULL)
+        return AL_EPARSE;
+    al__user_t u;
+    int rc = al__user_from_json(doc, NULL, &u, cause) != 0 ? AL_EPARSE : 0;
+    json_decref(doc);
+    if (rc == 0)
+        al__ctl_put_user(ctl, &u);
+    return rc;
+}
+
+static int
+load_group(al_ctl_t *ctl, const char *text, char **cause)
+{
+    json_t *doc = al_json_parse(text, strlen(text), cause);
+    if (doc == NULL)
+        return AL_EPARSE;
+    al__group_t g;
+    int rc = al__group_from_json(doc, NULL, &g, cause) != 0 ? AL_EPARSE : 0;
+    json_decref(doc);
+    if (rc == 0)
+        al__ctl_put_group(ctl, &g);
+    return rc;
+}
+
 static int
 load_queue(al_ctl_t *ctl, const char *text, char **cause)
 {
@@ -219,6 +334,10 @@ al__store_load(al_ctl_t *ctl, char **cause)
 {
     const al__store_ops_t *o = ctl->store_ops;
     int rc = o->load_tokens(ctl, cause);
+    if (rc == 0)
+        rc = o->load_docs(ctl, AL__DOC_USERS, load_user, cause);
+    if (rc == 0)
+        rc = o->load_docs(ctl, AL__DOC_GROUPS, load_group, cause);
     if (rc == 0)
         rc = o->load_docs(ctl, AL__DOC_QUEUES, load_queue, cause);
     if (rc == 0)

@@ -14,7 +14,9 @@
 typedef enum {
     AL__DOC_QUEUES = 0,
     AL__DOC_NODES,
-    AL__DOC_JOBS
+    AL__DOC_JOBS, /* loaded only: written by put_job */
+    AL__DOC_USERS,
+    AL__DOC_GROUPS
 } al__doc_table_t;
 
 typedef struct al__store_ops {
@@ -30,8 +32,8 @@ typedef struct al__store_ops {
     int (*event)(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
                  const char *detail);
     json_t *(*history)(al_ctl_t *ctl, uint64_t job);
-    /* Writes the document of key in table (AL__DOC_QUEUES or
-     * AL__DOC_NODES), or deletes it when doc is NULL. */
+    /* Writes the document of key in table (any but AL__DOC_JOBS), or
+     * deletes it when doc is NULL. */
     int (*put_doc)(al_ctl_t *ctl, al__doc_table_t table, const char *key,
                    const char *doc);
     int (*put_token)(al_ctl_t *ctl, const al__token_t *t);

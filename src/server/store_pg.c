@@ -66,6 +66,10 @@ static const char *const migrations[] = {
     " used BIGINT, deserved BIGINT, fair BIGINT, pending BIGINT,"
     " idle BIGINT, wasted BIGINT, PRIMARY KEY(step, queue, model, t));"
     "CREATE INDEX usage_t ON usage(step, t);",
+    "CREATE TABLE user_settings(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE user_groups(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE fairshare(queue TEXT PRIMARY KEY,"
+    " milli_gpu_s BIGINT NOT NULL, t_ms BIGINT NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -104,6 +108,24 @@ static const struct {
       " doc = EXCLUDED.doc",
       2 },
     { "nodes_del", "DELETE FROM nodes WHERE name = $1", 1 },
+    { "users_put",
+      "INSERT INTO user_settings VALUES($1, $2) ON CONFLICT (name) DO UPDATE"
+      " SET doc = EXCLUDED.doc",
+      2 },
+    { "users_del", "DELETE FROM user_settings WHERE name = $1", 1 },
+    { "groups_put",
+      "INSERT INTO user_groups VALUES($1, $2) ON CONFLICT (name) DO UPDATE"
+      " SET doc = EXCLUDED.doc",
+      2 },
+    { "groups_del", "DELETE FROM user_groups WHERE name = $1", 1 },
+    /* fairshare.c's, as store_sqlite.c names them. */
+    { "fairshare_clear", "DELETE FROM fairshare", 0 },
+    { "fairshare_put",
+      "INSERT INTO fairshare(queue, milli_gpu_s, t_ms) VALUES($1, $2, $3)"
+      " ON CONFLICT (queue) DO UPDATE SET milli_gpu_s ="
+      " EXCLUDED.milli_gpu_s, t_ms = EXCLUDED.t_ms",
+      3 },
+    { "fairshare_all", "SELECT queue, milli_gpu_s, t_ms FROM fairshare", 0 },
     /* The usage history's, as store_sqlite.c names them. */
     { "usage_put",
       "INSERT INTO usage(step, t, queue, model, gpus, alloc, used, deserved,"
@@ -151,6 +173,15 @@ static const struct {
       "SELECT job_id, time_ms, event, detail FROM job_events"
       " WHERE job_id >= $1 ORDER BY job_id, seq",
       1 },
+    { "events_count",
+      "SELECT count(*) FROM (SELECT seq FROM job_events ORDER BY seq DESC"
+      " LIMIT $1::bigint + 1) AS t",
+      1 },
+    { "events_tail",
+      "SELECT job_id, time_ms, event, detail FROM"
+      " (SELECT * FROM job_events ORDER BY seq DESC LIMIT $1) AS t"
+      " ORDER BY seq",
+      1 },
     { "token",
       "INSERT INTO tokens VALUES($1, $2, $3, $4, $5, $6) ON CONFLICT (id)"
       " DO UPDATE SET \"user\" = EXCLUDED.\"user\", role = EXCLUDED.role,"
@@ -160,12 +191,16 @@ static const struct {
 };
 
 /* By al__doc_table_t. */
-static const char *const doc_put[] = { "queues_put", "nodes_put", NULL };
-static const char *const doc_del[] = { "queues_del", "nodes_del", NULL };
+static const char *const doc_put[] = { "queues_put", "nodes_put", NULL,
+                                       "users_put", "groups_put" };
+static const char *const doc_del[] = { "queues_del", "nodes_del", NULL,
+                                       "users_del", "groups_del" };
 static const char *const doc_load[] = {
     "SELECT doc FROM queues ORDER BY name",
     "SELECT doc FROM nodes ORDER BY name",
     "SELECT doc FROM jobs ORDER BY id",
+    "SELECT doc FROM user_settings ORDER BY name",
+    "SELECT doc FROM user_groups ORDER BY name",
 };
 
 /* libpq's messages end with a newline: without it, for ours. */

@@ -43,6 +43,13 @@ static const char *const migrations[] = {
     " pending INTEGER, idle INTEGER, wasted INTEGER,"
     " PRIMARY KEY(step, queue, model, t));"
     "CREATE INDEX usage_t ON usage(step, t);",
+    /* Users' settings and groups (members.c), and each queue's decayed
+     * usage behind fair share as of t_ms (fairshare.c), in
+     * milli-GPU-seconds. */
+    "CREATE TABLE user_settings(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE user_groups(name TEXT PRIMARY KEY, doc TEXT NOT NULL);"
+    "CREATE TABLE fairshare(queue TEXT PRIMARY KEY,"
+    " milli_gpu_s INTEGER NOT NULL, t_ms INTEGER NOT NULL);",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -51,16 +58,22 @@ static const char *const doc_put[] = {
     "INSERT OR REPLACE INTO queues VALUES(?, ?)",
     "INSERT OR REPLACE INTO nodes VALUES(?, ?)",
     NULL,
+    "INSERT OR REPLACE INTO user_settings VALUES(?, ?)",
+    "INSERT OR REPLACE INTO user_groups VALUES(?, ?)",
 };
 static const char *const doc_del[] = {
     "DELETE FROM queues WHERE name = ?",
     "DELETE FROM nodes WHERE name = ?",
     NULL,
+    "DELETE FROM user_settings WHERE name = ?",
+    "DELETE FROM user_groups WHERE name = ?",
 };
 static const char *const doc_load[] = {
     "SELECT doc FROM queues ORDER BY name",
     "SELECT doc FROM nodes ORDER BY name",
     "SELECT doc FROM jobs ORDER BY id",
+    "SELECT doc FROM user_settings ORDER BY name",
+    "SELECT doc FROM user_groups ORDER BY name",
 };
 
 /* The columns of a usage row as history.c reads them. */
@@ -103,6 +116,18 @@ static const struct {
                            " AND t < ?3" },
     { "events_from", "SELECT job_id, time_ms, event, detail FROM job_events"
                      " WHERE job_id >= ?1 ORDER BY job_id, seq" },
+    /* fairshare.c's: every queue's usage written again at once. */
+    { "fairshare_clear", "DELETE FROM fairshare" },
+    { "fairshare_put", "INSERT OR REPLACE INTO fairshare(queue, milli_gpu_s,"
+                       " t_ms) VALUES(?1, ?2, ?3)" },
+    { "fairshare_all", "SELECT queue, milli_gpu_s, t_ms FROM fairshare" },
+    { "events_count", "SELECT count(*) FROM (SELECT seq FROM job_events"
+                      " ORDER BY seq DESC LIMIT CAST(?1 AS INTEGER) + 1)"
+                      " AS t" },
+    { "events_tail", "SELECT job_id, time_ms, event, detail FROM"
+                     " (SELECT * FROM job_events ORDER BY seq DESC"
+                     " LIMIT CAST(?1 AS INTEGER))"
+                     " AS t ORDER BY seq" },
 };
 
 static int

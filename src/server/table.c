@@ -34,8 +34,56 @@ al__job_free(al__job_t *j)
     free(j->reason);
     free(j->tasks);
     free(j->idle_notice);
+    free(j->stage);
+    free(j->pipeline_name);
     al__array_free(j->array);
     free(j);
+}
+
+/* The GPU health of a node (gpuhealth.c sets it): released, moved. */
+void
+al__node_health_fini(al__node_t *n)
+{
+    if (n->gpu_why != NULL)
+        for (int i = 0; i < AL_MAX_DEVICES; i++)
+            free(n->gpu_why[i]);
+    free(n->gpu_why);
+    free(n->drain_reason);
+    n->gpu_why = NULL;
+    n->drain_reason = NULL;
+    n->gpu_bad = 0;
+}
+
+void
+al__node_health_move(al__node_t *to, al__node_t *from)
+{
+    al__node_health_fini(to);
+    to->gpu_bad = from->gpu_bad;
+    to->gpu_why = from->gpu_why;
+    to->drain_reason = from->drain_reason;
+    to->gpu_resetting = from->gpu_resetting;
+    to->reset_gen = from->reset_gen;
+    from->gpu_why = NULL;
+    from->drain_reason = NULL;
+    from->gpu_bad = 0;
+}
+
+void
+al__queue_fini(al__queue_t *q)
+{
+    free(q->name);
+    free(q->parent);
+    for (int i = 0; i < q->members.n; i++)
+        free(q->members.v[i]);
+    free(q->members.v);
+    for (int i = 0; i < q->nmquotas; i++)
+        free((char *)q->mquotas[i].model);
+    free(q->mquotas);
+    q->mquotas = NULL;
+    q->nmquotas = 0;
+    q->name = q->parent = NULL;
+    q->members.v = NULL;
+    q->members.n = 0;
 }
 
 void
@@ -50,6 +98,7 @@ al__node_fini(al__node_t *n)
     free(n->gpus);
     free(n->devices);
     al__pools_node_fini(n);
+    al__node_health_fini(n);
     free(n->known);
     n->known = NULL;
     n->nknown = n->known_cap = 0;

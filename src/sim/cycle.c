@@ -47,7 +47,8 @@ al__cycle(sim_t *s, int64_t now)
         x->queue = j->cq;
         x->priority = al__policy_priority(s, j, now);
         x->preemptible = true;
-        x->min_tasks = x->max_tasks = j->ntasks;
+        x->min_tasks = j->min_tasks;
+        x->max_tasks = j->max_tasks;
         x->req.gpus = j->gpus;
         x->req.gpu_milli = j->milli;
         x->req.cpu_milli = j->cpu;
@@ -74,6 +75,7 @@ al__cycle(sim_t *s, int64_t now)
             x->state = AL_JOB_PENDING;
         }
     }
+    al__stages_snapshot(s, n);
     al_snapshot_t snap = {
         .now = now,
         .config = &s->cfg,
@@ -119,7 +121,10 @@ al__cycle(sim_t *s, int64_t now)
                                   dec->for_job, (long long)now);
                     continue;
                 }
-                /* SHRINK cannot happen (no elastic jobs): treat as evict. */
+                if (dec->kind == AL_DEC_SHRINK) {
+                    al__job_shrink(s, i, dec->ntasks, now);
+                    continue;
+                }
                 al__job_evict(s, i, now);
                 nev++;
             } else if (pass == 1 && dec->kind == AL_DEC_START) {
@@ -142,8 +147,10 @@ al__cycle(sim_t *s, int64_t now)
             al_reason_code_t c = res->reasons[k].code;
             if (s->jobs[i].state == S_PENDING &&
                 (c == AL_WHY_TOO_BIG || c == AL_WHY_NO_MATCH ||
-                 c == AL_WHY_DEPS_NEVER || c == AL_WHY_BAD_QUEUE))
+                 c == AL_WHY_DEPS_NEVER || c == AL_WHY_BAD_QUEUE)) {
                 al__job_unschedulable(s, i);
+                al__stages_ended(s, i, now, false);
+            }
         }
     }
     if (res->queues != NULL && res->nqueues == s->ncq)

@@ -7,6 +7,7 @@
  * May call: events.c (a start's completion event), policy.c (Tiresias'
  * priority events), src/common's allocation and buffers.
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,17 +80,70 @@ account(sim_t *s, int i, int sign)
     return bad;
 }
 
+/* An elastic job's pace: work (seconds at its least size) per second. */
+static double
+pace(const sjob_t *j)
+{
+    return (double)j->ntasks / (double)j->min_tasks;
+}
+
+/* Seconds from seg_start until running job j ends at its size now (a job
+ * of one size: its duration less the work saved). */
+static int64_t
+elastic_left(const sjob_t *j, const al_trace_job_t *tj)
+{
+    double left = (double)(tj->duration - j->saved) - j->seg_work;
+    if (left <= 0)
+        return 0;
+    if (j->max_tasks <= j->min_tasks)
+        return (int64_t)left;
+    return (int64_t)ceil(left / pace(j) - 1e-9);
+}
+
+void
+al__job_shrink(sim_t *s, int i, int stop, int64_t now)
+{
+    sjob_t *j = &s->jobs[i];
+    if (j->max_tasks <= j->min_tasks || stop <= 0 ||
+        j->ntasks - stop < j->min_tasks) {
+        al__sim_error(s, AL_EINVAL,
+                      "core shrank job %s by %d tasks from %d (least %d)",
+                      s->tr->jobs[i].id, stop, j->ntasks, j->min_tasks);
+        return;
+    }
+    j->seg_work += (double)(now - j->seg_start) * pace(j);
+    j->seg_start = now;
+    j->attained += (double)(now - j->start) * (double)j->total / AL_GPU_MILLI;
+    account(s, i, -1);
+    j->ntasks -= stop;
+    j->total = j->task_milli * j->ntasks;
+    account(s, i, +1);
+    j->start = now; /* attained counts from here at the new size */
+    j->seq++;
+    s->r->jobs[i].resizes++;
+    al__ev_push(s, (event_t){ now + elastic_left(j, &s->tr->jobs[i]), EV_END, i,
+                              j->seq });
+}
+
 void
 al__job_start(sim_t *s, int i, const al_decision_t *d, int64_t now)
 {
     sjob_t *j = &s->jobs[i];
     const al_trace_job_t *tj = &s->tr->jobs[i];
     al_sim_job_t *rj = &s->r->jobs[i];
-    if (d->ntasks != j->ntasks) {
+    bool elastic = j->max_tasks > j->min_tasks;
+    if (elastic ? d->ntasks < j->min_tasks || d->ntasks > j->max_tasks
+                : d->ntasks != j->ntasks) {
         al__sim_error(s, AL_EINVAL,
-                      "core started job %s with %d tasks, it has %d", tj->id,
-                      d->ntasks, j->ntasks);
+                      "core started job %s with %d tasks, it has %d..%d",
+                      tj->id, d->ntasks, j->min_tasks, j->max_tasks);
         return;
+    }
+    /* Pending, an elastic job counted at its least size. */
+    int64_t pend_total = j->total;
+    if (elastic) {
+        j->ntasks = d->ntasks;
+        j->total = j->task_milli * j->ntasks;
     }
     j->place =
         al_xrealloc(j->place, (size_t)j->ntasks * sizeof(al_placement_t));
@@ -106,7 +160,7 @@ al__job_start(sim_t *s, int i, const al_decision_t *d, int64_t now)
     j->seq++;
     s->npend--;
     s->nrun++;
-    s->mq_pend[j->mq] -= j->total;
+    s->mq_pend[j->mq] -= pend_total;
     rj->pending += now - j->pend_since;
     if (rj->first_start < 0)
         rj->first_start = now;
@@ -115,8 +169,9 @@ al__job_start(sim_t *s, int i, const al_decision_t *d, int64_t now)
             s, AL_EINVAL,
             "core over-committed a GPU when starting job %s at t=%lld", tj->id,
             (long long)now);
-    al__ev_push(
-        s, (event_t){ now + (tj->duration - j->saved), EV_END, i, j->seq });
+    j->seg_start = now;
+    j->seg_work = 0;
+    al__ev_push(s, (event_t){ now + elastic_left(j, tj), EV_END, i, j->seq });
     if (s->pol->las)
         al__policy_prio_event(s, i, now);
 }
@@ -130,7 +185,17 @@ al__job_evict(sim_t *s, int i, int64_t now)
     int64_t keep =
         s->o->checkpoint > 0 ? run / s->o->checkpoint * s->o->checkpoint : 0;
     int64_t lost = run - keep;
-    j->saved += keep;
+    if (j->max_tasks > j->min_tasks) {
+        /* The work of this run at its sizes, kept in the proportion the
+         * checkpoints keep of its time since the last resize. */
+        double seg = (double)(now - j->seg_start);
+        double kept = j->seg_work + (double)keep * pace(j);
+        if (seg <= 0 || keep > run)
+            kept = j->seg_work;
+        j->saved += (int64_t)kept;
+    } else {
+        j->saved += keep;
+    }
     j->attained += (double)run * (double)j->total / AL_GPU_MILLI;
     rj->lost += lost * j->total;
     rj->preemptions++;
@@ -144,6 +209,10 @@ al__job_evict(sim_t *s, int i, int64_t now)
     j->lent = false;
     s->nrun--;
     s->npend++;
+    if (j->max_tasks > j->min_tasks) {
+        j->ntasks = j->min_tasks; /* it waits at its least size */
+        j->total = j->task_milli * j->ntasks;
+    }
     s->mq_pend[j->mq] += j->total;
 }
 

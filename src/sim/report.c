@@ -222,6 +222,12 @@ al_report_json(FILE *f, const al_sim_result_t *r)
             s.lost_gpu_hours, s.jain_fairness, s.sim_wall_s,
             (long long)s.cycles, s.avg_cycle_ms);
     fprintf(f, ",\"capacity_gpus\":%.3f", (double)r->capacity / AL_GPU_MILLI);
+    if (r->npipelines > 0)
+        fprintf(f,
+                ",\"dag\":\"%s\",\"pipelines\":%d,\"pipelines_done\":%d,"
+                "\"pipeline_makespan_avg_s\":%.1f,\"pipelines_per_hour\":%.4f",
+                al_sim_dag_name(r->dag), r->npipelines, r->pipelines_done,
+                r->pipe_makespan_mean, r->pipelines_per_hour);
     int *sel = al_xmalloc((size_t)(r->njobs + 1) * sizeof(int));
     fprintf(f, ",\"per_queue\":[");
     double tot_alloc = 0, tot_fair = 0;
@@ -338,6 +344,14 @@ al_report_table(FILE *f, const al_sim_result_t *r)
             "(%.3f ms avg)  wall %.2fs\n",
             (long long)s.preemptions, s.lost_gpu_hours, s.jain_fairness,
             (long long)s.cycles, s.avg_cycle_ms, s.sim_wall_s);
+    if (r->npipelines > 0) {
+        hms(a, sizeof a, r->pipe_makespan_mean);
+        fprintf(f,
+                "  pipelines (dag %s) %d, %d completed  makespan avg %s  "
+                "%.2f per hour\n",
+                al_sim_dag_name(r->dag), r->npipelines, r->pipelines_done, a,
+                r->pipelines_per_hour);
+    }
     int *sel = al_xmalloc((size_t)(r->njobs + 1) * sizeof(int));
     fprintf(f, "  %-16s %9s %7s %7s %7s %9s %9s %9s\n", "queue", "deserved",
             "jobs", "done", "unsched", "avg JCT", "avg wait", "p95 wait");

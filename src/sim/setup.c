@@ -241,6 +241,23 @@ shape_job(const al_cluster_t *cl, sjob_t *j, const al_trace_job_t *tj)
         }
     }
     j->cpu = (tj->cpu_milli + j->ntasks - 1) / j->ntasks;
+    j->min_tasks = j->max_tasks = j->ntasks;
+    j->task_milli = j->total / j->ntasks;
+    if (tj->max_gpu_milli > tj->gpu_milli) {
+        /* Elastic: tasks of the most GPUs (a node's at most) that divide
+         * both its least and its most size. */
+        int64_t lo = tj->gpu_milli / AL_GPU_MILLI,
+                hi = tj->max_gpu_milli / AL_GPU_MILLI;
+        int64_t d = cl->max_gpus_per_node < 1 ? 1 : cl->max_gpus_per_node;
+        while (d > 1 && (lo % d != 0 || hi % d != 0))
+            d--;
+        j->gpus = (int32_t)d;
+        j->milli = 0;
+        j->ntasks = j->min_tasks = (int)(lo / d);
+        j->max_tasks = (int)(hi / d);
+        j->task_milli = d * AL_GPU_MILLI;
+        j->cpu = (tj->cpu_milli + j->ntasks - 1) / j->ntasks;
+    }
 }
 
 /* Orders shapes by request. */
@@ -333,6 +350,7 @@ al__sim_free(sim_t *s)
     free(s->smap);
     free(s->ts_t);
     free(s->ts_a);
+    al__stages_free(s);
     al_block_cache_fini(&s->cache);
 }
 
@@ -390,6 +408,7 @@ al__sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     }
     if (s->pol->oracle)
         al__policy_oracle(s);
+    al__stages_init(s);
 
     int nn = cluster->nnodes;
     s->dev_base = al_xcalloc((size_t)nn + 1, sizeof(int));

@@ -57,7 +57,7 @@ progress(sim_t *s, int64_t now, double *last, bool final)
     *last = t;
     int done = 0;
     for (int i = 0; i < s->njobs; i++)
-        done += s->jobs[i].state >= S_DONE;
+        done += s->jobs[i].state == S_DONE || s->jobs[i].state == S_UNSCHED;
     fprintf(stderr,
             "\rsim %-10s day %6.1f  jobs %d/%d  running %lld  "
             "pending %lld  cycles %lld%s",
@@ -95,22 +95,14 @@ apply_events(sim_t *s, int64_t now)
 {
     while (s->next < s->njobs && s->tr->jobs[s->next].submit == now) {
         int i = s->next++;
-        sjob_t *j = &s->jobs[i];
-        j->state = S_PENDING;
-        j->pend_since = now;
-        j->eligible = s->tr->jobs[i].submit;
-        s->npend++;
-        s->mq_pend[j->mq] += j->total;
-        al__act_add(s, i);
-        s->arrived += j->total;
-        if (al__job_never_fits(s, j))
-            al__job_unschedulable(s, i);
+        al__stages_arrive(s, i, now);
     }
     while (al__ev_clean(s) && s->heap[0].t == now) {
         event_t e = al__ev_pop(s);
-        if (e.kind == EV_END)
+        if (e.kind == EV_END) {
             al__job_complete(s, e.job, now);
-        else if (s->pol->las)
+            al__stages_ended(s, e.job, now, true);
+        } else if (s->pol->las)
             al__policy_prio_event(s, e.job, now);
     }
 }
@@ -119,8 +111,13 @@ static void
 drop_pending(sim_t *s)
 {
     for (int a = s->nact - 1; a >= 0; a--)
-        if (s->jobs[s->act[a]].state == S_PENDING)
-            al__job_unschedulable(s, s->act[a]);
+        if (s->jobs[s->act[a]].state == S_PENDING) {
+            int i = s->act[a];
+            al__job_unschedulable(s, i);
+            al__stages_ended(s, i, 0, false);
+            if (a > s->nact)
+                a = s->nact; /* stages after it left the active array */
+        }
 }
 
 /* Bookkeeping after the cycles at `now`. */
@@ -185,6 +182,7 @@ al_sim_run(const al_trace_t *trace, const al_cluster_t *cluster,
     }
     progress(s, now, &last_progress, true);
     al__metrics_finish(s);
+    al__stages_finish(s);
     r->wall_s = al__now_s() - wall0;
     if (s->err != NULL) {
         int rc = s->rc < 0 ? s->rc : AL_EINVAL;

@@ -47,6 +47,14 @@ typedef struct al_trace_job {
     char *queue;       /* may be "" */
     char *status;      /* may be "" */
     int line;          /* line number in the file (1 = header) */
+    /* A pipeline's stage (columns pipeline_id, stage, needs), or NULLs;
+     * deps: the indices in the sorted trace of the stages it needs. */
+    char *pipeline, *stage, *needs;
+    int ndeps;
+    int *deps;
+    /* max_gpus x 1000 for an elastic job (it runs with gpu_milli up to
+     * this; duration is its run time at gpu_milli), else 0. */
+    int64_t max_gpu_milli;
 } al_trace_job_t;
 
 typedef struct al_trace {
@@ -201,6 +209,22 @@ typedef enum al_qmode {
     AL_QMODE_FILE        /* a --queues-file hierarchy */
 } al_qmode_t;
 
+/* How the scheduler knows a trace's pipelines (stages.c). */
+typedef enum al_sim_dag {
+    AL_SIM_DAG_ON = 0, /* stages submitted with their pipeline, the graph
+                          known: critical path and look-ahead (holding
+                          nothing free today, the core's default) */
+    AL_SIM_DAG_OFF,    /* the same submissions, the graph ignored */
+    AL_SIM_DAG_BLIND,  /* a stage submitted when what it needs has ended */
+    AL_SIM_DAG_HOLD    /* on, and look-aheads hold free capacity now
+                          (al_config_t.lookahead_hold) */
+} al_sim_dag_t;
+
+/* "on", "off", "blind" or "hold"; NULL for a value out of range. */
+const char *al_sim_dag_name(al_sim_dag_t d);
+/* An al_sim_dag_t by name, or -1. */
+int al_sim_dag_find(const char *name);
+
 typedef struct al_sim_opts {
     al_policy_t policy;
     al_qmode_t qmode;
@@ -231,6 +255,7 @@ typedef struct al_sim_opts {
      * NULL: the core's own, from running and waiting jobs. */
     int nprofile;
     const al_shape_t *profile;
+    al_sim_dag_t dag; /* pipelines: AL_SIM_DAG_ON by default */
 } al_sim_opts_t;
 
 /* Fills opts with the defaults (allot, queue column, checkpoint 1800 s,
@@ -281,6 +306,7 @@ typedef struct al_sim_job {
     int64_t pending;     /* seconds spent pending in all */
     int64_t lost;        /* GPU-milli-seconds of work lost to preemption */
     int preemptions;
+    int resizes; /* an elastic job: times it was shrunk while running */
     bool unschedulable;
 } al_sim_job_t;
 
@@ -321,6 +347,13 @@ typedef struct al_sim_result {
     double alloc_at_full;
     double alloc_at_end;
     double arrived_end; /* arrived GPU demand / capacity at the end */
+    /* Pipelines (trace columns pipeline_id,stage,needs): how many, how
+     * many completed every stage, their mean makespan (first submission
+     * to the last stage's end, seconds) and completions per hour over the
+     * run (first submission to the last pipeline's end). */
+    al_sim_dag_t dag;
+    int npipelines, pipelines_done;
+    double pipe_makespan_mean, pipelines_per_hour;
 } al_sim_result_t;
 
 /*

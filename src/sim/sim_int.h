@@ -68,6 +68,13 @@ uint64_t al__hash(const char *s);
 typedef void (*al_kv_fn)(void *ctx, const char *key, const char *val);
 void al__kv_split(char *line, al_kv_fn fn, void *ctx);
 
+/* tracedag.c: resolves the pipelines of a parsed, sorted trace: each
+ * stage's needs into deps (indices); a stage without a pipeline, a name
+ * twice in one pipeline, a need that names no stage of its pipeline, or a
+ * cycle is reported in errs with its line.  0, or -1 after an error. */
+int al__trace_dag(const char *name, al_trace_job_t *jobs, int n,
+                  al_errs_t *errs);
+
 /* ------------------------------------------------------------------ */
 /* A run (sim.c and the files it calls)                               */
 
@@ -77,6 +84,8 @@ void al__kv_split(char *line, al_kv_fn fn, void *ctx);
  *   sim.c      the event loop: al_sim_run(), arrivals, completions, ticks
  *   setup.c    the state of a run: queues, job shapes, al_sim_profile()
  *   cycle.c    one core cycle: the snapshot, al_sched_run(), its decisions
+ *   stages.c   pipelines: stages waiting for what they need, the graph
+ *              in the snapshot, the pipelines' figures
  *   metrics.c  wastage, allocation and shares over time, time series, bins
  *   jobs.c     a job's state changes and the room it takes on the nodes
  *   policy.c   the policies (configurations of the core, priorities,
@@ -92,7 +101,9 @@ typedef struct policy {
     bool las;          /* priorities from attained service (Tiresias) */
 } policy_t;
 
-enum { S_FUTURE = 0, S_PENDING, S_RUNNING, S_DONE, S_UNSCHED };
+/* S_WAITING: a pipeline's stage, submitted, waiting for the stages it
+ * needs (stages.c). */
+enum { S_FUTURE = 0, S_PENDING, S_RUNNING, S_DONE, S_UNSCHED, S_WAITING };
 
 typedef struct sjob {
     int state;
@@ -114,6 +125,16 @@ typedef struct sjob {
     int act;          /* position in the active array, -1 none */
     bool lent;
     al_placement_t *place;
+    int deps_left; /* stages it needs that have not ended; -1: never */
+    bool arrived;  /* its submission time has come */
+    /* An elastic job (max_tasks > min_tasks; ntasks is its size now):
+     * its work is in seconds at min_tasks, done at ntasks / min_tasks of
+     * that pace; seg_work is the work of this run up to seg_start, when
+     * its size last changed. */
+    int min_tasks, max_tasks;
+    int64_t task_milli; /* milli-GPUs of one task */
+    int64_t seg_start;
+    double seg_work;
 } sjob_t;
 
 enum { EV_END = 0, EV_PRIO };
@@ -175,6 +196,12 @@ typedef struct sim {
     int nts, capts;
     char *err;
     int rc;
+    /* pipelines (stages.c) */
+    al_sim_dag_t dag;
+    int *succ_off, *succ; /* CSR: the stages that need each job */
+    int *sidx;            /* trace index -> snapshot index this cycle */
+    al_dep_t *sdeps;      /* the snapshot's dependencies */
+    int capdeps;
 } sim_t;
 
 /* policy.c */
@@ -197,6 +224,18 @@ event_t al__ev_pop(sim_t *s);
 /* Drops stale events at the top; returns whether one is left. */
 bool al__ev_clean(sim_t *s);
 
+/* stages.c: pipelines in a run (see the file) */
+void al__stages_init(sim_t *s);
+void al__stages_free(sim_t *s);
+/* Job i's submission time has come. */
+void al__stages_arrive(sim_t *s, int i, int64_t now);
+/* Job i ended (done: completed; else unschedulable): what needs it. */
+void al__stages_ended(sim_t *s, int i, int64_t now, bool done);
+/* The dependencies of the waiting stages among the snapshot's n jobs. */
+void al__stages_snapshot(sim_t *s, int n);
+/* The pipelines' figures into the result. */
+void al__stages_finish(sim_t *s);
+
 /* jobs.c */
 /* Records the run's first error (the later ones are consequences). */
 void al__sim_error(sim_t *s, int rc, const char *fmt, ...)
@@ -207,6 +246,8 @@ void al__act_add(sim_t *s, int i);
  * its last checkpoint), or is found unschedulable. */
 void al__job_start(sim_t *s, int i, const al_decision_t *d, int64_t now);
 void al__job_evict(sim_t *s, int i, int64_t now);
+/* An elastic job's last `stop` tasks stop; it runs on, slower. */
+void al__job_shrink(sim_t *s, int i, int stop, int64_t now);
 void al__job_complete(sim_t *s, int i, int64_t now);
 void al__job_unschedulable(sim_t *s, int i);
 /* Whether job j fits on the free resources (empty: on the empty nodes). */

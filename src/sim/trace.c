@@ -1,13 +1,16 @@
 /*
  * trace.c -- the common trace CSV:
  *   job_id,submit_time_s,duration_s,num_gpus,num_cpus,user,queue,status
+ * and, optional, max_gpus (an elastic job: num_gpus..max_gpus).
  *
  * Columns are found by their header names, so extra columns are ignored and
  * the order may vary.  job_id, submit_time_s, duration_s and num_gpus are
  * required in every row; num_cpus, user, queue and status may be empty (or
  * absent from the header).  Fields may be double-quoted as RFC 4180 says
  * (a quoted field cannot span lines).  Every problem is reported, with the
- * file, line and field, before the run is refused.
+ * file, line and field, before the run is refused.  Optional columns
+ * pipeline_id,stage,needs make rows the stages of pipelines (needs: stage
+ * names separated by ';'); tracedag.c resolves them.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -16,16 +19,40 @@
 #include "sim.h"
 #include "sim_int.h"
 
-enum { C_ID, C_SUBMIT, C_DUR, C_GPUS, C_CPUS, C_USER, C_QUEUE, C_STATUS, NCOL };
+enum {
+    C_ID,
+    C_SUBMIT,
+    C_DUR,
+    C_GPUS,
+    C_CPUS,
+    C_USER,
+    C_QUEUE,
+    C_STATUS,
+    C_PIPE,
+    C_STAGE,
+    C_NEEDS,
+    C_MAXG,
+    NCOL
+};
 
 static const struct column {
     const char *name;
     bool required; /* in the header and non-empty in every row */
 } columns[NCOL] = {
-    [C_ID] = { "job_id", true },      [C_SUBMIT] = { "submit_time_s", true },
-    [C_DUR] = { "duration_s", true }, [C_GPUS] = { "num_gpus", true },
-    [C_CPUS] = { "num_cpus", false }, [C_USER] = { "user", false },
-    [C_QUEUE] = { "queue", false },   [C_STATUS] = { "status", false },
+    [C_ID] = { "job_id", true },
+    [C_SUBMIT] = { "submit_time_s", true },
+    [C_DUR] = { "duration_s", true },
+    [C_GPUS] = { "num_gpus", true },
+    [C_CPUS] = { "num_cpus", false },
+    [C_USER] = { "user", false },
+    [C_QUEUE] = { "queue", false },
+    [C_STATUS] = { "status", false },
+    /* Pipelines (tracedag.c): a stage of pipeline_id runs after the
+     * stages of the same pipeline that `needs` names. */
+    [C_PIPE] = { "pipeline_id", false },
+    [C_STAGE] = { "stage", false },
+    [C_NEEDS] = { "needs", false },
+    [C_MAXG] = { "max_gpus", false },
 };
 
 /* Largest GPU count a row may ask for. */
@@ -122,6 +149,10 @@ free_jobs(al_trace_job_t *jobs, int n)
         free(jobs[i].user);
         free(jobs[i].queue);
         free(jobs[i].status);
+        free(jobs[i].pipeline);
+        free(jobs[i].stage);
+        free(jobs[i].needs);
+        free(jobs[i].deps);
     }
     free(jobs);
 }
@@ -201,8 +232,19 @@ parse_numbers(parser_t *ps, const char *const *v, al_trace_job_t *j)
                 "%s:%d: field 'num_cpus': expected a non-negative number "
                 "or nothing, got '%s'",
                 name, line, v[C_CPUS]);
+    /* An elastic job: num_gpus is its least size, max_gpus its most,
+     * whole GPUs both (docs/simulation.md, "Elastic jobs"). */
+    int64_t maxg = 0;
+    if (v[C_MAXG][0] != '\0' &&
+        (al__parse_i64(v[C_MAXG], &maxg) < 0 || maxg < 0 || maxg > MAX_GPUS ||
+         (maxg > 0 && (g < 1 || g != floor(g) || (double)maxg < g))))
+        al__err(errs,
+                "%s:%d: field 'max_gpus': expected a whole number of GPUs "
+                "from num_gpus (a whole number) to %d, or nothing, got '%s'",
+                name, line, MAX_GPUS, v[C_MAXG]);
     j->gpu_milli = llround(g * 1000);
     j->cpu_milli = llround(cpus * 1000);
+    j->max_gpu_milli = maxg > 0 && maxg * 1000 > j->gpu_milli ? maxg * 1000 : 0;
     return ps->errs.n == before;
 }
 
@@ -243,6 +285,12 @@ parse_row(parser_t *ps)
     j.user = al_xstrdup(v[C_USER]);
     j.queue = al_xstrdup(v[C_QUEUE]);
     j.status = al_xstrdup(v[C_STATUS]);
+    if (v[C_PIPE][0] != '\0' || v[C_STAGE][0] != '\0' ||
+        v[C_NEEDS][0] != '\0') {
+        j.pipeline = al_xstrdup(v[C_PIPE]);
+        j.stage = al_xstrdup(v[C_STAGE]);
+        j.needs = al_xstrdup(v[C_NEEDS]);
+    }
     j.line = ps->line;
     if (ps->njobs == ps->cap) {
         ps->cap = ps->cap ? ps->cap * 2 : 1024;
@@ -303,6 +351,10 @@ al_trace_parse(const char *name, const char *buf, size_t len,
     }
     if (ps.njobs > 1)
         qsort(ps.jobs, (size_t)ps.njobs, sizeof(*ps.jobs), cmp_job);
+    if (al__trace_dag(name, ps.jobs, ps.njobs, &ps.errs) != 0) {
+        free_jobs(ps.jobs, ps.njobs);
+        return al__err_give(&ps.errs, cause);
+    }
     al_trace_t *t = al_xcalloc(1, sizeof(*t));
     t->name = al_xstrdup(name);
     t->jobs = ps.jobs;
@@ -365,6 +417,10 @@ al_trace_resample(const al_trace_t *t, uint64_t seed, int64_t target_milli,
         j->user = al_xstrdup(src->user);
         j->queue = al_xstrdup(src->queue);
         j->status = al_xstrdup(src->status);
+        /* A resampled trace is a bag of independent jobs. */
+        j->pipeline = j->stage = j->needs = NULL;
+        j->deps = NULL;
+        j->ndeps = 0;
         j->submit = i;
         j->duration = duration;
     }

@@ -7,8 +7,8 @@
  *     another "user"), with a message, and leaves the out-parameter alone;
  *   - an admin is refused nothing a user is allowed;
  *   - an accepted job is within the bounds of docs/server.md and says what
- *     the body said (queue, class, sizes, after, hold, a gpu_fraction that
- *     is there becomes a fraction);
+ *     the body said (queue, class, sizes, after, hold, retries, a
+ *     gpu_fraction that is there becomes a fraction);
  *   - it can be written as JSON (both forms) and its stored form loads back
  *     (al__job_from_json) into the same job, as the store does at restart.
  * Corpus: tests/fuzz/corpus/jobbody.
@@ -34,7 +34,9 @@ check_same(const al__job_t *a, const al__job_t *b)
     CHECK(a->cls == b->cls && a->ntasks == b->ntasks && a->gpus == b->gpus);
     CHECK(a->gpu_milli == b->gpu_milli && a->cpu_milli == b->cpu_milli);
     CHECK(a->mem_bytes == b->mem_bytes && a->time_limit == b->time_limit);
+    CHECK(a->gpu_mem == b->gpu_mem);
     CHECK(a->state == b->state && a->nafter == b->nafter);
+    CHECK(a->retries == b->retries && a->retried == b->retried);
     for (int i = 0; i < a->nafter; i++)
         CHECK(a->after[i] == b->after[i]);
     json_t *sa = al_json_parse(a->spec, strlen(a->spec), NULL);
@@ -75,6 +77,8 @@ check_job(const json_t *b, const al__job_t *j, bool admin)
     CHECK(fuzz_str_eq(j->gpu_model, al_json_str(b, "gpu_model", NULL)));
     CHECK((j->state == JS_HELD) == al_json_bool(b, "hold", false));
     CHECK(j->state == JS_HELD || j->state == JS_PENDING);
+    CHECK(j->retries == al_json_int(b, "retries", 0));
+    CHECK(j->retries >= 0 && j->retries <= AL_JOB_MAX_RETRIES);
     json_t *after = json_object_get(b, "after");
     CHECK((size_t)j->nafter == json_array_size(after));
     for (int i = 0; i < j->nafter; i++) {
@@ -85,7 +89,8 @@ check_job(const json_t *b, const al__job_t *j, bool admin)
     /* The spec holds what runs, as given. */
     json_t *spec = al_json_parse(j->spec, strlen(j->spec), NULL);
     CHECK(json_is_object(spec));
-    static const char *const keys[] = { "command", "cwd", "env", "script" };
+    static const char *const keys[] = { "command", "cwd", "env", "script",
+                                        "image" };
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         json_t *v = json_object_get(b, keys[k]);
         json_t *w = json_object_get(spec, keys[k]);

@@ -48,6 +48,7 @@ one(const char *s, bool constraint)
         prevlen = kl;
         p += len + (p[len] == ',');
     }
+    free(out);
 }
 
 int

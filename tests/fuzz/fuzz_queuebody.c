@@ -5,7 +5,9 @@
  *   - a refusal is AL_EINVAL with a message and leaves *q alone;
  *   - an accepted queue has a valid name (as given), quotas within
  *     0..AL_QUOTA_MAX or AL_UNLIMITED and weights >= 0, a build cap
- *     within 0..AL_QUOTA_MAX, idle_util a percentage;
+ *     within 0..AL_QUOTA_MAX, idle_util a percentage, members valid names
+ *     (users, or "@group"), none twice, per-model quotas within
+ *     0..AL_QUOTA_MAX (limits AL_UNLIMITED too), min_runtime >= 0;
  *   - its JSON form reads back into the same queue (what the store does at
  *     restart, and what `allot queue set` reads and writes).
  * Corpus: tests/fuzz/corpus/queuebody.
@@ -17,6 +19,21 @@
 #include "fuzz.h"
 #include "json.h"
 #include "server_int.h"
+
+/* Per-model quotas, minimum runtime and members. */
+static void
+check_same_policy(const al__queue_t *a, const al__queue_t *b)
+{
+    CHECK(a->min_runtime == b->min_runtime && a->nmquotas == b->nmquotas);
+    for (int i = 0; i < a->nmquotas && i < b->nmquotas; i++) {
+        CHECK(strcmp(a->mquotas[i].model, b->mquotas[i].model) == 0);
+        CHECK(a->mquotas[i].deserved == b->mquotas[i].deserved);
+        CHECK(a->mquotas[i].limit == b->mquotas[i].limit);
+    }
+    CHECK(a->members.n == b->members.n);
+    for (int i = 0; i < a->members.n && i < b->members.n; i++)
+        CHECK(strcmp(a->members.v[i], b->members.v[i]) == 0);
+}
 
 static void
 check_same(const al__queue_t *a, const al__queue_t *b)
@@ -33,13 +50,40 @@ check_same(const al__queue_t *a, const al__queue_t *b)
     CHECK(a->build_cap == b->build_cap);
     CHECK(a->idle_timeout == b->idle_timeout);
     CHECK(a->idle_util == b->idle_util);
+    check_same_policy(a, b);
+}
+
+/* Users and "@group"s, valid names, none twice. */
+static void
+check_members(const al__names_t *m)
+{
+    CHECK(m->n >= 0 && m->n <= AL_MAX_MEMBERS);
+    for (int i = 0; i < m->n; i++) {
+        const char *s = m->v[i];
+        fuzz_check_name(s[0] == '@' ? s + 1 : s, 64);
+        for (int k = 0; k < i; k++)
+            CHECK(strcmp(m->v[k], s) != 0);
+    }
+}
+
+/* Per-model quotas within bounds, a minimum runtime >= 0. */
+static void
+check_models(const al__queue_t *q)
+{
+    CHECK(q->min_runtime >= 0);
+    for (int i = 0; i < q->nmquotas; i++) {
+        const al_model_quota_t *mq = &q->mquotas[i];
+        CHECK(mq->model != NULL && mq->model[0] != '\0');
+        CHECK(mq->deserved >= 0 && mq->deserved <= (int64_t)AL_QUOTA_MAX);
+        CHECK(mq->limit == AL_UNLIMITED ||
+              (mq->limit >= 0 && mq->limit <= (int64_t)AL_QUOTA_MAX));
+    }
 }
 
 static void
 release(al__queue_t *q)
 {
-    free(q->name);
-    free(q->parent);
+    al__queue_fini(q);
 }
 
 int
@@ -71,6 +115,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(!q.build_capped ||
           (q.build_cap >= 0 && q.build_cap <= (int64_t)AL_QUOTA_MAX));
     CHECK(q.idle_timeout >= 0 && q.idle_util >= 0 && q.idle_util <= 100);
+    check_members(&q.members);
+    check_models(&q);
     json_t *doc = al__queue_json(&q, false);
     CHECK(doc != NULL);
     char *text = al_json_dump(doc);

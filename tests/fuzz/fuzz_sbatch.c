@@ -2,8 +2,9 @@
  * fuzz_sbatch.c -- libFuzzer harness for sbatch's options, on its command
  * line and in a script's #SBATCH lines: al_script_sbatch_words and
  * al_script_sbatch_lines (src/cli/script.c, the table `allot submit`
- * shares).  Each input, up to its first NUL, is a script's text, and its
- * words (split on blanks) a command line.  Checks:
+ * shares), and srun's and salloc's command lines (an odd last byte).  Each
+ * input, up to its first NUL, is a script's text, and its words (split on
+ * blanks) a command line.  Checks:
  *   - the command line stops within it, at a word that is not an option;
  *   - every string read points into the words or the text it came from;
  *   - options refused by name are counted among the errors.
@@ -44,6 +45,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
          t = strtok_r(NULL, " \t\n", &save))
         w[n++] = t;
     al_script_slurm_init(&r);
+    /* srun's and salloc's command lines too: their own options. */
+    if (len > 0 && (s[len - 1] & 1))
+        r.prog = (s[len - 1] & 2) ? "srun" : "salloc";
     int stop = -1;
     errors = al_script_sbatch_words(w, n, &r, NULL, &stop);
     CHECK(stop >= 0 && stop <= n);

@@ -1563,9 +1563,10 @@ def scenario_pg_store(c):
     hist = [e["event"] for e in c.job(a)["history"]]
     check(events and events == hist and "submitted" in events,
           "the history comes from the database: %s vs %s" % (events, hist))
-    # Version 2 added the usage history's table.
+    # Version 2 added the usage history's table, 3 users' settings,
+    # groups and the fair-share usage.
     v = c.pg.sql("SELECT version FROM allot.schema_version")
-    check(v == "2", "schema version 2: %s" % v)
+    check(v == "3", "schema version 3: %s" % v)
 
     def server(state, store):
         return c.refused("server", "--listen", "127.0.0.1:0", "--state",

@@ -8,6 +8,12 @@
  * "cpu" (link 0 of every device goes to a CPU: no GPU domain), "none".
  * Telemetry: device i is 10*i % 100 busy, uses i GiB, is at
  * 30+i degrees and draws 100+i watts.
+ * Health: $FAKE_NVML_HEALTH names a file, read at every call, of lines
+ * "GPU WHAT [VALUE]": "xid N" (an XID event, delivered once), "ecc N"
+ * (double-bit ECC errors so far), "pending" (retired pages pending),
+ * "remap" (remapped rows pending), "lost" (off the bus: calls fail with
+ * GPU_IS_LOST), "temp C" (temperature; the slowdown threshold is 90),
+ * "power W" (power; the enforced limit is 400 W).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +51,36 @@ int nvmlDeviceGetUtilizationRates(nvml_device_t d, nvml_utilization_t *u);
 int nvmlDeviceGetTemperature(nvml_device_t d, int sensor, unsigned int *t);
 int nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw);
 
-enum { OK = 0, ERR_INVALID = 2, ERR_UNINITIALIZED = 1 };
+enum {
+    OK = 0,
+    ERR_INVALID = 2,
+    ERR_UNINITIALIZED = 1,
+    ERR_TIMEOUT = 10,
+    ERR_GPU_IS_LOST = 15
+};
+
+/* The value of "GPU WHAT VALUE" in $FAKE_NVML_HEALTH (1 for a line with
+ * no value), or -1 when there is no such line; nth: the nth such line
+ * (for XIDs, each an event). */
+static long
+health(long gpu, const char *what, int nth)
+{
+    const char *path = getenv("FAKE_NVML_HEALTH");
+    FILE *f = path != NULL ? fopen(path, "r") : NULL;
+    char line[256], w[64];
+    long v = -1;
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+        long g, val = 1;
+        int n = sscanf(line, "%ld %63s %ld", &g, w, &val);
+        if (n >= 2 && g == gpu && strcmp(w, what) == 0 && nth-- == 0) {
+            v = val;
+            break;
+        }
+    }
+    if (f != NULL)
+        fclose(f);
+    return v;
+}
 
 static int initialised;
 
@@ -122,6 +157,8 @@ nvmlDeviceGetMemoryInfo(nvml_device_t d, nvml_memory_t *m)
 {
     if (index_of(d) < 0)
         return ERR_INVALID;
+    if (health(index_of(d), "lost", 0) > 0)
+        return ERR_GPU_IS_LOST;
     m->total = 40ULL << 30;
     m->used = (unsigned long long)index_of(d) << 30;
     m->free = m->total - m->used;
@@ -222,7 +259,8 @@ nvmlDeviceGetTemperature(nvml_device_t d, int sensor, unsigned int *t)
     long i = index_of(d);
     if (i < 0 || sensor != 0)
         return ERR_INVALID;
-    *t = (unsigned int)(30 + i);
+    long h = health(i, "temp", 0);
+    *t = (unsigned int)(h >= 0 ? h : 30 + i);
     return OK;
 }
 
@@ -232,6 +270,128 @@ nvmlDeviceGetPowerUsage(nvml_device_t d, unsigned int *mw)
     long i = index_of(d);
     if (i < 0)
         return ERR_INVALID;
-    *mw = (unsigned int)((100 + i) * 1000);
+    long h = health(i, "power", 0);
+    *mw = (unsigned int)((h >= 0 ? h : 100 + i) * 1000);
+    return OK;
+}
+
+typedef struct nvml_event_data {
+    nvml_device_t device;
+    unsigned long long type, data;
+    unsigned int gpu_instance, compute_instance;
+} nvml_event_data_t;
+
+int nvmlDeviceGetTotalEccErrors(nvml_device_t d, int type, int counter,
+                                unsigned long long *n);
+int nvmlDeviceGetRetiredPagesPendingStatus(nvml_device_t d, int *pending);
+int nvmlDeviceGetRemappedRows(nvml_device_t d, unsigned int *corr,
+                              unsigned int *unc, unsigned int *pending,
+                              unsigned int *failed);
+int nvmlDeviceGetTemperatureThreshold(nvml_device_t d, int type,
+                                      unsigned int *t);
+int nvmlDeviceGetEnforcedPowerLimit(nvml_device_t d, unsigned int *mw);
+int nvmlEventSetCreate(void **set);
+int nvmlDeviceRegisterEvents(nvml_device_t d, unsigned long long types,
+                             void *set);
+int nvmlEventSetWait_v2(void *set, nvml_event_data_t *e, unsigned int ms);
+int nvmlEventSetFree(void *set);
+
+int
+nvmlDeviceGetTotalEccErrors(nvml_device_t d, int type, int counter,
+                            unsigned long long *n)
+{
+    long i = index_of(d);
+    if (i < 0 || type != 1)
+        return ERR_INVALID;
+    (void)counter;
+    long h = health(i, "ecc", 0);
+    *n = h > 0 ? (unsigned long long)h : 0;
+    return OK;
+}
+
+int
+nvmlDeviceGetRetiredPagesPendingStatus(nvml_device_t d, int *pending)
+{
+    long i = index_of(d);
+    if (i < 0)
+        return ERR_INVALID;
+    *pending = health(i, "pending", 0) > 0;
+    return OK;
+}
+
+int
+nvmlDeviceGetRemappedRows(nvml_device_t d, unsigned int *corr,
+                          unsigned int *unc, unsigned int *pending,
+                          unsigned int *failed)
+{
+    long i = index_of(d);
+    if (i < 0)
+        return ERR_INVALID;
+    *corr = *unc = 0;
+    *pending = health(i, "remap", 0) > 0;
+    *failed = 0;
+    return OK;
+}
+
+int
+nvmlDeviceGetTemperatureThreshold(nvml_device_t d, int type, unsigned int *t)
+{
+    if (index_of(d) < 0)
+        return ERR_INVALID;
+    *t = type == 1 ? 90 : 95; /* slowdown, shutdown */
+    return OK;
+}
+
+int
+nvmlDeviceGetEnforcedPowerLimit(nvml_device_t d, unsigned int *mw)
+{
+    if (index_of(d) < 0)
+        return ERR_INVALID;
+    *mw = 400000;
+    return OK;
+}
+
+/* One event set; the XIDs of the health file delivered once each. */
+static int event_set;
+static int xids_seen[64];
+
+int
+nvmlEventSetCreate(void **set)
+{
+    *set = &event_set;
+    return OK;
+}
+
+int
+nvmlDeviceRegisterEvents(nvml_device_t d, unsigned long long types, void *set)
+{
+    (void)types;
+    return index_of(d) < 0 || set != &event_set ? ERR_INVALID : OK;
+}
+
+int
+nvmlEventSetWait_v2(void *set, nvml_event_data_t *e, unsigned int ms)
+{
+    (void)ms;
+    if (set != &event_set)
+        return ERR_INVALID;
+    for (long i = 0; i < (long)count() && i < 64; i++) {
+        long x = health(i, "xid", xids_seen[i]);
+        if (x < 0)
+            continue;
+        xids_seen[i]++;
+        memset(e, 0, sizeof *e);
+        e->device = (nvml_device_t)(size_t)(i + 1);
+        e->type = 0x8; /* nvmlEventTypeXidCriticalError */
+        e->data = (unsigned long long)x;
+        return OK;
+    }
+    return ERR_TIMEOUT;
+}
+
+int
+nvmlEventSetFree(void *set)
+{
+    (void)set;
     return OK;
 }

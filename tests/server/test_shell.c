@@ -466,6 +466,133 @@ master_ports(void)
     ASSERT_EQ(b.master_port, 29501);
 }
 
+/* The event hub (events.c): a stream sees only what was committed, only
+ * its user's jobs, resumes when something comes; one that keeps reading
+ * keeps up however much comes, one that does not is told of the gap and
+ * ended once the ring moved past it. */
+static int hub_suspends, hub_resumes;
+
+static void
+hub_suspend(void *conn)
+{
+    (void)conn;
+    hub_suspends++;
+}
+
+static void
+hub_resume(void *conn)
+{
+    (void)conn;
+    hub_resumes++;
+}
+
+/* Reads what s has now into buf (NUL-terminated); the last read's
+ * result. */
+static ssize_t
+hub_read(al__sse_t *s, char *buf, size_t len)
+{
+    size_t got = 0;
+    ssize_t n;
+    while ((n = al__events_read(s, buf + got, len - 1 - got)) > 0)
+        got += (size_t)n;
+    buf[got] = '\0';
+    return n;
+}
+
+static void
+event_hub(void)
+{
+    static char buf[1 << 20];
+    hub_suspends = hub_resumes = 0;
+    al__events_t *h = al__events_create(hub_suspend, hub_resume);
+    al__events_query_t q;
+    char *cause = NULL;
+    ASSERT_EQ(
+        al__events_query_parse(NULL, NULL, NULL, NULL, NULL, NULL, &q, &cause),
+        0);
+    al__sse_t *all = al__events_open(h, &q, NULL);
+    al__sse_t *alice = al__events_open(h, &q, "alice");
+    al__sse_t *bob = al__events_open(h, &q, "bob");
+    ASSERT_EQ(hub_read(all, buf, sizeof buf), 0);
+    ASSERT(strstr(buf, "event: ready") != NULL);
+    ASSERT_EQ(hub_suspends, 1);
+    ASSERT_EQ(hub_read(alice, buf, sizeof buf), 0);
+    ASSERT_EQ(hub_read(bob, buf, sizeof buf), 0);
+    ASSERT_EQ(hub_suspends, 3);
+    al__event_info_t in = { .job = 7,
+                            .ms = 1000,
+                            .event = "started",
+                            .user = "alice",
+                            .detail = "task 0 on n1" };
+    /* A transaction that failed shows nothing and wakes no one. */
+    al__events_record(h, &in);
+    al__events_drop(h);
+    al__events_publish(h);
+    ASSERT_EQ(hub_resumes, 0);
+    al__events_record(h, &in);
+    al__events_publish(h);
+    ASSERT_EQ(hub_resumes, 3);
+    ASSERT_EQ(hub_read(all, buf, sizeof buf), 0);
+    ASSERT(strstr(buf, "event: job\ndata: {") != NULL &&
+           strstr(buf, "\"job\":7") != NULL &&
+           strstr(buf, "\"detail\":\"task 0 on n1\"") != NULL);
+    ASSERT_EQ(hub_read(alice, buf, sizeof buf), 0);
+    ASSERT(strstr(buf, "\"job\":7") != NULL);
+    ASSERT_EQ(hub_read(bob, buf, sizeof buf), 0);
+    ASSERT_STR_EQ(buf, "");
+    /* Twice the ring: `all` reads after each commit and keeps up; bob
+     * never reads and falls behind. */
+    int seen = 0;
+    for (int i = 0; i < 2 * AL_EVENTS_RING; i++) {
+        in.job = (uint64_t)(100 + i);
+        al__events_record(h, &in);
+        al__events_publish(h);
+        ASSERT_EQ(hub_read(all, buf, sizeof buf), 0);
+        seen += strstr(buf, "event: job") != NULL;
+    }
+    ASSERT_EQ(seen, 2 * AL_EVENTS_RING);
+    ASSERT_EQ(hub_read(bob, buf, sizeof buf), -1);
+    ASSERT(strstr(buf, "event: gap") != NULL);
+    al__events_free(bob);
+    al__events_free(alice);
+    al__events_free(all);
+    al__events_close(h);
+    al__events_destroy(h);
+    /* The query: defaults, and each bad value refused with a reason. */
+    ASSERT_EQ(
+        al__events_query_parse("5", "9", NULL, "3", "false", NULL, &q, &cause),
+        0);
+    ASSERT(q.has_since && q.since == 5 && q.job == 3 && q.mode == AL_SSE_ONCE);
+    ASSERT_EQ(
+        al__events_query_parse(NULL, "9", "0", NULL, NULL, NULL, &q, &cause),
+        AL_EINVAL);
+    ASSERT(cause != NULL && strstr(cause, "together") != NULL);
+    free(cause);
+    cause = NULL;
+    static const char *const bad[][6] = {
+        { "x", NULL, NULL, NULL, NULL, NULL },
+        { "-1", NULL, NULL, NULL, NULL, NULL },
+        { "99999999999999999999999", NULL, NULL, NULL, NULL, NULL },
+        { NULL, "1e3", NULL, NULL, NULL, NULL },
+        { NULL, NULL, "8193", NULL, NULL, NULL },
+        { NULL, NULL, NULL, "0", NULL, NULL },
+        { NULL, NULL, NULL, NULL, "yes", NULL },
+        { NULL, NULL, NULL, NULL, NULL, "61" },
+        { NULL, NULL, NULL, NULL, "0", "5" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *const *b = bad[i];
+        q.job = 42;
+        ASSERT_EQ(al__events_query_parse(b[0], b[1], b[2], b[3], b[4], b[5], &q,
+                                         &cause),
+                  AL_EINVAL);
+        ASSERT(cause != NULL && cause[0] != '\0');
+        ASSERT_EQ(q.job, 42); /* untouched */
+        free(cause);
+        cause = NULL;
+    }
+}
+
 const al_test_t test_shell[] = {
     { "url_parse", url_parse },
     { "base64", base64 },
@@ -481,5 +608,6 @@ const al_test_t test_shell[] = {
     { "proc_state", proc_state },
     { "fake_gpus", fake_gpus },
     { "master_ports", master_ports },
+    { "event_hub", event_hub },
     { NULL, NULL },
 };

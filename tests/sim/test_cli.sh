@@ -125,5 +125,34 @@ check "noisy runs succeed" $?
 cmp -s "$TMP/n1" "$TMP/n2"
 check "noisy runs are reproducible" $?
 
+# Pipelines: --dag validated (exit 2 with the choices), the pipeline
+# figures in the JSON, a cycle in a trace refused with its line, and the
+# four modes reproducible.
+"$ALLOT" sim --trace "$DATA/small.csv" --nodes 1 --dag sometimes \
+    2>"$TMP/err" >/dev/null
+check "--dag sometimes exits 2" $([ $? -eq 2 ]; echo $?)
+grep -q "expected on, off, blind or hold, got 'sometimes'" "$TMP/err"
+check "--dag message lists the modes" $?
+printf 'job_id,submit_time_s,duration_s,num_gpus,pipeline_id,stage,needs\n%s\n%s\n%s\n' \
+    'a,0,100,1,p,a,' 'b,0,50,2,p,b,a' 'c,0,50,1,p,c,a' >"$TMP/pipe.csv"
+for d in on off blind hold; do
+    "$ALLOT" sim --trace "$TMP/pipe.csv" --nodes 1 --dag "$d" --json \
+        --no-timing --quiet >"$TMP/pipe.$d" 2>&1 &&
+        "$ALLOT" sim --trace "$TMP/pipe.csv" --nodes 1 --dag "$d" --json \
+            --no-timing --quiet >"$TMP/pipe2.$d" 2>&1 &&
+        cmp -s "$TMP/pipe.$d" "$TMP/pipe2.$d"
+    check "--dag $d runs, reproducibly" $?
+    grep -q "\"dag\":\"$d\",\"pipelines\":1,\"pipelines_done\":1,\"pipeline_makespan_avg_s\":150.0" \
+        "$TMP/pipe.$d"
+    check "--dag $d: the pipeline's figures" $?
+done
+printf 'job_id,submit_time_s,duration_s,num_gpus,pipeline_id,stage,needs\n%s\n%s\n' \
+    'a,0,1,1,p,a,b' 'b,0,1,1,p,b,a' >"$TMP/cycle.csv"
+"$ALLOT" sim --trace "$TMP/cycle.csv" --nodes 1 2>"$TMP/err" >/dev/null
+check "a cycle of needs exits 1" $([ $? -eq 1 ]; echo $?)
+grep -q "cycle.csv:2: field 'needs': stage 'a' of pipeline 'p' is on a cycle" \
+    "$TMP/err"
+check "the cycle is named with its line" $?
+
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

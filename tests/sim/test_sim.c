@@ -352,6 +352,53 @@ test_reclaim_checkpoint(void)
 }
 
 /*
+ * Elastic jobs (max_gpus).  One node of 8 GPUs.  e: 2..8 GPUs, 800 s at
+ * its least size, alone: it starts with all 8 (tasks of 2 GPUs, 1..4 of
+ * them), four times the pace, and ends at 200.  With queues: qa deserves
+ * 2, qb 6; e (qa) starts at 0 with 8; b (qb, 6 GPUs, 100 s) arrives at
+ * 100, when e has done 400 s of work: e is shrunk to 2 GPUs (no job is
+ * evicted), b runs at once, 100-200, and e does its last 400 s at its
+ * least pace: it ends at 500.  A max_gpus below num_gpus, or with a
+ * fraction, is refused.
+ */
+static void
+test_elastic(void)
+{
+    const char *h = "job_id,submit_time_s,duration_s,num_gpus,num_cpus,"
+                    "user,queue,status,max_gpus\n";
+    char t[512];
+    snprintf(t, sizeof t, "%se,0,800,2,,,qa,,8\n", h);
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(t, 1, 8, AL_POLICY_ALLOT, NULL, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 0), ==, 200);
+        ASSERT_INT(r->jobs[0].resizes, ==, 0);
+        done(r);
+    }
+    snprintf(t, sizeof t, "%se,0,800,2,,,qa,,8\nb,100,100,6,,,qb,,\n", h);
+    const char *qf = "queue name=qa deserved=2\nqueue name=qb deserved=6\n";
+    r = run(t, 1, 8, AL_POLICY_ALLOT, qf, &s);
+    if (r) {
+        ASSERT_INT(s.preemptions, ==, 0);
+        ASSERT_INT(r->jobs[0].resizes, ==, 1);
+        ASSERT_INT(jct(r, 1), ==, 100);
+        ASSERT_INT(jct(r, 0), ==, 500);
+        done(r);
+    }
+    static const char *const bad[] = { "e,0,8,2,,,,,1\n", "e,0,8,0.5,,,,,4\n",
+                                       "e,0,8,2,,,,,x\n" };
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        al_trace_t *x = NULL;
+        char *cause = NULL;
+        snprintf(t, sizeof t, "%s%s", h, bad[k]);
+        ASSERT_INT(al_trace_parse("t.csv", t, strlen(t), NULL, &x, &cause), ==,
+                   AL_EPARSE);
+        ASSERT_STR_HAS(cause, "max_gpus");
+        free(cause);
+    }
+}
+
+/*
  * Tiresias.  One GPU.  a: t=0, 10000 s; b: t=5000, 1000 s.  At 5000 a has
  * attained 5000 GPU-s (above the first threshold, 3600) and b none: b
  * preempts a.  a's checkpoint at 3600 keeps 3600 s, 1400 s lost.  b runs
@@ -738,6 +785,7 @@ static const struct test {
     { "two_jobs_one_gpu", test_two_jobs_one_gpu },
     { "backfill", test_backfill },
     { "reclaim_checkpoint", test_reclaim_checkpoint },
+    { "elastic", test_elastic },
     { "tiresias", test_tiresias },
     { "sjf_oracle", test_sjf_oracle },
     { "unschedulable", test_unschedulable },

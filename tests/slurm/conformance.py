@@ -166,9 +166,28 @@ def c_script_array(s):
             "stdout": re.sub(r"\d+", "N", p.stdout)}
 
 
-def c_signal(s):
-    p = s.run("sbatch", "--signal=B:USR1@60", "--wrap", "true")
-    return {"rc": p.returncode, "_stderr": p.stderr}
+def c_array_listing(s):
+    """An array in squeue (pending elements folded, -r one by one) and
+    in sacct (ID_INDEX)."""
+    held_id = s.sbatch("-H", "--array=0-3,7", "--wrap", "true")
+    p = s.run("squeue", "-h", "-j", held_id, "-o", "%i %A %K %T %r")
+    q = s.run("squeue", "-h", "-r", "-j", held_id, "-o", "%i")
+    s.run("scancel", held_id)
+    done = s.sbatch("--array=0-2", "--wrap", "true")
+    rows = []
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        r = s.run("sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", done)
+        rows = sorted(r.stdout.splitlines())
+        if len(rows) == 3 and all("COMPLETED" in x for x in rows):
+            break
+        time.sleep(0.3)
+    def n(t):  # the arrays' ids, where they stand as ids
+        for i in (held_id, done):
+            t = re.sub(r"(?m)(^|\s)%s(?=_|\s|$)" % i, r"\1ID", t)
+        return t
+    return {"squeue": n(p.stdout), "r": n(q.stdout),
+            "sacct": [n(x) for x in rows]}
 
 
 def c_exit_codes(s):
@@ -432,10 +451,19 @@ def c_hold_release(s):
 
 
 def c_scontrol_requeue(s):
-    jid = s.sbatch("--wrap", "true")
-    s.final(jid)
-    p = s.run("scontrol", "requeue", jid)
-    return {"rc": p.returncode, "_stderr": p.stderr}
+    """requeue of a running job, a pending one, an ended one (not
+    submitted with --requeue), an unknown one."""
+    run = s.sbatch("--requeue", "--wrap", "sleep 30")
+    done = s.sbatch("--wrap", "true")
+    held_id = s.sbatch("--requeue", "-H", "--wrap", "true")
+    s.running(run)
+    s.final(done)
+    out = []
+    for j in (run, held_id, done, "999999"):
+        p = s.run("scontrol", "requeue", j)
+        out.append([p.returncode, re.sub(r"\d+", "N", p.stderr)])
+    s.run("scancel", run, held_id)
+    return {"requeue": out}
 
 
 def c_scancel(s):
@@ -460,11 +488,20 @@ def c_scancel_filters(s):
 
 
 def c_scancel_signal(s):
-    jid = s.sbatch("--wrap", "sleep 30")
+    """--signal to a job's steps (an srun in its script), -b to the
+    script.  (Of a pending job: Slurm's scancel may retry for a minute.)"""
+    jid = s.sbatch("-o", "sig-%j.out", "--wrap",
+                   "trap 'echo batch got USR2; exit 0' USR2; "
+                   "srun sh -c 'trap \"echo step got USR1; exit 0\" USR1; "
+                   "sleep 120 & wait'; sleep 120 & wait")
     s.running(jid)
+    time.sleep(3)  # the step starts
     p = s.run("scancel", "--signal=USR1", jid)
-    s.run("scancel", jid)
-    return {"rc": p.returncode}
+    time.sleep(1)
+    q = s.run("scancel", "-b", "--signal=USR2", jid)
+    f = s.final(jid)
+    return {"rc": [p.returncode, q.returncode], "state": f[1:],
+            "out": open(os.path.join(s.cwd, "sig-%s.out" % jid)).read()}
 
 
 def c_wait(s):
@@ -514,9 +551,99 @@ def c_sacctmgr(s):
         r"(\s*\S+\s*\n)+", p.stdout))}
 
 
+def node_word(text):
+    """Node names in srun's messages, abstracted."""
+    return re.sub(r"error: [\w.-]+: task", "error: NODE: task", text)
+
+
 def c_srun(s):
-    p = s.run("srun", "true")
-    return {"rc": p.returncode, "_stderr": p.stderr}
+    p = s.run("srun", "sh", "-c", "echo out; exit 3")
+    return {"rc": p.returncode, "stdout": p.stdout,
+            "stderr": node_word(p.stderr.splitlines()[-1])
+            if p.stderr else None}
+
+
+def c_srun_label(s):
+    p = s.run("srun", "-n", "2", "-l", "sh", "-c",
+              "echo $SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_ID")
+    return {"rc": p.returncode, "lines": sorted(p.stdout.splitlines())}
+
+
+def c_srun_stdin(s):
+    p = s.run("srun", "cat", stdin="through stdin\n")
+    return {"rc": p.returncode, "stdout": p.stdout}
+
+
+def c_srun_errors(s):
+    a = s.run("srun", "--no-such-option", "true")
+    b = s.run("srun")
+    c = s.run("srun", "-p", "nosuchpart", "true")
+    return {"rc": [a.returncode, b.returncode, c.returncode],
+            "stderr": [a.stderr.splitlines()[:1], b.stderr,
+                       c.stderr.splitlines()[-1:]]}
+
+
+def c_srun_batch(s):
+    """srun in a batch script of two tasks: a step of both, then one."""
+    jid = s.sbatch("-n", "2", "-o", "steps-%j.out", "--wrap",
+                   "srun -l sh -c 'echo $SLURM_PROCID $SLURM_STEP_ID'; "
+                   "srun -n1 sh -c 'echo one $SLURM_STEP_ID'")
+    s.final(jid)
+    text = open(os.path.join(s.cwd, "steps-%s.out" % jid)).read()
+    # (Slurm's srun may say that it waits for the step's resources.)
+    return {"lines": sorted(x for x in text.splitlines()
+                            if not x.startswith("srun: "))}
+
+
+def c_batch_tasks(s):
+    """What a batch script of two tasks runs outside srun."""
+    jid = s.sbatch("-n", "2", "-o", "outside-%j.out", "--wrap",
+                   "echo outside")
+    s.final(jid)
+    return {"lines": open(os.path.join(s.cwd, "outside-%s.out" % jid))
+            .read().splitlines()}
+
+
+def c_salloc(s):
+    p = s.run("salloc", "-n", "2", "sh", "-c",
+              "echo $SLURM_JOB_NAME $SLURM_NTASKS $SLURM_NNODES; "
+              "srun -l sh -c 'echo $SLURM_PROCID $SLURM_STEP_ID'; exit 5")
+    m = re.search(r"Granted job allocation (\d+)", p.stderr)
+    f = s.final(m.group(1)) if m else None
+    return {"rc": p.returncode, "lines": sorted(p.stdout.splitlines()),
+            # (Slurm may add "Job allocation N has been revoked." when
+            # the job ended first.)
+            "stderr": [re.sub(r"\d+", "N", x) for x in p.stderr.splitlines()
+                       if "Granted" in x or "Relinquishing" in x],
+            "state": f[1:] if f else None}
+
+
+def c_salloc_errors(s):
+    a = s.run("salloc", "--no-such-option", "true")
+    b = s.run("salloc", "-p", "nosuchpart", "true")
+    return {"rc": [a.returncode, b.returncode],
+            "stderr": [a.stderr.splitlines()[:1], b.stderr.splitlines()[-1:]]}
+
+
+def c_signal_batch(s):
+    """A checkpoint handler: --signal=B:USR1@65 with a limit of 70 s
+    (Slurm sends it up to a minute early; allot on time)."""
+    with open(os.path.join(s.cwd, "ckpt.sh"), "w") as f:
+        f.write("#!/bin/bash\n#SBATCH -t 1:10\n#SBATCH --signal=B:USR1@65\n"
+                "trap 'echo got USR1; exit 0' USR1\n"
+                "echo start\nsleep 120 & wait\necho never\n")
+    jid = s.sbatch("-o", "ckpt-%j.out", "ckpt.sh")
+    f = s.final(jid, timeout=120)
+    text = open(os.path.join(s.cwd, "ckpt-%s.out" % jid)).read()
+    # Slurm's slurmstepd may add a line of its own (SIGCONT to a step
+    # that is gone).
+    return {"state": f[1:], "out": [x for x in text.splitlines()
+                                    if not x.startswith("slurmstepd")]}
+
+
+def c_signal_bad(s):
+    p = s.run("sbatch", "--signal=NOSUCH@60", "--wrap", "true")
+    return {"rc": p.returncode, "stderr": p.stderr}
 
 
 # (flag, case, verdict, why).  verdict: same | differs | refused.  The
@@ -529,14 +656,17 @@ CASES = [
     ("sbatch script without #!", c_no_shebang, "same", ""),
     ("sbatch empty script on stdin", c_empty, "same", ""),
     ("sbatch -p PARTITION (unknown)", c_bad_partition, "same",
-     "one partition, `allot`"),
+     "a partition is a node pool; `allot` holds every node"),
     ("sbatch -t (malformed)", c_bad_time, "same", ""),
     ("sbatch --wrap with script arguments", c_wrap_args, "same", ""),
     ("sbatch --array", c_array, "same", ""),
     ("sbatch --dependency", c_dependency, "same", ""),
     ("#SBATCH --array in a script", c_script_array, "same", ""),
-    ("sbatch --signal=[B:]SIG@TIME", c_signal, "refused",
-     "allot cannot signal a job before its time limit"),
+    ("an array in squeue (-r) and sacct", c_array_listing, "same",
+     "an element's JobIDRaw is its own id"),
+    ("sbatch --signal=B:SIG@TIME", c_signal_batch, "same",
+     "Slurm sends it up to a minute early, allot at TIME"),
+    ("sbatch --signal (malformed)", c_signal_bad, "same", ""),
     ("sbatch -W/--wait", c_wait, "same", "exit status of the job"),
     ("sbatch -D", c_chdir, "same", ""),
     ("sbatch --export=NONE,VAR=V", c_export_none, "same",
@@ -568,25 +698,30 @@ CASES = [
      "other keys tools read are there"),
     ("scontrol show job/hold unknown id", c_scontrol_badjob, "same", ""),
     ("scontrol hold/release", c_hold_release, "same", ""),
-    ("scontrol requeue", c_scontrol_requeue, "refused",
-     "the API has no requeue"),
+    ("scontrol requeue", c_scontrol_requeue, "same",
+     "allot requeues running jobs only"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
-    ("scancel --signal=USR1", c_scancel_signal, "refused",
-     "allot can only cancel (SIGTERM, then SIGKILL)"),
+    ("scancel --signal, -b", c_scancel_signal, "same",
+     "through the controller, beside each task"),
     ("sacctmgr -n -s list user NAME format=account", c_sacctmgr, "same",
      "accounts are allot's leaf queues"),
-    ("srun", c_srun, "refused",
-     "job steps and interactive jobs are not available yet"),
+    ("srun (exit status, error line)", c_srun, "same", ""),
+    ("srun -n 2 -l", c_srun_label, "same", ""),
+    ("srun with stdin", c_srun_stdin, "same", ""),
+    ("srun unknown option, no command, -p unknown", c_srun_errors, "same",
+     ""),
+    ("srun in a batch script (steps)", c_srun_batch, "same", ""),
+    ("sbatch -n 2: a command outside srun", c_batch_tasks, "differs",
+     "allot runs the script once per task, Slurm once"),
+    ("salloc CMD (srun inside, release, state)", c_salloc, "same", ""),
+    ("salloc unknown option, -p unknown", c_salloc_errors, "same", ""),
 ]
 
 # What allot must give where it differs from or refuses what Slurm does.
 EXPECT_ALLOT = {
-    "sbatch --signal=[B:]SIG@TIME": {"rc": 1},
-
-    "scontrol requeue": {"rc": 1},
-    "scancel --signal=USR1": {"rc": 1},
-    "srun": {"rc": 1},
+    "sbatch -n 2: a command outside srun": {"lines": ["outside",
+                                                      "outside"]},
 }
 
 # What Slurm 22.05 gives (recorded from the peer), for the allot half when
@@ -695,6 +830,44 @@ EXPECT = {
     "scancel -n -t": {"rc": 0, "a": "CANCELLED", "b": "PENDING\n"},
     "sacctmgr -n -s list user NAME format=account": {"rc": 0,
                                                       "shape": True},
+    "scontrol requeue": {"requeue": [
+        [0, ""], [1, "Job is pending execution for job N\n"],
+        [1, "Requested operation is presently disabled for job N\n"],
+        [1, "Invalid job id specified for job N\n"]]},
+    "an array in squeue (-r) and sacct": {
+        "squeue": "ID_[0-3,7] ID 0-3,7 PENDING JobHeldUser\n",
+        "r": "ID_0\nID_1\nID_2\nID_3\nID_7\n",
+        "sacct": ["ID_0|COMPLETED", "ID_1|COMPLETED", "ID_2|COMPLETED"]},
+    "sbatch --signal=B:SIG@TIME": {"state": ["COMPLETED", "0:0"],
+                                   "out": ["start", "got USR1"]},
+    "sbatch --signal (malformed)": {
+        "rc": 255, "stderr": "sbatch: error: Invalid --signal "
+                             "specification\n"},
+    "scancel --signal, -b": {"rc": [0, 0], "state": ["COMPLETED", "0:0"],
+                             "out": "step got USR1\nbatch got USR2\n"},
+    "srun (exit status, error line)": {
+        "rc": 3, "stdout": "out\n",
+        "stderr": "srun: error: NODE: task 0: Exited with exit code 3"},
+    "srun -n 2 -l": {"rc": 0, "lines": ["0: 0/2 0", "1: 1/2 0"]},
+    "srun with stdin": {"rc": 0, "stdout": "through stdin\n"},
+    "srun unknown option, no command, -p unknown": {
+        "rc": [255, 1, 1],
+        "stderr": [["srun: unrecognized option '--no-such-option'"],
+                   "srun: fatal: No command given to execute.\n",
+                   ["srun: error: Unable to allocate resources: Invalid "
+                    "partition name specified"]]},
+    "srun in a batch script (steps)": {"lines": ["0: 0 0", "1: 1 0",
+                                                 "one 1"]},
+    "salloc CMD (srun inside, release, state)": {
+        "rc": 5, "lines": ["0: 0 0", "1: 1 0", "interactive 2 1"],
+        "stderr": ["salloc: Granted job allocation N",
+                   "salloc: Relinquishing job allocation N"],
+        "state": ["FAILED", "5:0"]},
+    "salloc unknown option, -p unknown": {
+        "rc": [255, 1],
+        "stderr": [["salloc: unrecognized option '--no-such-option'"],
+                   ["salloc: error: Job submit/allocate failed: Invalid "
+                    "partition name specified"]]},
 }
 
 

@@ -27,6 +27,7 @@ extern const al_test_t test_stream[];
 extern const al_test_t test_relay[];
 extern const al_test_t test_hostlist[];
 extern const al_test_t test_pools[];
+extern const al_test_t test_dag[];
 
 static const struct {
     const char *module;
@@ -39,6 +40,7 @@ static const struct {
     { "server", test_server },     { "arrayspec", test_arrayspec },
     { "stream", test_stream },     { "relay", test_relay },
     { "hostlist", test_hostlist }, { "pools", test_pools },
+    { "dag", test_dag },
 };
 
 int

@@ -1275,10 +1275,13 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
               "job %d: no-borrow reason with borrowing on", i);
         CHECK(c, why->code != AL_WHY_ORDER || s->config->strict_order,
               "job %d: strict-order reason without strict order", i);
+        /* (Behind a pipeline's look-ahead needs no reserve_depth.) */
         CHECK(c,
               (why->code != AL_WHY_RESERVED &&
                why->code != AL_WHY_BEHIND_RESERVATION) ||
-                  s->config->reserve_depth > 0,
+                  s->config->reserve_depth > 0 ||
+                  (why->code == AL_WHY_BEHIND_RESERVATION && why->job >= 0 &&
+                   s->jobs[why->job].dep_state == AL_DEPS_WAITING),
               "job %d: reservation reason with reserve_depth 0", i);
         CHECK(c,
               why->code != AL_WHY_BAD_QUEUE ||
@@ -1342,7 +1345,12 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
               (int)s->jobs[rv->job].state);
         CHECK(c, rv->start >= s->now, "reservation %d starts at %lld < now", k,
               (long long)rv->start);
-        CHECK(c, r->reasons[rv->job].code == AL_WHY_RESERVED,
+        /* A pipeline's look-ahead is made for a job that waits for its
+         * dependencies, and keeps that reason. */
+        CHECK(c,
+              r->reasons[rv->job].code == AL_WHY_RESERVED ||
+                  (r->reasons[rv->job].code == AL_WHY_DEPS &&
+                   s->jobs[rv->job].dep_state == AL_DEPS_WAITING),
               "reservation %d: job %d has reason %d", k, rv->job,
               (int)r->reasons[rv->job].code);
         CHECK(c, rv->nnodes >= 1, "reservation %d: %d nodes", k, rv->nnodes);

@@ -574,7 +574,8 @@ queue_doc_refused(void)
     } cases[] = {
         { "{\"name\": \"q\", \"quoat\": {}}",
           "unknown field 'quoat' (a queue has name, parent, priority, quota, "
-          "max_build_gpus, idle_timeout and idle_util)" },
+          "max_build_gpus, idle_timeout, idle_util, members, min_runtime and "
+          "model_quotas)" },
         { "{\"name\": \"q\", \"max_build_gpus\": -2}",
           "max_build_gpus must be a number of GPUs >= 0, or -1 for no cap" },
         { "{\"name\": \"q\", \"max_build_gpus\": \"2\"}",

@@ -1,12 +1,15 @@
 /*
  * format.c -- the format strings of Slurm's listing commands: squeue's and
  * sinfo's "%.18i %9P", squeue's -O "JobID:20" and sacct's -o "JobID%20",
- * read into items, and a value laid out in its item's width.
+ * read into items, and a value laid out in its item's width; signals as
+ * Slurm's commands name them, and sbatch's --signal.
  *
  * May call: src/common (allocation, buffers).
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "slurm_int.h"
 #include "xmalloc.h"
@@ -244,4 +247,70 @@ al_sl_pattern(const char *pat, const char *name, const char *user,
         al_buf_puts(out, al_buf_cstr(&b));
     al_buf_fini(&b);
     return rc;
+}
+
+int
+al_sl_signum(const char *s)
+{
+    static const struct {
+        const char *name;
+        int num;
+    } sigs[] = {
+        { "HUP", SIGHUP },   { "INT", SIGINT },   { "QUIT", SIGQUIT },
+        { "ABRT", SIGABRT }, { "KILL", SIGKILL }, { "USR1", SIGUSR1 },
+        { "USR2", SIGUSR2 }, { "ALRM", SIGALRM }, { "TERM", SIGTERM },
+        { "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP },
+        { "PIPE", SIGPIPE },
+    };
+    if (s == NULL || *s == '\0')
+        return -1;
+    if (*s >= '0' && *s <= '9') {
+        char *end;
+        long n = strtol(s, &end, 10);
+        return *end == '\0' && n > 0 && n < 65 ? (int)n : -1;
+    }
+    const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        if (strcasecmp(n, sigs[i].name) == 0)
+            return sigs[i].num;
+    return -1;
+}
+
+bool
+al_sl_signal_spec(const char *s, bool *batch, int *sig, long *when)
+{
+    long w = 60;
+    bool b = false;
+    const char *colon = strchr(s, ':');
+    if (colon != NULL) {
+        for (const char *p = s; p < colon; p++) {
+            if (*p == 'B')
+                b = true;
+            else if (*p == 'R')
+                w = -1;
+            else
+                return false;
+        }
+        s = colon + 1;
+    }
+    const char *at = strchr(s, '@');
+    char name[32];
+    size_t n = at != NULL ? (size_t)(at - s) : strlen(s);
+    if (n >= sizeof name)
+        return false;
+    memcpy(name, s, n);
+    name[n] = '\0';
+    int g = al_sl_signum(name);
+    if (at != NULL && w >= 0) {
+        char *end;
+        w = strtol(at + 1, &end, 10);
+        if (end == at + 1 || *end != '\0' || w < 0 || w > 65535)
+            return false;
+    }
+    if (g <= 0)
+        return false;
+    *batch = b;
+    *sig = g;
+    *when = w;
+    return true;
 }

@@ -36,6 +36,13 @@ ran(const json_t *j)
 static void
 v_jobid(const row_t *r, char *b, size_t n)
 {
+    char id[64];
+    al__sl_jobid(r->job, id, sizeof id);
+    snprintf(b, n, "%s%s", id, r->step ? ".batch" : "");
+}
+static void
+v_jobidraw(const row_t *r, char *b, size_t n)
+{
     snprintf(b, n, "%lld%s", (long long)al_json_int(r->job, "id", 0),
              r->step ? ".batch" : "");
 }
@@ -198,7 +205,7 @@ v_account(const row_t *r, char *b, size_t n)
 static void
 v_partition(const row_t *r, char *b, size_t n)
 {
-    snprintf(b, n, "%s", r->step ? "" : AL_SLURM_PARTITION);
+    snprintf(b, n, "%s", r->step ? "" : al__sl_partition(r->job));
 }
 static void
 v_limit(const row_t *r, char *b, size_t n)
@@ -232,7 +239,7 @@ static const struct field {
     value_fn fn;
 } fields[] = {
     { "JobID", -12, v_jobid },
-    { "JobIDRaw", -12, v_jobid },
+    { "JobIDRaw", -12, v_jobidraw },
     { "JobName", 10, v_name },
     { "State", 10, v_state },
     { "ExitCode", 8, v_exit },
@@ -358,9 +365,9 @@ json_job(const json_t *j, int64_t now)
         "s:o}",
         "job_id", (json_int_t)al_json_int(j, "id", 0), "name",
         al_json_str(j, "name", ""), "user", al_json_str(j, "user", ""),
-        "account", al_json_str(j, "queue", ""), "partition", AL_SLURM_PARTITION,
-        "nodes", nodes, "state", "current", s, "reason", al__sl_reason(j),
-        "exit_code", "status",
+        "account", al_json_str(j, "queue", ""), "partition",
+        al__sl_partition(j), "nodes", nodes, "state", "current", s, "reason",
+        al__sl_reason(j), "exit_code", "status",
         al_json_int(j, "signal", 0)      ? "SIGNALED"
         : al_json_int(j, "exit_code", 0) ? "FAILED"
                                          : "SUCCESS",
@@ -502,7 +509,7 @@ static json_t *
 fetch(al_client_t *cl, const char *jobs)
 {
     if (jobs == NULL)
-        return al__sl_jobs(cl, "");
+        return al__sl_jobs(cl, "expand=1");
     json_t *list = json_array();
     json_t *ids = al__sl_split(jobs);
     for (size_t i = 0; i < json_array_size(ids) && list != NULL; i++) {
@@ -524,7 +531,7 @@ fetch(al_client_t *cl, const char *jobs)
         }
     }
     json_decref(ids);
-    return list;
+    return list != NULL ? al__sl_expand(cl, list) : NULL;
 }
 
 static void

@@ -22,8 +22,6 @@
 #include "slurm_int.h"
 #include "xmalloc.h"
 
-extern char **environ;
-
 static void
 merge(al_slurm_req_t *to, const al_slurm_req_t *from)
 {
@@ -160,51 +158,6 @@ job_text(const char *text, const char *redirect)
         tag, text, len > 0 && text[len - 1] != '\n' ? "\n" : "", tag, redirect);
 }
 
-/* The job's environment as --export says: ALL (the default), NONE, or
- * [ALL,]NAME[=VALUE],...  NULL after saying why. */
-static json_t *
-export_env(const char *spec)
-{
-    json_t *env = json_object();
-    bool all = spec == NULL;
-    json_t *words = spec ? al__sl_split(spec) : json_array();
-    for (size_t i = 0; i < json_array_size(words); i++) {
-        const char *w = json_string_value(json_array_get(words, i));
-        if (strcmp(w, "ALL") == 0)
-            all = true;
-    }
-    if (all)
-        for (char **e = environ; *e != NULL; e++) {
-            const char *eq = strchr(*e, '=');
-            if (eq == NULL || strncmp(*e, "ALLOT_", 6) == 0)
-                continue;
-            char *k = al_xstrndup(*e, (size_t)(eq - *e));
-            json_object_set_new(env, k,
-                                json_string(eq + 1)); /* non-UTF-8: left out */
-            free(k);
-        }
-    for (size_t i = 0; i < json_array_size(words); i++) {
-        const char *w = json_string_value(json_array_get(words, i));
-        if (strcmp(w, "ALL") == 0 || strcmp(w, "NONE") == 0)
-            continue;
-        const char *eq = strchr(w, '=');
-        char *k = eq ? al_xstrndup(w, (size_t)(eq - w)) : al_xstrdup(w);
-        const char *v = eq ? eq + 1 : getenv(k);
-        if (k[0] == '\0' || strchr(k, '=') != NULL) {
-            fprintf(stderr, "sbatch: error: --export: bad variable '%s'\n", w);
-            free(k);
-            json_decref(env);
-            json_decref(words);
-            return NULL;
-        }
-        if (v != NULL)
-            json_object_set_new(env, k, json_string(v));
-        free(k);
-    }
-    json_decref(words);
-    return env;
-}
-
 static void
 setenv_str(json_t *env, const char *k, const char *v)
 {
@@ -251,30 +204,26 @@ usage(FILE *f)
 static int
 check_options(const al_slurm_req_t *sb, const char **cls)
 {
-    if (sb->partition != NULL &&
-        strcmp(sb->partition, AL_SLURM_PARTITION) != 0) {
+    char feat[512];
+    if (sb->constraint != NULL &&
+        al__sl_features(sb->constraint, feat, sizeof feat) == NULL) {
         fprintf(stderr,
-                "sbatch: error: invalid partition specified: %s\n"
-                "sbatch: error: Batch job submission failed: Invalid "
-                "partition name specified\n",
-                sb->partition);
-        return AL_EXIT_FAIL;
-    }
-    if (sb->constraint != NULL) {
-        fprintf(stderr,
-                "sbatch: error: -C/--constraint %s: allot's nodes carry no "
-                "features\n"
+                "sbatch: error: -C/--constraint %s: allot's node labels "
+                "take features joined by '&' only\n"
                 "sbatch: error: Batch job submission failed: Invalid feature "
                 "specification\n",
                 sb->constraint);
         return AL_EXIT_FAIL;
     }
-    if (sb->signal != NULL) {
-        fprintf(stderr,
-                "sbatch: error: --signal=%s: allot cannot signal a job "
-                "before its time limit; the job is not submitted\n",
-                sb->signal);
+    if (al__sl_partition_check("sbatch", sb->partition) != 0)
         return AL_EXIT_FAIL;
+    bool batch;
+    int sig;
+    long when;
+    if (sb->signal != NULL &&
+        !al_sl_signal_spec(sb->signal, &batch, &sig, &when)) {
+        fprintf(stderr, "sbatch: error: Invalid --signal specification\n");
+        return 255;
     }
     *cls = NULL;
     if (sb->qos != NULL && strcmp(sb->qos, "normal") != 0) {
@@ -298,21 +247,12 @@ check_options(const al_slurm_req_t *sb, const char **cls)
     return -1;
 }
 
-/* The line that sends the script's output to the -o and -e files, into
- * b; false after saying why. */
+/* "exec >OUT 2>ERR" with op (">" or ">>") into b; false for a pattern
+ * that is not a file name. */
 static bool
-redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
-         al_buf_t *b)
+exec_line(const al_slurm_req_t *sb, const char *name, const char *user,
+          const char *op, al_buf_t *b)
 {
-    struct passwd *pw = getpwuid(getuid());
-    const char *user = pw ? pw->pw_name : "nobody";
-    /* Every task of a job of several runs the script (as srun would start
-     * it) and writes to the same files: they append. */
-    bool several = a->f.tasks != NULL && strcmp(a->f.tasks, "1") != 0;
-    const char *op =
-        several || (sb->open_mode && strcmp(sb->open_mode, "append") == 0)
-            ? ">>"
-            : ">";
     al_buf_printf(b, "exec %s", op);
     bool ok = al_sl_pattern(sb->output ? sb->output : "slurm-%j.out", name,
                             user, b) == 0;
@@ -322,9 +262,63 @@ redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
     } else {
         al_buf_puts(b, " 2>&1");
     }
+    return ok;
+}
+
+/* The line that sends the script's output to the -o and -e files, into
+ * b; false after saying why.  A requeued job (SLURM_RESTART_COUNT above 0)
+ * appends, as Slurm's does. */
+static bool
+redirect(const al_slurm_req_t *sb, const al_submit_args_t *a, const char *name,
+         al_buf_t *b)
+{
+    struct passwd *pw = getpwuid(getuid());
+    const char *user = pw ? pw->pw_name : "nobody";
+    /* Every task of a job of several runs the script (as srun would start
+     * it) and writes to the same files: they append. */
+    bool several = a->f.tasks != NULL && strcmp(a->f.tasks, "1") != 0;
+    bool append =
+        several || (sb->open_mode && strcmp(sb->open_mode, "append") == 0);
+    bool ok;
+    if (append) {
+        ok = exec_line(sb, name, user, ">>", b);
+    } else {
+        al_buf_puts(b, "if [ \"${SLURM_RESTART_COUNT:-0}\" -gt 0 ]; then ");
+        ok = exec_line(sb, name, user, ">>", b);
+        al_buf_puts(b, "; else ");
+        ok = exec_line(sb, name, user, ">", b) && ok;
+        al_buf_puts(b, "; fi");
+    }
     if (!ok)
         fprintf(stderr, "sbatch: error: -o/-e: not a file name pattern\n");
     return ok;
+}
+
+/* --signal as a line of sh for the job's text: a watcher apart from the
+ * script (not its child, so that the script's `wait` does not wait for
+ * it) that sends the signal TIME seconds before the time limit to the
+ * script with B:, else to its steps (the script's children: srun passes
+ * it on to its tasks), and ends within 10 s of the script.  Nothing
+ * without a time limit.  A script of another interpreter runs under a sh
+ * wrapper: it gets the signal either way. */
+static void
+signal_line(const al_slurm_req_t *sb, bool shell, al_buf_t *b)
+{
+    bool batch;
+    int sig;
+    long when;
+    long long limit = sb->time != NULL ? al_script_slurm_time(sb->time) : 0;
+    if (!al_sl_signal_spec(sb->signal, &batch, &sig, &when) || when < 0 ||
+        limit <= 0)
+        return;
+    long long delay = limit > when ? limit - when : 0;
+    al_buf_printf(b,
+                  "\n( ( t=%lld; while [ $t -gt 0 ]; do n=$((t < 10 ? t : "
+                  "10)); sleep $n; t=$((t - n)); kill -0 $$ 2>/dev/null || "
+                  "exit 0; done; P=$$; S=%d; %s%s ) </dev/null >/dev/null "
+                  "2>&1 & )",
+                  delay, sig, AL_SL_SIG_KIDS,
+                  batch && shell ? "kill -$S $P" : "sig_kids");
 }
 
 /* The job's body: env, command, script, cwd, name, queue, hold.  NULL
@@ -355,7 +349,8 @@ body_of(const al_slurm_req_t *sb, const al_submit_args_t *a, json_t *env,
     setenv_str(env, "ALLOT_SLURM", "1");
     setenv_str(env, "SLURM_JOB_NAME", name);
     setenv_str(env, "SLURM_JOB_ACCOUNT", sb->account ? sb->account : "default");
-    setenv_str(env, "SLURM_JOB_PARTITION", AL_SLURM_PARTITION);
+    setenv_str(env, "SLURM_JOB_PARTITION",
+               sb->partition ? sb->partition : AL_SLURM_PARTITION);
     setenv_str(env, "SLURM_CLUSTER_NAME", AL_SLURM_PARTITION);
     setenv_str(env, "SLURM_SUBMIT_DIR", cwd);
     setenv_str(env, "SLURM_SUBMIT_HOST", host);
@@ -474,14 +469,23 @@ al__sbatch(int argc, char **argv)
     if (rc < 0 && al_script_slurm_apply(&sb, &a, room, dflt) != 0)
         rc = AL_EXIT_FAIL;
     a.f.cls = cls;
+    /* A partition is a node pool (AL_SLURM_PARTITION: every node), a
+     * feature a node label. */
+    char feats[512];
+    if (sb.partition != NULL && strcmp(sb.partition, AL_SLURM_PARTITION) != 0)
+        a.f.pool = sb.partition;
+    if (sb.constraint != NULL)
+        a.f.constraint = al__sl_features(sb.constraint, feats, sizeof feats);
     const char *name = sb.name ? sb.name : dflt;
     al_buf_t redir;
     al_buf_init(&redir);
     json_t *env = NULL, *body = NULL;
     char *job = NULL;
     if (rc < 0 && (!redirect(&sb, &a, name, &redir) ||
-                   (env = export_env(sb.export_vars)) == NULL))
+                   (env = al__sl_export_env("sbatch", sb.export_vars)) == NULL))
         rc = AL_EXIT_FAIL;
+    if (rc < 0 && sb.signal != NULL) /* after the redirection */
+        signal_line(&sb, shell_script(text), &redir);
     if (rc < 0) {
         job = job_text(text, al_buf_cstr(&redir));
         char *args[] = { (char *)dflt };
@@ -497,7 +501,7 @@ al__sbatch(int argc, char **argv)
         fprintf(stderr,
                 "sbatch: Job would be submitted to partition %s; allot "
                 "cannot tell when it would start (not submitted)\n",
-                AL_SLURM_PARTITION);
+                sb.partition ? sb.partition : AL_SLURM_PARTITION);
         rc = 0;
     }
     if (rc < 0)

@@ -1,17 +1,20 @@
 /*
  * scancel.c -- `scancel`: cancels jobs by id or by filter (-u, -n, -t, -p,
- * -A).  allot cancels with SIGTERM then SIGKILL; another --signal is
- * refused, as the API has no way to send one.
+ * -A).  allot cancels with SIGTERM then SIGKILL (what --signal=KILL
+ * does too); another --signal goes to the job's tasks through the
+ * controller, by a command beside each (step.c).
  *
- * May call: slurm.c (the API, the mapping).
+ * May call: slurm.c (the API, the mapping), step.c (the streams).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
 #include "slurm_int.h"
+#include "xmalloc.h"
 
 static const struct option longopts[] = {
     { "user", required_argument, NULL, 'u' },
@@ -29,14 +32,71 @@ static const struct option longopts[] = {
     { NULL, 0, NULL, 0 },
 };
 
-/* Signals that mean "end the job": what a cancel does. */
-static bool
-ending_signal(const char *s)
+/* What a --signal does beside each task of the job: $1 the signal, $2
+ * whom (batch: the task's own process, steps: its children, full: both). */
+static const char signal_sh[] =
+    AL_SL_SIG_KIDS "P=$ALLOT_TASK_PID; S=$1\n"
+                   "[ -n \"$P\" ] || exit 3\n"
+                   "case $2 in batch) kill -$S $P;; steps) sig_kids;;\n"
+                   "*) kill -$S $P; sig_kids;; esac\nexit 0\n";
+
+/* --signal=SIG: sent to the running job's tasks through the controller (a
+ * command beside each, as `allot exec` runs one).  A batch script's steps
+ * get it (its children: srun passes it on), the script itself with -b,
+ * both with -f; a job that srun started is its step: its tasks get it. */
+static int
+signal_job(al_client_t *c, const al_sl_id_t *id, const char *w, int sig,
+           char mode, bool quiet)
 {
-    const char *n = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
-    return strcmp(n, "TERM") == 0 || strcmp(n, "KILL") == 0 ||
-           strcmp(n, "15") == 0 || strcmp(n, "9") == 0 ||
-           strcmp(n, "INT") == 0 || strcmp(n, "2") == 0;
+    int st;
+    json_t *j = al__sl_job(c, id, &st);
+    const char *state = al_json_str(j, "state", "");
+    int rc = 0;
+    if (j == NULL) {
+        if (st == 404 && !quiet)
+            fprintf(stderr,
+                    "scancel: error: Kill job error on job id %s: Invalid "
+                    "job id specified\n",
+                    w);
+        rc = 1;
+    } else if (strcmp(state, "pending") == 0 || strcmp(state, "held") == 0) {
+        /* Slurm's ESLURM_TRANSITION_STATE_NO_UPDATE, as its exit status
+         * (2020 modulo 256). */
+        fprintf(stderr,
+                "scancel: error: Kill job error on job id %s: Job can not "
+                "be altered now, try again later\n",
+                w);
+        rc = 228;
+    } else if (strcmp(state, "running") != 0) {
+        if (!quiet)
+            fprintf(stderr,
+                    "scancel: error: Kill job error on job id %s: Job/step "
+                    "already completing or completed\n",
+                    w);
+        rc = 1;
+    }
+    if (rc != 0) {
+        json_decref(j);
+        return rc;
+    }
+    bool batch = json_object_get(j, "script") != NULL;
+    const char *whom = mode == 'f'             ? "full"
+                       : mode == 'b' || !batch ? "batch"
+                                               : "steps";
+    char num[16];
+    snprintf(num, sizeof num, "%d", sig);
+    int n = (int)al_json_int(j, "tasks", 1);
+    n = n < 1 ? 1 : n;
+    json_t **cmds = al_xcalloc((size_t)n, sizeof(json_t *));
+    for (int k = 0; k < n; k++)
+        cmds[k] = json_pack("[s, s, s, s, s, s]", "/bin/sh", "-c", signal_sh,
+                            "scancel", num, whom);
+    rc = al__sl_step(c, "scancel", j, n, cmds, AL_SL_STEP_QUIET) != 0;
+    for (int k = 0; k < n; k++)
+        json_decref(cmds[k]);
+    free(cmds);
+    json_decref(j);
+    return rc;
 }
 
 /* Cancels the job id (written w on the command line). */
@@ -64,12 +124,23 @@ cancel(al_client_t *c, const al_sl_id_t *id, const char *w, bool quiet)
     return st == 403 ? 1 : 0;
 }
 
+/* What scancel does to job id: signal it (signum not 0) or cancel it. */
+static int
+act(al_client_t *c, const al_sl_id_t *id, const char *w, int signum, char mode,
+    bool quiet)
+{
+    if (signum != 0)
+        return signal_job(c, id, w, signum, mode, quiet);
+    return cancel(c, id, w, quiet);
+}
+
 int
 al__scancel(int argc, char **argv)
 {
     const char *users = NULL, *names = NULL, *states = NULL, *parts = NULL,
                *accts = NULL, *sig = NULL;
     bool quiet = false, me = false;
+    char mode = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "u:n:t:p:A:s:bfQvh", longopts, NULL)) !=
@@ -101,6 +172,8 @@ al__scancel(int argc, char **argv)
             break;
         case 'b':
         case 'f':
+            mode = (char)c;
+            break;
         case 'v':
             break;
         case 'h':
@@ -112,13 +185,15 @@ al__scancel(int argc, char **argv)
             return 1;
         }
     }
-    if (sig != NULL && !ending_signal(sig)) {
-        fprintf(stderr,
-                "scancel: error: --signal=%s: allot can only cancel a job "
-                "(SIGTERM, then SIGKILL after the grace period)\n",
-                sig);
+    int signum = sig != NULL ? al_sl_signum(sig) : SIGKILL;
+    if (signum < 0) {
+        fprintf(stderr, "scancel: error: Invalid job signal: %s\n", sig);
         return 1;
     }
+    /* SIGKILL is a cancel (allot's: SIGTERM, then SIGKILL after the grace
+     * period); any other signal is sent as it is. */
+    if (signum == SIGKILL)
+        signum = 0;
     bool filters = users || names || states || parts || accts || me;
     if (optind >= argc && !filters) {
         fprintf(stderr, "scancel: error: No job identification provided\n");
@@ -147,7 +222,9 @@ al__scancel(int argc, char **argv)
         for (int i = optind; i < argc; i++) {
             al_sl_id_t id = { 0, -1 };
             al__sl_parse_id(argv[i], &id);
-            rc |= cancel(&cl, &id, argv[i], quiet);
+            int r = act(&cl, &id, argv[i], signum, mode, quiet);
+            if (r > rc)
+                rc = r;
         }
     } else {
         char *self = NULL;
@@ -176,13 +253,15 @@ al__scancel(int argc, char **argv)
             if (!listed || (fu && !al__sl_in(fu, al_json_str(j, "user", ""))) ||
                 (self && strcmp(self, al_json_str(j, "user", "")) != 0) ||
                 (fn && !al__sl_in(fn, al_json_str(j, "name", ""))) ||
-                (fp && !al__sl_in(fp, AL_SLURM_PARTITION)) ||
+                (fp && !al__sl_in(fp, al__sl_partition(j))) ||
                 (fa && !al__sl_in(fa, al_json_str(j, "queue", ""))) ||
                 (want && !al__sl_in(want, al__sl_state(j))))
                 continue;
             char w[32];
             snprintf(w, sizeof w, "%lld", id.id);
-            rc |= cancel(&cl, &id, w, true);
+            int r = act(&cl, &id, w, signum, mode, true);
+            if (r > rc)
+                rc = r;
         }
         free(self);
         json_decref(fu);

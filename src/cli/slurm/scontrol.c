@@ -1,7 +1,8 @@
 /*
  * scontrol.c -- `scontrol`: show job ID and show node [NAME] in Slurm's
- * Key=Value layout, hold, release; requeue is refused (the API has no
- * requeue).  Other subcommands are refused by name.
+ * Key=Value layout, hold, release, requeue and requeuehold (of a running
+ * job: POST /v1/jobs/ID/requeue).  update and the other subcommands are
+ * refused by name.
  *
  * May call: slurm.c (the API, the mapping).
  */
@@ -48,7 +49,7 @@ show_job(const json_t *j, int64_t now)
     printf("   RunTime=%s TimeLimit=%s TimeMin=N/A\n", run, limit);
     printf("   SubmitTime=%s EligibleTime=%s\n", sub, sub);
     printf("   StartTime=%s EndTime=%s Deadline=N/A\n", start, end);
-    printf("   Partition=%s\n", AL_SLURM_PARTITION);
+    printf("   Partition=%s\n", al__sl_partition(j));
     printf("   NodeList=%s\n", nodes[0] ? nodes : "(null)");
     printf("   NumNodes=%d NumCPUs=%lld NumTasks=%lld CPUs/Task=%lld\n",
            al__sl_nnodes(j), al__sl_cpus(j),
@@ -89,7 +90,9 @@ show_node(const json_t *n)
            al_json_str(n, "name", ""));
     printf("   RealMemory=%lld\n", mem);
     printf("   State=%s\n", st);
-    printf("   Partitions=%s \n", AL_SLURM_PARTITION);
+    const char *pool = al__sl_node_pool(n);
+    printf("   Partitions=%s%s%s \n", AL_SLURM_PARTITION, pool ? "," : "",
+           pool ? pool : "");
     printf("   CfgTRES=cpu=%lld,mem=%lldM%s", cpus, mem,
            json_array_size(gpus) > 0 ? ",gres/gpu=" : "");
     if (json_array_size(gpus) > 0)
@@ -106,7 +109,39 @@ usage(int rc)
     return rc;
 }
 
-/* hold/release of every id of argv[0..n-1] ("1,2" or "1 2"). */
+/* requeue (and requeuehold) of job id, written w: Slurm's messages. */
+static int
+requeue(al_client_t *c, const al_sl_id_t *id, const char *w, bool hold)
+{
+    int st;
+    json_t *j = al__sl_job(c, id, &st);
+    const char *state = al_json_str(j, "state", "");
+    bool waits = strcmp(state, "pending") == 0 || strcmp(state, "held") == 0;
+    json_decref(j);
+    if (j == NULL) {
+        if (st != 0)
+            fprintf(stderr, "Invalid job id specified for job %s\n", w);
+        return 1;
+    }
+    if (waits) {
+        fprintf(stderr, "Job is pending execution for job %s\n", w);
+        return 1;
+    }
+    st = al__sl_post(c, id, hold ? "requeue?hold=1" : "requeue");
+    if (st == 409) {
+        /* Ended: allot requeues running jobs only. */
+        fprintf(stderr,
+                "Requested operation is presently disabled for job %s\n", w);
+        return 1;
+    }
+    if (st < 200 || st > 299) {
+        fprintf(stderr, "Access/permission denied for job %s\n", w);
+        return 1;
+    }
+    return 0;
+}
+
+/* hold/release/requeue of every id of argv[0..n-1] ("1,2" or "1 2"). */
 static int
 each(al_client_t *c, const char *verb, int n, char **ids)
 {
@@ -119,6 +154,10 @@ each(al_client_t *c, const char *verb, int n, char **ids)
             if (!al__sl_parse_id(w, &id)) {
                 fprintf(stderr, "Invalid job id specified for job %s\n", w);
                 rc = 1;
+                continue;
+            }
+            if (strncmp(verb, "requeue", 7) == 0) {
+                rc |= requeue(c, &id, w, strcmp(verb, "requeuehold") == 0);
                 continue;
             }
             int st = al__sl_post(c, &id, verb);
@@ -156,28 +195,33 @@ al__scontrol(int argc, char **argv)
     if (i >= argc)
         return usage(1);
     const char *cmd = argv[i++];
-    if (strcasecmp(cmd, "requeue") == 0 ||
-        strcasecmp(cmd, "requeuehold") == 0) {
-        fprintf(stderr,
-                "scontrol: error: %s: allot's API cannot requeue a "
-                "job; submit it again\n",
-                cmd);
-        return 1;
-    }
     bool show = strcasecmp(cmd, "show") == 0;
     bool hold = strcasecmp(cmd, "hold") == 0 || strcasecmp(cmd, "uhold") == 0;
     bool rel = strcasecmp(cmd, "release") == 0;
-    if (!show && !hold && !rel) {
+    bool rq = strcasecmp(cmd, "requeue") == 0;
+    bool rqh = strcasecmp(cmd, "requeuehold") == 0;
+    if (strcasecmp(cmd, "update") == 0) {
+        fprintf(stderr,
+                "scontrol: error: update: allot cannot change a submitted "
+                "job; scancel it and submit it again\n");
+        return 1;
+    }
+    if (!show && !hold && !rel && !rq && !rqh) {
         fprintf(stderr, "scontrol: error: %s: not available on allot\n", cmd);
         return 1;
     }
-    if (hold || rel) {
+    if (hold || rel || rq || rqh) {
         if (i >= argc)
             return usage(1);
         al_client_t c;
         if (al__sl_connect(&c) != 0)
             return 1;
-        int rc = each(&c, hold ? "hold" : "release", argc - i, argv + i);
+        int rc = each(&c,
+                      hold  ? "hold"
+                      : rel ? "release"
+                      : rq  ? "requeue"
+                            : "requeuehold",
+                      argc - i, argv + i);
         al_client_fini(&c);
         return rc;
     }

@@ -1,7 +1,8 @@
 /*
- * sinfo.c -- `sinfo`: the nodes as Slurm shows them, in one partition
- * (AL_SLURM_PARTITION, the default): grouped by state (the default, -s,
- * -l, -o), or one line per node (-N).
+ * sinfo.c -- `sinfo`: the nodes as Slurm shows them, by partition
+ * (AL_SLURM_PARTITION, the default, holds every node; each node pool is a
+ * partition of its own): grouped by state (the default, -s, -l, -o), or
+ * one line per node (-N).
  *
  * May call: slurm.c (the API), format.c, src/common (hostlist).
  */
@@ -45,6 +46,7 @@ node_state(const json_t *n, const json_t *busy, const char **st,
 
 /* One group of nodes: those that print the same. */
 typedef struct group {
+    const char *part;   /* its partition */
     const json_t *node; /* the first */
     const char **names;
     size_t n;
@@ -61,10 +63,11 @@ value(char f, const group_t *g, const json_t *busy, char *b, size_t len)
     char *l;
     switch (f) {
     case 'P':
-        snprintf(b, len, "%s*", AL_SLURM_PARTITION);
+        snprintf(b, len, "%s%s", g->part,
+                 strcmp(g->part, AL_SLURM_PARTITION) == 0 ? "*" : "");
         break;
     case 'R':
-        snprintf(b, len, "%s", AL_SLURM_PARTITION);
+        snprintf(b, len, "%s", g->part);
         break;
     case 'a':
         snprintf(b, len, "up");
@@ -162,9 +165,11 @@ line(const al_sl_fmt_t *f, const group_t *g, const json_t *busy)
 /* The row's text without its node list and counts: nodes whose rows say
  * the same are one group. */
 static void
-key(const al_sl_fmt_t *f, const json_t *n, const json_t *busy, al_buf_t *k)
+key(const al_sl_fmt_t *f, const char *part, const json_t *n, const json_t *busy,
+    al_buf_t *k)
 {
-    group_t g = { n, NULL, 1, 0, 0, 0 };
+    group_t g = { part, n, NULL, 1, 0, 0, 0 };
+    al_buf_printf(k, "%s\x1f", part);
     for (size_t i = 0; i < f->n; i++) {
         char c = f->v[i].field;
         if (c == 0 || c == 'N' || c == 'D' || c == 'F')
@@ -173,6 +178,67 @@ key(const al_sl_fmt_t *f, const json_t *n, const json_t *busy, al_buf_t *k)
         value(c, &g, busy, v, sizeof v);
         al_buf_printf(k, "%s\x1f", v);
     }
+}
+
+/* The partitions: the default (every node), then each pool once, into
+ * part; how many. */
+static size_t
+partitions(const json_t *nodes, const char **part)
+{
+    size_t np = 0;
+    part[np++] = AL_SLURM_PARTITION;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        const char *pool = al__sl_node_pool(json_array_get(nodes, i));
+        bool seen = pool == NULL;
+        for (size_t k = 0; k < np && !seen; k++)
+            seen = strcmp(part[k], pool) == 0;
+        if (!seen)
+            part[np++] = pool;
+    }
+    return np;
+}
+
+/* How nodes go into groups: one per node (-N), one per partition (-s),
+ * else one per line that prints the same. */
+typedef struct grouping {
+    const al_sl_fmt_t *f;
+    const json_t *busy;
+    bool per_node, summ;
+    group_t *groups;
+    char **keys;
+    size_t first; /* the current partition's first group */
+    size_t nn;    /* nodes in all */
+} grouping_t;
+
+static void
+add_node(grouping_t *gp, const char *part, const json_t *n, size_t *ng)
+{
+    al_buf_t k;
+    al_buf_init(&k);
+    key(gp->f, part, n, gp->busy, &k);
+    size_t g = *ng;
+    for (size_t x = gp->first; x < *ng && !gp->per_node && !gp->summ; x++)
+        if (strcmp(gp->keys[x], al_buf_cstr(&k)) == 0)
+            g = x;
+    if (gp->summ && *ng > gp->first)
+        g = gp->first;
+    if (g == *ng) {
+        gp->groups[g].part = part;
+        gp->groups[g].node = n;
+        gp->groups[g].names = al_xcalloc(gp->nn + 1, sizeof(char *));
+        gp->keys[(*ng)++] = al_xstrdup(al_buf_cstr(&k));
+    }
+    al_buf_fini(&k);
+    group_t *gr = &gp->groups[g];
+    gr->names[gr->n++] = al_json_str(n, "name", "");
+    const char *st, *ln;
+    node_state(n, gp->busy, &st, &ln);
+    if (strcmp(st, "idle") == 0)
+        gr->idle++;
+    else if (strcmp(st, "alloc") == 0 || strcmp(st, "mix") == 0)
+        gr->alloc++;
+    else
+        gr->other++;
 }
 
 static const struct option longopts[] = {
@@ -254,37 +320,22 @@ al__sinfo(int argc, char **argv)
     }
     int rc = nodes == NULL || running == NULL;
     json_t *fp = parts ? al__sl_split(parts) : NULL;
-    bool shown = fp == NULL || al__sl_in(fp, AL_SLURM_PARTITION);
     size_t nn = json_array_size(nodes), ng = 0;
-    group_t *groups = al_xcalloc(nn + 1, sizeof *groups);
-    char **keys = al_xcalloc(nn + 1, sizeof *keys);
-    for (size_t i = 0; shown && i < nn; i++) {
-        const json_t *n = json_array_get(nodes, i);
-        al_buf_t k;
-        al_buf_init(&k);
-        key(&f, n, busy, &k);
-        size_t g = ng;
-        for (size_t x = 0; x < ng && !per_node && !summ; x++)
-            if (strcmp(keys[x], al_buf_cstr(&k)) == 0)
-                g = x;
-        if (summ && ng > 0)
-            g = 0;
-        if (g == ng) {
-            groups[ng].node = n;
-            groups[ng].names = al_xcalloc(nn + 1, sizeof(char *));
-            keys[ng++] = al_xstrdup(al_buf_cstr(&k));
+    const char **part = al_xcalloc(nn + 1, sizeof *part);
+    size_t np = partitions(nodes, part);
+    group_t *groups = al_xcalloc(nn * np + 1, sizeof *groups);
+    char **keys = al_xcalloc(nn * np + 1, sizeof *keys);
+    grouping_t gp = { &f, busy, per_node, summ, groups, keys, 0, nn };
+    for (size_t pi = 0; pi < np; pi++) {
+        if (fp != NULL && !al__sl_in(fp, part[pi]))
+            continue;
+        gp.first = ng; /* this partition's first group */
+        for (size_t i = 0; i < nn; i++) {
+            const json_t *n = json_array_get(nodes, i);
+            const char *pool = al__sl_node_pool(n);
+            if (pi == 0 || (pool != NULL && strcmp(pool, part[pi]) == 0))
+                add_node(&gp, part[pi], n, &ng);
         }
-        al_buf_fini(&k);
-        group_t *gr = &groups[g];
-        gr->names[gr->n++] = al_json_str(n, "name", "");
-        const char *st, *ln;
-        node_state(n, busy, &st, &ln);
-        if (strcmp(st, "idle") == 0)
-            gr->idle++;
-        else if (strcmp(st, "alloc") == 0 || strcmp(st, "mix") == 0)
-            gr->alloc++;
-        else
-            gr->other++;
     }
     if (rc == 0 && lng) {
         char d[64];
@@ -304,6 +355,7 @@ al__sinfo(int argc, char **argv)
     }
     free(groups);
     free(keys);
+    free(part);
     json_decref(fp);
     json_decref(busy);
     json_decref(running);

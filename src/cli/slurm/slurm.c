@@ -177,6 +177,12 @@ static const struct {
     { "held by user", NULL, "JobHeldUser" },
     { "waiting for dependencies", NULL, "Dependency" },
     { "a dependency failed", NULL, "DependencyNeverSatisfied" },
+    /* The controller's own texts for dependencies, Slurm's word inside. */
+    { "waiting for its dependencies", NULL, "Dependency" },
+    /* An array's elements that wait for their turn. */
+    { "waiting for its turn in array", "at most", "JobArrayTaskLimit" },
+    { "waiting for its turn in array", NULL, "Priority" },
+    { "a dependency can never be satisfied", NULL, "DependencyNeverSatisfied" },
     { "queue ", " at gpu limit", "QOSGrpGRES" },
     { "queue ", " at cpu limit", "QOSGrpCpuLimit" },
     { "queue ", " at mem limit", "QOSGrpMemLimit" },
@@ -419,5 +425,123 @@ al__sl_states(const char *s)
         }
     }
     json_decref(in);
+    return out;
+}
+
+const char *
+al__sl_partition(const json_t *job)
+{
+    const char *pool = al_json_str(job, "pool", NULL);
+    return pool != NULL && pool[0] != '\0' ? pool : AL_SLURM_PARTITION;
+}
+
+const char *
+al__sl_node_pool(const json_t *node)
+{
+    const char *pool = al_json_str(node, "pool", NULL);
+    return pool != NULL && pool[0] != '\0' ? pool : NULL;
+}
+
+int
+al__sl_partition_check(const char *prog, const char *part)
+{
+    if (part == NULL || strcmp(part, AL_SLURM_PARTITION) == 0)
+        return 0;
+    al_client_t c;
+    if (al__sl_connect(&c) != 0)
+        return -1;
+    json_t *nodes = al__sl_nodes(&c);
+    bool known = false;
+    for (size_t i = 0; i < json_array_size(nodes) && !known; i++) {
+        const char *pool = al__sl_node_pool(json_array_get(nodes, i));
+        known = pool != NULL && strcmp(pool, part) == 0;
+    }
+    json_decref(nodes);
+    al_client_fini(&c);
+    if (known)
+        return 0;
+    const char *failed =
+        strcmp(prog, "sbatch") == 0   ? "Batch job submission failed"
+        : strcmp(prog, "salloc") == 0 ? "Job submit/allocate failed"
+                                      : "Unable to allocate resources";
+    fprintf(stderr,
+            "%s: error: invalid partition specified: %s\n"
+            "%s: error: %s: Invalid partition name specified\n",
+            prog, part, prog, failed);
+    return 1;
+}
+
+const char *
+al__sl_features(const char *c, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = c; *p != '\0'; p++) {
+        if (strchr("|[]*()", *p) != NULL || n + 1 >= len)
+            return NULL;
+        buf[n++] = *p == '&' ? ',' : *p;
+    }
+    buf[n] = '\0';
+    return n > 0 ? buf : NULL;
+}
+
+void
+al__sl_jobid(const json_t *job, char *buf, size_t len)
+{
+    long long arr = al_json_int(job, "array_job_id", 0);
+    const char *fold = al_json_str(job, "sl_fold", NULL);
+    if (arr > 0 && fold != NULL)
+        snprintf(buf, len, "%lld_[%s]", arr, fold);
+    else if (arr > 0)
+        snprintf(buf, len, "%lld_%lld", arr,
+                 (long long)al_json_int(job, "array_index", 0));
+    else
+        snprintf(buf, len, "%lld", (long long)al_json_int(job, "id", 0));
+}
+
+/* Appends array p's elements (count of them, ids p+1..p+count) to out;
+ * false when the server could not be asked. */
+static bool
+elements(al_client_t *c, long long p, long long count, json_t *out)
+{
+    long long after = p;
+    while (after < p + count) {
+        char path[160];
+        long long left = p + count - after;
+        snprintf(path, sizeof path, "/v1/jobs?expand=1&after=%lld&limit=%lld",
+                 after, left < 1000 ? left : 1000);
+        json_t *res = NULL;
+        if (al_client_call(c, "GET", path, NULL, &res, NULL, NULL) != 0)
+            return false;
+        json_t *jobs = json_object_get(res, "jobs");
+        for (size_t i = 0; i < json_array_size(jobs); i++) {
+            json_t *j = json_array_get(jobs, i);
+            if (al_json_int(j, "array_job_id", 0) == p)
+                json_array_append(out, j);
+        }
+        json_t *next = json_object_get(res, "next");
+        after = json_is_integer(next) ? (long long)json_integer_value(next)
+                                      : p + count;
+        json_decref(res);
+    }
+    return true;
+}
+
+json_t *
+al__sl_expand(al_client_t *c, json_t *list)
+{
+    json_t *out = json_array();
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *j = json_array_get(list, i);
+        json_t *arr = json_object_get(j, "array");
+        long long count = al_json_int(arr, "count", 0);
+        if (arr == NULL || count <= 0)
+            json_array_append(out, j);
+        else if (!elements(c, al_json_int(j, "id", 0), count, out)) {
+            json_decref(out);
+            json_decref(list);
+            return NULL;
+        }
+    }
+    json_decref(list);
     return out;
 }

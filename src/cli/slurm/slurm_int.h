@@ -48,6 +48,27 @@ typedef struct al_sl_id {
 /* The job of that id, or NULL (*status gets the HTTP status; 0 when the
  * server could not be reached, and then it was said on stderr). */
 json_t *al__sl_job(al_client_t *c, const al_sl_id_t *id, int *status);
+/* A job's partition: its node pool, or AL_SLURM_PARTITION (every node,
+ * the default) when it asks for none. */
+const char *al__sl_partition(const json_t *job);
+/* A node's pool, NULL when it has none (it is in AL_SLURM_PARTITION
+ * only; every node is in that one too). */
+const char *al__sl_node_pool(const json_t *node);
+/* A partition named by -p: 0 when it is AL_SLURM_PARTITION or the pool
+ * of some node; otherwise says so as prog does (1), or -1 when the server
+ * could not be reached (said too). */
+int al__sl_partition_check(const char *prog, const char *part);
+/* Slurm's -C features ("ib&nvme", "rack=r1") as allot's constraint
+ * ("ib,nvme") in buf; NULL for what allot cannot ask (any of '|', '[',
+ * '*', '(': one of several). */
+const char *al__sl_features(const char *c, char *buf, size_t len);
+/* A job's id as Slurm writes it: "123", an array's element "120_3", or
+ * pending elements folded into one row "120_[4-9]" (its "sl_fold" holds
+ * "4-9"). */
+void al__sl_jobid(const json_t *job, char *buf, size_t len);
+/* list (taken) with each job array's parent replaced by its elements, as
+ * GET /v1/jobs?expand=1 gives them; NULL after printing why. */
+json_t *al__sl_expand(al_client_t *c, json_t *list);
 /* GET /v1/nodes' list, or NULL after printing why. */
 json_t *al__sl_nodes(al_client_t *c);
 /* POST /v1/jobs/ID/VERB; the HTTP status, 0 when unreachable. */
@@ -90,6 +111,14 @@ bool al__sl_in(const json_t *list, const char *s);
  * short names, case-insensitive, or "all"; NULL if one is unknown. */
 json_t *al__sl_states(const char *s);
 
+/* sh text that defines sig_kids: it sends signal $S to every child of
+ * process $P (a batch script's steps).  Read from /proc: no procps. */
+#define AL_SL_SIG_KIDS                                                         \
+    "sig_kids() { for d in /proc/[0-9]*; do "                                  \
+    "s=$(cat \"$d/stat\" 2>/dev/null) || continue; s=${s##*) }; set -- $s; "   \
+    "[ \"$2\" = \"$P\" ] && kill -$S \"${d#/proc/}\" 2>/dev/null; done; "      \
+    "return 0; }\n"
+
 /* ---- format.c: format strings ---------------------------------- */
 
 /* One item of a format: literal text, or a field with a width. */
@@ -130,5 +159,53 @@ void al_sl_put(al_buf_t *b, const al_sl_item_t *it, const char *v, bool plus);
  * cannot be a file name (empty, a newline, a '%' at the end). */
 int al_sl_pattern(const char *pat, const char *name, const char *user,
                   al_buf_t *out);
+
+/* A signal as Slurm's commands name it ("USR1", "SIGUSR1", "10"): its
+ * number, or -1. */
+int al_sl_signum(const char *s);
+/* sbatch's --signal=[{B|R}:]SIG[@TIME] (TIME 60 when not given): *batch
+ * for B:, *when -1 for R: (at a reservation's end).  false for a
+ * malformed spec, with the out-parameters untouched. */
+bool al_sl_signal_spec(const char *s, bool *batch, int *sig, long *when);
+
+/* ---- step.c: what srun and salloc share -------------------------- */
+
+struct al_slurm_req;
+/* The job's environment as --export says: ALL (the default), NONE, or
+ * [ALL,]NAME[=VALUE],...  NULL after saying why (as prog). */
+json_t *al__sl_export_env(const char *prog, const char *spec);
+/* What srun and salloc refuse (-p, -C, -q as sbatch does; sbatch's own
+ * options); -1 when the options are fine (*cls: the class a QOS names),
+ * else the exit status. */
+int al__sl_check(const char *prog, const struct al_slurm_req *o,
+                 const char **cls);
+/* A job's body from Slurm's options (that al__sl_check() passed), env
+ * (taken) and command (taken):
+ * resources, Slurm's variables known here, cwd, name, queue; class build
+ * unless -q says otherwise.  NULL after saying why. */
+json_t *al__sl_body(const char *prog, const struct al_slurm_req *o, json_t *env,
+                    const char *name, json_t *command);
+/* SIGINT, SIGTERM, SIGHUP and SIGWINCH (and SIGCHLD when chld) to a
+ * self-pipe, whose read end al__sl_signal_fd() gives. */
+void al__sl_signals_on(bool chld);
+int al__sl_signal_fd(void);
+/* Waits until job id runs: its view (caller decrefs), or NULL when it
+ * ended first (unless ended_ok: then its view when it completed or
+ * failed) or a signal came (the job is cancelled then), said as prog
+ * says it. */
+json_t *al__sl_wait_start(al_client_t *c, const char *prog, long long id,
+                          bool ended_ok);
+/* al__sl_step()'s flags: task 0 gets a terminal; "N: " before each line
+ * of task N; neither stdin nor signals go to the tasks (a command of
+ * salloc's or scancel's own). */
+#define AL_SL_STEP_TTY 1
+#define AL_SL_STEP_LABEL 2
+#define AL_SL_STEP_QUIET 4
+/* Runs a step of n tasks on the job (its view): task k is beside the
+ * job's task k % tasks; cmds NULL attaches to the job's own tasks (or,
+ * when it has ended, prints their logs), else cmds[k] (a JSON array) runs
+ * beside it.  Returns the highest exit status (128+N for signal N). */
+int al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
+                json_t *const *cmds, int flags);
 
 #endif /* AL_SLURM_INT_H */

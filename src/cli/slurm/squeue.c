@@ -21,7 +21,26 @@ static void
 v_id(const json_t *j, int64_t now, char *b, size_t n)
 {
     (void)now;
-    snprintf(b, n, "%lld", (long long)al_json_int(j, "id", 0));
+    al__sl_jobid(j, b, n);
+}
+static void
+v_array_id(const json_t *j, int64_t now, char *b, size_t n)
+{
+    (void)now;
+    long long arr = al_json_int(j, "array_job_id", 0);
+    snprintf(b, n, "%lld", arr > 0 ? arr : (long long)al_json_int(j, "id", 0));
+}
+static void
+v_array_index(const json_t *j, int64_t now, char *b, size_t n)
+{
+    (void)now;
+    const char *fold = al_json_str(j, "sl_fold", NULL);
+    if (al_json_int(j, "array_job_id", 0) <= 0)
+        snprintf(b, n, "N/A");
+    else if (fold != NULL)
+        snprintf(b, n, "%s", fold);
+    else
+        snprintf(b, n, "%lld", (long long)al_json_int(j, "array_index", 0));
 }
 static void
 v_name(const json_t *j, int64_t now, char *b, size_t n)
@@ -90,8 +109,7 @@ static void
 v_part(const json_t *j, int64_t now, char *b, size_t n)
 {
     (void)now;
-    (void)j;
-    snprintf(b, n, "%s", AL_SLURM_PARTITION);
+    snprintf(b, n, "%s", al__sl_partition(j));
 }
 static void
 v_account(const json_t *j, int64_t now, char *b, size_t n)
@@ -140,13 +158,6 @@ v_end(const json_t *j, int64_t now, char *b, size_t n)
     al__sl_time(end, "N/A", b, n);
 }
 static void
-v_na(const json_t *j, int64_t now, char *b, size_t n)
-{
-    (void)now;
-    (void)j;
-    snprintf(b, n, "N/A");
-}
-static void
 v_sched(const json_t *j, int64_t now, char *b, size_t n)
 {
     (void)now;
@@ -161,8 +172,8 @@ static const struct field {
     value_fn fn;
 } fields[] = {
     { 'i', "JobID", "JOBID", v_id },
-    { 'A', "ArrayJobID", "ARRAY_JOB_ID", v_id },
-    { 'K', "ArrayTaskID", "ARRAY_TASK_ID", v_na },
+    { 'A', "ArrayJobID", "ARRAY_JOB_ID", v_array_id },
+    { 'K', "ArrayTaskID", "ARRAY_TASK_ID", v_array_index },
     { 'j', "Name", "NAME", v_name },
     { 'u', "UserName", "USER", v_user },
     { 't', "StateCompact", "ST", v_st },
@@ -271,6 +282,7 @@ cmp_jobs(const void *a, const void *b)
 
 typedef struct sq_args {
     bool noheader, lng, start, me;
+    bool array; /* -r: an array's pending elements one by one */
     const char *fmt, *Fmt, *users, *jobs, *states, *names, *parts, *accts;
 } sq_args_t;
 
@@ -320,8 +332,10 @@ parse_args(int argc, char **argv, sq_args_t *a)
             a->lng = true;
             break;
         case 'r':
+            a->array = true;
+            break;
         case 'a':
-            break; /* no arrays, no hidden partitions */
+            break; /* no hidden partitions */
         case 'H':
             return usage(0);
         default:
@@ -392,7 +406,7 @@ fetch_ids(al_client_t *cl, const char *jobs)
         list = NULL;
     }
     json_decref(ids);
-    return list;
+    return list != NULL ? al__sl_expand(cl, list) : NULL;
 }
 
 /* The jobs to look at: -j's, or every active one (every one when -t asks
@@ -408,7 +422,7 @@ fetch(al_client_t *cl, const sq_args_t *a, const json_t *want)
         ended =
             ended || (strcmp(s, "PENDING") != 0 && strcmp(s, "RUNNING") != 0);
     }
-    return al__sl_jobs(cl, ended ? "" : "state=active");
+    return al__sl_jobs(cl, ended ? "expand=1" : "state=active&expand=1");
 }
 
 /* The filters of the command line, as lists (NULL: not given). */
@@ -429,7 +443,7 @@ shown(const sq_args_t *a, const filters_t *f, const json_t *j)
     return !((f->users && !al__sl_in(f->users, user)) ||
              (f->self && strcmp(f->self, user) != 0) ||
              (f->names && !al__sl_in(f->names, al_json_str(j, "name", ""))) ||
-             (f->parts && !al__sl_in(f->parts, AL_SLURM_PARTITION)) ||
+             (f->parts && !al__sl_in(f->parts, al__sl_partition(j))) ||
              (f->accts && !al__sl_in(f->accts, al_json_str(j, "queue", ""))) ||
              (a->start && strcmp(st, "PENDING") != 0));
 }
@@ -452,6 +466,45 @@ print(const sq_args_t *a, const al_sl_fmt_t *f, json_t **jobs, size_t n)
         line(f, NULL, now, a->Fmt != NULL);
     for (size_t i = 0; i < n; i++)
         line(f, jobs[i], now, a->Fmt != NULL);
+}
+
+/* Folds each run of an array's pending elements into one row, as squeue
+ * shows them without -r: "120_[4-9,12]" (a copy kept in owned, its
+ * indexes "4-9,12" in "sl_fold"). */
+static size_t
+fold(json_t **jobs, size_t n, json_t *owned)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < n;) {
+        json_t *j = jobs[i];
+        long long arr = al_json_int(j, "array_job_id", 0);
+        size_t k = i + 1;
+        if (arr > 0 && strcmp(al__sl_state(j), "PENDING") == 0)
+            while (k < n && al_json_int(jobs[k], "array_job_id", 0) == arr &&
+                   strcmp(al__sl_state(jobs[k]), "PENDING") == 0)
+                k++;
+        if (k - i > 1) {
+            al_buf_t b = AL_BUF_INIT;
+            for (size_t x = i; x < k;) {
+                long long lo = al_json_int(jobs[x], "array_index", 0), hi = lo;
+                size_t y = x + 1;
+                while (y < k &&
+                       al_json_int(jobs[y], "array_index", 0) == hi + 1)
+                    hi = al_json_int(jobs[y++], "array_index", 0);
+                al_buf_printf(&b, x > i ? ",%lld" : "%lld", lo);
+                if (hi > lo)
+                    al_buf_printf(&b, "-%lld", hi);
+                x = y;
+            }
+            j = json_deep_copy(j);
+            json_object_set_new(j, "sl_fold", json_string(al_buf_cstr(&b)));
+            json_array_append_new(owned, j);
+            al_buf_fini(&b);
+        }
+        jobs[out++] = j;
+        i = k;
+    }
+    return out;
 }
 
 int
@@ -500,8 +553,12 @@ al__squeue(int argc, char **argv)
             jobs[n++] = json_array_get(list, i);
     // NOLINTNEXTLINE(bugprone-sizeof-expression)
     qsort(jobs, n, sizeof(json_t *), cmp_jobs);
+    json_t *owned = json_array();
+    if (!a.array)
+        n = fold(jobs, n, owned);
     if (rc == 0)
         print(&a, &f, jobs, n);
+    json_decref(owned);
     free(jobs);
     free(fl.self);
     json_decref(fl.users);

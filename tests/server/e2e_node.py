@@ -1,0 +1,671 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the node: tasks confined in real cgroups (CPU,
+memory, processes, devices; OOM kills reported as the job's reason; every
+process of a task killed with it; cgroups removed after a task and after an
+agent's crash), GPU health from the fake NVML (drain, requeue, resume), and
+MPS for fractional GPUs with a stand-in nvidia-cuda-mps-control.  The
+harness is e2e.py's (real server, agents, the CLI).
+
+Each scenario confines its agent's tasks under a cgroup root of its own,
+below the test's own cgroup, and removes it at the end: other agents on the
+machine are never touched.  The cgroup scenarios need root and a memory
+controller; without them they say so and pass as skipped (exit 77).
+
+Usage: e2e_node.py SCENARIO PATH/TO/allot
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+SKIP = 77
+
+
+def probe(c, root):
+    p = subprocess.run([c.allot, "agent", "--probe", "--cgroup-root", root,
+                        "--fake-gpus", "1xT4"], capture_output=True,
+                       text=True, timeout=30, env=c.env)
+    check(p.returncode == 0, "agent --probe: %s" % p.stderr)
+    return json.loads(p.stdout)["cgroups"]
+
+
+def cg_setup(c):
+    """A private cgroup root for this test; returns (root, {controller:
+    directory}) or None when cgroups cannot be used here."""
+    if os.geteuid() != 0:
+        return None
+    root = "allot-e2e-%d" % os.getpid()
+    cg = probe(c, root)
+    if not cg.get("enabled"):
+        print("skipped: %s" % cg.get("error"), file=sys.stderr)
+        return None
+    dirs = cg["roots"] if cg["version"] == 1 else {
+        k: cg["root"] for k in ("cpu", "cpuacct", "memory", "pids")}
+    c.cg_dirs = dirs
+    c.cg_version = cg["version"]
+    return root, dirs
+
+
+def cg_cleanup(c):
+    """Removes what the test's root holds (tasks killed first) and the
+    root itself."""
+    for d in set(getattr(c, "cg_dirs", {}).values()):
+        if not os.path.isdir(d):
+            continue
+        for sub in os.listdir(d):
+            p = os.path.join(d, sub)
+            if not os.path.isdir(p):
+                continue
+            try:
+                for pid in open(os.path.join(p, "cgroup.procs")).read().split():
+                    os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+            for _ in range(50):
+                try:
+                    os.rmdir(p)
+                    break
+                except OSError:
+                    time.sleep(0.1)
+        try:
+            os.rmdir(d)
+        except OSError:
+            pass
+
+
+def task_cgroups(c):
+    """The task cgroups under the root, per controller directory."""
+    out = set()
+    for d in set(c.cg_dirs.values()):
+        if os.path.isdir(d):
+            out |= {x for x in os.listdir(d) if x.startswith("t") and
+                    os.path.isdir(os.path.join(d, x))}
+    return out
+
+
+def read(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def alive(pid):
+    try:
+        st = read("/proc/%d/stat" % pid)
+        return st.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def with_cgroups(fn):
+    def run(c):
+        if cg_setup(c) is None:
+            raise SystemExit(SKIP)
+        try:
+            fn(c)
+        finally:
+            c.stop()
+            cg_cleanup(c)
+    run.__doc__ = fn.__doc__
+    return run
+
+
+@with_cgroups
+def scenario_cgroup_limits(c):
+    """A task runs in a cgroup of its own with its job's --cpus as its CPU
+    quota, its --mem as its memory limit (swap included) and the agent's
+    --cgroup-pids-max; a CPU-bound task at --cpus 0.5 gets about half a
+    core; the cgroup goes when the task ends."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB",
+                  extra=["--cgroup-root", root, "--cgroup-pids-max", "64",
+                         "--telemetry-ms", "300"])
+    marker = os.path.join(c.root, "started")
+    j = c.submit("--cpus", "0.5", "--mem", "96M", "--", "sh", "-c",
+                 "cat /proc/self/cgroup; touch %s; "
+                 "while :; do :; done" % marker)
+    c.wait_state(j, "running")
+    wait_for(lambda: os.path.exists(marker), 15, "the task to start")
+    name = wait_for(lambda: (lambda s: sorted(s)[0] if s else None)(
+        task_cgroups(c)), 10, "the task's cgroup")
+    check(name == "t%d.0.0" % j, "the cgroup is named for the task: %s" % name)
+    if c.cg_version == 1:
+        cpu = os.path.join(dirs["cpu"], name)
+        check(read(cpu + "/cpu.cfs_quota_us") == "50000" and
+              read(cpu + "/cpu.cfs_period_us") == "100000",
+              "cpu quota 0.5 of a core: %s" % read(cpu + "/cpu.cfs_quota_us"))
+        mem = os.path.join(dirs["memory"], name)
+        check(read(mem + "/memory.limit_in_bytes") == str(96 << 20),
+              "memory limit: %s" % read(mem + "/memory.limit_in_bytes"))
+        if os.path.exists(mem + "/memory.memsw.limit_in_bytes"):
+            check(read(mem + "/memory.memsw.limit_in_bytes") == str(96 << 20),
+                  "no swap beyond the limit")
+        check(read(os.path.join(dirs["pids"], name, "pids.max")) == "64",
+              "pids.max")
+        acct = os.path.join(dirs.get("cpuacct", dirs["cpu"]), name,
+                            "cpuacct.usage")
+        usage = lambda: int(read(acct)) / 1e9  # noqa: E731
+    else:
+        d = os.path.join(dirs["cpu"], name)
+        check(read(d + "/cpu.max") == "50000 100000", "cpu.max: %s" %
+              read(d + "/cpu.max"))
+        check(read(d + "/memory.max") == str(96 << 20), "memory.max")
+        check(read(d + "/pids.max") == "64", "pids.max")
+        usage = lambda: int(  # noqa: E731
+            read(d + "/cpu.stat").split()[1]) / 1e6
+    # The task's processes are in it, the agent is not.
+    procs = read(os.path.join(dirs["memory"], name, "cgroup.procs")).split()
+    check(len(procs) >= 1 and str(c.agents["n1"].pid) not in procs,
+          "the task's processes only: %s" % procs)
+    # About half a core: CPU time over elapsed time, never much above 0.5
+    # (on a busy machine it may get less).
+    u0, t0 = usage(), time.monotonic()
+    time.sleep(3)
+    ratio = (usage() - u0) / (time.monotonic() - t0)
+    print("cpu share at --cpus 0.5: %.2f of a core" % ratio)
+    check(0.05 < ratio < 0.65, "about half a core: %.2f" % ratio)
+    # Its use, from its cgroup, in the job and in `allot show`.
+    pl = wait_for(lambda: (lambda p: p if p.get("cpu_usec", 0) > 300000
+                           else None)(c.job(j)["placement"][0]), 10,
+                  "the task's CPU time in the job")
+    check(pl.get("mem_used", -1) > 0, "its memory in use: %s" % pl)
+    show = c.cli("show", str(j)).stdout
+    check(", CPU " in show and "memory peak" in show,
+          "allot show says what it used: %r" % show)
+    c.cli("cancel", str(j))
+    c.wait_state(j, "cancelled")
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroup to be removed")
+    # Without --cpus and --mem: no limits, still its own cgroup.
+    k = c.submit("--", "sh", "-c", "cat /proc/self/cgroup")
+    c.wait_state(k, "completed")
+    log = c.cli("logs", str(k)).stdout
+    check("/%s/t%d.0.0" % (root, k) in log, "in its own cgroup: %r" % log)
+
+
+@with_cgroups
+def scenario_cgroup_oom(c):
+    """A task that allocates past its job's --mem is killed by the kernel
+    and the job fails with the reason OUT_OF_MEMORY; a task within its
+    limit on the same node is unaffected."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
+    ok = c.submit("--mem", "64M", "--", "python3", "-c",
+                  "b = b'x' * (16 << 20); print('fine', len(b))")
+    big = c.submit("--mem", "64M", "--", "python3", "-c",
+                   "b = b'x' * (400 << 20); print('survived', len(b))")
+    jj = c.wait_state(big, ("failed", "completed"), timeout=60)
+    check(jj["state"] == "failed", "the job past its memory failed: %s" % jj)
+    check(jj.get("reason", "").startswith("OUT_OF_MEMORY"),
+          "the reason says OUT_OF_MEMORY: %r" % jj.get("reason"))
+    check("64 MiB" in jj["reason"], "and the limit: %r" % jj["reason"])
+    check("survived" not in c.cli("logs", str(big)).stdout,
+          "the allocation did not succeed")
+    show = c.cli("show", str(big)).stdout
+    check("OUT_OF_MEMORY" in show, "allot show says why: %r" % show)
+    okj = c.wait_state(ok, ("failed", "completed"))
+    check(okj["state"] == "completed", "the job within its limit completed")
+    check(okj["placement"][0].get("mem_peak", 0) >= 16 << 20,
+          "its memory peak, at least what it allocated: %s"
+          % okj["placement"][0])
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
+
+
+@with_cgroups
+def scenario_cgroup_escape(c):
+    """Every process of a task dies with it: a grandchild that daemonises
+    (a session of its own, reparented) dies when the task ends, and when
+    the job is cancelled."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
+    pidfile = os.path.join(c.root, "daemon1.pid")
+    j = c.submit("--", "sh", "-c",
+                 "setsid sh -c 'sleep 300 & echo $! > %s' </dev/null "
+                 ">/dev/null 2>&1; sleep 1; exit 0" % pidfile)
+    c.wait_state(j, "completed")
+    pid = int(read(pidfile))
+    wait_for(lambda: not alive(pid), 15,
+             "the daemonised grandchild %d to die with its task" % pid)
+    pidfile2 = os.path.join(c.root, "daemon2.pid")
+    k = c.submit("--", "sh", "-c",
+                 "setsid sh -c 'trap \"\" TERM; sleep 300 & echo $! > %s; "
+                 "wait' </dev/null >/dev/null 2>&1 & sleep 300" % pidfile2)
+    c.wait_state(k, "running")
+    wait_for(lambda: os.path.exists(pidfile2) and read(pidfile2), 15,
+             "the daemon to start")
+    pid2 = int(read(pidfile2))
+    check(alive(pid2), "the daemon runs")
+    c.cli("cancel", str(k))
+    c.wait_state(k, "cancelled")
+    wait_for(lambda: not alive(pid2), 20,
+             "the daemon %d to die with the cancelled job" % pid2)
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
+
+
+@with_cgroups
+def scenario_cgroup_devices(c):
+    """A task opens its own GPU's device node, not another task's (the
+    nodes are made here with mknod: major 195 as NVIDIA's; with no driver
+    the own one fails with ENXIO, the other with EPERM from the cgroup)."""
+    root, dirs = cg_setup(c)
+    if "devices" not in dirs:
+        print("skipped: no devices controller (cgroup v2 needs a BPF "
+              "program for device rules)", file=sys.stderr)
+        raise SystemExit(SKIP)
+    dev = os.path.join(c.root, "dev")
+    os.mkdir(dev)
+    for i in range(2):
+        os.mknod(os.path.join(dev, "nvidia%d" % i), 0o666 | 0o020000,
+                 os.makedev(195, i))
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB",
+                  extra=["--cgroup-root", root, "--gpu-dev-dir", dev])
+    script = ("for i in 0 1; do if (exec 3<%s/nvidia$i) 2>/tmp/x$$; then "
+              "echo dev$i=opened; else echo dev$i=$(cat /tmp/x$$); fi; done; "
+              "rm -f /tmp/x$$; echo CVD=$CUDA_VISIBLE_DEVICES" % dev)
+    j = c.submit("--gpus", "1", "--", "sh", "-c", script)
+    c.wait_state(j, "completed")
+    log = c.cli("logs", str(j)).stdout
+    mine = int(log.split("CVD=")[1].split()[0])
+    other = 1 - mine
+    lines = {l.split("=", 1)[0]: l for l in log.splitlines() if "=" in l}
+    check("not permitted" in lines["dev%d" % other],
+          "another task's GPU cannot be opened: %r" % log)
+    check("not permitted" not in lines["dev%d" % mine],
+          "its own GPU's node is not refused by the cgroup: %r" % log)
+
+
+@with_cgroups
+def scenario_cgroup_restart(c):
+    """After an agent's crash: a task that ended while no agent ran has its
+    cgroup removed by the next one, with its OOM reason; a stale cgroup of
+    this agent's form goes; a cgroup that is not the agent's stays."""
+    root, dirs = cg_setup(c)
+    c.start_server()
+    extra = ["--cgroup-root", root]
+    c.start_agent("n1", "2xH100-80GB", extra=extra)
+    go = os.path.join(c.root, "go")
+    j = c.submit("--mem", "48M", "--", "sh", "-c",
+                 "while [ ! -e %s ]; do sleep 0.1; done; "
+                 "python3 -c \"b = b'x' * (300 << 20)\"" % go)
+    c.wait_state(j, "running")
+    wait_for(lambda: task_cgroups(c), 10, "the task's cgroup")
+    c.agents["n1"].kill()
+    c.agents["n1"].wait(10)
+    for d in set(dirs.values()):
+        os.mkdir(os.path.join(d, "t999.0.0"))
+        os.makedirs(os.path.join(d, "other"), exist_ok=True)
+    open(go, "w").close()
+    # The task runs out of memory while no agent watches.
+    time.sleep(2)
+    c.start_agent("n1", "2xH100-80GB", extra=extra)
+    jj = c.wait_state(j, ("failed", "completed"), timeout=30)
+    check(jj["state"] == "failed" and
+          jj.get("reason", "").startswith("OUT_OF_MEMORY"),
+          "the adopted task's OOM is the job's reason: %s" % jj)
+    wait_for(lambda: not task_cgroups(c), 15,
+             "the adopted task's and the stale cgroups to be removed")
+    for d in set(dirs.values()):
+        check(os.path.isdir(os.path.join(d, "other")),
+              "a cgroup not of the agent's form stays: %s" % d)
+
+
+def nodes(c):
+    return {n["name"]: n for n in c.api("GET", "/v1/nodes")[1]["nodes"]}
+
+
+def scenario_gpu_health(c):
+    """The agent watches NVML (the fake, told what to inject through a
+    file): a critical XID on a GPU drains its node with the reason, the job
+    on that GPU is requeued (its restart count shows it), the job on
+    another GPU runs on, no new job starts there; `allot node resume`
+    clears it and the jobs run again; a fault that persists drains the
+    node again after a resume; each kind of fault is found."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    health = os.path.join(c.root, "health")
+    many = os.path.join(c.root, "health-many")
+    open(health, "w").close()
+    open(many, "w").close()
+    c.start_server()
+    c.start_agent("g1", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "3",
+                               "FAKE_NVML_HEALTH": health},
+                  extra=["--telemetry-ms", "200"])
+    a = c.submit("--gpus", "1", "--", "sleep", "300")
+    b = c.submit("--gpus", "1", "--", "sleep", "300")
+    ja, jb = c.wait_state(a, "running"), c.wait_state(b, "running")
+    da = ja["placement"][0]["gpus"][0]
+    check(jb["placement"][0]["gpus"][0] != da, "one GPU each")
+    with open(health, "w") as f:
+        f.write("%d xid 79\n" % da)
+    n = wait_for(lambda: (lambda n: n if n["state"] == "draining" else None)(
+        nodes(c)["g1"]), 15, "the node to be drained")
+    check("XID 79" in n.get("drain_reason", "") and
+          "GPU %d" % da in n["drain_reason"],
+          "the drain says why: %s" % n.get("drain_reason"))
+    check("fallen off the bus" in n["gpus"][da].get("unhealthy", ""),
+          "the GPU is marked unhealthy: %s" % n["gpus"][da])
+    check(all("unhealthy" not in g for i, g in enumerate(n["gpus"])
+              if i != da), "the other GPUs are healthy")
+    ja = wait_for(lambda: (lambda j: j if j["restart_count"] == 1 else None)(
+        c.job(a)), 15, "the job on the faulty GPU to be requeued")
+    check(ja["state"] == "pending", "requeued, waiting: %s" % ja["state"])
+    jb = c.job(b)
+    check(jb["state"] == "running" and jb["restart_count"] == 0,
+          "the job on the healthy GPU runs on: %s" % jb)
+    out = c.cli("nodes").stdout
+    check("g1: GPU %d unhealthy: XID 79" % da in out,
+          "allot nodes says why: %r" % out)
+    show = c.cli("show", str(a)).stdout
+    check("unhealthy" in show, "allot show says why it was requeued: %r"
+          % show)
+    k = c.submit("--gpus", "1", "--", "true")
+    time.sleep(1.5)
+    check(c.job(k)["state"] == "pending",
+          "no new work on a drained node, a free GPU there or not")
+    # The admin has dealt with it.
+    open(health, "w").close()
+    c.cli("node", "resume", "g1")
+    c.wait_state(k, "completed")
+    c.wait_state(a, "running")
+    time.sleep(1.5)  # several health looks: the old fault stays cleared
+    n = nodes(c)["g1"]
+    check(n["state"] == "ready" and "drain_reason" not in n and
+          "unhealthy" not in n["gpus"][da], "resumed: %s" % n)
+    check(c.job(a)["restart_count"] == 1, "the requeued job runs again")
+    # A fault that persists (off the bus) comes back after a resume.
+    c.cli("cancel", str(a))
+    c.cli("cancel", str(b))
+    with open(health, "w") as f:
+        f.write("1 lost\n")
+    wait_for(lambda: "bus" in nodes(c)["g1"].get("drain_reason", ""), 15,
+             "the node drained for a GPU off the bus")
+    c.cli("node", "resume", "g1")
+    wait_for(lambda: "bus" in nodes(c)["g1"].get("drain_reason", ""), 15,
+             "drained again: the fault persists")
+    # Every kind of fault, one per GPU; XID 13 is not a critical one.
+    c.start_agent("g8", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "8",
+                               "FAKE_NVML_HEALTH": many},
+                  extra=["--telemetry-ms", "200"])
+    with open(many, "w") as f:
+        f.write("0 ecc 2\n1 pending\n2 remap\n3 temp 95\n4 power 500\n"
+                "5 lost\n6 xid 48\n7 xid 13\n")
+    want = ["double-bit ECC", "retired pages pending", "remapped rows pending",
+            "temperature 95 C", "power 500 W", "off the bus", "XID 48"]
+    g = wait_for(lambda: (lambda n: n if all("unhealthy" in n["gpus"][i]
+                                             for i in range(7)) else None)(
+        nodes(c)["g8"]), 15, "every fault to be reported")
+    for i, w in enumerate(want):
+        check(w in g["gpus"][i]["unhealthy"], "GPU %d: %r in %r" % (
+            i, w, g["gpus"][i]["unhealthy"]))
+    check("unhealthy" not in g["gpus"][7], "XID 13 is not critical: %s"
+          % g["gpus"][7])
+    check(g["state"] == "draining", "drained")
+
+
+MPS_STANDIN = r"""#!/bin/sh
+# A stand-in for nvidia-cuda-mps-control: records how it is run.
+if [ "$1" = "-f" ]; then
+    echo "start pid=$$ dev=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY log=$CUDA_MPS_LOG_DIRECTORY" >> "$MPS_STANDIN_LOG"
+    echo $$ > "$CUDA_MPS_PIPE_DIRECTORY/standin.pid"
+    touch "$CUDA_MPS_PIPE_DIRECTORY/control"
+    trap 'echo "exit pid=$$" >> "$MPS_STANDIN_LOG"; rm -f "$CUDA_MPS_PIPE_DIRECTORY/control"; exit 0' TERM
+    while :; do sleep 0.2; done
+fi
+read cmd
+echo "command $cmd dev=$CUDA_VISIBLE_DEVICES pipe=$CUDA_MPS_PIPE_DIRECTORY" >> "$MPS_STANDIN_LOG"
+if [ "$cmd" = quit ]; then
+    kill -TERM "$(cat "$CUDA_MPS_PIPE_DIRECTORY/standin.pid")"
+fi
+"""
+
+
+def scenario_mps(c):
+    """With --mps, fractional tasks run under one MPS control daemon per
+    GPU (a stand-in for nvidia-cuda-mps-control records how it is run):
+    started with the GPU and its pipe directory, each task given that pipe
+    directory, its share of the SMs and of the GPU's memory; restarted when
+    it dies while tasks need it; told to quit after the last one.  A whole
+    GPU's task gets none of it.  A node without --mps shares GPUs as
+    before, and `allot nodes` says fractions are not enforced there."""
+    bindir = os.path.join(c.root, "bin")
+    os.mkdir(bindir)
+    control = os.path.join(bindir, "nvidia-cuda-mps-control")
+    with open(control, "w") as f:
+        f.write(MPS_STANDIN)
+    os.chmod(control, 0o755)
+    log = os.path.join(c.root, "mps.log")
+    open(log, "w").close()
+    c.start_server()
+    c.start_agent("m", "2xH100-80GB", env={"MPS_STANDIN_LOG": log},
+                  extra=["--mps", "--mps-control", control,
+                         "--label", "mps=yes"])
+    c.start_agent("plain", "1xH100-80GB", extra=["--label", "mps=no"])
+    go = os.path.join(c.root, "go")
+    script = ("env | grep ^CUDA_ | sort; "
+              "while [ ! -e %s ]; do sleep 0.1; done" % go)
+    ids = [c.submit("--gpu-fraction", "0.5", "--constraint", "mps=yes", "--",
+                    "sh", "-c", script) for _ in range(2)]
+    jobs = [c.wait_state(i, "running") for i in ids]
+    gpu = jobs[0]["placement"][0]["gpus"][0]
+    check(jobs[1]["placement"][0]["gpus"][0] == gpu, "both on one GPU")
+    pipe = os.path.join(c.root, "agent-m", "mps", "gpu%d" % gpu, "pipe")
+
+    def starts(gpu_pipe=None):
+        return [l for l in open(log).read().splitlines()
+                if l.startswith("start") and
+                (gpu_pipe is None or "pipe=%s " % gpu_pipe in l)]
+    wait_for(lambda: starts(), 10, "the MPS control daemon to start")
+    st = starts()
+    check(len(st) == 1 and "dev=%d " % gpu in st[0] and
+          "pipe=%s " % pipe in st[0],
+          "one daemon for the GPU, with its pipe directory: %s" % st)
+    for i in ids:
+        out = wait_for(lambda: (lambda o: o if "CUDA_MPS" in o else None)(
+            c.cli("logs", str(i)).stdout), 10, "the task's output")
+        check("CUDA_MPS_PIPE_DIRECTORY=%s\n" % pipe in out and
+              "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=50\n" in out and
+              "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=40960M\n" in out,
+              "the task's MPS variables: %r" % out)
+    # GPU memory instead of a fraction: 20 GiB of an 80 GiB GPU is a
+    # quarter of it, and its memory limit is what it asked for.
+    g = c.submit("--gpu-mem", "20G", "--constraint", "mps=yes", "--", "sh",
+                 "-c", "env | grep ^CUDA_MPS | sort")
+    c.wait_state(g, "completed")
+    out = c.cli("logs", str(g)).stdout
+    check("CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=20480M\n" in out and
+          "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=25\n" in out,
+          "--gpu-mem 20G: %r" % out)
+    check("20.0 GiB of a GPU" in c.cli("show", str(g)).stdout,
+          "allot show says the GPU memory asked for")
+    bad = c.cli("submit", "--gpu-mem", "1G", "--gpus", "1", "--", "true",
+                ok=False)
+    check(bad.returncode != 0 and "--gpu-mem" in bad.stderr,
+          "--gpu-mem with --gpus is refused: %r" % bad.stderr)
+    # Supervised: a daemon that dies while tasks need it is started again.
+    pid = int(read(os.path.join(pipe, "standin.pid")))
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: len(starts(pipe)) == 2, 15,
+             "the daemon to be restarted")
+    # A restarted agent keeps the daemon its predecessor left.
+    c.agents["m"].kill()
+    c.agents["m"].wait(10)
+    c.start_agent("m", "2xH100-80GB", env={"MPS_STANDIN_LOG": log},
+                  extra=["--mps", "--mps-control", control,
+                         "--label", "mps=yes"])
+    time.sleep(1.5)
+    check(len(starts(pipe)) == 2, "no second daemon after the agent's "
+          "restart: %s" % starts(pipe))
+    check("found running" in open(os.path.join(c.root, "agent-m.log")).read(),
+          "the restarted agent found the daemon")
+    # A whole GPU: no MPS.
+    w = c.submit("--gpus", "1", "--constraint", "mps=yes", "--", "sh", "-c",
+                 "env | grep ^CUDA_ | sort")
+    c.wait_state(w, "completed")
+    out = c.cli("logs", str(w)).stdout
+    check("CUDA_VISIBLE_DEVICES" in out and "CUDA_MPS" not in out,
+          "a whole GPU's task has no MPS variables: %r" % out)
+    # Without --mps: shared as before, and said so.
+    p = c.submit("--gpu-fraction", "0.5", "--constraint", "mps=no", "--",
+                 "sh", "-c", script)
+    c.wait_state(p, "running")
+    out = c.cli("nodes").stdout
+    check("plain: GPU fractions are not enforced" in out and
+          "m: GPU fractions" not in out, "allot nodes says so: %r" % out)
+    check("CUDA_MPS" not in c.cli("logs", str(p)).stdout,
+          "no MPS variables without --mps")
+    open(go, "w").close()
+    for i in ids + [p]:
+        c.wait_state(i, "completed")
+    wait_for(lambda: "exit pid=" in open(log).read(), 15,
+             "the daemon to be told to quit, and quit")
+    text = open(log).read()
+    check("command quit dev=%d pipe=%s" % (gpu, pipe) in text and
+          "exit pid=" in text, "it quit: %r" % text)
+    last = int(read(os.path.join(pipe, "standin.pid")))
+    wait_for(lambda: not alive(last), 10, "the daemon to be gone")
+
+
+def make_image(c, name):
+    """An image built here from a root file system of this machine's own
+    programs (sh, cat, id... and their libraries) with a marker file,
+    imported into podman: no registry is needed."""
+    import shutil
+    rootfs = os.path.join(c.root, "rootfs")
+    for d in ("bin", "etc", "tmp"):
+        os.makedirs(os.path.join(rootfs, d))
+    for prog in ("sh", "cat", "echo", "id", "sleep", "env"):
+        path = shutil.which(prog)
+        shutil.copy(path, os.path.join(rootfs, "bin", prog))
+        libs = subprocess.run(["ldd", path], capture_output=True,
+                              text=True).stdout
+        for word in libs.split():
+            if word.startswith("/") and os.path.exists(word):
+                dst = rootfs + word
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                if not os.path.exists(dst):
+                    shutil.copy(word, dst)
+    with open(os.path.join(rootfs, "etc", "allot-image"), "w") as f:
+        f.write("inside-the-image\n")
+    tar = os.path.join(c.root, "rootfs.tar")
+    subprocess.run(["tar", "-C", rootfs, "-cf", tar, "."], check=True)
+    p = subprocess.run(["podman", "import", tar, name], capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, "podman import: %s" % p.stderr)
+
+
+def podman_args(image):
+    """The extra `podman run` arguments this machine needs, or None when
+    podman cannot run a container here at all.  Plain first; then runc with
+    rlimits no higher than ours (a sandbox without CAP_SYS_RESOURCE, where
+    podman's defaults cannot be set)."""
+    for extra in ([], ["--runtime", "runc", "--ulimit", "nofile=1024:1024",
+                       "--ulimit", "nproc=4096:4096"]):
+        p = subprocess.run(["podman", "run", "--rm", "--network=host"] +
+                           extra + [image, "/bin/sh", "-c", "true"],
+                           capture_output=True, text=True, timeout=120)
+        if p.returncode == 0:
+            return extra
+        print("podman run %s: %s" % (" ".join(extra), p.stderr.strip()),
+              file=sys.stderr)
+    return None
+
+
+def scenario_container(c):
+    """--image runs a gang of two tasks in a container of an image built
+    here (podman import): the image's files, the task's variables, the
+    working directory mounted, the exit code as the job's; a pull that
+    fails is the job's reason; #SBATCH --container-image works as
+    pyxis's; a bad image name is refused."""
+    import shutil
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        print("skipped: needs podman and root", file=sys.stderr)
+        raise SystemExit(SKIP)
+    image = "localhost/allot-e2e-%d:1" % os.getpid()
+    try:
+        make_image(c, image)
+        extra = podman_args(image)
+        if extra is None:
+            print("skipped: podman cannot run a container here",
+                  file=sys.stderr)
+            raise SystemExit(SKIP)
+        c.start_server()
+        c.start_agent("n1", "2xH100-80GB",
+                      extra=["--container-args", " ".join(extra)])
+        j = c.submit("--image", image, "--tasks", "2", "--", "sh", "-c",
+                     "cat /etc/allot-image; echo rank=$RANK ws=$WORLD_SIZE "
+                     "uid=$(id -u); echo from-$RANK > out-$RANK")
+        jj = c.wait_state(j, ("completed", "failed"), timeout=120)
+        check(jj["state"] == "completed", "the gang completed: %s" % jj)
+        for r in range(2):
+            log = c.cli("logs", str(j), "--task", str(r)).stdout
+            check("inside-the-image" in log and "rank=%d ws=2 uid=0" % r in log,
+                  "task %d ran in the image with its variables: %r" % (r, log))
+            check(read(os.path.join(c.root, "out-%d" % r)) == "from-%d" % r,
+                  "the working directory is mounted")
+        k = c.submit("--image", image, "--", "sh", "-c", "exit 3")
+        kk = c.wait_state(k, ("completed", "failed"), timeout=120)
+        check(kk["state"] == "failed" and kk.get("exit_code") == 3,
+              "the container's exit code is the job's: %s" % kk)
+        missing = "localhost/allot-missing-%d:1" % os.getpid()
+        m = c.submit("--image", missing, "--", "true")
+        mm = c.wait_state(m, ("completed", "failed"), timeout=120)
+        check(mm["state"] == "failed" and
+              "container did not start" in mm.get("reason", "") and
+              "allot-missing" in mm["reason"],
+              "a pull that fails is the reason: %r" % mm.get("reason"))
+        script = os.path.join(c.root, "job.sh")
+        with open(script, "w") as f:
+            f.write("#!/bin/sh\n#SBATCH --container-image=%s\n"
+                    "cat /etc/allot-image\n" % image)
+        s = int(c.cli("submit", script).stdout.strip())
+        c.wait_state(s, "completed", timeout=120)
+        check("inside-the-image" in c.cli("logs", str(s)).stdout,
+              "#SBATCH --container-image runs the script in the image")
+        p = c.cli("submit", "--image", "-x", "--", "true", ok=False)
+        check(p.returncode != 0 and "--image" in p.stderr,
+              "a bad image name is refused: %r" % p.stderr)
+        s_, b = c.api("POST", "/v1/jobs", {"command": ["true"],
+                                          "image": "a b"})
+        check(s_ == 400 and "image" in b.get("message", ""),
+              "the API refuses it too: %s %s" % (s_, b))
+    finally:
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
+
+
+def scenario_mps_clean(c):
+    """scenario_mps, with the stand-in daemons it started killed whatever
+    happened (they are no task of any agent: nothing else stops them)."""
+    try:
+        scenario_mps(c)
+    finally:
+        import glob
+        for f in glob.glob(os.path.join(c.root, "agent-m", "mps", "gpu*",
+                                        "pipe", "standin.pid")):
+            try:
+                os.kill(int(read(f)), signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
+
+
+SCENARIOS = {
+    "cgroup_limits": scenario_cgroup_limits,
+    "cgroup_oom": scenario_cgroup_oom,
+    "cgroup_escape": scenario_cgroup_escape,
+    "cgroup_devices": scenario_cgroup_devices,
+    "cgroup_restart": scenario_cgroup_restart,
+    "gpu_health": scenario_gpu_health,
+    "mps": scenario_mps_clean,
+    "container": scenario_container,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS = SCENARIOS
+    sys.exit(e2e.main())

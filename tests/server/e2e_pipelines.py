@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""End-to-end tests of pipelines (`allot pipeline`), driven as a user
+would: a real `allot server`, agents with emulated GPUs on loopback, the
+`allot` command.  Runs on e2e.py's harness (its Cluster, checks and
+runner).
+
+Usage: e2e_pipelines.py [pg:]SCENARIO PATH/TO/allot
+"""
+import json
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+# prep (CPU) -> train (2 GPUs) -> inference fanned out over three shards
+# (an array of 1-GPU elements) -> report (CPU): each stage appends its name
+# to ORDER and hands its output to the next through the pipeline's
+# directory.
+FOUR_STAGES = """\
+name: mini
+params:
+  epochs: "1"
+env:
+  ORDER: %(order)s
+stages:
+  - name: prep
+    cpus: 1
+    script: |
+      echo prep >> "$ORDER"
+      echo "data for $ALLOT_PIPELINE_ID" > "$ALLOT_PIPELINE_DIR/data"
+  - name: train
+    needs: [prep]
+    gpus: 2
+    time: 10m
+    script: |
+      sleep 0.3
+      echo train >> "$ORDER"
+      test "$ALLOT_STAGE" = train
+      cat "$ALLOT_PIPELINE_DIR/data" > "$ALLOT_PIPELINE_DIR/model"
+      echo "epochs ${epochs}" >> "$ALLOT_PIPELINE_DIR/model"
+  - name: infer
+    needs: [train]
+    gpus: 1
+    array: 0-2
+    command: [sh, -c, 'echo infer-$ALLOT_ARRAY_INDEX >> "$ORDER"; cp "$ALLOT_PIPELINE_DIR/model" "$ALLOT_PIPELINE_DIR/out-$ALLOT_ARRAY_INDEX"']
+  - name: report
+    needs: [infer]
+    mem: 64M
+    script: |
+      echo report >> "$ORDER"
+      cat "$ALLOT_PIPELINE_DIR"/out-* > "$ALLOT_PIPELINE_DIR/report"
+"""
+
+
+def write(c, name, text):
+    path = os.path.join(c.root, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def show(c, pid):
+    return json.loads(c.cli("pipeline", "show", "--json", str(pid)).stdout)
+
+
+def wait_pipeline(c, pid, states, timeout=40):
+    states = (states,) if isinstance(states, str) else states
+    return wait_for(lambda: (lambda p: p if p["state"] in states else None)(
+        show(c, pid)), timeout, "pipeline %d to be %s" % (pid, "/".join(states)))
+
+
+def stage(p, name):
+    return [s for s in p["stage_list"] if s["name"] == name][0]
+
+
+def scenario_pipeline_run(c):
+    """A four-stage pipeline with a fan-out (an array stage), through the
+    CLI: one submission creates every stage; they run in the graph's
+    order, each after what it needs, handing artefacts along through
+    ALLOT_PIPELINE_DIR; show draws the graph, ls lists it."""
+    c.start_server()
+    c.start_agent("n1", "4xH100-80GB")
+    order = os.path.join(c.root, "order")
+    f = write(c, "mini.yaml", FOUR_STAGES % {"order": order})
+    before = c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"]
+    pid = int(c.cli("pipeline", "submit", f, "--set", "epochs=3").stdout)
+    jobs = c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"]
+    check(len(jobs) == len(before) + 4, "one submission, four stage jobs: "
+          "%d" % (len(jobs) - len(before)))
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed" and p["completed"] == 4 and
+          p["stages"] == 4, "pipeline completed: %s" % p)
+    ran = open(order).read().split()
+    check(ran[0] == "prep" and ran[1] == "train" and
+          sorted(ran[2:5]) == ["infer-0", "infer-1", "infer-2"] and
+          ran[5:] == ["report"], "stages ran in the graph's order: %s" % ran)
+    for s in p["stage_list"]:
+        check(s["state"] == "completed", "stage %s: %s" % (s["name"], s))
+    t, r = stage(p, "train"), stage(p, "report")
+    check(t["needs"] == ["prep"] and r["needs"] == ["infer"] and
+          t["gpus"] == 2, "needs: %s" % p)
+    check(t["start_ms"] >= stage(p, "prep")["end_ms"] and
+          r["start_ms"] >= stage(p, "infer")["end_ms"],
+          "a stage starts after what it needs ended: %s" % p)
+    # The artefacts went along: the report holds both shards' copies of
+    # the model, which holds prep's data and the parameter --set gave.
+    dirs = os.listdir(os.path.join(c.root, ".allot-pipelines"))
+    check(len(dirs) == 1, "one directory for the pipeline: %s" % dirs)
+    rep = open(os.path.join(c.root, ".allot-pipelines", dirs[0],
+                            "report")).read()
+    want = "data for %d\nepochs 3\n" % pid
+    check(rep == want * 3, "the report: %r" % rep)
+    out = c.cli("pipeline", "show", str(pid)).stdout
+    check("pipeline %d mini" % pid in out and "[prep ok]" in out and
+          "-> [train ok]\n  -> [infer ok]\n  -> [report ok]" in out,
+          "show draws the graph:\n%s" % out)
+    ls = c.cli("pipeline", "ls").stdout
+    check(("%d" % pid) in ls and "completed" in ls and "4/4" in ls,
+          "ls: %s" % ls)
+    # A second pipeline after it: ids after the array's elements.
+    q = int(c.cli("pipeline", "submit", f).stdout)
+    check(q > stage(p, "report")["job"], "next pipeline's id: %d" % q)
+    p2 = wait_pipeline(c, q, ("completed", "failed"))
+    check(p2["state"] == "completed" and p2["stages"] == 4, "%s" % p2)
+    print("  4 stages (one fanned out over 3 GPUs) in order, artefacts "
+          "handed along")
+
+
+FAILING = """\
+name: flaky
+stages:
+  - name: a
+    command: ["true"]
+  - name: b
+    needs: a
+    gpus: 1
+    command: [sh, -c, 'test -e %(fixed)s']
+  - name: c
+    needs: [b]
+    command: [sh, -c, 'echo c >> %(marks)s']
+  - name: cleanup
+    needs: [b]
+    when: failure
+    command: [sh, -c, 'echo cleanup >> %(marks)s']
+  - name: final
+    needs: [b]
+    when: always
+    command: [sh, -c, 'echo final >> %(marks)s']
+"""
+
+
+def scenario_pipeline_retry(c):
+    """A failing stage: its `when: failure` cleanup runs, `when: always`
+    runs, what needed it never runs (shown with the reason), the pipeline
+    is failed; `retry` runs the failed stage again and the pipeline
+    resumes from there to completion."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+    fixed = os.path.join(c.root, "fixed")
+    marks = os.path.join(c.root, "marks")
+    f = write(c, "flaky.yaml", FAILING % {"fixed": fixed, "marks": marks})
+    pid = int(c.cli("pipeline", "submit", f).stdout)
+    wait_for(lambda: stage(show(c, pid), "cleanup")["state"] == "completed" and
+             stage(show(c, pid), "final")["state"] == "completed", 30,
+             "cleanup and final to run")
+    p = wait_pipeline(c, pid, "failed")
+    # What needed b fails at once with Slurm's reason (it would otherwise
+    # pend for ever).
+    check(stage(p, "b")["state"] == "failed" and
+          stage(p, "c")["state"] == "failed" and
+          "DependencyNeverSatisfied" in stage(p, "c").get("reason", ""),
+          "b failed, c marked: %s" % p)
+    check(stage(p, "cleanup")["when"] == "failure" and
+          stage(p, "final")["when"] == "always", "when: %s" % p)
+    got = sorted(open(marks).read().split())
+    check(got == ["cleanup", "final"], "cleanup and final ran: %s" % got)
+    out = c.cli("pipeline", "show", str(pid)).stdout
+    check("[b FAILED]" in out and "[c FAILED]" in out and
+          "DependencyNeverSatisfied" in out, "show: %s" % out)
+    # Nothing to retry in a pipeline that did not fail: 409.
+    open(fixed, "w").close()
+    check(c.cli("pipeline", "retry", str(pid)).returncode == 0, "retry")
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed" and stage(p, "b")["restarts"] == 1,
+          "retried: b ran again and the pipeline completed: %s" % p)
+    got = sorted(open(marks).read().split())
+    check(got == ["c", "cleanup", "final"],
+          "c ran once after the retry, cleanup not again: %s" % got)
+    r = c.cli("pipeline", "retry", str(pid), ok=False)
+    check(r.returncode == 1 and "no failed or cancelled stage" in r.stderr,
+          "retry of a completed pipeline: %r" % r.stderr)
+    # cancel: every stage not ended.
+    slow = write(c, "slow.yaml", "stages:\n  - name: s\n    command: "
+                 "[sleep, '30']\n  - name: t\n    needs: [s]\n    command: "
+                 "['true']\n")
+    sid = int(c.cli("pipeline", "submit", slow).stdout)
+    wait_for(lambda: stage(show(c, sid), "s")["state"] == "running", 20,
+             "s to run")
+    c.cli("pipeline", "cancel", str(sid))
+    p = show(c, sid)
+    check(p["state"] == "cancelled" and all(
+        s["state"] == "cancelled" for s in p["stage_list"]),
+        "cancelled: %s" % p)
+    print("  failure cleanup, retry to completion, cancel")
+
+
+def scenario_pipeline_errors(c):
+    """Invalid files are refused as a whole, with the line and the reason;
+    no job is created."""
+    c.start_server()
+    cases = [
+        ("stages:\n  - name: a\n    needs: [b]\n    command: [x]\n"
+         "  - name: b\n    needs: [a]\n    command: [x]\n",
+         "line 2: stage 'a' is on a cycle of needs"),
+        ("stages:\n  - name: a\n    command: [x]\n  - name: b\n"
+         "    needs: [zz]\n    command: [x]\n",
+         "line 4: stage 'b': needs 'zz', no such stage"),
+        ("stages:\n  - name: a\n    command: [x]\n    gpuz: 2\n",
+         "line 2: stage 'a': unknown field 'gpuz'"),
+        ("stages:\n  - name: a\n    command: [x]\n    mem: lots\n",
+         "line 2: stage 'a': mem must be a size"),
+        ("stages:\n  - name: a\n    command: [x]\n  - name: a\n"
+         "    command: [y]\n", "line 4: stage 'a' named twice"),
+        ("stages:\n  - name: a\n    command: [x\n", "line 4: YAML"),
+        ("stages:\n  - name: a\n    command: [x]\n    when: later\n",
+         "when must be success, failure or always"),
+        ("stages:\n  - name: a\n    command: [x]\n    queue: nope\n",
+         "stage 'a': queue 'nope'"),
+        ('{"stages": [{"name": "a", "script": "true", "gpus": -1}]}',
+         "stage 'a': gpus must be a whole number"),
+        ("stages:\n  - name: a\n    command: ['${nope}']\n",
+         "line 2: stage 'a': no parameter 'nope'"),
+    ]
+    n0 = len(c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"])
+    for i, (text, want) in enumerate(cases):
+        f = write(c, "bad%d.yaml" % i, text)
+        p = c.cli("pipeline", "submit", f, ok=False)
+        check(p.returncode == 1 and want in p.stderr,
+              "case %d: exit %d, %r should say %r" % (i, p.returncode,
+                                                     p.stderr, want))
+    # Two problems at once are both reported.
+    f = write(c, "two.yaml", "stages:\n  - name: a\n    command: [x]\n"
+              "    gpuz: 1\n  - name: b\n    command: [x]\n    cpus: -1\n")
+    p = c.cli("pipeline", "submit", f, ok=False)
+    check("gpuz" in p.stderr and "cpus must be" in p.stderr,
+          "every problem reported: %r" % p.stderr)
+    ok = write(c, "ok.yaml", "params:\n  x: 1\nstages:\n  - name: a\n"
+               "    command: [echo, '${x}']\n")
+    p = c.cli("pipeline", "submit", ok, "--set", "y=2", ok=False)
+    check(p.returncode == 1 and "--set y: the file has no such parameter" in
+          p.stderr, "--set of an unknown parameter: %r" % p.stderr)
+    p = c.cli("pipeline", "submit", ok, "--set", "novalue", ok=False)
+    check(p.returncode == 2, "--set without '=': %d" % p.returncode)
+    s, r = c.api("POST", "/v1/pipelines", {"file": 7})
+    check(s == 400, "a body without the file's text: %s %s" % (s, r))
+    n1 = len(c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"])
+    check(n1 == n0, "refused files created no job (%d, %d)" % (n0, n1))
+    s, r = c.api("GET", "/v1/pipelines/12345")
+    check(s == 404, "no such pipeline: %s" % s)
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    pid = int(c.cli("pipeline", "submit", ok).stdout)
+    p = c.cli("pipeline", "cancel", str(pid), token=bob, ok=False)
+    check(p.returncode == 1 and "not yours" in p.stderr,
+          "another user's pipeline: %r" % p.stderr)
+    check(str(pid) not in c.cli("pipeline", "ls", token=bob).stdout,
+          "ls shows only one's own")
+    print("  %d invalid files refused with their line" % len(cases))
+
+
+def scenario_pipeline_crash(c):
+    """kill -9 of the controller mid-pipeline loses nothing: the pipeline
+    and its stages come back, and each stage runs exactly once."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+    marks = os.path.join(c.root, "marks")
+    text = "stages:\n"
+    prev = None
+    for k in range(6):
+        text += ("  - name: s%d\n    gpus: 1\n    command: [sh, -c, "
+                 "'echo s%d >> %s; sleep 0.4']\n" % (k, k, marks))
+        if prev:
+            text += "    needs: [%s]\n" % prev
+        prev = "s%d" % k
+    pid = int(c.cli("pipeline", "submit", write(c, "chain.yaml", text)).stdout)
+    wait_for(lambda: os.path.exists(marks) and
+             len(open(marks).read().split()) >= 2, 30, "two stages to run")
+    c.kill_server(signal.SIGKILL)
+    c.start_server()
+    p = wait_pipeline(c, pid, ("completed", "failed"), timeout=60)
+    check(p["state"] == "completed" and len(p["stage_list"]) == 6,
+          "the pipeline survived: %s" % p)
+    got = open(marks).read().split()
+    check(got == ["s%d" % k for k in range(6)],
+          "each stage ran once, in order: %s" % got)
+    print("  kill -9 mid-pipeline: 6 stages, each once")
+
+
+SCENARIOS = {
+    "pipeline_run": scenario_pipeline_run,
+    "pipeline_retry": scenario_pipeline_retry,
+    "pipeline_errors": scenario_pipeline_errors,
+    "pipeline_crash": scenario_pipeline_crash,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS.clear()
+    e2e.SCENARIOS.update(SCENARIOS)
+    sys.exit(e2e.main())

@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""Slurm job scripts and interactive commands on allot, end to end: a real
+`allot server` with two agents on loopback, Slurm's command names linked
+by `allot slurm-commands`, and scripts of the kinds people write, run
+unchanged.  Runs on tests/server/e2e.py's harness.
+
+Usage: e2e_slurm.py SCENARIO PATH/TO/allot
+
+Scenarios:
+  srun        srun outside a job: output, exit status, -n/-l, stdin, --pty
+  srun_batch  srun inside a batch script: its steps, their variables
+  salloc      an allocation, srun inside it, its release and end state
+  signal      --signal=B:USR1@TIME checkpoint handlers, scancel --signal
+  scripts     arrays with %a files, a torchrun-style launcher from
+              SLURM_JOB_NODELIST, an afternotok cleanup chain, a refused
+              script, the tool-style sacct loop
+  partitions  partitions as node pools, -C features as node labels
+  requeue     scontrol requeue, requeuehold, and what cannot be requeued
+"""
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "server"))
+import e2e  # noqa: E402
+from e2e import Fail, check, wait_for  # noqa: E402
+
+FINAL = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+
+
+class Slurm:
+    """Slurm's commands on the cluster, in a working directory."""
+
+    def __init__(self, c, node2=()):
+        c.start_server()
+        c.start_agent("node1", gpus="8xH100-80GB")
+        c.start_agent("node2", gpus="8xH100-80GB", extra=list(node2))
+        me = "root" if os.getuid() == 0 else os.environ.get("USER", "admin")
+        st, tok = c.api("POST", "/v1/tokens", {"user": me, "role": "admin"})
+        check(st in (200, 201), "token: %s %s" % (st, tok))
+        bindir = os.path.join(c.root, "bin")
+        os.makedirs(bindir)
+        c.cli("slurm-commands", bindir)
+        self.env = dict(c.env, ALLOT_TOKEN=tok["token"])
+        self.env["PATH"] = bindir + ":" + self.env.get("PATH", "/usr/bin:/bin")
+        for k in list(self.env):
+            if k.startswith("SLURM_"):
+                del self.env[k]
+        self.cwd = os.path.join(c.root, "work")
+        os.makedirs(self.cwd)
+        self.c = c
+
+    def run(self, *args, stdin=None, timeout=90, env=None):
+        return subprocess.run(list(args), capture_output=True, text=True,
+                              env=dict(self.env, **(env or {})),
+                              cwd=self.cwd, input=stdin, timeout=timeout)
+
+    def sh(self, text, **kw):
+        return self.run("sh", "-c", text, **kw)
+
+    def write(self, name, text):
+        path = os.path.join(self.cwd, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def read(self, name):
+        path = os.path.join(self.cwd, name)
+        wait_for(lambda: os.path.exists(path), 30, name)
+        return open(path).read()
+
+    def sbatch(self, *args):
+        p = self.run("sbatch", "--parsable", *args)
+        check(p.returncode == 0 and re.fullmatch(r"\d+\n", p.stdout),
+              "sbatch %s: %d %r %r" % (args, p.returncode, p.stdout,
+                                       p.stderr))
+        return p.stdout.strip()
+
+    def final(self, jid, timeout=90):
+        """A tool's loop: sacct -P -n until a final state."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            p = self.run("sacct", "-P", "-n", "-X",
+                         "--format=JobIdRaw,State,ExitCode", "-j", jid)
+            for line in p.stdout.splitlines():
+                f = line.split("|")
+                if f[0] == jid and f[1].split()[0] in FINAL:
+                    return f
+            time.sleep(0.2)
+        raise Fail("job %s never reached a final state" % jid)
+
+
+def scenario_srun(c):
+    s = Slurm(c)
+    # (What a task writes before srun is connected comes from its log,
+    # where stderr is merged into stdout: the sleep keeps them apart.)
+    p = s.run("srun", "sh", "-c", "sleep 1; echo out; echo err >&2; exit 3")
+    check(p.returncode == 3 and p.stdout == "out\n" and
+          "err\n" in p.stderr and
+          re.search(r"srun: error: node\d: task 0: Exited with exit code 3",
+                    p.stderr), "srun exit 3: %d %r %r" % (
+                        p.returncode, p.stdout, p.stderr))
+    p = s.run("srun", "-n", "2", "-l", "sh", "-c",
+              "echo $SLURM_PROCID/$SLURM_NTASKS $SLURM_STEP_ID")
+    check(p.returncode == 0 and sorted(p.stdout.splitlines()) ==
+          ["0: 0/2 0", "1: 1/2 0"], "srun -n 2 -l: %d %r %r" % (
+              p.returncode, p.stdout, p.stderr))
+    p = s.run("srun", "cat", stdin="through stdin\n")
+    check(p.returncode == 0 and p.stdout == "through stdin\n",
+          "srun cat < stdin: %r %r" % (p.stdout, p.stderr))
+    p = s.run("srun", "-J", "named", "sh", "-c", "echo $SLURM_JOB_NAME")
+    check(p.stdout == "named\n", "srun -J: %r" % p.stdout)
+    p = s.run("sacct", "-n", "-X", "-P", "-o", "JobName,State,ExitCode")
+    check("sh|FAILED|3:0" in p.stdout.splitlines() and
+          "named|COMPLETED|0:0" in p.stdout.splitlines(),
+          "sacct after srun: %r" % p.stdout)
+    for args, rc, text in (
+            (["--nope", "true"], 255, "srun: unrecognized option '--nope'"),
+            ([], 1, "srun: fatal: No command given to execute."),
+            (["-p", "nosuch", "true"], 1, "Invalid partition name"),
+            (["--wrap", "true"], 255, "srun: unrecognized option '--wrap'"),
+            (["-o", "x.out", "true"], 1, "-o/--output is not available")):
+        p = s.run("srun", *args)
+        check(p.returncode == rc and text in p.stderr,
+              "srun %s: %d %r" % (args, p.returncode, p.stderr))
+    # --pty: a terminal on the job's side, the keys of ours.
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.chdir(s.cwd)
+        os.execvpe("srun", ["srun", "--pty", "sh", "-c",
+                            "tty; read x; echo got $x; exit 4"], s.env)
+    out = b""
+    sent = False
+    end = time.monotonic() + 60
+    while time.monotonic() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                b = os.read(fd, 4096)
+            except OSError:
+                break
+            if not b:
+                break
+            out += b
+        if b"/dev/pts/" in out and not sent:
+            os.write(fd, b"key\r")
+            sent = True
+    _, st = os.waitpid(pid, 0)
+    text = out.decode(errors="replace")
+    check(os.WEXITSTATUS(st) == 4 and "got key" in text and
+          re.search(r"/dev/pts/\d+", text),
+          "srun --pty: %d %r" % (os.WEXITSTATUS(st), text))
+
+
+def scenario_srun_batch(c):
+    """srun in a batch script: each srun is a step (0, 1, 2, ...); a step
+    of the job's tasks runs once per task, -n1 once, -l labels; the
+    script's exit status is srun's."""
+    s = Slurm(c)
+    s.write("steps.sh",
+            "#!/bin/bash\n#SBATCH -n 2\n#SBATCH -o steps-%j.out\n"
+            "srun -l sh -c 'echo step $SLURM_STEP_ID task $SLURM_PROCID "
+            "of $SLURM_NTASKS'\n"
+            "srun -n1 --cpu-bind=quiet sh -c 'echo once $SLURM_STEP_ID'\n"
+            "srun -n 3 true || echo refused $?\n"
+            "srun -l hostname\n")
+    jid = s.sbatch("steps.sh")
+    check(s.final(jid)[1] == "COMPLETED", "steps.sh did not complete")
+    lines = s.read("steps-%s.out" % jid).splitlines()
+    host = os.uname().nodename
+    for want in ("0: step 0 task 0 of 2", "1: step 0 task 1 of 2",
+                 "once 1", "0: " + host, "1: " + host):
+        check(want in lines, "%r not in %r" % (want, lines))
+    check(lines.count("once 1") == 1 and
+          len([x for x in lines if x.endswith(host)]) == 2 and
+          not any("cpu-bind" in x for x in lines),
+          "steps.sh output: %r" % lines)
+    check(any("More processors requested than permitted" in x
+              for x in lines), "srun -n 3 in a job of 2: %r" % lines)
+    # The script's status is its last srun's: sbatch -W gives it.
+    p = s.run("sbatch", "-W", "-o", "w.out", "--wrap",
+              "srun sh -c 'exit 7'")
+    check(p.returncode == 7, "sbatch -W of srun exit 7: %d %r" % (
+        p.returncode, p.stderr))
+    check("task 0: Exited with exit code 7" in s.read("w.out"),
+          "srun's message in the job's output")
+
+
+def scenario_salloc(c):
+    s = Slurm(c)
+    s.write("inside.sh",
+            "echo job=$SLURM_JOB_ID name=$SLURM_JOB_NAME "
+            "ntasks=$SLURM_NTASKS nodes=$SLURM_JOB_NODELIST\n"
+            "srun -l sh -c 'echo task $SLURM_PROCID step $SLURM_STEP_ID'\n"
+            "srun -n1 sh -c 'echo one $SLURM_STEP_ID'\n"
+            "squeue -h -j $SLURM_JOB_ID -o %T\n"
+            "exit 5\n")
+    p = s.run("salloc", "-n", "2", "sh", "inside.sh")
+    check(p.returncode == 5, "salloc's status: %d %r %r" % (
+        p.returncode, p.stdout, p.stderr))
+    m = re.search(r"salloc: Granted job allocation (\d+)", p.stderr)
+    check(m and "salloc: Relinquishing job allocation %s" % m.group(1) in
+          p.stderr, "salloc's messages: %r" % p.stderr)
+    jid = m.group(1)
+    lines = p.stdout.splitlines()
+    check(re.fullmatch(r"job=%s name=interactive ntasks=2 nodes=node[12]"
+                       % jid, lines[0]) is not None,
+          "salloc's variables: %r" % lines)
+    check(sorted(lines[1:3]) == ["0: task 0 step 0", "1: task 1 step 0"] and
+          lines[3] == "one 1" and lines[4] == "RUNNING",
+          "srun inside salloc: %r" % lines)
+    f = s.final(jid)
+    check(f[1:] == ["FAILED", "5:0"], "the allocation ends with its "
+          "command's status: %r" % f)
+    p = s.run("sacct", "-n", "-P", "-X", "-o", "JobName", "-j", jid)
+    check(p.stdout == "interactive\n", "salloc's job name: %r" % p.stdout)
+    # No command: the user's shell, reading what comes on stdin.
+    p = s.run("salloc", stdin="echo in $SLURM_JOB_NAME; exit 0\n",
+              env={"SHELL": "/bin/sh"})
+    check(p.returncode == 0 and p.stdout == "in interactive\n",
+          "salloc with the user's shell: %d %r %r" % (
+              p.returncode, p.stdout, p.stderr))
+    jid = re.search(r"allocation (\d+)", p.stderr).group(1)
+    f = s.final(jid)
+    check(f[1] == "COMPLETED", "salloc's shell exit 0: %r" % f)
+    p = s.run("salloc", "-p", "nosuch", "true")
+    check(p.returncode == 1 and "salloc: error: Job submit/allocate failed: "
+          "Invalid partition name specified" in p.stderr,
+          "salloc -p nosuch: %r" % p.stderr)
+
+
+def scenario_signal(c):
+    s = Slurm(c)
+    # A checkpoint handler: USR1 65 s before a limit of 70 s, to the
+    # script itself (B:), which saves and ends.
+    s.write("ckpt.sh",
+            "#!/bin/bash\n#SBATCH -t 1:10\n#SBATCH --signal=B:USR1@65\n"
+            "#SBATCH -o ckpt-%j.out\n"
+            "trap 'echo checkpoint at $SECONDS; exit 0' USR1\n"
+            "echo start\nsleep 120 & wait\necho never\n")
+    a = s.sbatch("ckpt.sh")
+    # Without B: the steps get it (srun passes it on), not the script.
+    b = s.sbatch("-t", "1:10", "--signal=USR2@65", "-o", "steps-%j.out",
+                 "--wrap", "trap 'echo script got it' USR2; "
+                 "srun sh -c 'trap \"echo step got it; exit 0\" USR2; "
+                 "sleep 120 & wait'; echo script done")
+    # scancel --signal: to the steps by default, to the script with -b.
+    d = s.sbatch("-o", "sc-%j.out", "--wrap",
+                 "trap 'echo batch got USR1; exit 0' USR1; "
+                 "srun sh -c 'trap \"echo step got USR2; exit 0\" USR2; "
+                 "sleep 120 & wait'; sleep 120 & wait")
+    h = s.sbatch("-H", "--wrap", "true")
+    wait_for(lambda: "R" == s.run("squeue", "-h", "-j", d, "-o",
+                                  "%t").stdout.strip(), 30, "job running")
+    time.sleep(1)
+    p = s.run("scancel", "--signal=USR2", d)
+    check(p.returncode == 0, "scancel --signal=USR2: %r" % p.stderr)
+    time.sleep(1)
+    p = s.run("scancel", "-b", "--signal=USR1", d)
+    check(p.returncode == 0, "scancel -b --signal=USR1: %r" % p.stderr)
+    p = s.run("scancel", "--signal=USR1", h)
+    check(p.returncode == 228 and "Job can not be altered now" in p.stderr,
+          "scancel --signal of a pending job: %d %r" % (p.returncode,
+                                                        p.stderr))
+    s.run("scancel", h)
+    for j in (a, b, d):
+        check(s.final(j)[1] == "COMPLETED", "job %s did not complete" % j)
+    out = s.read("ckpt-%s.out" % a).splitlines()
+    check(out[0] == "start" and re.fullmatch(r"checkpoint at [4-9]|"
+                                              r"checkpoint at 1\d", out[1])
+          and "never" not in out, "B:USR1@65 of 1:10: %r" % out)
+    check(s.read("steps-%s.out" % b).splitlines() ==
+          ["step got it", "script done"], "USR2@65 without B: %r" %
+          s.read("steps-%s.out" % b))
+    check(s.read("sc-%s.out" % d).splitlines() ==
+          ["step got USR2", "batch got USR1"],
+          "scancel --signal: %r" % s.read("sc-%s.out" % d))
+
+
+def scenario_scripts(c):
+    """Slurm scripts of the kinds people write, unchanged."""
+    s = Slurm(c)
+    # An array writing %A_%a files.
+    jid = s.sbatch("--array=0-3", "-o", "arr-%A_%a.out", "--wrap",
+                   "echo task $SLURM_ARRAY_TASK_ID of $SLURM_ARRAY_JOB_ID")
+    for k in range(4):
+        name = "arr-%s_%d.out" % (jid, k)
+        wait_for(lambda: os.path.exists(os.path.join(s.cwd, name)) and
+                 os.path.getsize(os.path.join(s.cwd, name)) > 0, 60, name)
+        check(s.read(name) == "task %d of %s\n" % (k, jid),
+              "%s: %r" % (name, s.read(name)))
+    # squeue and sacct show an array's elements as Slurm does: ID_INDEX,
+    # the pending ones folded into ID_[...] unless -r.
+    held = s.sbatch("-H", "--array=0-3,7", "--wrap", "true")
+    p = s.run("squeue", "-h", "-j", held, "-o", "%i %A %K %T")
+    check(p.stdout == "%s_[0-3,7] %s 0-3,7 PENDING\n" % (held, held),
+          "squeue of a held array: %r" % p.stdout)
+    p = s.run("squeue", "-h", "-r", "-j", held, "-o", "%i")
+    check(p.stdout.split() == ["%s_%d" % (held, k) for k in (0, 1, 2, 3, 7)],
+          "squeue -r: %r" % p.stdout)
+    s.run("scancel", held)
+    p = s.run("sacct", "-n", "-X", "-P", "-o", "JobID,JobIDRaw,State", "-j",
+              jid)
+    rows = [x.split("|") for x in p.stdout.splitlines()]
+    check([r[0] for r in rows] == ["%s_%d" % (jid, k) for k in range(4)] and
+          all(r[2] == "COMPLETED" and r[1].isdigit() and r[1] != jid
+              for r in rows), "sacct of an array: %r" % p.stdout)
+    # A torchrun-style launcher: one process per node, its rank from
+    # SLURM_NODEID, the master from the first name of the hostlist.
+    launcher = s.write("launch.py",
+                       "import os\n"
+                       "e = os.environ\n"
+                       "print('nnodes', e['SLURM_NNODES'], 'rank', "
+                       "e['SLURM_NODEID'], 'of', e['SLURM_JOB_NODELIST'], "
+                       "'tasks', e['SLURM_TASKS_PER_NODE'])\n")
+    s.write("torch.sh",
+            "#!/bin/bash\n#SBATCH -N 2\n#SBATCH --ntasks-per-node=1\n"
+            "#SBATCH --gpus-per-node=8\n#SBATCH -o torch-%%j.out\n"
+            "srun python3 %s\n" % launcher)
+    jid = s.sbatch("torch.sh")
+    check(s.final(jid)[1] == "COMPLETED", "torch.sh")
+    got = sorted(s.read("torch-%s.out" % jid).splitlines())
+    check(got == ["nnodes 2 rank 0 of node[1-2] tasks 1(x2)",
+                  "nnodes 2 rank 1 of node[1-2] tasks 1(x2)"],
+          "torchrun-style launch: %r" % got)
+    # A chain with a cleanup job that runs only when the work failed.
+    work = s.sbatch("--wrap", "exit 1")
+    clean = s.sbatch("--dependency=afternotok:%s" % work, "-o", "clean.out",
+                     "--wrap", "echo cleaning up after %s" % work)
+    skipped = s.sbatch("--dependency=afterok:%s" % work, "--wrap", "true")
+    check(s.final(clean)[1] == "COMPLETED" and
+          s.read("clean.out") == "cleaning up after %s\n" % work,
+          "afternotok cleanup")
+    p = s.run("squeue", "-h", "-j", skipped, "-o", "%r")
+    check(p.stdout.strip() == "DependencyNeverSatisfied",
+          "afterok of a failed job: %r" % p.stdout)
+    s.run("scancel", skipped)
+    # A script refused says which line and why.
+    s.write("bad.sh", "#!/bin/bash\n#SBATCH -J ok\n#SBATCH --time=soon\n"
+            "true\n")
+    p = s.run("sbatch", "bad.sh")
+    check(p.returncode != 0 and "bad.sh:3" in p.stderr and
+          "--time" in p.stderr, "refused script: %d %r" % (p.returncode,
+                                                         p.stderr))
+    # The tool-style loop: --parsable, sacct until final, the -o log.
+    jid = s.sbatch("-o", "tool-%j.log", "--wrap", "echo from the tool")
+    f = s.final(jid)
+    check(f[1:] == ["COMPLETED", "0:0"] and
+          s.read("tool-%s.log" % jid) == "from the tool\n", "tool loop")
+
+
+def scenario_partitions(c):
+    """A partition is a node pool (the default, `allot`, holds every
+    node); a feature (-C) a node label."""
+    s = Slurm(c, node2=["--pool", "train", "--label", "ib=yes"])
+    p = s.run("sinfo", "-h", "-o", "%P %D %N")
+    check(p.stdout.splitlines() == ["allot* 2 node[1-2]", "train 1 node2"],
+          "sinfo by partition: %r" % p.stdout)
+    p = s.run("sinfo", "-h", "-p", "train", "-N", "-o", "%N %P")
+    check(p.stdout == "node2 train\n", "sinfo -p train -N: %r" % p.stdout)
+    jid = s.sbatch("-p", "train", "-o", "p-%j.out", "--wrap",
+                   "echo $SLURM_JOB_PARTITION $SLURMD_NODENAME")
+    c2 = s.sbatch("-C", "ib", "-o", "c-%j.out", "--wrap",
+                  "echo $SLURMD_NODENAME")
+    for j in (jid, c2):
+        check(s.final(j)[1] == "COMPLETED", "job %s" % j)
+    check(s.read("p-%s.out" % jid) == "train node2\n", "-p train ran on %r"
+          % s.read("p-%s.out" % jid))
+    check(s.read("c-%s.out" % c2) == "node2\n", "-C ib ran on %r" %
+          s.read("c-%s.out" % c2))
+    p = s.run("sacct", "-n", "-X", "-P", "-o", "JobID,Partition", "-j", jid)
+    check(p.stdout == "%s|train\n" % jid, "sacct Partition: %r" % p.stdout)
+    h = s.sbatch("-H", "-p", "train", "--wrap", "true")
+    p = s.run("squeue", "-h", "-p", "train", "-o", "%i %P")
+    check(p.stdout == "%s train\n" % h, "squeue -p train: %r" % p.stdout)
+    p = s.run("scontrol", "show", "job", h)
+    check("Partition=train" in p.stdout, "scontrol: %r" % p.stdout)
+    s.run("scancel", "-p", "train")
+    check(s.final(h)[1].startswith("CANCELLED"), "scancel -p train")
+    p = s.run("srun", "-p", "train", "sh", "-c",
+              "echo $SLURM_JOB_PARTITION $SLURMD_NODENAME")
+    check(p.stdout == "train node2\n", "srun -p train: %r %r" % (p.stdout,
+                                                                 p.stderr))
+    for cmd in (["sbatch", "-p", "nosuch", "--wrap", "true"],
+                ["srun", "-p", "nosuch", "true"],
+                ["salloc", "-p", "nosuch", "true"]):
+        p = s.run(*cmd)
+        check(p.returncode == 1 and "Invalid partition name specified" in
+              p.stderr, "%s: %r" % (cmd, p.stderr))
+    p = s.run("sbatch", "-C", "ib|nvme", "--wrap", "true")
+    check(p.returncode == 1 and "Invalid feature specification" in p.stderr,
+          "-C a|b: %r" % p.stderr)
+
+
+def scenario_requeue(c):
+    """scontrol requeue of a running job: it runs again (its restart count
+    1), appending to its output file; requeuehold leaves it held; what
+    cannot be requeued is said as Slurm says it."""
+    s = Slurm(c)
+    jid = s.sbatch("-o", "rq-%j.out", "--wrap",
+                   "echo run $SLURM_RESTART_COUNT; "
+                   "[ $SLURM_RESTART_COUNT -gt 0 ] || sleep 60")
+    wait_for(lambda: s.run("squeue", "-h", "-j", jid, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    wait_for(lambda: os.path.exists(os.path.join(s.cwd, "rq-%s.out" % jid)),
+             30, "its output")
+    p = s.run("scontrol", "requeue", jid)
+    check(p.returncode == 0, "scontrol requeue: %r" % p.stderr)
+    check(s.final(jid)[1] == "COMPLETED", "the requeued job completes")
+    check(s.read("rq-%s.out" % jid) == "run 0\nrun 1\n",
+          "its output: %r" % s.read("rq-%s.out" % jid))
+    p = s.run("scontrol", "show", "job", jid)
+    check("Restarts=1" in p.stdout, "Restarts: %r" % p.stdout)
+    for args, text in ((["requeue", jid],
+                        "Requested operation is presently disabled"),
+                       (["requeue", "999999"], "Invalid job id specified")):
+        p = s.run("scontrol", *args)
+        check(p.returncode == 1 and text in p.stderr, "scontrol %s: %r" % (
+            args, p.stderr))
+    h = s.sbatch("-H", "--wrap", "true")
+    p = s.run("scontrol", "requeue", h)
+    check(p.returncode == 1 and "Job is pending execution" in p.stderr,
+          "requeue of a pending job: %r" % p.stderr)
+    s.run("scancel", h)
+    k = s.sbatch("--wrap", "sleep 60")
+    wait_for(lambda: s.run("squeue", "-h", "-j", k, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "requeuehold", k)
+    check(p.returncode == 0, "requeuehold: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", k, "-o", "%T %r")
+    check(p.stdout == "PENDING JobHeldUser\n", "after requeuehold: %r" %
+          p.stdout)
+    s.run("scancel", k)
+    p = s.run("scontrol", "update", "JobId=%s" % k, "TimeLimit=10")
+    check(p.returncode == 1 and "update" in p.stderr, "update: %r" %
+          p.stderr)
+
+
+SCENARIOS = {
+    "srun": scenario_srun,
+    "srun_batch": scenario_srun_batch,
+    "salloc": scenario_salloc,
+    "signal": scenario_signal,
+    "scripts": scenario_scripts,
+    "partitions": scenario_partitions,
+    "requeue": scenario_requeue,
+}
+
+if __name__ == "__main__":
+    e2e.SCENARIOS.clear()
+    e2e.SCENARIOS.update(SCENARIOS)
+    sys.exit(e2e.main())
