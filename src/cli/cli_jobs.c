@@ -203,6 +203,25 @@ al_cli_ls(int argc, char **argv)
         fputs("allot ls: --limit wants a positive number\n", stderr);
         return AL_EXIT_USAGE;
     }
+    /* The states the controller knows, said here as a usage error. */
+    static const char *const states[] = { "pending",   "held",   "running",
+                                          "completed", "failed", "cancelled",
+                                          "active" };
+    for (const char *p = state; p != NULL;) {
+        size_t n = strcspn(p, ",");
+        bool known = false;
+        for (size_t k = 0; k < sizeof states / sizeof states[0]; k++)
+            known = known ||
+                    (strlen(states[k]) == n && strncmp(p, states[k], n) == 0);
+        if (!known) {
+            fprintf(stderr,
+                    "allot ls: unknown state '%.*s' (pending, held, running, "
+                    "completed, failed, cancelled, active)\n",
+                    (int)n, p);
+            return AL_EXIT_USAGE;
+        }
+        p = p[n] == ',' ? p + n + 1 : NULL;
+    }
     al_client_t c;
     if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;

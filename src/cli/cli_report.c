@@ -6,6 +6,7 @@
  *
  * May call: cli_client.c (the API, times), common.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -372,11 +373,16 @@ al_cli_history(int argc, char **argv)
      * the last `limit` of them. */
     json_t *kept = json_array();
     uint64_t after = 0;
+    /* Without --until, up to now: a job that ended within this second
+     * too (the period's bounds are whole seconds). */
+    int64_t to_ms = a.until != NULL ? to * 1000 : INT64_MAX;
     for (;;) {
         al_buf_t path;
         al_buf_init(&path);
-        al_buf_printf(&path, "/v1/jobs?state=%s&limit=1000&after=%llu", states,
-                      (unsigned long long)after);
+        /* expand: an array's elements are the jobs that ran, each a row
+         * (its parent is none). */
+        al_buf_printf(&path, "/v1/jobs?state=%s&limit=1000&after=%llu&expand=1",
+                      states, (unsigned long long)after);
         if (a.user != NULL)
             al_buf_printf(&path, "&user=%s", a.user);
         json_t *v = NULL;
@@ -393,7 +399,7 @@ al_cli_history(int argc, char **argv)
             json_t *j = json_array_get(jobs, i);
             int64_t end = al_json_int(j, "end_ms", 0);
             after = (uint64_t)al_json_int(j, "id", 0);
-            if (end < from * 1000 || end >= to * 1000)
+            if (end < from * 1000 || end >= to_ms)
                 continue;
             if (a.queue != NULL &&
                 strcmp(al_json_str(j, "queue", ""), a.queue) != 0)
@@ -447,11 +453,18 @@ al_cli_history(int argc, char **argv)
         al_buf_t nodes;
         al_buf_init(&nodes);
         nodes_cell(&nodes, json_object_get(j, "placement"));
-        printf("%-8lld %-16.16s %-10.10s %-12.12s %-10s %-14s %-14s %-14s %7s "
+        char id[48];
+        if (json_is_integer(json_object_get(j, "array_job_id")))
+            snprintf(id, sizeof id, "%lld_%lld",
+                     (long long)al_json_int(j, "array_job_id", 0),
+                     (long long)al_json_int(j, "array_index", 0));
+        else
+            snprintf(id, sizeof id, "%lld", (long long)al_json_int(j, "id", 0));
+        printf("%-8s %-16.16s %-10.10s %-12.12s %-10s %-14s %-14s %-14s %7s "
                "%8s %5s %5s %7lld %s\n",
-               (long long)al_json_int(j, "id", 0), al_json_str(j, "name", ""),
-               al_json_str(j, "user", ""), al_json_str(j, "queue", ""),
-               al_json_str(j, "state", ""), s1, s2, s3, wait, el, gpus, ex,
+               id, al_json_str(j, "name", ""), al_json_str(j, "user", ""),
+               al_json_str(j, "queue", ""), al_json_str(j, "state", ""), s1, s2,
+               s3, wait, el, gpus, ex,
                (long long)al_json_int(j, "restart_count", 0),
                al_buf_cstr(&nodes));
         al_buf_fini(&nodes);

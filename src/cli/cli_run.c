@@ -323,6 +323,11 @@ session_loop(int fd, al_buf_t *in, bool tty, bool want_stdin, result_t *res)
         win_size(&rows, &cols);
         if (rows > 0)
             al_stream_put_resize(&s.out, rows, cols);
+    } else if (!want_stdin) {
+        /* Without -i the job's stdin is empty, as a shell's `< /dev/null`
+         * (or docker run without -i): its end at once, or a program that
+         * reads it would wait for ever. */
+        al_stream_put(&s.out, AL_FR_EOF, NULL, 0);
     }
     while (take_frames(&s)) {
         if (!send_out(&s)) {
@@ -432,8 +437,15 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last,
                  why ? why : "");
         /* Only a wait worth seeing: nothing for a start within moments. */
         if (al_clock_mono_ms() - t0 >= 300 && strcmp(line, prev) != 0) {
+            /* One line it is: cut to the terminal's width (a line that
+             * wrapped would leave its first rows behind at the next
+             * update, which clears only the row the cursor is on). */
+            struct winsize ws;
+            int width = ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1
+                            ? ws.ws_col - 1
+                            : 200;
             if (term)
-                fprintf(stderr, "\r\033[K%.*s", 200, line);
+                fprintf(stderr, "\r\033[K%.*s", width, line);
             else
                 fprintf(stderr, "%s\n", line);
             snprintf(prev, sizeof prev, "%s", line);
@@ -620,7 +632,8 @@ static const char run_about[] =
     "Submits COMMAND as a job (class build unless --class says otherwise),\n"
     "waits for it to start (its state and why it waits on one line), then\n"
     "connects this terminal to it through the controller.\n"
-    "  -i   send stdin to the job (its end too)\n"
+    "  -i   send stdin to the job (its end too); without it the job's\n"
+    "       stdin is empty\n"
     "  -t   give the job a terminal: keys go to it raw (Ctrl-C included),\n"
     "       its size follows this one; Ctrl-P Ctrl-Q detaches\n"
     "Exit status: the job's (128+N when signal N ended it).  The job keeps\n"
@@ -685,6 +698,9 @@ al_cli_run(int argc, char **argv)
               "be UTF-8 text";
     if (err == NULL && a.hold)
         err = "--hold makes no sense for a session";
+    if (err == NULL && (a.f.array != NULL || a.sweepopt != NULL))
+        err = "a session is one job: --array and --sweep make many (allot "
+              "submit takes them)";
     al_client_t c;
     if (err != NULL || (rc = al_client_init(&c, a.server, a.token)) != 0) {
         json_decref(body);
@@ -741,7 +757,8 @@ const al_opt_cmd_t al_cli_exec_cmd = {
     .about = "Runs COMMAND inside a running job's allocation: on its node, "
              "with its environment (CUDA_VISIBLE_DEVICES included), its "
              "working directory and its user.  Only the job's owner.  -i "
-             "sends stdin, -t gives it a terminal.\n",
+             "sends stdin (without it, its stdin is empty), -t gives it a "
+             "terminal.  ID is a job's, or an array element's ID_INDEX.\n",
 };
 
 const al_opt_cmd_t al_cli_port_forward_cmd = {
@@ -755,13 +772,62 @@ const al_opt_cmd_t al_cli_port_forward_cmd = {
 };
 
 static bool
-parse_id(const char *s, unsigned long long *id)
+digits(const char *s, size_t n)
 {
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
+    if (n == 0 || n > 19)
         return false;
-    *id = strtoull(s, &end, 10);
-    return *end == '\0' && *id > 0;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+    return true;
+}
+
+/* Whether s names a job: its ID, or an array's element ID_INDEX; when not
+ * (or when it is missing), says so.  rc != 0: the option parser has said
+ * what is wrong already. */
+static bool
+target_ok(const char *who, int rc, int npos, int want, const char *s)
+{
+    if (rc != 0)
+        return false;
+    if (npos < 1 || s == NULL) {
+        fprintf(stderr,
+                "allot %s: which job? give its id (allot ls lists "
+                "them)\n",
+                who);
+        return false;
+    }
+    if (npos > want) {
+        fprintf(stderr, "allot %s: too many arguments\n", who);
+        return false;
+    }
+    const char *us = strchr(s, '_');
+    bool ok = us != NULL ? digits(s, (size_t)(us - s)) &&
+                               digits(us + 1, strlen(us + 1))
+                         : digits(s, strlen(s)) && strtoull(s, NULL, 10) > 0;
+    if (!ok)
+        fprintf(stderr,
+                "allot %s: '%s' is not a job id (a number, or an array's "
+                "ID_INDEX)\n",
+                who, s);
+    return ok;
+}
+
+/* The id of the job s names (target_ok() said it is one): an element's
+ * ID_INDEX is asked of the controller.  0 after saying why not. */
+static unsigned long long
+target_id(al_client_t *c, const char *s)
+{
+    if (strchr(s, '_') == NULL)
+        return strtoull(s, NULL, 10);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/jobs/%s", s);
+    json_t *j = NULL;
+    if (al_client_call(c, "GET", path, NULL, &j, NULL, NULL) != 0)
+        return 0;
+    unsigned long long id = (unsigned long long)al_json_int(j, "id", 0);
+    json_decref(j);
+    return id;
 }
 
 int
@@ -772,14 +838,18 @@ al_cli_attach(int argc, char **argv)
     int npos;
     int rc = al_opt_parse_cmd(&al_cli_attach_cmd, NULL, &a, argc, argv, pos, 2,
                               &npos);
-    unsigned long long id = 0;
-    if (rc != 0 || a.help || npos != 1 || !parse_id(pos[0], &id)) {
+    if (a.help || !target_ok("attach", rc, npos, 1, npos > 0 ? pos[0] : NULL)) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_attach_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
     al_client_t c;
     if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
+    unsigned long long id = target_id(&c, pos[0]);
+    if (id == 0) {
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
     /* A terminal's session wants this terminal raw; a pipes' session
      * takes stdin too. */
     bool tty = isatty(0) != 0;
@@ -806,9 +876,13 @@ al_cli_exec(int argc, char **argv)
     int rc =
         al_opt_parse_cmd(&al_cli_exec_cmd, NULL, &a, dd, argv, pos, 1, &npos);
     first = dd + 1;
-    unsigned long long id = 0;
-    if (rc != 0 || a.help || npos != 1 || !parse_id(pos[0], &id) ||
-        first >= argc) {
+    bool ok =
+        a.help || target_ok("exec", rc, npos, 1, npos > 0 ? pos[0] : NULL);
+    if (ok && !a.help && first >= argc) {
+        fprintf(stderr, "allot exec: no command given; put it after --\n");
+        ok = false;
+    }
+    if (a.help || !ok) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_exec_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -825,6 +899,12 @@ al_cli_exec(int argc, char **argv)
     if ((rc = al_client_init(&c, a.server, a.token)) != 0) {
         al_buf_fini(&q);
         return rc;
+    }
+    unsigned long long id = target_id(&c, pos[0]);
+    if (id == 0) {
+        al_buf_fini(&q);
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
     }
     rc = run_session(&c, id, "exec", al_buf_cstr(&q), want_t, want_i, "exec",
                      false);
@@ -930,8 +1010,14 @@ al_cli_port_forward(int argc, char **argv)
     int npos;
     int rc = al_opt_parse_cmd(&al_cli_port_forward_cmd, NULL, &a, argc, argv,
                               pos, 2, &npos);
-    unsigned long long id = 0;
-    if (rc != 0 || a.help || npos != 2 || !parse_id(pos[0], &id)) {
+    bool ok = a.help ||
+              target_ok("port-forward", rc, npos, 2, npos > 0 ? pos[0] : NULL);
+    if (ok && !a.help && npos < 2) {
+        fprintf(stderr, "allot port-forward: which port? give "
+                        "[LOCAL:]REMOTE\n");
+        ok = false;
+    }
+    if (a.help || !ok) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_port_forward_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
     }
@@ -953,12 +1039,30 @@ al_cli_port_forward(int argc, char **argv)
     al_client_t c;
     if ((rc = al_client_init(&c, a.server, a.token)) != 0)
         return rc;
-    /* The job must run: said now rather than at the first connection. */
-    json_t *j = get_job(&c, id);
+    unsigned long long id = target_id(&c, pos[0]);
+    if (id == 0) {
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
+    /* The job must run: said now rather than at the first connection
+     * (the controller's word when it cannot be seen). */
+    char path[64];
+    snprintf(path, sizeof path, "/v1/jobs/%llu", id);
+    json_t *j = NULL;
+    if (al_client_call(&c, "GET", path, NULL, &j, NULL, NULL) != 0) {
+        al_client_fini(&c);
+        return AL_EXIT_FAIL;
+    }
     const char *st = al_json_str(j, "state", "");
-    if (strcmp(st, "running") != 0) {
-        fprintf(stderr, "allot port-forward: job %llu is %s\n", id,
-                j != NULL ? st : "not known");
+    bool array = json_object_get(j, "array") != NULL;
+    if (array || strcmp(st, "running") != 0) {
+        if (array)
+            fprintf(stderr,
+                    "allot port-forward: job %llu is an array: name one "
+                    "of its elements, %llu_INDEX\n",
+                    id, id);
+        else
+            fprintf(stderr, "allot port-forward: job %llu is %s\n", id, st);
         json_decref(j);
         al_client_fini(&c);
         return AL_EXIT_FAIL;

@@ -69,17 +69,67 @@ script_text(const char *path, char **text)
     return why == NULL;
 }
 
-/* Every --sweep NAME=V1,V2 of argv[1..n-1] (the option table keeps only
- * the last one) as the body's "sweep", each placeholder {NAME} of the
- * command known; a --array of "%N" alone becomes the limit of the sweep's
- * elements.  Returns false after printing an error. */
+/* One --sweep NAME=V1,V2 of the script (from_script) or the command
+ * line into axes (the body's "sweep"): a command line's axis replaces the
+ * script's of that name; a name twice in one place is an error.  False
+ * after printing it. */
 static bool
-sweeps(json_t *body, int n, char **argv)
+add_sweep(json_t *axes, const char *s, bool from_script, bool *script_axis)
+{
+    al_sweep_axis_t ax;
+    char *cause = NULL;
+    if (al_sweep_axis_parse(s, &ax, &cause) != 0) {
+        fprintf(stderr, "allot submit: --sweep: %s\n", cause);
+        free(cause);
+        return false;
+    }
+    json_t *vals = json_array();
+    for (int v = 0; v < ax.nvalues; v++)
+        json_array_append_new(vals, json_string(ax.values[v]));
+    json_t *o = json_pack("{s:s, s:o}", "name", ax.name, "values", vals);
+    size_t at = json_array_size(axes);
+    for (size_t k = 0; k < json_array_size(axes); k++)
+        if (strcmp(al_json_str(json_array_get(axes, k), "name", ""), ax.name) ==
+            0)
+            at = k;
+    bool ok = true;
+    if (at < json_array_size(axes) && (from_script || !script_axis[at])) {
+        fprintf(stderr,
+                "allot submit: --sweep %s is given twice; give each name "
+                "once, with all its values (%s=V1,V2,...)\n",
+                ax.name, ax.name);
+        ok = false;
+    } else if (at == AL_SWEEP_MAX_AXES) {
+        fprintf(stderr, "allot submit: at most %d --sweep options\n",
+                AL_SWEEP_MAX_AXES);
+        ok = false;
+    } else if (at < json_array_size(axes)) {
+        json_array_set(axes, at, o);
+    } else {
+        json_array_append(axes, o);
+    }
+    if (ok)
+        script_axis[at] = from_script;
+    json_decref(o);
+    al_sweep_axis_fini(&ax);
+    return ok;
+}
+
+/* The sweep of the job script's #ALLOT lines (a) and of every --sweep
+ * NAME=V1,V2 of argv[1..n-1] (the option table keeps only the last one)
+ * as the body's "sweep", each placeholder {NAME} of the command known; a
+ * --array of "%N" alone becomes the limit of the sweep's elements, and
+ * one with indices must have as many as there are combinations.  Returns
+ * false after printing an error. */
+static bool
+sweeps(json_t *body, const al_submit_args_t *a, int n, char **argv)
 {
     json_t *axes = json_array();
-    const char *names[AL_SWEEP_MAX_AXES] = { NULL };
-    int64_t combos = 1;
-    for (int i = 1; i < n; i++) {
+    bool script_axis[AL_SWEEP_MAX_AXES + 1] = { false };
+    bool ok = true;
+    for (int i = 0; ok && i < a->nsweep; i++)
+        ok = add_sweep(axes, a->sweep[i], true, script_axis);
+    for (int i = 1; ok && i < n; i++) {
         const char *s = NULL;
         if (strcmp(argv[i], "--sweep") == 0 && i + 1 < n)
             s = argv[++i];
@@ -87,40 +137,24 @@ sweeps(json_t *body, int n, char **argv)
             s = argv[i] + 8;
         else
             continue;
-        al_sweep_axis_t ax;
-        char *cause = NULL;
-        size_t k = json_array_size(axes);
-        if (k == AL_SWEEP_MAX_AXES) {
-            json_decref(axes);
-            bad("at most 16 --sweep options");
-            return false;
-        }
-        if (al_sweep_axis_parse(s, &ax, &cause) != 0) {
-            fprintf(stderr, "allot submit: --sweep: %s\n", cause);
-            free(cause);
-            json_decref(axes);
-            return false;
-        }
-        json_t *vals = json_array();
-        for (int v = 0; v < ax.nvalues; v++)
-            json_array_append_new(vals, json_string(ax.values[v]));
-        json_array_append_new(
-            axes, json_pack("{s:s, s:o}", "name", ax.name, "values", vals));
-        names[k] =
-            json_string_value(json_object_get(json_array_get(axes, k), "name"));
-        combos *= ax.nvalues;
-        al_sweep_axis_fini(&ax);
+        ok = add_sweep(axes, s, false, script_axis);
+    }
+    const char *names[AL_SWEEP_MAX_AXES] = { NULL };
+    int64_t combos = 1;
+    for (size_t k = 0; ok && k < json_array_size(axes); k++) {
+        const json_t *ax = json_array_get(axes, k);
+        names[k] = al_json_str(ax, "name", "");
+        combos *= (int64_t)json_array_size(json_object_get(ax, "values"));
         if (combos > AL_ARRAY_MAX_ELEMENTS) {
-            json_decref(axes);
             fprintf(stderr,
                     "allot submit: --sweep: more than %d combinations\n",
                     AL_ARRAY_MAX_ELEMENTS);
-            return false;
+            ok = false;
         }
     }
-    if (json_array_size(axes) == 0) {
+    if (!ok || json_array_size(axes) == 0) {
         json_decref(axes);
-        return true;
+        return ok;
     }
     json_t *cmd = json_object_get(body, "command");
     for (size_t i = 0; i < json_array_size(cmd); i++) {
@@ -135,12 +169,30 @@ sweeps(json_t *body, int n, char **argv)
             return false;
         }
     }
+    const char *spec = al_json_str(body, "array", NULL);
+    if (spec != NULL && spec[0] != '%') {
+        /* The spec was checked (al_script_resources). */
+        al_array_spec_t as;
+        int64_t count = combos;
+        if (al_array_spec_parse(spec, &as, NULL) == 0) {
+            count = as.count;
+            al_array_spec_fini(&as);
+        }
+        if (count != combos) {
+            fprintf(stderr,
+                    "allot submit: --array %s has %lld elements but the "
+                    "sweep %lld combinations (--array %%N alone limits "
+                    "them)\n",
+                    spec, (long long)count, (long long)combos);
+            json_decref(axes);
+            return false;
+        }
+    }
     json_object_set_new(body, "sweep", axes);
-    const char *limit = al_json_str(body, "array", NULL);
-    if (limit != NULL && limit[0] == '%') {
-        char *spec = al_xasprintf("0-%lld%s", (long long)combos - 1, limit);
-        json_object_set_new(body, "array", json_string(spec));
-        free(spec);
+    if (spec != NULL && spec[0] == '%') {
+        char *full = al_xasprintf("0-%lld%s", (long long)combos - 1, spec);
+        json_object_set_new(body, "array", json_string(full));
+        free(full);
     }
     return true;
 }
@@ -224,7 +276,7 @@ al_cli_submit(int argc, char **argv)
         json_object_set_new(body, "hold", json_true());
     if (a.checkpointing)
         json_object_set_new(body, "checkpointing", json_true());
-    if (err == NULL && !sweeps(body, first, argv)) {
+    if (err == NULL && !sweeps(body, &a, first, argv)) {
         json_decref(body);
         free(words);
         return AL_EXIT_USAGE;

@@ -433,6 +433,9 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     to->name = from->name ? from->name : to->name;
     to->server = from->server ? from->server : to->server;
     to->token = from->token ? from->token : to->token;
+    /* A script's sweeps: every line's axes, in order. */
+    for (int i = 0; i < from->nsweep && to->nsweep < AL_SWEEP_MAX_AXES; i++)
+        to->sweep[to->nsweep++] = from->sweep[i];
     to->json = to->json || from->json;
     to->hold = to->hold || from->hold;
     to->checkpointing = to->checkpointing || from->checkpointing;
@@ -1121,6 +1124,38 @@ al_script_slurm_apply(const al_slurm_req_t *s, al_submit_args_t *a, char *room,
     return 0;
 }
 
+/* Adds the --sweep values of one #ALLOT line (argv[1..n-1]; the option
+ * table keeps only the last) to a->sweep, each checked as the command
+ * line's are; false after saying what is wrong. */
+static bool
+line_sweeps(al_submit_args_t *a, int n, char **argv, const char *where)
+{
+    for (int i = 1; i < n; i++) {
+        const char *s = NULL;
+        if (strcmp(argv[i], "--sweep") == 0 && i + 1 < n)
+            s = argv[++i];
+        else if (strncmp(argv[i], "--sweep=", 8) == 0)
+            s = argv[i] + 8;
+        else
+            continue;
+        al_sweep_axis_t ax;
+        char *cause = NULL;
+        if (al_sweep_axis_parse(s, &ax, &cause) != 0) {
+            fprintf(stderr, "allot submit: %s: --sweep: %s\n", where, cause);
+            free(cause);
+            return false;
+        }
+        al_sweep_axis_fini(&ax);
+        if (a->nsweep == AL_SWEEP_MAX_AXES) {
+            fprintf(stderr, "allot submit: %s: at most %d --sweep options\n",
+                    where, AL_SWEEP_MAX_AXES);
+            return false;
+        }
+        a->sweep[a->nsweep++] = s;
+    }
+    return true;
+}
+
 int
 al_script_directives(const char *path, const char *text, al_submit_args_t *a,
                      json_t *env, char **words)
@@ -1189,7 +1224,8 @@ al_script_directives(const char *path, const char *text, al_submit_args_t *a,
                 errors++;
             } else if (al_opt_parse_cmd(&directive_cmd, where, &one, n, argv,
                                         NULL, 0, &npos) != 0 ||
-                       !al_script_env(env, n, argv, where)) {
+                       !al_script_env(env, n, argv, where) ||
+                       !line_sweeps(&own, n, argv, where)) {
                 errors++;
             } else if ((err = al_script_resources(probe, &one.f)) != NULL) {
                 fprintf(stderr, "allot submit: %s: %s\n", where, err);

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "arrayspec.h"
 #include "opt.h"
 
 /* The flags that shape the job's request, as given (NULL: not given). */
@@ -29,6 +30,10 @@ typedef struct al_req_flags {
 typedef struct al_submit_args {
     al_req_flags_t f;
     const char *queue, *name, *server, *token, *envopt, *sweepopt;
+    /* A script's #ALLOT --sweep NAME=V1,V2 lines, in order (the command
+     * line's are read from argv by cli_submit.c). */
+    const char *sweep[AL_SWEEP_MAX_AXES];
+    int nsweep;
     bool json, hold, help;
     bool checkpointing; /* it saves its progress: consolidation may move it */
 } al_submit_args_t;

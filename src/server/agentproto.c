@@ -243,6 +243,25 @@ al__sync_fini(al__sync_t *s)
     s->ntasks = s->nsamples = s->nhealth = 0;
 }
 
+/* The GPU telemetry a sync brought, kept on node n with when it came and
+ * how long after the one before.  Emulated GPUs have telemetry only when
+ * a test gives them some (the agent's STATE/gpu-util), which idle reclaim
+ * reads like any. */
+static void
+keep_samples(al__node_t *n, const al__sync_t *s)
+{
+    int64_t now_ms = al_clock_ms();
+    for (size_t k = 0; k < s->nsamples; k++) {
+        if (s->index[k] < 0 || s->index[k] >= n->ngpus)
+            continue;
+        al__gpu_sample_t *x = &n->gpus[s->index[k]].sample;
+        int64_t prev = x->at_ms;
+        *x = s->samples[k];
+        x->at_ms = now_ms;
+        x->every_ms = prev > 0 && now_ms > prev ? now_ms - prev : 0;
+    }
+}
+
 static bool
 node_knows(const al__node_t *n, uint64_t job, int task, int restart)
 {
@@ -546,14 +565,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         n->dirty = true;
         al__ctl_touch(ctl);
     }
-    int64_t now_ms = al_clock_ms();
-    /* Emulated GPUs have telemetry only when a test gives them some (the
-     * agent's STATE/gpu-util), which idle reclaim reads like any. */
-    for (size_t k = 0; k < s.nsamples; k++)
-        if (s.index[k] >= 0 && s.index[k] < n->ngpus) {
-            n->gpus[s.index[k]].sample = s.samples[k];
-            n->gpus[s.index[k]].sample.at_ms = now_ms;
-        }
+    keep_samples(n, &s);
     /* What the agent has: the desired set need not repeat those specs. */
     n->nknown = 0;
     for (size_t i = 0; i < s.ntasks; i++) {

@@ -175,10 +175,20 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
             return;
         }
     }
+    /* As for `dependency` (depend.c): only jobs the caller may see. */
     for (int i = 0; i < j->nafter; i++) {
-        if (al__ctl_job(ctl, j->after[i]) == NULL) {
+        const al__job_t *dj = al__ctl_job(ctl, j->after[i]);
+        if (dj == NULL) {
             al__reply_error(req, 400, "bad_request",
                             "after: no such job (entry %d)", i);
+            al__job_free(j);
+            return;
+        }
+        if (!al__req_admin(req) && strcmp(dj->user, req->user) != 0) {
+            al__reply_error(req, 403, "forbidden",
+                            "after: job %llu is not yours; you may depend "
+                            "only on jobs you can see",
+                            (unsigned long long)dj->id);
             al__job_free(j);
             return;
         }

@@ -43,7 +43,8 @@ node_view(al_ctl_t *ctl, int idx, const al__req_t *req)
         }
     }
     json_object_set_new(o, "gpus_used", json_integer(used));
-    /* Telemetry of real GPUs, as last sampled by the agent. */
+    /* Telemetry, as last sampled by the agent (real GPUs, and emulated
+     * ones given a utilisation). */
     int64_t now_ms = al_clock_ms();
     for (int d = 0; d < n->ngpus; d++) {
         const al__gpu_sample_t *x = &n->gpus[d].sample;

@@ -4,15 +4,17 @@
  * element pending in the array costs its NULL slot in the job table and
  * nothing else; it becomes a job of its own, a copy of the parent with its
  * index, its environment (ALLOT_ARRAY_*, Slurm's SLURM_ARRAY_*, a sweep's
- * ALLOT_SWEEP_*) and its sweep values in the command, only when the cycle
- * may need it (al__array_tick(): up to the array's "%" limit, and a window
- * of pending elements at a time) or when a user names it.  The parent is
- * never scheduled; it stays pending (or held) until every element has
- * ended, then takes the state that says how they ended, so that `after`
- * on a whole array means after all of its elements.
+ * ALLOT_SWEEP_*) and its sweep values in the command (and in a job
+ * script's text), only when the cycle may need it (al__array_tick(): up
+ * to the array's "%" limit, and a window of pending elements at a time)
+ * or when a user names it.  The parent is never scheduled; it stays
+ * pending (or held) until every element has ended, then takes the state
+ * that says how they ended, so that `after` on a whole array means after
+ * all of its elements.
  *
  * May call: state.c (every change of a job's state), table.c, doc.c,
- * store.c (through state.c) and common.
+ * depend.c (whether an element can ever start), store.c (through state.c)
+ * and common.
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -94,6 +96,14 @@ element_spec(const al__job_t *p, int64_t k, int64_t index)
             free(w);
         }
         json_object_set_new(spec, "command", cmd);
+        /* A job script's text too (#ALLOT --sweep): its {NAME} of an
+         * axis; other braces are the shell's. */
+        const char *script = al_json_str(spec, "script", NULL);
+        if (script != NULL) {
+            char *w = al_sweep_subst(script, names, values, (int)na);
+            json_object_set_new(spec, "script", json_string(w));
+            free(w);
+        }
     }
     char *text = al_json_dump(spec);
     json_decref(spec);
@@ -198,15 +208,30 @@ tick_one(al_ctl_t *ctl, al__job_t *p)
     }
     if (p->state == JS_HELD || a->next_k == count)
         return;
+    /* What holds the next elements back.  The limit counts those running
+     * and those pending that may start now (the cycle keeps it: cycle.c),
+     * not those that wait on a dependency: as in Slurm, "%N" is how many
+     * run, so an element waiting on its aftercorr does not keep the next
+     * from starting.  The window counts every element pending, but for
+     * one whose own aftercorr can never be satisfied (the element it
+     * follows failed): the cycle fails it (lifecycle.c), and until then it
+     * must not hold up the rest of the array. */
     int64_t active = 0, pending = 0;
     for (int64_t k = a->done_k; k < count; k++) {
         const al__job_t *j = slot(ctl, p, k);
         if (j == NULL && k >= a->next_k)
             break;
-        if (j != NULL && (j->state == JS_PENDING || j->state == JS_RUNNING))
-            active++;
-        if (j != NULL && j->state == JS_PENDING)
+        if (j == NULL || j->state == JS_HELD || j->state > JS_RUNNING)
+            continue;
+        if (j->state == JS_PENDING) {
+            al_dep_state_t ds = al__depend_state(ctl, j);
+            if (ds == AL_DEPS_NEVER && al__depend_never_own(ctl, j))
+                continue;
             pending++;
+            if (ds == AL_DEPS_WAITING || ds == AL_DEPS_NEVER)
+                continue;
+        }
+        active++;
     }
     int64_t room = ARRAY_WINDOW - pending;
     if (a->as.limit > 0 && a->as.limit - active < room)
@@ -324,6 +349,8 @@ al__array_cancel(al_ctl_t *ctl, al__job_t *p, const char *detail)
         al__job_t *j = slot(ctl, p, k);
         if (j != NULL && j->state <= JS_RUNNING)
             al__ctl_set_state(ctl, j, JS_CANCELLED, "cancelled", detail);
+        else if (j == NULL) /* ends with its array, without a job */
+            ctl->counters.ended[JS_CANCELLED]++;
     }
     al__ctl_set_state(ctl, p, JS_CANCELLED, "cancelled", detail);
 }

@@ -98,6 +98,9 @@ typedef struct build {
     al_placement_t *pl;
     al_dep_t *deps;
     size_t nj;
+    /* By snapshot queue: what the elements of its arrays that have no job
+     * yet ask for (they are not in the snapshot), added to its demand. */
+    int64_t (*unborn)[AL_NRES];
 } build_t;
 
 static void
@@ -182,9 +185,11 @@ dep_state(al_ctl_t *ctl, const al__job_t *j)
     return st;
 }
 
-/* Fills snapshot job s from controller job j; placements go to b->pl. */
+/* Fills snapshot job s from controller job j, whose dependencies stand
+ * at ds; placements go to b->pl. */
 static void
-fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
+fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, al_dep_state_t ds,
+         size_t *npl)
 {
     al_job_t *s = &b->sj[b->nj];
     const al__jclass_t *c = &al__jclasses[j->cls];
@@ -214,7 +219,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     s->state = j->state == JS_RUNNING ? AL_JOB_RUNNING
                : j->state == JS_HELD  ? AL_JOB_HELD
                                       : AL_JOB_PENDING;
-    s->dep_state = dep_state(ctl, j);
+    s->dep_state = ds;
     if (j->state == JS_RUNNING) {
         s->start_time = j->start_ms / 1000;
         s->ntasks = j->ntasks;
@@ -228,6 +233,63 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, size_t *npl)
     }
     j->snap = (int)b->nj;
     b->act[b->nj++] = j;
+}
+
+/* An array's "%N" as the snapshot is built: how many more of its pending
+ * elements may be offered to the core.  The limit is kept here, on what
+ * may start, and not only by how many elements array.c has given jobs,
+ * because a user who names an element (hold, release) gives it its job
+ * whatever the limit. */
+typedef struct turn {
+    uint64_t parent; /* the array whose elements come next, or 0 */
+    int64_t left;    /* how many more of them may start */
+} turn_t;
+
+/* Sets t for the elements of p, which follow it in id order: every one
+ * running counts, those a user named past the others included (a look
+ * over the slots the cycle walks anyway). */
+static void
+turn_start(al_ctl_t *ctl, turn_t *t, const al__job_t *p)
+{
+    const al__array_t *a = p->array;
+    t->parent = a->as.limit > 0 ? p->id : 0;
+    t->left = a->as.limit;
+    for (int64_t k = a->done_k; t->parent != 0 && k < a->as.count; k++) {
+        const al__job_t *e = ctl->jobs[p->id + (uint64_t)k];
+        if (e != NULL && e->state == JS_RUNNING)
+            t->left--;
+    }
+}
+
+/* Whether pending element j (its dependencies at ds) may be in the
+ * snapshot: within its array's limit, taken in index order.  One that
+ * cannot start anyway (held, or waiting on a dependency) takes no turn:
+ * "%N" is how many run, as in Slurm.  One left out says why. */
+static bool
+array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
+{
+    j->array_wait = false;
+    if (j->array_job == 0 || j->array_job != t->parent ||
+        j->state != JS_PENDING || ds == AL_DEPS_WAITING || ds == AL_DEPS_NEVER)
+        return true;
+    if (t->left > 0) {
+        t->left--;
+        return true;
+    }
+    j->array_wait = true;
+    const al__job_t *p = al__ctl_job(ctl, j->array_job);
+    char *why = al_xasprintf("waiting for its turn in array %llu (at most "
+                             "%lld elements at once)",
+                             (unsigned long long)j->array_job,
+                             p != NULL ? (long long)p->array->as.limit : 0LL);
+    if (j->why_valid || j->reason == NULL || strcmp(j->reason, why) != 0) {
+        free(j->reason);
+        j->reason = why;
+        why = NULL;
+    }
+    free(why);
+    j->why_valid = false;
+    return false;
 }
 
 /* Active jobs (pending, held, running) in id order, so that the snapshot
@@ -254,8 +316,29 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
     b->pl = al_xcalloc(ntask + 1, sizeof *b->pl);
     b->deps = al_xcalloc(ndep + 1, sizeof *b->deps);
     size_t npl = 0, nd = 0;
+    turn_t turn = { .parent = 0, .left = 0 };
+    b->unborn = al_xcalloc((size_t)ctl->nqueues + 1, sizeof *b->unborn);
+    const al__job_t *owner = NULL; /* a pending array, its slots next */
+    uint64_t owner_end = 0;        /* the id of its last element */
+    int owner_q = -1;
     for (uint64_t i = lo; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
+        if (owner != NULL && i + 1 > owner_end)
+            owner = NULL;
+        if (j != NULL && j->array != NULL && j->state <= JS_RUNNING) {
+            turn_start(ctl, &turn, j);
+            owner = j->state == JS_PENDING ? j : NULL;
+            owner_end = j->id + (uint64_t)j->array->as.count;
+            owner_q = owner != NULL ? job_queue(ctl, b, j) : -1;
+        }
+        if (j == NULL && owner != NULL && owner_q >= 0) {
+            int64_t *u = b->unborn[owner_q];
+            u[AL_RES_GPU] += (int64_t)owner->ntasks *
+                             (owner->gpus > 0 ? owner->gpus * AL_GPU_MILLI
+                                              : owner->gpu_milli);
+            u[AL_RES_CPU] += owner->ntasks * owner->cpu_milli;
+            u[AL_RES_MEM] += owner->ntasks * owner->mem_bytes;
+        }
         if (j == NULL || j->state > JS_RUNNING || j->array != NULL)
             continue; /* an array's parent: its elements are scheduled */
         int qi = job_queue(ctl, b, j);
@@ -273,13 +356,16 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
             continue;
         /* lifecycle.c: a dependency never met fails the job at once; a
          * retry waits out its back-off. */
-        if (j->state != JS_RUNNING && dep_state(ctl, j) == AL_DEPS_NEVER) {
+        al_dep_state_t ds = dep_state(ctl, j);
+        if (j->state != JS_RUNNING && ds == AL_DEPS_NEVER) {
             al__lifecycle_dep_never(ctl, j);
             continue;
         }
         if (al__lifecycle_waits(j, now_ms))
             continue;
-        fill_job(ctl, b, j, qi, &npl);
+        if (!array_turn(ctl, &turn, j, ds))
+            continue;
+        fill_job(ctl, b, j, qi, ds, &npl);
     }
     /* Dependency edges by snapshot index (for critical-path ordering). */
     for (size_t i = 0; i < b->nj; i++) {
@@ -308,6 +394,7 @@ build_fini(build_t *b)
     free(b->act);
     free(b->pl);
     free(b->deps);
+    free(b->unborn);
 }
 
 /* Evictions first, so that a node's desired set drops the victims in the
@@ -432,6 +519,12 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
     }
     for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++)
         ctl->queues[b->qorder[i]].share = res->queues[i];
+    /* The demand of arrays' elements without jobs yet, up the tree as the
+     * core sums its own: the backlog a queue has, which the API shows. */
+    for (int i = 0; i < ctl->nqueues && i < res->nqueues; i++)
+        for (int q = i; q >= 0; q = b->qparent[q])
+            for (int r = 0; r < AL_NRES; r++)
+                ctl->queues[b->qorder[q]].share.demand[r] += b->unborn[i][r];
 }
 
 /* Decayed usage for time-based fair share (--fair-share-half-life; kept

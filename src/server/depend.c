@@ -50,17 +50,37 @@ corr(al_ctl_t *ctl, const al__job_t *j, const al__job_t *a)
 }
 
 /* singleton: waits while an earlier job of the same user and name is
- * active (an array's parent is not itself run: its elements are). */
+ * pending, held or running, as Slurm's does.  An array counts as a whole
+ * while any of its elements has not ended (its parent stays active until
+ * then), held or not, and its elements need no look of their own; the
+ * elements of j's own array before j are jobs of the same name like any
+ * (one at a time). */
 static al_dep_state_t
 singleton(al_ctl_t *ctl, const al__job_t *j)
 {
     for (uint64_t i = al__ctl_first_active(ctl); i + 1 < j->id; i++) {
         const al__job_t *o = ctl->jobs[i];
-        if (o != NULL && o->state <= JS_RUNNING && o->array == NULL &&
-            strcmp(o->name, j->name) == 0 && strcmp(o->user, j->user) == 0)
+        if (o == NULL || o->state > JS_RUNNING || o->id == j->array_job)
+            continue;
+        if (strcmp(o->name, j->name) == 0 && strcmp(o->user, j->user) == 0)
             return AL_DEPS_WAITING;
+        if (o->array != NULL)
+            i += (uint64_t)o->array->as.count;
     }
     return AL_DEPS_SATISFIED;
+}
+
+bool
+al__depend_never_own(al_ctl_t *ctl, const al__job_t *j)
+{
+    for (int i = 0; i < j->ndeps; i++) {
+        const al_depspec_t *d = &j->deps[i];
+        const al__job_t *dj =
+            d->kind == AL_DEP_AFTERCORR ? al__ctl_job(ctl, d->job) : NULL;
+        if (dj != NULL && corr(ctl, j, dj) == AL_DEPS_NEVER)
+            return true;
+    }
+    return false;
 }
 
 al_dep_state_t

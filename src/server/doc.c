@@ -531,7 +531,7 @@ al__node_from_json(const json_t *o, al__node_t *n, char **cause)
         tmp.gpus[i].mem_bytes = al_json_int(g, "mem_bytes", 0);
         tmp.gpus[i].numa = (int)al_json_int(g, "numa", -1);
         tmp.gpus[i].nvlink = (int)al_json_int(g, "nvlink", -1);
-        tmp.gpus[i].sample = (al__gpu_sample_t){ -1, -1, -1, -1, -1, 0 };
+        tmp.gpus[i].sample = (al__gpu_sample_t){ -1, -1, -1, -1, -1, 0, 0 };
         tmp.devices[i].mem_bytes = tmp.gpus[i].mem_bytes;
         tmp.devices[i].numa = (int16_t)tmp.gpus[i].numa;
         tmp.devices[i].nvlink = (int16_t)tmp.gpus[i].nvlink;

@@ -103,6 +103,35 @@ add_known(double *sum, bool *known, double v)
     *known = true;
 }
 
+/* The GPUs each queue's pending jobs ask for, added to qpend by queue
+ * index.  An array's elements without jobs yet (its empty slots) count as
+ * pending jobs of its parent's request; the parent is none. */
+static void
+pending_gpus(al_ctl_t *ctl, double *qpend)
+{
+    const al__job_t *owner = NULL;
+    uint64_t owner_end = 0;
+    for (uint64_t i = al__ctl_first_active(ctl); i < ctl->njobs; i++) {
+        const al__job_t *j = ctl->jobs[i];
+        if (owner != NULL && i + 1 > owner_end)
+            owner = NULL;
+        if (j != NULL && j->array != NULL) {
+            owner = j->state == JS_PENDING ? j : NULL;
+            owner_end = j->id + (uint64_t)j->array->as.count;
+            continue;
+        }
+        if (j == NULL)
+            j = owner;
+        if (j == NULL || j->state != JS_PENDING)
+            continue;
+        int q = al__job_qidx(ctl, j);
+        if (q >= 0)
+            qpend[q] +=
+                j->ntasks * (j->gpus > 0 ? (double)j->gpus
+                                         : j->gpu_milli / (double)AL_GPU_MILLI);
+    }
+}
+
 /* One fine row per queue and per GPU model, at t. */
 static void
 sample(al_ctl_t *ctl, int64_t step, int64_t t, int64_t now_ms)
@@ -142,20 +171,7 @@ sample(al_ctl_t *ctl, int64_t step, int64_t t, int64_t now_ms)
             }
         }
     }
-    for (uint64_t i = al__ctl_first_active(ctl); i < ctl->njobs; i++) {
-        const al__job_t *j = ctl->jobs[i];
-        if (j == NULL || j->state != JS_PENDING)
-            continue;
-        int q = al__job_qidx(ctl, j);
-        /* An array's parent stands for its elements without jobs yet. */
-        double n = j->array != NULL
-                       ? (double)(j->array->as.count - j->array->next_k)
-                       : 1;
-        if (q >= 0)
-            qpend[q] += n * j->ntasks *
-                        (j->gpus > 0 ? (double)j->gpus
-                                     : j->gpu_milli / (double)AL_GPU_MILLI);
-    }
+    pending_gpus(ctl, qpend);
     for (int q = 0; q < nq; q++) {
         const al__queue_t *qq = &ctl->queues[q];
         qalloc[q] = qq->share.allocated[AL_RES_GPU] / (double)AL_GPU_MILLI;

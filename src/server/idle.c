@@ -4,8 +4,8 @@
  * is warned, then ended with the reason IdleTimeout, and its GPUs go back
  * to the queues.  Utilisation is the agents' GPU telemetry as the last
  * sync brought it (al__gpu_sample_t, agentproto.c); a GPU without a sample
- * taken since the job started counts as busy, so a job is never ended on
- * what is not known.
+ * taken since the job started, or whose samples stopped coming, counts as
+ * busy, so a job is never ended on what is not known.
  *
  * The warning comes `lead` before the end (a quarter of the timeout, at
  * most five minutes) and the end never comes sooner than `lead` after the
@@ -29,6 +29,11 @@
 #include "server_int.h"
 #include "xmalloc.h"
 
+/* How late a sample may come besides its agent's interval: an agent with
+ * tasks syncs every second, a sync carries the samples, and a loaded node
+ * or controller may be some seconds late. */
+#define SYNC_SLACK_MS 5000
+
 /* How long before the end the warning comes: a quarter of the timeout,
  * at most five minutes, at least a second. */
 static int64_t
@@ -40,11 +45,23 @@ lead_ms(int64_t timeout_ms)
     return l < 1000 ? 1000 : l;
 }
 
-/* 1 when every GPU job j holds has a sample since the job started under
- * util percent, 0 when one is at or above it, or unknown, or j holds no
- * GPU (nothing to give back). */
+/* Whether sample s is current at now: its agent sends them every
+ * s->every_ms, and this one is not more than two of those (and the slack
+ * of a sync, which carries them) old.  A GPU whose telemetry stopped (the
+ * driver fails, an emulated GPU's file is gone) is thus not judged by its
+ * last word, however idle that said it was. */
+static bool
+fresh(const al__gpu_sample_t *s, int64_t now)
+{
+    return s->at_ms > 0 && s->every_ms > 0 &&
+           now - s->at_ms <= 2 * s->every_ms + SYNC_SLACK_MS;
+}
+
+/* 1 when every GPU job j holds has a current sample (fresh()), taken
+ * since the job started, under util percent; 0 when one is at or above
+ * it, or unknown, or stale, or j holds no GPU (nothing to give back). */
 static int
-gpus_idle(const al_ctl_t *ctl, const al__job_t *j, int util)
+gpus_idle(const al_ctl_t *ctl, const al__job_t *j, int util, int64_t now)
 {
     int seen = 0;
     for (int t = 0; t < j->ntasks; t++) {
@@ -56,7 +73,8 @@ gpus_idle(const al_ctl_t *ctl, const al__job_t *j, int util)
             if (!(tk->devices & ((uint64_t)1 << d)))
                 continue;
             const al__gpu_sample_t *s = &n->gpus[d].sample;
-            if (s->at_ms < j->start_ms || s->util < 0 || s->util >= util)
+            if (s->at_ms < j->start_ms || !fresh(s, now) || s->util < 0 ||
+                s->util >= util)
                 return 0;
             seen++;
         }
@@ -127,7 +145,7 @@ al__idle_check(al_ctl_t *ctl)
             continue;
         const al__queue_t *q = al__ctl_queue(ctl, j->queue);
         if (q == NULL || q->idle_timeout <= 0 ||
-            !gpus_idle(ctl, j, q->idle_util)) {
+            !gpus_idle(ctl, j, q->idle_util, now)) {
             if (j->idle_since_ms != 0 || j->idle_notice != NULL)
                 reset(ctl, j);
             continue;

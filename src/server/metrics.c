@@ -26,6 +26,9 @@
 #define NWHY ((int)AL_WHY_COUNT)
 /* A pending job no cycle has looked at yet. */
 #define WHY_UNKNOWN NWHY
+/* An array's element waiting for its turn (its array's "%N", or no job
+ * yet: array.c gives elements theirs a window at a time). */
+#define WHY_ARRAY (NWHY + 1)
 
 /* Label names of the eviction causes, by AL_EVICT_*. */
 static const char *const evict_causes[] = {
@@ -106,7 +109,9 @@ value(al_buf_t *b, double v)
 }
 
 /* Active jobs (pending, held, running) by queue, state and class, and
- * pending and held ones by reason; ended jobs as counters. */
+ * pending and held ones by reason; ended jobs as counters.  An array
+ * counts as its elements, those without a job yet (pending, or held with
+ * their array) included; its parent is no job of its own. */
 static void
 render_jobs(const al_ctl_t *ctl, al_buf_t *b)
 {
@@ -114,19 +119,37 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
     size_t nq = (size_t)ctl->nqueues + 1; /* the last: a queue gone */
     size_t ncell = nq * NACT * (size_t)al__njclasses;
     uint64_t *cell = al_xcalloc(ncell, sizeof *cell);
-    uint64_t why[NWHY + 1] = { 0 };
+    uint64_t why[WHY_ARRAY + 1] = { 0 };
+    const al__job_t *owner = NULL; /* the active array whose slots these are */
+    uint64_t owner_end = 0;        /* the id of its last element */
     for (uint64_t i = ctl->active_lo; i < ctl->njobs; i++) {
         const al__job_t *j = ctl->jobs[i];
-        if (j == NULL || j->state > JS_RUNNING || j->cls < 0 ||
+        if (owner != NULL && i + 1 > owner_end)
+            owner = NULL;
+        if (j != NULL && j->array != NULL) {
+            if (j->state <= JS_RUNNING) {
+                owner = j;
+                owner_end = j->id + (uint64_t)j->array->as.count;
+            }
+            continue;
+        }
+        al__jstate_t st = j != NULL ? j->state : JS_PENDING;
+        if (j == NULL && owner != NULL) { /* an element with no job yet */
+            j = owner;
+            st = owner->state == JS_HELD ? JS_HELD : JS_PENDING;
+        }
+        if (j == NULL || st > JS_RUNNING || j->cls < 0 ||
             j->cls >= al__njclasses)
             continue;
         int q = al__job_qidx(ctl, j);
         size_t qi = q < 0 ? nq - 1 : (size_t)q;
-        cell[(qi * NACT + (size_t)j->state) * (size_t)al__njclasses +
+        cell[(qi * NACT + (size_t)st) * (size_t)al__njclasses +
              (size_t)j->cls]++;
-        if (j->state == JS_HELD)
+        if (st == JS_HELD)
             why[AL_WHY_HELD]++;
-        else if (j->state == JS_PENDING)
+        else if (st == JS_PENDING && (j == owner || j->array_wait))
+            why[WHY_ARRAY]++;
+        else if (st == JS_PENDING)
             why[j->why_valid && (int)j->why.code >= 0 && (int)j->why.code < NWHY
                     ? (int)j->why.code
                     : WHY_UNKNOWN]++;
@@ -153,10 +176,12 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
     free(cell);
     head(b, "allot_pending_jobs", "gauge",
          "Jobs pending or held, by why the last scheduling cycle left them "
-         "waiting (unknown: no cycle has seen them yet).");
-    for (int w = 1; w <= NWHY; w++) {
+         "waiting (unknown: no cycle has seen them yet; array: an array's "
+         "element waiting for its turn).");
+    for (int w = 1; w <= WHY_ARRAY; w++) {
         al_buf_printf(b, "allot_pending_jobs{reason=\"%s\"}",
                       w == WHY_UNKNOWN ? "unknown"
+                      : w == WHY_ARRAY ? "array"
                                        : al_reason_name((al_reason_code_t)w));
         value(b, (double)why[w]);
     }
@@ -302,7 +327,8 @@ gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, int64_t v,
 }
 
 /* Nodes by state, each node's time since its agent's last sync, and the
- * GPU telemetry agents send (real GPUs only: emulated ones send none). */
+ * GPU telemetry agents send (real GPUs, and emulated ones given a
+ * utilisation: the agent's STATE/gpu-util). */
 static void
 render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
 {

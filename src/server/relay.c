@@ -321,6 +321,13 @@ al__api_job_stream(al_ctl_t *ctl, al__req_t *req)
                         idtext);
         return;
     }
+    if (j->array != NULL) { /* never runs itself */
+        al__reply_error(req, 400, "bad_request",
+                        "job %s is an array: name one of its elements, "
+                        "%s_INDEX",
+                        idtext, idtext);
+        return;
+    }
     if (j->state != JS_RUNNING || j->tasks == NULL) {
         char buf[256];
         const char *why = al__job_reason(ctl, j, buf, sizeof buf);

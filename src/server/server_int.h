@@ -225,6 +225,9 @@ typedef struct al__job {
     al_reason_t why;
     uint64_t why_job;
     bool why_valid;
+    /* A pending element the last cycle left out for its array's "%N"
+     * (cycle.c; memory only). */
+    bool array_wait;
     size_t run_idx; /* its place in ctl->running while running */
     /* Index of its queue in ctl->queues, valid while qgen matches. */
     int qidx;
@@ -287,6 +290,11 @@ typedef struct al__gpu_sample {
     int util, mem_util, temp_c; /* percent, percent, degrees C */
     int64_t mem_used, power_mw; /* bytes, milliwatts */
     int64_t at_ms;              /* wall-clock ms it arrived; 0: never */
+    /* The time between the last two samples (how often the agent sends
+     * them), 0 until there have been two: what tells a sample that is
+     * late, from an agent that stopped sending them, from one that is
+     * merely the last. */
+    int64_t every_ms;
 } al__gpu_sample_t;
 
 typedef struct al__gpu {
@@ -1033,6 +1041,9 @@ void al__array_hold(al_ctl_t *ctl, al__job_t *p, bool hold, const char *who);
 
 /* Where job j's `deps` stand (AL_DEPS_NONE when it has none). */
 al_dep_state_t al__depend_state(al_ctl_t *ctl, const al__job_t *j);
+/* Whether array element j can never start because of its own index: an
+ * aftercorr on an element that did not complete. */
+bool al__depend_never_own(al_ctl_t *ctl, const al__job_t *j);
 /* Checks j's deps at submission, as `caller` (admin: any job): each job
  * exists (400), the caller may see it (403), aftercorr joins two arrays
  * (400).  0, or the HTTP status with the reason in *cause. */

@@ -165,7 +165,8 @@ al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
     j->state = st;
     j->why_valid = false;
     if (st >= JS_COMPLETED) {
-        if (was < JS_COMPLETED)
+        /* An array's parent is no job that ran: its elements count. */
+        if (was < JS_COMPLETED && j->array == NULL)
             ctl->counters.ended[st]++;
         j->end_ms = now;
         free(j->reason);

@@ -8,7 +8,9 @@ Usage: e2e_arrays.py [pg:]SCENARIO PATH/TO/allot
 import json
 import os
 import signal
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
@@ -168,11 +170,39 @@ def scenario_array_errors(c):
             (("--array", "1-x"), "expected the end of the range"),
             (("--sweep", "lr=1,2"), "placeholder {bs} names no --sweep"),
             (("--sweep", "lr="), "an empty value"),
-            (("--sweep", "9x=1"), "wants NAME=V1,V2")):
+            (("--sweep", "9x=1"), "wants NAME=V1,V2"),
+            (("--sweep", "lr=1", "--sweep", "bs=2", "--sweep", "lr=3"),
+             "--sweep lr is given twice"),
+            (("--sweep", "lr=1", "--sweep", "bs=2,3", "--array", "0-2"),
+             "--array 0-2 has 3 elements but the sweep 2 combinations")):
         p = c.cli("submit", *args, "--", "echo", "{lr}", "{bs}", ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "submit %s: exit %d %r" % (" ".join(args), p.returncode,
                                          p.stderr))
+    # The other commands of arrays and sessions: bad input is a usage
+    # error (exit 2) with what is wrong, before anything is sent.
+    for args, what in (
+            (("run", "--array", "0-3", "--", "true"), "a session is one job"),
+            (("run", "--sweep", "lr=1,2", "--", "echo", "{lr}"),
+             "a session is one job"),
+            (("run", "--array", "5-1", "--", "true"), "ends before it starts"),
+            (("attach",), "which job?"),
+            (("attach", "x"), "'x' is not a job id"),
+            (("attach", "0"), "'0' is not a job id"),
+            (("attach", "3", "4"), "too many arguments"),
+            (("exec", "x", "--", "true"), "'x' is not a job id"),
+            (("exec", "3_"), "'3_' is not a job id"),
+            (("exec", "3"), "no command given"),
+            (("exec", "--", "true"), "which job?"),
+            (("port-forward", "x", "80"), "'x' is not a job id"),
+            (("port-forward", "3"), "which port?"),
+            (("port-forward", "3", "0"), "REMOTE must be a port"),
+            (("port-forward", "3", "70000:80"), "LOCAL must be a port"),
+            (("ls", "--state", "bogus"), "unknown state 'bogus'"),
+            (("ls", "--state", "pending,"), "unknown state ''")):
+        p = c.cli(*args, ok=False)
+        check(p.returncode == 2 and what in p.stderr,
+              "%s: exit %d %r" % (" ".join(args), p.returncode, p.stderr))
     for body, what in (
             ({"array": "5-1"}, "ends before it starts"),
             ({"array": "0-10000000"}, "at most 1000000"),
@@ -294,6 +324,23 @@ def scenario_dependency(c):
               token=bob, ok=False)
     check(p.returncode == 1 and "you may depend only on jobs you can see" in
           p.stderr, "depending on another user's job: %r" % p.stderr)
+    for args in (("--after", str(a)), ("--dependency", "afterok:%d" % a)):
+        p = c.cli("submit", *args, "--", "true", token=bob, ok=False)
+        check(p.returncode == 1 and "you may depend only on jobs you can "
+              "see" in p.stderr, "%s on another user's job: %r" %
+              (" ".join(args), p.stderr))
+    bindir = os.path.join(c.root, "bin")
+    os.mkdir(bindir)
+    c.cli("slurm-commands", bindir)
+    p = subprocess.run([os.path.join(bindir, "sbatch"),
+                        "--dependency=afterok:%d" % a,
+                        "--wrap", "true"], capture_output=True, text=True,
+                       env=dict(c.env, ALLOT_TOKEN=bob), cwd=c.root)
+    check(p.returncode != 0 and "you may depend only on jobs you can see"
+          in p.stderr, "sbatch afterok on another user's job: %r" %
+          p.stderr)
+    check(c.api("GET", "/v1/jobs?user=bob")[1]["jobs"] == [],
+          "bob has no job")
     # #SBATCH --dependency with the other kinds.
     sb = os.path.join(c.root, "dep.sbatch")
     with open(sb, "w") as f:
@@ -305,6 +352,219 @@ def scenario_dependency(c):
     c.wait_state(d, "completed")
 
 
+def scenario_array_limit_hold(c):
+    """%2 holds however the elements are named: hold then release of
+    elements not started yet gives them jobs, yet no more than two run;
+    those left out say they wait for their turn."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    a = c.submit("--array", "0-9%2", "--", "sleep", "60")
+    wait_for(lambda: c.job(a)["array"]["states"]["running"] == 2, 20,
+             "two elements running")
+    for i in (5, 6, 7):
+        c.cli("hold", "%d_%d" % (a, i))
+        c.cli("release", "%d_%d" % (a, i))
+    # Several cycles (one a second at most): none may start a third.
+    t_end = time.monotonic() + 4
+    while time.monotonic() < t_end:
+        st = c.job(a)["array"]["states"]
+        check(st["running"] <= 2, "at most 2 running after hold and "
+              "release of elements: %s" % st)
+        time.sleep(0.2)
+    j = wait_for(lambda: (lambda j: j if j.get("reason") else None)(
+        c.job(a + 1 + 5)), 10, "element 5's reason")
+    check(j["state"] == "pending" and
+          j["reason"] == "waiting for its turn in array %d (at most 2 "
+          "elements at once)" % a, "element 5: %s %r" % (j["state"],
+                                                       j.get("reason")))
+    # exec and port-forward into a running element by ID_INDEX; the array
+    # itself runs nothing.
+    p = c.cli("exec", "%d_0" % a, "--", "sh", "-c", "echo $ALLOT_ARRAY_INDEX")
+    check(p.stdout == "0\n", "exec ID_INDEX: %r" % p.stdout)
+    for args in (("exec", str(a), "--", "true"),
+                 ("port-forward", str(a), "8000")):
+        p = c.cli(*args, ok=False)
+        check(p.returncode == 1 and "job %d is an array: name one of its "
+              "elements, %d_INDEX" % (a, a) in p.stderr,
+              "%s of an array: %d %r" % (args[0], p.returncode, p.stderr))
+    c.cli("cancel", str(a))
+
+
+def scenario_array_never(c):
+    """Elements that can never start (aftercorr on elements that failed)
+    fail with the reason, and hold up neither the %N limit nor the rest of
+    the array; %N counts what runs; singleton waits for a held array of
+    its name and user."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    a = c.submit("--array", "0-5", "--", "sh", "-c",
+                 "exit $((ALLOT_ARRAY_INDEX < 2))")
+    c.wait_state(a, "failed", timeout=30)
+    b = c.submit("--array", "0-5%2", "--dependency", "aftercorr:%d" % a,
+                 "--", "true")
+    j = c.wait_state(b, ("completed", "failed", "cancelled"), timeout=30)
+    check(j["state"] == "failed" and j["array"]["states"]["completed"] == 4
+          and j["array"]["states"]["failed"] == 2, "%s" % j["array"])
+    for i in (0, 1):
+        e = c.job(b + 1 + i)
+        check(e["state"] == "failed" and "NeverSatisfied" in
+              e.get("reason", ""), "element %d: %s %r" %
+              (i, e["state"], e.get("reason")))
+    # %N counts what runs: elements waiting on their aftercorr do not keep
+    # the next ones from running (a_0 and a_1 wait for a file; b_2 and
+    # b_3 run, and end, meanwhile).
+    go = os.path.join(c.root, "go")
+    a = c.submit("--array", "0-3", "--", "sh", "-c",
+                 "[ $ALLOT_ARRAY_INDEX -ge 2 ] || while [ ! -e %s ]; do "
+                 "sleep 0.1; done" % go)
+    b = c.submit("--array", "0-3%2", "--dependency", "aftercorr:%d" % a,
+                 "--", "true")
+    wait_for(lambda: c.job(b)["array"]["states"]["completed"] == 2, 30,
+             "b_2 and b_3 while b_0 and b_1 wait")
+    check(c.job(a + 1)["state"] == "running", "a_0 still runs")
+    open(go, "w").close()
+    c.wait_state(b, "completed", timeout=30)
+
+    # singleton against a held array of the same name and user.
+    h = c.submit("--name", "solo", "--array", "0-2", "--hold", "--", "true")
+    s = c.submit("--name", "solo", "--dependency", "singleton", "--", "true")
+    other = c.submit("--name", "other", "--dependency", "singleton", "--",
+                     "true")
+    c.wait_state(other, "completed")
+    j = wait_for(lambda: (lambda j: j if j.get("reason") else None)(
+        c.job(s)), 10, "the singleton's reason")
+    check(j["state"] == "pending" and "(Dependency)" in j["reason"],
+          "singleton behind a held array: %s %r" % (j["state"], j["reason"]))
+    c.cli("release", str(h))
+    c.wait_state(h, "completed", timeout=30)
+    j = c.wait_state(s, "completed", timeout=30)
+    check(j["start_ms"] >= c.job(h)["end_ms"],
+          "the singleton started after the array ended")
+    # An element of an array with singleton is not held up by its own
+    # array's parent.
+    e = c.submit("--name", "solo2", "--array", "0-1", "--dependency",
+                 "singleton", "--", "true")
+    c.wait_state(e, "completed", timeout=30)
+
+
+def scenario_array_counts(c):
+    """/metrics counts an array's elements, those without a job yet
+    included, by state and reason, and its cancelled ones when it ends; a
+    queue's demand includes them; `allot history` lists the elements that
+    ended, by ID_INDEX."""
+    c.start_server("--usage-interval", "1")
+    c.start_agent("n1", "8xH100-80GB")
+    a = c.submit("--array", "0-2999", "--gpus", "1", "--", "sleep", "60")
+    h = c.submit("--array", "0-9", "--hold", "--", "true")
+    wait_for(lambda: c.job(a)["array"]["states"]["running"] == 8, 20,
+             "eight elements running")
+
+    def metric(text, line):
+        for x in text.splitlines():
+            if x.startswith(line + " "):
+                return float(x.split()[-1])
+        return None
+
+    s, text = c.api("GET", "/metrics")
+    want = {'allot_jobs{queue="default",state="pending",class="train"}': 2992,
+            'allot_jobs{queue="default",state="held",class="train"}': 10,
+            'allot_jobs{queue="default",state="running",class="train"}': 8,
+            'allot_pending_jobs{reason="held"}': 10}
+    for k, v in want.items():
+        check(metric(text, k) == v, "%s: %s, not %s" % (k, metric(text, k),
+                                                       v))
+    pend = sum(float(x.split()[-1]) for x in text.splitlines()
+               if x.startswith("allot_pending_jobs{") and "held" not in x)
+    check(pend == 2992 and metric(text, 'allot_pending_jobs{reason='
+                                  '"array"}') > 0,
+          "pending by reason: %s" % [x for x in text.splitlines()
+                                     if x.startswith("allot_pending_jobs")])
+    q = [x for x in c.api("GET", "/v1/queues")[1]["queues"]
+         if x["name"] == "default"][0]
+    check(q["demand"]["gpu"] == 3000, "the queue's demand: %s" % q["demand"])
+    c.cli("cancel", str(a))
+    c.cli("cancel", str(h))
+    s, text = c.api("GET", "/metrics")
+    n = metric(text, 'allot_jobs_ended_total{state="cancelled"}')
+    check(n == 3010, "3010 elements cancelled, the parents not counted: %s"
+          % n)
+
+    # The usage history's pending demand: elements without jobs, and not
+    # those named (cancelled) before their turn.
+    s, r = c.api("POST", "/v1/queues", {
+        "name": "capped", "quota": {"gpu": {"deserved": 0, "limit": 0}}})
+    check(s == 201, "queue capped: %s %s" % (s, r))
+    k = c.submit("--queue", "capped", "--gpus", "1", "--array", "0-9%1",
+                 "--", "true")
+    c.cli("cancel", "%d_7" % k)
+    c.cli("cancel", "%d_8" % k)
+    t0 = int(time.time()) + 1  # a step begun after the cancels
+
+    def pending():
+        u = c.api("GET", "/v1/usage?by=queue&queue=capped&from=%d" % t0)[1]
+        p = u["series"][0]["pending"] if u.get("series") else []
+        return p[-1] if p else None
+    got = wait_for(pending, 15, "a usage sample of queue capped")
+    check(got == 8.0, "8 elements pending, not %s" % got)
+    c.cli("cancel", str(k))
+
+    b = c.submit("--array", "0-2", "--", "true")
+    c.wait_state(b, "completed", timeout=30)
+    rows = [r.split() for r in c.cli("history").stdout.splitlines()[1:]]
+    ids = [r[0] for r in rows]
+    for i in range(3):
+        check("%d_%d" % (b, i) in ids and "%d_%d" % (h, i) in ids,
+              "history lists the elements: %s" % ids)
+    check(str(b) not in ids and str(a) not in ids,
+          "and not the arrays' parents: %s" % ids)
+    hist = json.loads(c.cli("history", "--json", "--state",
+                            "completed").stdout)
+    check(sorted(x["array_index"] for x in hist
+                 if x.get("array_job_id") == b) == [0, 1, 2],
+          "history --json: %s" % [(x["id"], x.get("array_index"))
+                                  for x in hist])
+
+
+def scenario_sweep_script(c):
+    """#ALLOT --sweep in a job script makes the array: the values in the
+    script's text and in ALLOT_SWEEP_*; the command line's --sweep of a
+    name replaces the script's; a name twice is a usage error."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB")
+    sh = os.path.join(c.root, "sweep.sh")
+    with open(sh, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --sweep lr=1e-3,1e-4 --cpus 0.5\n"
+                "#ALLOT --sweep bs=32,64\n"
+                "echo lr={lr} bs={bs} $ALLOT_SWEEP_LR $ALLOT_SWEEP_BS\n")
+    a = c.submit(sh)
+    j = c.wait_state(a, "completed", timeout=30)
+    check(j["array"]["count"] == 4 and j["cpu_milli"] == 500,
+          "four elements: %s" % j)
+    got = [c.cli("logs", "%d_%d" % (a, i)).stdout.split() for i in range(4)]
+    want = [["lr=%s" % lr, "bs=%s" % bs, lr, bs]
+            for lr in ("1e-3", "1e-4") for bs in ("32", "64")]
+    check(got == want, "the combinations: %s" % got)
+    b = c.submit("--sweep", "bs=8", "--array", "%1", sh)
+    j = c.wait_state(b, "completed", timeout=30)
+    check(j["array"]["spec"] == "0-1%1", "the command line's bs: %s" %
+          j["array"])
+    got = [c.cli("logs", "%d_%d" % (b, i)).stdout.split() for i in range(2)]
+    check(got == [["lr=1e-3", "bs=8", "1e-3", "8"],
+                  ["lr=1e-4", "bs=8", "1e-4", "8"]], "%s" % got)
+    with open(sh, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --sweep lr=1\n#ALLOT --sweep lr=2\n"
+                "echo {lr}\n")
+    p = c.cli("submit", sh, ok=False)
+    check(p.returncode == 2 and "--sweep lr is given twice" in p.stderr,
+          "a name twice: %d %r" % (p.returncode, p.stderr))
+    with open(sh, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --sweep lr=\necho {lr}\n")
+    p = c.cli("submit", sh, ok=False)
+    check(p.returncode == 2 and "sweep.sh:2: --sweep" in p.stderr and
+          "an empty value" in p.stderr, "a bad line: %d %r" %
+          (p.returncode, p.stderr))
+
+
 SCENARIOS = {
     "dependency": scenario_dependency,
     "array_10k": scenario_array_10k,
@@ -313,6 +573,10 @@ SCENARIOS = {
     "array_errors": scenario_array_errors,
     "sweep": scenario_sweep,
     "array_restart": scenario_array_restart,
+    "array_limit_hold": scenario_array_limit_hold,
+    "array_never": scenario_array_never,
+    "array_counts": scenario_array_counts,
+    "sweep_script": scenario_sweep_script,
 }
 
 if __name__ == "__main__":

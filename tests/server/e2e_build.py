@@ -258,10 +258,42 @@ def scenario_idle_session(c):
           "the report after IdleTimeout: %s then %s" % (a, b))
 
 
+def scenario_idle_stale(c):
+    """A session whose GPU telemetry stopped is not reclaimed on its last
+    (idle) samples: what is not known counts as busy."""
+    c.start_server()
+    set_util(c, "n1", 0, 0)
+    c.start_agent("n1", "1xH100-80GB", extra=["--telemetry-ms", "200"])
+    c.cli("queue", "set", "dev", "--deserved", "gpu=1", "--idle-timeout",
+          "20", "--idle-util", "10")
+    j = c.submit("--queue", "dev", "--class", "build", "--gpus", "1", "--",
+                 "sleep", "120")
+    c.wait_state(j, "running")
+    # Idle samples reach the controller, then the agent sends none (its
+    # emulated GPUs' knob is gone, as a failing driver would say nothing).
+    time.sleep(2)
+    d = os.path.join(c.root, "agent-n1", "gpu-util")
+    os.unlink(os.path.join(d, "0"))
+    os.rmdir(d)
+    # Past the timeout: the session runs on, never warned.
+    t_end = time.monotonic() + 24
+    while time.monotonic() < t_end:
+        x = c.job(j)
+        events = [e["event"] for e in x["history"]]
+        check(x["state"] == "running" and "idle_timeout" not in events,
+              "a session without telemetry reclaimed: %s %s" %
+              (x["state"], events))
+        time.sleep(0.5)
+    check("idle_warning" not in [e["event"] for e in c.job(j)["history"]],
+          "no warning on stale telemetry")
+    c.cli("cancel", str(j))
+
+
 SCENARIOS = {
     "build_quota": scenario_build_quota,
     "idle": scenario_idle,
     "idle_session": scenario_idle_session,
+    "idle_stale": scenario_idle_stale,
 }
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ Usage: e2e_cli.py SCENARIO PATH/TO/allot
 Uses e2e.py's Cluster (private ports and directories, processes always
 stopped, logs kept on failure).
 """
+import json
 import os
 import shutil
 import signal
@@ -178,11 +179,39 @@ def scenario_dev_exec(c):
     wait_for(lambda: subprocess.run(
         [c.allot, "logs", jid], env=env, capture_output=True, text=True,
         timeout=30).stdout == "hi\n", 20, "the job's output")
+    # A build session with a GPU starts on a new allot dev: queue default
+    # deserves the cluster's GPUs (a build job never borrows).
+    try:
+        r = subprocess.run([c.allot, "run", "--gpus", "1", "--", "sh", "-c",
+                            "echo gpu-$CUDA_VISIBLE_DEVICES"], env=env,
+                           capture_output=True, text=True, timeout=30)
+    except subprocess.TimeoutExpired:
+        raise e2e.Fail("allot run --gpus 1 on a new allot dev never started")
+    check(r.returncode == 0 and r.stdout.startswith("gpu-"),
+          "allot run --gpus 1: %d %r %r" % (r.returncode, r.stdout, r.stderr))
+    r = subprocess.run([c.allot, "queue", "set", "default", "--deserved",
+                        "gpu=1"], env=env, capture_output=True, text=True,
+                       timeout=30)
+    check(r.returncode == 0, "queue set: %r" % r.stderr)
     p.send_signal(signal.SIGTERM)
     check(p.wait(10) == 0, "dev exits cleanly on SIGTERM")
     # allot dev waited for its agent before it exited.
     check(not os.path.exists("/proc/%d" % agent),
           "the agent stopped with allot dev")
+    # Started again on the same state: the queue is as it was set.
+    p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0",
+                          "--fake-gpus", "2xH100-80GB"],
+                         stdout=subprocess.PIPE, stderr=log, env=env,
+                         start_new_session=True)
+    c.procs.append(p)
+    line = p.stdout.readline().decode()
+    check(line.startswith("allot dev: ready at"), "dev ready: %r" % line)
+    r = subprocess.run([c.allot, "queues", "--json"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    q = [x for x in json.loads(r.stdout) if x["name"] == "default"][0]
+    check(q["quota"]["gpu"]["deserved"] == 1, "default kept: %s" % q)
+    p.send_signal(signal.SIGTERM)
+    check(p.wait(10) == 0, "dev exits cleanly on SIGTERM")
 
 
 SCENARIOS = {

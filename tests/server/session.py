@@ -180,6 +180,15 @@ def scenario_tty(c):
         p = run_piped(c, ["exec", "-i", str(jid), "--", "cat"], b"piped\n")
         check(p.returncode == 0 and p.stdout == b"piped\n",
               "exec -i: %d %r" % (p.returncode, p.stdout))
+        # Without -i its stdin is empty, though ours stays open.
+        with subprocess.Popen([c.allot, "exec", str(jid), "--", "cat"],
+                              stdin=subprocess.PIPE, env=c.env,
+                              cwd=c.root) as p:
+            try:
+                check(p.wait(30) == 0, "exec -- cat without -i")
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise Fail("allot exec -- cat without -i waits for stdin")
         te = Term(c, ["exec", "-it", str(jid), "--", "sh", "-c",
                       "stty size; tty"], rows=40, cols=120)
         te.expect(r"40 120")
@@ -287,6 +296,19 @@ def scenario_pipes(c):
     check(p.returncode == 4 and b"quick" in p.stdout,
           "a quick job: its output and status: %d %r" %
           (p.returncode, p.stdout))
+    # Without -i the job's stdin is empty (its end at once), though ours
+    # stays open: cat ends.
+    with subprocess.Popen([c.allot, "run", "--queue", "dev", "--", "sh",
+                           "-c", "cat; echo read-$?"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, env=c.env,
+                          cwd=c.root) as p:
+        try:
+            rc = p.wait(30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise Fail("allot run -- cat without -i waits for stdin")
+        check(rc == 0 and p.stdout.read() == b"read-0\n",
+              "allot run without -i: %d" % rc)
     p = run_piped(c, ["run", "-i", "--gpus", "x", "--", "cat"])
     check(p.returncode == 2 and b"allot" in p.stderr,
           "bad options: exit 2: %d %r" % (p.returncode, p.stderr))
@@ -307,6 +329,23 @@ def scenario_pipes(c):
           "an interrupted wait: %d %r" % (p.returncode, err))
     check("pending" in err, "the wait was shown with its state: %r" % err)
     c.wait_state(jid, "cancelled")
+    # On a terminal the wait is one line that updates in place: cut to
+    # the terminal's width, or a reason longer than the line would wrap
+    # and leave its first rows behind.
+    t = Term(c, ["run", "--queue", "dev", "--gpus", "16", "--", "true"],
+             cols=60)
+    try:
+        wait_for(lambda: t.read_some(0.5) is not None and
+                 b"pending" in t.out, 20, "the wait shown")
+        t.send(b"\x03")  # Ctrl-C: the terminal is not raw while it waits
+        check(t.wait() == 130, "Ctrl-C while it waits: exit 130")
+        # (the terminal's echo of the key, ^C, follows the last one)
+        shown = [x.replace(b"^C", b"") for x in
+                 re.findall(rb"\r\x1b\[K(job [^\r]*)", t.out)]
+        check(shown and all(len(x) <= 59 for x in shown),
+              "the waiting line fits 60 columns: %r" % shown)
+    finally:
+        t.close()
     # Bulk: both ways, counted at the far end, through bounded buffers.
     size = 96 << 20
     agent, server = c.agents["n1"].pid, c.server.pid
