@@ -166,6 +166,20 @@ al__api_queue_delete(al_ctl_t *ctl, al__req_t *req)
                         "queue '%s' has pending or running jobs", q->name);
         return;
     }
+    /* A user whose default queue is gone would have every job that names
+     * no queue refused. */
+    for (int i = 0; i < ctl->nusers; i++) {
+        const al__user_t *u = &ctl->users[i];
+        if (u->default_queue != NULL &&
+            strcmp(u->default_queue, q->name) == 0) {
+            al__reply_error(req, 409, "conflict",
+                            "queue '%s' is the default queue of user %s; "
+                            "change it first (allot user set %s "
+                            "--default-queue Q)",
+                            q->name, u->name, u->name);
+            return;
+        }
+    }
     al__store_del_queue(ctl, q->name);
     json_t *o = json_pack("{s:s}", "deleted", q->name);
     al__queue_fini(q);

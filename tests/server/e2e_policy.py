@@ -82,6 +82,27 @@ def scenario_members(c):
     check(c.job(j)["queue"] == "research", "alice's default queue")
     j = c.submit("--", "true", token=bob)
     check(c.job(j)["queue"] == "default", "bob's default queue: default")
+    # A default queue the user may not use is refused (her jobs would
+    # all get a 403), and so is deleting a queue that is someone's
+    # default; admins may use every queue.
+    p = c.cli("user", "set", "carol", "--default-queue", "research", ok=False)
+    check(p.returncode == 1 and "409" in p.stderr and
+          "carol is not a member of queue 'research'" in p.stderr,
+          "carol's default queue research: %r" % p.stderr)
+    s, b = c.api("GET", "/v1/users/carol")
+    check(s == 200 and b["queue"] == "default", "carol unchanged: %s" % b)
+    c.cli("queue", "set", "tmp")
+    c.cli("user", "set", "bob", "--default-queue", "tmp")
+    s, b = c.api("DELETE", "/v1/queues/tmp")
+    check(s == 409 and "default queue of user bob" in b["message"],
+          "deleting bob's default queue: %s %s" % (s, b))
+    check(c.job(c.submit("--", "true", token=bob))["queue"] == "tmp",
+          "bob's default queue kept")
+    c.cli("user", "set", "bob", "--default-queue", "")
+    c.cli("queue", "delete", "tmp")
+    s, b = c.api("GET", "/v1/users/admin")
+    check(s == 200 and {"research", "vision"} <= set(b["queues"]),
+          "the admin may use every queue: %s" % b)
     out = c.cli("user", "show", token=alice).stdout
     print(out)
     row = out.splitlines()[1].split()
