@@ -114,6 +114,15 @@ def scenario_pools(c):
         p = c.cli("submit", *args, "--", "true", ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "submit %s: exit %d %r" % (args, p.returncode, p.stderr))
+    # An option whose value is missing before "--" is refused, not given
+    # the value "--" (a job in a pool named "--" would wait for ever).
+    before = len(c.api("GET", "/v1/jobs")[1]["jobs"])
+    for opt in ("--pool", "--constraint", "--queue", "--gpu-model"):
+        p = c.cli("submit", opt, "--", "true", ok=False)
+        check(p.returncode == 2 and "%s needs a value" % opt in p.stderr,
+              "submit %s --: exit %d %r" % (opt, p.returncode, p.stderr))
+    check(len(c.api("GET", "/v1/jobs")[1]["jobs"]) == before,
+          "no job from a refused submit")
     for body, what in (({"pool": 5}, "pool"), ({"pool": ""}, "pool"),
                        ({"constraint": "x y"}, "constraint"),
                        ({"constraint": ["ib"]}, "constraint")):
@@ -144,6 +153,8 @@ def scenario_pools(c):
                         (["--pool-placement", "train=frag,train=bin"],
                          "--pool-placement"),
                         (["--topology", "rack=r1"], "--topology"),
+                        (["--topology", "rack,rack"], "--topology: bad list"),
+                        (["--topology", ",rack"], "--topology: bad list"),
                         (["--topology", "a,b,c,d,e"], "--topology")):
         rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
                             os.path.join(c.root, "bad-server"), *extra)
