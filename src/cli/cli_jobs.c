@@ -428,7 +428,8 @@ al_cli_show(int argc, char **argv)
     if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) && sig != 0)
         printf("%-10s killed by signal %lld (%s)\n", "exit", sig,
                strsignal((int)sig));
-    else if (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0)
+    else if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) &&
+             al_json_int(j, "start_ms", 0) != 0) /* it ran: an exit */
         printf("%-10s %lld\n", "exit code",
                (long long)al_json_int(j, "exit_code", 0));
     json_t *pl = json_object_get(j, "placement");

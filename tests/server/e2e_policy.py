@@ -385,10 +385,14 @@ def scenario_lifecycle(c):
     # A dependant of a failed job fails at once, and says why.
     after = c.submit("--after", str(bad), "--", "true")
     dep = c.submit("--dependency", "afterok:%d" % bad, "--", "true")
-    for d in (after, dep):
+    for d, which in ((after, "after %d: job %d failed" % (bad, bad)),
+                     (dep, "afterok:%d: job %d failed" % (bad, bad))):
         j = c.wait_state(d, "failed")
-        check("DependencyNeverSatisfied" in j.get("reason", ""),
-              "job %d: %s" % (d, j.get("reason")))
+        check("DependencyNeverSatisfied" in j.get("reason", "") and
+              which in j["reason"], "job %d: %s" % (d, j.get("reason")))
+        show = c.cli("show", str(d)).stdout
+        check("exit code" not in show and which in show,
+              "a job that never ran shows no exit code: %s" % show)
     # Suspend and resume a counter.
     cnt = os.path.join(c.root, "count")
     stop = os.path.join(c.root, "stop")
