@@ -50,6 +50,50 @@ al_cli_model_quota(json_t *body, const char *field, const char *spec)
     return true;
 }
 
+void
+al_cli_model_quota_check(al_client_t *c, const json_t *body)
+{
+    const json_t *m = json_object_get(body, "model_quotas");
+    json_t *nodes = NULL;
+    if (json_object_size(m) == 0 ||
+        al_client_call(c, "GET", "/v1/nodes", NULL, &nodes, NULL, NULL) != 0)
+        return;
+    json_t *have = json_object(); /* the models of the nodes, as a set */
+    json_t *list = json_object_get(nodes, "nodes");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *g = json_object_get(json_array_get(list, i), "gpus");
+        for (size_t k = 0; k < json_array_size(g); k++) {
+            const char *mod =
+                json_string_value(json_object_get(json_array_get(g, k),
+                                                  "model"));
+            if (mod != NULL)
+                json_object_set_new(have, mod, json_true());
+        }
+    }
+    al_buf_t names = AL_BUF_INIT;
+    const char *k;
+    json_t *v;
+    json_object_foreach(have, k, v)
+    {
+        (void)v;
+        al_buf_printf(&names, "%s%s", names.len > 0 ? ", " : "", k);
+    }
+    json_object_foreach((json_t *)m, k, v)
+    {
+        (void)v;
+        if (json_object_get(have, k) == NULL)
+            fprintf(stderr,
+                    "allot queue: warning: no node has GPU model '%s' now "
+                    "(%s%s); a per-model quota counts GPUs of exactly that "
+                    "model\n",
+                    k, names.len > 0 ? "models: " : "no GPUs yet",
+                    al_buf_cstr(&names));
+    }
+    al_buf_fini(&names);
+    json_decref(have);
+    json_decref(nodes);
+}
+
 /* "H100-80GB=8/12" for each model quota (deserved/limit, "-": none). */
 static void
 print_models(const json_t *q)

@@ -259,6 +259,13 @@ def scenario_model_quota(c):
     c.cli("queue", "set", "other", "--deserved", "gpu=1")
     c.cli("queue", "set", "q", "--deserved", "gpu=6,gpu.H100-80GB=1",
           "--limit", "gpu.H100-80GB=2")
+    # A model no node has is taken (nodes may join later) with a warning:
+    # 'H100' does not count the H100-80GB GPUs.
+    p = c.cli("queue", "set", "other2", "--limit", "gpu.H100=1")
+    check(p.returncode == 0 and "no node has GPU model 'H100'" in p.stderr and
+          "H100-80GB" in p.stderr, "a model no node has: %r" % p.stderr)
+    p = c.cli("queue", "set", "other2", "--limit", "gpu.A100-80GB=1")
+    check("warning" not in p.stderr, "a model a node has: %r" % p.stderr)
     q = queue(c, "q")
     check(q["model_quotas"] == {"H100-80GB": {"deserved": 1, "limit": 2}} and
           q["quota"]["gpu"]["deserved"] == 6, "q: %s" % q)
