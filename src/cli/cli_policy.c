@@ -94,25 +94,26 @@ al_cli_model_quota_check(al_client_t *c, const json_t *body)
     json_decref(nodes);
 }
 
-/* "H100-80GB=8/12" for each model quota (deserved/limit, "-": none). */
+/* "H100-80GB=8/12" for each model quota (deserved/limit, "-": none),
+ * padded to the column's width. */
 static void
 print_models(const json_t *q)
 {
     json_t *m = json_object_get(q, "model_quotas");
     const char *k;
     json_t *v;
-    int n = 0;
+    al_buf_t b = AL_BUF_INIT;
     json_object_foreach((json_t *)m, k, v)
     {
         double lim = al_json_num(v, "limit", -1);
         char l[32] = "-";
         if (lim >= 0)
             snprintf(l, sizeof l, "%g", lim);
-        printf("%s%s=%g/%s", n++ ? "," : "", k, al_json_num(v, "deserved", 0),
-               l);
+        al_buf_printf(&b, "%s%s=%g/%s", b.len > 0 ? "," : "", k,
+                      al_json_num(v, "deserved", 0), l);
     }
-    if (n == 0)
-        printf("-");
+    printf("%-24s", b.len > 0 ? al_buf_cstr(&b) : "-");
+    al_buf_fini(&b);
 }
 
 void
@@ -130,7 +131,7 @@ al_cli_queues_policy(const json_t *queues)
         printf("%-16s %12.3f %8s  ", al_json_str(q, "name", ""),
                al_json_num(q, "usage_gpu_hours", 0), minrt);
         print_models(q);
-        printf("  ");
+        printf(" ");
         if (json_array_size(m) == 0)
             printf("everyone");
         for (size_t k = 0; k < json_array_size(m); k++)

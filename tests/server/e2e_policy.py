@@ -96,8 +96,9 @@ def scenario_members(c):
     s, b = c.api("DELETE", "/v1/queues/tmp")
     check(s == 409 and "default queue of user bob" in b["message"],
           "deleting bob's default queue: %s %s" % (s, b))
-    check(c.job(c.submit("--", "true", token=bob))["queue"] == "tmp",
-          "bob's default queue kept")
+    j = c.submit("--", "true", token=bob)
+    check(c.job(j)["queue"] == "tmp", "bob's default queue kept")
+    c.wait_state(j, "completed")
     c.cli("user", "set", "bob", "--default-queue", "")
     c.cli("queue", "delete", "tmp")
     s, b = c.api("GET", "/v1/users/admin")
@@ -123,6 +124,14 @@ def scenario_members(c):
     print(table)
     check("alice,bob" in table and "@vision" in table and
           "USAGE-GPU-H" in table, "allot queues as bob: %s" % table)
+    # The second table's columns line up under their headings.
+    lines = table.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "MEMBERS" in ln)
+    col = lines[head].index("MEMBERS")
+    for ln in lines[head + 1:]:
+        check(ln[col - 1] == " " and ln[col] != " " and
+              ln[col:].split()[0] in ("alice,bob", "@vision", "everyone"),
+              "MEMBERS column: %r" % ln)
     ids = [j["id"] for j in c.api("GET", "/v1/jobs", token=bob)[1]["jobs"]]
     check(mine not in ids and open_ in ids, "bob sees his own jobs: %s" % ids)
     # Kept in the store: a kill -9 and restart keeps members, groups and
