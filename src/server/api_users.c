@@ -94,18 +94,28 @@ al__api_user_update(al_ctl_t *ctl, al__req_t *req)
         free(cause);
         return;
     }
-    if (u.default_queue != NULL &&
-        al__ctl_queue(ctl, u.default_queue) == NULL) {
+    const al__queue_t *dq =
+        u.default_queue != NULL ? al__ctl_queue(ctl, u.default_queue) : NULL;
+    if (u.default_queue != NULL && dq == NULL) {
         al__reply_error(req, 400, "bad_request",
                         "user %s: no queue '%s'; `allot queues` lists them",
                         u.name, u.default_queue);
         al__user_fini(&u);
         return;
     }
+    for (int i = 0; dq != NULL && i < ctl->nqueues; i++) {
+        if (ctl->queues[i].parent != NULL &&
+            strcmp(ctl->queues[i].parent, dq->name) == 0) {
+            al__reply_error(req, 400, "bad_request",
+                            "user %s: queue '%s' has sub-queues; a default "
+                            "queue is a leaf queue, where jobs go",
+                            u.name, dq->name);
+            al__user_fini(&u);
+            return;
+        }
+    }
     /* A default queue the user may not submit into would turn every job
      * that names no queue into a 403; admins submit anywhere. */
-    const al__queue_t *dq =
-        u.default_queue != NULL ? al__ctl_queue(ctl, u.default_queue) : NULL;
     if (dq != NULL && !al__member_of(ctl, dq, u.name) &&
         !holds_admin(ctl, u.name)) {
         al__reply_error(req, 409, "conflict",

@@ -99,7 +99,16 @@ def scenario_members(c):
     j = c.submit("--", "true", token=bob)
     check(c.job(j)["queue"] == "tmp", "bob's default queue kept")
     c.wait_state(j, "completed")
+    # Jobs go only to leaf queues: a default queue is one and stays one.
+    s, b = c.api("POST", "/v1/queues", {"name": "sub", "parent": "tmp"})
+    check(s == 409 and "default queue" in b["message"],
+          "a sub-queue under bob's default queue: %s %s" % (s, b))
     c.cli("user", "set", "bob", "--default-queue", "")
+    c.cli("queue", "set", "sub", "--parent", "tmp")
+    p = c.cli("user", "set", "bob", "--default-queue", "tmp", ok=False)
+    check(p.returncode == 1 and "has sub-queues" in p.stderr,
+          "an inner queue as a default queue: %r" % p.stderr)
+    c.cli("queue", "delete", "sub")
     c.cli("queue", "delete", "tmp")
     s, b = c.api("GET", "/v1/users/admin")
     check(s == 200 and {"research", "vision"} <= set(b["queues"]),
