@@ -411,6 +411,9 @@ al_cli_show(int argc, char **argv)
                    (long long)json_integer_value(json_array_get(after, i)));
         printf("\n");
     }
+    const char *dep = al_json_str(j, "dependency", NULL);
+    if (dep != NULL)
+        printf("%-10s %s\n", "dependency", dep);
     json_t *cmd = json_object_get(j, "command");
     printf("%-10s", "command");
     for (size_t i = 0; i < json_array_size(cmd); i++)

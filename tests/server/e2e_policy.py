@@ -418,6 +418,8 @@ def scenario_lifecycle(c):
         show = c.cli("show", str(d)).stdout
         check("exit code" not in show and which in show,
               "a job that never ran shows no exit code: %s" % show)
+    check("dependency afterok:%d\n" % bad in c.cli("show", str(dep)).stdout,
+          "allot show shows the dependency")
     # Suspend and resume a counter.
     cnt = os.path.join(c.root, "count")
     stop = os.path.join(c.root, "stop")
