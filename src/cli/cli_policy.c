@@ -63,9 +63,8 @@ al_cli_model_quota_check(al_client_t *c, const json_t *body)
     for (size_t i = 0; i < json_array_size(list); i++) {
         json_t *g = json_object_get(json_array_get(list, i), "gpus");
         for (size_t k = 0; k < json_array_size(g); k++) {
-            const char *mod =
-                json_string_value(json_object_get(json_array_get(g, k),
-                                                  "model"));
+            const char *mod = json_string_value(
+                json_object_get(json_array_get(g, k), "model"));
             if (mod != NULL)
                 json_object_set_new(have, mod, json_true());
         }

@@ -189,11 +189,10 @@ never_why(al_ctl_t *ctl, const al__job_t *j)
     for (int d = 0; d < j->nafter; d++) {
         const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
         if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
-            return al_xasprintf("after %llu: job %llu %s",
-                                (unsigned long long)j->after[d],
-                                (unsigned long long)j->after[d],
-                                dj == NULL ? "does not exist"
-                                           : al__jstate_names[dj->state]);
+            return al_xasprintf(
+                "after %llu: job %llu %s", (unsigned long long)j->after[d],
+                (unsigned long long)j->after[d],
+                dj == NULL ? "does not exist" : al__jstate_names[dj->state]);
     }
     return al__depend_never_why(ctl, j);
 }

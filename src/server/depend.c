@@ -102,11 +102,10 @@ al__depend_never_why(al_ctl_t *ctl, const al__job_t *j)
         al_dep_state_t one = d->kind == AL_DEP_AFTERCORR ? corr(ctl, j, dj)
                                                          : on_end(d->kind, dj);
         if (one == AL_DEPS_NEVER)
-            return al_xasprintf("%s:%llu: job %llu %s",
-                                al_dep_kind_names[d->kind],
-                                (unsigned long long)d->job,
-                                (unsigned long long)d->job,
-                                al__jstate_names[dj->state]);
+            return al_xasprintf(
+                "%s:%llu: job %llu %s", al_dep_kind_names[d->kind],
+                (unsigned long long)d->job, (unsigned long long)d->job,
+                al__jstate_names[dj->state]);
     }
     return NULL;
 }

@@ -105,8 +105,8 @@ al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
         al__job_t *j = act[i];
         /* A suspended job does no work: growing it would restart it to
          * hold more GPUs idle. */
-        if (s->state != AL_JOB_RUNNING || j->max_tasks <= 0 ||
-            j->suspended || s->ntasks >= j->max_tasks ||
+        if (s->state != AL_JOB_RUNNING || j->max_tasks <= 0 || j->suspended ||
+            s->ntasks >= j->max_tasks ||
             (j->grow_tried_ms != 0 && now - j->grow_tried_ms < GROW_EVERY_MS))
             continue;
         j->grow_tried_ms = now;
