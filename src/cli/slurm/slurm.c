@@ -203,9 +203,15 @@ al__sl_reason(const json_t *job)
     const char *st = al_json_str(job, "state", "");
     if (strcmp(st, "held") == 0)
         return "JobHeldUser";
+    const char *r = al_json_str(job, "reason", NULL);
+    /* A job whose dependency can never be met fails at once (Slurm's
+     * kill_invalid_depend); squeue -j still says why. */
+    static const char never[] = "a dependency can never be satisfied";
+    if (strcmp(st, "failed") == 0 && r != NULL &&
+        strncmp(r, never, sizeof never - 1) == 0)
+        return "DependencyNeverSatisfied";
     if (strcmp(st, "pending") != 0)
         return "None";
-    const char *r = al_json_str(job, "reason", NULL);
     if (r == NULL || r[0] == '\0')
         return "None";
     for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++)
