@@ -58,6 +58,18 @@ def scenario_members(c):
     check(s == 403 and b["error"] == "forbidden" and
           "not a member of queue 'vision'" in b["message"],
           "bob into vision: %s %s" % (s, b))
+    # A pipeline's stages are jobs like any other: the same 403.
+    pf = os.path.join(c.root, "stage.yaml")
+    with open(pf, "w") as f:
+        f.write("stages:\n  - name: st\n    command: ['true']\n"
+                "    queue: vision\n")
+    before = len(c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"])
+    p = c.cli("pipeline", "submit", pf, token=bob, ok=False)
+    check(p.returncode == 1 and "403" in p.stderr and
+          "not a member of queue 'vision'" in p.stderr,
+          "bob's pipeline into vision: exit %d %r" % (p.returncode, p.stderr))
+    check(len(c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"]) == before,
+          "no stage job from a refused pipeline")
     mine = c.submit("--queue", "research", "--", "sleep", "30", token=alice)
     theirs = c.submit("--queue", "vision", "--", "true", token=carol)
     open_ = c.submit("--queue", "shared", "--", "true", token=bob)
@@ -80,6 +92,14 @@ def scenario_members(c):
     c.cli("user", "set", "alice", "--default-queue", "research")
     j = c.submit("--", "true", token=alice)
     check(c.job(j)["queue"] == "research", "alice's default queue")
+    with open(pf, "w") as f:
+        f.write("stages:\n  - name: st\n    command: ['true']\n")
+    c.cli("pipeline", "submit", pf, token=alice)
+    st = max((x for x in c.api("GET", "/v1/jobs?limit=1000",
+                               token=alice)[1]["jobs"] if x["name"] == "st"),
+             key=lambda x: x["id"])
+    check(st["queue"] == "research", "a stage goes to alice's default "
+          "queue: %s" % st)
     j = c.submit("--", "true", token=bob)
     check(c.job(j)["queue"] == "default", "bob's default queue: default")
     # A default queue the user may not use is refused (her jobs would
