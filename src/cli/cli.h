@@ -46,6 +46,10 @@ bool al_cli_queue_members(json_t *body, const char *members, const char *add);
 /* `allot queue set`'s gpu.MODEL=N (spec is MODEL=N) into body's
  * model_quotas.MODEL.field; false after printing what was wrong. */
 bool al_cli_model_quota(json_t *body, const char *field, const char *spec);
+/* Warns on stderr of each GPU model in body's model_quotas that no node
+ * of the cluster has (a quota on 'H100' does not count 'H100-80GB'). */
+struct al_client;
+void al_cli_model_quota_check(struct al_client *c, const json_t *body);
 /* `allot queues`' second table: each queue's decayed usage behind fair
  * share, its per-model quotas and its members. */
 void al_cli_queues_policy(const json_t *queues);

@@ -291,6 +291,8 @@ al_cli_queue(int argc, char **argv)
         rc = al_client_call(&c, exists ? "PUT" : "POST",
                             exists ? path : "/v1/queues", body, &out, NULL,
                             NULL);
+        if (rc == 0)
+            al_cli_model_quota_check(&c, body);
     }
     json_decref(body);
     al_client_fini(&c);

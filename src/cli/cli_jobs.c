@@ -430,6 +430,9 @@ al_cli_show(int argc, char **argv)
                    (long long)json_integer_value(json_array_get(after, i)));
         printf("\n");
     }
+    const char *dep = al_json_str(j, "dependency", NULL);
+    if (dep != NULL)
+        printf("%-10s %s\n", "dependency", dep);
     json_t *cmd = json_object_get(j, "command");
     printf("%-10s", "command");
     for (size_t i = 0; i < json_array_size(cmd); i++)
@@ -447,7 +450,8 @@ al_cli_show(int argc, char **argv)
     if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) && sig != 0)
         printf("%-10s killed by signal %lld (%s)\n", "exit", sig,
                strsignal((int)sig));
-    else if (strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0)
+    else if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) &&
+             al_json_int(j, "start_ms", 0) != 0) /* it ran: an exit */
         printf("%-10s %lld\n", "exit code",
                (long long)al_json_int(j, "exit_code", 0));
     json_t *pl = json_object_get(j, "placement");

@@ -50,25 +50,69 @@ al_cli_model_quota(json_t *body, const char *field, const char *spec)
     return true;
 }
 
-/* "H100-80GB=8/12" for each model quota (deserved/limit, "-": none). */
+void
+al_cli_model_quota_check(al_client_t *c, const json_t *body)
+{
+    const json_t *m = json_object_get(body, "model_quotas");
+    json_t *nodes = NULL;
+    if (json_object_size(m) == 0 ||
+        al_client_call(c, "GET", "/v1/nodes", NULL, &nodes, NULL, NULL) != 0)
+        return;
+    json_t *have = json_object(); /* the models of the nodes, as a set */
+    json_t *list = json_object_get(nodes, "nodes");
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *g = json_object_get(json_array_get(list, i), "gpus");
+        for (size_t k = 0; k < json_array_size(g); k++) {
+            const char *mod = json_string_value(
+                json_object_get(json_array_get(g, k), "model"));
+            if (mod != NULL)
+                json_object_set_new(have, mod, json_true());
+        }
+    }
+    al_buf_t names = AL_BUF_INIT;
+    const char *k;
+    json_t *v;
+    json_object_foreach(have, k, v)
+    {
+        (void)v;
+        al_buf_printf(&names, "%s%s", names.len > 0 ? ", " : "", k);
+    }
+    json_object_foreach((json_t *)m, k, v)
+    {
+        (void)v;
+        if (json_object_get(have, k) == NULL)
+            fprintf(stderr,
+                    "allot queue: warning: no node has GPU model '%s' now "
+                    "(%s%s); a per-model quota counts GPUs of exactly that "
+                    "model\n",
+                    k, names.len > 0 ? "models: " : "no GPUs yet",
+                    al_buf_cstr(&names));
+    }
+    al_buf_fini(&names);
+    json_decref(have);
+    json_decref(nodes);
+}
+
+/* "H100-80GB=8/12" for each model quota (deserved/limit, "-": none),
+ * padded to the column's width. */
 static void
 print_models(const json_t *q)
 {
     json_t *m = json_object_get(q, "model_quotas");
     const char *k;
     json_t *v;
-    int n = 0;
+    al_buf_t b = AL_BUF_INIT;
     json_object_foreach((json_t *)m, k, v)
     {
         double lim = al_json_num(v, "limit", -1);
         char l[32] = "-";
         if (lim >= 0)
             snprintf(l, sizeof l, "%g", lim);
-        printf("%s%s=%g/%s", n++ ? "," : "", k, al_json_num(v, "deserved", 0),
-               l);
+        al_buf_printf(&b, "%s%s=%g/%s", b.len > 0 ? "," : "", k,
+                      al_json_num(v, "deserved", 0), l);
     }
-    if (n == 0)
-        printf("-");
+    printf("%-24s", b.len > 0 ? al_buf_cstr(&b) : "-");
+    al_buf_fini(&b);
 }
 
 void
@@ -86,7 +130,7 @@ al_cli_queues_policy(const json_t *queues)
         printf("%-16s %12.3f %8s  ", al_json_str(q, "name", ""),
                al_json_num(q, "usage_gpu_hours", 0), minrt);
         print_models(q);
-        printf("  ");
+        printf(" ");
         if (json_array_size(m) == 0)
             printf("everyone");
         for (size_t k = 0; k < json_array_size(m); k++)

@@ -114,7 +114,9 @@ parse(const ctx_t *x, const al_opt_t *opts, void *base, int argc, char **argv,
         const char *v = NULL;
         if (o->kind != AL_OPT_FLAG) {
             v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
-            if (v == NULL) {
+            /* "--" ends the options: `submit --pool -- cmd` lacks the
+             * pool rather than asking for a pool named "--". */
+            if (v == NULL || (eq == NULL && strcmp(v, "--") == 0)) {
                 fprintf(stderr, "allot %s: %s%s%s needs a value\n", x->cmd,
                         x->where, x->sep, o->name);
                 return AL_EXIT_USAGE;

@@ -43,6 +43,17 @@ queue_has_jobs(al_ctl_t *ctl, const char *name)
     return false;
 }
 
+/* Is queue `name` some user's default queue? */
+static bool
+is_default_queue(const al_ctl_t *ctl, const char *name)
+{
+    for (int i = 0; i < ctl->nusers; i++)
+        if (ctl->users[i].default_queue != NULL &&
+            strcmp(ctl->users[i].default_queue, name) == 0)
+            return true;
+    return false;
+}
+
 /* True when queue `name` is `q` or one of its ancestors: making it q's
  * parent would close a cycle (queues that are each other's parent, which
  * then could never be deleted). */
@@ -93,6 +104,10 @@ queue_put(al_ctl_t *ctl, al__req_t *req, bool create)
         err = "the parent is below this queue (queues cannot form a cycle)";
     } else if (q.parent != NULL && queue_has_jobs(ctl, q.parent)) {
         err = "parent queue holds jobs; only leaf queues hold jobs";
+        status = 409;
+    } else if (q.parent != NULL && is_default_queue(ctl, q.parent)) {
+        err = "parent queue is a user's default queue (allot user list); "
+              "only leaf queues take jobs";
         status = 409;
     }
     for (int i = 0; err == NULL && i < q.members.n; i++) {
@@ -165,6 +180,20 @@ al__api_queue_delete(al_ctl_t *ctl, al__req_t *req)
         al__reply_error(req, 409, "conflict",
                         "queue '%s' has pending or running jobs", q->name);
         return;
+    }
+    /* A user whose default queue is gone would have every job that names
+     * no queue refused. */
+    for (int i = 0; i < ctl->nusers; i++) {
+        const al__user_t *u = &ctl->users[i];
+        if (u->default_queue != NULL &&
+            strcmp(u->default_queue, q->name) == 0) {
+            al__reply_error(req, 409, "conflict",
+                            "queue '%s' is the default queue of user %s; "
+                            "change it first (allot user set %s "
+                            "--default-queue Q)",
+                            q->name, u->name, u->name);
+            return;
+        }
     }
     al__store_del_queue(ctl, q->name);
     json_t *o = json_pack("{s:s}", "deleted", q->name);

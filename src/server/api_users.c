@@ -14,6 +14,17 @@
 #include "json.h"
 #include "xmalloc.h"
 
+/* Does user hold an admin token (and so submit into any queue)? */
+static bool
+holds_admin(const al_ctl_t *ctl, const char *user)
+{
+    for (int i = 0; i < ctl->ntokens; i++)
+        if (ctl->tokens[i].role == ROLE_ADMIN &&
+            strcmp(ctl->tokens[i].user, user) == 0)
+            return true;
+    return false;
+}
+
 /* The API's form of user name: its settings and the queues it may submit
  * into. */
 static json_t *
@@ -25,8 +36,9 @@ user_json(al_ctl_t *ctl, const char *name)
     json_object_set_new(o, "queue",
                         json_string(al__user_default_queue(ctl, name)));
     json_t *qs = json_array();
+    bool admin = holds_admin(ctl, name);
     for (int i = 0; i < ctl->nqueues; i++)
-        if (al__member_of(ctl, &ctl->queues[i], name))
+        if (al__member_of(ctl, &ctl->queues[i], name) || admin)
             json_array_append_new(qs, json_string(ctl->queues[i].name));
     json_object_set_new(o, "queues", qs);
     return o;
@@ -82,11 +94,35 @@ al__api_user_update(al_ctl_t *ctl, al__req_t *req)
         free(cause);
         return;
     }
-    if (u.default_queue != NULL &&
-        al__ctl_queue(ctl, u.default_queue) == NULL) {
+    const al__queue_t *dq =
+        u.default_queue != NULL ? al__ctl_queue(ctl, u.default_queue) : NULL;
+    if (u.default_queue != NULL && dq == NULL) {
         al__reply_error(req, 400, "bad_request",
                         "user %s: no queue '%s'; `allot queues` lists them",
                         u.name, u.default_queue);
+        al__user_fini(&u);
+        return;
+    }
+    for (int i = 0; dq != NULL && i < ctl->nqueues; i++) {
+        if (ctl->queues[i].parent != NULL &&
+            strcmp(ctl->queues[i].parent, dq->name) == 0) {
+            al__reply_error(req, 400, "bad_request",
+                            "user %s: queue '%s' has sub-queues; a default "
+                            "queue is a leaf queue, where jobs go",
+                            u.name, dq->name);
+            al__user_fini(&u);
+            return;
+        }
+    }
+    /* A default queue the user may not submit into would turn every job
+     * that names no queue into a 403; admins submit anywhere. */
+    if (dq != NULL && !al__member_of(ctl, dq, u.name) &&
+        !holds_admin(ctl, u.name)) {
+        al__reply_error(req, 409, "conflict",
+                        "user %s is not a member of queue '%s'; an admin "
+                        "adds members first (allot queue set %s "
+                        "--add-member %s)",
+                        u.name, dq->name, dq->name, u.name);
         al__user_fini(&u);
         return;
     }

@@ -185,6 +185,21 @@ dep_state(al_ctl_t *ctl, const al__job_t *j)
     return st;
 }
 
+/* Which dependency of j can never be met, and why, or NULL. */
+static char *
+never_why(al_ctl_t *ctl, const al__job_t *j)
+{
+    for (int d = 0; d < j->nafter; d++) {
+        const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
+        if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
+            return al_xasprintf(
+                "after %llu: job %llu %s", (unsigned long long)j->after[d],
+                (unsigned long long)j->after[d],
+                dj == NULL ? "does not exist" : al__jstate_names[dj->state]);
+    }
+    return al__depend_never_why(ctl, j);
+}
+
 /* Fills snapshot job s from controller job j, whose dependencies stand
  * at ds; placements go to b->pl. */
 static void
@@ -358,7 +373,9 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
          * retry waits out its back-off. */
         al_dep_state_t ds = dep_state(ctl, j);
         if (j->state != JS_RUNNING && ds == AL_DEPS_NEVER) {
-            al__lifecycle_dep_never(ctl, j);
+            char *why = never_why(ctl, j);
+            al__lifecycle_dep_never(ctl, j, why);
+            free(why);
             continue;
         }
         if (al__lifecycle_waits(j, now_ms))

@@ -107,6 +107,29 @@ al__depend_state(al_ctl_t *ctl, const al__job_t *j)
     return st;
 }
 
+char *
+al__depend_never_why(al_ctl_t *ctl, const al__job_t *j)
+{
+    for (int i = 0; i < j->ndeps; i++) {
+        const al_depspec_t *d = &j->deps[i];
+        if (d->kind == AL_DEP_SINGLETON)
+            continue;
+        const al__job_t *dj = al__ctl_job(ctl, d->job);
+        if (dj == NULL)
+            return al_xasprintf("%s:%llu: no such job",
+                                al_dep_kind_names[d->kind],
+                                (unsigned long long)d->job);
+        al_dep_state_t one = d->kind == AL_DEP_AFTERCORR ? corr(ctl, j, dj)
+                                                         : on_end(d->kind, dj);
+        if (one == AL_DEPS_NEVER)
+            return al_xasprintf(
+                "%s:%llu: job %llu %s", al_dep_kind_names[d->kind],
+                (unsigned long long)d->job, (unsigned long long)d->job,
+                al__jstate_names[dj->state]);
+    }
+    return NULL;
+}
+
 int
 al__depend_check(al_ctl_t *ctl, const al__job_t *j, const char *caller,
                  bool admin, char **cause)

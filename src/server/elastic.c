@@ -18,7 +18,7 @@
  * the core as if it were pending (the same snapshot, the same code path);
  * when the core would start it with more tasks, and with no eviction, it
  * is requeued to grow.  At most one job grows per cycle, and a job is
- * tried at most every GROW_EVERY_MS.
+ * tried at most every GROW_EVERY_MS.  A suspended job does not grow.
  *
  * May call: the core, state.c (the requeue), common.  cycle.c calls it.
  * The job's fields in bodies, documents and the snapshot: elasticdoc.c.
@@ -103,7 +103,9 @@ al__elastic_grow(al_ctl_t *ctl, const al_snapshot_t *snap,
     for (int i = 0; i < snap->njobs; i++) {
         const al_job_t *s = &snap->jobs[i];
         al__job_t *j = act[i];
-        if (s->state != AL_JOB_RUNNING || j->max_tasks <= 0 ||
+        /* A suspended job does no work: growing it would restart it to
+         * hold more GPUs idle. */
+        if (s->state != AL_JOB_RUNNING || j->max_tasks <= 0 || j->suspended ||
             s->ntasks >= j->max_tasks ||
             (j->grow_tried_ms != 0 && now - j->grow_tried_ms < GROW_EVERY_MS))
             continue;

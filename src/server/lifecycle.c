@@ -72,11 +72,13 @@ al__lifecycle_waits(al__job_t *j, int64_t now_ms)
 }
 
 void
-al__lifecycle_dep_never(al_ctl_t *ctl, al__job_t *j)
+al__lifecycle_dep_never(al_ctl_t *ctl, al__job_t *j, const char *why)
 {
-    al__ctl_set_state(ctl, j, JS_FAILED, "failed",
-                      "a dependency can never be satisfied "
-                      "(DependencyNeverSatisfied)");
+    char *r = al_xasprintf("a dependency can never be satisfied%s%s "
+                           "(DependencyNeverSatisfied)",
+                           why != NULL ? ": " : "", why != NULL ? why : "");
+    al__ctl_set_state(ctl, j, JS_FAILED, "failed", r);
+    free(r);
 }
 
 int

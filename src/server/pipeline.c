@@ -16,7 +16,8 @@
  * environment.
  *
  * May call: pipefile.c (the file), jobbody.c (each stage's job), state.c
- * (cancel, requeue), table.c, doc.c, reason.c, store.c (events), req.c.
+ * (cancel, requeue), table.c, doc.c, reason.c, store.c (events), req.c,
+ * members.c (who may use a queue).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -216,7 +217,15 @@ stage_job(al_ctl_t *ctl, al__req_t *req, const al__pstage_t *ps,
     al__job_t *j = NULL;
     char *cause = NULL;
     int rc = al__job_parse(b, req->user, false, &j, &cause);
+    /* A stage that names no queue goes to its user's default queue, as a
+     * job does (api_jobs.c). */
+    bool named = json_object_get(b, "queue") != NULL &&
+                 !json_is_null(json_object_get(b, "queue"));
     json_decref(b);
+    if (rc == 0 && !named) {
+        free(j->queue);
+        j->queue = al_xstrdup(al__user_default_queue(ctl, j->user));
+    }
     if (rc != 0) {
         if (ps->line > 0)
             al__reply_error(req, 400, "bad_request", "line %d: stage '%s': %s",
@@ -237,6 +246,16 @@ stage_job(al_ctl_t *ctl, al__req_t *req, const al__pstage_t *ps,
     if (why != NULL) {
         al__reply_error(req, 400, "bad_request", "stage '%s': queue '%s': %s",
                         ps->name, j->queue, why);
+        al__job_free(j);
+        return NULL;
+    }
+    if (!al__req_admin(req) &&
+        !al__member_of(ctl, al__ctl_queue(ctl, j->queue), j->user)) {
+        al__reply_error(req, 403, "forbidden",
+                        "stage '%s': user %s is not a member of queue '%s'; "
+                        "an admin adds members (allot queue set %s "
+                        "--add-member %s)",
+                        ps->name, j->user, j->queue, j->queue, j->user);
         al__job_free(j);
         return NULL;
     }

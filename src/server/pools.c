@@ -53,8 +53,12 @@ al__pools_config(const al_server_opts_t *o, al__pools_t *out, char **cause)
     char *canon = NULL;
     if (o->topology != NULL && o->topology[0] != '\0') {
         /* Read as a constraint: keys alone, checked and unique. */
-        if (al_labels_parse(o->topology, true, &canon, cause) != 0)
-            return AL_EINVAL;
+        if (al_labels_parse(o->topology, true, &canon, NULL) != 0)
+            return bad(cause, al_xasprintf("--topology: bad list '%s': want "
+                                           "label keys (letters, digits, "
+                                           "'-', '_', '.'), each once, "
+                                           "innermost first (rack,block)",
+                                           o->topology));
         free(canon);
         char *keys[AL_MAX_TOPO_LEVELS];
         int n = 0;

@@ -1044,6 +1044,9 @@ al_dep_state_t al__depend_state(al_ctl_t *ctl, const al__job_t *j);
 /* Whether array element j can never start because of its own index: an
  * aftercorr on an element that did not complete. */
 bool al__depend_never_own(al_ctl_t *ctl, const al__job_t *j);
+/* Which of j's `deps` can never be met and why ("afterok:5: job 5
+ * failed"), malloc()ed, or NULL when none is. */
+char *al__depend_never_why(al_ctl_t *ctl, const al__job_t *j);
 /* Checks j's deps at submission, as `caller` (admin: any job): each job
  * exists (400), the caller may see it (403), aftercorr joins two arrays
  * (400).  0, or the HTTP status with the reason in *cause. */
@@ -1176,8 +1179,9 @@ void al__lifecycle_failed(al_ctl_t *ctl, al__job_t *j, const char *why);
  * then); clears the back-off once it is over. */
 bool al__lifecycle_waits(al__job_t *j, int64_t now_ms);
 /* Fails job j, whose dependencies can never be satisfied, with reason
- * DependencyNeverSatisfied. */
-void al__lifecycle_dep_never(al_ctl_t *ctl, al__job_t *j);
+ * DependencyNeverSatisfied and why (which one, as
+ * al__depend_never_why() says; NULL: not said). */
+void al__lifecycle_dep_never(al_ctl_t *ctl, al__job_t *j, const char *why);
 /* Suspends (or resumes) running job j for `who`: its agents stop (or
  * continue) its tasks.  0, or the HTTP status (409) with *cause. */
 int al__lifecycle_suspend(al_ctl_t *ctl, al__job_t *j, bool suspend,

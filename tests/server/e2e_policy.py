@@ -58,6 +58,18 @@ def scenario_members(c):
     check(s == 403 and b["error"] == "forbidden" and
           "not a member of queue 'vision'" in b["message"],
           "bob into vision: %s %s" % (s, b))
+    # A pipeline's stages are jobs like any other: the same 403.
+    pf = os.path.join(c.root, "stage.yaml")
+    with open(pf, "w") as f:
+        f.write("stages:\n  - name: st\n    command: ['true']\n"
+                "    queue: vision\n")
+    before = len(c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"])
+    p = c.cli("pipeline", "submit", pf, token=bob, ok=False)
+    check(p.returncode == 1 and "403" in p.stderr and
+          "not a member of queue 'vision'" in p.stderr,
+          "bob's pipeline into vision: exit %d %r" % (p.returncode, p.stderr))
+    check(len(c.api("GET", "/v1/jobs?limit=1000")[1]["jobs"]) == before,
+          "no stage job from a refused pipeline")
     mine = c.submit("--queue", "research", "--", "sleep", "30", token=alice)
     theirs = c.submit("--queue", "vision", "--", "true", token=carol)
     open_ = c.submit("--queue", "shared", "--", "true", token=bob)
@@ -80,8 +92,47 @@ def scenario_members(c):
     c.cli("user", "set", "alice", "--default-queue", "research")
     j = c.submit("--", "true", token=alice)
     check(c.job(j)["queue"] == "research", "alice's default queue")
+    with open(pf, "w") as f:
+        f.write("stages:\n  - name: st\n    command: ['true']\n")
+    c.cli("pipeline", "submit", pf, token=alice)
+    st = max((x for x in c.api("GET", "/v1/jobs?limit=1000",
+                               token=alice)[1]["jobs"] if x["name"] == "st"),
+             key=lambda x: x["id"])
+    check(st["queue"] == "research", "a stage goes to alice's default "
+          "queue: %s" % st)
     j = c.submit("--", "true", token=bob)
     check(c.job(j)["queue"] == "default", "bob's default queue: default")
+    # A default queue the user may not use is refused (her jobs would
+    # all get a 403), and so is deleting a queue that is someone's
+    # default; admins may use every queue.
+    p = c.cli("user", "set", "carol", "--default-queue", "research", ok=False)
+    check(p.returncode == 1 and "409" in p.stderr and
+          "carol is not a member of queue 'research'" in p.stderr,
+          "carol's default queue research: %r" % p.stderr)
+    s, b = c.api("GET", "/v1/users/carol")
+    check(s == 200 and b["queue"] == "default", "carol unchanged: %s" % b)
+    c.cli("queue", "set", "tmp")
+    c.cli("user", "set", "bob", "--default-queue", "tmp")
+    s, b = c.api("DELETE", "/v1/queues/tmp")
+    check(s == 409 and "default queue of user bob" in b["message"],
+          "deleting bob's default queue: %s %s" % (s, b))
+    j = c.submit("--", "true", token=bob)
+    check(c.job(j)["queue"] == "tmp", "bob's default queue kept")
+    c.wait_state(j, "completed")
+    # Jobs go only to leaf queues: a default queue is one and stays one.
+    s, b = c.api("POST", "/v1/queues", {"name": "sub", "parent": "tmp"})
+    check(s == 409 and "default queue" in b["message"],
+          "a sub-queue under bob's default queue: %s %s" % (s, b))
+    c.cli("user", "set", "bob", "--default-queue", "")
+    c.cli("queue", "set", "sub", "--parent", "tmp")
+    p = c.cli("user", "set", "bob", "--default-queue", "tmp", ok=False)
+    check(p.returncode == 1 and "has sub-queues" in p.stderr,
+          "an inner queue as a default queue: %r" % p.stderr)
+    c.cli("queue", "delete", "sub")
+    c.cli("queue", "delete", "tmp")
+    s, b = c.api("GET", "/v1/users/admin")
+    check(s == 200 and {"research", "vision"} <= set(b["queues"]),
+          "the admin may use every queue: %s" % b)
     out = c.cli("user", "show", token=alice).stdout
     print(out)
     row = out.splitlines()[1].split()
@@ -102,6 +153,14 @@ def scenario_members(c):
     print(table)
     check("alice,bob" in table and "@vision" in table and
           "USAGE-GPU-H" in table, "allot queues as bob: %s" % table)
+    # The second table's columns line up under their headings.
+    lines = table.splitlines()
+    head = next(i for i, ln in enumerate(lines) if "MEMBERS" in ln)
+    col = lines[head].index("MEMBERS")
+    for ln in lines[head + 1:]:
+        check(ln[col - 1] == " " and ln[col] != " " and
+              ln[col:].split()[0] in ("alice,bob", "@vision", "everyone"),
+              "MEMBERS column: %r" % ln)
     ids = [j["id"] for j in c.api("GET", "/v1/jobs", token=bob)[1]["jobs"]]
     check(mine not in ids and open_ in ids, "bob sees his own jobs: %s" % ids)
     # Kept in the store: a kill -9 and restart keeps members, groups and
@@ -238,6 +297,13 @@ def scenario_model_quota(c):
     c.cli("queue", "set", "other", "--deserved", "gpu=1")
     c.cli("queue", "set", "q", "--deserved", "gpu=6,gpu.H100-80GB=1",
           "--limit", "gpu.H100-80GB=2")
+    # A model no node has is taken (nodes may join later) with a warning:
+    # 'H100' does not count the H100-80GB GPUs.
+    p = c.cli("queue", "set", "other2", "--limit", "gpu.H100=1")
+    check(p.returncode == 0 and "no node has GPU model 'H100'" in p.stderr and
+          "H100-80GB" in p.stderr, "a model no node has: %r" % p.stderr)
+    p = c.cli("queue", "set", "other2", "--limit", "gpu.A100-80GB=1")
+    check("warning" not in p.stderr, "a model a node has: %r" % p.stderr)
     q = queue(c, "q")
     check(q["model_quotas"] == {"H100-80GB": {"deserved": 1, "limit": 2}} and
           q["quota"]["gpu"]["deserved"] == 6, "q: %s" % q)
@@ -364,10 +430,16 @@ def scenario_lifecycle(c):
     # A dependant of a failed job fails at once, and says why.
     after = c.submit("--after", str(bad), "--", "true")
     dep = c.submit("--dependency", "afterok:%d" % bad, "--", "true")
-    for d in (after, dep):
+    for d, which in ((after, "after %d: job %d failed" % (bad, bad)),
+                     (dep, "afterok:%d: job %d failed" % (bad, bad))):
         j = c.wait_state(d, "failed")
-        check("DependencyNeverSatisfied" in j.get("reason", ""),
-              "job %d: %s" % (d, j.get("reason")))
+        check("DependencyNeverSatisfied" in j.get("reason", "") and
+              which in j["reason"], "job %d: %s" % (d, j.get("reason")))
+        show = c.cli("show", str(d)).stdout
+        check("exit code" not in show and which in show,
+              "a job that never ran shows no exit code: %s" % show)
+    check("dependency afterok:%d\n" % bad in c.cli("show", str(dep)).stdout,
+          "allot show shows the dependency")
     # Suspend and resume a counter.
     cnt = os.path.join(c.root, "count")
     stop = os.path.join(c.root, "stop")

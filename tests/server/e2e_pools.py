@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
@@ -114,6 +115,15 @@ def scenario_pools(c):
         p = c.cli("submit", *args, "--", "true", ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "submit %s: exit %d %r" % (args, p.returncode, p.stderr))
+    # An option whose value is missing before "--" is refused, not given
+    # the value "--" (a job in a pool named "--" would wait for ever).
+    before = len(c.api("GET", "/v1/jobs")[1]["jobs"])
+    for opt in ("--pool", "--constraint", "--queue", "--gpu-model"):
+        p = c.cli("submit", opt, "--", "true", ok=False)
+        check(p.returncode == 2 and "%s needs a value" % opt in p.stderr,
+              "submit %s --: exit %d %r" % (opt, p.returncode, p.stderr))
+    check(len(c.api("GET", "/v1/jobs")[1]["jobs"]) == before,
+          "no job from a refused submit")
     for body, what in (({"pool": 5}, "pool"), ({"pool": ""}, "pool"),
                        ({"constraint": "x y"}, "constraint"),
                        ({"constraint": ["ib"]}, "constraint")):
@@ -144,6 +154,8 @@ def scenario_pools(c):
                         (["--pool-placement", "train=frag,train=bin"],
                          "--pool-placement"),
                         (["--topology", "rack=r1"], "--topology"),
+                        (["--topology", "rack,rack"], "--topology: bad list"),
+                        (["--topology", ",rack"], "--topology: bad list"),
                         (["--topology", "a,b,c,d,e"], "--topology")):
         rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
                             os.path.join(c.root, "bad-server"), *extra)
@@ -248,6 +260,25 @@ def scenario_elastic(c):
     check(c.job(rb)["restart_count"] == 0 and c.job(busy)["state"] ==
           "completed", "no whole job was evicted")
     print(c.cli("show", str(e)).stdout)
+    # A suspended elastic job does not grow (it would hold idle GPUs doing
+    # nothing); resumed, it does.
+    c.cli("cancel", str(e), str(rb))
+    busy = c.submit("--queue", "qa", "--gpus", "6", "--", "sleep", "120")
+    c.wait_state(busy, "running")
+    e = c.submit("--queue", "qa", "--tasks", "1..4", "--gpus", "1", "--",
+                 "sleep", "120")
+    j = c.wait_state(e, "running")
+    check(j["tasks"] == 2, "starts at 2 of 1..4: %s" % j)
+    c.cli("suspend", str(e))
+    c.cli("cancel", str(busy))
+    time.sleep(4)  # cycles with idle GPUs, past a grow attempt's interval
+    j = c.job(e)
+    check(j["tasks"] == 2 and j["suspended"] and j["restart_count"] == 0,
+          "a suspended job stays as it is: %s" % j)
+    c.cli("resume", str(e))
+    wait_for(lambda: c.job(e)["state"] == "running" and
+             c.job(e)["tasks"] == 4, 20, "the resumed gang to grow to 4")
+    c.cli("cancel", str(e))
     # Bad sizes.
     for t in ("8..2", "0..4", "2..", "..4", "2..5000", "a..b"):
         p = c.cli("submit", "--tasks", t, "--", "true", ok=False)

@@ -204,8 +204,9 @@ al__sl_reason(const json_t *job)
     if (strcmp(st, "held") == 0)
         return "JobHeldUser";
     const char *r = al_json_str(job, "reason", NULL);
-    /* A dependant of a failed job ends at once, as Slurm's
-     * --kill-on-invalid-dep has it, and keeps saying why. */
+    /* A job whose dependency can never be met fails at once (allot's
+     * default, Slurm's kill_invalid_depend); squeue -j and sacct still say
+     * why. */
     if (strcmp(st, "failed") == 0 && r != NULL &&
         strstr(r, "(DependencyNeverSatisfied)") != NULL)
         return "DependencyNeverSatisfied";
