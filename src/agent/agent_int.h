@@ -119,6 +119,10 @@ void al__cg_name(char *buf, size_t len, unsigned long long job, int index,
  * or an error with *cause (nothing left behind). */
 int al__cg_create(const al__cg_t *cg, const char *name,
                   const al__cg_limits_t *lim, char **procs, char **cause);
+/* The cgroup.procs files of task name (as al__cg_create() gives them), for
+ * a process that joins the task's allocation (`allot exec`); NULL when
+ * tasks are not confined (caller frees). */
+char *al__cg_procs(const al__cg_t *cg, const char *name);
 /* Sends sig to every process in the cgroup (SIGKILL: all at once, through
  * cgroup.kill or the freezer, so none escapes by forking). */
 void al__cg_signal(const al__cg_t *cg, const char *name, int sig);

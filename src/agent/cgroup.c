@@ -331,6 +331,41 @@ al__cg_name(char *buf, size_t len, unsigned long long job, int index,
     snprintf(buf, len, "t%llu.%d.%d", job, index, restart);
 }
 
+/* The cgroup.procs files of task name's directories, '\n'-separated, a
+ * directory shared by co-mounted controllers once (caller frees). */
+static char *
+procs_list(char *const dirs[AL__CG_N])
+{
+    al_buf_t list = AL_BUF_INIT;
+    for (int c = 0; c < AL__CG_N; c++) {
+        if (dirs[c] == NULL)
+            continue;
+        bool seen = false;
+        for (int k = 0; k < c; k++)
+            seen = seen || (dirs[k] != NULL && strcmp(dirs[k], dirs[c]) == 0);
+        if (!seen)
+            al_buf_printf(&list, "%s%s/cgroup.procs", list.len ? "\n" : "",
+                          dirs[c]);
+    }
+    char *out = al_xstrdup(al_buf_cstr(&list));
+    al_buf_fini(&list);
+    return out;
+}
+
+char *
+al__cg_procs(const al__cg_t *cg, const char *name)
+{
+    if (cg->version == 0)
+        return NULL;
+    char *dirs[AL__CG_N] = { 0 };
+    for (int c = 0; c < AL__CG_N; c++)
+        dirs[c] = task_dir(cg, c, name);
+    char *out = procs_list(dirs);
+    for (int c = 0; c < AL__CG_N; c++)
+        free(dirs[c]);
+    return out;
+}
+
 /* Writes the limits into the task's directories; 0 or -1 with *cause. */
 static int
 limits_v2(const al__cg_t *cg, const char *d, const al__cg_limits_t *lim,
@@ -438,7 +473,6 @@ al__cg_create(const al__cg_t *cg, const char *name, const al__cg_limits_t *lim,
               char **procs, char **cause)
 {
     char *dirs[AL__CG_N] = { 0 };
-    al_buf_t list = AL_BUF_INIT;
     int rc = 0;
     for (int c = 0; c < AL__CG_N && rc == 0; c++) {
         dirs[c] = task_dir(cg, c, name);
@@ -450,26 +484,18 @@ al__cg_create(const al__cg_t *cg, const char *name, const al__cg_limits_t *lim,
             rc = AL_EIO;
             break;
         }
-        /* Co-mounted controllers share a directory: name it once. */
-        bool seen = false;
-        for (int k = 0; k < c; k++)
-            seen = seen || (dirs[k] != NULL && strcmp(dirs[k], dirs[c]) == 0);
-        if (!seen)
-            al_buf_printf(&list, "%s%s/cgroup.procs", list.len ? "\n" : "",
-                          dirs[c]);
     }
     if (rc == 0 && (cg->version == 2 ? limits_v2(cg, dirs[0], lim, cause)
                                      : limits_v1(cg, dirs, lim, cause)) != 0)
         rc = AL_EIO;
+    if (rc == 0)
+        *procs = procs_list(dirs);
     for (int c = 0; c < AL__CG_N; c++)
         free(dirs[c]);
     if (rc != 0) {
-        al_buf_fini(&list);
         al__cg_remove(cg, name);
         return rc;
     }
-    *procs = al_xstrdup(al_buf_cstr(&list));
-    al_buf_fini(&list);
     return 0;
 }
 

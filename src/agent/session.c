@@ -26,7 +26,8 @@
  * log is whole), when it reaps a child that is not a task (an exec's), and
  * with the streams wanted.
  *
- * May call: launch.c (starting a task), src/common (stream, JSON).
+ * May call: launch.c (starting a task), cgroup.c (the cgroups an exec'd
+ * command joins), src/common (stream, JSON).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +103,7 @@ typedef struct strm {
     al_buf_t in, out;
     size_t out_off;
     proc_t *p;        /* attach, exec */
-    pid_t beside;     /* exec: the task whose allocation it joins */
+    char *cgroups;    /* exec: the task's cgroup.procs files, or NULL */
     int tcp;          /* port: the connection, or -1 */
     al_buf_t tcp_out; /* port: for the connection */
     bool tcp_eof;     /* port: shut its writing side once tcp_out is out */
@@ -112,7 +113,8 @@ typedef struct strm {
      * until this monotonic ms. */
     int64_t bind_until;
     bool unbound;
-    char *fail; /* an error to send once dialed */
+    pid_t beside; /* exec: the task whose allocation it joins */
+    char *fail;   /* an error to send once dialed */
 } strm_t;
 
 static struct {
@@ -457,8 +459,16 @@ al__session_want(agent_t *a, json_t *streams)
             int index = (int)al_json_int(w, "task", 0);
             for (int k = 0; k < a->ntasks; k++) {
                 const task_t *t = &a->tasks[k];
-                if (t->job == job && t->index == index && t->state == T_RUNNING)
+                if (t->job == job && t->index == index &&
+                    t->state == T_RUNNING) {
+                    /* Its limits, its devices: the task's cgroups. */
+                    char name[64];
+                    al__cg_name(name, sizeof name, t->job, t->index,
+                                t->restart);
                     s->beside = t->pid;
+                    free(s->cgroups);
+                    s->cgroups = al__cg_procs(&a->cg, name);
+                }
             }
             if (s->beside <= 0)
                 s->fail = al_xasprintf("job %llu has no running task %d on "
@@ -506,11 +516,34 @@ read_vec(const char *path)
     return v;
 }
 
+/* Joins the cgroups of list ('\n'-separated cgroup.procs files), in the
+ * child before it runs the command; false after saying which failed. */
+static bool
+join_cgroups(const char *list)
+{
+    for (const char *p = list; p != NULL && *p != '\0';) {
+        const char *nl = strchr(p, '\n');
+        int len = (int)(nl != NULL ? (size_t)(nl - p) : strlen(p));
+        char path[4096];
+        snprintf(path, sizeof path, "%.*s", len, p);
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, "0", 1) != 1) {
+            dprintf(2, "allot: cannot join the job's cgroup %s: %s\n", path,
+                    strerror(errno));
+            return false;
+        }
+        close(fd);
+        p = nl != NULL ? nl + 1 : NULL;
+    }
+    return true;
+}
+
 /* Starts an exec's command beside task pid `beside`: its environment
- * (CUDA_VISIBLE_DEVICES among it), working directory and user (mu held,
- * so that its end, reaped by the loop, finds it).  NULL with *cause. */
+ * (CUDA_VISIBLE_DEVICES among it), working directory, user and cgroups
+ * (cgroups: the task's cgroup.procs files, or NULL; mu held, so that its
+ * end, reaped by the loop, finds it).  NULL with *cause. */
 static proc_t *
-exec_start(pid_t beside, json_t *w, char **cause)
+exec_start(pid_t beside, const char *cgroups, json_t *w, char **cause)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%ld/environ", (long)beside);
@@ -577,6 +610,9 @@ exec_start(pid_t beside, json_t *w, char **cause)
         if (tty)
             ioctl(0, TIOCSCTTY, 0);
         syscall(SYS_close_range, 3U, ~0U, 0U);
+        /* Confined as the task is: a command that cannot be runs not. */
+        if (cgroups != NULL && !join_cgroups(cgroups))
+            _exit(126);
         if (geteuid() == 0 && st.st_uid != 0) {
             gid_t g = st.st_gid;
             if (setgroups(1, &g) != 0 || setgid(st.st_gid) != 0 ||
@@ -670,7 +706,7 @@ bind_stream(strm_t *s)
         return;
     }
     if (s->kind == K_EXEC) {
-        s->p = exec_start(s->beside, w, &cause);
+        s->p = exec_start(s->beside, s->cgroups, w, &cause);
         if (s->p == NULL) {
             say_error(s, cause);
             free(cause);
@@ -774,6 +810,7 @@ strm_free(strm_t *s)
     al_buf_fini(&s->out);
     al_buf_fini(&s->tcp_out);
     free(s->fail);
+    free(s->cgroups);
     free(s);
 }
 

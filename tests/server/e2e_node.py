@@ -178,6 +178,11 @@ def scenario_cgroup_limits(c):
     show = c.cli("show", str(j)).stdout
     check(", CPU " in show and "memory peak" in show,
           "allot show says what it used: %r" % show)
+    # A command `allot exec` starts in the job joins the task's cgroups:
+    # the same limits, and it ends with the task.
+    ex = c.cli("exec", str(j), "--", "cat", "/proc/self/cgroup").stdout
+    check("/%s/%s" % (root, name) in ex,
+          "allot exec runs in the task's cgroup: %r" % ex)
     c.cli("cancel", str(j))
     c.wait_state(j, "cancelled")
     wait_for(lambda: not task_cgroups(c), 15, "the cgroup to be removed")
