@@ -1,21 +1,27 @@
 /*
  * consolidate.c -- consolidation: an optional pass (--consolidate SECONDS)
  * that moves running checkpointing jobs (`allot submit --checkpointing`,
- * preemptible) off a node when that frees the node for a waiting gang that
- * nothing else would place.
+ * preemptible) off a node, or out of one NVLink domain of a node, when
+ * that frees the node or domain for a waiting gang that nothing else would
+ * place.
  *
  * The pass runs after a cycle that decided nothing, at most every
  * --consolidate seconds.  It takes the first job the core left waiting
  * for room (capacity, no node fits, topology, or behind its own
- * reservation), and for each node whose running jobs are all movable
- * (preemptible, checkpointing, their queue within its budget of
- * --consolidate-moves per hour), fewest GPUs held first and at most
- * MAX_TRIES nodes a pass, asks the core, with the same snapshot and
- * code path as a cycle, what would happen were those jobs pending again:
- * when the waiting job and every moved job would all start, without any
- * eviction, the jobs are requeued (their restart count goes up; the
- * event "moved" in their history says from where and for which job), and
- * the next cycle starts them as the core said.  One node per pass.
+ * reservation) and weighs candidate sets of moves: each node (the running
+ * jobs on it) and, on a node whose GPUs report two or more NVLink domains,
+ * each domain (the running jobs holding GPUs in it, which must hold no GPU
+ * outside it nor run on another node).  A candidate counts when all its
+ * jobs are movable (preemptible, checkpointing, their queue within its
+ * budget of --consolidate-moves per hour) and it does not move exactly
+ * what its node would.  Fewest moves first, then fewest GPUs held, at
+ * most MAX_TRIES candidates a pass, it asks the core, with the same
+ * snapshot and code path as a cycle, what would happen were those jobs
+ * pending again: when the waiting job and every moved job would all
+ * start, without any eviction, the jobs are requeued (their restart count
+ * goes up; the event "moved" in their history says from which node or
+ * domain and for which job), and the next cycle starts them as the core
+ * said.  One candidate per pass.
  *
  * The moves of the last hour are counted in memory: a restarted
  * controller starts its budget afresh.
@@ -32,8 +38,8 @@
 #include "xmalloc.h"
 
 #define HOUR_MS INT64_C(3600000)
-/* Nodes asked about per pass, at most: each question is a run of the
- * core, and a pass runs on the loop. */
+/* Candidates asked about per pass, at most: each question is a run of
+ * the core, and a pass runs on the loop. */
 #define MAX_TRIES 8
 
 struct al__move {
@@ -80,18 +86,28 @@ move_add(al_ctl_t *ctl, const char *q, int64_t now)
     ctl->nmoves++;
 }
 
-typedef struct node_held {
-    int64_t held; /* devices its running jobs hold */
+/* A candidate set of moves: the running jobs on a node, or those inside
+ * one NVLink domain of it (dom >= 0, its devices in `mask`). */
+typedef struct cand {
+    int nmoves;   /* jobs it moves */
+    int64_t held; /* devices they hold */
     int node;
-} node_held_t;
+    int dom; /* NVLink domain id, -1 for the whole node */
+    uint64_t mask;
+} cand_t;
 
+/* Fewest moves first, then fewest GPUs held: the cheapest to free. */
 static int
-by_held(const void *a, const void *b)
+by_cost(const void *a, const void *b)
 {
-    const node_held_t *x = a, *y = b;
+    const cand_t *x = a, *y = b;
+    if (x->nmoves != y->nmoves)
+        return x->nmoves < y->nmoves ? -1 : 1;
     if (x->held != y->held)
         return x->held < y->held ? -1 : 1;
-    return x->node < y->node ? -1 : x->node > y->node;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->dom < y->dom ? -1 : x->dom > y->dom;
 }
 
 static bool
@@ -101,6 +117,17 @@ waits_for_room(al_reason_code_t code)
            code == AL_WHY_TOPOLOGY || code == AL_WHY_RESERVED;
 }
 
+/* The devices job s holds on node n. */
+static uint64_t
+devices_on(const al_job_t *s, int node)
+{
+    uint64_t m = 0;
+    for (int t = 0; t < s->ntasks; t++)
+        if (s->placement[t].node == node)
+            m |= s->placement[t].devices;
+    return m;
+}
+
 static bool
 on_node(const al_job_t *s, int node)
 {
@@ -108,6 +135,46 @@ on_node(const al_job_t *s, int node)
         if (s->placement[t].node == node)
             return true;
     return false;
+}
+
+static bool
+on_one_node(const al_job_t *s)
+{
+    for (int t = 1; t < s->ntasks; t++)
+        if (s->placement[t].node != s->placement[0].node)
+            return false;
+    return true;
+}
+
+/* Does candidate k hold job s (running)? */
+static bool
+in_cand(const cand_t *k, const al_job_t *s)
+{
+    if (k->dom < 0)
+        return on_node(s, k->node);
+    return (devices_on(s, k->node) & k->mask) != 0;
+}
+
+/* Appends node n's candidates to cs at *nc: the node, then each of its
+ * NVLink domains when it has two or more. */
+static void
+node_cands(const al_node_t *nd, int n, cand_t *cs, int *nc)
+{
+    int first = *nc;
+    cs[(*nc)++] = (cand_t){ .node = n, .dom = -1 };
+    for (int d = 0; d < nd->ndevices && d < AL_MAX_DEVICES; d++) {
+        int id = nd->devices[d].nvlink;
+        if (id < 0)
+            continue;
+        int k = first + 1;
+        while (k < *nc && cs[k].dom != id)
+            k++;
+        if (k == *nc)
+            cs[(*nc)++] = (cand_t){ .node = n, .dom = id };
+        cs[k].mask |= UINT64_C(1) << d;
+    }
+    if (*nc - first < 3) /* one domain or none: the node says it all */
+        *nc = first + 1;
 }
 
 /* Would moving the jobs marked in `moved` let job g and all of them
@@ -153,6 +220,62 @@ moves_work(const al_snapshot_t *snap, const bool *moved, int g)
     return ok;
 }
 
+/* Adds running job s to the candidates of the nodes it runs on (those of
+ * node n from first[n] to first[n + 1]): its moves and GPUs; a candidate
+ * is bad when the job cannot move or, for a domain, holds GPUs outside
+ * it. */
+static void
+count_job(const al_job_t *s, bool movable, int nn, const int *first, cand_t *cs,
+          bool *bad)
+{
+    bool one = on_one_node(s);
+    for (int t = 0; t < s->ntasks; t++) {
+        int n = s->placement[t].node;
+        bool seen = n < 0 || n >= nn;
+        for (int u = 0; u < t && !seen; u++)
+            seen = s->placement[u].node == n;
+        if (seen)
+            continue;
+        uint64_t m = devices_on(s, n);
+        for (int k = first[n]; k < first[n + 1]; k++) {
+            bool dom = cs[k].dom >= 0;
+            if (dom && (m & cs[k].mask) == 0)
+                continue;
+            cs[k].nmoves++;
+            cs[k].held += __builtin_popcountll(dom ? m & cs[k].mask : m);
+            if (!movable || (dom && (!one || (m & ~cs[k].mask) != 0)))
+                bad[k] = true;
+        }
+    }
+}
+
+/* Requeues the jobs marked in `moved`, out of candidate k, for job g. */
+static void
+move_jobs(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
+          const bool *moved, int g, const cand_t *k, int64_t now)
+{
+    const al__job_t *gj = act[g];
+    char *where = k->dom >= 0
+                      ? al_xasprintf("out of NVLink domain %d on node %s",
+                                     k->dom, snap->nodes[k->node].name)
+                      : al_xasprintf("off node %s", snap->nodes[k->node].name);
+    for (int i = 0; i < snap->njobs; i++) {
+        if (!moved[i])
+            continue;
+        al__job_t *j = act[i];
+        char *d = al_xasprintf(
+            "consolidation: moved %s to free it for job %llu "
+            "(%d x %d GPUs waiting); restarts elsewhere from its "
+            "checkpoint",
+            where, (unsigned long long)gj->id, gj->ntasks, gj->gpus);
+        al_info("job %llu: %s", (unsigned long long)j->id, d);
+        move_add(ctl, j->queue, now);
+        al__ctl_requeue(ctl, j, "moved", d);
+        free(d);
+    }
+    free(where);
+}
+
 void
 al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
                 const al_result_t *res)
@@ -171,61 +294,56 @@ al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
     if (g < 0)
         return;
     (void)moves_of(ctl, NULL, now);
-    /* The nodes in order of the GPUs their jobs hold, fewest first: the
-     * cheapest to free. */
     int nn = snap->nnodes;
-    node_held_t *order = al_xcalloc((size_t)nn + 1, sizeof *order);
-    for (int k = 0; k < nn; k++)
-        order[k].node = k;
+    cand_t *cs = al_xcalloc((size_t)nn * (AL_MAX_DEVICES + 1) + 1, sizeof *cs);
+    int *first = al_xcalloc((size_t)nn + 1, sizeof *first);
+    bool *bad = NULL;
+    int nc = 0;
+    for (int n = 0; n < nn; n++) {
+        first[n] = nc;
+        node_cands(&snap->nodes[n], n, cs, &nc);
+    }
+    first[nn] = nc;
+    /* Count each candidate's moves and GPUs, and which are bad. */
+    bad = al_xcalloc((size_t)nc + 1, sizeof *bad);
     for (int i = 0; i < snap->njobs; i++) {
         const al_job_t *s = &snap->jobs[i];
-        for (int t = 0; s->state == AL_JOB_RUNNING && t < s->ntasks; t++)
-            if (s->placement[t].node >= 0 && s->placement[t].node < nn)
-                order[s->placement[t].node].held +=
-                    __builtin_popcountll(s->placement[t].devices);
+        if (s->state != AL_JOB_RUNNING)
+            continue;
+        const al__job_t *j = act[i];
+        bool movable =
+            s->preemptible && j->checkpointing &&
+            moves_of(ctl, j->queue, now) < ctl->opts.consolidate_moves;
+        count_job(s, movable, nn, first, cs, bad);
     }
-    qsort(order, (size_t)nn, sizeof *order, by_held);
+    /* Keep the good ones; a domain that moves what its whole node would
+     * is the node again. */
+    cand_t *good = al_xcalloc((size_t)nc + 1, sizeof *good);
+    int ng = 0;
+    for (int k = 0; k < nc; k++) {
+        const cand_t *node = &cs[first[cs[k].node]];
+        bool node_ok = !bad[first[cs[k].node]];
+        if (bad[k] || cs[k].nmoves == 0 ||
+            snap->nodes[cs[k].node].state != AL_NODE_READY ||
+            (cs[k].dom >= 0 && node_ok && cs[k].nmoves == node->nmoves))
+            continue;
+        good[ng++] = cs[k];
+    }
+    qsort(good, (size_t)ng, sizeof *good, by_cost);
     bool *moved = al_xcalloc((size_t)snap->njobs + 1, sizeof *moved);
-    int tries = 0;
-    for (int o = 0; o < nn && tries < MAX_TRIES; o++) {
-        int n = order[o].node;
-        if (snap->nodes[n].state != AL_NODE_READY)
-            continue;
-        bool any = false, all_ok = true;
-        memset(moved, 0, (size_t)snap->njobs * sizeof *moved);
-        for (int i = 0; i < snap->njobs && all_ok; i++) {
-            const al_job_t *s = &snap->jobs[i];
-            if (s->state != AL_JOB_RUNNING || !on_node(s, n))
-                continue;
-            const al__job_t *j = act[i];
-            all_ok = s->preemptible && j->checkpointing &&
-                     moves_of(ctl, j->queue, now) < ctl->opts.consolidate_moves;
-            moved[i] = true;
-            any = true;
-        }
-        if (!any || !all_ok)
-            continue;
-        tries++;
+    for (int o = 0; o < ng && o < MAX_TRIES; o++) {
+        const cand_t *k = &good[o];
+        for (int i = 0; i < snap->njobs; i++)
+            moved[i] = snap->jobs[i].state == AL_JOB_RUNNING &&
+                       in_cand(k, &snap->jobs[i]);
         if (!moves_work(snap, moved, g))
             continue;
-        const al__job_t *gj = act[g];
-        for (int i = 0; i < snap->njobs; i++) {
-            if (!moved[i])
-                continue;
-            al__job_t *j = act[i];
-            char *d = al_xasprintf(
-                "consolidation: moved off node %s to free it for job %llu "
-                "(%d x %d GPUs waiting); restarts elsewhere from its "
-                "checkpoint",
-                snap->nodes[n].name, (unsigned long long)gj->id, gj->ntasks,
-                gj->gpus);
-            al_info("job %llu: %s", (unsigned long long)j->id, d);
-            move_add(ctl, j->queue, now);
-            al__ctl_requeue(ctl, j, "moved", d);
-            free(d);
-        }
+        move_jobs(ctl, snap, act, moved, g, k, now);
         break;
     }
     free(moved);
-    free(order);
+    free(good);
+    free(bad);
+    free(first);
+    free(cs);
 }

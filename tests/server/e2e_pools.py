@@ -352,8 +352,53 @@ def scenario_consolidate(c):
     check(rc == 2 and "--consolidate" in err, "--consolidate -1: %r" % err)
 
 
+def scenario_consolidate_domain(c):
+    """Consolidation inside a node: on n1 (two NVLink domains of 2 GPUs,
+    a fake NVML's pairs) a job that does not checkpoint holds one domain
+    and a checkpointing 1-GPU job the other; n2 has 1 GPU free.  No node
+    can be freed, but moving the checkpointing job to n2 frees n1's second
+    domain for a waiting 2-GPU job, which then runs inside it; the moved
+    job's history says from which domain and for which job."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    c.start_server("--consolidate", "1", "--consolidate-moves", "2")
+    for name, slot in (("n1", "a"), ("n2", "b")):
+        c.start_agent(name, None, {"ALLOT_NVML_LIB": lib,
+                                   "FAKE_NVML_GPUS": "4",
+                                   "FAKE_NVML_NVLINK": "pairs"},
+                      extra=["--cpus", "16", "--label", "slot=" + slot])
+    x = c.submit("--constraint", "slot=a", "--gpus", "2", "--",
+                 "sleep", "120")
+    c.wait_state(x, "running")
+    k = c.submit("--checkpointing", "--gpus", "1", "--", "sleep", "120")
+    c.wait_state(k, "running")
+    y = c.submit("--constraint", "slot=b", "--gpus", "3", "--",
+                 "sleep", "120")
+    c.wait_state(y, "running")
+    px, pk = c.job(x)["placement"][0], c.job(k)["placement"][0]
+    check(px["node"] == "n1" and pk["node"] == "n1" and
+          sorted(px["gpus"] + pk["gpus"]) in ([0, 1, 2], [0, 1, 3]),
+          "x holds one domain of n1, k the other: %s %s" % (px, pk))
+    g = c.submit("--gpus", "2", "--", "sleep", "120")
+    c.wait_state(g, "running", timeout=20)
+    pg = c.job(g)["placement"][0]
+    check(pg["node"] == "n1" and sorted(pg["gpus"]) == [2, 3],
+          "the 2-GPU job runs in n1's freed domain: %s" % pg)
+    m = c.wait_state(k, "running")
+    check(m["restart_count"] == 1 and m["placement"][0]["node"] == "n2",
+          "k moved to n2: %s" % m)
+    check(c.job(x)["restart_count"] == 0 and c.job(y)["restart_count"] == 0,
+          "x and y stay where they are")
+    ev = [e for e in m["history"] if e["event"] == "moved"]
+    check(len(ev) == 1 and "consolidation: moved out of NVLink domain 1 on "
+          "node n1" in ev[0]["detail"] and "for job %d" % g in ev[0]["detail"],
+          "the move's reason: %s" % m["history"])
+    print(c.cli("show", str(k)).stdout)
+
+
 SCENARIOS = {
     "consolidate": scenario_consolidate,
+    "consolidate_domain": scenario_consolidate_domain,
     "elastic": scenario_elastic,
     "topology": scenario_topology,
     "pools": scenario_pools,
