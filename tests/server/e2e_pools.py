@@ -396,9 +396,49 @@ def scenario_consolidate_domain(c):
     print(c.cli("show", str(k)).stdout)
 
 
+def scenario_consolidate_fewest(c):
+    """Consolidation moves the fewest jobs that free room: n1 (two NVLink
+    domains of 2 GPUs) runs three checkpointing jobs, k2 and k3 (1 GPU
+    each) in its first domain, k1 (2 GPUs) in its second; n2 has 2 GPUs
+    free.  A 2-GPU job that must run on n1 waits; freeing the node would
+    move three jobs, the first domain two (as many GPUs), the second
+    domain one: only k1 moves."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    c.start_server("--consolidate", "1", "--consolidate-moves", "5")
+    c.start_agent("n1", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "4",
+                               "FAKE_NVML_NVLINK": "pairs"},
+                  extra=["--cpus", "16", "--label", "slot=a"])
+    k2 = c.submit("--checkpointing", "--gpus", "1", "--", "sleep", "120")
+    c.wait_state(k2, "running")
+    k3 = c.submit("--checkpointing", "--gpus", "1", "--", "sleep", "120")
+    c.wait_state(k3, "running")
+    k1 = c.submit("--checkpointing", "--gpus", "2", "--", "sleep", "120")
+    c.wait_state(k1, "running")
+    check(sorted(c.job(k1)["placement"][0]["gpus"]) == [2, 3],
+          "k1 holds n1's second domain: %s" % c.job(k1)["placement"])
+    # n2 joins only now, so that bin-packing put all three on n1.
+    c.start_agent("n2", "2xH100-80GB", extra=["--cpus", "16",
+                                              "--label", "slot=b"])
+    g = c.submit("--constraint", "slot=a", "--gpus", "2", "--",
+                 "sleep", "120")
+    c.wait_state(g, "running", timeout=20)
+    m = c.wait_state(k1, "running")
+    check(m["restart_count"] == 1 and m["placement"][0]["node"] == "n2",
+          "k1 moved to n2: %s" % m)
+    check(c.job(k2)["restart_count"] == 0 and
+          c.job(k3)["restart_count"] == 0, "k2 and k3 stay where they are")
+    check(sorted(c.job(g)["placement"][0]["gpus"]) == [2, 3],
+          "g runs in k1's old domain: %s" % c.job(g)["placement"])
+    ev = [e for e in m["history"] if e["event"] == "moved"]
+    check(len(ev) == 1 and "out of NVLink domain 1 on node n1" in
+          ev[0]["detail"], "the move's reason: %s" % m["history"])
+
+
 SCENARIOS = {
     "consolidate": scenario_consolidate,
     "consolidate_domain": scenario_consolidate_domain,
+    "consolidate_fewest": scenario_consolidate_fewest,
     "elastic": scenario_elastic,
     "topology": scenario_topology,
     "pools": scenario_pools,
