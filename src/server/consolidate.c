@@ -295,7 +295,12 @@ al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap, al__job_t *const *act,
         return;
     (void)moves_of(ctl, NULL, now);
     int nn = snap->nnodes;
-    cand_t *cs = al_xcalloc((size_t)nn * (AL_MAX_DEVICES + 1) + 1, sizeof *cs);
+    size_t most = 1; /* a node, and a domain per device at most */
+    for (int n = 0; n < nn; n++)
+        most +=
+            1 +
+            (size_t)(snap->nodes[n].ndevices > 0 ? snap->nodes[n].ndevices : 0);
+    cand_t *cs = al_xcalloc(most, sizeof *cs);
     int *first = al_xcalloc((size_t)nn + 1, sizeof *first);
     bool *bad = NULL;
     int nc = 0;
