@@ -13,6 +13,7 @@
  * (128+N for signal N).
  *
  * May call: cli_client.c (the API), script.c (submit's options),
+ * term.c (the local terminal: raw mode, size, the signals' self-pipe),
  * src/common (stream, JSON).  No server or agent code: a client.
  */
 #include <errno.h>
@@ -26,7 +27,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,6 +37,7 @@
 #include "json.h"
 #include "script.h"
 #include "stream.h"
+#include "term.h"
 #include "xmalloc.h"
 
 /* What the session's loop ends with, besides an exit status. */
@@ -49,84 +50,14 @@ static const char *const passed_env[] = { "PATH",       "HOME", "LANG",
                                           "LC_ALL",     "USER", "PYTHONPATH",
                                           "VIRTUAL_ENV" };
 
-static int sig_pipe[2] = { -1, -1 };
-static struct termios saved_tio;
-static bool raw_on;
-
-static void
-on_signal(int sig)
-{
-    int e = errno;
-    unsigned char b = (unsigned char)sig;
-    ssize_t w = write(sig_pipe[1], &b, 1);
-    (void)w;
-    errno = e;
-}
-
-static void
-raw_off(void)
-{
-    if (raw_on) {
-        tcsetattr(0, TCSADRAIN, &saved_tio);
-        raw_on = false;
-    }
-}
-
-/* The local terminal in raw mode: every key goes to the job as it is. */
-static void
-raw_mode(void)
-{
-    if (tcgetattr(0, &saved_tio) != 0)
-        return;
-    struct termios t = saved_tio;
-    t.c_iflag &= ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR |
-                             ICRNL | IXON);
-    t.c_oflag &= ~(tcflag_t)OPOST;
-    t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
-    t.c_cflag &= ~(tcflag_t)(CSIZE | PARENB);
-    t.c_cflag |= CS8;
-    t.c_cc[VMIN] = 1;
-    t.c_cc[VTIME] = 0;
-    if (tcsetattr(0, TCSADRAIN, &t) == 0) {
-        raw_on = true;
-        atexit(raw_off);
-    }
-}
-
-static void
-win_size(int *rows, int *cols)
-{
-    struct winsize ws;
-    *rows = *cols = 0;
-    if (ioctl(0, TIOCGWINSZ, &ws) == 0) {
-        *rows = ws.ws_row;
-        *cols = ws.ws_col;
-    }
-}
-
-static void
-install(int sig)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, NULL);
-}
-
 /* Signals to the self-pipe: a resize, and SIGINT, SIGTERM and SIGHUP
  * (while the job waits they cancel it; then, without a terminal, they go
  * to the job; with one, whose keys reach the job raw, they detach). */
 static void
 signals_on(void)
 {
-    if (sig_pipe[0] < 0 && pipe(sig_pipe) != 0)
-        return;
-    install(SIGWINCH);
-    install(SIGINT);
-    install(SIGTERM);
-    install(SIGHUP);
+    static const int sigs[] = { SIGWINCH, SIGINT, SIGTERM, SIGHUP };
+    al_term_signals_on(sigs, sizeof sigs / sizeof sigs[0]);
 }
 
 /* How a session went. */
@@ -176,8 +107,9 @@ take_frames(sess_t *s)
         } else if (f.type == AL_FR_STDERR) {
             al_stream_write_all(2, f.data, f.len);
         } else if (f.type == AL_FR_NOTICE) {
-            fprintf(stderr, "%sallot: %.*s%s", raw_on ? "\r\n" : "", (int)f.len,
-                    (const char *)f.data, raw_on ? "\r\n" : "\n");
+            fprintf(stderr, "%sallot: %.*s%s", al_term_is_raw() ? "\r\n" : "",
+                    (int)f.len, (const char *)f.data,
+                    al_term_is_raw() ? "\r\n" : "\n");
         } else if (f.type == AL_FR_ERROR) {
             free(res->error);
             res->error = al_xstrndup((const char *)f.data, f.len);
@@ -223,11 +155,11 @@ static void
 take_signals(sess_t *s)
 {
     unsigned char sigs[16];
-    ssize_t n = read(sig_pipe[0], sigs, sizeof sigs);
+    ssize_t n = read(al_term_signal_fd(), sigs, sizeof sigs);
     for (ssize_t i = 0; i < n; i++) {
         if (sigs[i] == SIGWINCH) {
             int rows, cols;
-            win_size(&rows, &cols);
+            al_term_size(&rows, &cols);
             if (rows > 0)
                 al_stream_put_resize(&s->out, rows, cols);
         } else if (!s->tty) {
@@ -320,7 +252,7 @@ session_loop(int fd, al_buf_t *in, bool tty, bool want_stdin, result_t *res)
     al_buf_init(&s.out);
     if (tty) {
         int rows, cols;
-        win_size(&rows, &cols);
+        al_term_size(&rows, &cols);
         if (rows > 0)
             al_stream_put_resize(&s.out, rows, cols);
     } else if (!want_stdin) {
@@ -338,7 +270,7 @@ session_loop(int fd, al_buf_t *in, bool tty, bool want_stdin, result_t *res)
             break;
         struct pollfd p[3] = {
             { .fd = fd, .events = POLLIN },
-            { .fd = sig_pipe[0], .events = POLLIN },
+            { .fd = al_term_signal_fd(), .events = POLLIN },
             { .fd = s.stdin_open && !s.closing && s.out.len < OUT_ROOM ? 0 : -1,
               .events = POLLIN },
         };
@@ -366,7 +298,7 @@ open_stream(al_client_t *c, unsigned long long id, const char *kind, int task,
 {
     int rows = 0, cols = 0;
     if (tty)
-        win_size(&rows, &cols);
+        al_term_size(&rows, &cols);
     char *path = al_xasprintf(
         "/v1/jobs/%llu/stream?kind=%s&task=%d&tty=%d&rows=%d&cols=%d%s", id,
         kind, task, tty ? 1 : 0, rows, cols, extra ? extra : "");
@@ -453,7 +385,7 @@ wait_start(al_client_t *c, unsigned long long id, json_t **last,
         }
         json_decref(j);
         /* Interrupted while it waits: the job is not wanted any more. */
-        struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
+        struct pollfd p = { .fd = al_term_signal_fd(), .events = POLLIN };
         if (poll(&p, 1, delay_ms) == 1) {
             if (shown && term)
                 fprintf(stderr, "\r\033[K");
@@ -553,12 +485,12 @@ run_session(al_client_t *c, unsigned long long id, const char *kind,
     }
     signals_on();
     if (tty && isatty(0))
-        raw_mode();
+        al_term_raw();
     result_t res = { .status = 0 };
     session_loop(fd, &in, tty, want_stdin, &res);
     close(fd);
     al_buf_fini(&in);
-    raw_off();
+    al_term_restore();
     int status = res.status;
     if (res.detach) {
         fprintf(stderr,

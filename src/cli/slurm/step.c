@@ -9,11 +9,11 @@
  * that srun gets goes to every task, and the result is the highest exit
  * status among the tasks, as Slurm's srun gives it.
  *
- * May call: slurm.c (the API), script.c (Slurm's options), src/common
- * (stream, JSON, hostlist).
+ * May call: slurm.c (the API), script.c (Slurm's options), term.c (the
+ * local terminal, the signals' self-pipe), src/common (stream, JSON,
+ * hostlist).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,7 +21,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include "script.h"
 #include "slurm_int.h"
 #include "stream.h"
+#include "term.h"
 #include "xmalloc.h"
 
 extern char **environ;
@@ -38,86 +38,18 @@ extern char **environ;
 /* Bytes waiting for a stream before stdin is left unread. */
 #define OUT_ROOM ((size_t)256 * 1024)
 
-static int sig_pipe[2] = { -1, -1 };
-static struct termios saved_tio;
-static bool raw_on;
-
-static void
-on_signal(int sig)
-{
-    int e = errno;
-    unsigned char b = (unsigned char)sig;
-    ssize_t w = write(sig_pipe[1], &b, 1);
-    (void)w;
-    errno = e;
-}
-
 void
 al__sl_signals_on(bool chld)
 {
-    if (sig_pipe[0] < 0 && pipe(sig_pipe) != 0)
-        return;
-    fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC);
-    fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC);
     static const int sigs[] = { SIGINT,  SIGTERM,  SIGHUP, SIGUSR1,
                                 SIGUSR2, SIGWINCH, SIGCHLD };
-    size_t n = sizeof sigs / sizeof sigs[0] - (chld ? 0 : 1);
-    for (size_t i = 0; i < n; i++) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sa.sa_flags = SA_RESTART;
-        sigemptyset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
-    }
+    al_term_signals_on(sigs, sizeof sigs / sizeof sigs[0] - (chld ? 0 : 1));
 }
 
 int
 al__sl_signal_fd(void)
 {
-    return sig_pipe[0];
-}
-
-static void
-raw_off(void)
-{
-    if (raw_on) {
-        tcsetattr(0, TCSADRAIN, &saved_tio);
-        raw_on = false;
-    }
-}
-
-/* --pty: the local terminal raw, so that every key (Ctrl-C too) reaches
- * the job's pseudo-terminal as it is. */
-static void
-raw_mode(void)
-{
-    if (tcgetattr(0, &saved_tio) != 0)
-        return;
-    struct termios t = saved_tio;
-    t.c_iflag &= ~(tcflag_t)(IGNBRK | BRKINT | PARMRK | ISTRIP | INLCR | IGNCR |
-                             ICRNL | IXON);
-    t.c_oflag &= ~(tcflag_t)OPOST;
-    t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ICANON | ISIG | IEXTEN);
-    t.c_cflag &= ~(tcflag_t)(CSIZE | PARENB);
-    t.c_cflag |= CS8;
-    t.c_cc[VMIN] = 1;
-    t.c_cc[VTIME] = 0;
-    if (tcsetattr(0, TCSADRAIN, &t) == 0) {
-        raw_on = true;
-        atexit(raw_off);
-    }
-}
-
-static void
-win_size(int *rows, int *cols)
-{
-    struct winsize ws;
-    *rows = *cols = 0;
-    if (ioctl(0, TIOCGWINSZ, &ws) == 0) {
-        *rows = ws.ws_row;
-        *cols = ws.ws_col;
-    }
+    return al_term_signal_fd();
 }
 
 /* ---- the job's request ------------------------------------------ */
@@ -343,10 +275,10 @@ al__sl_wait_start(al_client_t *c, const char *prog, long long id, bool ended_ok)
             said = true;
         }
         json_decref(j);
-        struct pollfd p = { .fd = sig_pipe[0], .events = POLLIN };
-        if (poll(&p, sig_pipe[0] >= 0 ? 1 : 0, delay_ms) == 1) {
+        struct pollfd p = { .fd = al_term_signal_fd(), .events = POLLIN };
+        if (poll(&p, al_term_signal_fd() >= 0 ? 1 : 0, delay_ms) == 1) {
             unsigned char b;
-            ssize_t r = read(sig_pipe[0], &b, 1);
+            ssize_t r = read(al_term_signal_fd(), &b, 1);
             if (r == 1 && b == SIGWINCH)
                 continue;
             al__sl_post(c, &jid, "cancel");
@@ -417,8 +349,9 @@ take_frames(tstream_t *t, const char *prog, bool label)
         if (f.type == AL_FR_STDOUT || f.type == AL_FR_STDERR) {
             put_out(t, f.type == AL_FR_STDOUT ? 1 : 2, f.data, f.len, label);
         } else if (f.type == AL_FR_NOTICE) {
-            fprintf(stderr, "%s%s: %.*s%s", raw_on ? "\r\n" : "", prog,
-                    (int)f.len, (const char *)f.data, raw_on ? "\r\n" : "\n");
+            fprintf(stderr, "%s%s: %.*s%s", al_term_is_raw() ? "\r\n" : "",
+                    prog, (int)f.len, (const char *)f.data,
+                    al_term_is_raw() ? "\r\n" : "\n");
         } else if (f.type == AL_FR_ERROR) {
             free(t->error);
             t->error = al_xstrndup((const char *)f.data, f.len);
@@ -469,7 +402,7 @@ open_one(al_client_t *c, long long id, tstream_t *t, const json_t *cmd,
 {
     int rows = 0, cols = 0;
     if (tty)
-        win_size(&rows, &cols);
+        al_term_size(&rows, &cols);
     al_buf_t path = AL_BUF_INIT;
     al_buf_printf(
         &path, "/v1/jobs/%lld/stream?kind=%s&task=%d&tty=%d&rows=%d&cols=%d",
@@ -498,11 +431,11 @@ static void
 take_signals(tstream_t *v, int n, bool tty)
 {
     unsigned char sigs[16];
-    ssize_t got = read(sig_pipe[0], sigs, sizeof sigs);
+    ssize_t got = read(al_term_signal_fd(), sigs, sizeof sigs);
     for (ssize_t i = 0; i < got; i++) {
         if (sigs[i] == SIGWINCH) {
             int rows, cols;
-            win_size(&rows, &cols);
+            al_term_size(&rows, &cols);
             if (tty && rows > 0 && v[0].fd >= 0)
                 al_stream_put_resize(&v[0].out, rows, cols);
             continue;
@@ -560,8 +493,8 @@ step_loop(tstream_t *v, int n, int flags, const char *prog)
                 p[k].events |= POLLOUT;
             p[k].revents = 0;
         }
-        p[n] =
-            (struct pollfd){ .fd = quiet ? -1 : sig_pipe[0], .events = POLLIN };
+        p[n] = (struct pollfd){ .fd = quiet ? -1 : al_term_signal_fd(),
+                                .events = POLLIN };
         p[n + 1] =
             (struct pollfd){ .fd = stdin_open && waiting < OUT_ROOM ? 0 : -1,
                              .events = POLLIN };
@@ -660,15 +593,15 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
                      tty && k == 0);
     }
     if (tty && isatty(0))
-        raw_mode();
+        al_term_raw();
     if (tty) {
         int rows, cols;
-        win_size(&rows, &cols);
+        al_term_size(&rows, &cols);
         if (rows > 0 && v[0].fd >= 0)
             al_stream_put_resize(&v[0].out, rows, cols);
     }
     step_loop(v, n, flags, prog);
-    raw_off();
+    al_term_restore();
     int status = 0;
     json_t *pl = json_object_get(job, "placement");
     for (int k = 0; k < n; k++) {
