@@ -179,30 +179,11 @@ relinquish(al_client_t *c, const json_t *job, int rc)
 int
 al__salloc(int argc, char **argv)
 {
-    for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "--usage") == 0) {
-            printf("Usage: salloc [OPTIONS(0)...] [command(0) [args(0)...]]\n"
-                   "allot's salloc takes Slurm's options; docs/slurm.md says "
-                   "which differ and which are refused.\n");
-            return 0;
-        }
-        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-            printf("slurm 22.05 (allot)\n");
-            return 0;
-        }
-    }
     al_slurm_req_t o;
-    al_script_slurm_init(&o);
-    o.prog = "salloc";
     int stop;
-    if (al_script_sbatch_words(argv + 1, argc - 1, &o, NULL, &stop) > 0) {
-        if (o.refused == 0)
-            fprintf(stderr, "Try \"salloc --help\" for more information\n");
-        return o.refused > 0 ? AL_EXIT_FAIL : 255;
-    }
-    stop++; /* index in argv */
     const char *cls;
-    int rc = al__sl_check("salloc", &o, &cls);
+    int rc = al__sl_args("salloc", "[OPTIONS(0)...] [command(0) [args(0)...]]",
+                         argc, argv, &o, &stop, &cls);
     if (rc >= 0)
         return rc;
     /* The command: the one given, else the user's shell. */

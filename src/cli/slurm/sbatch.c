@@ -336,14 +336,7 @@ body_of(const al_slurm_req_t *sb, const al_submit_args_t *a, json_t *env,
         return NULL;
     }
     char cwd[4096], host[256];
-    if (getcwd(cwd, sizeof cwd) == NULL)
-        snprintf(cwd, sizeof cwd, "/");
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = '\0';
-    char *dir = sb->chdir == NULL     ? al_xstrdup(cwd)
-                : sb->chdir[0] == '/' ? al_xstrdup(sb->chdir)
-                                      : al_xasprintf("%s/%s", cwd, sb->chdir);
+    char *dir = al__sl_dirs(sb->chdir, cwd, sizeof cwd, host, sizeof host);
     /* What Slurm tells a batch script that is known here; the agent adds
      * the rest (ids, ranks, nodes). */
     setenv_str(env, "ALLOT_SLURM", "1");

@@ -179,6 +179,20 @@ json_t *al__sl_export_env(const char *prog, const char *spec);
  * else the exit status. */
 int al__sl_check(const char *prog, const struct al_slurm_req *o,
                  const char **cls);
+/* srun's and salloc's command line (prog's, usage its words after the
+ * name in --help): --help and --version, Slurm's options into *o, then
+ * al__sl_check(); -1 when the command goes on (*stop: the index in argv
+ * of its first word after the options, *cls as al__sl_check() sets it),
+ * else the exit status, after saying why. */
+int al__sl_args(const char *prog, const char *usage, int argc, char **argv,
+                struct al_slurm_req *o, int *stop, const char **cls);
+/* The directory a job of Slurm's runs in (the caller frees it): to
+ * (--chdir; a relative one under the current directory), or the current
+ * directory when to is NULL.  cwd (ncwd bytes) gets the current directory,
+ * "/" when it cannot be read; host (nhost bytes) this host's name,
+ * "localhost" when it cannot be read. */
+char *al__sl_dirs(const char *to, char *cwd, size_t ncwd, char *host,
+                  size_t nhost);
 /* A job's body from Slurm's options (that al__sl_check() passed), env
  * (taken) and command (taken):
  * resources, Slurm's variables known here, cwd, name, queue; class build

@@ -460,30 +460,11 @@ new_job(const al_slurm_req_t *o, char **cmd, int ncmd)
 int
 al__srun(int argc, char **argv)
 {
-    for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "--usage") == 0) {
-            printf("Usage: srun [OPTIONS(0)...] executable(0) [args(0)...]\n"
-                   "allot's srun takes Slurm's options; docs/slurm.md says "
-                   "which differ and which are refused.\n");
-            return 0;
-        }
-        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
-            printf("slurm 22.05 (allot)\n");
-            return 0;
-        }
-    }
     al_slurm_req_t o;
-    al_script_slurm_init(&o);
-    o.prog = "srun";
     int stop;
-    if (al_script_sbatch_words(argv + 1, argc - 1, &o, NULL, &stop) > 0) {
-        if (o.refused == 0)
-            fprintf(stderr, "Try \"srun --help\" for more information\n");
-        return o.refused > 0 ? AL_EXIT_FAIL : 255;
-    }
-    stop++; /* index in argv */
     const char *cls;
-    int rc = al__sl_check("srun", &o, &cls);
+    int rc = al__sl_args("srun", "[OPTIONS(0)...] executable(0) [args(0)...]",
+                         argc, argv, &o, &stop, &cls);
     if (rc >= 0)
         return rc;
     if (stop >= argc) {

@@ -164,6 +164,47 @@ al__sl_check(const char *prog, const al_slurm_req_t *o, const char **cls)
     return -1;
 }
 
+int
+al__sl_args(const char *prog, const char *usage, int argc, char **argv,
+            al_slurm_req_t *o, int *stop, const char **cls)
+{
+    for (int i = 1; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "--usage") == 0) {
+            printf("Usage: %s %s\n"
+                   "allot's %s takes Slurm's options; docs/slurm.md says "
+                   "which differ and which are refused.\n",
+                   prog, usage, prog);
+            return 0;
+        }
+        if (strcmp(argv[i], "--version") == 0 || strcmp(argv[i], "-V") == 0) {
+            printf("slurm 22.05 (allot)\n");
+            return 0;
+        }
+    }
+    al_script_slurm_init(o);
+    o->prog = prog;
+    if (al_script_sbatch_words(argv + 1, argc - 1, o, NULL, stop) > 0) {
+        if (o->refused == 0)
+            fprintf(stderr, "Try \"%s --help\" for more information\n", prog);
+        return o->refused > 0 ? AL_EXIT_FAIL : 255;
+    }
+    (*stop)++; /* index in argv */
+    return al__sl_check(prog, o, cls);
+}
+
+char *
+al__sl_dirs(const char *to, char *cwd, size_t ncwd, char *host, size_t nhost)
+{
+    if (getcwd(cwd, ncwd) == NULL)
+        snprintf(cwd, ncwd, "/");
+    if (gethostname(host, nhost) != 0)
+        snprintf(host, nhost, "localhost");
+    host[nhost - 1] = '\0';
+    return to == NULL     ? al_xstrdup(cwd)
+           : to[0] == '/' ? al_xstrdup(to)
+                          : al_xasprintf("%s/%s", cwd, to);
+}
+
 json_t *
 al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
             const char *name, json_t *command)
@@ -195,14 +236,7 @@ al__sl_body(const char *prog, const al_slurm_req_t *o, json_t *env,
         return NULL;
     }
     char cwd[4096], host[256];
-    if (getcwd(cwd, sizeof cwd) == NULL)
-        snprintf(cwd, sizeof cwd, "/");
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = '\0';
-    char *dir = o->chdir == NULL     ? al_xstrdup(cwd)
-                : o->chdir[0] == '/' ? al_xstrdup(o->chdir)
-                                     : al_xasprintf("%s/%s", cwd, o->chdir);
+    char *dir = al__sl_dirs(o->chdir, cwd, sizeof cwd, host, sizeof host);
     json_object_set_new(env, "ALLOT_SLURM", json_string("1"));
     json_object_set_new(env, "SLURM_JOB_NAME", json_string(name));
     json_object_set_new(env, "SLURM_JOB_ACCOUNT",
