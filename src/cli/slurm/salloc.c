@@ -205,26 +205,11 @@ al__salloc(int argc, char **argv)
     if (body == NULL)
         return AL_EXIT_FAIL;
     al_client_t c;
-    if (al__sl_connect(&c) != 0) {
-        json_decref(body);
+    long long id;
+    json_t *job = al__sl_submit_wait(&c, "salloc", body,
+                                     "Job submit/allocate failed", false, &id);
+    if (job == NULL)
         return AL_EXIT_FAIL;
-    }
-    json_t *res = NULL;
-    rc = al_client_call(&c, "POST", "/v1/jobs", body, &res, NULL, NULL);
-    json_decref(body);
-    if (rc != 0) {
-        fprintf(stderr, "salloc: error: Job submit/allocate failed\n");
-        al_client_fini(&c);
-        return AL_EXIT_FAIL;
-    }
-    long long id = (long long)al_json_int(res, "id", 0);
-    json_decref(res);
-    al__sl_signals_on(false);
-    json_t *job = al__sl_wait_start(&c, "salloc", id, false);
-    if (job == NULL) {
-        al_client_fini(&c);
-        return AL_EXIT_FAIL;
-    }
     fprintf(stderr, "salloc: Granted job allocation %lld\n", id);
     job_env(&o, job, name);
     /* Where srun counts the allocation's steps (srun.c). */

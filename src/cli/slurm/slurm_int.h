@@ -209,6 +209,13 @@ int al__sl_signal_fd(void);
  * says it. */
 json_t *al__sl_wait_start(al_client_t *c, const char *prog, long long id,
                           bool ended_ok);
+/* Submits body (taken) through a new connection *c and waits, as
+ * al__sl_wait_start() does, until the job runs: its view (caller decrefs;
+ * *c stays open for the caller to finish) with *id its id, or NULL after
+ * saying why (failed, after "prog: error: ", when the submission fails;
+ * *c finished). */
+json_t *al__sl_submit_wait(al_client_t *c, const char *prog, json_t *body,
+                           const char *failed, bool ended_ok, long long *id);
 /* al__sl_step()'s flags: task 0 gets a terminal; "N: " before each line
  * of task N; neither stdin nor signals go to the tasks (a command of
  * salloc's or scancel's own). */

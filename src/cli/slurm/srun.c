@@ -428,30 +428,15 @@ new_job(const al_slurm_req_t *o, char **cmd, int ncmd)
     if (body == NULL)
         return AL_EXIT_FAIL;
     al_client_t c;
-    if (al__sl_connect(&c) != 0) {
-        json_decref(body);
+    long long id;
+    json_t *job = al__sl_submit_wait(&c, "srun", body,
+                                     "Unable to allocate resources", true, &id);
+    if (job == NULL)
         return AL_EXIT_FAIL;
-    }
-    json_t *res = NULL;
-    int rc = al_client_call(&c, "POST", "/v1/jobs", body, &res, NULL, NULL);
-    json_decref(body);
-    if (rc != 0) {
-        fprintf(stderr, "srun: error: Unable to allocate resources\n");
-        al_client_fini(&c);
-        return AL_EXIT_FAIL;
-    }
-    long long id = (long long)al_json_int(res, "id", 0);
-    json_decref(res);
-    al__sl_signals_on(false);
-    json_t *job = al__sl_wait_start(&c, "srun", id, true);
-    if (job == NULL) {
-        al_client_fini(&c);
-        return AL_EXIT_FAIL;
-    }
     int n = (int)al_json_int(job, "tasks", 1);
-    rc = al__sl_step(&c, "srun", job, n < 1 ? 1 : n, NULL,
-                     (o->pty ? AL_SL_STEP_TTY : 0) |
-                         (o->label ? AL_SL_STEP_LABEL : 0));
+    int rc = al__sl_step(&c, "srun", job, n < 1 ? 1 : n, NULL,
+                         (o->pty ? AL_SL_STEP_TTY : 0) |
+                             (o->label ? AL_SL_STEP_LABEL : 0));
     json_decref(job);
     al_client_fini(&c);
     return rc;

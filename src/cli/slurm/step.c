@@ -325,6 +325,31 @@ al__sl_wait_start(al_client_t *c, const char *prog, long long id, bool ended_ok)
     }
 }
 
+json_t *
+al__sl_submit_wait(al_client_t *c, const char *prog, json_t *body,
+                   const char *failed, bool ended_ok, long long *id)
+{
+    if (al__sl_connect(c) != 0) {
+        json_decref(body);
+        return NULL;
+    }
+    json_t *res = NULL;
+    int rc = al_client_call(c, "POST", "/v1/jobs", body, &res, NULL, NULL);
+    json_decref(body);
+    if (rc != 0) {
+        fprintf(stderr, "%s: error: %s\n", prog, failed);
+        al_client_fini(c);
+        return NULL;
+    }
+    *id = (long long)al_json_int(res, "id", 0);
+    json_decref(res);
+    al__sl_signals_on(false);
+    json_t *job = al__sl_wait_start(c, prog, *id, ended_ok);
+    if (job == NULL)
+        al_client_fini(c);
+    return job;
+}
+
 /* ---- a step's streams ------------------------------------------- */
 
 typedef struct tstream {
