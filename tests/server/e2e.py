@@ -2110,6 +2110,46 @@ def scenario_usage(c):
         check(s == 400 and b.get("message"), "%s: %s %s" % (path, s, b))
 
 
+def scenario_drain_reason(c):
+    """`allot node drain --reason`: the reason is stored with the node
+    (GET /v1/nodes' drain_reason, `allot nodes` under the table), kept
+    across a kill -9 of the controller, cleared by a resume; a drain
+    without one has none; a reason that is not one short line is 400."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+
+    def node():
+        s, b = c.api("GET", "/v1/nodes")
+        check(s == 200, "nodes: %s %s" % (s, b))
+        return {n["name"]: n for n in b["nodes"]}["n1"]
+    out = c.cli("node", "drain", "n1", "--reason", "fan swap at noon").stdout
+    check("draining" in out or "drained" in out, "drain: %s" % out)
+    n = node()
+    check(n["drained"] and n.get("drain_reason") == "fan swap at noon",
+          "the reason in GET /v1/nodes: %s" % n)
+    out = c.cli("nodes").stdout
+    check("n1: fan swap at noon\n" in out, "allot nodes: %s" % out)
+    c.kill_server(signal.SIGKILL)
+    c.start_server()
+    n = node()
+    check(n["drained"] and n.get("drain_reason") == "fan swap at noon",
+          "the reason after a restart: %s" % n)
+    check("ready" in c.cli("node", "resume", "n1").stdout, "resume")
+    n = node()
+    check(not n["drained"] and "drain_reason" not in n,
+          "a resume clears the reason: %s" % n)
+    c.cli("node", "drain", "n1")
+    check("drain_reason" not in node(), "no reason given, none kept")
+    c.cli("node", "resume", "n1")
+    for body in ({"reason": 5}, {"reason": "a\nb"}, {"reason": "x" * 201}):
+        s, b = c.api("POST", "/v1/nodes/n1/drain", body)
+        check(s == 400 and "reason" in b.get("message", ""),
+              "%s: %s %s" % (body, s, b))
+    check(not node()["drained"], "a refused drain drains nothing")
+    p = c.cli("node", "resume", "n1", "--reason", "x", ok=False)
+    check(p.returncode == 2, "resume --reason: %d" % p.returncode)
+
+
 SCENARIOS = {
     "run": scenario_run,
     "auth": scenario_auth,
@@ -2135,6 +2175,7 @@ SCENARIOS = {
     "pg_restart_load": scenario_pg_restart_load,
     "metrics": scenario_metrics,
     "usage": scenario_usage,
+    "drain_reason": scenario_drain_reason,
 }
 
 

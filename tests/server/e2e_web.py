@@ -512,6 +512,25 @@ def dashboard(c, br, shots, env):
           br.js("document.querySelectorAll('.gpu.gfree').length") <
           8, "emulated, allocated cells")
     br.shot(os.path.join(shots, "nodes.png"))
+    # A drain (no job event on the stream) shows without a reload, with
+    # the admin's reason; a resume takes it away.
+    br.js("window.marker = 2; true")
+    node = br.js("document.querySelector('#page-nodes [data-node]')"
+                 ".dataset.node")
+    r = subprocess.run([c.allot, "node", "drain", node, "--reason",
+                        "fan swap <b>at noon</b>"], env=c.env,
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, "drain: %s" % r.stderr)
+    br.until("document.querySelector('#page-nodes .why') && document"
+             ".querySelector('#page-nodes .why').textContent.includes("
+             "'Drained: fan swap <b>at noon</b>')", "the drain's reason, live")
+    check(br.js("window.marker") == 2 and
+          not br.js("!!document.querySelector('#page-nodes .why b')"),
+          "no reload, the reason shown as text")
+    br.shot(os.path.join(shots, "nodes-drained.png"))
+    c.cli("node", "resume", node)
+    br.until("!document.querySelector('#page-nodes .why')",
+             "the resume, live")
     br.js("location.hash = '#/queues'; true")
     br.until("document.querySelectorAll('#page-queues tr[data-queue]')"
              ".length >= 4", "the queues")

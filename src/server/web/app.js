@@ -17,11 +17,12 @@
                   'cancelled'];
   let token = sessionStorage.getItem(KEY);
   let me = null;
-  let current = null;     // the page shown: {update, onEvent}
+  let current = null;     // the page shown: {node, update, poll, job}
   let refreshTimer = null;
   let stream = null;      // the event stream's AbortController
   let cursor = null;      // the last event seen
   let updates = 0;
+  let updatedAt = 0;      // when the page shown was last refreshed
 
   const $ = (sel) => document.querySelector(sel);
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -327,7 +328,7 @@
           h('h2', {}, 'Queues: deserved, fair share, allocated GPUs'),
           queueBars(queues.queues)));
     }
-    return { node: root, update };
+    return { node: root, update, poll: 5000 };
   }
 
   function pageNodes() {
@@ -374,9 +375,11 @@
             h('span', { class: 'muted' },
               ` ${n.gpus_used || 0}/${n.gpus.length} GPUs, ` +
               `seen ${span(n.last_seen_ms_ago || 0)} ago`)),
-          n.drained ? h('p', { class: 'why' }, n.state === 'draining' ?
-            'Drained by an admin: running jobs finish, no new ones start.' :
-            'Drained by an admin.') : null,
+          n.drained ? h('p', { class: 'why' },
+            (n.drain_reason ? 'Drained: ' + n.drain_reason :
+              'Drained by an admin') +
+            (n.state === 'draining' ?
+              '. Running jobs finish, no new ones start.' : '.')) : null,
           n.state === 'down' ? h('p', { class: 'why' },
             'Down: its agent stopped reporting; its jobs were requeued.') :
             null,
@@ -384,7 +387,7 @@
       }));
       if (!nodes.length) body.append(h('p', { class: 'muted' }, 'No nodes.'));
     }
-    return { node: root, update };
+    return { node: root, update, poll: 2000 };
   }
 
   function pageQueues() {
@@ -437,7 +440,7 @@
         charts.length ? h('div', { class: 'grid2' }, charts) :
           h('p', { class: 'muted' }, 'No samples yet.'));
     }
-    return { node: root, update };
+    return { node: root, update, poll: 2000 };
   }
 
   function pageJobs(params) {
@@ -613,6 +616,7 @@
     const page = current;
     if (!page) return;
     try {
+      updatedAt = Date.now();
       await page.update();
       updates++;
       document.body.dataset.updates = String(updates);
@@ -764,6 +768,16 @@
     });
     $('#logout').addEventListener('click', () => logout());
     window.addEventListener('hashchange', () => show());
+    // What the event stream does not carry (a node drained or down, its
+    // GPUs' telemetry, a queue's quota) shows by a refresh of the nodes,
+    // queues and overview pages every few seconds (their poll), while the
+    // tab is seen.
+    setInterval(() => {
+      if (token && current && current.poll && !document.hidden &&
+          Date.now() - updatedAt >= current.poll) {
+        scheduleUpdate();
+      }
+    }, 500);
     if (token) login(token);
     else logout();
   }
