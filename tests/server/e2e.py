@@ -2092,6 +2092,16 @@ def scenario_usage(c):
           re.search(r"^%d\s" % b_, out, re.M), "history: %s" % out)
     h = json.loads(c.cli("history", "--json", token=alice).stdout)
     check([j["id"] for j in h] == [b_], "alice's history: %s" % h)
+    # A cancelled job did not exit by itself: no exit status of 0.
+    x = c.submit("--queue", "team", "--gpus", "1", "--", "sleep", "60")
+    c.wait_state(x, "running")
+    c.cli("cancel", str(x))
+    c.wait_state(x, "cancelled")
+    row = [r.split() for r in c.cli("history", "--state",
+                                    "cancelled").stdout.splitlines()
+           if r.startswith("%d " % x)]
+    check(row and row[0][-3] == "-",
+          "a cancelled job at once in the history, its EXIT '-': %s" % row)
 
     # Bad input: exit 2 from the CLI, 400 from the API.
     for args in (("report", "--since", "2026-13-01"),
