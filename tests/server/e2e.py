@@ -1850,6 +1850,10 @@ def scenario_metrics(c):
           in text and "allot_gpus{model=\"H100-80GB\"} 8\n" in text and
           "allot_gpus_allocated{model=\"H100-80GB\"} 6\n" in text and
           "allot_queue_borrowed_gpus{queue=\"team\"} 4\n" in text and
+          "allot_queue_model_allocated_gpus{queue=\"team\","
+          "model=\"H100-80GB\"} 6\n" in text and
+          "allot_queue_model_allocated_gpus{queue=\"default\","
+          "model=\"H100-80GB\"} 0\n" in text and
           "allot_nodes{state=\"ready\"}" in text,
           "jobs, GPUs and queues in the exposition: %s" % text)
     pend = wait_for(lambda: (lambda t: t if re.search(
