@@ -337,9 +337,9 @@ al_cli_node(int argc, char **argv)
     int npos = 0;
     int rc =
         al_opt_parse_cmd(&al_cli_node_cmd, NULL, &a, argc, argv, pos, 2, &npos);
-    bool ok = npos == 2 &&
-              (strcmp(pos[0], "drain") == 0 ||
-               (strcmp(pos[0], "resume") == 0 && a.reason == NULL));
+    bool ok =
+        npos == 2 && (strcmp(pos[0], "drain") == 0 ||
+                      (strcmp(pos[0], "resume") == 0 && a.reason == NULL));
     if (rc != 0 || a.help || !ok) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_node_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;

@@ -177,8 +177,8 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
     int nmodels = 0;
     int64_t total[AL_MAX_MODELS] = { 0 }, milli[AL_MAX_MODELS] = { 0 };
     /* By queue and model too: qm[queue * AL_MAX_MODELS + model]. */
-    int64_t *qm = al_xcalloc((size_t)ctl->nqueues * AL_MAX_MODELS + 1,
-                             sizeof *qm);
+    int64_t *qm =
+        al_xcalloc((size_t)ctl->nqueues * AL_MAX_MODELS + 1, sizeof *qm);
     for (int i = 0; i < ctl->nnodes; i++) {
         const al__node_t *n = &ctl->nodes[i];
         if (n->state == NS_DOWN)
