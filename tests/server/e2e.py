@@ -427,6 +427,22 @@ def scenario_run(c):
     check([j["id"] for j in page["jobs"]] == [a + 2, a + 3], "second page")
     s_, page = c.api("GET", "/v1/jobs?state=failed")
     check([j["id"] for j in page["jobs"]] == [f], "state filter")
+    # Newest first, and the page before.
+    s_, page = c.api("GET", "/v1/jobs?limit=2&order=desc")
+    ids = [j["id"] for j in page["jobs"]]
+    check(s_ == 200 and len(ids) == 2 and ids[0] > ids[1] and
+          ids[0] == max(j["id"] for j in lj) and page["next"] == ids[1],
+          "newest first: %s %s" % (ids, page["next"]))
+    s_, page2 = c.api("GET", "/v1/jobs?limit=2&order=desc&before=%d" %
+                      page["next"])
+    check([j["id"] for j in page2["jobs"]] == [ids[1] - 1, ids[1] - 2],
+          "the page before: %s" % page2)
+    s_, page = c.api("GET", "/v1/jobs?order=desc&before=%d&state=failed" %
+                     (f + 1))
+    check([j["id"] for j in page["jobs"]] == [f], "desc, filtered: %s" % page)
+    for q in ("order=up", "before=x", "order=desc&expand=1"):
+        s_, b_ = c.api("GET", "/v1/jobs?" + q)
+        check(s_ == 400 and b_["message"], "%s: %s %s" % (q, s_, b_))
 
     # Admin commands: queues and node draining.
     out = c.cli("queue", "set", "research", "--deserved", "gpu=4,mem=64G",

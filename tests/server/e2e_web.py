@@ -544,6 +544,13 @@ def dashboard(c, br, shots, env):
                  "r.querySelector('.reason').textContent])")
     check(all(r[2] for r in rows if r[1] == "row-pending"),
           "pending jobs show why: %s" % rows)
+    # The newest jobs (a cluster has more than a page of them).
+    asked = br.js("performance.getEntriesByType('resource').map(e => e.name)"
+                  ".filter(n => n.includes('/v1/jobs?'))")
+    check(asked and all("order=desc" in u for u in asked),
+          "the jobs page and the overview ask for the newest: %s" % asked)
+    check(any("state=active" in u for u in asked),
+          "the overview counts the active jobs: %s" % asked)
     br.js("const s = document.querySelector('#f-search');"
           "s.value = 'joe'; s.dispatchEvent(new Event('input')); true")
     br.until("[...document.querySelectorAll('#page-jobs tr[data-job]')]"
@@ -600,6 +607,11 @@ def dashboard(c, br, shots, env):
     check(j["state"] == "cancelled", "job %s: %s" % (big, j["state"]))
     print("live: a submit shown in %.2f s, a cancel in %.2f s" %
           (live, cancel))
+    # The overview's ended jobs: the last 24 hours' (the report's).
+    br.js("location.hash = '#/overview'; true")
+    br.until("document.querySelector('[data-state=cancelled]') && "
+             "Number(document.querySelector('[data-state=cancelled]')"
+             ".textContent) >= 1", "the cancel counted on the overview")
     # Phone-sized: nothing scrolls sideways but the tables' own boxes.
     br.size(390, 844, mobile=True)
     for page, sel in (("overview", "#page-overview .kpi"),

@@ -279,7 +279,7 @@
       const now = Math.floor(Date.now() / 1000);
       const [nodes, queues, jobs, usage, report] = await Promise.all([
         api('/v1/nodes'), api('/v1/queues'),
-        api('/v1/jobs?limit=1000'),
+        api('/v1/jobs?state=active&limit=1000&order=desc'),
         api(`/v1/usage?from=${now - 6 * 3600}&to=${now}&by=queue`),
         api(`/v1/report?since=${now - 86400}&until=${now}`),
       ]);
@@ -294,8 +294,18 @@
           }
         }
       }
+      // Active jobs from the list (1000 at most: "1000+"), ended ones
+      // from the report's last 24 hours (a list of every job that ever
+      // ran would be the oldest 1000 of them).
       const byState = Object.fromEntries(STATES.map((x) => [x, 0]));
       for (const j of jobs.jobs) byState[j.state] = (byState[j.state] || 0) + 1;
+      const more = jobs.next !== null && jobs.next !== undefined;
+      for (const x of ['pending', 'held', 'running']) {
+        if (more) byState[x] += '+';
+      }
+      for (const x of ['completed', 'failed', 'cancelled']) {
+        byState[x] = report.total ? report.total[x] || 0 : '-';
+      }
       const w = report.total ? report.total.wastage_ratio : null;
       const a = sumUsage(usage, 'allocated');
       const used = sumUsage(usage, 'used');
@@ -319,7 +329,8 @@
             ], 'GPUs allocated, busy and idle over time'),
             a.t.length ? null : h('p', { class: 'muted' },
               'No samples yet: the controller samples every minute.')),
-          h('div', { class: 'card' }, h('h2', {}, 'Jobs by state'),
+          h('div', { class: 'card' },
+            h('h2', {}, 'Jobs by state (ended: last 24 hours)'),
             h('ul', { class: 'states' }, STATES.map((x) =>
               h('li', {}, h('a', { href: '#/jobs?state=' + x }, badge(x)),
                 h('span', { class: 'count', 'data-state': x },
@@ -483,7 +494,8 @@
     root.append(h('div', { class: 'filters' }, state, search, count), body);
     async function update() {
       const st = state.value === 'all' ? '' : '&state=' + state.value;
-      const r = await api('/v1/jobs?limit=1000' + st);
+      // The newest 1000 (ids ascending would be the oldest).
+      const r = await api('/v1/jobs?limit=1000&order=desc' + st);
       last = r.jobs.sort((a, b) => b.id - a.id);
       draw();
     }
