@@ -622,6 +622,16 @@ def dashboard(c, br, shots, env):
         time.sleep(0.3)
         wide = br.js("document.documentElement.scrollWidth")
         check(wide <= 390, "%s at 390 px is %s px wide" % (page, wide))
+        if page == "jobs":
+            # Why a job waits, seen without scrolling the table.
+            seen = br.js(
+                "[...document.querySelectorAll('#page-jobs tr.row-pending')]"
+                ".map(r => { const e = r.querySelector('.reason-m'); "
+                "if (!e || !e.offsetParent) return null; "
+                "const b = e.getBoundingClientRect(); "
+                "return b.width > 0 && b.left >= 0 && b.right <= 390 ? "
+                "e.textContent : null; })")
+            check(seen and all(seen), "pending reasons on a phone: %s" % seen)
         br.shot(os.path.join(shots, "phone-%s.png" % page))
     br.size(1280, 800)
     # A user's token: their own jobs only; log out forgets it.

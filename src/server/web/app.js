@@ -476,7 +476,10 @@
         'class', 'state', 'GPUs', 'age', 'why / how', ''],
       shown.map((j) => h('tr', { 'data-job': j.id, class: 'row-' + j.state },
         h('td', { class: 'n' }, h('a', { href: '#/jobs/' + j.id }, j.id)),
-        h('td', {}, j.name), h('td', {}, j.user), h('td', {}, j.queue),
+        // The reason again under the name, for a phone's narrow table.
+        h('td', {}, j.name, j.reason ?
+          h('div', { class: 'reason-m' }, j.reason) : null),
+        h('td', {}, j.user), h('td', {}, j.queue),
         h('td', {}, j.class), h('td', {}, badge(j.state)),
         h('td', { class: 'n' }, num(jobGpus(j), 2)),
         h('td', { class: 'n' }, age(j.submit_ms)),
