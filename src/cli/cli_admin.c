@@ -308,12 +308,18 @@ al_cli_queue(int argc, char **argv)
 
 /* `allot node` takes only the connection's options. */
 typedef struct node_args {
-    const char *server, *token;
+    const char *server, *token, *reason;
     bool help;
 } node_args_t;
 
 static const al_opt_t node_opts[] = {
     AL_CLI_CONN_OPTS(node_args_t),
+    { .name = "--reason",
+      .kind = AL_OPT_STR,
+      .off = offsetof(node_args_t, reason),
+      .arg = "TEXT",
+      .help = "why the node is drained (shown by `allot nodes` and the "
+              "dashboard)" },
     { .name = NULL },
 };
 
@@ -333,8 +339,9 @@ al_cli_node(int argc, char **argv)
     int npos = 0;
     int rc =
         al_opt_parse_cmd(&al_cli_node_cmd, NULL, &a, argc, argv, pos, 2, &npos);
-    bool ok = npos == 2 &&
-              (strcmp(pos[0], "drain") == 0 || strcmp(pos[0], "resume") == 0);
+    bool ok =
+        npos == 2 && (strcmp(pos[0], "drain") == 0 ||
+                      (strcmp(pos[0], "resume") == 0 && a.reason == NULL));
     if (rc != 0 || a.help || !ok) {
         al_opt_usage(a.help ? stdout : stderr, &al_cli_node_cmd);
         return a.help ? AL_EXIT_OK : AL_EXIT_USAGE;
@@ -345,7 +352,10 @@ al_cli_node(int argc, char **argv)
     char path[200];
     snprintf(path, sizeof path, "/v1/nodes/%s/%s", pos[1], pos[0]);
     json_t *out = NULL;
-    rc = al_client_call(&c, "POST", path, NULL, &out, NULL, NULL);
+    json_t *body =
+        a.reason != NULL ? json_pack("{s:s}", "reason", a.reason) : NULL;
+    rc = al_client_call(&c, "POST", path, body, &out, NULL, NULL);
+    json_decref(body);
     al_client_fini(&c);
     if (rc != 0)
         return rc;

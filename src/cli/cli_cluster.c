@@ -143,7 +143,8 @@ al_cli_nodes(int argc, char **argv)
                (long long)(al_json_int(n, "mem_bytes", 0) >> 30), util, gmem,
                pool[0] ? pool : "-", rack, labels);
     }
-    /* Why a node was drained for its GPUs' health, under the table. */
+    /* Why a node was drained (an admin's reason or its GPUs' health),
+     * under the table. */
     for (size_t i = 0; i < json_array_size(nodes); i++) {
         json_t *n = json_array_get(nodes, i);
         const char *why = al_json_str(n, "drain_reason", NULL);

@@ -83,8 +83,8 @@ parse_period(const char *cmd, const char *since, const char *until,
                 cmd, until);
         return AL_EXIT_USAGE;
     }
-    if (until == NULL)
-        *to = now;
+    if (until == NULL) /* the end is left out: this second is in */
+        *to = now + 1;
     if (since != NULL && al_cli_parse_when(since, now, from) != 0) {
         fprintf(stderr,
                 "allot %s: bad --since '%s' (now, -7d, @SECONDS, "
@@ -447,6 +447,9 @@ al_cli_history(int argc, char **argv)
         int64_t sig = al_json_int(j, "signal", 0);
         if (sig > 0)
             snprintf(ex, sizeof ex, "sig%lld", (long long)sig);
+        else if (strcmp(al_json_str(j, "state", ""), "cancelled") == 0 &&
+                 al_json_int(j, "exit_code", 0) == 0)
+            snprintf(ex, sizeof ex, "-"); /* stopped: no exit of its own */
         else
             snprintf(ex, sizeof ex, "%lld",
                      (long long)al_json_int(j, "exit_code", 0));

@@ -211,33 +211,62 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
     al__reply(req, 201, job_json(ctl, j));
 }
 
+/* The list's ?state= into want[]; false after a 400 reply. */
+static bool
+list_states(al__req_t *req, bool want[JS_COUNT])
+{
+    const char *states = al__req_arg(req, "state");
+    for (int s = 0; s < JS_COUNT; s++)
+        want[s] = states == NULL;
+    if (states == NULL)
+        return true;
+    char *copy = al_xstrdup(states), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t != NULL;
+         t = strtok_r(NULL, ",", &save)) {
+        int s = strcmp(t, "active") == 0 ? -2 : al__jstate_parse(t);
+        if (s == -2) {
+            want[JS_PENDING] = want[JS_HELD] = want[JS_RUNNING] = true;
+        } else if (s < 0) {
+            al__reply_error(req, 400, "bad_request",
+                            "unknown state '%s' (pending, held, running, "
+                            "completed, failed, cancelled, active)",
+                            t);
+            free(copy);
+            return false;
+        } else {
+            want[s] = true;
+        }
+    }
+    free(copy);
+    return true;
+}
+
+/* The list's ?order= and ?before= (0: none); false after a 400 reply.
+ * Newest first (order=desc, the next page before=ID) lists the latest
+ * jobs without reading all the older ones. */
+static bool
+list_order(al__req_t *req, bool *desc, uint64_t *before)
+{
+    const char *bs = al__req_arg(req, "before");
+    if (bs != NULL && (*before = parse_id(bs)) == 0) {
+        al__reply_error(req, 400, "bad_request", "before must be a job id");
+        return false;
+    }
+    const char *os = al__req_arg(req, "order");
+    *desc = os != NULL && strcmp(os, "desc") == 0;
+    if (os != NULL && !*desc && strcmp(os, "asc") != 0) {
+        al__reply_error(req, 400, "bad_request", "order is asc or desc");
+        return false;
+    }
+    return true;
+}
+
 void
 al__api_job_list(al_ctl_t *ctl, al__req_t *req)
 {
     bool want[JS_COUNT];
-    const char *states = al__req_arg(req, "state");
-    for (int s = 0; s < JS_COUNT; s++)
-        want[s] = states == NULL;
-    if (states != NULL) {
-        char *copy = al_xstrdup(states), *save = NULL;
-        for (char *t = strtok_r(copy, ",", &save); t != NULL;
-             t = strtok_r(NULL, ",", &save)) {
-            int s = strcmp(t, "active") == 0 ? -2 : al__jstate_parse(t);
-            if (s == -2) {
-                want[JS_PENDING] = want[JS_HELD] = want[JS_RUNNING] = true;
-            } else if (s < 0) {
-                al__reply_error(req, 400, "bad_request",
-                                "unknown state '%s' (pending, held, running, "
-                                "completed, failed, cancelled, active)",
-                                t);
-                free(copy);
-                return;
-            } else {
-                want[s] = true;
-            }
-        }
-        free(copy);
-    }
+    if (!list_states(req, want))
+        return;
     const char *queue = al__req_arg(req, "queue");
     const char *user = al__req_arg(req, "user");
     if (!al__req_admin(req)) {
@@ -265,6 +294,10 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
         al__reply_error(req, 400, "bad_request", "after must be a job id");
         return;
     }
+    uint64_t before = 0;
+    bool desc = false;
+    if (!list_order(req, &desc, &before))
+        return;
     /* Only active jobs wanted: none lies before the first active one. */
     if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED]) {
         uint64_t lo = al__ctl_first_active(ctl);
@@ -275,11 +308,22 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
      * element, those without a job yet made up from the array. */
     const char *ex = al__req_arg(req, "expand");
     bool expand = ex != NULL && strcmp(ex, "0") != 0;
+    if (desc && expand) {
+        al__reply_error(req, 400, "bad_request",
+                        "order=desc does not take expand");
+        return;
+    }
+    /* Indexes [after, hi): ids after `after` and before `before`. */
+    uint64_t hi = ctl->njobs;
+    if (before != 0 && before - 1 < hi)
+        hi = before - 1;
+    uint64_t span = hi > after ? hi - after : 0;
     json_t *jobs = json_array();
     uint64_t last = 0;
     bool more = false;
     al__job_t *owner = NULL;
-    for (uint64_t i = after; i < ctl->njobs; i++) {
+    for (uint64_t k = 0; k < span; k++) {
+        uint64_t i = desc ? hi - 1 - k : after + k;
         const al__job_t *j = ctl->jobs[i];
         uint64_t id = i + 1;
         al__jstate_t st = j != NULL ? j->state : JS_PENDING;

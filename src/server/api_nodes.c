@@ -5,11 +5,13 @@
  *
  * May call: state.c, table.c, doc.c (the node form) and req.c.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "api_int.h"
 #include "clock.h"
 #include "json.h"
+#include "xmalloc.h"
 
 /* The API form of a node: its stored form plus what runs on it.  A GPU's
  * job is named for admins and for the job's owner only (users see their
@@ -89,9 +91,26 @@ drain_resume(al_ctl_t *ctl, al__req_t *req, bool drain)
         al__reply_error(req, 404, "not_found", "no node '%s'", req->cap[0]);
         return;
     }
+    /* An admin's drain may say why ({"reason": "..."}): kept as the
+     * node's drain_reason (the one GPU faults set), cleared on resume. */
+    json_t *rv = drain ? json_object_get(req->body, "reason") : NULL;
+    const char *reason = json_is_string(rv) ? json_string_value(rv) : NULL;
+    bool bad = rv != NULL && !json_is_null(rv) &&
+               (reason == NULL || strlen(reason) > 200);
+    for (const char *p = reason; p != NULL && *p != '\0' && !bad; p++)
+        bad = (unsigned char)*p < 0x20 || *p == 0x7f;
+    if (bad) {
+        al__reply_error(req, 400, "bad_request",
+                        "reason: one line of text, at most 200 bytes");
+        return;
+    }
     ctl->nodes[i].drained = drain;
     if (!drain)
         al__gpuhealth_resume(ctl, i); /* its GPU faults are dealt with */
+    if (reason != NULL && reason[0] != '\0') {
+        free(ctl->nodes[i].drain_reason);
+        ctl->nodes[i].drain_reason = al_xstrdup(reason);
+    }
     ctl->nodes[i].dirty = true;
     al__ctl_touch(ctl);
     req->mutating = true;

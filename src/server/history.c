@@ -378,6 +378,23 @@ al__usage_series(al_ctl_t *ctl, int64_t from, int64_t to, int64_t bucket,
     if (g.nb > 0)
         al__store_read(ctl, stmt[by_model][key != NULL], key != NULL ? 4 : 3, v,
                        gather_row, &g);
+    /* The coarse steps not rolled up yet (the hour under way) are read
+     * from their fine rows, from the first bucket wholly after the last
+     * coarse row: a query at an hourly step shows the last hour too. */
+    if (g.nb > 0 && rowstep > step) {
+        int64_t rolled = ctl->usage.next_t != 0 ? ctl->usage.rolled_t
+                                                : last_row(ctl, coarse);
+        int64_t fine = rolled >= 0 ? rolled + coarse : from;
+        if (fine < from)
+            fine = from;
+        fine = from + (fine - from + bucket - 1) / bucket * bucket;
+        if (fine < to) {
+            snprintf(a, sizeof a, "%lld", (long long)step);
+            snprintf(b, sizeof b, "%lld", (long long)fine);
+            al__store_read(ctl, stmt[by_model][key != NULL],
+                           key != NULL ? 4 : 3, v, gather_row, &g);
+        }
+    }
 
     json_t *out = json_pack("{s:I, s:I, s:I, s:s}", "from", (json_int_t)from,
                             "to", (json_int_t)to, "step", (json_int_t)bucket,

@@ -202,6 +202,9 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
     const char *models[AL_MAX_MODELS];
     int nmodels = 0;
     int64_t total[AL_MAX_MODELS] = { 0 }, milli[AL_MAX_MODELS] = { 0 };
+    /* By queue and model too: qm[queue * AL_MAX_MODELS + model]. */
+    int64_t *qm =
+        al_xcalloc((size_t)ctl->nqueues * AL_MAX_MODELS + 1, sizeof *qm);
     for (int i = 0; i < ctl->nnodes; i++) {
         const al__node_t *n = &ctl->nodes[i];
         if (n->state == NS_DOWN)
@@ -211,15 +214,21 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
     }
     for (size_t k = 0; k < ctl->nrunning; k++) {
         const al__job_t *j = ctl->running[k];
+        int qi = al__job_qidx(ctl, j);
         for (int t = 0; j->tasks != NULL && t < j->ntasks; t++) {
             const al__task_t *tk = &j->tasks[t];
             if (tk->done || tk->node < 0 || tk->node >= ctl->nnodes)
                 continue;
             const al__node_t *n = &ctl->nodes[tk->node];
-            for (int g = 0; g < n->ngpus && g < 64; g++)
-                if (tk->devices & (UINT64_C(1) << g))
-                    milli[al__model_slot(models, &nmodels, n->gpus[g].model)] +=
-                        tk->gpu_milli > 0 ? tk->gpu_milli : AL_GPU_MILLI;
+            for (int g = 0; g < n->ngpus && g < 64; g++) {
+                if (!(tk->devices & (UINT64_C(1) << g)))
+                    continue;
+                int m = al__model_slot(models, &nmodels, n->gpus[g].model);
+                int64_t v = tk->gpu_milli > 0 ? tk->gpu_milli : AL_GPU_MILLI;
+                milli[m] += v;
+                if (qi >= 0)
+                    qm[(size_t)qi * AL_MAX_MODELS + (size_t)m] += v;
+            }
         }
     }
     head(b, "allot_gpus", "gauge",
@@ -239,6 +248,20 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
         al_buf_puts(b, "\"}");
         value(b, (double)milli[m] / AL_GPU_MILLI);
     }
+    head(b, "allot_queue_model_allocated_gpus", "gauge",
+         "GPUs held by the queue's running tasks, by model (a fraction "
+         "counts as its share).");
+    for (int i = 0; i < ctl->nqueues; i++)
+        for (int m = 0; m < nmodels; m++) {
+            al_buf_puts(b, "allot_queue_model_allocated_gpus{queue=\"");
+            label(b, ctl->queues[i].name);
+            al_buf_puts(b, "\",model=\"");
+            label(b, models[m]);
+            al_buf_puts(b, "\"}");
+            value(b, (double)qm[(size_t)i * AL_MAX_MODELS + (size_t)m] /
+                         AL_GPU_MILLI);
+        }
+    free(qm);
 }
 
 /* One line of a per-queue metric. */

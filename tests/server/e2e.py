@@ -427,6 +427,22 @@ def scenario_run(c):
     check([j["id"] for j in page["jobs"]] == [a + 2, a + 3], "second page")
     s_, page = c.api("GET", "/v1/jobs?state=failed")
     check([j["id"] for j in page["jobs"]] == [f], "state filter")
+    # Newest first, and the page before.
+    s_, page = c.api("GET", "/v1/jobs?limit=2&order=desc")
+    ids = [j["id"] for j in page["jobs"]]
+    check(s_ == 200 and len(ids) == 2 and ids[0] > ids[1] and
+          ids[0] == max(j["id"] for j in lj) and page["next"] == ids[1],
+          "newest first: %s %s" % (ids, page["next"]))
+    s_, page2 = c.api("GET", "/v1/jobs?limit=2&order=desc&before=%d" %
+                      page["next"])
+    check([j["id"] for j in page2["jobs"]] == [ids[1] - 1, ids[1] - 2],
+          "the page before: %s" % page2)
+    s_, page = c.api("GET", "/v1/jobs?order=desc&before=%d&state=failed" %
+                     (f + 1))
+    check([j["id"] for j in page["jobs"]] == [f], "desc, filtered: %s" % page)
+    for q in ("order=up", "before=x", "order=desc&expand=1"):
+        s_, b_ = c.api("GET", "/v1/jobs?" + q)
+        check(s_ == 400 and b_["message"], "%s: %s %s" % (q, s_, b_))
 
     # Admin commands: queues and node draining.
     out = c.cli("queue", "set", "research", "--deserved", "gpu=4,mem=64G",
@@ -1850,6 +1866,10 @@ def scenario_metrics(c):
           in text and "allot_gpus{model=\"H100-80GB\"} 8\n" in text and
           "allot_gpus_allocated{model=\"H100-80GB\"} 6\n" in text and
           "allot_queue_borrowed_gpus{queue=\"team\"} 4\n" in text and
+          "allot_queue_model_allocated_gpus{queue=\"team\","
+          "model=\"H100-80GB\"} 6\n" in text and
+          "allot_queue_model_allocated_gpus{queue=\"default\","
+          "model=\"H100-80GB\"} 0\n" in text and
           "allot_nodes{state=\"ready\"}" in text,
           "jobs, GPUs and queues in the exposition: %s" % text)
     pend = wait_for(lambda: (lambda t: t if re.search(
@@ -2092,6 +2112,16 @@ def scenario_usage(c):
           re.search(r"^%d\s" % b_, out, re.M), "history: %s" % out)
     h = json.loads(c.cli("history", "--json", token=alice).stdout)
     check([j["id"] for j in h] == [b_], "alice's history: %s" % h)
+    # A cancelled job did not exit by itself: no exit status of 0.
+    x = c.submit("--queue", "team", "--gpus", "1", "--", "sleep", "60")
+    c.wait_state(x, "running")
+    c.cli("cancel", str(x))
+    c.wait_state(x, "cancelled")
+    row = [r.split() for r in c.cli("history", "--state",
+                                    "cancelled").stdout.splitlines()
+           if r.startswith("%d " % x)]
+    check(row and row[0][-3] == "-",
+          "a cancelled job at once in the history, its EXIT '-': %s" % row)
 
     # Bad input: exit 2 from the CLI, 400 from the API.
     for args in (("report", "--since", "2026-13-01"),
@@ -2108,6 +2138,62 @@ def scenario_usage(c):
                  "/v1/report?by=gpu", "/v1/report?since=-5"):
         s, b = c.api("GET", path)
         check(s == 400 and b.get("message"), "%s: %s %s" % (path, s, b))
+
+    # The coarse step under way (1000 s here) has no coarse row yet: a
+    # query at that step reads its fine rows, so the last step shows.
+    c.kill_server(signal.SIGTERM)
+    c.start_server("--usage-interval", "1", "--usage-rollup", "1000")
+
+    def last_hour():
+        s, u = c.api("GET", "/v1/usage?by=queue&from=%d&step=1000" %
+                     (int(time.time()) - 3000))
+        check(s == 200 and u["step"] == 1000, "coarse: %s %s" % (s, u))
+        q = {x["queue"]: x for x in u["series"]}.get("capped")
+        return q if q and q["t"] and q["pending"][-1] == 2000.0 else None
+    q = wait_for(last_hour, 15, "the step under way at a coarse step")
+    hours = {int(time.time() - d) // 1000 * 1000 for d in (0, 20)}
+    check(q["t"][-1] in hours, "the last step: %s, want one of %s" %
+          (q, hours))
+
+
+def scenario_drain_reason(c):
+    """`allot node drain --reason`: the reason is stored with the node
+    (GET /v1/nodes' drain_reason, `allot nodes` under the table), kept
+    across a kill -9 of the controller, cleared by a resume; a drain
+    without one has none; a reason that is not one short line is 400."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+
+    def node():
+        s, b = c.api("GET", "/v1/nodes")
+        check(s == 200, "nodes: %s %s" % (s, b))
+        return {n["name"]: n for n in b["nodes"]}["n1"]
+    out = c.cli("node", "drain", "n1", "--reason", "fan swap at noon").stdout
+    check("draining" in out or "drained" in out, "drain: %s" % out)
+    n = node()
+    check(n["drained"] and n.get("drain_reason") == "fan swap at noon",
+          "the reason in GET /v1/nodes: %s" % n)
+    out = c.cli("nodes").stdout
+    check("n1: fan swap at noon\n" in out, "allot nodes: %s" % out)
+    c.kill_server(signal.SIGKILL)
+    c.start_server()
+    n = node()
+    check(n["drained"] and n.get("drain_reason") == "fan swap at noon",
+          "the reason after a restart: %s" % n)
+    check("ready" in c.cli("node", "resume", "n1").stdout, "resume")
+    n = node()
+    check(not n["drained"] and "drain_reason" not in n,
+          "a resume clears the reason: %s" % n)
+    c.cli("node", "drain", "n1")
+    check("drain_reason" not in node(), "no reason given, none kept")
+    c.cli("node", "resume", "n1")
+    for body in ({"reason": 5}, {"reason": "a\nb"}, {"reason": "x" * 201}):
+        s, b = c.api("POST", "/v1/nodes/n1/drain", body)
+        check(s == 400 and "reason" in b.get("message", ""),
+              "%s: %s %s" % (body, s, b))
+    check(not node()["drained"], "a refused drain drains nothing")
+    p = c.cli("node", "resume", "n1", "--reason", "x", ok=False)
+    check(p.returncode == 2, "resume --reason: %d" % p.returncode)
 
 
 SCENARIOS = {
@@ -2135,6 +2221,7 @@ SCENARIOS = {
     "pg_restart_load": scenario_pg_restart_load,
     "metrics": scenario_metrics,
     "usage": scenario_usage,
+    "drain_reason": scenario_drain_reason,
 }
 
 

@@ -512,6 +512,25 @@ def dashboard(c, br, shots, env):
           br.js("document.querySelectorAll('.gpu.gfree').length") <
           8, "emulated, allocated cells")
     br.shot(os.path.join(shots, "nodes.png"))
+    # A drain (no job event on the stream) shows without a reload, with
+    # the admin's reason; a resume takes it away.
+    br.js("window.marker = 2; true")
+    node = br.js("document.querySelector('#page-nodes [data-node]')"
+                 ".dataset.node")
+    r = subprocess.run([c.allot, "node", "drain", node, "--reason",
+                        "fan swap <b>at noon</b>"], env=c.env,
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode == 0, "drain: %s" % r.stderr)
+    br.until("document.querySelector('#page-nodes .why') && document"
+             ".querySelector('#page-nodes .why').textContent.includes("
+             "'Drained: fan swap <b>at noon</b>')", "the drain's reason, live")
+    check(br.js("window.marker") == 2 and
+          not br.js("!!document.querySelector('#page-nodes .why b')"),
+          "no reload, the reason shown as text")
+    br.shot(os.path.join(shots, "nodes-drained.png"))
+    c.cli("node", "resume", node)
+    br.until("!document.querySelector('#page-nodes .why')",
+             "the resume, live")
     br.js("location.hash = '#/queues'; true")
     br.until("document.querySelectorAll('#page-queues tr[data-queue]')"
              ".length >= 4", "the queues")
@@ -525,6 +544,13 @@ def dashboard(c, br, shots, env):
                  "r.querySelector('.reason').textContent])")
     check(all(r[2] for r in rows if r[1] == "row-pending"),
           "pending jobs show why: %s" % rows)
+    # The newest jobs (a cluster has more than a page of them).
+    asked = br.js("performance.getEntriesByType('resource').map(e => e.name)"
+                  ".filter(n => n.includes('/v1/jobs?'))")
+    check(asked and all("order=desc" in u for u in asked),
+          "the jobs page and the overview ask for the newest: %s" % asked)
+    check(any("state=active" in u for u in asked),
+          "the overview counts the active jobs: %s" % asked)
     br.js("const s = document.querySelector('#f-search');"
           "s.value = 'joe'; s.dispatchEvent(new Event('input')); true")
     br.until("[...document.querySelectorAll('#page-jobs tr[data-job]')]"
@@ -581,6 +607,11 @@ def dashboard(c, br, shots, env):
     check(j["state"] == "cancelled", "job %s: %s" % (big, j["state"]))
     print("live: a submit shown in %.2f s, a cancel in %.2f s" %
           (live, cancel))
+    # The overview's ended jobs: the last 24 hours' (the report's).
+    br.js("location.hash = '#/overview'; true")
+    br.until("document.querySelector('[data-state=cancelled]') && "
+             "Number(document.querySelector('[data-state=cancelled]')"
+             ".textContent) >= 1", "the cancel counted on the overview")
     # Phone-sized: nothing scrolls sideways but the tables' own boxes.
     br.size(390, 844, mobile=True)
     for page, sel in (("overview", "#page-overview .kpi"),
@@ -591,6 +622,16 @@ def dashboard(c, br, shots, env):
         time.sleep(0.3)
         wide = br.js("document.documentElement.scrollWidth")
         check(wide <= 390, "%s at 390 px is %s px wide" % (page, wide))
+        if page == "jobs":
+            # Why a job waits, seen without scrolling the table.
+            seen = br.js(
+                "[...document.querySelectorAll('#page-jobs tr.row-pending')]"
+                ".map(r => { const e = r.querySelector('.reason-m'); "
+                "if (!e || !e.offsetParent) return null; "
+                "const b = e.getBoundingClientRect(); "
+                "return b.width > 0 && b.left >= 0 && b.right <= 390 ? "
+                "e.textContent : null; })")
+            check(seen and all(seen), "pending reasons on a phone: %s" % seen)
         br.shot(os.path.join(shots, "phone-%s.png" % page))
     br.size(1280, 800)
     # A user's token: their own jobs only; log out forgets it.

@@ -398,6 +398,15 @@ def scenario_partitions(c):
     p = s.run("sbatch", "-C", "ib|nvme", "--wrap", "true")
     check(p.returncode == 1 and "Invalid feature specification" in p.stderr,
           "-C a|b: %r" % p.stderr)
+    # A drained node's reason, as Slurm shows it.
+    c.cli("node", "drain", "node2", "--reason", "bad cable")
+    p = s.run("scontrol", "show", "node", "node2")
+    check("State=IDLE+DRAIN\n" in p.stdout and
+          "   Reason=bad cable\n" in p.stdout,
+          "scontrol show node of a drained node: %r" % p.stdout)
+    c.cli("node", "resume", "node2")
+    p = s.run("scontrol", "show", "node", "node2")
+    check("Reason=" not in p.stdout, "resumed: %r" % p.stdout)
 
 
 def scenario_requeue(c):

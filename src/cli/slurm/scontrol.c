@@ -90,6 +90,9 @@ show_node(const json_t *n)
            al_json_str(n, "name", ""));
     printf("   RealMemory=%lld\n", mem);
     printf("   State=%s\n", st);
+    const char *why = al_json_str(n, "drain_reason", NULL);
+    if (why != NULL) /* an admin's --reason, or the GPU fault's */
+        printf("   Reason=%s\n", why);
     const char *pool = al__sl_node_pool(n);
     printf("   Partitions=%s%s%s \n", AL_SLURM_PARTITION, pool ? "," : "",
            pool ? pool : "");

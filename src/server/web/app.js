@@ -17,11 +17,12 @@
                   'cancelled'];
   let token = sessionStorage.getItem(KEY);
   let me = null;
-  let current = null;     // the page shown: {update, onEvent}
+  let current = null;     // the page shown: {node, update, poll, job}
   let refreshTimer = null;
   let stream = null;      // the event stream's AbortController
   let cursor = null;      // the last event seen
   let updates = 0;
+  let updatedAt = 0;      // when the page shown was last refreshed
 
   const $ = (sel) => document.querySelector(sel);
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -278,7 +279,7 @@
       const now = Math.floor(Date.now() / 1000);
       const [nodes, queues, jobs, usage, report] = await Promise.all([
         api('/v1/nodes'), api('/v1/queues'),
-        api('/v1/jobs?limit=1000'),
+        api('/v1/jobs?state=active&limit=1000&order=desc'),
         api(`/v1/usage?from=${now - 6 * 3600}&to=${now}&by=queue`),
         api(`/v1/report?since=${now - 86400}&until=${now}`),
       ]);
@@ -293,8 +294,18 @@
           }
         }
       }
+      // Active jobs from the list (1000 at most: "1000+"), ended ones
+      // from the report's last 24 hours (a list of every job that ever
+      // ran would be the oldest 1000 of them).
       const byState = Object.fromEntries(STATES.map((x) => [x, 0]));
       for (const j of jobs.jobs) byState[j.state] = (byState[j.state] || 0) + 1;
+      const more = jobs.next !== null && jobs.next !== undefined;
+      for (const x of ['pending', 'held', 'running']) {
+        if (more) byState[x] += '+';
+      }
+      for (const x of ['completed', 'failed', 'cancelled']) {
+        byState[x] = report.total ? report.total[x] || 0 : '-';
+      }
       const w = report.total ? report.total.wastage_ratio : null;
       const a = sumUsage(usage, 'allocated');
       const used = sumUsage(usage, 'used');
@@ -318,7 +329,8 @@
             ], 'GPUs allocated, busy and idle over time'),
             a.t.length ? null : h('p', { class: 'muted' },
               'No samples yet: the controller samples every minute.')),
-          h('div', { class: 'card' }, h('h2', {}, 'Jobs by state'),
+          h('div', { class: 'card' },
+            h('h2', {}, 'Jobs by state (ended: last 24 hours)'),
             h('ul', { class: 'states' }, STATES.map((x) =>
               h('li', {}, h('a', { href: '#/jobs?state=' + x }, badge(x)),
                 h('span', { class: 'count', 'data-state': x },
@@ -327,7 +339,7 @@
           h('h2', {}, 'Queues: deserved, fair share, allocated GPUs'),
           queueBars(queues.queues)));
     }
-    return { node: root, update };
+    return { node: root, update, poll: 5000 };
   }
 
   function pageNodes() {
@@ -374,9 +386,11 @@
             h('span', { class: 'muted' },
               ` ${n.gpus_used || 0}/${n.gpus.length} GPUs, ` +
               `seen ${span(n.last_seen_ms_ago || 0)} ago`)),
-          n.drained ? h('p', { class: 'why' }, n.state === 'draining' ?
-            'Drained by an admin: running jobs finish, no new ones start.' :
-            'Drained by an admin.') : null,
+          n.drained ? h('p', { class: 'why' },
+            (n.drain_reason ? 'Drained: ' + n.drain_reason :
+              'Drained by an admin') +
+            (n.state === 'draining' ?
+              '. Running jobs finish, no new ones start.' : '.')) : null,
           n.state === 'down' ? h('p', { class: 'why' },
             'Down: its agent stopped reporting; its jobs were requeued.') :
             null,
@@ -384,7 +398,7 @@
       }));
       if (!nodes.length) body.append(h('p', { class: 'muted' }, 'No nodes.'));
     }
-    return { node: root, update };
+    return { node: root, update, poll: 2000 };
   }
 
   function pageQueues() {
@@ -437,7 +451,7 @@
         charts.length ? h('div', { class: 'grid2' }, charts) :
           h('p', { class: 'muted' }, 'No samples yet.'));
     }
-    return { node: root, update };
+    return { node: root, update, poll: 2000 };
   }
 
   function pageJobs(params) {
@@ -462,7 +476,10 @@
         'class', 'state', 'GPUs', 'age', 'why / how', ''],
       shown.map((j) => h('tr', { 'data-job': j.id, class: 'row-' + j.state },
         h('td', { class: 'n' }, h('a', { href: '#/jobs/' + j.id }, j.id)),
-        h('td', {}, j.name), h('td', {}, j.user), h('td', {}, j.queue),
+        // The reason again under the name, for a phone's narrow table.
+        h('td', {}, j.name, j.reason ?
+          h('div', { class: 'reason-m' }, j.reason) : null),
+        h('td', {}, j.user), h('td', {}, j.queue),
         h('td', {}, j.class), h('td', {}, badge(j.state)),
         h('td', { class: 'n' }, num(jobGpus(j), 2)),
         h('td', { class: 'n' }, age(j.submit_ms)),
@@ -480,7 +497,8 @@
     root.append(h('div', { class: 'filters' }, state, search, count), body);
     async function update() {
       const st = state.value === 'all' ? '' : '&state=' + state.value;
-      const r = await api('/v1/jobs?limit=1000' + st);
+      // The newest 1000 (ids ascending would be the oldest).
+      const r = await api('/v1/jobs?limit=1000&order=desc' + st);
       last = r.jobs.sort((a, b) => b.id - a.id);
       draw();
     }
@@ -613,6 +631,7 @@
     const page = current;
     if (!page) return;
     try {
+      updatedAt = Date.now();
       await page.update();
       updates++;
       document.body.dataset.updates = String(updates);
@@ -764,6 +783,16 @@
     });
     $('#logout').addEventListener('click', () => logout());
     window.addEventListener('hashchange', () => show());
+    // What the event stream does not carry (a node drained or down, its
+    // GPUs' telemetry, a queue's quota) shows by a refresh of the nodes,
+    // queues and overview pages every few seconds (their poll), while the
+    // tab is seen.
+    setInterval(() => {
+      if (token && current && current.poll && !document.hidden &&
+          Date.now() - updatedAt >= current.poll) {
+        scheduleUpdate();
+      }
+    }, 500);
     if (token) login(token);
     else logout();
   }
