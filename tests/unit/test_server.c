@@ -514,15 +514,12 @@ queue_doc(void)
     al__queue_t again;
     ASSERT_EQ(al__queue_from_json(shown, &again, &cause), 0);
     same_quota(again.quota, q.quota);
-    free(again.name);
-    free(again.parent);
+    al__queue_fini(&again);
     json_decref(shown);
-    free(back.name);
-    free(back.parent);
+    al__queue_fini(&back);
     free(text);
     json_decref(doc);
-    free(q.name);
-    free(q.parent);
+    al__queue_fini(&q);
 }
 
 /* A queue's build cap and idle settings: read, shown, read back. */
@@ -548,22 +545,22 @@ queue_doc_build_idle(void)
     ASSERT_EQ(back.idle_timeout, 1800);
     ASSERT_EQ(back.idle_util, 10);
     json_decref(doc);
-    free(back.name);
-    free(q.name);
+    al__queue_fini(&back);
+    al__queue_fini(&q);
     /* A cap of 0 is a cap (no build job runs); -1 or null none. */
     b = parse("{\"name\": \"dev\", \"max_build_gpus\": 0}");
     ASSERT_EQ(al__queue_from_json(b, &q, &cause), 0);
     json_decref(b);
     ASSERT(q.build_capped);
     ASSERT_EQ(q.build_cap, 0);
-    free(q.name);
+    al__queue_fini(&q);
     b = parse("{\"name\": \"dev\", \"max_build_gpus\": null}");
     ASSERT_EQ(al__queue_from_json(b, &q, &cause), 0);
     json_decref(b);
     ASSERT(!q.build_capped);
     ASSERT_EQ(q.idle_timeout, 0);
     ASSERT_EQ(q.idle_util, AL_IDLE_UTIL_DEFAULT);
-    free(q.name);
+    al__queue_fini(&q);
 }
 
 static void
