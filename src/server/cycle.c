@@ -567,10 +567,13 @@ accrue_usage(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
 void
 al__cycle_run(al_ctl_t *ctl)
 {
+    /* The arrays' tick may end a parent (its end_ms is the clock's now):
+     * the cycle's time is taken after it, so that a job it frees (a
+     * singleton) never starts before what it waited for ended. */
+    al__array_tick(ctl);
     int64_t now_ms = al_clock_ms(), now = now_ms / 1000;
     build_t b;
     memset(&b, 0, sizeof b);
-    al__array_tick(ctl);
     build_queues(ctl, &b);
     build_nodes(ctl, &b);
     build_jobs(ctl, &b, now_ms);
