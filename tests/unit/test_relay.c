@@ -9,9 +9,11 @@
  * with one node and one running job; socket pairs stand for the two
  * connections.
  */
+#include <linux/sockios.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -116,6 +118,19 @@ relay_refusals(void)
     relay_ctl_fini(&ctl);
 }
 
+/* Waits (at most 5 s) until the other end of fd has read all fd sent:
+ * what a test that means "the relay has the bytes" waits for, rather than
+ * a sleep that a slow machine (valgrind) outruns. */
+static void
+drained(int fd)
+{
+    int64_t end = al_clock_mono_ms() + 5000;
+    int queued = 1;
+    while (ioctl(fd, SIOCOUTQ, &queued) == 0 && queued > 0 &&
+           al_clock_mono_ms() < end)
+        al_clock_sleep_ms(1);
+}
+
 /* Reads from fd until n bytes came (or 5 s passed). */
 static size_t
 read_n(int fd, char *buf, size_t n)
@@ -180,7 +195,7 @@ relay_splice(void)
     al_buf_clear(&b);
     al_stream_put(&b, AL_FR_STDOUT, "0123456789", 10);
     ASSERT_EQ(write(agent[0], b.data, 7), 7);
-    al_clock_sleep_ms(50);
+    drained(agent[0]);
     al__relay_notice(&ctl, 1, "idle");
     al__relay_notice(&ctl, 2, "not this job");
     al_clock_sleep_ms(50);
