@@ -7,17 +7,23 @@
  * fuzzed), its service found, a replica chosen (ready, not draining, the
  * fewest outstanding requests); with none, the request waits on the
  * router's condition variable until one is ready, up to the service's
- * queue timeout.  A request that cannot reach its replica (connect
- * refused, or a kept-alive connection closed before any byte of an
- * answer) goes to another replica, up to four tries: the replica never
- * saw it or never answered.  Once the answer's first byte has gone to
- * the client nothing is retried; a replica that dies mid-answer closes
- * the client's connection.  Answers go through as they arrive (each read
- * is written at once), framed by Content-Length, chunked encoding, or the
- * replica closing its connection.
+ * queue timeout.  Its body is read whole first (a chunked one decoded by
+ * chunked.c, and sent on with a Content-Length).  A request that cannot
+ * reach its replica (connect refused, or the request could not be
+ * written) goes to another replica, up to four tries: the replica never
+ * saw it whole.  One that went out whole and got no answer (the replica
+ * closed the connection or died) is sent again only when that is safe:
+ * an idempotent method (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or an
+ * Idempotency-Key header; any other gets 502, as the replica may have
+ * acted on it.  A kept-alive connection is checked before it is used, so
+ * one the replica closed while idle is not taken for a death.  Once the
+ * answer's first byte has gone to the client nothing is retried; a
+ * replica that dies mid-answer closes the client's connection.  Answers go
+ * through as they arrive (each read is written at once), framed by
+ * Content-Length, chunked encoding, or the replica closing its connection.
  *
- * May call: auth.c (token checks); nothing else of the server.  Called by
- * server.c (start, stop) and svc.c (al__router_sync()).
+ * May call: auth.c (token checks), chunked.c; nothing else of the server.
+ * Called by server.c (start, stop) and svc.c (al__router_sync()).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "chunked.h"
 #include "clock.h"
 #include "core/error.h"
 #include "log.h"
@@ -370,11 +377,17 @@ read_head(int fd, char *buf, size_t *have)
 }
 
 static const char *const reasons[][2] = {
-    { "400", "Bad Request" },       { "401", "Unauthorized" },
-    { "404", "Not Found" },         { "411", "Length Required" },
-    { "413", "Content Too Large" }, { "431", "Headers Too Large" },
-    { "502", "Bad Gateway" },       { "503", "Service Unavailable" },
-    { "504", "Gateway Timeout" },   { "505", "HTTP Version Not Supported" },
+    { "400", "Bad Request" },
+    { "401", "Unauthorized" },
+    { "404", "Not Found" },
+    { "411", "Length Required" },
+    { "413", "Content Too Large" },
+    { "431", "Headers Too Large" },
+    { "501", "Not Implemented" },
+    { "502", "Bad Gateway" },
+    { "503", "Service Unavailable" },
+    { "504", "Gateway Timeout" },
+    { "505", "HTTP Version Not Supported" },
 };
 
 /* An answer of the router itself: {"error", "message"} as JSON. */
@@ -559,7 +572,15 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
             }
             o.content_length = x;
         } else if (header_is(p, ln, "Transfer-Encoding", &v, &vl)) {
+            /* Only chunked, once: another coding the router cannot
+             * frame, and two would hide one from it. */
+            if (o.chunked || vl != 7 || strncasecmp(v, "chunked", 7) != 0) {
+                *why = "only Transfer-Encoding: chunked is taken";
+                return 501;
+            }
             o.chunked = true;
+        } else if (header_is(p, ln, "Idempotency-Key", &v, &vl)) {
+            o.retry_safe = true;
         } else if (header_is(p, ln, "Connection", &v, &vl)) {
             if (has_token(v, vl, "close"))
                 o.keep_alive = false;
@@ -581,10 +602,21 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
         *why = "no end of head";
         return 400;
     }
-    if (o.chunked) {
-        *why = "chunked request bodies are not taken; send Content-Length";
-        return 411;
+    /* Both framings: a smuggled request could hide between them. */
+    if (o.chunked && o.content_length >= 0) {
+        *why = "both Transfer-Encoding and Content-Length";
+        return 400;
     }
+    if (o.chunked && o.http10) {
+        *why = "Transfer-Encoding in an HTTP/1.0 request";
+        return 400;
+    }
+    static const char *const idempotent[] = { "GET",    "HEAD",    "PUT",
+                                              "DELETE", "OPTIONS", "TRACE" };
+    for (size_t i = 0; i < sizeof idempotent / sizeof idempotent[0]; i++)
+        if (o.method_len == strlen(idempotent[i]) &&
+            memcmp(h, idempotent[i], o.method_len) == 0)
+            o.retry_safe = true;
     if (o.content_length > MAX_BODY) {
         *why = "request body over 16 MiB";
         return 413;
@@ -719,6 +751,8 @@ typedef enum {
     FWD_OK = 0, /* answered; the replica's connection kept when keep */
     FWD_RETRY,  /* nothing reached the client: another replica may */
     FWD_CLIENT, /* the answer started and broke: close the client */
+    FWD_LOST,   /* the replica took the request whole and died before
+                 * answering; not safe to send again: 502 */
 } fwd_t;
 
 /* Passes an answer's head h[0..n) to the client with its own Connection
@@ -753,14 +787,18 @@ write_head(int cfd, const char *h, size_t n, bool keep)
 
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
  * cfd.  *keep: whether ufd may serve another request; *close_client:
- * whether the answer's framing ends with the connection. */
+ * whether the answer's framing ends with the connection; *sent: whether
+ * the request went out whole (a replica may have acted on it). */
 static fwd_t
 forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
-        bool client_keep, bool *keep, bool *close_client, int *status)
+        bool client_keep, bool *keep, bool *close_client, int *status,
+        bool *sent)
 {
     *keep = false;
+    *sent = false;
     if (!write_all(ufd, req, reqlen))
         return FWD_RETRY;
+    *sent = true;
     char *buf = al_xmalloc(MAX_HEAD);
     size_t have = 0;
     ssize_t hl;
@@ -866,11 +904,16 @@ build_upstream(const char *h, size_t hn, const al__rt_head_t *rh,
             !header_is(p, ln, "Proxy-Connection", &v, &vl) &&
             !header_is(p, ln, "Upgrade", &v, &vl) &&
             !header_is(p, ln, "Expect", &v, &vl) &&
-            !header_is(p, ln, "TE", &v, &vl)) {
+            !header_is(p, ln, "TE", &v, &vl) &&
+            !(rh->chunked && (header_is(p, ln, "Transfer-Encoding", &v, &vl) ||
+                              header_is(p, ln, "Trailer", &v, &vl)))) {
             al_buf_append(&b, p, ln + 2);
         }
         p = le + 2;
     }
+    /* A chunked body goes decoded, its trailers dropped. */
+    if (rh->chunked)
+        al_buf_printf(&b, "Content-Length: %zu\r\n", blen);
     al_buf_printf(&b, "X-Forwarded-For: %s\r\nConnection: keep-alive\r\n\r\n",
                   peer);
     al_buf_append(&b, body, blen);
@@ -964,15 +1007,32 @@ take_replica(al__router_t *r, svc_t *s, int64_t deadline, bool *waited,
     return p;
 }
 
+/* Whether kept-alive connection fd is still open: a replica closes
+ * idle connections when it likes, and a request sent on one it closed
+ * would look like a replica dying with the request. */
+static bool
+still_open(int fd)
+{
+    char c;
+    ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
 /* Sends the request to the replica at addr:port over *fd (a kept-alive
  * connection, or -1 to dial), once more on a fresh connection when a kept
- * one turns out closed.  What forward() says; *fd the connection used, or
- * -1. */
+ * one turns out closed and the request may be sent again (it did not go
+ * out whole, or rh->retry_safe).  What forward() says, FWD_LOST for a
+ * request that went out whole, is not retry-safe and got no answer; *fd
+ * the connection used, or -1. */
 static fwd_t
 attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         const char *up, size_t ulen, const al__rt_head_t *rh, bool *keep,
         bool *close_client, int *status)
 {
+    if (*fd >= 0 && !still_open(*fd)) {
+        close(*fd);
+        *fd = -1;
+    }
     bool reused = *fd >= 0;
     fwd_t f = FWD_RETRY;
     for (int k = 0; k < 2 && f == FWD_RETRY; k++) {
@@ -981,20 +1041,80 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         pthread_mutex_lock(&r->mu);
         c->ufd = *fd;
         pthread_mutex_unlock(&r->mu);
+        bool sent = false;
         f = forward(*fd, c->cfd, up, ulen, rh->head_req, rh->keep_alive, keep,
-                    close_client, status);
+                    close_client, status, &sent);
         pthread_mutex_lock(&r->mu);
         c->ufd = -1;
         pthread_mutex_unlock(&r->mu);
         if (f == FWD_RETRY) {
             close(*fd);
             *fd = -1;
+            if (sent && !rh->retry_safe)
+                return FWD_LOST;
             if (!reused)
                 break; /* a fresh connection failed: this replica */
             reused = false;
         }
     }
     return f;
+}
+
+/* Reads a request's body, of which extra[0..nextra) came with its head,
+ * into body, and the bytes after it (the next pipelined request's, at
+ * most MAX_HEAD) into next.  Framed by Content-Length or chunked
+ * (decoded: the replica gets it with a Content-Length).  0; -1 when the
+ * client's connection broke; or the HTTP status to answer (400, 413)
+ * with the reason in *why. */
+static int
+read_body(int cfd, const char *extra, size_t nextra, const al__rt_head_t *rh,
+          al_buf_t *body, al_buf_t *next, const char **why)
+{
+    if (!rh->chunked) {
+        size_t blen = rh->content_length > 0 ? (size_t)rh->content_length : 0;
+        size_t take = nextra < blen ? nextra : blen;
+        al_buf_reserve(body, blen);
+        al_buf_append(body, extra, take);
+        al_buf_append(next, extra + take, nextra - take);
+        if (rh->expect_continue && body->len < blen &&
+            !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+            return -1;
+        while (body->len < blen) {
+            ssize_t k =
+                read_some(cfd, body->data + body->len, blen - body->len);
+            if (k <= 0)
+                return -1;
+            body->len += (size_t)k;
+            body->data[body->len] = '\0';
+        }
+        return 0;
+    }
+    al__dechunk_t d;
+    al__dechunk_init(&d, MAX_BODY);
+    size_t used = 0;
+    int rc = al__dechunk_feed(&d, extra, nextra, body, &used, why);
+    if (rc == 1) {
+        al_buf_append(next, extra + used, nextra - used);
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    if (rh->expect_continue &&
+        !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+        return -1;
+    char *tmp = al_xmalloc(MAX_HEAD);
+    while (rc == 0) {
+        ssize_t k = read_some(cfd, tmp, MAX_HEAD);
+        if (k <= 0) {
+            rc = -1;
+            break;
+        }
+        rc = al__dechunk_feed(&d, tmp, (size_t)k, body, &used, why);
+        if (rc == 1)
+            al_buf_append(next, tmp + used, (size_t)k - used);
+    }
+    free(tmp);
+    return rc == 1 ? 0 : rc;
 }
 
 /* Handles one request whose head is buf[0..hl) (and maybe more bytes
@@ -1013,29 +1133,21 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
         return false;
     }
     /* The body, held whole: a retry sends it again. */
-    size_t blen = rh.content_length > 0 ? (size_t)rh.content_length : 0;
-    size_t extra = *have - hl;
-    size_t take = extra < blen ? extra : blen;
-    char *body = al_xmalloc(blen + 1);
-    memcpy(body, buf + hl, take);
-    size_t got = take;
-    /* The body is read here, whole, before any replica is asked. */
-    if (rh.expect_continue && got < blen &&
-        !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25)) {
-        free(body);
+    al_buf_t body, next;
+    al_buf_init(&body);
+    al_buf_init(&next);
+    st = read_body(cfd, buf + hl, *have - hl, &rh, &body, &next, &why);
+    if (st != 0) {
+        if (st > 0)
+            reply_error(cfd, st, st == 413 ? "too_large" : "bad_request", why,
+                        true);
+        al_buf_fini(&body);
+        al_buf_fini(&next);
         return false;
     }
-    while (got < blen) {
-        ssize_t k = read_some(cfd, body + got, blen - got);
-        if (k <= 0) {
-            free(body);
-            return false;
-        }
-        got += (size_t)k;
-    }
     size_t ulen;
-    char *up = build_upstream(buf, hl, &rh, body, blen, peer, &ulen);
-    free(body);
+    char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
+    al_buf_fini(&body);
     char name[64];
     if (own != NULL) {
         snprintf(name, sizeof name, "%s", own);
@@ -1047,8 +1159,10 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     size_t toklen = rh.token_len < sizeof tok - 1 ? rh.token_len : 0;
     memcpy(tok, buf + rh.token_off, toklen);
     /* What is left is the next pipelined request. */
-    memmove(buf, buf + hl + take, extra - take);
-    *have = extra - take;
+    if (next.len > 0)
+        memcpy(buf, next.data, next.len);
+    *have = next.len;
+    al_buf_fini(&next);
 
     double t0 = al__mono_s();
     pthread_mutex_lock(&r->mu);
@@ -1106,6 +1220,19 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             close(fd);
             keep_client = false;
             err = NULL;
+            break;
+        } else if (f == FWD_LOST) {
+            /* It may have acted on the request: not sent again. */
+            al_debug("router: %s: replica %s:%d closed its connection after "
+                     "taking a request",
+                     s->name, addr, port);
+            p->ready = false;
+            p->fails = PROBE_FAILS;
+            p->next_probe = 0;
+            err = "the replica closed its connection after taking the "
+                  "request; not sent again as its method is not idempotent "
+                  "(an Idempotency-Key header allows it)";
+            err_status = 502;
             break;
         } else {
             /* Unreachable: out of the rotation until a probe says. */
