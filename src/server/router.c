@@ -755,17 +755,16 @@ typedef enum {
                  * answering; not safe to send again: 502 */
 } fwd_t;
 
-/* Passes an answer's head h[0..n) to the client with its own Connection
- * header (the replica's is about the router's connection to it): whether
- * the client's connection stays open after this answer. */
-static bool
-write_head(int cfd, const char *h, size_t n, bool keep)
+/* An answer's head h[0..n) as it goes to the client, into b, with the
+ * router's own Connection header (the replica's is about the router's
+ * connection to it): keep, whether the client's connection stays open
+ * after this answer. */
+static void
+head_into(al_buf_t *b, const char *h, size_t n, bool keep)
 {
-    al_buf_t b;
-    al_buf_init(&b);
     const char *end = h + n;
     const char *p = find(h, n, "\r\n", 2) + 2;
-    al_buf_append(&b, h, (size_t)(p - h));
+    al_buf_append(b, h, (size_t)(p - h));
     while (p < end) {
         const char *le = find(p, (size_t)(end - p), "\r\n", 2);
         if (le == NULL || le == p)
@@ -775,14 +774,11 @@ write_head(int cfd, const char *h, size_t n, bool keep)
         size_t vl;
         if (!header_is(p, ln, "Connection", &v, &vl) &&
             !header_is(p, ln, "Keep-Alive", &v, &vl))
-            al_buf_append(&b, p, ln + 2);
+            al_buf_append(b, p, ln + 2);
         p = le + 2;
     }
-    al_buf_puts(&b, keep ? "Connection: keep-alive\r\n\r\n"
-                         : "Connection: close\r\n\r\n");
-    bool ok = write_all(cfd, b.data, b.len);
-    al_buf_fini(&b);
-    return ok;
+    al_buf_puts(b, keep ? "Connection: keep-alive\r\n\r\n"
+                        : "Connection: close\r\n\r\n");
 }
 
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
@@ -823,10 +819,14 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
     *close_client = until_close || !client_keep;
-    if (!write_head(cfd, buf, (size_t)hl, !*close_client)) {
-        free(buf);
-        return FWD_CLIENT;
-    }
+    /* The head goes out with the body bytes that came with it, in one
+     * write: one wake-up of the client, not two.  It goes alone only
+     * before the router waits for more of the body (a stream's head must
+     * not wait for its first event). */
+    al_buf_t hb;
+    al_buf_init(&hb);
+    head_into(&hb, buf, (size_t)hl, !*close_client);
+    bool head_sent = false;
     size_t extra = have - (size_t)hl;
     memmove(buf, buf + hl, extra);
     fwd_t rc = FWD_OK;
@@ -837,6 +837,13 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
     bool first = true;
     while (!done) {
         if (!first || n == 0) {
+            if (!head_sent) {
+                head_sent = true;
+                if (!write_all(cfd, hb.data, hb.len)) {
+                    rc = FWD_CLIENT;
+                    break;
+                }
+            }
             ssize_t got = read_some(ufd, buf, MAX_HEAD);
             if (got <= 0) {
                 if (until_close && got == 0) {
@@ -863,12 +870,23 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
             left -= (int64_t)use;
             done = left == 0;
         }
-        if (!write_all(cfd, buf, use)) {
+        bool wrote;
+        if (!head_sent) {
+            head_sent = true;
+            al_buf_append(&hb, buf, use);
+            wrote = write_all(cfd, hb.data, hb.len);
+        } else {
+            wrote = write_all(cfd, buf, use);
+        }
+        if (!wrote) {
             rc = FWD_CLIENT;
             break;
         }
         n = 0;
     }
+    if (rc == FWD_OK && !head_sent && !write_all(cfd, hb.data, hb.len))
+        rc = FWD_CLIENT;
+    al_buf_fini(&hb);
     free(buf);
     *keep =
         rc == FWD_OK && done && !until_close && a.keep_alive && a.status != 101;
@@ -1018,37 +1036,51 @@ still_open(int fd)
     return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
+/* Closes c's connection to a replica, fd, once c->ufd no longer names it
+ * (under r->mu: al__router_stop() must never shut down a descriptor
+ * number already reused). */
+static void
+drop_upstream(al__router_t *r, conn_t *c, int fd)
+{
+    pthread_mutex_lock(&r->mu);
+    c->ufd = -1;
+    pthread_mutex_unlock(&r->mu);
+    close(fd);
+}
+
 /* Sends the request to the replica at addr:port over *fd (a kept-alive
- * connection, or -1 to dial), once more on a fresh connection when a kept
- * one turns out closed and the request may be sent again (it did not go
- * out whole, or rh->retry_safe).  What forward() says, FWD_LOST for a
- * request that went out whole, is not retry-safe and got no answer; *fd
- * the connection used, or -1. */
+ * connection, already c->ufd, or -1 to dial), once more on a fresh
+ * connection when a kept one turns out closed and the request may be
+ * sent again (it did not go out whole, or rh->retry_safe).  A kept one is
+ * checked first for a request that may not be sent twice.  What
+ * forward() says, FWD_LOST for a request that went out whole, is not
+ * retry-safe and got no answer; *fd the connection used (c->ufd), or -1.
+ * r->mu is taken only when a connection is opened or dropped, not for a
+ * request on a kept one. */
 static fwd_t
 attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         const char *up, size_t ulen, const al__rt_head_t *rh, bool *keep,
         bool *close_client, int *status)
 {
-    if (*fd >= 0 && !still_open(*fd)) {
-        close(*fd);
+    if (*fd >= 0 && !rh->retry_safe && !still_open(*fd)) {
+        drop_upstream(r, c, *fd);
         *fd = -1;
     }
     bool reused = *fd >= 0;
     fwd_t f = FWD_RETRY;
     for (int k = 0; k < 2 && f == FWD_RETRY; k++) {
-        if (*fd < 0 && (*fd = dial(addr, port)) < 0)
-            break;
-        pthread_mutex_lock(&r->mu);
-        c->ufd = *fd;
-        pthread_mutex_unlock(&r->mu);
+        if (*fd < 0) {
+            if ((*fd = dial(addr, port)) < 0)
+                break;
+            pthread_mutex_lock(&r->mu);
+            c->ufd = *fd;
+            pthread_mutex_unlock(&r->mu);
+        }
         bool sent = false;
         f = forward(*fd, c->cfd, up, ulen, rh->head_req, rh->keep_alive, keep,
                     close_client, status, &sent);
-        pthread_mutex_lock(&r->mu);
-        c->ufd = -1;
-        pthread_mutex_unlock(&r->mu);
         if (f == FWD_RETRY) {
-            close(*fd);
+            drop_upstream(r, c, *fd);
             *fd = -1;
             if (sent && !rh->retry_safe)
                 return FWD_LOST;
@@ -1198,6 +1230,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             waited = false;
         }
         int fd = p->nidle > 0 ? p->idle[--p->nidle] : -1;
+        c->ufd = fd;
         char addr[INET_ADDRSTRLEN + 1];
         snprintf(addr, sizeof addr, "%s", p->addr);
         int port = p->port;
@@ -1206,6 +1239,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
         fwd_t f = attempt(r, c, addr, port, &fd, up, ulen, &rh, &keep,
                           &close_client, &status);
         pthread_mutex_lock(&r->mu);
+        c->ufd = -1;
         p->inflight--;
         p->refs--;
         if (f == FWD_OK) {
