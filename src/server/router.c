@@ -97,6 +97,7 @@ typedef struct svc {
 
 typedef struct conn {
     int cfd, ufd; /* the client's socket, and the replica's in use or -1 */
+    char *ubuf;   /* MAX_HEAD bytes: a replica's answer passes through */
     struct conn *next;
 } conn_t;
 
@@ -764,6 +765,7 @@ head_into(al_buf_t *b, const char *h, size_t n, bool keep)
 {
     const char *end = h + n;
     const char *p = find(h, n, "\r\n", 2) + 2;
+    al_buf_reserve(b, n + 512);
     al_buf_append(b, h, (size_t)(p - h));
     while (p < end) {
         const char *le = find(p, (size_t)(end - p), "\r\n", 2);
@@ -786,30 +788,27 @@ head_into(al_buf_t *b, const char *h, size_t n, bool keep)
  * whether the answer's framing ends with the connection; *sent: whether
  * the request went out whole (a replica may have acted on it). */
 static fwd_t
-forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
-        bool client_keep, bool *keep, bool *close_client, int *status,
-        bool *sent)
+forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
+        bool head_req, bool client_keep, bool *keep, bool *close_client,
+        int *status, bool *sent)
 {
     *keep = false;
     *sent = false;
     if (!write_all(ufd, req, reqlen))
         return FWD_RETRY;
     *sent = true;
-    char *buf = al_xmalloc(MAX_HEAD);
     size_t have = 0;
     ssize_t hl;
     ans_t a;
     for (;;) {
         hl = read_head(ufd, buf, &have);
         if (hl <= 0 || parse_answer(buf, (size_t)hl, &a) != 0) {
-            free(buf);
             return FWD_RETRY;
         }
         if (a.status >= 200 || a.status == 101)
             break;
         /* 1xx: passed on, then the real answer. */
         if (!write_all(cfd, buf, (size_t)hl)) {
-            free(buf);
             return FWD_CLIENT;
         }
         memmove(buf, buf + hl, have - (size_t)hl);
@@ -887,7 +886,6 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
     if (rc == FWD_OK && !head_sent && !write_all(cfd, hb.data, hb.len))
         rc = FWD_CLIENT;
     al_buf_fini(&hb);
-    free(buf);
     *keep =
         rc == FWD_OK && done && !until_close && a.keep_alive && a.status != 101;
     return rc;
@@ -901,6 +899,7 @@ build_upstream(const char *h, size_t hn, const al__rt_head_t *rh,
 {
     al_buf_t b;
     al_buf_init(&b);
+    al_buf_reserve(&b, hn + blen + 128);
     al_buf_append(&b, h, rh->method_len);
     al_buf_append(&b, " ", 1);
     const char *rest = h + rh->rest_off;
@@ -1077,8 +1076,8 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
             pthread_mutex_unlock(&r->mu);
         }
         bool sent = false;
-        f = forward(*fd, c->cfd, up, ulen, rh->head_req, rh->keep_alive, keep,
-                    close_client, status, &sent);
+        f = forward(*fd, c->cfd, c->ubuf, up, ulen, rh->head_req,
+                    rh->keep_alive, keep, close_client, status, &sent);
         if (f == FWD_RETRY) {
             drop_upstream(r, c, *fd);
             *fd = -1;
@@ -1218,7 +1217,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     s->last_ms = al_clock_mono_ms();
     int64_t deadline = s->last_ms + s->queue_timeout_ms;
     bool waited = false, ok = false, keep_client = rh.keep_alive;
-    int tries = 0, status = 0;
+    int tries = 0, status = 0, to_close = -1;
     const char *err = NULL;
     int err_status = 502;
     while (!ok && tries < MAX_TRIES) {
@@ -1247,11 +1246,11 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             if (keep && !p->removed && p->nidle < MAX_IDLE)
                 p->idle[p->nidle++] = fd;
             else
-                close(fd);
+                to_close = fd;
             if (close_client)
                 keep_client = false;
         } else if (f == FWD_CLIENT) {
-            close(fd);
+            to_close = fd;
             keep_client = false;
             err = NULL;
             break;
@@ -1290,8 +1289,11 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     if (!ok)
         s->errors++;
     s->latency_sum += al__mono_s() - t0;
-    collect(r);
+    /* (What was removed is freed by the accepting and probing threads:
+     * not on a request's path.) */
     pthread_mutex_unlock(&r->mu);
+    if (to_close >= 0)
+        close(to_close);
     free(up);
     if (!ok && err != NULL)
         return reply_error(cfd, err_status,
@@ -1482,6 +1484,7 @@ conn_main(void *arg)
     al__router_t *r = a->r;
     conn_t *c = a->c;
     char *buf = al_xmalloc(MAX_HEAD);
+    c->ubuf = al_xmalloc(MAX_HEAD);
     size_t have = 0;
     for (;;) {
         ssize_t hl = read_head(c->cfd, buf, &have);
@@ -1496,6 +1499,7 @@ conn_main(void *arg)
             break;
     }
     free(buf);
+    free(c->ubuf);
     pthread_mutex_lock(&r->mu);
     for (conn_t **cp = &r->conns; *cp != NULL; cp = &(*cp)->next)
         if (*cp == c) {
