@@ -501,6 +501,34 @@ parse_target(const char *t, size_t tl, size_t off, bool own_port,
     return true;
 }
 
+/* The checks of a whole head o (the request line at h) on its body's
+ * framing, and whether it may be sent twice (o->retry_safe): 0, or the
+ * status to answer with the reason in *why. */
+static int
+check_body(al__rt_head_t *o, const char *h, const char **why)
+{
+    /* Both framings: a smuggled request could hide between them. */
+    if (o->chunked && o->content_length >= 0) {
+        *why = "both Transfer-Encoding and Content-Length";
+        return 400;
+    }
+    if (o->chunked && o->http10) {
+        *why = "Transfer-Encoding in an HTTP/1.0 request";
+        return 400;
+    }
+    if (o->content_length > MAX_BODY) {
+        *why = "request body over 16 MiB";
+        return 413;
+    }
+    static const char *const idempotent[] = { "GET",    "HEAD",    "PUT",
+                                              "DELETE", "OPTIONS", "TRACE" };
+    for (size_t i = 0; i < sizeof idempotent / sizeof idempotent[0]; i++)
+        if (o->method_len == strlen(idempotent[i]) &&
+            memcmp(h, idempotent[i], o->method_len) == 0)
+            o->retry_safe = true;
+    return 0;
+}
+
 int
 al__router_parse_head(const char *h, size_t n, bool own_port,
                       al__rt_head_t *out, const char **why)
@@ -603,25 +631,9 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
         *why = "no end of head";
         return 400;
     }
-    /* Both framings: a smuggled request could hide between them. */
-    if (o.chunked && o.content_length >= 0) {
-        *why = "both Transfer-Encoding and Content-Length";
-        return 400;
-    }
-    if (o.chunked && o.http10) {
-        *why = "Transfer-Encoding in an HTTP/1.0 request";
-        return 400;
-    }
-    static const char *const idempotent[] = { "GET",    "HEAD",    "PUT",
-                                              "DELETE", "OPTIONS", "TRACE" };
-    for (size_t i = 0; i < sizeof idempotent / sizeof idempotent[0]; i++)
-        if (o.method_len == strlen(idempotent[i]) &&
-            memcmp(h, idempotent[i], o.method_len) == 0)
-            o.retry_safe = true;
-    if (o.content_length > MAX_BODY) {
-        *why = "request body over 16 MiB";
-        return 413;
-    }
+    int st = check_body(&o, h, why);
+    if (st != 0)
+        return st;
     *out = o;
     return 0;
 }
