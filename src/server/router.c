@@ -1268,15 +1268,16 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             break;
         } else if (f == FWD_LOST) {
             /* It may have acted on the request: not sent again. */
-            al_debug("router: %s: replica %s:%d closed its connection after "
-                     "taking a request",
+            al_debug("router: %s: replica %s:%d took a request and gave no "
+                     "answer",
                      s->name, addr, port);
             p->ready = false;
             p->fails = PROBE_FAILS;
             p->next_probe = 0;
-            err = "the replica closed its connection after taking the "
-                  "request; not sent again as its method is not idempotent "
-                  "(an Idempotency-Key header allows it)";
+            err = "the replica took the request but gave no answer (it "
+                  "died or closed the connection); not sent again as its "
+                  "method is not idempotent (an Idempotency-Key header "
+                  "allows it)";
             err_status = 502;
             break;
         } else {
