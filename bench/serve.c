@@ -392,6 +392,30 @@ wait_ready(int cport, const char *tok, const char *name, double wait_s)
     return -1;
 }
 
+/* CPU seconds (user and system) process pid has used, or 0. */
+static double
+cpu_s(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* After the command's ")": state is field 3, utime 14, stime 15. */
+    char *p = strrchr(buf, ')');
+    unsigned long ut = 0, st = 0;
+    if (p == NULL || sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+                            "%lu %lu",
+                            &ut, &st) != 2)
+        return 0;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static double
 num_field(const char *b, const char *key)
 {
@@ -511,9 +535,19 @@ main(int argc, char **argv)
     /* Latency at a fixed rate: rounds, alternating, best round of each
      * (the machine is shared; the best is the least disturbed). */
     fig_t best_d = { 0 }, best_r = { 0 };
+    /* The controller's CPU while requests go straight (its own loop: the
+     * reference) and through its router, per request. */
+    double cpu_d = 0, cpu_r = 0;
+    size_t n_d = 0, n_r = 0;
     for (int round = 0; round < 3; round++) {
+        double c0 = cpu_s(kids[0]);
         fig_t d = run_load(direct, "/x", clients, rate, seconds);
+        double c1 = cpu_s(kids[0]);
         fig_t r = run_load(rport, "/s/b/x", clients, rate, seconds);
+        cpu_d += c1 - c0;
+        cpu_r += cpu_s(kids[0]) - c1;
+        n_d += d.n;
+        n_r += r.n;
         if (round == 0 || d.p50_ms < best_d.p50_ms)
             best_d = d;
         if (round == 0 || r.p50_ms < best_r.p50_ms)
@@ -524,10 +558,13 @@ main(int argc, char **argv)
            "\"router_p50_ms\":%.3f,\"router_p99_ms\":%.3f,"
            "\"added_p50_ms\":%.3f,\"added_p99_ms\":%.3f,"
            "\"achieved_rps_direct\":%.0f,\"achieved_rps_router\":%.0f,"
+           "\"server_cpu_us_per_req_direct\":%.1f,"
+           "\"server_cpu_us_per_req_router\":%.1f,"
            "\"failed\":%ld}\n",
            rate, best_d.p50_ms, best_d.p99_ms, best_r.p50_ms, best_r.p99_ms,
            best_r.p50_ms - best_d.p50_ms, best_r.p99_ms - best_d.p99_ms,
-           best_d.rps, best_r.rps, best_d.failed + best_r.failed);
+           best_d.rps, best_r.rps, n_d ? 1e6 * cpu_d / (double)n_d : 0,
+           n_r ? 1e6 * cpu_r / (double)n_r : 0, best_d.failed + best_r.failed);
     fflush(stdout);
 
     /* Throughput, closed loop. */

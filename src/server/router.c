@@ -7,17 +7,23 @@
  * fuzzed), its service found, a replica chosen (ready, not draining, the
  * fewest outstanding requests); with none, the request waits on the
  * router's condition variable until one is ready, up to the service's
- * queue timeout.  A request that cannot reach its replica (connect
- * refused, or a kept-alive connection closed before any byte of an
- * answer) goes to another replica, up to four tries: the replica never
- * saw it or never answered.  Once the answer's first byte has gone to
- * the client nothing is retried; a replica that dies mid-answer closes
- * the client's connection.  Answers go through as they arrive (each read
- * is written at once), framed by Content-Length, chunked encoding, or the
- * replica closing its connection.
+ * queue timeout.  Its body is read whole first (a chunked one decoded by
+ * chunked.c, and sent on with a Content-Length).  A request that cannot
+ * reach its replica (connect refused, or the request could not be
+ * written) goes to another replica, up to four tries: the replica never
+ * saw it whole.  One that went out whole and got no answer (the replica
+ * closed the connection or died) is sent again only when that is safe:
+ * an idempotent method (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or an
+ * Idempotency-Key header; any other gets 502, as the replica may have
+ * acted on it.  A kept-alive connection is checked before it is used, so
+ * one the replica closed while idle is not taken for a death.  Once the
+ * answer's first byte has gone to the client nothing is retried; a
+ * replica that dies mid-answer closes the client's connection.  Answers go
+ * through as they arrive (each read is written at once), framed by
+ * Content-Length, chunked encoding, or the replica closing its connection.
  *
- * May call: auth.c (token checks); nothing else of the server.  Called by
- * server.c (start, stop) and svc.c (al__router_sync()).
+ * May call: auth.c (token checks), chunked.c; nothing else of the server.
+ * Called by server.c (start, stop) and svc.c (al__router_sync()).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "chunked.h"
 #include "clock.h"
 #include "core/error.h"
 #include "log.h"
@@ -90,6 +97,7 @@ typedef struct svc {
 
 typedef struct conn {
     int cfd, ufd; /* the client's socket, and the replica's in use or -1 */
+    char *ubuf;   /* MAX_HEAD bytes: a replica's answer passes through */
     struct conn *next;
 } conn_t;
 
@@ -370,11 +378,17 @@ read_head(int fd, char *buf, size_t *have)
 }
 
 static const char *const reasons[][2] = {
-    { "400", "Bad Request" },       { "401", "Unauthorized" },
-    { "404", "Not Found" },         { "411", "Length Required" },
-    { "413", "Content Too Large" }, { "431", "Headers Too Large" },
-    { "502", "Bad Gateway" },       { "503", "Service Unavailable" },
-    { "504", "Gateway Timeout" },   { "505", "HTTP Version Not Supported" },
+    { "400", "Bad Request" },
+    { "401", "Unauthorized" },
+    { "404", "Not Found" },
+    { "411", "Length Required" },
+    { "413", "Content Too Large" },
+    { "431", "Headers Too Large" },
+    { "501", "Not Implemented" },
+    { "502", "Bad Gateway" },
+    { "503", "Service Unavailable" },
+    { "504", "Gateway Timeout" },
+    { "505", "HTTP Version Not Supported" },
 };
 
 /* An answer of the router itself: {"error", "message"} as JSON. */
@@ -487,6 +501,34 @@ parse_target(const char *t, size_t tl, size_t off, bool own_port,
     return true;
 }
 
+/* The checks of a whole head o (the request line at h) on its body's
+ * framing, and whether it may be sent twice (o->retry_safe): 0, or the
+ * status to answer with the reason in *why. */
+static int
+check_body(al__rt_head_t *o, const char *h, const char **why)
+{
+    /* Both framings: a smuggled request could hide between them. */
+    if (o->chunked && o->content_length >= 0) {
+        *why = "both Transfer-Encoding and Content-Length";
+        return 400;
+    }
+    if (o->chunked && o->http10) {
+        *why = "Transfer-Encoding in an HTTP/1.0 request";
+        return 400;
+    }
+    if (o->content_length > MAX_BODY) {
+        *why = "request body over 16 MiB";
+        return 413;
+    }
+    static const char *const idempotent[] = { "GET",    "HEAD",    "PUT",
+                                              "DELETE", "OPTIONS", "TRACE" };
+    for (size_t i = 0; i < sizeof idempotent / sizeof idempotent[0]; i++)
+        if (o->method_len == strlen(idempotent[i]) &&
+            memcmp(h, idempotent[i], o->method_len) == 0)
+            o->retry_safe = true;
+    return 0;
+}
+
 int
 al__router_parse_head(const char *h, size_t n, bool own_port,
                       al__rt_head_t *out, const char **why)
@@ -559,7 +601,15 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
             }
             o.content_length = x;
         } else if (header_is(p, ln, "Transfer-Encoding", &v, &vl)) {
+            /* Only chunked, once: another coding the router cannot
+             * frame, and two would hide one from it. */
+            if (o.chunked || vl != 7 || strncasecmp(v, "chunked", 7) != 0) {
+                *why = "only Transfer-Encoding: chunked is taken";
+                return 501;
+            }
             o.chunked = true;
+        } else if (header_is(p, ln, "Idempotency-Key", &v, &vl)) {
+            o.retry_safe = true;
         } else if (header_is(p, ln, "Connection", &v, &vl)) {
             if (has_token(v, vl, "close"))
                 o.keep_alive = false;
@@ -581,14 +631,9 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
         *why = "no end of head";
         return 400;
     }
-    if (o.chunked) {
-        *why = "chunked request bodies are not taken; send Content-Length";
-        return 411;
-    }
-    if (o.content_length > MAX_BODY) {
-        *why = "request body over 16 MiB";
-        return 413;
-    }
+    int st = check_body(&o, h, why);
+    if (st != 0)
+        return st;
     *out = o;
     return 0;
 }
@@ -719,19 +764,21 @@ typedef enum {
     FWD_OK = 0, /* answered; the replica's connection kept when keep */
     FWD_RETRY,  /* nothing reached the client: another replica may */
     FWD_CLIENT, /* the answer started and broke: close the client */
+    FWD_LOST,   /* the replica took the request whole and died before
+                 * answering; not safe to send again: 502 */
 } fwd_t;
 
-/* Passes an answer's head h[0..n) to the client with its own Connection
- * header (the replica's is about the router's connection to it): whether
- * the client's connection stays open after this answer. */
-static bool
-write_head(int cfd, const char *h, size_t n, bool keep)
+/* An answer's head h[0..n) as it goes to the client, into b, with the
+ * router's own Connection header (the replica's is about the router's
+ * connection to it): keep, whether the client's connection stays open
+ * after this answer. */
+static void
+head_into(al_buf_t *b, const char *h, size_t n, bool keep)
 {
-    al_buf_t b;
-    al_buf_init(&b);
     const char *end = h + n;
     const char *p = find(h, n, "\r\n", 2) + 2;
-    al_buf_append(&b, h, (size_t)(p - h));
+    al_buf_reserve(b, n + 512);
+    al_buf_append(b, h, (size_t)(p - h));
     while (p < end) {
         const char *le = find(p, (size_t)(end - p), "\r\n", 2);
         if (le == NULL || le == p)
@@ -741,41 +788,39 @@ write_head(int cfd, const char *h, size_t n, bool keep)
         size_t vl;
         if (!header_is(p, ln, "Connection", &v, &vl) &&
             !header_is(p, ln, "Keep-Alive", &v, &vl))
-            al_buf_append(&b, p, ln + 2);
+            al_buf_append(b, p, ln + 2);
         p = le + 2;
     }
-    al_buf_puts(&b, keep ? "Connection: keep-alive\r\n\r\n"
-                         : "Connection: close\r\n\r\n");
-    bool ok = write_all(cfd, b.data, b.len);
-    al_buf_fini(&b);
-    return ok;
+    al_buf_puts(b, keep ? "Connection: keep-alive\r\n\r\n"
+                        : "Connection: close\r\n\r\n");
 }
 
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
  * cfd.  *keep: whether ufd may serve another request; *close_client:
- * whether the answer's framing ends with the connection. */
+ * whether the answer's framing ends with the connection; *sent: whether
+ * the request went out whole (a replica may have acted on it). */
 static fwd_t
-forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
-        bool client_keep, bool *keep, bool *close_client, int *status)
+forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
+        bool head_req, bool client_keep, bool *keep, bool *close_client,
+        int *status, bool *sent)
 {
     *keep = false;
+    *sent = false;
     if (!write_all(ufd, req, reqlen))
         return FWD_RETRY;
-    char *buf = al_xmalloc(MAX_HEAD);
+    *sent = true;
     size_t have = 0;
     ssize_t hl;
     ans_t a;
     for (;;) {
         hl = read_head(ufd, buf, &have);
         if (hl <= 0 || parse_answer(buf, (size_t)hl, &a) != 0) {
-            free(buf);
             return FWD_RETRY;
         }
         if (a.status >= 200 || a.status == 101)
             break;
         /* 1xx: passed on, then the real answer. */
         if (!write_all(cfd, buf, (size_t)hl)) {
-            free(buf);
             return FWD_CLIENT;
         }
         memmove(buf, buf + hl, have - (size_t)hl);
@@ -785,10 +830,14 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
     *close_client = until_close || !client_keep;
-    if (!write_head(cfd, buf, (size_t)hl, !*close_client)) {
-        free(buf);
-        return FWD_CLIENT;
-    }
+    /* The head goes out with the body bytes that came with it, in one
+     * write: one wake-up of the client, not two.  It goes alone only
+     * before the router waits for more of the body (a stream's head must
+     * not wait for its first event). */
+    al_buf_t hb;
+    al_buf_init(&hb);
+    head_into(&hb, buf, (size_t)hl, !*close_client);
+    bool head_sent = false;
     size_t extra = have - (size_t)hl;
     memmove(buf, buf + hl, extra);
     fwd_t rc = FWD_OK;
@@ -799,6 +848,13 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
     bool first = true;
     while (!done) {
         if (!first || n == 0) {
+            if (!head_sent) {
+                head_sent = true;
+                if (!write_all(cfd, hb.data, hb.len)) {
+                    rc = FWD_CLIENT;
+                    break;
+                }
+            }
             ssize_t got = read_some(ufd, buf, MAX_HEAD);
             if (got <= 0) {
                 if (until_close && got == 0) {
@@ -825,13 +881,23 @@ forward(int ufd, int cfd, const char *req, size_t reqlen, bool head_req,
             left -= (int64_t)use;
             done = left == 0;
         }
-        if (!write_all(cfd, buf, use)) {
+        bool wrote;
+        if (!head_sent) {
+            head_sent = true;
+            al_buf_append(&hb, buf, use);
+            wrote = write_all(cfd, hb.data, hb.len);
+        } else {
+            wrote = write_all(cfd, buf, use);
+        }
+        if (!wrote) {
             rc = FWD_CLIENT;
             break;
         }
         n = 0;
     }
-    free(buf);
+    if (rc == FWD_OK && !head_sent && !write_all(cfd, hb.data, hb.len))
+        rc = FWD_CLIENT;
+    al_buf_fini(&hb);
     *keep =
         rc == FWD_OK && done && !until_close && a.keep_alive && a.status != 101;
     return rc;
@@ -845,6 +911,7 @@ build_upstream(const char *h, size_t hn, const al__rt_head_t *rh,
 {
     al_buf_t b;
     al_buf_init(&b);
+    al_buf_reserve(&b, hn + blen + 128);
     al_buf_append(&b, h, rh->method_len);
     al_buf_append(&b, " ", 1);
     const char *rest = h + rh->rest_off;
@@ -866,11 +933,16 @@ build_upstream(const char *h, size_t hn, const al__rt_head_t *rh,
             !header_is(p, ln, "Proxy-Connection", &v, &vl) &&
             !header_is(p, ln, "Upgrade", &v, &vl) &&
             !header_is(p, ln, "Expect", &v, &vl) &&
-            !header_is(p, ln, "TE", &v, &vl)) {
+            !header_is(p, ln, "TE", &v, &vl) &&
+            !(rh->chunked && (header_is(p, ln, "Transfer-Encoding", &v, &vl) ||
+                              header_is(p, ln, "Trailer", &v, &vl)))) {
             al_buf_append(&b, p, ln + 2);
         }
         p = le + 2;
     }
+    /* A chunked body goes decoded, its trailers dropped. */
+    if (rh->chunked)
+        al_buf_printf(&b, "Content-Length: %zu\r\n", blen);
     al_buf_printf(&b, "X-Forwarded-For: %s\r\nConnection: keep-alive\r\n\r\n",
                   peer);
     al_buf_append(&b, body, blen);
@@ -964,37 +1036,128 @@ take_replica(al__router_t *r, svc_t *s, int64_t deadline, bool *waited,
     return p;
 }
 
+/* Whether kept-alive connection fd is still open: a replica closes
+ * idle connections when it likes, and a request sent on one it closed
+ * would look like a replica dying with the request. */
+static bool
+still_open(int fd)
+{
+    char c;
+    ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Closes c's connection to a replica, fd, once c->ufd no longer names it
+ * (under r->mu: al__router_stop() must never shut down a descriptor
+ * number already reused). */
+static void
+drop_upstream(al__router_t *r, conn_t *c, int fd)
+{
+    pthread_mutex_lock(&r->mu);
+    c->ufd = -1;
+    pthread_mutex_unlock(&r->mu);
+    close(fd);
+}
+
 /* Sends the request to the replica at addr:port over *fd (a kept-alive
- * connection, or -1 to dial), once more on a fresh connection when a kept
- * one turns out closed.  What forward() says; *fd the connection used, or
- * -1. */
+ * connection, already c->ufd, or -1 to dial), once more on a fresh
+ * connection when a kept one turns out closed and the request may be
+ * sent again (it did not go out whole, or rh->retry_safe).  A kept one is
+ * checked first for a request that may not be sent twice.  What
+ * forward() says, FWD_LOST for a request that went out whole, is not
+ * retry-safe and got no answer; *fd the connection used (c->ufd), or -1.
+ * r->mu is taken only when a connection is opened or dropped, not for a
+ * request on a kept one. */
 static fwd_t
 attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         const char *up, size_t ulen, const al__rt_head_t *rh, bool *keep,
         bool *close_client, int *status)
 {
+    if (*fd >= 0 && !rh->retry_safe && !still_open(*fd)) {
+        drop_upstream(r, c, *fd);
+        *fd = -1;
+    }
     bool reused = *fd >= 0;
     fwd_t f = FWD_RETRY;
     for (int k = 0; k < 2 && f == FWD_RETRY; k++) {
-        if (*fd < 0 && (*fd = dial(addr, port)) < 0)
-            break;
-        pthread_mutex_lock(&r->mu);
-        c->ufd = *fd;
-        pthread_mutex_unlock(&r->mu);
-        f = forward(*fd, c->cfd, up, ulen, rh->head_req, rh->keep_alive, keep,
-                    close_client, status);
-        pthread_mutex_lock(&r->mu);
-        c->ufd = -1;
-        pthread_mutex_unlock(&r->mu);
+        if (*fd < 0) {
+            if ((*fd = dial(addr, port)) < 0)
+                break;
+            pthread_mutex_lock(&r->mu);
+            c->ufd = *fd;
+            pthread_mutex_unlock(&r->mu);
+        }
+        bool sent = false;
+        f = forward(*fd, c->cfd, c->ubuf, up, ulen, rh->head_req,
+                    rh->keep_alive, keep, close_client, status, &sent);
         if (f == FWD_RETRY) {
-            close(*fd);
+            drop_upstream(r, c, *fd);
             *fd = -1;
+            if (sent && !rh->retry_safe)
+                return FWD_LOST;
             if (!reused)
                 break; /* a fresh connection failed: this replica */
             reused = false;
         }
     }
     return f;
+}
+
+/* Reads a request's body, of which extra[0..nextra) came with its head,
+ * into body, and the bytes after it (the next pipelined request's, at
+ * most MAX_HEAD) into next.  Framed by Content-Length or chunked
+ * (decoded: the replica gets it with a Content-Length).  0; -1 when the
+ * client's connection broke; or the HTTP status to answer (400, 413)
+ * with the reason in *why. */
+static int
+read_body(int cfd, const char *extra, size_t nextra, const al__rt_head_t *rh,
+          al_buf_t *body, al_buf_t *next, const char **why)
+{
+    if (!rh->chunked) {
+        size_t blen = rh->content_length > 0 ? (size_t)rh->content_length : 0;
+        size_t take = nextra < blen ? nextra : blen;
+        al_buf_reserve(body, blen);
+        al_buf_append(body, extra, take);
+        al_buf_append(next, extra + take, nextra - take);
+        if (rh->expect_continue && body->len < blen &&
+            !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+            return -1;
+        while (body->len < blen) {
+            ssize_t k =
+                read_some(cfd, body->data + body->len, blen - body->len);
+            if (k <= 0)
+                return -1;
+            body->len += (size_t)k;
+            body->data[body->len] = '\0';
+        }
+        return 0;
+    }
+    al__dechunk_t d;
+    al__dechunk_init(&d, MAX_BODY);
+    size_t used = 0;
+    int rc = al__dechunk_feed(&d, extra, nextra, body, &used, why);
+    if (rc == 1) {
+        al_buf_append(next, extra + used, nextra - used);
+        return 0;
+    }
+    if (rc != 0)
+        return rc;
+    if (rh->expect_continue &&
+        !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25))
+        return -1;
+    char *tmp = al_xmalloc(MAX_HEAD);
+    while (rc == 0) {
+        ssize_t k = read_some(cfd, tmp, MAX_HEAD);
+        if (k <= 0) {
+            rc = -1;
+            break;
+        }
+        rc = al__dechunk_feed(&d, tmp, (size_t)k, body, &used, why);
+        if (rc == 1)
+            al_buf_append(next, tmp + used, (size_t)k - used);
+    }
+    free(tmp);
+    return rc == 1 ? 0 : rc;
 }
 
 /* Handles one request whose head is buf[0..hl) (and maybe more bytes
@@ -1013,29 +1176,21 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
         return false;
     }
     /* The body, held whole: a retry sends it again. */
-    size_t blen = rh.content_length > 0 ? (size_t)rh.content_length : 0;
-    size_t extra = *have - hl;
-    size_t take = extra < blen ? extra : blen;
-    char *body = al_xmalloc(blen + 1);
-    memcpy(body, buf + hl, take);
-    size_t got = take;
-    /* The body is read here, whole, before any replica is asked. */
-    if (rh.expect_continue && got < blen &&
-        !write_all(cfd, "HTTP/1.1 100 Continue\r\n\r\n", 25)) {
-        free(body);
+    al_buf_t body, next;
+    al_buf_init(&body);
+    al_buf_init(&next);
+    st = read_body(cfd, buf + hl, *have - hl, &rh, &body, &next, &why);
+    if (st != 0) {
+        if (st > 0)
+            reply_error(cfd, st, st == 413 ? "too_large" : "bad_request", why,
+                        true);
+        al_buf_fini(&body);
+        al_buf_fini(&next);
         return false;
     }
-    while (got < blen) {
-        ssize_t k = read_some(cfd, body + got, blen - got);
-        if (k <= 0) {
-            free(body);
-            return false;
-        }
-        got += (size_t)k;
-    }
     size_t ulen;
-    char *up = build_upstream(buf, hl, &rh, body, blen, peer, &ulen);
-    free(body);
+    char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
+    al_buf_fini(&body);
     char name[64];
     if (own != NULL) {
         snprintf(name, sizeof name, "%s", own);
@@ -1047,8 +1202,10 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     size_t toklen = rh.token_len < sizeof tok - 1 ? rh.token_len : 0;
     memcpy(tok, buf + rh.token_off, toklen);
     /* What is left is the next pipelined request. */
-    memmove(buf, buf + hl + take, extra - take);
-    *have = extra - take;
+    if (next.len > 0)
+        memcpy(buf, next.data, next.len);
+    *have = next.len;
+    al_buf_fini(&next);
 
     double t0 = al__mono_s();
     pthread_mutex_lock(&r->mu);
@@ -1072,7 +1229,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     s->last_ms = al_clock_mono_ms();
     int64_t deadline = s->last_ms + s->queue_timeout_ms;
     bool waited = false, ok = false, keep_client = rh.keep_alive;
-    int tries = 0, status = 0;
+    int tries = 0, status = 0, to_close = -1;
     const char *err = NULL;
     int err_status = 502;
     while (!ok && tries < MAX_TRIES) {
@@ -1084,6 +1241,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             waited = false;
         }
         int fd = p->nidle > 0 ? p->idle[--p->nidle] : -1;
+        c->ufd = fd;
         char addr[INET_ADDRSTRLEN + 1];
         snprintf(addr, sizeof addr, "%s", p->addr);
         int port = p->port;
@@ -1092,6 +1250,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
         fwd_t f = attempt(r, c, addr, port, &fd, up, ulen, &rh, &keep,
                           &close_client, &status);
         pthread_mutex_lock(&r->mu);
+        c->ufd = -1;
         p->inflight--;
         p->refs--;
         if (f == FWD_OK) {
@@ -1099,13 +1258,27 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             if (keep && !p->removed && p->nidle < MAX_IDLE)
                 p->idle[p->nidle++] = fd;
             else
-                close(fd);
+                to_close = fd;
             if (close_client)
                 keep_client = false;
         } else if (f == FWD_CLIENT) {
-            close(fd);
+            to_close = fd;
             keep_client = false;
             err = NULL;
+            break;
+        } else if (f == FWD_LOST) {
+            /* It may have acted on the request: not sent again. */
+            al_debug("router: %s: replica %s:%d took a request and gave no "
+                     "answer",
+                     s->name, addr, port);
+            p->ready = false;
+            p->fails = PROBE_FAILS;
+            p->next_probe = 0;
+            err = "the replica took the request but gave no answer (it "
+                  "died or closed the connection); not sent again as its "
+                  "method is not idempotent (an Idempotency-Key header "
+                  "allows it)";
+            err_status = 502;
             break;
         } else {
             /* Unreachable: out of the rotation until a probe says. */
@@ -1129,8 +1302,11 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     if (!ok)
         s->errors++;
     s->latency_sum += al__mono_s() - t0;
-    collect(r);
+    /* (What was removed is freed by the accepting and probing threads:
+     * not on a request's path.) */
     pthread_mutex_unlock(&r->mu);
+    if (to_close >= 0)
+        close(to_close);
     free(up);
     if (!ok && err != NULL)
         return reply_error(cfd, err_status,
@@ -1321,6 +1497,7 @@ conn_main(void *arg)
     al__router_t *r = a->r;
     conn_t *c = a->c;
     char *buf = al_xmalloc(MAX_HEAD);
+    c->ubuf = al_xmalloc(MAX_HEAD);
     size_t have = 0;
     for (;;) {
         ssize_t hl = read_head(c->cfd, buf, &have);
@@ -1335,6 +1512,7 @@ conn_main(void *arg)
             break;
     }
     free(buf);
+    free(c->ubuf);
     pthread_mutex_lock(&r->mu);
     for (conn_t **cp = &r->conns; *cp != NULL; cp = &(*cp)->next)
         if (*cp == c) {

@@ -86,11 +86,16 @@ typedef struct al__rt_head {
     int64_t content_length;      /* -1: none */
     bool chunked, keep_alive, http10, head_req;
     bool expect_continue; /* Expect: 100-continue */
+    /* Whether the request may go to a second replica after the first
+     * took it whole and died before answering: its method is idempotent
+     * (GET, HEAD, PUT, DELETE, OPTIONS, TRACE) or it carries an
+     * Idempotency-Key header. */
+    bool retry_safe;
 } al__rt_head_t;
 
 /* Reads a request head h[0..n) (through its empty line); own_port: it
  * came to a service's own port, where any target goes as it is (name_len
- * 0).  0 and *out, or the HTTP status to answer (400, 404, 411, 413, 505)
+ * 0).  0 and *out, or the HTTP status to answer (400, 404, 413, 501, 505)
  * with the reason in *why (a static string), *out untouched. */
 int al__router_parse_head(const char *h, size_t n, bool own_port,
                           al__rt_head_t *out, const char **why);

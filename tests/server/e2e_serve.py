@@ -518,7 +518,127 @@ def scenario_serve_routers(c):
     print("  %d + %d requests through two routers" % (la.ok, lb.ok))
 
 
+def raw(c, data, timeout=10):
+    """Sends data on a fresh connection to the router and reads until it
+    closes; what came back."""
+    import socket
+    host, port = c.router.split("//")[1].rsplit(":", 1)
+    so = socket.create_connection((host, int(port)), timeout=timeout)
+    so.sendall(data)
+    got = b""
+    while True:
+        k = so.recv(65536)
+        if not k:
+            break
+        got += k
+    so.close()
+    return got
+
+
+def scenario_serve_chunked(c):
+    """A request body sent chunked (Transfer-Encoding: chunked, as curl
+    sends a file it is told to) reaches the replica whole, decoded, with a
+    Content-Length; malformed chunking is a 400 that says why, a body
+    over the limit a 413, another transfer coding a 501; a pipelined
+    request after a chunked one is answered too."""
+    start(c)
+    c.cli("serve", "create", "c", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--ready-path", "/health", "--public", "--", "python3",
+          REPLICA)
+    wait_for(lambda: ready_count(c, "c") == 1, 30, "a ready replica")
+    src = os.path.join(c.root, "body.bin")
+    with open(src, "wb") as f:
+        f.write(os.urandom(300000) + b"0\r\n\r\n\n\r\n")
+    out = os.path.join(c.root, "echo.bin")
+    import subprocess
+    p = subprocess.run(["curl", "-sS", "-D", "-", "-o", out, "-H",
+                        "Transfer-Encoding: chunked", "--data-binary",
+                        "@" + src, c.router + "/s/c/echo"],
+                       capture_output=True, timeout=60)
+    head = p.stdout.decode(errors="replace")
+    check(p.returncode == 0 and " 200 " in head.split("\r\n")[0],
+          "curl's chunked upload: rc %d %s %s" % (p.returncode, head,
+                                                  p.stderr))
+    check(open(out, "rb").read() == open(src, "rb").read(),
+          "the replica echoed the body byte for byte")
+    check("X-Request-Framing: length" in head,
+          "the replica got it with a Content-Length: %s" % head)
+    hdr = (b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\n"
+           b"Transfer-Encoding: chunked\r\n")
+    # Extensions and trailers are taken (the trailers dropped); a
+    # pipelined request after the body is answered in turn.
+    got = raw(c, hdr + b"\r\n3;x=y\r\nabc\r\n0002\r\nde\r\n0\r\nX-T: 1\r\n"
+              b"\r\nGET /s/c/work HTTP/1.1\r\nHost: x\r\nConnection: close"
+              b"\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 200 ") and b"\r\n\r\nabcde" in got,
+          "extensions and trailers: %r" % got[:300])
+    check(got.count(b"HTTP/1.1 200 ") == 2 and b'"body": 0' in got,
+          "the pipelined request after it: %r" % got)
+    got = raw(c, hdr + b"Connection: close\r\n\r\n0\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 200 ") and
+          b"Content-Length: 0\r\n" in got, "an empty body: %r" % got[:300])
+    bad = [
+        (b"\r\n5\nhello\r\n0\r\n\r\n", b"400", b"CRLF"),
+        (b"\r\n5\r\nhelloXX\r\n0\r\n\r\n", b"400", b"followed by CRLF"),
+        (b"\r\nzz\r\n", b"400", b"without its size"),
+        (b"\r\n" + b"1" * 17 + b"\r\n", b"400", b"16 hex digits"),
+        (b"\r\n2000000\r\n", b"413", b"over the limit"),
+        (b"Content-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"400",
+         b"both"),
+    ]
+    for body, status, why in bad:
+        got = raw(c, hdr + body)
+        check(got.startswith(b"HTTP/1.1 " + status) and why in got,
+              "%r: %s %r, got %r" % (body, status, why, got[:300]))
+    got = raw(c, b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+              b"gzip, chunked\r\n\r\n0\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 501 "), "another coding: %r" % got[:200])
+    # The replica is still fine, and nothing it got was cut.
+    st, v = request(c, "c", "/work", body=b"y" * 1000)
+    check(st == 200 and v["body"] == 1000, "served after: %s %s" % (st, v))
+
+
+def scenario_serve_retry(c):
+    """A request whose replica dies after taking it whole is sent to
+    another replica only when that is safe: a POST gets 502 and ran once;
+    a POST with an Idempotency-Key, and a GET, are retried and answered."""
+    start(c)
+    c.cli("serve", "create", "r", "--gpus", "1", "--queue", "inf", "--min",
+          "2", "--max", "2", "--ready-path", "/health", "--public", "--",
+          "python3", REPLICA)
+    host = c.router.split("//")[1]
+
+    def send(method, mark, headers):
+        wait_for(lambda: ready_count(c, "r") == 2, 60, "2 ready replicas")
+        conn = http.client.HTTPConnection(host, timeout=60)
+        conn.request(method, "/s/r/die?mark=" + mark, body=b"z" * 100,
+                     headers=headers)
+        r = conn.getresponse()
+        data = r.read()
+        conn.close()
+        with open(mark) as f:
+            runs = f.read().splitlines()
+        return r.status, data, runs
+
+    m = os.path.join(c.root, "post")
+    st, data, runs = send("POST", m, {})
+    check(st == 502 and b"Idempotency-Key" in data,
+          "a POST its replica died with: 502: %s %s" % (st, data))
+    check(len(runs) == 1, "the POST ran once, not again elsewhere: %s" % runs)
+    m = os.path.join(c.root, "post-key")
+    st, data, runs = send("POST", m, {"Idempotency-Key": "k-1"})
+    check(st == 200 and len(runs) == 2 and runs[0] != runs[1],
+          "a POST with an Idempotency-Key is retried: %s %s %s"
+          % (st, data, runs))
+    m = os.path.join(c.root, "put")
+    st, data, runs = send("PUT", m, {})
+    check(st == 200 and len(runs) == 2,
+          "a PUT is retried: %s %s %s" % (st, data, runs))
+
+
 SCENARIOS = {
+    "serve_chunked": scenario_serve_chunked,
+    "serve_retry": scenario_serve_retry,
     "serve_routers": scenario_serve_routers,
     "serve_scale": scenario_serve_scale,
     "serve_update": scenario_serve_update,

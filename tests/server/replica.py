@@ -7,6 +7,10 @@ benchmark: an HTTP/1.1 server (keep-alive) on $PORT that says who it is.
   GET /work?ms=N       waits N ms (a model's service time), then answers
                        {"replica": $ALLOT_REPLICA, "version": ..., "pid"}
   POST /work?ms=N      the same, echoing the body's length
+  POST /echo           answers the body it got, as it got it
+  any /die?mark=PATH   appends a line to PATH; the first replica to get
+                       it (PATH did not exist) dies at once, without an
+                       answer; later ones answer as /work does
   GET /stream?n=K&ms=N K server-sent events N ms apart, chunked
 
 Environment: PORT (required), ALLOT_REPLICA, REPLICA_VERSION (what
@@ -45,12 +49,33 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         self.route(self.rfile.read(n) if n else b"")
 
+    do_PUT = do_POST
+
     def route(self, body):
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
         global SICK
         if u.path == "/health":
             self.answer(503 if SICK else 200, {"ok": not SICK})
+        elif u.path == "/echo":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Request-Framing",
+                             "chunked" if self.headers.get(
+                                 "Transfer-Encoding") else "length")
+            self.end_headers()
+            self.wfile.write(body)
+        elif u.path == "/die":
+            mark = q["mark"][0]
+            first = not os.path.exists(mark)
+            with open(mark, "a") as f:
+                f.write("%s %s\n" % (os.environ.get("ALLOT_REPLICA"),
+                                     self.command))
+            if first:
+                os._exit(9)
+            self.answer(200, {"replica": os.environ.get("ALLOT_REPLICA"),
+                              "body": len(body)})
         elif u.path == "/sick":
             SICK = True
             self.answer(200, {"replica": os.environ.get("ALLOT_REPLICA")})
