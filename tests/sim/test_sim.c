@@ -482,6 +482,18 @@ test_preemption_cost(void)
         ASSERT_NEAR(s.gpu_hours_lost_to_preemption, 800.0 / 3600, 1e-9);
         done(r);
     }
+}
+
+/* The tiresias half of test_preemption_cost (see there). */
+static void
+test_preemption_cost_las(void)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.restart_overhead = 300;
+    o.checkpoint = 1000;
+    al_sim_summary_t s;
+    al_sim_result_t *r;
     o.policy = AL_POLICY_TIRESIAS;
     const char *t = HEADER "a,0,10000,1,,,,\nb,5500,1000,1,,,,\n";
     r = run_opts(t, 1, 1, &o, NULL, &s);
@@ -500,10 +512,21 @@ test_preemption_cost(void)
         ASSERT_NEAR(s.gpu_hours_lost_to_preemption, 500.0 / 3600, 1e-9);
         done(r);
     }
+}
+
+/* An eviction during the reload (see test_preemption_cost). */
+static void
+test_preemption_during_restart(void)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
     o.restart_overhead = 300;
-    r = run_opts(HEADER
-                 "a,0,10000,1,,,,\nb,5500,1000,1,,,,\nc,6600,100,1,,,,\n",
-                 1, 1, &o, NULL, &s);
+    o.checkpoint = 1000;
+    o.policy = AL_POLICY_TIRESIAS;
+    al_sim_summary_t s;
+    al_sim_result_t *r = run_opts(
+        HEADER "a,0,10000,1,,,,\nb,5500,1000,1,,,,\nc,6600,100,1,,,,\n", 1, 1,
+        &o, NULL, &s);
     if (r) {
         ASSERT_INT(s.preemptions, ==, 2);
         ASSERT_INT(jct(r, 2), ==, 100);
@@ -925,6 +948,8 @@ static const struct test {
     { "elastic", test_elastic },
     { "tiresias", test_tiresias },
     { "preemption_cost", test_preemption_cost },
+    { "preemption_cost_las", test_preemption_cost_las },
+    { "preemption_during_restart", test_preemption_during_restart },
     { "share_error", test_share_error },
     { "sjf_oracle", test_sjf_oracle },
     { "unschedulable", test_unschedulable },
