@@ -289,7 +289,8 @@ void
 al_report_jobs_csv(FILE *f, const al_sim_result_t *r)
 {
     fprintf(f, "job_id,queue,gpus,submit_s,duration_s,first_start_s,end_s,"
-               "jct_s,queue_s,preemptions,lost_gpu_s,unschedulable\n");
+               "jct_s,queue_s,preemptions,lost_gpu_s,unschedulable,"
+               "restart_gpu_s\n");
     for (int i = 0; i < r->njobs; i++) {
         const al_sim_job_t *j = &r->jobs[i];
         const al_trace_job_t *tj = &r->trace->jobs[i];
@@ -312,8 +313,9 @@ al_report_jobs_csv(FILE *f, const al_sim_result_t *r)
                     (long long)(j->end - tj->submit));
         else
             fputc(',', f);
-        fprintf(f, ",%lld,%d,%.0f,%d\n", (long long)j->pending, j->preemptions,
-                (double)j->lost / AL_GPU_MILLI, j->unschedulable ? 1 : 0);
+        fprintf(f, ",%lld,%d,%.0f,%d,%.0f\n", (long long)j->pending,
+                j->preemptions, (double)j->lost / AL_GPU_MILLI,
+                j->unschedulable ? 1 : 0, (double)j->restart / AL_GPU_MILLI);
     }
 }
 

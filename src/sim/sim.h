@@ -413,7 +413,8 @@ void al_report_table(FILE *f, const al_sim_result_t *r);
 
 /* Writes one CSV row per job: job_id, queue, gpus, submit_s, duration_s,
  * first_start_s, end_s, jct_s, queue_s, preemptions, lost_gpu_s,
- * unschedulable (times empty when the job never started/ended). */
+ * unschedulable, restart_gpu_s (times empty when the job never
+ * started/ended). */
 void al_report_jobs_csv(FILE *f, const al_sim_result_t *r);
 
 /* Writes a self-contained HTML page comparing n results (one per policy). */

@@ -139,6 +139,10 @@ check "--help documents --restart-overhead" $?
     --quiet --restart-overhead 120 --checkpoint-interval 600 >"$TMP/ro.json"
 grep -q '"restart_overhead_s":120,"checkpoint_interval_s":600' "$TMP/ro.json"
 check "restart overhead and checkpoint interval in the JSON" $?
+"$ALLOT" sim --trace "$TMP/ord.csv" --nodes 1 --gpus-per-node 1 --quiet \
+    --jobs-csv "$TMP/ro.csv" >/dev/null
+head -1 "$TMP/ro.csv" | grep -q ',unschedulable,restart_gpu_s$'
+check "jobs CSV ends with restart_gpu_s" $?
 
 # Pipelines: --dag validated (exit 2 with the choices), the pipeline
 # figures in the JSON, a cycle in a trace refused with its line, and the
