@@ -23,7 +23,8 @@ typedef struct args {
     const char *tiresias, *seeds, *jobs_csv, *pack, *order;
     const char *dag;
     int64_t nodes, gpus_per_node, nodes_per_rack, cpus_per_node, mem_gib;
-    int64_t queues, checkpoint, half_life, tick, estimate_seed;
+    int64_t queues, checkpoint, restart_overhead, half_life, tick,
+        estimate_seed;
     double estimate_factor, estimate_noise, usage_weight, fill;
     bool json, progress, quiet, no_timing, help;
 } args_t;
@@ -121,6 +122,14 @@ static const al_opt_t options[] = {
       .max = INT64_C(1000000000000),
       .arg = "S",
       .help = "seconds between checkpoints; 0 = none (default 1800)" },
+    { .name = "--restart-overhead",
+      .kind = AL_OPT_INT,
+      .off = A(restart_overhead),
+      .min = 0,
+      .max = INT64_C(1000000000),
+      .arg = "S",
+      .help = "seconds an evicted job holds its GPUs on restart before it "
+              "works again, under every policy (default 60)" },
     { .name = "--estimate-factor",
       .kind = AL_OPT_NUM,
       .off = A(estimate_factor),
@@ -518,6 +527,7 @@ check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
     if (*npol < 0)
         return 2;
     o->checkpoint = a->checkpoint;
+    o->restart_overhead = a->restart_overhead;
     o->estimate_factor = a->estimate_factor;
     o->estimate_noise = a->estimate_noise;
     o->estimate_seed = (uint64_t)a->estimate_seed;
@@ -710,6 +720,7 @@ al_cli_sim(int argc, char **argv)
     a.cpus_per_node = 96;
     a.mem_gib = 1024;
     a.checkpoint = 1800;
+    a.restart_overhead = 60;
     a.estimate_factor = 2.0;
     a.estimate_seed = 1;
     a.half_life = (int64_t)7 * 86400;

@@ -64,10 +64,14 @@ al__cycle(sim_t *s, int64_t now)
         if (j->state == S_RUNNING) {
             x->state = AL_JOB_RUNNING;
             x->start_time = j->start;
+            /* The last checkpoint of this run: none before its restart
+             * overhead is over (the run's start stands for it). */
             if (s->o->checkpoint > 0)
-                x->checkpoint_time = j->start + (now - j->start) /
-                                                    s->o->checkpoint *
-                                                    s->o->checkpoint;
+                x->checkpoint_time = now <= j->seg_start
+                                         ? j->start
+                                         : j->seg_start + (now - j->seg_start) /
+                                                              s->o->checkpoint *
+                                                              s->o->checkpoint;
             x->lent = j->lent;
             x->ntasks = j->ntasks;
             x->placement = j->place;

@@ -100,6 +100,21 @@ elastic_left(const sjob_t *j, const al_trace_job_t *tj)
     return (int64_t)ceil(left / pace(j) - 1e-9);
 }
 
+/* Counts the restart overhead running job i has paid up to `now` (at its
+ * size then) into its figures and the run's. */
+static void
+charge_overhead(sim_t *s, int i, int64_t now)
+{
+    sjob_t *j = &s->jobs[i];
+    int64_t t = now < j->ovh_end ? now : j->ovh_end;
+    if (t <= j->ovh_from)
+        return;
+    int64_t g = (t - j->ovh_from) * j->total;
+    s->r->jobs[i].restart += g;
+    s->r->restart_gpu_s += (double)g / AL_GPU_MILLI;
+    j->ovh_from = t;
+}
+
 void
 al__job_shrink(sim_t *s, int i, int stop, int64_t now)
 {
@@ -111,8 +126,11 @@ al__job_shrink(sim_t *s, int i, int stop, int64_t now)
                       s->tr->jobs[i].id, stop, j->ntasks, j->min_tasks);
         return;
     }
-    j->seg_work += (double)(now - j->seg_start) * pace(j);
-    j->seg_start = now;
+    charge_overhead(s, i, now);
+    if (now > j->seg_start) {
+        j->seg_work += (double)(now - j->seg_start) * pace(j);
+        j->seg_start = now;
+    }
     j->attained += (double)(now - j->start) * (double)j->total / AL_GPU_MILLI;
     account(s, i, -1);
     j->ntasks -= stop;
@@ -121,8 +139,8 @@ al__job_shrink(sim_t *s, int i, int stop, int64_t now)
     j->start = now; /* attained counts from here at the new size */
     j->seq++;
     s->r->jobs[i].resizes++;
-    al__ev_push(s, (event_t){ now + elastic_left(j, &s->tr->jobs[i]), EV_END, i,
-                              j->seq });
+    al__ev_push(s, (event_t){ j->seg_start + elastic_left(j, &s->tr->jobs[i]),
+                              EV_END, i, j->seq });
 }
 
 void
@@ -169,9 +187,14 @@ al__job_start(sim_t *s, int i, const al_decision_t *d, int64_t now)
             s, AL_EINVAL,
             "core over-committed a GPU when starting job %s at t=%lld", tj->id,
             (long long)now);
-    j->seg_start = now;
+    /* A job evicted before first reloads its checkpoint: the overhead. */
+    int64_t ovh = j->evicted ? s->o->restart_overhead : 0;
+    j->ovh_from = now;
+    j->ovh_end = now + ovh;
+    j->seg_start = now + ovh;
     j->seg_work = 0;
-    al__ev_push(s, (event_t){ now + elastic_left(j, tj), EV_END, i, j->seq });
+    al__ev_push(
+        s, (event_t){ j->seg_start + elastic_left(j, tj), EV_END, i, j->seq });
     if (s->pol->las)
         al__policy_prio_event(s, i, now);
 }
@@ -182,16 +205,17 @@ al__job_evict(sim_t *s, int i, int64_t now)
     sjob_t *j = &s->jobs[i];
     al_sim_job_t *rj = &s->r->jobs[i];
     int64_t run = now - j->start;
+    /* Work is done after the restart overhead; checkpoints are taken every
+     * interval of it.  The overhead paid is counted apart. */
+    charge_overhead(s, i, now);
+    int64_t useful = now > j->seg_start ? now - j->seg_start : 0;
     int64_t keep =
-        s->o->checkpoint > 0 ? run / s->o->checkpoint * s->o->checkpoint : 0;
-    int64_t lost = run - keep;
+        s->o->checkpoint > 0 ? useful / s->o->checkpoint * s->o->checkpoint : 0;
+    int64_t lost = useful - keep;
     if (j->max_tasks > j->min_tasks) {
         /* The work of this run at its sizes, kept in the proportion the
          * checkpoints keep of its time since the last resize. */
-        double seg = (double)(now - j->seg_start);
         double kept = j->seg_work + (double)keep * pace(j);
-        if (seg <= 0 || keep > run)
-            kept = j->seg_work;
         j->saved += (int64_t)kept;
     } else {
         j->saved += keep;
@@ -202,6 +226,7 @@ al__job_evict(sim_t *s, int i, int64_t now)
     s->r->preemptions++;
     s->r->lost_gpu_s += (double)lost * (double)j->total / AL_GPU_MILLI;
     account(s, i, -1);
+    j->evicted = true;
     j->state = S_PENDING;
     j->seq++;
     j->pend_since = now;
@@ -220,6 +245,7 @@ void
 al__job_complete(sim_t *s, int i, int64_t now)
 {
     sjob_t *j = &s->jobs[i];
+    charge_overhead(s, i, now);
     account(s, i, -1);
     j->state = S_DONE;
     j->seq++;

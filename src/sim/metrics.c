@@ -5,11 +5,12 @@
  * wastage (an idle GPU while a pending job would fit on the idle GPUs; see
  * docs/simulation.md); the decayed usage the core's fair share reads; the
  * --timeseries rows; the allocation recorded at each event and averaged
- * into AL_SIM_BINS bins.  Figures over the jobs (JCT, waits, slowdowns)
- * are report.c's, from the result.
+ * into AL_SIM_BINS bins; the shares and guarantee waits through shares.c.
+ * Figures over the jobs (JCT, waits, slowdowns) are report.c's, from the
+ * result.
  *
- * May call: jobs.c (whether a pending job fits), the core's usage decay,
- * libc and libm.
+ * May call: shares.c, jobs.c (whether a pending job fits), the core's usage
+ * decay, libc and libm.
  */
 #include <math.h>
 #include <stdio.h>
@@ -81,6 +82,7 @@ al__metrics_advance(sim_t *s, int64_t from, int64_t to)
         double fair = fair_of(s, q);
         rq->fair_gpu_s += fair / AL_GPU_MILLI * dt;
     }
+    al__shares_advance(s, from, to);
     for (int q = 0; q < s->ncq; q++)
         s->cq[q].usage =
             al_usage_decay(s->cq[q].usage, to - from, s->o->usage_half_life) +
@@ -186,6 +188,7 @@ al__metrics_after(sim_t *s, int64_t now)
         r->arrived_end = (double)s->arrived / (double)r->capacity;
     }
     s->wasted = compute_wasted(s);
+    al__shares_after(s, now);
     ts_record(s, now);
     if (s->o->timeseries)
         ts_row(s, now);
@@ -200,5 +203,6 @@ al__metrics_finish(sim_t *s)
     for (int i = 0; i < s->njobs; i++)
         if (r->jobs[i].end > r->t_last)
             r->t_last = r->jobs[i].end;
+    al__shares_finish(s, r->t_last);
     fill_bins(s);
 }

@@ -164,6 +164,14 @@ al_report_summary(const al_sim_result_t *r, al_sim_summary_t *s)
     s->wastage_gpu_ratio = cap_s > 0 ? r->wasted_gpu_s / cap_s : 0;
     s->preemptions = r->preemptions;
     s->lost_gpu_hours = r->lost_gpu_s / 3600;
+    s->restart_gpu_hours = r->restart_gpu_s / 3600;
+    s->gpu_hours_lost_to_preemption = s->lost_gpu_hours + s->restart_gpu_hours;
+    int ran = s->jobs - s->unschedulable;
+    s->preemptions_per_job = ran > 0 ? (double)s->preemptions / ran : 0;
+    s->share_error_p95 = r->share_error_p95;
+    s->share_hours = r->share_hours;
+    s->max_guarantee_wait = r->max_guarantee_wait_s;
+    s->guarantee_wait_hours = r->guarantee_wait_s / 3600;
     s->sim_wall_s = r->wall_s;
     s->cycles = r->cycles;
     s->avg_cycle_ms = r->cycles ? r->core_ms / (double)r->cycles : 0;
@@ -221,6 +229,17 @@ al_report_json(FILE *f, const al_sim_result_t *r)
             s.wastage_ratio, s.wastage_gpu_ratio, (long long)s.preemptions,
             s.lost_gpu_hours, s.jain_fairness, s.sim_wall_s,
             (long long)s.cycles, s.avg_cycle_ms);
+    fprintf(f,
+            ",\"preemptions_per_job\":%.6f,\"restart_gpu_hours\":%.3f,"
+            "\"gpu_hours_lost_to_preemption\":%.3f,"
+            "\"share_error_p95\":%.6f,\"share_hours\":%lld,"
+            "\"max_guarantee_wait_s\":%.0f,\"guarantee_wait_hours\":%.3f,"
+            "\"restart_overhead_s\":%lld,\"checkpoint_interval_s\":%lld",
+            s.preemptions_per_job, s.restart_gpu_hours,
+            s.gpu_hours_lost_to_preemption, s.share_error_p95,
+            (long long)s.share_hours, s.max_guarantee_wait,
+            s.guarantee_wait_hours, (long long)r->restart_overhead,
+            (long long)r->checkpoint);
     fprintf(f, ",\"capacity_gpus\":%.3f", (double)r->capacity / AL_GPU_MILLI);
     if (r->npipelines > 0)
         fprintf(f,
@@ -270,7 +289,8 @@ void
 al_report_jobs_csv(FILE *f, const al_sim_result_t *r)
 {
     fprintf(f, "job_id,queue,gpus,submit_s,duration_s,first_start_s,end_s,"
-               "jct_s,queue_s,preemptions,lost_gpu_s,unschedulable\n");
+               "jct_s,queue_s,preemptions,lost_gpu_s,unschedulable,"
+               "restart_gpu_s\n");
     for (int i = 0; i < r->njobs; i++) {
         const al_sim_job_t *j = &r->jobs[i];
         const al_trace_job_t *tj = &r->trace->jobs[i];
@@ -293,8 +313,9 @@ al_report_jobs_csv(FILE *f, const al_sim_result_t *r)
                     (long long)(j->end - tj->submit));
         else
             fputc(',', f);
-        fprintf(f, ",%lld,%d,%.0f,%d\n", (long long)j->pending, j->preemptions,
-                (double)j->lost / AL_GPU_MILLI, j->unschedulable ? 1 : 0);
+        fprintf(f, ",%lld,%d,%.0f,%d,%.0f\n", (long long)j->pending,
+                j->preemptions, (double)j->lost / AL_GPU_MILLI,
+                j->unschedulable ? 1 : 0, (double)j->restart / AL_GPU_MILLI);
     }
 }
 
@@ -344,6 +365,13 @@ al_report_table(FILE *f, const al_sim_result_t *r)
             "(%.3f ms avg)  wall %.2fs\n",
             (long long)s.preemptions, s.lost_gpu_hours, s.jain_fairness,
             (long long)s.cycles, s.avg_cycle_ms, s.sim_wall_s);
+    hms(a, sizeof a, s.max_guarantee_wait);
+    fprintf(f,
+            "  preemption cost %.1f GPU-h (restarts %.1f)  %.3f preemptions "
+            "per job  share error p95 %.3f  longest wait for a guarantee "
+            "%s\n",
+            s.gpu_hours_lost_to_preemption, s.restart_gpu_hours,
+            s.preemptions_per_job, s.share_error_p95, a);
     if (r->npipelines > 0) {
         hms(a, sizeof a, r->pipe_makespan_mean);
         fprintf(f,

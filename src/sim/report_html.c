@@ -303,7 +303,9 @@ al_report_html(FILE *f, const char *title, const al_sim_result_t *const *r,
                "</th><th>unsched.</th><th>avg JCT (h)</th><th>p95 JCT (h)"
                "</th><th>avg wait (h)</th><th>p95 wait (h)</th><th>worst "
                "queue avg wait (h)</th><th>GPU alloc</th><th>wastage</th>"
-               "<th>preempt.</th><th>Jain</th></tr>\n");
+               "<th>preempt.</th><th>GPU-h lost to preempt.</th>"
+               "<th>share error p95</th><th>longest guarantee wait (h)</th>"
+               "<th>Jain</th></tr>\n");
     for (int k = 0; k < n; k++) {
         al_sim_summary_t s;
         al_report_summary(r[k], &s);
@@ -311,13 +313,15 @@ al_report_html(FILE *f, const char *title, const al_sim_result_t *const *r,
                 "<tr><td style=\"color:%s\">%s</td><td>%d</td><td>%d</td>"
                 "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>"
                 "<td>%.2f</td><td>%.1f%%</td><td>%.2f%%</td><td>%lld</td>"
+                "<td>%.1f</td><td>%.3f</td><td>%.2f</td>"
                 "<td>%.3f</td></tr>\n",
                 colors[k % NCOLORS], al_policy_name(r[k]->policy), s.completed,
                 s.unschedulable, s.avg_jct / 3600, s.p95_jct / 3600,
                 s.avg_queue / 3600, s.p95_queue / 3600,
                 s.worst_queue_avg_queue / 3600, 100 * s.gpu_alloc_ratio,
                 100 * s.wastage_ratio, (long long)s.preemptions,
-                s.jain_fairness);
+                s.gpu_hours_lost_to_preemption, s.share_error_p95,
+                s.max_guarantee_wait / 3600, s.jain_fairness);
     }
     fprintf(f, "</table>\n<h2>GPU allocation over time</h2>\n");
     plot_util(f, r, n);

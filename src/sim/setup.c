@@ -351,6 +351,7 @@ al__sim_free(sim_t *s)
     free(s->ts_t);
     free(s->ts_a);
     al__stages_free(s);
+    al__shares_free(s);
     al_block_cache_fini(&s->cache);
 }
 
@@ -393,6 +394,8 @@ al__sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     r->nqueues = s->nmq;
     r->queues = al_xcalloc((size_t)s->nmq, sizeof(al_sim_queue_t));
     r->alloc_at_full = -1;
+    r->restart_overhead = opts->restart_overhead;
+    r->checkpoint = opts->checkpoint;
     for (int q = 0; q < s->nmq; q++) {
         r->queues[q].name = al_xstrdup(s->mq_names[q]);
         r->queues[q].deserved_gpus = s->mq_deserved[q];
@@ -421,4 +424,5 @@ al__sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
     s->cpu_used = al_xcalloc((size_t)nn + 1, sizeof(int64_t));
     s->act = al_xcalloc((size_t)s->njobs + 1, sizeof(int));
     s->next_tick = -1;
+    al__shares_init(s);
 }

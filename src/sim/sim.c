@@ -33,6 +33,7 @@ al_sim_opts_default(al_sim_opts_t *o)
     o->policy = AL_POLICY_ALLOT;
     o->qmode = AL_QMODE_COLUMN;
     o->checkpoint = 1800;
+    o->restart_overhead = 60;
     o->estimate_factor = 2.0;
     o->estimate_noise = 0;
     o->estimate_seed = 1;

@@ -231,7 +231,10 @@ typedef struct al_sim_opts {
     int nqueues;              /* AL_QMODE_HASH */
     const al_queues_t *qfile; /* AL_QMODE_FILE */
     int64_t checkpoint;       /* seconds between checkpoints, 0 = none */
-    double estimate_factor;   /* estimate = duration x factor */
+    /* Seconds a job restarted after an eviction holds its GPUs before it
+     * does any work (reloading its checkpoint); every policy pays it. */
+    int64_t restart_overhead;
+    double estimate_factor; /* estimate = duration x factor */
     /* Log-normal noise on the estimates: each job's is multiplied by
      * exp(estimate_noise x z), z standard normal drawn from estimate_seed
      * and the job's id (al_sim_estimate_noise); 0 = none. */
@@ -259,8 +262,8 @@ typedef struct al_sim_opts {
 } al_sim_opts_t;
 
 /* Fills opts with the defaults (allot, queue column, checkpoint 1800 s,
- * estimate factor 2 without noise, estimate seed 1, half-life 7 days, no
- * workload profile). */
+ * restart overhead 60 s, estimate factor 2 without noise, estimate seed 1,
+ * half-life 7 days, no workload profile). */
 void al_sim_opts_default(al_sim_opts_t *opts);
 
 /* The largest estimate the core is given, in seconds (about 139,000 years:
@@ -305,6 +308,7 @@ typedef struct al_sim_job {
     int64_t end;         /* completion time, -1 if not completed */
     int64_t pending;     /* seconds spent pending in all */
     int64_t lost;        /* GPU-milli-seconds of work lost to preemption */
+    int64_t restart;     /* GPU-milli-seconds of restart overhead paid */
     int preemptions;
     int resizes; /* an elastic job: times it was shrunk while running */
     bool unschedulable;
@@ -336,7 +340,19 @@ typedef struct al_sim_result {
     double wasted_s;     /* seconds with an idle GPU a pending job could use */
     double wasted_gpu_s; /* idle GPU-seconds within those seconds */
     int64_t preemptions;
-    double lost_gpu_s;
+    double lost_gpu_s;    /* work lost since the victims' last checkpoints */
+    double restart_gpu_s; /* GPU-seconds of restart overhead paid */
+    /* Shares (shares.c, docs/simulation.md): the 95th percentile of the
+     * relative error of each queue's share of an hour's allocated
+     * GPU-time against its max-min fair share, over the queue-hours with
+     * demand (share_hours of them); the longest time a queue waited below
+     * its deserved share with a pending job that fits in it, and the
+     * queue-seconds spent so in all. */
+    double share_error_p95;
+    int64_t share_hours;
+    int64_t restart_overhead, checkpoint; /* the run's settings, seconds */
+    double max_guarantee_wait_s;
+    double guarantee_wait_s;
     int64_t cycles;
     double core_ms;                /* time inside al_sched_run */
     double wall_s;                 /* whole replay */
@@ -379,6 +395,10 @@ typedef struct al_sim_summary {
     double makespan, gpu_alloc_ratio, wastage_ratio, wastage_gpu_ratio;
     int64_t preemptions;
     double lost_gpu_hours, jain_fairness, sim_wall_s;
+    /* preemptions per schedulable job; lost work plus restart overhead */
+    double preemptions_per_job, restart_gpu_hours, gpu_hours_lost_to_preemption;
+    double share_error_p95, max_guarantee_wait, guarantee_wait_hours;
+    int64_t share_hours;
     int64_t cycles;
     double avg_cycle_ms;
 } al_sim_summary_t;
@@ -393,7 +413,8 @@ void al_report_table(FILE *f, const al_sim_result_t *r);
 
 /* Writes one CSV row per job: job_id, queue, gpus, submit_s, duration_s,
  * first_start_s, end_s, jct_s, queue_s, preemptions, lost_gpu_s,
- * unschedulable (times empty when the job never started/ended). */
+ * unschedulable, restart_gpu_s (times empty when the job never
+ * started/ended). */
 void al_report_jobs_csv(FILE *f, const al_sim_result_t *r);
 
 /* Writes a self-contained HTML page comparing n results (one per policy). */

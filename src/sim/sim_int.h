@@ -87,6 +87,8 @@ int al__trace_dag(const char *name, al_trace_job_t *jobs, int n,
  *   stages.c   pipelines: stages waiting for what they need, the graph
  *              in the snapshot, the pipelines' figures
  *   metrics.c  wastage, allocation and shares over time, time series, bins
+ *   shares.c   the policy-independent fair share, the hourly share error
+ *              and the waits for a queue's guarantee
  *   jobs.c     a job's state changes and the room it takes on the nodes
  *   policy.c   the policies (configurations of the core, priorities,
  *              estimates)
@@ -135,6 +137,11 @@ typedef struct sjob {
     int64_t task_milli; /* milli-GPUs of one task */
     int64_t seg_start;
     double seg_work;
+    /* Restart overhead: a job evicted once pays o->restart_overhead at the
+     * start of each later run, [start, ovh_end), doing no work; seg_start
+     * is then ovh_end.  ovh_from: how far the overhead has been counted. */
+    bool evicted;
+    int64_t ovh_from, ovh_end;
 } sjob_t;
 
 enum { EV_END = 0, EV_PRIO };
@@ -202,6 +209,16 @@ typedef struct sim {
     int *sidx;            /* trace index -> snapshot index this cycle */
     al_dep_t *sdeps;      /* the snapshot's dependencies */
     int capdeps;
+    /* shares.c: the hour being integrated and its per-queue GPU-seconds
+     * (allocated, fair, demand); the errors of the hours past; since when
+     * each queue waits for its guarantee (-1: it does not) */
+    int64_t hr_cur;
+    double *hr_alloc, *hr_fair, *hr_dem;
+    double *fair_w, *fair_d, *fair_f; /* scratch of the fair share */
+    double *share_err;
+    int64_t nshare_err, capshare_err;
+    int64_t *gw_since;
+    int64_t *gw_min; /* scratch: smallest pending job per queue */
 } sim_t;
 
 /* policy.c */
@@ -264,6 +281,23 @@ void al__metrics_ts_header(sim_t *s);
 void al__metrics_after(sim_t *s, int64_t now);
 /* The figures of the whole run once it has ended (t_last, bins). */
 void al__metrics_finish(sim_t *s);
+
+/* shares.c */
+void al__shares_init(sim_t *s);
+void al__shares_free(sim_t *s);
+/* Integrates the allocation and the max-min fair share over [from, to),
+ * the state constant, closing the hours it passes. */
+void al__shares_advance(sim_t *s, int64_t from, int64_t to);
+/* After the cycles at `now`: which queues wait for their guarantee. */
+void al__shares_after(sim_t *s, int64_t now);
+/* Closes the last hour and the open waits at `end`; the figures into the
+ * result. */
+void al__shares_finish(sim_t *s, int64_t end);
+/* Weighted max-min fair division of cap among n claims (w[k] weight,
+ * d[k] demand; w[k] = 0: only what the others leave, shared equally) into
+ * f[k]. */
+void al__waterfill(int n, const double *w, const double *d, double cap,
+                   double *f);
 
 /* cycle.c */
 /* Monotonic seconds, for the run's own timings. */

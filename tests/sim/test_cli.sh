@@ -66,7 +66,10 @@ check "all jobs complete" $?
 for f in jobs completed unschedulable avg_jct_s p50_jct_s p95_jct_s p99_jct_s \
     avg_queue_s p95_queue_s worst_queue_avg_queue_s makespan_s \
     gpu_alloc_ratio wastage_ratio preemptions lost_gpu_hours jain_fairness \
-    sim_wall_s cycles avg_cycle_ms per_queue per_size; do
+    sim_wall_s cycles avg_cycle_ms per_queue per_size preemptions_per_job \
+    restart_gpu_hours gpu_hours_lost_to_preemption share_error_p95 \
+    share_hours max_guarantee_wait_s guarantee_wait_hours \
+    restart_overhead_s checkpoint_interval_s; do
     grep -q "\"$f\":" "$TMP/a.json" || { echo "  missing field $f"; fail=$((fail + 1)); }
 done
 grep -q "<svg" "$TMP/a.html"
@@ -124,6 +127,22 @@ noise n1 --estimate-noise 2 --estimate-seed 5 &&
 check "noisy runs succeed" $?
 cmp -s "$TMP/n1" "$TMP/n2"
 check "noisy runs are reproducible" $?
+
+# --restart-overhead: validated, documented, in the JSON; on the order
+# trace above nothing is evicted, so it changes no JCT.
+"$ALLOT" sim --trace "$DATA/small.csv" --nodes 1 --restart-overhead -5 \
+    2>"$TMP/err" >/dev/null
+check "--restart-overhead -5 exits 2" $([ $? -eq 2 ]; echo $?)
+"$ALLOT" sim --help | grep -q -- "--restart-overhead S"
+check "--help documents --restart-overhead" $?
+"$ALLOT" sim --trace "$TMP/ord.csv" --nodes 1 --gpus-per-node 1 --json \
+    --quiet --restart-overhead 120 --checkpoint-interval 600 >"$TMP/ro.json"
+grep -q '"restart_overhead_s":120,"checkpoint_interval_s":600' "$TMP/ro.json"
+check "restart overhead and checkpoint interval in the JSON" $?
+"$ALLOT" sim --trace "$TMP/ord.csv" --nodes 1 --gpus-per-node 1 --quiet \
+    --jobs-csv "$TMP/ro.csv" >/dev/null
+head -1 "$TMP/ro.csv" | grep -q ',unschedulable,restart_gpu_s$'
+check "jobs CSV ends with restart_gpu_s" $?
 
 # Pipelines: --dag validated (exit 2 with the choices), the pipeline
 # figures in the JSON, a cycle in a trace refused with its line, and the

@@ -144,7 +144,8 @@ test_parse_errors(void)
  * dag hold: at 0 prep starts and train's look-ahead holds the 8 GPUs from
  * prep's end at 100; x (preemptible) is lent them at 10 and gives them
  * back at 100; train 100-1100, eval 1100-1200 (x's reservation after
- * eval's look-ahead): the pipeline takes 1200 s, x runs 1200-6200.
+ * eval's look-ahead): the pipeline takes 1200 s; x restarts at 1200,
+ * reloads for the default restart overhead (60 s) and ends at 6260.
  * on, off and blind hold nothing: x starts at 10 on the free node and
  * train waits for it: train 5010-6010, eval 6010-6110.
  */
@@ -159,7 +160,7 @@ test_hold(void)
         ASSERT_INT(r->jobs[job(r, "eval")].end, ==, 1200);
         ASSERT_INT((int64_t)r->pipe_makespan_mean, ==, 1200);
         ASSERT_INT(r->jobs[job(r, "x")].preemptions, ==, 1);
-        ASSERT_INT(r->jobs[job(r, "x")].end, ==, 6200);
+        ASSERT_INT(r->jobs[job(r, "x")].end, ==, 6260);
     }
     done(r);
     static const al_sim_dag_t others[] = { AL_SIM_DAG_ON, AL_SIM_DAG_BLIND,

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "sim_int.h" /* al__waterfill */
 
 static int failed_asserts;
 
@@ -67,18 +68,17 @@ trace(const char *text)
     return t;
 }
 
-/* Runs trace text on nodes x gpus under policy; fills *s; returns the
- * result (caller destroys) or NULL. */
+/* Runs trace text on nodes x gpus under the options o (the queues file,
+ * when not NULL, replaces o's queues); fills *s; returns the result (caller
+ * destroys) or NULL. */
 static al_sim_result_t *
-run(const char *text, int nodes, int gpus, al_policy_t pol,
-    const char *queues_file, al_sim_summary_t *s)
+run_opts(const char *text, int nodes, int gpus, const al_sim_opts_t *opts,
+         const char *queues_file, al_sim_summary_t *s)
 {
     al_trace_t *t = trace(text);
     al_cluster_t *c = al_cluster_homogeneous(nodes, gpus, NULL, 0, 96, 1024);
     al_queues_t *q = NULL;
-    al_sim_opts_t o;
-    al_sim_opts_default(&o);
-    o.policy = pol;
+    al_sim_opts_t o = *opts;
     if (queues_file) {
         char *cause = NULL;
         if (al_queues_parse("q.txt", queues_file, strlen(queues_file), &q,
@@ -105,6 +105,17 @@ run(const char *text, int nodes, int gpus, al_policy_t pol,
     al_cluster_destroy(c);
     al_queues_destroy(q);
     return r;
+}
+
+/* run_opts() with the default options under policy pol. */
+static al_sim_result_t *
+run(const char *text, int nodes, int gpus, al_policy_t pol,
+    const char *queues_file, al_sim_summary_t *s)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.policy = pol;
+    return run_opts(text, nodes, gpus, &o, queues_file, s);
 }
 
 /* The result keeps a pointer to its trace; free both. */
@@ -313,11 +324,14 @@ test_backfill(void)
  * deserve 1 GPU.  a1, a2 (qa): t=0, 1 GPU, 10000 s each: qa borrows qb's
  * GPU.  b1 (qb): t=4000, 1 GPU, 1000 s.  allot reclaims one a-job at 4000:
  * it ran 4000 s, its checkpoint at 3600 s keeps 3600 s and 400 s are lost.
- * b1 runs 4000-5000 (JCT 1000); the evicted job restarts at 5000 with
- * 6400 s left and ends at 11400; the other ends at 10000.
- * avg JCT (10000 + 11400 + 1000) / 3; lost 400 GPU-s.
+ * b1 runs 4000-5000 (JCT 1000); the evicted job restarts at 5000, spends
+ * the default restart overhead (60 s) reloading, has 6400 s left and ends
+ * at 11460; the other ends at 10000.  avg JCT (10000 + 11460 + 1000) / 3;
+ * lost 400 GPU-s of work, 460 GPU-s in all.  qb never waits for its
+ * guarantee (1 GPU) under allot.
  * static: qa may not borrow: a2 waits for a1, 10000-20000; b1 4000-5000.
- * fifo: no reclaim: b1 waits until 10000 -> JCT 7000.
+ * fifo: no reclaim: b1 waits until 10000 -> JCT 7000, and qb, holding
+ * nothing of its 1 GPU, waited 6000 s for its guarantee.
  */
 static void
 test_reclaim_checkpoint(void)
@@ -331,9 +345,12 @@ test_reclaim_checkpoint(void)
         ASSERT_INT(s.completed, ==, 3);
         ASSERT_INT(s.preemptions, ==, 1);
         ASSERT_INT(jct(r, 2), ==, 1000);
-        ASSERT_INT(jct(r, 0) + jct(r, 1), ==, 21400);
-        ASSERT_NEAR(s.avg_jct, 22400.0 / 3, 1e-9);
+        ASSERT_INT(jct(r, 0) + jct(r, 1), ==, 21460);
+        ASSERT_NEAR(s.avg_jct, 22460.0 / 3, 1e-9);
         ASSERT_NEAR(s.lost_gpu_hours, 400.0 / 3600, 1e-9);
+        ASSERT_NEAR(s.gpu_hours_lost_to_preemption, 460.0 / 3600, 1e-9);
+        ASSERT_NEAR(s.preemptions_per_job, 1.0 / 3, 1e-9);
+        ASSERT_NEAR(s.max_guarantee_wait, 0, 1e-9);
         done(r);
     }
     r = run(t, 1, 2, AL_POLICY_STATIC, qf, &s);
@@ -347,6 +364,8 @@ test_reclaim_checkpoint(void)
     if (r) {
         ASSERT_INT(jct(r, 2), ==, 7000);
         ASSERT_INT(s.preemptions, ==, 0);
+        ASSERT_NEAR(s.max_guarantee_wait, 6000, 1e-9);
+        ASSERT_NEAR(s.guarantee_wait_hours, 6000.0 / 3600, 1e-9);
         done(r);
     }
 }
@@ -402,7 +421,8 @@ test_elastic(void)
  * Tiresias.  One GPU.  a: t=0, 10000 s; b: t=5000, 1000 s.  At 5000 a has
  * attained 5000 GPU-s (above the first threshold, 3600) and b none: b
  * preempts a.  a's checkpoint at 3600 keeps 3600 s, 1400 s lost.  b runs
- * 5000-6000; a restarts at 6000 with 6400 s left, ends at 12400.
+ * 5000-6000; a restarts at 6000, reloads for 60 s (the default restart
+ * overhead) and does its 6400 s left: it ends at 12460.
  */
 static void
 test_tiresias(void)
@@ -411,12 +431,151 @@ test_tiresias(void)
     al_sim_result_t *r = run(HEADER "a,0,10000,1,,,,\nb,5000,1000,1,,,,\n", 1,
                              1, AL_POLICY_TIRESIAS, NULL, &s);
     if (r) {
-        ASSERT_INT(jct(r, 0), ==, 12400);
+        ASSERT_INT(jct(r, 0), ==, 12460);
         ASSERT_INT(jct(r, 1), ==, 1000);
         ASSERT_INT(s.preemptions, ==, 1);
         ASSERT_NEAR(s.lost_gpu_hours, 1400.0 / 3600, 1e-9);
+        ASSERT_NEAR(s.restart_gpu_hours, 60.0 / 3600, 1e-9);
         done(r);
     }
+}
+
+/*
+ * What one preemption costs, the same under the two policies that preempt
+ * here: restart overhead 300 s, a checkpoint every 1,000 s of work.
+ *
+ * allot: one node of 2 GPUs, qa and qb deserving 1 each.  a1, a2 (qa): t=0,
+ * 1 GPU, 10000 s; b1 (qb): t=4500, 1 GPU, 1000 s.  One a-job is reclaimed
+ * at 4500: its checkpoint at 4000 keeps 4000 s, 500 s are lost.  b1 runs
+ * 4500-5500; the victim restarts at 5500, reloads 5500-5800 and does its
+ * 6000 s left: it ends at 11800 = 10000 (its work) + 1000 (the wait) +
+ * 500 (lost) + 300 (overhead).
+ * tiresias: one GPU; a: t=0, 10000 s; b: t=5500, 1000 s.  b preempts a
+ * (5500 attained GPU-s against none): 5000 s kept, 500 lost; b runs
+ * 5500-6500; a reloads 6500-6800 and ends at 11800 too.
+ * Both: 800 GPU-s lost to the preemption (500 of work, 300 of restart).
+ * Without the overhead (0 s) a ends at 11500.  An eviction during the
+ * restart keeps nothing more: tiresias with a third job c (t=6600, 100 s)
+ * evicts a again at 6600, 100 s into its reload (a has 5500 attained
+ * GPU-s, c none): a has done no work in that run, so it loses none; it
+ * paid 100 s of reload, restarts at 6700, reloads again until 7000 and
+ * ends at 12000: 500 GPU-s of work and 400 of restarts lost.
+ */
+static void
+test_preemption_cost(void)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.restart_overhead = 300;
+    o.checkpoint = 1000;
+    al_sim_summary_t s;
+    o.policy = AL_POLICY_ALLOT;
+    al_sim_result_t *r = run_opts(
+        HEADER "a1,0,10000,1,,,qa,\na2,0,10000,1,,,qa,\nb1,4500,1000,1,,,qb,\n",
+        1, 2, &o, "queue name=qa deserved=1\nqueue name=qb deserved=1\n", &s);
+    if (r) {
+        ASSERT_INT(s.preemptions, ==, 1);
+        ASSERT_INT(jct(r, 2), ==, 1000);
+        ASSERT_INT(jct(r, 0) + jct(r, 1), ==, 10000 + 11800);
+        ASSERT_NEAR(s.lost_gpu_hours, 500.0 / 3600, 1e-9);
+        ASSERT_NEAR(s.restart_gpu_hours, 300.0 / 3600, 1e-9);
+        ASSERT_NEAR(s.gpu_hours_lost_to_preemption, 800.0 / 3600, 1e-9);
+        done(r);
+    }
+}
+
+/* The tiresias half of test_preemption_cost (see there). */
+static void
+test_preemption_cost_las(void)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.restart_overhead = 300;
+    o.checkpoint = 1000;
+    al_sim_summary_t s;
+    al_sim_result_t *r;
+    o.policy = AL_POLICY_TIRESIAS;
+    const char *t = HEADER "a,0,10000,1,,,,\nb,5500,1000,1,,,,\n";
+    r = run_opts(t, 1, 1, &o, NULL, &s);
+    if (r) {
+        ASSERT_INT(s.preemptions, ==, 1);
+        ASSERT_INT(jct(r, 0), ==, 11800);
+        ASSERT_INT(r->jobs[0].lost, ==, 500 * 1000);
+        ASSERT_INT(r->jobs[0].restart, ==, 300 * 1000);
+        ASSERT_NEAR(s.gpu_hours_lost_to_preemption, 800.0 / 3600, 1e-9);
+        done(r);
+    }
+    o.restart_overhead = 0;
+    r = run_opts(t, 1, 1, &o, NULL, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 0), ==, 11500);
+        ASSERT_NEAR(s.gpu_hours_lost_to_preemption, 500.0 / 3600, 1e-9);
+        done(r);
+    }
+}
+
+/* An eviction during the reload (see test_preemption_cost). */
+static void
+test_preemption_during_restart(void)
+{
+    al_sim_opts_t o;
+    al_sim_opts_default(&o);
+    o.restart_overhead = 300;
+    o.checkpoint = 1000;
+    o.policy = AL_POLICY_TIRESIAS;
+    al_sim_summary_t s;
+    al_sim_result_t *r = run_opts(
+        HEADER "a,0,10000,1,,,,\nb,5500,1000,1,,,,\nc,6600,100,1,,,,\n", 1, 1,
+        &o, NULL, &s);
+    if (r) {
+        ASSERT_INT(s.preemptions, ==, 2);
+        ASSERT_INT(jct(r, 2), ==, 100);
+        ASSERT_INT(jct(r, 0), ==, 12000);
+        ASSERT_INT(r->jobs[0].lost, ==, 500 * 1000);
+        ASSERT_INT(r->jobs[0].restart, ==, (100 + 300) * 1000);
+        done(r);
+    }
+}
+
+/*
+ * The share error, by hand.  fifo on one node of 4 GPUs, qa and qb
+ * deserving 2 each.  a1 (qa, 3 GPUs) and b1 (qb, 1 GPU) run 0-3600; b2
+ * (qb, 2 GPUs, 3600 s) arrives at 1800 and waits for them (fifo does not
+ * reclaim), running 3600-7200.
+ * Hour 0: until 1800 the demand (qa 3, qb 1) fits, so the fair share is
+ * the demand; from 1800 qb asks 3 and the max-min fair split is 2 and 2.
+ * Fair GPU-s: qa 3 x 1800 + 2 x 1800 = 9000, qb 1800 + 3600 = 5400, shares
+ * 0.625 and 0.375; allocated: qa 10800, qb 3600, shares 0.75 and 0.25.
+ * Errors |0.75 - 0.625| / 0.625 = 0.2 and |0.25 - 0.375| / 0.375 = 1/3.
+ * Hour 1: qb alone, error 0; qa had no demand.  Three queue-hours, p95
+ * (nearest rank of three) 1/3.  qb never waited for its guarantee: from
+ * 1800 it held 1 GPU and b2 needs 2 more, above its 2.
+ */
+static void
+test_share_error(void)
+{
+    const char *t = HEADER "a1,0,3600,3,,,qa,\nb1,0,3600,1,,,qb,\n"
+                           "b2,1800,3600,2,,,qb,\n";
+    const char *qf = "queue name=qa deserved=2\nqueue name=qb deserved=2\n";
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(t, 1, 4, AL_POLICY_FIFO, qf, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 2), ==, 5400);
+        ASSERT_INT(s.share_hours, ==, 3);
+        ASSERT_NEAR(s.share_error_p95, 1.0 / 3, 1e-9);
+        ASSERT_NEAR(s.max_guarantee_wait, 0, 1e-9);
+        done(r);
+    }
+    /* The division itself: weights 2, 1, 1 and 0 over 8 GPUs. */
+    double w[4] = { 2, 1, 1, 0 }, d[4] = { 10, 1, 10, 5 }, f[4];
+    al__waterfill(4, w, d, 8, f);
+    ASSERT_NEAR(f[0], 14.0 / 3, 1e-9); /* 7 left after qb's 1: 2/3 of it */
+    ASSERT_NEAR(f[1], 1, 1e-9);
+    ASSERT_NEAR(f[2], 7.0 / 3, 1e-9);
+    ASSERT_NEAR(f[3], 0, 1e-9);
+    double d2[4] = { 1, 1, 1, 5 };
+    al__waterfill(4, w, d2, 8, f); /* 5 left go to the weightless claim */
+    ASSERT_NEAR(f[3], 5, 1e-9);
 }
 
 /*
@@ -768,7 +927,8 @@ test_invariants(void)
                 continue;
             ASSERT_INT(j->first_start, >=, tj->submit);
             ASSERT_INT(j->end - tj->submit, ==,
-                       j->pending + tj->duration + j->lost / tj->gpu_milli);
+                       j->pending + tj->duration +
+                           (j->lost + j->restart) / tj->gpu_milli);
         }
         done(r);
     }
@@ -787,6 +947,10 @@ static const struct test {
     { "reclaim_checkpoint", test_reclaim_checkpoint },
     { "elastic", test_elastic },
     { "tiresias", test_tiresias },
+    { "preemption_cost", test_preemption_cost },
+    { "preemption_cost_las", test_preemption_cost_las },
+    { "preemption_during_restart", test_preemption_during_restart },
+    { "share_error", test_share_error },
     { "sjf_oracle", test_sjf_oracle },
     { "unschedulable", test_unschedulable },
     { "gang", test_gang },

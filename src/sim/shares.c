@@ -1,0 +1,227 @@
+/*
+ * shares.c -- how fairly a run divided the GPUs, measured the same way
+ * under every policy (docs/simulation.md, "Shares, precisely"):
+ *
+ *   - the reference: each metrics queue's max-min fair share of the
+ *     cluster's GPUs at every moment, weighted by its deserved GPUs and
+ *     capped by its demand (what it runs plus what it waits for), which
+ *     does not depend on the policy's own idea of fairness;
+ *   - per hour of the run (from the first submission), each queue's share
+ *     of the GPU-time allocated in that hour against its share of the fair
+ *     GPU-time, as a relative error, for every queue-hour with demand; the
+ *     run's figure is their 95th percentile;
+ *   - the waits for a guarantee: a queue waits for it while it has a
+ *     pending job that would fit in its deserved GPUs on top of what it
+ *     runs; the longest such wait and their sum.
+ *
+ * May call: report.c's comparison of doubles, src/common's allocation,
+ * libc and libm.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim.h"
+#include "sim_int.h"
+
+#define HOUR 3600
+
+void
+al__shares_init(sim_t *s)
+{
+    size_t n = (size_t)s->nmq + 1;
+    s->hr_cur = 0;
+    s->hr_alloc = al_xcalloc(n, sizeof(double));
+    s->hr_fair = al_xcalloc(n, sizeof(double));
+    s->hr_dem = al_xcalloc(n, sizeof(double));
+    s->fair_w = al_xcalloc(n, sizeof(double));
+    s->fair_d = al_xcalloc(n, sizeof(double));
+    s->fair_f = al_xcalloc(n, sizeof(double));
+    s->gw_since = al_xcalloc(n, sizeof(int64_t));
+    s->gw_min = al_xcalloc(n, sizeof(int64_t));
+    for (int q = 0; q < s->nmq; q++)
+        s->gw_since[q] = -1;
+}
+
+void
+al__shares_free(sim_t *s)
+{
+    free(s->hr_alloc);
+    free(s->hr_fair);
+    free(s->hr_dem);
+    free(s->fair_w);
+    free(s->fair_d);
+    free(s->fair_f);
+    free(s->share_err);
+    free(s->gw_since);
+    free(s->gw_min);
+}
+
+/* Water-filling over the claims with a positive weight in `use`: each gets
+ * min(demand, level x weight), the level as high as cap allows.  Returns
+ * what is left of cap. */
+static double
+fill(int n, const double *w, const double *d, const bool *use, double cap,
+     double *f)
+{
+    bool *open = al_xcalloc((size_t)n + 1, sizeof(bool));
+    int nopen = 0;
+    for (int k = 0; k < n; k++)
+        if (use[k] && w[k] > 0 && d[k] > 0) {
+            open[k] = true;
+            nopen++;
+        }
+    while (nopen > 0 && cap > 0) {
+        double sw = 0;
+        for (int k = 0; k < n; k++)
+            if (open[k])
+                sw += w[k];
+        double level = cap / sw;
+        /* Claims below the level are met whole; the rest share what is
+         * left once none is. */
+        bool met = false;
+        for (int k = 0; k < n; k++)
+            if (open[k] && d[k] - f[k] <= level * w[k]) {
+                cap -= d[k] - f[k];
+                f[k] = d[k];
+                open[k] = false;
+                nopen--;
+                met = true;
+            }
+        if (!met) {
+            for (int k = 0; k < n; k++)
+                if (open[k])
+                    f[k] += level * w[k];
+            cap = 0;
+        }
+    }
+    free(open);
+    return cap > 0 ? cap : 0;
+}
+
+void
+al__waterfill(int n, const double *w, const double *d, double cap, double *f)
+{
+    bool *use = al_xcalloc((size_t)n + 1, sizeof(bool));
+    double *one = al_xcalloc((size_t)n + 1, sizeof(double));
+    for (int k = 0; k < n; k++) {
+        f[k] = 0;
+        use[k] = w[k] > 0;
+    }
+    cap = fill(n, w, d, use, cap, f);
+    /* Claims without a weight share what the others leave, equally. */
+    for (int k = 0; k < n; k++) {
+        use[k] = w[k] <= 0;
+        one[k] = 1;
+    }
+    fill(n, one, d, use, cap, f);
+    free(one);
+    free(use);
+}
+
+/* The relative errors of the hour just integrated, one per queue with
+ * demand in it; the hour's sums are reset. */
+static void
+close_hour(sim_t *s)
+{
+    double ta = 0, tf = 0;
+    for (int q = 0; q < s->nmq; q++) {
+        ta += s->hr_alloc[q];
+        tf += s->hr_fair[q];
+    }
+    for (int q = 0; q < s->nmq; q++) {
+        if (s->hr_dem[q] > 0 && s->hr_fair[q] > 0 && tf > 0) {
+            double fair = s->hr_fair[q] / tf;
+            double got = ta > 0 ? s->hr_alloc[q] / ta : 0;
+            if (s->nshare_err == s->capshare_err) {
+                s->capshare_err = s->capshare_err ? 2 * s->capshare_err : 1024;
+                s->share_err = al_xrealloc(
+                    s->share_err, (size_t)s->capshare_err * sizeof(double));
+            }
+            s->share_err[s->nshare_err++] = fabs(got - fair) / fair;
+        }
+        s->hr_alloc[q] = s->hr_fair[q] = s->hr_dem[q] = 0;
+    }
+}
+
+void
+al__shares_advance(sim_t *s, int64_t from, int64_t to)
+{
+    if (to <= from || s->nmq == 0)
+        return;
+    for (int q = 0; q < s->nmq; q++) {
+        s->fair_w[q] = s->mq_deserved[q];
+        s->fair_d[q] = (double)(s->mq_alloc[q] + s->mq_pend[q]);
+    }
+    al__waterfill(s->nmq, s->fair_w, s->fair_d, (double)s->r->capacity,
+                  s->fair_f);
+    int64_t t0 = s->r->t_first;
+    while (from < to) {
+        int64_t h = (from - t0) / HOUR;
+        if (h != s->hr_cur) {
+            close_hour(s);
+            s->hr_cur = h;
+        }
+        int64_t end = t0 + (h + 1) * HOUR;
+        if (end > to)
+            end = to;
+        double dt = (double)(end - from) / AL_GPU_MILLI;
+        for (int q = 0; q < s->nmq; q++) {
+            s->hr_alloc[q] += (double)s->mq_alloc[q] * dt;
+            s->hr_fair[q] += s->fair_f[q] * dt;
+            s->hr_dem[q] += s->fair_d[q] * dt;
+        }
+        from = end;
+    }
+}
+
+void
+al__shares_after(sim_t *s, int64_t now)
+{
+    for (int q = 0; q < s->nmq; q++)
+        s->gw_min[q] = INT64_MAX;
+    for (int a = 0; a < s->nact; a++) {
+        const sjob_t *j = &s->jobs[s->act[a]];
+        if (j->state == S_PENDING && j->total < s->gw_min[j->mq])
+            s->gw_min[j->mq] = j->total;
+    }
+    for (int q = 0; q < s->nmq; q++) {
+        /* Deserved GPUs to milli-GPUs, rounded: a share of 1/3 GPU is
+         * 333 milli-GPUs as the core counts it. */
+        int64_t deserved = llround(s->mq_deserved[q] * AL_GPU_MILLI);
+        bool waits = s->gw_min[q] != INT64_MAX &&
+                     s->mq_alloc[q] + s->gw_min[q] <= deserved;
+        if (waits && s->gw_since[q] < 0) {
+            s->gw_since[q] = now;
+        } else if (!waits && s->gw_since[q] >= 0) {
+            double w = (double)(now - s->gw_since[q]);
+            s->r->guarantee_wait_s += w;
+            if (w > s->r->max_guarantee_wait_s)
+                s->r->max_guarantee_wait_s = w;
+            s->gw_since[q] = -1;
+        }
+    }
+}
+
+void
+al__shares_finish(sim_t *s, int64_t end)
+{
+    al_sim_result_t *r = s->r;
+    for (int q = 0; q < s->nmq; q++)
+        if (s->gw_since[q] >= 0 && end > s->gw_since[q]) {
+            double w = (double)(end - s->gw_since[q]);
+            r->guarantee_wait_s += w;
+            if (w > r->max_guarantee_wait_s)
+                r->max_guarantee_wait_s = w;
+            s->gw_since[q] = -1;
+        }
+    close_hour(s);
+    r->share_hours = s->nshare_err;
+    if (s->nshare_err > 0) {
+        qsort(s->share_err, (size_t)s->nshare_err, sizeof(double), al__cmp_dbl);
+        /* Nearest rank, as every percentile of the report. */
+        int64_t k = (int64_t)ceil(0.95 * (double)s->nshare_err) - 1;
+        if (k < 0)
+            k = 0;
+        r->share_error_p95 = s->share_err[k];
+    }
+}
