@@ -451,10 +451,10 @@ def c_hold_release(s):
 
 
 def c_scontrol_requeue(s):
-    """requeue of a running job, a pending one, an ended one (not
-    submitted with --requeue), an unknown one."""
+    """requeue of a running job, a pending one, an ended one submitted
+    with --no-requeue, an unknown one."""
     run = s.sbatch("--requeue", "--wrap", "sleep 30")
-    done = s.sbatch("--wrap", "true")
+    done = s.sbatch("--no-requeue", "--wrap", "true")
     held_id = s.sbatch("--requeue", "-H", "--wrap", "true")
     s.running(run)
     s.final(done)
@@ -699,7 +699,7 @@ CASES = [
     ("scontrol show job/hold unknown id", c_scontrol_badjob, "same", ""),
     ("scontrol hold/release", c_hold_release, "same", ""),
     ("scontrol requeue", c_scontrol_requeue, "same",
-     "allot requeues running jobs only"),
+     "an ended batch job is requeued unless --no-requeue (JobRequeue=1)"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
     ("scancel --signal, -b", c_scancel_signal, "same",
