@@ -666,6 +666,14 @@ def scenario_requeue_ended(c):
     p = s.run("scontrol", "requeue", n)
     check(p.returncode == 1 and "Requested operation is presently disabled"
           in p.stderr, "requeue of a --no-requeue job: %r" % p.stderr)
+    # An ended element of an array: its array has counted it.
+    a = s.sbatch("--array=0-1", "--wrap", "true")
+    wait_for(lambda: "%s_0|COMPLETED" % a in s.run(
+        "sacct", "-P", "-n", "-X", "-j", a, "-o",
+        "JobID,State").stdout.splitlines(), 60, "the array's element")
+    p = s.run("scontrol", "requeue", a + "_0")
+    check(p.returncode == 1 and "Requested operation is presently disabled"
+          in p.stderr, "requeue of an ended element: %r" % p.stderr)
     # srun's job is no batch job.
     p = s.run("srun", "-J", "interactive1", "true")
     p = s.run("sacct", "-X", "-P", "-n", "--name", "interactive1", "-o",
