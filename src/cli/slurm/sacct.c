@@ -217,13 +217,6 @@ v_req_tres(const row_t *r, char *b, size_t n)
 static void
 v_alloc_cpus(const row_t *r, char *b, size_t n)
 {
-    if (r->st != NULL) { /* its tasks' share of the job's CPUs */
-        long long t = al_json_int(r->job, "tasks", 1);
-        snprintf(b, n, "%lld",
-                 al_json_int(r->st, "tasks", 1) * al__sl_cpus(r->job) /
-                     (t > 0 ? t : 1));
-        return;
-    }
     snprintf(b, n, "%lld", ran(r->job) ? al__sl_cpus(r->job) : 0);
 }
 static void
