@@ -170,4 +170,34 @@ extern const int al__nweb_files;
  * agents' sync ages are reckoned from it). */
 void al__metrics_render(const al_ctl_t *ctl, int64_t mono_ms, al_buf_t *out);
 
+/* ------------------------------------------------------------------ */
+/* steps.c: a job's steps (Slurm's srun inside a job)                 */
+
+#define AL__STEP_MAX 999999
+#define AL__STEP_NAME_MAX 255
+
+/* A step's report, POST /v1/jobs/ID/steps: {"step": N, "event": "start"
+ * or "end", "name": the command's (start), "tasks": K (start),
+ * "exit_code": 0..255, "signal": 0..127 (end)}. */
+typedef struct al__step {
+    int step;
+    bool end;
+    const char *name; /* or NULL; owned by the body */
+    int tasks;
+    int exit_code, signal;
+} al__step_t;
+
+/* Reads a step's report into *s: 0, or AL_EINVAL with the reason in
+ * *cause (caller frees; cause may be NULL) and *s untouched. */
+int al__step_parse(const json_t *body, al__step_t *s, char **cause);
+/* The steps of job j's latest run, oldest first (read from the store). */
+json_t *al__steps_json(al_ctl_t *ctl, const al__job_t *j);
+void al__api_job_step(al_ctl_t *ctl, al__req_t *req);
+void al__api_steps(al_ctl_t *ctl, al__req_t *req);
+/* api_jobupdate.c: POST /v1/jobs/ID/update (Slurm's scontrol update) */
+void al__api_job_update(al_ctl_t *ctl, al__req_t *req);
+/* api_jobs.c: the job of a request's first capture ("ID" or "ID_INDEX"),
+ * visible to the caller, or NULL after replying 404/403/409. */
+al__job_t *al__api_job_req(al_ctl_t *ctl, al__req_t *req);
+
 #endif /* AL_SERVER_API_INT_H */

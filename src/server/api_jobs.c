@@ -92,6 +92,12 @@ job_of_req(al_ctl_t *ctl, al__req_t *req, bool materialize, json_t **pending)
     return visible(req, j) ? j : NULL;
 }
 
+al__job_t *
+al__api_job_req(al_ctl_t *ctl, al__req_t *req)
+{
+    return job_of_req(ctl, req, true, NULL);
+}
+
 /* The API's form of job j; an array's parent with its elements' counts
  * and the state they make (running while any runs). */
 static json_t *
@@ -376,6 +382,7 @@ al__api_job_get(al_ctl_t *ctl, al__req_t *req)
         return;
     json_t *o = job_json(ctl, j);
     json_object_set_new(o, "history", al__store_history(ctl, j->id));
+    json_object_set_new(o, "steps", al__steps_json(ctl, j));
     al__reply(req, 200, o);
 }
 
@@ -439,18 +446,42 @@ al__api_job_release(al_ctl_t *ctl, al__req_t *req)
 /* A running job back to pending, as when its node went down: its tasks
  * stop, its restart count goes up, it starts again when the scheduler
  * places it (Slurm's scontrol requeue); with ?hold=1 it is held at once
- * (requeuehold), before any cycle could start it again. */
+ * (requeuehold), before any cycle could start it again.  An ended job
+ * (completed, failed, cancelled) goes back to pending the same way, its
+ * end forgotten, as Slurm requeues an ended batch job; not an array or
+ * one of its elements, whose array has counted it as ended. */
 void
 al__api_job_requeue(al_ctl_t *ctl, al__req_t *req)
 {
     al__job_t *j = job_of_req(ctl, req, true, NULL);
     if (j == NULL)
         return;
-    if (j->state != JS_RUNNING || j->tasks == NULL) {
+    bool ended = j->state >= JS_COMPLETED;
+    if (ended && (j->array != NULL || j->array_job != 0)) {
         al__reply_error(req, 409, "conflict",
-                        "job %llu is %s: only a running job can be requeued",
+                        "job %llu is %s and part of a job array: only a "
+                        "running element can be requeued",
                         (unsigned long long)j->id, al__jstate_names[j->state]);
         return;
+    }
+    if (!ended && (j->state != JS_RUNNING || j->tasks == NULL)) {
+        al__reply_error(req, 409, "conflict",
+                        "job %llu is %s: only a running or ended job can be "
+                        "requeued",
+                        (unsigned long long)j->id, al__jstate_names[j->state]);
+        return;
+    }
+    if (ended) {
+        j->end_ms = 0;
+        j->exit_code = 0;
+        j->signal = 0;
+        j->retried = 0;
+        j->retry_at_ms = 0;
+        free(j->reason);
+        j->reason = NULL;
+        /* Active again: what looks for active jobs must see it. */
+        if (j->id - 1 < ctl->active_lo)
+            ctl->active_lo = j->id - 1;
     }
     char *d = al_xasprintf("requeued by %s", req->user);
     al__ctl_requeue(ctl, j, "requeued", d);

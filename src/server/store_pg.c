@@ -71,6 +71,11 @@ static const char *const migrations[] = {
     "CREATE TABLE fairshare(queue TEXT PRIMARY KEY,"
     " milli_gpu_s BIGINT NOT NULL, t_ms BIGINT NOT NULL);",
     "CREATE TABLE services(name TEXT PRIMARY KEY, doc TEXT NOT NULL);",
+    "CREATE TABLE job_steps(job_id BIGINT NOT NULL, run INTEGER NOT NULL,"
+    " step INTEGER NOT NULL, name TEXT NOT NULL, tasks INTEGER NOT NULL,"
+    " start_ms BIGINT NOT NULL, end_ms BIGINT NOT NULL,"
+    " exit_code INTEGER NOT NULL, signal INTEGER NOT NULL,"
+    " open INTEGER NOT NULL, PRIMARY KEY(job_id, run, step));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -179,6 +184,34 @@ static const struct {
     { "events_from",
       "SELECT job_id, time_ms, event, detail FROM job_events"
       " WHERE job_id >= $1 ORDER BY job_id, seq",
+      1 },
+    /* steps.c's, as store_sqlite.c names them. */
+    { "step_start",
+      "INSERT INTO job_steps VALUES($1, $2, $3, $4, $5, $6, 0, 0, 0, 1)"
+      " ON CONFLICT (job_id, run, step) DO UPDATE SET"
+      " name = CASE WHEN job_steps.name = '' THEN EXCLUDED.name"
+      " ELSE job_steps.name END,"
+      " tasks = GREATEST(job_steps.tasks, EXCLUDED.tasks),"
+      " start_ms = LEAST(job_steps.start_ms, EXCLUDED.start_ms),"
+      " open = job_steps.open + 1",
+      6 },
+    { "step_end",
+      "INSERT INTO job_steps VALUES($1, $2, $3, '', 0, $4, $4, $5, $6, 0)"
+      " ON CONFLICT (job_id, run, step) DO UPDATE SET"
+      " end_ms = GREATEST(job_steps.end_ms, EXCLUDED.end_ms),"
+      " exit_code = GREATEST(job_steps.exit_code, EXCLUDED.exit_code),"
+      " signal = GREATEST(job_steps.signal, EXCLUDED.signal),"
+      " open = GREATEST(job_steps.open - 1, 0)",
+      6 },
+    { "steps_of",
+      "SELECT job_id, run, step, name, tasks, start_ms, end_ms, exit_code,"
+      " signal, open FROM job_steps WHERE job_id = $1 AND run = $2"
+      " ORDER BY step",
+      2 },
+    { "steps_from",
+      "SELECT job_id, run, step, name, tasks, start_ms, end_ms, exit_code,"
+      " signal, open FROM job_steps WHERE job_id >= $1"
+      " ORDER BY job_id, run, step",
       1 },
     { "events_count",
       "SELECT count(*) FROM (SELECT seq FROM job_events ORDER BY seq DESC"

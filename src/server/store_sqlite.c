@@ -52,6 +52,13 @@ static const char *const migrations[] = {
     " milli_gpu_s INTEGER NOT NULL, t_ms INTEGER NOT NULL);",
     /* Inference services (svc.c): a document per service. */
     "CREATE TABLE services(name TEXT PRIMARY KEY, doc TEXT NOT NULL);",
+    /* A job's steps (steps.c): srun's reports per job, run and step;
+     * `open` counts the reporters (a job's tasks) that have not ended. */
+    "CREATE TABLE job_steps(job_id INTEGER NOT NULL, run INTEGER NOT NULL,"
+    " step INTEGER NOT NULL, name TEXT NOT NULL, tasks INTEGER NOT NULL,"
+    " start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL,"
+    " exit_code INTEGER NOT NULL, signal INTEGER NOT NULL,"
+    " open INTEGER NOT NULL, PRIMARY KEY(job_id, run, step));",
 };
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof migrations[0]))
 
@@ -126,6 +133,28 @@ static const struct {
     { "fairshare_put", "INSERT OR REPLACE INTO fairshare(queue, milli_gpu_s,"
                        " t_ms) VALUES(?1, ?2, ?3)" },
     { "fairshare_all", "SELECT queue, milli_gpu_s, t_ms FROM fairshare" },
+    /* steps.c's: ?1 job, ?2 run, ?3 step; a start (?4 name, ?5 tasks,
+     * ?6 now) and an end (?4 now, ?5 exit code, ?6 signal) merged into
+     * the step's row. */
+    { "step_start",
+      "INSERT INTO job_steps VALUES(?1, ?2, ?3, ?4, ?5, ?6, 0, 0, 0, 1)"
+      " ON CONFLICT(job_id, run, step) DO UPDATE SET"
+      " name = CASE WHEN name = '' THEN excluded.name ELSE name END,"
+      " tasks = max(tasks, excluded.tasks),"
+      " start_ms = min(start_ms, excluded.start_ms), open = open + 1" },
+    { "step_end",
+      "INSERT INTO job_steps VALUES(?1, ?2, ?3, '', 0, ?4, ?4, ?5, ?6, 0)"
+      " ON CONFLICT(job_id, run, step) DO UPDATE SET"
+      " end_ms = max(end_ms, excluded.end_ms),"
+      " exit_code = max(exit_code, excluded.exit_code),"
+      " signal = max(signal, excluded.signal),"
+      " open = max(open - 1, 0)" },
+    { "steps_of", "SELECT job_id, run, step, name, tasks, start_ms, end_ms,"
+                  " exit_code, signal, open FROM job_steps"
+                  " WHERE job_id = ?1 AND run = ?2 ORDER BY step" },
+    { "steps_from", "SELECT job_id, run, step, name, tasks, start_ms, end_ms,"
+                    " exit_code, signal, open FROM job_steps"
+                    " WHERE job_id >= ?1 ORDER BY job_id, run, step" },
     { "events_count", "SELECT count(*) FROM (SELECT seq FROM job_events"
                       " ORDER BY seq DESC LIMIT CAST(?1 AS INTEGER) + 1)"
                       " AS t" },

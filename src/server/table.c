@@ -130,8 +130,9 @@ al__ctl_job(al_ctl_t *ctl, uint64_t id)
 uint64_t
 al__ctl_first_active(al_ctl_t *ctl)
 {
-    /* An ended job never becomes active again, so the mark only moves
-     * forward (reload() starts it over). */
+    /* The mark moves forward here; an ended job made active again (an
+     * ended job's requeue, api_jobs.c) moves it back, and reload() starts
+     * it over. */
     while (ctl->active_lo < ctl->njobs) {
         al__job_t *j = ctl->jobs[ctl->active_lo];
         if (j != NULL && j->state <= JS_RUNNING)

@@ -1580,9 +1580,10 @@ def scenario_pg_store(c):
     check(events and events == hist and "submitted" in events,
           "the history comes from the database: %s vs %s" % (events, hist))
     # Version 2 added the usage history's table, 3 users' settings,
-    # groups and the fair-share usage, 4 the inference services' table.
+    # groups and the fair-share usage, 4 the inference services' table,
+    # 5 jobs' steps (srun inside a job).
     v = c.pg.sql("SELECT version FROM allot.schema_version")
-    check(v == "4", "schema version 4: %s" % v)
+    check(v == "5", "schema version 5: %s" % v)
 
     def server(state, store):
         return c.refused("server", "--listen", "127.0.0.1:0", "--state",

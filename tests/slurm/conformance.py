@@ -451,10 +451,10 @@ def c_hold_release(s):
 
 
 def c_scontrol_requeue(s):
-    """requeue of a running job, a pending one, an ended one (not
-    submitted with --requeue), an unknown one."""
+    """requeue of a running job, a pending one, an ended one submitted
+    with --no-requeue, an unknown one."""
     run = s.sbatch("--requeue", "--wrap", "sleep 30")
-    done = s.sbatch("--wrap", "true")
+    done = s.sbatch("--no-requeue", "--wrap", "true")
     held_id = s.sbatch("--requeue", "-H", "--wrap", "true")
     s.running(run)
     s.final(done)
@@ -595,6 +595,31 @@ def c_srun_batch(s):
                             if not x.startswith("srun: "))}
 
 
+def c_sacct_steps(s):
+    """srun's steps in sacct: ID.batch, then ID.0, ID.1, ... with their
+    command, state and exit code; a step its job's cancel stopped."""
+    jid = s.sbatch("-n", "2", "-o", "/dev/null", "--wrap",
+                   "srun hostname; srun -n1 sh -c 'exit 3'; srun -n1 true")
+    s.final(jid)
+    k = s.sbatch("-o", "/dev/null", "--wrap", "srun sleep 60")
+    end = time.monotonic() + 60
+    while time.monotonic() < end and "%s.0|RUNNING" % k not in s.run(
+            "sacct", "-P", "-n", "-j", k, "-o", "JobID,State").stdout:
+        time.sleep(0.2)
+    s.run("scancel", k)
+    s.final(k)
+    out = {}
+    for name, j in (("steps", jid), ("cancelled", k)):
+        p = s.run("sacct", "-P", "-n", "-j", j, "-o",
+                  "JobID,JobName,State,ExitCode")
+        out[name] = [re.sub(r"^\d+", "ID", re.sub(r" by \d+", "", x))
+                     for x in p.stdout.splitlines()]
+    p = s.run("sacct", "-j", jid, "-o", "JobID,JobName,State,ExitCode")
+    out["layout"] = [re.sub(r"^\d+", "ID", x).rstrip()
+                     for x in p.stdout.splitlines()]
+    return out
+
+
 def c_batch_tasks(s):
     """What a batch script of two tasks runs outside srun."""
     jid = s.sbatch("-n", "2", "-o", "outside-%j.out", "--wrap",
@@ -699,7 +724,7 @@ CASES = [
     ("scontrol show job/hold unknown id", c_scontrol_badjob, "same", ""),
     ("scontrol hold/release", c_hold_release, "same", ""),
     ("scontrol requeue", c_scontrol_requeue, "same",
-     "allot requeues running jobs only"),
+     "an ended batch job is requeued unless --no-requeue (JobRequeue=1)"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
     ("scancel --signal, -b", c_scancel_signal, "same",
@@ -712,6 +737,8 @@ CASES = [
     ("srun unknown option, no command, -p unknown", c_srun_errors, "same",
      ""),
     ("srun in a batch script (steps)", c_srun_batch, "same", ""),
+    ("sacct of srun's steps (ID.0, ID.1)", c_sacct_steps, "same",
+     "srun reaches the controller with the user's config file"),
     ("sbatch -n 2: a command outside srun", c_batch_tasks, "differs",
      "allot runs the script once per task, Slurm once"),
     ("salloc CMD (srun inside, release, state)", c_salloc, "same", ""),
@@ -856,6 +883,20 @@ EXPECT = {
                    "srun: fatal: No command given to execute.\n",
                    ["srun: error: Unable to allocate resources: Invalid "
                     "partition name specified"]]},
+    "sacct of srun's steps (ID.0, ID.1)": {
+        "steps": ["ID|wrap|COMPLETED|0:0", "ID.batch|batch|COMPLETED|0:0",
+                  "ID.0|hostname|COMPLETED|0:0", "ID.1|sh|FAILED|3:0",
+                  "ID.2|true|COMPLETED|0:0"],
+        "cancelled": ["ID|wrap|CANCELLED|0:0",
+                      "ID.batch|batch|CANCELLED|0:15",
+                      "ID.0|sleep|CANCELLED|0:15"],
+        "layout": ["JobID           JobName      State ExitCode",
+                   "------------ ---------- ---------- --------",
+                   "ID                 wrap  COMPLETED      0:0",
+                   "ID.batch          batch  COMPLETED      0:0",
+                   "ID.0           hostname  COMPLETED      0:0",
+                   "ID.1                 sh     FAILED      3:0",
+                   "ID.2               true  COMPLETED      0:0"]},
     "srun in a batch script (steps)": {"lines": ["0: 0 0", "1: 1 0",
                                                  "one 1"]},
     "salloc CMD (srun inside, release, state)": {
@@ -949,6 +990,12 @@ def main():
         st, tok = c.api("POST", "/v1/tokens", {"user": me, "role": "admin"})
         check(st in (200, 201), "token for %s: %s %s" % (me, st, tok))
         c.env["ALLOT_TOKEN"] = tok["token"]
+        # The user's config file in HOME, as a home the nodes share holds
+        # it: srun inside a batch script reads it to record its steps.
+        cfg = os.path.join(c.root, ".config", "allot")
+        os.makedirs(cfg, exist_ok=True)
+        with open(os.path.join(cfg, "config"), "w") as f:
+            f.write("server = %s\ntoken = %s\n" % (c.url, tok["token"]))
         bindir = os.path.join(root, "bin")
         os.makedirs(bindir)
         c.cli("slurm-commands", bindir)

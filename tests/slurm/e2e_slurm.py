@@ -16,6 +16,9 @@ Scenarios:
               script, the tool-style sacct loop
   partitions  partitions as node pools, -C features as node labels
   requeue     scontrol requeue, requeuehold, and what cannot be requeued
+  steps       srun's steps in sacct (ID.0, ID.1), kept across a restart
+  update      scontrol update JobId=N of a waiting and a running job
+  requeue_ended  scontrol requeue of an ended batch job
 """
 import os
 import pty
@@ -428,9 +431,7 @@ def scenario_requeue(c):
           "its output: %r" % s.read("rq-%s.out" % jid))
     p = s.run("scontrol", "show", "job", jid)
     check("Restarts=1" in p.stdout, "Restarts: %r" % p.stdout)
-    for args, text in ((["requeue", jid],
-                        "Requested operation is presently disabled"),
-                       (["requeue", "999999"], "Invalid job id specified")):
+    for args, text in ((["requeue", "999999"], "Invalid job id specified"),):
         p = s.run("scontrol", *args)
         check(p.returncode == 1 and text in p.stderr, "scontrol %s: %r" % (
             args, p.stderr))
@@ -448,9 +449,239 @@ def scenario_requeue(c):
     check(p.stdout == "PENDING JobHeldUser\n", "after requeuehold: %r" %
           p.stdout)
     s.run("scancel", k)
-    p = s.run("scontrol", "update", "JobId=%s" % k, "TimeLimit=10")
-    check(p.returncode == 1 and "update" in p.stderr, "update: %r" %
-          p.stderr)
+
+
+def user_config(s):
+    """The user's config file in the cluster's HOME, as a home shared by
+    the nodes holds it: what srun inside a job reads to reach the
+    controller (sbatch does not pass ALLOT_* variables on)."""
+    d = os.path.join(s.c.root, ".config", "allot")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config"), "w") as f:
+        f.write("server = %s\ntoken = %s\n" % (s.c.url,
+                                                s.env["ALLOT_TOKEN"]))
+
+
+def sacct_rows(s, jid, fmt="JobID,JobName,State,ExitCode"):
+    p = s.run("sacct", "-P", "-n", "-j", jid, "-o", fmt)
+    check(p.returncode == 0, "sacct -j %s: %r" % (jid, p.stderr))
+    return [line.split("|") for line in p.stdout.splitlines()]
+
+
+def scenario_steps(c):
+    """srun's steps are recorded by the controller: sacct shows ID.batch
+    and ID.0, ID.1, ... (their command, state, exit code, elapsed), as
+    Slurm's does; a step of a job of two tasks is one row; they survive a
+    restart of the controller; salloc's steps too; a step still running
+    when its job is cancelled ends CANCELLED."""
+    s = Slurm(c)
+    user_config(s)
+    s.write("steps.sh",
+            "#!/bin/bash\n#SBATCH -n 2\n#SBATCH -o st-%j.out\n"
+            "srun -l hostname\n"
+            "srun -n1 sh -c 'exit 3' || echo srun said $?\n"
+            "srun -n1 sleep 1\n")
+    jid = s.sbatch("steps.sh")
+    check(s.final(jid)[1] == "COMPLETED", "steps.sh did not complete")
+    want = [[jid, "steps.sh", "COMPLETED", "0:0"],
+            [jid + ".batch", "batch", "COMPLETED", "0:0"],
+            [jid + ".0", "hostname", "COMPLETED", "0:0"],
+            [jid + ".1", "sh", "FAILED", "3:0"],
+            [jid + ".2", "sleep", "COMPLETED", "0:0"]]
+    rows = sacct_rows(s, jid)
+    check(rows == want, "sacct of a job with steps: %r" % rows)
+    rows = sacct_rows(s, jid, "JobIDRaw,NTasks,Elapsed,Start,End")
+    check([r[0] for r in rows][2:] == [jid + ".0", jid + ".1", jid + ".2"]
+          and rows[2][1] == "2" and rows[3][1] == "1",
+          "JobIDRaw and NTasks of the steps: %r" % rows)
+    for r in rows[2:]:
+        check(re.fullmatch(r"\d\d:\d\d:\d\d", r[2]) and
+              re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", r[3]) and
+              re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", r[4]),
+              "a step's Elapsed, Start, End: %r" % r)
+    p = s.run("sacct", "-X", "-P", "-n", "-j", jid, "-o", "JobID")
+    check(p.stdout.split() == [jid], "sacct -X leaves steps out: %r" %
+          p.stdout)
+    # Without -j: the steps of every job listed.
+    p = s.run("sacct", "-P", "-n", "-o", "JobID,JobName")
+    check("%s.1|sh" % jid in p.stdout.splitlines(),
+          "sacct without -j: %r" % p.stdout)
+    p = s.run("sacct", "--json", "-j", jid)
+    import json
+    steps = json.loads(p.stdout)["jobs"][0]["steps"]
+    check([x["step"]["name"] for x in steps] ==
+          ["batch", "hostname", "sh", "sleep"] and
+          steps[2]["state"] == "FAILED", "sacct --json steps: %r" % steps)
+    # A restart of the controller keeps them.
+    c.kill_server()
+    c.start_server()
+    wait_for(lambda: s.run("sacct", "-n", "-j", jid).returncode == 0, 30,
+             "the server back")
+    rows = sacct_rows(s, jid)
+    check(rows == want, "steps after a restart: %r" % rows)
+    # salloc's shell: its sruns are steps of the allocation.
+    p = s.run("salloc", "-n", "1", "sh", "-c",
+              "srun true; srun sh -c 'exit 2'; echo $SLURM_JOB_ID",
+              timeout=120)
+    aid = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "?"
+    rows = sacct_rows(s, aid)
+    check(rows[2:] == [[aid + ".0", "true", "COMPLETED", "0:0"],
+                       [aid + ".1", "sh", "FAILED", "2:0"]],
+          "salloc's steps: %r (%r)" % (rows, p.stderr))
+    # A step still running when its job is cancelled.
+    k = s.sbatch("-o", "k.out", "--wrap", "srun sleep 60")
+    wait_for(lambda: [k + ".0", "sleep", "RUNNING", "0:0"] in
+             sacct_rows(s, k), 60, "the step running")
+    s.run("scancel", k)
+    wait_for(lambda: [k + ".0", "sleep", "CANCELLED", "0:15"] in
+             sacct_rows(s, k), 60, "the step cancelled")
+    # A step's report for a job that is not running is refused.
+    st, body = c.api("POST", "/v1/jobs/%s/steps" % k,
+                     {"step": 5, "event": "start", "name": "x"})
+    check(st == 409, "a step of an ended job: %s %r" % (st, body))
+    st, body = c.api("POST", "/v1/jobs/%s/steps" % k,
+                     {"step": -1, "event": "start"})
+    check(st == 400 and "step" in body.get("message", ""),
+          "a malformed step: %s %r" % (st, body))
+
+
+def scenario_update(c):
+    """scontrol update JobId=N: a pending job's TimeLimit, JobName,
+    Partition and Dependency change; a running job's only TimeLimit, and
+    a user may lower it but not raise it; the rest is refused in Slurm's
+    words."""
+    s = Slurm(c, node2=("--pool", "train"))
+    h = s.sbatch("-H", "-t", "30", "-J", "before", "--wrap", "true")
+    p = s.run("scontrol", "update", "JobId=%s" % h, "TimeLimit=10",
+              "JobName=after", "Partition=train")
+    check(p.returncode == 0, "update of a held job: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", h, "-o", "%j %l %P")
+    check(p.stdout.split() == ["after", "10:00", "train"],
+          "after the update: %r" % p.stdout)
+    p = s.run("scontrol", "update", "jobid=%s" % h, "Partition=allot",
+              "timelimit=1:00:00")
+    check(p.returncode == 0, "update back: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", h, "-o", "%l %P")
+    check(p.stdout.split() == ["1:00:00", "allot"], "back: %r" % p.stdout)
+    # Dependency: the held job waits for another once released.
+    d = s.sbatch("-H", "--wrap", "true")
+    p = s.run("scontrol", "update", "JobId=%s" % h,
+              "Dependency=afterok:%s" % d)
+    check(p.returncode == 0, "update Dependency: %r" % p.stderr)
+    s.run("scontrol", "release", h)
+    p = s.run("squeue", "-h", "-j", h, "-o", "%r")
+    check(p.stdout.strip() == "Dependency", "a dependency: %r" % p.stdout)
+    p = s.run("scontrol", "update", "JobId=%s" % h, "Dependency=")
+    check(p.returncode == 0, "update Dependency=: %r" % p.stderr)
+    check(s.final(h)[1] == "COMPLETED", "runs once its dependency is gone")
+    s.run("scancel", d)
+    for args, text in (
+            (["Priority=5"], "scontrol: error: Update of this parameter is "
+             "not supported: Priority=5\nscontrol: error: Request aborted"),
+            (["NumNodes=2"], "not supported: NumNodes=2"),
+            (["TimeLimit=abc"], "scontrol: error: Invalid TimeLimit value"),
+            (["Partition=nosuch"], "Invalid partition name specified"),
+            ([], "scontrol: error: No changes specified")):
+        p = s.run("scontrol", "update", "JobId=%s" % h, *args)
+        check(p.returncode == 1 and text in p.stderr,
+              "update %s: %d %r" % (args, p.returncode, p.stderr))
+    p = s.run("scontrol", "update", "TimeLimit=5")
+    check(p.returncode == 1 and "No job ID specified" in p.stderr,
+          "update without a job: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=999999", "TimeLimit=5")
+    check(p.returncode == 1 and
+          "slurm_update error: Invalid job id specified" in p.stderr,
+          "update of no job: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % h, "TimeLimit=5")
+    check(p.returncode == 1 and "Job/step already completing or completed"
+          in p.stderr, "update of an ended job: %r" % p.stderr)
+    # A running job: its time limit only; a user lowers it, an admin
+    # raises it.
+    st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
+    bob = dict(ALLOT_TOKEN=tok["token"])
+    p = s.run("sbatch", "--parsable", "-t", "10", "--wrap", "sleep 120",
+              env=bob)
+    r = p.stdout.strip()
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "update", "JobId=%s" % r, "JobName=x")
+    check(p.returncode == 1 and "Job is no longer pending execution" in
+          p.stderr, "rename of a running job: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=20", env=bob)
+    check(p.returncode == 1 and
+          "slurm_update error: Access/permission denied" in p.stderr,
+          "a user raising a limit: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=5", env=bob)
+    check(p.returncode == 0, "a user lowering a limit: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=UNLIMITED",
+              env=bob)
+    check(p.returncode == 1 and "Access/permission denied" in p.stderr,
+          "a user lifting the limit: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=0:03")
+    check(p.returncode == 0, "an admin: %r" % p.stderr)
+    # The controller ends it at its new limit (3 s after its start).
+    f = s.final(r, timeout=120)
+    check(f[1] == "TIMEOUT", "ends at the new limit: %r" % f)
+    p = s.run("scontrol", "show", "job", r)
+    check("TimeLimit=00:00:03" in p.stdout, "show job: %r" % p.stdout)
+
+
+def scenario_requeue_ended(c):
+    """scontrol requeue of an ended batch job (completed, failed,
+    cancelled) puts it back pending; it runs again with its restart count
+    one higher; srun's jobs are refused as Slurm refuses them."""
+    s = Slurm(c)
+    jid = s.sbatch("-o", "re-%j.out", "--wrap",
+                   "echo run $SLURM_RESTART_COUNT; "
+                   "[ $SLURM_RESTART_COUNT -gt 0 ]")
+    check(s.final(jid)[1:] == ["FAILED", "1:0"], "first run fails")
+    p = s.run("scontrol", "requeue", jid)
+    check(p.returncode == 0, "requeue of a failed job: %r" % p.stderr)
+    f = s.final(jid)
+    check(f[1:] == ["COMPLETED", "0:0"], "the second run: %r" % f)
+    check(s.read("re-%s.out" % jid) == "run 0\nrun 1\n",
+          "its output: %r" % s.read("re-%s.out" % jid))
+    p = s.run("scontrol", "show", "job", jid)
+    check("Restarts=1" in p.stdout and "JobState=COMPLETED" in p.stdout,
+          "show job: %r" % p.stdout)
+    # Completed: again (restart 2), held with requeuehold.
+    p = s.run("scontrol", "requeuehold", jid)
+    check(p.returncode == 0, "requeuehold of a completed job: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", jid, "-o", "%T %r")
+    check(p.stdout == "PENDING JobHeldUser\n", "held: %r" % p.stdout)
+    s.run("scontrol", "release", jid)
+    check(s.final(jid)[1] == "COMPLETED", "third run")
+    p = s.run("scontrol", "show", "job", jid)
+    check("Restarts=2" in p.stdout, "Restarts=2: %r" % p.stdout)
+    # Cancelled while pending.
+    k = s.sbatch("-H", "--wrap", "echo again")
+    s.run("scancel", k)
+    check(s.final(k)[1].startswith("CANCELLED"), "cancelled")
+    p = s.run("scontrol", "requeue", k)
+    check(p.returncode == 0, "requeue of a cancelled job: %r" % p.stderr)
+    check(s.final(k)[1] == "COMPLETED", "the cancelled job runs")
+    # --no-requeue: it stays ended.
+    n = s.sbatch("--no-requeue", "--wrap", "true")
+    check(s.final(n)[1] == "COMPLETED", "the --no-requeue job")
+    p = s.run("scontrol", "requeue", n)
+    check(p.returncode == 1 and "Requested operation is presently disabled"
+          in p.stderr, "requeue of a --no-requeue job: %r" % p.stderr)
+    # An ended element of an array: its array has counted it.
+    a = s.sbatch("--array=0-1", "--wrap", "true")
+    wait_for(lambda: "%s_0|COMPLETED" % a in s.run(
+        "sacct", "-P", "-n", "-X", "-j", a, "-o",
+        "JobID,State").stdout.splitlines(), 60, "the array's element")
+    p = s.run("scontrol", "requeue", a + "_0")
+    check(p.returncode == 1 and "Requested operation is presently disabled"
+          in p.stderr, "requeue of an ended element: %r" % p.stderr)
+    # srun's job is no batch job.
+    p = s.run("srun", "-J", "interactive1", "true")
+    p = s.run("sacct", "-X", "-P", "-n", "--name", "interactive1", "-o",
+              "JobIDRaw")
+    sid = p.stdout.split()[0]
+    p = s.run("scontrol", "requeue", sid)
+    check(p.returncode == 1 and "Only batch jobs are accepted or processed"
+          in p.stderr, "requeue of srun's job: %r" % p.stderr)
 
 
 SCENARIOS = {
@@ -461,6 +692,9 @@ SCENARIOS = {
     "scripts": scenario_scripts,
     "partitions": scenario_partitions,
     "requeue": scenario_requeue,
+    "steps": scenario_steps,
+    "update": scenario_update,
+    "requeue_ended": scenario_requeue_ended,
 }
 
 if __name__ == "__main__":

@@ -18,11 +18,13 @@
 #include "slurm_int.h"
 #include "xmalloc.h"
 
-/* A line: the job's (step false) or its batch step's. */
+/* A line: the job's (step false), its batch step's (st NULL) or the
+ * step st's (one that srun started: "ID.N"). */
 typedef struct row {
     const json_t *job;
     bool step;
     int64_t now;
+    const json_t *st;
 } row_t;
 
 typedef void (*value_fn)(const row_t *r, char *b, size_t n);
@@ -33,27 +35,81 @@ ran(const json_t *j)
     return al_json_int(j, "start_ms", 0) > 0;
 }
 
+static bool
+ended(const json_t *j)
+{
+    const char *s = al_json_str(j, "state", "");
+    return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+           strcmp(s, "cancelled") == 0;
+}
+
+/* A step's end (ms): its own, or its job's when the job ended under it
+ * (its srun was stopped with the job), or 0 while it runs. */
+static int64_t
+step_end(const row_t *r)
+{
+    if (!json_is_true(json_object_get(r->st, "running")))
+        return al_json_int(r->st, "end_ms", 0);
+    return ended(r->job) ? al_json_int(r->job, "end_ms", 0) : 0;
+}
+
+static int64_t
+step_elapsed_s(const row_t *r)
+{
+    int64_t start = al_json_int(r->st, "start_ms", 0);
+    int64_t end = step_end(r);
+    int64_t e = (end > 0 ? end : r->now) - start;
+    return e > 0 ? e / 1000 : 0;
+}
+
 static void
 v_jobid(const row_t *r, char *b, size_t n)
 {
     char id[64];
     al__sl_jobid(r->job, id, sizeof id);
-    snprintf(b, n, "%s%s", id, r->step ? ".batch" : "");
+    if (r->st != NULL)
+        snprintf(b, n, "%s.%lld", id, (long long)al_json_int(r->st, "step", 0));
+    else
+        snprintf(b, n, "%s%s", id, r->step ? ".batch" : "");
 }
 static void
 v_jobidraw(const row_t *r, char *b, size_t n)
 {
-    snprintf(b, n, "%lld%s", (long long)al_json_int(r->job, "id", 0),
-             r->step ? ".batch" : "");
+    if (r->st != NULL)
+        snprintf(b, n, "%lld.%lld", (long long)al_json_int(r->job, "id", 0),
+                 (long long)al_json_int(r->st, "step", 0));
+    else
+        snprintf(b, n, "%lld%s", (long long)al_json_int(r->job, "id", 0),
+                 r->step ? ".batch" : "");
 }
 static void
 v_name(const row_t *r, char *b, size_t n)
 {
-    snprintf(b, n, "%s", r->step ? "batch" : al_json_str(r->job, "name", ""));
+    snprintf(b, n, "%s",
+             r->st     ? al_json_str(r->st, "name", "")
+             : r->step ? "batch"
+                       : al_json_str(r->job, "name", ""));
 }
 static void
 v_state(const row_t *r, char *b, size_t n)
 {
+    if (r->st != NULL) {
+        /* A step its job's cancel (or time limit) stopped, by a signal
+         * or before its srun could say, ended CANCELLED, as Slurm's. */
+        bool open = json_is_true(json_object_get(r->st, "running"));
+        const char *js = al__sl_state(r->job);
+        bool stopped =
+            strcmp(js, "CANCELLED") == 0 || strcmp(js, "TIMEOUT") == 0;
+        long long code = al_json_int(r->st, "exit_code", 0),
+                  sig = al_json_int(r->st, "signal", 0);
+        snprintf(b, n, "%s",
+                 open && !ended(r->job)          ? "RUNNING"
+                 : stopped && (open || sig != 0) ? "CANCELLED"
+                 : open                          ? js
+                 : code != 0 || sig != 0         ? "FAILED"
+                                                 : "COMPLETED");
+        return;
+    }
     const char *st = al__sl_state(r->job);
     if (r->step && (strcmp(st, "TIMEOUT") == 0 || strcmp(st, "CANCELLED") == 0))
         snprintf(b, n, "CANCELLED");
@@ -65,6 +121,16 @@ v_state(const row_t *r, char *b, size_t n)
 static void
 v_exit(const row_t *r, char *b, size_t n)
 {
+    if (r->st != NULL) {
+        long long sig = al_json_int(r->st, "signal", 0);
+        /* One still open when its job was cancelled: SIGTERM's. */
+        if (json_is_true(json_object_get(r->st, "running")) && ended(r->job) &&
+            strcmp(al__sl_state(r->job), "COMPLETED") != 0)
+            sig = 15;
+        snprintf(b, n, "%lld:%lld",
+                 (long long)al_json_int(r->st, "exit_code", 0), sig);
+        return;
+    }
     al__sl_exit(r->job, b, n);
     /* The batch step of a cancelled job ended by SIGTERM, as allot's cancel
      * does (the job's own line says 0:0, as Slurm's). */
@@ -75,25 +141,32 @@ v_exit(const row_t *r, char *b, size_t n)
 static void
 v_elapsed(const row_t *r, char *b, size_t n)
 {
-    al__sl_duration(al__sl_elapsed_s(r->job, r->now), true, b, n);
+    al__sl_duration(r->st ? step_elapsed_s(r)
+                          : al__sl_elapsed_s(r->job, r->now),
+                    true, b, n);
 }
 static void
 v_elapsed_raw(const row_t *r, char *b, size_t n)
 {
-    snprintf(b, n, "%lld", (long long)al__sl_elapsed_s(r->job, r->now));
+    snprintf(b, n, "%lld",
+             (long long)(r->st ? step_elapsed_s(r)
+                               : al__sl_elapsed_s(r->job, r->now)));
 }
 static void
 v_start(const row_t *r, char *b, size_t n)
 {
-    al__sl_time(al_json_int(r->job, "start_ms", 0), "Unknown", b, n);
+    al__sl_time(al_json_int(r->st ? r->st : r->job, "start_ms", 0), "Unknown",
+                b, n);
 }
 static void
 v_end(const row_t *r, char *b, size_t n)
 {
-    const char *s = al_json_str(r->job, "state", "");
-    bool ended = strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-                 strcmp(s, "cancelled") == 0;
-    al__sl_time(ended ? al_json_int(r->job, "end_ms", 0) : 0, "Unknown", b, n);
+    if (r->st != NULL) {
+        al__sl_time(step_end(r), "Unknown", b, n);
+        return;
+    }
+    al__sl_time(ended(r->job) ? al_json_int(r->job, "end_ms", 0) : 0, "Unknown",
+                b, n);
 }
 static void
 v_submit(const row_t *r, char *b, size_t n)
@@ -178,7 +251,9 @@ v_nnodes(const row_t *r, char *b, size_t n)
 static void
 v_ntasks(const row_t *r, char *b, size_t n)
 {
-    if (r->step)
+    if (r->st != NULL)
+        snprintf(b, n, "%lld", (long long)al_json_int(r->st, "tasks", 1));
+    else if (r->step)
         snprintf(b, n, "%lld", (long long)al_json_int(r->job, "tasks", 1));
     else
         snprintf(b, n, "%s", "");
@@ -346,7 +421,7 @@ static json_t *
 json_job(const json_t *j, int64_t now)
 {
     char st[64], nodes[4096];
-    row_t r = { j, false, now };
+    row_t r = { j, false, now, NULL };
     v_state(&r, st, sizeof st);
     v_nodelist(&r, nodes, sizeof nodes);
     const char *s = al__sl_state(j);
@@ -359,6 +434,20 @@ json_job(const json_t *j, int64_t now)
                              al_json_int(j, "signal", 0)      ? "SIGNALED"
                              : al_json_int(j, "exit_code", 0) ? "FAILED"
                                                               : "SUCCESS"));
+    json_t *sv = json_object_get(j, "steps");
+    for (size_t k = 0; k < json_array_size(sv); k++) {
+        row_t sr = { j, true, now, json_array_get(sv, k) };
+        char ss[32];
+        v_state(&sr, ss, sizeof ss);
+        json_array_append_new(
+            steps, json_pack("{s:{s:I, s:s}, s:s, s:{s:s}}", "step", "job_id",
+                             (json_int_t)al_json_int(j, "id", 0), "name",
+                             al_json_str(sr.st, "name", ""), "state", ss,
+                             "exit_code", "status",
+                             al_json_int(sr.st, "signal", 0)      ? "SIGNALED"
+                             : al_json_int(sr.st, "exit_code", 0) ? "FAILED"
+                                                                  : "SUCCESS"));
+    }
     return json_pack(
         "{s:I, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, "
         "s:{s:s, s:I, s:{s:I}}, s:{s:I, s:I, s:I, s:I, s:{s:b, s:b, s:I}}, "
@@ -534,6 +623,56 @@ fetch(al_client_t *cl, const char *jobs)
     return list != NULL ? al__sl_expand(cl, list) : NULL;
 }
 
+/* Gives each job of list its steps (srun's, "ID.N"), from one GET
+ * /v1/steps from the least id of the list on; a server without them
+ * leaves the jobs as they are. */
+static void
+add_steps(al_client_t *cl, json_t *list)
+{
+    long long min = -1;
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        long long id = al_json_int(json_array_get(list, i), "id", 0);
+        min = min < 0 || id < min ? id : min;
+    }
+    if (min < 0)
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "/v1/steps?from=%lld", min);
+    al_http_resp_t resp;
+    char *cause = NULL;
+    if (al_http_request(&cl->url, "GET", path, cl->token, NULL, 0, 60000, -1,
+                        &resp, &cause) != 0) {
+        free(cause);
+        return;
+    }
+    json_t *v = resp.status == 200
+                    ? al_json_parse(resp.body.data ? resp.body.data : "",
+                                    resp.body.len, NULL)
+                    : NULL;
+    al_http_resp_fini(&resp);
+    json_t *steps = json_object_get(v, "steps");
+    json_t *by = json_object(); /* job id -> its steps */
+    for (size_t q = 0; q < json_array_size(steps); q++) {
+        json_t *st = json_array_get(steps, q);
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)al_json_int(st, "job", 0));
+        json_t *mine = json_object_get(by, key);
+        if (mine == NULL)
+            json_object_set_new(by, key, mine = json_array());
+        json_array_append(mine, st);
+    }
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        json_t *j = json_array_get(list, i);
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)al_json_int(j, "id", 0));
+        json_t *mine = json_object_get(by, key);
+        json_object_set_new(j, "steps",
+                            mine ? json_incref(mine) : json_array());
+    }
+    json_decref(by);
+    json_decref(v);
+}
+
 static void
 header(const sacct_args_t *a, const al_sl_fmt_t *f, al_buf_t *b)
 {
@@ -560,14 +699,18 @@ header(const sacct_args_t *a, const al_sl_fmt_t *f, al_buf_t *b)
     printf("%s\n", al_buf_cstr(b));
 }
 
-/* The job's lines: its own and its batch step's (not with -X). */
+/* The job's lines: its own, its batch step's and its other steps' (not
+ * with -X). */
 static void
 job_lines(const sacct_args_t *a, const al_sl_fmt_t *f, const json_t *j,
           int64_t now, al_buf_t *b)
 {
     bool parsable = a->p1 || a->p2;
-    for (int step = 0; step < (a->alloc || !ran(j) ? 1 : 2); step++) {
-        row_t r = { j, step == 1, now };
+    const json_t *sv = json_object_get(j, "steps");
+    size_t nrows = a->alloc || !ran(j) ? 1 : 2 + json_array_size(sv);
+    for (size_t step = 0; step < nrows; step++) {
+        row_t r = { j, step >= 1, now,
+                    step >= 2 ? json_array_get(sv, step - 2) : NULL };
         al_buf_clear(b);
         for (size_t k = 0; k < f->n; k++) {
             char v[4096];
@@ -619,6 +762,8 @@ al__sacct(int argc, char **argv)
     }
     json_t *list = fetch(&cl, a.jobs);
     rc = list == NULL;
+    if (list != NULL && !a.alloc)
+        add_steps(&cl, list);
     json_t *fu = a.users ? al__sl_split(a.users) : NULL;
     json_t *fn = a.names ? al__sl_split(a.names) : NULL;
     json_t *out = json_array();

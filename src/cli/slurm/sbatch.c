@@ -243,7 +243,8 @@ check_options(const al_slurm_req_t *sb, const char **cls)
     }
     if (sb->no_requeue)
         fprintf(stderr, "sbatch: --no-requeue: allot puts a job whose node "
-                        "went down back in the queue; noted\n");
+                        "went down back in the queue; scontrol requeue of "
+                        "the ended job is refused\n");
     return -1;
 }
 
@@ -349,6 +350,10 @@ body_of(const al_slurm_req_t *sb, const al_submit_args_t *a, json_t *env,
     setenv_str(env, "SLURM_SUBMIT_HOST", host);
     if (sb->cpus != NULL)
         setenv_str(env, "SLURM_CPUS_PER_TASK", sb->cpus);
+    /* scontrol requeue reads it: an ended job of --no-requeue stays
+     * ended, as Slurm's. */
+    if (sb->no_requeue)
+        setenv_str(env, "ALLOT_SLURM_NO_REQUEUE", "1");
     json_object_set_new(body, "env", env);
     json_t *cmd = json_array();
     bool utf8 = json_array_append_new(cmd, json_string(args[0])) == 0;

@@ -1,8 +1,10 @@
 /*
  * scontrol.c -- `scontrol`: show job ID and show node [NAME] in Slurm's
  * Key=Value layout, hold, release, requeue and requeuehold (of a running
- * job: POST /v1/jobs/ID/requeue).  update and the other subcommands are
- * refused by name.
+ * job, or an ended batch job: POST /v1/jobs/ID/requeue), update of a job
+ * (TimeLimit, JobName, Partition, Dependency: POST /v1/jobs/ID/update,
+ * its words read by update.c).  The other subcommands are refused by
+ * name.
  *
  * May call: slurm.c (the API, the mapping).
  */
@@ -103,12 +105,86 @@ show_node(const json_t *n)
     printf("\n\n");
 }
 
+/* The message of a controller's refusal of an update, in Slurm's words. */
+static const char *
+update_refusal(int status, const json_t *err)
+{
+    const char *code = al_json_str(err, "error", "");
+    if (status == 403)
+        return "Access/permission denied";
+    if (status == 404)
+        return "Invalid job id specified";
+    if (strcmp(code, "ended") == 0)
+        return "Job/step already completing or completed";
+    if (strcmp(code, "not_pending") == 0)
+        return "Job is no longer pending execution";
+    return NULL;
+}
+
+/* scontrol update JobId=N KEY=VALUE... */
+static int
+update(int n, char **w)
+{
+    char *job = NULL, *cause = NULL;
+    json_t *body = NULL;
+    int rc = al_sl_update_parse(n, w, &job, &body, &cause);
+    if (rc != 0) {
+        fprintf(stderr, "scontrol: error: %s\n", cause);
+        if (rc == 2)
+            fprintf(stderr, "scontrol: error: Request aborted\n");
+        free(cause);
+        return 1;
+    }
+    const char *pool = al_json_str(body, "pool", "");
+    if (pool[0] != '\0' && al__sl_partition_check("scontrol", pool) != 0) {
+        json_decref(body);
+        free(job);
+        return 1;
+    }
+    al_client_t c;
+    if (al__sl_connect(&c) != 0) {
+        json_decref(body);
+        free(job);
+        return 1;
+    }
+    char path[96];
+    snprintf(path, sizeof path, "/v1/jobs/%s/update", job);
+    char *text = json_dumps(body, JSON_COMPACT);
+    al_http_resp_t resp;
+    int st = 0;
+    json_t *err = NULL;
+    if (al_http_request(&c.url, "POST", path, c.token, text, strlen(text),
+                        60000, -1, &resp, &cause) != 0) {
+        fprintf(stderr, "allot: cannot reach the server at %s: %s\n", c.server,
+                cause ? cause : "error");
+        free(cause);
+    } else {
+        st = resp.status;
+        if (st < 200 || st > 299)
+            err = al_json_parse(resp.body.data ? resp.body.data : "",
+                                resp.body.len, NULL);
+        al_http_resp_fini(&resp);
+    }
+    rc = st >= 200 && st <= 299 ? 0 : 1;
+    if (st != 0 && rc != 0) {
+        const char *slurm = update_refusal(st, err);
+        fprintf(stderr, "slurm_update error: %s\n",
+                slurm ? slurm : al_json_str(err, "message", "refused"));
+    }
+    json_decref(err);
+    free(text);
+    json_decref(body);
+    free(job);
+    al_client_fini(&c);
+    return rc;
+}
+
 static int
 usage(int rc)
 {
     fprintf(rc ? stderr : stdout,
             "Usage: scontrol show job ID | show node [NAME] | hold ID... | "
-            "release ID... | requeue ID...\n");
+            "release ID... | requeue ID... | update JobId=ID KEY=VALUE...\n");
     return rc;
 }
 
@@ -120,6 +196,15 @@ requeue(al_client_t *c, const al_sl_id_t *id, const char *w, bool hold)
     json_t *j = al__sl_job(c, id, &st);
     const char *state = al_json_str(j, "state", "");
     bool waits = strcmp(state, "pending") == 0 || strcmp(state, "held") == 0;
+    bool ended = strcmp(state, "completed") == 0 ||
+                 strcmp(state, "failed") == 0 ||
+                 strcmp(state, "cancelled") == 0;
+    /* Slurm requeues an ended job only when it is a batch job (sbatch's,
+     * with its script), not srun's or salloc's. */
+    bool batch = json_object_get(j, "script") != NULL;
+    bool never = strcmp(al_json_str(json_object_get(j, "env"),
+                                    "ALLOT_SLURM_NO_REQUEUE", ""),
+                        "1") == 0;
     json_decref(j);
     if (j == NULL) {
         if (st != 0)
@@ -130,9 +215,19 @@ requeue(al_client_t *c, const al_sl_id_t *id, const char *w, bool hold)
         fprintf(stderr, "Job is pending execution for job %s\n", w);
         return 1;
     }
+    if (ended && !batch) {
+        fprintf(stderr,
+                "Only batch jobs are accepted or processed for job %s\n", w);
+        return 1;
+    }
+    if (ended && never) {
+        fprintf(stderr,
+                "Requested operation is presently disabled for job %s\n", w);
+        return 1;
+    }
     st = al__sl_post(c, id, hold ? "requeue?hold=1" : "requeue");
     if (st == 409) {
-        /* Ended: allot requeues running jobs only. */
+        /* An array's element that has ended. */
         fprintf(stderr,
                 "Requested operation is presently disabled for job %s\n", w);
         return 1;
@@ -203,12 +298,8 @@ al__scontrol(int argc, char **argv)
     bool rel = strcasecmp(cmd, "release") == 0;
     bool rq = strcasecmp(cmd, "requeue") == 0;
     bool rqh = strcasecmp(cmd, "requeuehold") == 0;
-    if (strcasecmp(cmd, "update") == 0) {
-        fprintf(stderr,
-                "scontrol: error: update: allot cannot change a submitted "
-                "job; scancel it and submit it again\n");
-        return 1;
-    }
+    if (strcasecmp(cmd, "update") == 0)
+        return update(argc - i, argv + i);
     if (!show && !hold && !rel && !rq && !rqh) {
         fprintf(stderr, "scontrol: error: %s: not available on allot\n", cmd);
         return 1;

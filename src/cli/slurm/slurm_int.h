@@ -226,6 +226,21 @@ json_t *al__sl_submit_wait(al_client_t *c, const char *prog, json_t *body,
  * job's task k % tasks; cmds NULL attaches to the job's own tasks (or,
  * when it has ended, prints their logs), else cmds[k] (a JSON array) runs
  * beside it.  Returns the highest exit status (128+N for signal N). */
+/* update.c: scontrol update's words w[0..n-1] ("JobId=5",
+ * "TimeLimit=10", ...) into the job (*job, caller frees) and the body of
+ * POST /v1/jobs/ID/update (*body, caller decrefs).  0; 1 with the message
+ * in *cause (caller frees; cause may be NULL), or 2 when Slurm adds
+ * "Request aborted" after it. */
+int al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
+                       char **cause);
+/* Tells the controller that step `step` of job `job` (digits, its
+ * SLURM_JOB_ID) starts, named after cmd0's last part, with `tasks` tasks,
+ * or (end) that it ended with exit code and signal; c NULL: through a
+ * connection of the user's settings (ALLOT_SERVER and ALLOT_TOKEN, or the
+ * config file).  Quiet: a step runs whether or not it can be recorded. */
+void al__sl_step_report(al_client_t *c, const char *job, long step,
+                        const char *cmd0, long tasks, bool end, int code,
+                        int sig);
 int al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
                 json_t *const *cmds, int flags);
 

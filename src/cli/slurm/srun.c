@@ -306,8 +306,9 @@ local_step(const al_slurm_req_t *o, char **cmd)
             v[i].status = 1 << 8;
         }
     }
+    al__sl_step_report(NULL, job, step, cmd[0], k, false, 0, 0);
     wait_local(v, n, o->label);
-    int rc = 0;
+    int rc = 0, code = 0, sig = 0;
     const char *node = getenv("SLURMD_NODENAME") ? getenv("SLURMD_NODENAME")
                        : getenv("ALLOT_NODE")    ? getenv("ALLOT_NODE")
                                                  : "localhost";
@@ -317,7 +318,9 @@ local_step(const al_slurm_req_t *o, char **cmd)
             fprintf(stderr, "srun: error: %s: task %ld: %s\n", node, v[i].rank,
                     strsignal(WTERMSIG(s)));
             st = 128 + WTERMSIG(s);
+            sig = WTERMSIG(s) > sig ? WTERMSIG(s) : sig;
         } else if (WIFEXITED(s) && WEXITSTATUS(s) != 0) {
+            code = WEXITSTATUS(s) > code ? WEXITSTATUS(s) : code;
             fprintf(stderr,
                     "srun: error: %s: task %ld: Exited with exit code %d\n",
                     node, v[i].rank, WEXITSTATUS(s));
@@ -326,6 +329,7 @@ local_step(const al_slurm_req_t *o, char **cmd)
         rc = st > rc ? st : rc;
     }
     free(v);
+    al__sl_step_report(NULL, job, step, cmd[0], k, true, code, sig);
     return rc;
 }
 
@@ -391,9 +395,16 @@ remote_step(const al_slurm_req_t *o, char **cmd, int ncmd, const char *jobid)
             json_array_append_new(a, json_string(cmd[i]));
         cmds[r] = a;
     }
+    char jid[24];
+    snprintf(jid, sizeof jid, "%lld", (long long)al_json_int(job, "id", 0));
+    al__sl_step_report(&c, jid, step, cmd[0], k, false, 0, 0);
     int rc = al__sl_step(&c, "srun", job, (int)k, cmds,
                          (o->pty ? AL_SL_STEP_TTY : 0) |
                              (o->label ? AL_SL_STEP_LABEL : 0));
+    /* The highest status: 128+N for signal N. */
+    al__sl_step_report(&c, jid, step, cmd[0], k, true,
+                       rc > 128 && rc < 192 ? 0 : rc,
+                       rc > 128 && rc < 192 ? rc - 128 : 0);
     for (long r = 0; r < k; r++)
         json_decref(cmds[r]);
     free(cmds);

@@ -694,3 +694,45 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
     free(v);
     return status;
 }
+
+void
+al__sl_step_report(al_client_t *c, const char *job, long step, const char *cmd0,
+                   long tasks, bool end, int code, int sig)
+{
+    if (job == NULL || job[0] == '\0' || strlen(job) > 19 ||
+        strspn(job, "0123456789") != strlen(job))
+        return;
+    al_client_t own;
+    if (c == NULL) {
+        if (al_client_init(&own, NULL, NULL) != 0)
+            return;
+        c = &own;
+    }
+    json_t *b = json_pack("{s:I, s:s}", "step", (json_int_t)step, "event",
+                          end ? "end" : "start");
+    if (end) {
+        json_object_set_new(b, "exit_code", json_integer(code & 255));
+        json_object_set_new(b, "signal", json_integer(sig & 127));
+    } else {
+        const char *base = strrchr(cmd0, '/') ? strrchr(cmd0, '/') + 1 : cmd0;
+        char name[256];
+        snprintf(name, sizeof name, "%s", base[0] ? base : "step");
+        json_t *n = json_string(name); /* NULL when not UTF-8 */
+        json_object_set_new(b, "name", n != NULL ? n : json_string("step"));
+        json_object_set_new(b, "tasks", json_integer((json_int_t)tasks));
+    }
+    char *text = json_dumps(b, JSON_COMPACT);
+    json_decref(b);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/jobs/%s/steps", job);
+    al_http_resp_t resp;
+    char *cause = NULL;
+    if (text != NULL &&
+        al_http_request(&c->url, "POST", path, c->token, text, strlen(text),
+                        3000, -1, &resp, &cause) == 0)
+        al_http_resp_fini(&resp);
+    free(cause);
+    free(text);
+    if (c == &own)
+        al_client_fini(&own);
+}

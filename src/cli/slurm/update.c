@@ -1,0 +1,131 @@
+/*
+ * update.c -- the words of `scontrol update JobId=N KEY=VALUE ...` read
+ * into the body of POST /v1/jobs/N/update: TimeLimit (Slurm's time
+ * forms), JobName (or Name), Partition (the default partition, every
+ * node, is no pool: "") and Dependency (empty: none).  Keys in any case,
+ * as Slurm reads them.  No I/O: scontrol.c sends the body and says what
+ * the controller answered; tests/fuzz/fuzz_slurm_update.c runs it.
+ *
+ * May call: script.c (Slurm's time forms), src/common (JSON, depspec).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "depspec.h"
+#include "json.h"
+#include "script.h"
+#include "slurm_int.h"
+#include "xmalloc.h"
+
+static int
+fail(char **cause, int rc, char *why)
+{
+    if (cause != NULL)
+        *cause = why;
+    else
+        free(why);
+    return rc;
+}
+
+/* Whether s is a job id: digits, or an array's element, ID_INDEX. */
+static bool
+job_id_ok(const char *s)
+{
+    size_t n = strspn(s, "0123456789");
+    if (n == 0 || n > 19)
+        return false;
+    if (s[n] == '\0')
+        return true;
+    size_t k = s[n] == '_' ? strspn(s + n + 1, "0123456789") : 0;
+    return k > 0 && k <= 19 && s[n + 1 + k] == '\0';
+}
+
+int
+al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
+                   char **cause)
+{
+    json_t *b = json_object();
+    const char *id = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *eq = strchr(w[i], '=');
+        if (eq == NULL) {
+            json_decref(b);
+            return fail(cause, 2, al_xasprintf("Invalid input: %s", w[i]));
+        }
+        size_t kl = (size_t)(eq - w[i]);
+        const char *v = eq + 1;
+#define KEY(name) (kl == strlen(name) && strncasecmp(w[i], name, kl) == 0)
+        bool utf8 = true;
+        if (KEY("JobId") || KEY("Job")) {
+            if (!job_id_ok(v)) {
+                json_decref(b);
+                return fail(cause, 1,
+                            al_xasprintf("Invalid job id specified: %s", v));
+            }
+            id = v;
+        } else if (KEY("TimeLimit")) {
+            long long s = al_script_slurm_time(v);
+            if (s < 0 || v[0] == '\0') {
+                json_decref(b);
+                return fail(cause, 1, al_xstrdup("Invalid TimeLimit value"));
+            }
+            json_object_set_new(b, "time_limit", json_integer(s));
+        } else if (KEY("JobName") || KEY("Name")) {
+            if (v[0] == '\0' || strlen(v) > 255) {
+                json_decref(b);
+                return fail(cause, 1,
+                            al_xasprintf("Invalid JobName: %.300s", v));
+            }
+            utf8 = json_object_set_new(b, "name", json_string(v)) == 0;
+        } else if (KEY("Partition")) {
+            if (v[0] == '\0') {
+                json_decref(b);
+                return fail(cause, 1, al_xstrdup("Invalid Partition: (empty)"));
+            }
+            utf8 =
+                json_object_set_new(
+                    b, "pool",
+                    json_string(strcmp(v, AL_SLURM_PARTITION) == 0 ? "" : v)) ==
+                0;
+        } else if (KEY("Dependency")) {
+            char *why = NULL;
+            if (v[0] != '\0' && al_dep_parse(v, NULL, &(int){ 0 }, &why) != 0) {
+                char *msg = al_xasprintf("Invalid dependency: %.300s (%s)", v,
+                                         why ? why : "malformed");
+                free(why);
+                json_decref(b);
+                return fail(cause, 1, msg);
+            }
+            free(why);
+            utf8 = json_object_set_new(b, "dependency", json_string(v)) == 0;
+        } else {
+            /* Slurm's other fields (Priority, Nice, NumNodes, QOS, ...),
+             * KEY+=VALUE forms and unknown keys alike. */
+            json_decref(b);
+            return fail(cause, 2,
+                        al_xasprintf("Update of this parameter is not "
+                                     "supported: %.300s",
+                                     w[i]));
+        }
+#undef KEY
+        if (!utf8) {
+            json_decref(b);
+            return fail(
+                cause, 1,
+                al_xasprintf("Invalid input: %.300s (not UTF-8)", w[i]));
+        }
+    }
+    if (id == NULL) {
+        json_decref(b);
+        return fail(cause, 1, al_xstrdup("No job ID specified"));
+    }
+    if (json_object_size(b) == 0) {
+        json_decref(b);
+        return fail(cause, 1, al_xstrdup("No changes specified"));
+    }
+    *job = al_xstrdup(id);
+    *body = b;
+    return 0;
+}

@@ -1,0 +1,191 @@
+/*
+ * api_jobupdate.c -- POST /v1/jobs/ID/update: what may change in a
+ * submitted job (Slurm's `scontrol update JobId=N ...`), with Slurm's
+ * rules: a waiting job (pending or held) may change its time limit,
+ * name, pool and dependencies; a running one only its time limit; an
+ * ended one nothing.  A user may lower a time limit, only an admin may
+ * raise it (no limit counts as the highest).
+ *
+ * May call: api_jobs.c (the job a request names), depend.c (checks of
+ * dependencies), pools.c (a pool's name), state.c (marks, touch),
+ * store.c (the event), req.c, common.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api_int.h"
+#include "clock.h"
+#include "core/error.h"
+#include "depspec.h"
+#include "json.h"
+#include "xmalloc.h"
+
+/* A hundred years, as the longest time limit. */
+#define MAX_LIMIT_S (100LL * 366 * 86400)
+
+/* Whether limit b is above limit a (0: none, the highest). */
+static bool
+raises(int64_t a, int64_t b)
+{
+    return a > 0 && (b == 0 || b > a);
+}
+
+void
+al__api_job_update(al_ctl_t *ctl, al__req_t *req)
+{
+    al__job_t *j = al__api_job_req(ctl, req);
+    if (j == NULL)
+        return;
+    const json_t *b = req->body;
+    const char *key;
+    json_t *v;
+    json_object_foreach((json_t *)b, key, v)
+    {
+        if (strcmp(key, "time_limit") != 0 && strcmp(key, "name") != 0 &&
+            strcmp(key, "pool") != 0 && strcmp(key, "dependency") != 0) {
+            al__reply_error(req, 400, "bad_request",
+                            "%s cannot be changed; time_limit, name, pool "
+                            "and dependency can",
+                            key);
+            return;
+        }
+    }
+    json_t *tl = json_object_get(b, "time_limit");
+    json_t *nm = json_object_get(b, "name");
+    json_t *dp = json_object_get(b, "dependency");
+    if (!json_is_object(b) || json_object_size(b) == 0) {
+        al__reply_error(req, 400, "bad_request",
+                        "the body must be an object of the fields to change");
+        return;
+    }
+    if (tl != NULL && (!json_is_integer(tl) || json_integer_value(tl) < 0 ||
+                       json_integer_value(tl) > MAX_LIMIT_S)) {
+        al__reply_error(req, 400, "bad_request",
+                        "time_limit must be seconds (0: none)");
+        return;
+    }
+    if (nm != NULL &&
+        (!json_is_string(nm) || json_string_length(nm) == 0 ||
+         json_string_length(nm) > 255 ||
+         strlen(json_string_value(nm)) != json_string_length(nm))) {
+        al__reply_error(req, 400, "bad_request",
+                        "name must be a string of 1..255 bytes");
+        return;
+    }
+    char *pool = NULL, *constraint = NULL, *cause = NULL;
+    /* "" is no pool (every node). */
+    json_t *pv = json_object_get(b, "pool");
+    json_t *pb = json_pack(
+        "{s:O?}", "pool",
+        json_is_string(pv) && json_string_length(pv) == 0 ? NULL : pv);
+    int rc = al__pools_job_body(pb, &pool, &constraint, &cause);
+    json_decref(pb);
+    free(constraint);
+    if (rc != 0) {
+        al__reply_error(req, 400, "bad_request", "%s", cause);
+        free(cause);
+        return;
+    }
+    al_depspec_t *deps = NULL;
+    int ndeps = 0;
+    if (dp != NULL &&
+        (!json_is_string(dp) ||
+         (json_string_length(dp) > 0 &&
+          al_dep_parse(json_string_value(dp), &deps, &ndeps, &cause) != 0))) {
+        al__reply_error(req, 400, "bad_request", "dependency: %s",
+                        cause ? cause : "must be a string");
+        free(cause);
+        free(pool);
+        return;
+    }
+    int status = 0;
+    const char *code = NULL;
+    if (j->state >= JS_COMPLETED) {
+        status = 409;
+        code = "ended";
+        cause =
+            al_xasprintf("job %llu is %s: it can no longer change",
+                         (unsigned long long)j->id, al__jstate_names[j->state]);
+    } else if (j->array != NULL) {
+        status = 409;
+        code = "conflict";
+        cause = al_xasprintf("job %llu is a job array: change its elements "
+                             "one by one (ID_INDEX)",
+                             (unsigned long long)j->id);
+    } else if (j->state == JS_RUNNING &&
+               (nm != NULL || json_object_get(b, "pool") != NULL ||
+                dp != NULL)) {
+        status = 409;
+        code = "not_pending";
+        cause = al_xasprintf("job %llu is running: only its time limit can "
+                             "change",
+                             (unsigned long long)j->id);
+    } else if (tl != NULL && !al__req_admin(req) &&
+               raises(j->time_limit, json_integer_value(tl))) {
+        status = 403;
+        code = "forbidden";
+        cause =
+            al_xasprintf("only an admin may raise a time limit (job "
+                         "%llu's is %lld s)",
+                         (unsigned long long)j->id, (long long)j->time_limit);
+    }
+    if (status == 0 && dp != NULL && ndeps > 0) {
+        al_depspec_t *old = j->deps;
+        int nold = j->ndeps;
+        j->deps = deps;
+        j->ndeps = ndeps;
+        status =
+            al__depend_check(ctl, j, req->user, al__req_admin(req), &cause);
+        j->deps = old;
+        j->ndeps = nold;
+        code = status == 403 ? "forbidden" : "bad_request";
+    }
+    if (status != 0) {
+        al__reply_error(req, status, code, "%s", cause);
+        free(cause);
+        free(deps);
+        free(pool);
+        return;
+    }
+    al_buf_t what = AL_BUF_INIT;
+    if (tl != NULL) {
+        j->time_limit = json_integer_value(tl);
+        al_buf_printf(&what, "time limit %lld s", (long long)j->time_limit);
+    }
+    if (nm != NULL) {
+        free(j->name);
+        j->name = al_xstrdup(json_string_value(nm));
+        al_buf_printf(&what, "%sname %s", what.len ? ", " : "", j->name);
+    }
+    if (json_object_get(b, "pool") != NULL) {
+        free(j->pool);
+        j->pool = pool != NULL && pool[0] != '\0' ? pool : NULL;
+        if (j->pool != pool)
+            free(pool);
+        pool = NULL;
+        al_buf_printf(&what, "%spool %s", what.len ? ", " : "",
+                      j->pool ? j->pool : "(any)");
+    }
+    if (dp != NULL) {
+        /* Slurm's Dependency= replaces them all: allot's own `after`
+         * (afterok) too. */
+        free(j->deps);
+        j->deps = deps;
+        j->ndeps = ndeps;
+        j->nafter = 0;
+        deps = NULL;
+        al_buf_printf(&what, "%sdependency %s", what.len ? ", " : "",
+                      json_string_value(dp)[0] ? json_string_value(dp)
+                                               : "(none)");
+    }
+    free(pool);
+    al_buf_printf(&what, " by %s", req->user);
+    j->why_valid = false;
+    al__ctl_dirty(ctl, j);
+    al__store_event(ctl, j->id, al_clock_ms(), "updated", al_buf_cstr(&what));
+    al__ctl_touch(ctl);
+    al_buf_fini(&what);
+    req->mutating = true;
+    al__reply(req, 200, al__job_json(ctl, j, false));
+}
