@@ -113,8 +113,10 @@ typedef struct strm {
      * until this monotonic ms. */
     int64_t bind_until;
     bool unbound;
-    pid_t beside; /* exec: the task whose allocation it joins */
-    char *fail;   /* an error to send once dialed */
+    pid_t beside;           /* exec: the task whose allocation it joins */
+    unsigned long long job; /* exec: that task */
+    int index, restart;
+    char *fail; /* an error to send once dialed */
 } strm_t;
 
 static struct {
@@ -364,16 +366,32 @@ proc_ended(proc_t *p, int code, int sig)
     wake();
 }
 
+/* Task t ended: so does what was exec'd into it, as with its cgroup (where
+ * there is none, an exec'd command would outlive the allocation it joined,
+ * and its stream with it, for as long as it waits on something the task
+ * was to give it); an exec not yet started is refused. */
 void
 al__session_ended(const task_t *t)
 {
     if (!S.started)
         return;
     pthread_mutex_lock(&S.mu);
-    for (proc_t *p = S.procs; p != NULL; p = p->next)
-        if (p->is_task && p->job == t->job && p->index == t->index &&
-            p->restart == t->restart && !p->ended)
+    for (proc_t *p = S.procs; p != NULL; p = p->next) {
+        if (p->job != t->job || p->index != t->index ||
+            p->restart != t->restart || p->ended)
+            continue;
+        if (p->is_task)
             proc_ended(p, t->exit_code, t->signal);
+        else if (p->pid > 0)
+            kill(-p->pid, SIGKILL);
+    }
+    for (strm_t *s = S.strms; s != NULL; s = s->next)
+        if (s->kind == K_EXEC && s->p == NULL && s->fail == NULL &&
+            s->beside > 0 && s->job == t->job && s->index == t->index &&
+            s->restart == t->restart)
+            s->fail = al_xasprintf("job %llu has no running task %d: it "
+                                   "ended",
+                                   t->job, t->index);
     pthread_mutex_unlock(&S.mu);
 }
 
@@ -466,6 +484,9 @@ al__session_want(agent_t *a, json_t *streams)
                     al__cg_name(name, sizeof name, t->job, t->index,
                                 t->restart);
                     s->beside = t->pid;
+                    s->job = t->job;
+                    s->index = t->index;
+                    s->restart = t->restart;
                     free(s->cgroups);
                     s->cgroups = al__cg_procs(&a->cg, name);
                 }
@@ -713,6 +734,9 @@ bind_stream(strm_t *s)
             return;
         }
         s->p->s = s;
+        s->p->job = s->job; /* the task it joined, whose end is its own */
+        s->p->index = s->index;
+        s->p->restart = s->restart;
         return;
     }
     unsigned long long job = (unsigned long long)al_json_int(w, "job", 0);

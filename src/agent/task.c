@@ -311,6 +311,8 @@ ended(agent_t *a, task_t *t)
     al_info("task %llu.%d.%d exited: code %d signal %d%s", t->job, t->index,
             t->restart, t->exit_code, t->signal,
             t->oom ? " (out of memory)" : "");
+    /* Its session's output drained, what was exec'd into it ended. */
+    al__session_ended(t);
 }
 
 /* t ended with wait status `status` (-1: unknown, taken for SIGKILL). */
@@ -430,7 +432,6 @@ al__task_reap(agent_t *a)
             if (!read_exit(a, t))
                 record_exit(a, t, st);
             mark_exited(a, t, st);
-            al__session_ended(t);
             found = true;
         }
         if (!found && !al__mps_reaped(a, pid, st))

@@ -215,7 +215,21 @@ def scenario_tty(c):
         check(p.returncode == 1 and "no terminal to attach to" in p.stderr,
               "attach to a job without a terminal: %d %r" %
               (p.returncode, p.stderr))
-        c.cli("cancel", str(plain))
+        # What is exec'd into a task ends with it (here, without cgroups,
+        # it would otherwise wait on, and its allot exec with it).
+        mark = os.path.join(c.root, "exec-in")
+        with subprocess.Popen([c.allot, "exec", str(plain), "--", "sh", "-c",
+                               "touch %s; exec sleep 300" % mark],
+                              env=c.env, cwd=c.root) as p:
+            try:
+                wait_for(lambda: os.path.exists(mark), 20, "the exec")
+                c.cli("cancel", str(plain))
+                rc = p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                raise Fail("allot exec outlives the task it joined")
+        check(rc == 128 + signal.SIGKILL,
+              "an exec ended with its task: %d" % rc)
         t = Term(c, ["attach", str(jid)])
         t.expect(r"while-25-away")
         # A second attach takes the session over; the first one says so.
