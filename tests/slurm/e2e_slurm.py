@@ -569,7 +569,10 @@ def scenario_update(c):
               "Dependency=afterok:%s" % d)
     check(p.returncode == 0, "update Dependency: %r" % p.stderr)
     s.run("scontrol", "release", h)
-    p = s.run("squeue", "-h", "-j", h, "-o", "%r")
+    # The reason is the next scheduling cycle's: until it ran, None.
+    p = wait_for(lambda: (lambda p: p if p.stdout.strip() != "None" else
+                          None)(s.run("squeue", "-h", "-j", h, "-o", "%r")),
+                 10, "the released job's reason")
     check(p.stdout.strip() == "Dependency", "a dependency: %r" % p.stdout)
     p = s.run("scontrol", "update", "JobId=%s" % h, "Dependency=")
     check(p.returncode == 0, "update Dependency=: %r" % p.stderr)
