@@ -298,11 +298,81 @@ def scenario_pipeline_crash(c):
     print("  kill -9 mid-pipeline: 6 stages, each once")
 
 
+LOOKAHEAD = """\
+name: la
+queue: la
+stages:
+  - name: a
+    class: inference
+    gpus: 1
+    time: 10m
+    command: [sh, -c, 'sleep 8']
+  - name: b
+    needs: [a]
+    class: inference
+    gpus: 2
+    time: 10m
+    command: ["true"]
+"""
+
+
+def scenario_pipeline_lookahead(c):
+    """The look-ahead is set on the controller (--lookahead-depth,
+    --lookahead-horizon, --lookahead-hold) and shown by GET /v1/config.
+    With --lookahead-hold, stage b (2 GPUs) after a (1 GPU, 10 minutes
+    expected) on a 2-GPU node: the GPU a leaves free is held for b, lent
+    to a job that ends before a is expected to, refused to one that does
+    not; b starts when a ends, before that long job."""
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        os.path.join(c.root, "bad"), "--lookahead-depth", "-1")
+    check(rc == 2 and "--lookahead-depth" in err,
+          "--lookahead-depth -1 refused: %d %r" % (rc, err))
+    c.start_server("--lookahead-hold", "--lookahead-horizon", "3600",
+                   "--lookahead-depth", "4")
+    s, cfg = c.api("GET", "/v1/config")
+    check(s == 200, "GET /v1/config: %s %s" % (s, cfg))
+    sch = cfg["scheduler"]
+    check(sch["lookahead_hold"] is True and sch["lookahead_depth"] == 4 and
+          sch["lookahead_horizon"] == 3600 and sch["ignore_deps"] is False,
+          "the look-ahead as set: %s" % sch)
+    s, cfg = c.api("GET", "/v1/config", token=None)
+    check(s == 401, "GET /v1/config needs a token: %s" % s)
+    c.start_agent("n1", "2xH100-80GB")
+    # Inference work is not preemptible (nothing borrows the held GPU)
+    # and runs within its queue's deserved GPUs.
+    s, r = c.api("POST", "/v1/queues", {"name": "la",
+                                         "quota": {"gpu": {"deserved": 2}}})
+    check(s == 201, "queue la: %s %s" % (s, r))
+    pid = int(c.cli("pipeline", "submit", write(c, "la.yaml", LOOKAHEAD))
+              .stdout)
+    p = show(c, pid)
+    a, b = stage(p, "a")["job"], stage(p, "b")["job"]
+    c.wait_state(a, "running")
+    long_job = c.submit("--queue", "la", "--class", "inference", "--gpus",
+                        "1", "--time", "2h", "--", "sleep", "30")
+    short = c.submit("--queue", "la", "--class", "inference", "--gpus", "1",
+                     "--time", "5m", "--", "sleep", "1")
+    c.wait_state(short, "completed")
+    check(c.job(long_job)["state"] == "pending" and
+          c.job(a)["state"] == "running",
+          "the held GPU is not given to a job that ends after a: %s" %
+          c.job(long_job))
+    jb = c.wait_state(b, ("running", "completed"), timeout=30)
+    lj = c.job(long_job)
+    check(lj["state"] == "pending" or lj["start_ms"] >= jb["start_ms"],
+          "b started before the long job: %s %s" % (jb, lj))
+    check(c.job(a)["end_ms"] <= jb["start_ms"], "b after a")
+    c.wait_state(long_job, "running", timeout=30)
+    print("  look-ahead set on the controller: a GPU held for the next "
+          "stage, lent to a short job, refused to a long one")
+
+
 SCENARIOS = {
     "pipeline_run": scenario_pipeline_run,
     "pipeline_retry": scenario_pipeline_retry,
     "pipeline_errors": scenario_pipeline_errors,
     "pipeline_crash": scenario_pipeline_crash,
+    "pipeline_lookahead": scenario_pipeline_lookahead,
 }
 
 if __name__ == "__main__":
