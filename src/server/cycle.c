@@ -321,8 +321,9 @@ add_edge(al_ctl_t *ctl, build_t *b, size_t *cap, size_t i, uint64_t id,
     if (dj == NULL)
         return;
     if (dj->array != NULL && dj->state <= JS_RUNNING) {
-        lo = id + 1;
-        hi = id + (uint64_t)dj->array->as.count;
+        /* Only the elements that have a job and have not ended. */
+        lo = id + 1 + (uint64_t)dj->array->done_k;
+        hi = id + (uint64_t)dj->array->next_k;
     }
     for (uint64_t k = lo; k <= hi; k++) {
         const al__job_t *x = al__ctl_job(ctl, k);
