@@ -56,8 +56,7 @@ path_work(const al_cycle_t *c, const al_job_t *xb)
     int64_t t = job_runtime(c, xb);
 
     if (xb->array_waves > 1 && t > 0)
-        t = t > INT64_MAX / xb->array_waves ? INT64_MAX
-                                            : t * xb->array_waves;
+        t = t > INT64_MAX / xb->array_waves ? INT64_MAX : t * xb->array_waves;
     return t;
 }
 

@@ -363,9 +363,9 @@ build_edges(al_ctl_t *ctl, build_t *b)
             if (ds->kind == AL_DEP_SINGLETON)
                 continue;
             add_edge(ctl, b, &cap, i, ds->job,
-                     ds->kind == AL_DEP_AFTERANY      ? AL_EDGE_ALWAYS
+                     ds->kind == AL_DEP_AFTERANY     ? AL_EDGE_ALWAYS
                      : ds->kind == AL_DEP_AFTERNOTOK ? AL_EDGE_FAILURE
-                                                      : AL_EDGE_SUCCESS);
+                                                     : AL_EDGE_SUCCESS);
         }
         const al__job_t *p =
             j->array_job != 0 ? al__ctl_job(ctl, j->array_job) : NULL;

@@ -39,7 +39,7 @@ al__api_config(al_ctl_t *ctl, al__req_t *req)
         cfg.preempt, "borrow", cfg.borrow, "starve_after",
         (json_int_t)cfg.starve_after, "short_first", cfg.short_first,
         "lookahead_depth", cfg.lookahead_depth, "lookahead_horizon",
-        (json_int_t)cfg.lookahead_horizon, "lookahead_hold",
-        cfg.lookahead_hold, "ignore_deps", cfg.ignore_deps);
+        (json_int_t)cfg.lookahead_horizon, "lookahead_hold", cfg.lookahead_hold,
+        "ignore_deps", cfg.ignore_deps);
     al__reply(req, 200, json_pack("{s:o}", "scheduler", s));
 }

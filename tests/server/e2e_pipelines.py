@@ -367,12 +367,67 @@ def scenario_pipeline_lookahead(c):
           "stage, lent to a short job, refused to a long one")
 
 
+SWEEP = """\
+name: grid
+env:
+  OUT: %(out)s
+stages:
+  - name: tune
+    gpus: 1
+    sweep:
+      lr: [0.1, "1e-3"]
+      bs: [32, 64]
+    array: "%%2"
+    command: [sh, -c, 'echo "{lr} {bs} $ALLOT_ARRAY_INDEX" >> "$OUT"']
+  - name: pick
+    needs: [tune]
+    command: [sh, -c, 'echo picked >> "$OUT"']
+"""
+
+
+def scenario_pipeline_sweep(c):
+    """A stage with a sweep: every combination of its axes is one element
+    of the stage's array (at most 2 at a time), {NAME} in its command the
+    element's value; the stage after it runs once every combination has.
+    A placeholder no axis names and a sweep that is not a mapping are
+    refused with the stage's line."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+    out = os.path.join(c.root, "out")
+    pid = int(c.cli("pipeline", "submit",
+                    write(c, "grid.yaml", SWEEP % {"out": out})).stdout)
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed", "the sweep pipeline completed: %s" % p)
+    lines = open(out).read().splitlines()
+    check(lines[-1] == "picked" and len(lines) == 5,
+          "four combinations, then pick: %s" % lines)
+    got = sorted(tuple(x.split()[:2]) for x in lines[:4])
+    check(got == [("0.1", "32"), ("0.1", "64"), ("1e-3", "32"),
+                  ("1e-3", "64")], "every combination once: %s" % got)
+    tune = c.job(stage(p, "tune")["job"])
+    check(tune["array"]["spec"] == "0-3%2" and
+          len(tune["array"]["sweep"]) == 2, "tune is an array of 4, "
+          "2 at a time: %s" % tune["array"])
+    bad = SWEEP.replace('{lr} {bs}', '{lr} {oops}') % {"out": out}
+    r = c.cli("pipeline", "submit", write(c, "bad.yaml", bad), ok=False)
+    check(r.returncode != 0 and "{oops}" in r.stderr and
+          "line" in r.stderr, "an unknown placeholder: %s" % r.stderr)
+    bad = SWEEP.replace("      lr: [0.1, \"1e-3\"]\n      bs: [32, 64]\n",
+                        "      - 1\n") % {"out": out}
+    r = c.cli("pipeline", "submit", write(c, "bad2.yaml", bad), ok=False)
+    check(r.returncode != 0 and "sweep must be a mapping" in r.stderr and
+          "line 5" in r.stderr, "a sweep that is a list: %s" % r.stderr)
+    print("  a sweep stage: 4 combinations, 2 at a time, then the next "
+          "stage")
+
+
 SCENARIOS = {
     "pipeline_run": scenario_pipeline_run,
     "pipeline_retry": scenario_pipeline_retry,
     "pipeline_errors": scenario_pipeline_errors,
     "pipeline_crash": scenario_pipeline_crash,
     "pipeline_lookahead": scenario_pipeline_lookahead,
+    "pipeline_sweep": scenario_pipeline_sweep,
 }
 
 if __name__ == "__main__":
