@@ -358,8 +358,10 @@ parse_time(const json_t *v, int64_t *out)
                 return false;
             p = end + 1;
         }
+        /* Hours (or minutes of M:S) up to a million: no overflow below. */
         if (n < 2 || n > 3 || part[n - 1] > 59 ||
-            part[n - 2] > 59 + (n == 2) * 1000000)
+            part[n - 2] > 59 + (n == 2) * 1000000 ||
+            (n == 3 && part[0] > 1000000))
             return false;
         for (int i = 0; i < n; i++)
             total = total * 60 + part[i];
