@@ -421,6 +421,86 @@ def scenario_pipeline_sweep(c):
           "stage")
 
 
+CHAIN_B = """\
+name: b
+stages:
+  - name: q
+    gpus: 1
+    time: 1m
+    command: ["true"]
+  - name: r
+    needs: [q]
+    gpus: 1
+    time: 30m
+    command: ["true"]
+"""
+
+CHAIN_A_ARRAY = """\
+name: a
+stages:
+  - name: p
+    gpus: 1
+    time: 1m
+    command: ["true"]
+  - name: fan
+    needs: [p]
+    gpus: 1
+    time: 5m
+    array: 0-7%1
+    command: ["true"]
+"""
+
+CHAIN_A_FAILURE = """\
+name: a
+stages:
+  - name: p
+    gpus: 1
+    time: 1m
+    command: ["true"]
+  - name: recover
+    needs: [p]
+    when: failure
+    gpus: 1
+    time: 4h
+    command: ["true"]
+"""
+
+
+def scenario_pipeline_critical_path(c):
+    """The controller gives the core array stages and failure edges: on a
+    1-GPU node busy with a blocker, stage q (pipeline b, older; 30 min
+    after it) and stage p (pipeline a) wait with the same size and time.
+    p goes first when an array of 8 elements of 5 min, one at a time (40
+    min), waits on it, and when a 4-hour cleanup hangs on its failure (a
+    quarter: 1 h); q goes first when p has nothing after it."""
+    c.start_server()
+    c.start_agent("n1", "1xH100-80GB")
+    for name, text in (("array", CHAIN_A_ARRAY),
+                       ("failure", CHAIN_A_FAILURE), ("none", None)):
+        blocker = c.submit("--gpus", "1", "--", "sleep", "2")
+        c.wait_state(blocker, "running")
+        b = int(c.cli("pipeline", "submit", write(c, "b.yaml", CHAIN_B))
+                .stdout)
+        if text is not None:
+            a = int(c.cli("pipeline", "submit",
+                          write(c, "a-%s.yaml" % name, text)).stdout)
+        else:
+            a = c.submit("--gpus", "1", "--time", "1m", "--", "true")
+        q = stage(show(c, b), "q")["job"]
+        p = stage(show(c, a), "p")["job"] if text is not None else a
+        jp = c.wait_state(p, "completed", timeout=30)
+        jq = c.wait_state(q, "completed", timeout=30)
+        first = "p" if jp["start_ms"] < jq["start_ms"] else "q"
+        want = "q" if text is None else "p"
+        check(first == want, "%s: %s started first, want %s: p %s q %s" %
+              (name, first, want, jp["start_ms"], jq["start_ms"]))
+        wait_pipeline(c, b, ("completed", "failed"))
+        if text is not None:
+            wait_pipeline(c, a, ("completed", "failed"))
+    print("  an array stage's rounds and a failure edge's quarter order "
+          "the stages that wait on the same GPU")
+
+
 SCENARIOS = {
     "pipeline_run": scenario_pipeline_run,
     "pipeline_retry": scenario_pipeline_retry,
@@ -428,6 +508,7 @@ SCENARIOS = {
     "pipeline_crash": scenario_pipeline_crash,
     "pipeline_lookahead": scenario_pipeline_lookahead,
     "pipeline_sweep": scenario_pipeline_sweep,
+    "pipeline_critical_path": scenario_pipeline_critical_path,
 }
 
 if __name__ == "__main__":
