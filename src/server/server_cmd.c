@@ -147,14 +147,14 @@ static const al_opt_t server_opts[] = {
       .min = 0,
       .max = INT64_C(365) * 86400,
       .arg = "SECONDS",
-      .help = "only for inputs expected to end within SECONDS (default 0: "
-              "any)" },
+      .help = "pipelines: a look-ahead only for inputs expected to end "
+              "within SECONDS (default 0: any)" },
     { .name = "--lookahead-hold",
       .kind = AL_OPT_FLAG,
       .off = S(o.lookahead_hold),
-      .help = "a look-ahead holds the GPUs its stage needs beyond its "
-              "inputs' now, lent to work that ends in time (default: it "
-              "holds nothing)" },
+      .help = "a look-ahead holds the free GPUs its stage will need beyond "
+              "what its inputs give back, lent to work that ends in time "
+              "(default: it holds nothing)" },
     { .name = "--min-runtime",
       .kind = AL_OPT_STR,
       .off = S(o.min_runtime),
