@@ -172,9 +172,22 @@ typedef struct al_placement {
     int64_t gpu_mem;   /* for a fractional task: device memory it holds */
 } al_placement_t;
 
-/* A dependency edge: this job runs after job `job` (an index). */
+/* When a dependent runs (a pipeline stage's `when`): after its input
+ * succeeded (the default), only after it failed (a cleanup), or after it
+ * ended either way. */
+typedef enum al_dep_when {
+    AL_EDGE_SUCCESS = 0,
+    AL_EDGE_FAILURE,
+    AL_EDGE_ALWAYS
+} al_dep_when_t;
+
+/* A dependency edge: this job runs after job `job` (an index), when
+ * `when` says.  Only success and always edges get look-ahead; a failure
+ * edge counts a fraction of the work behind it in the critical path
+ * (dag.c). */
 typedef struct al_dep {
     int32_t job;
+    al_dep_when_t when;
 } al_dep_t;
 
 typedef struct al_job {
@@ -199,6 +212,11 @@ typedef struct al_job {
     al_dep_state_t dep_state;
     int ndeps; /* jobs this one runs after (for critical-path ordering) */
     const al_dep_t *deps;
+    /* An element of a job array that stands for its whole stage in the
+     * critical path: the array's remaining work is this many rounds of
+     * the element's runtime (elements left over the array's parallelism
+     * bound, rounded up).  0 or 1: the job counts once. */
+    int32_t array_waves;
     int topo_level; /* index into al_config_t.topo_levels, used if topo_mode */
     al_topo_mode_t topo_mode;
     al_job_state_t state;

@@ -20,7 +20,8 @@
  *   fairshare.c  fair shares over the queue tree
  *   reclaim.c    victims, eviction, shedding, reclaim for one job
  *   reserve.c    backfill reservations and their holds
- *   dag.c        pipelines: look-ahead reservations for the next stage
+ *   dag.c        pipelines: the critical path, look-ahead reservations for
+ *                the next stage
  *   pass.c       the allocation pass, the result, al_sched_run
  *   (reason.c, alloc.c and error.c stand apart: the door's other services.)
  *
@@ -421,8 +422,6 @@ void al__heap_push(al_cycle_t *c, qheap_t *hp, int32_t q);
 void al__heap_pop(al_cycle_t *c, qheap_t *hp);
 /* Re-keys queue q after its allocation changed, and re-places it. */
 void al__heap_fix(al_cycle_t *c, qheap_t *hp, int32_t q);
-/* Each job's critical path (wjob_t.crit), from its dependents. */
-int al__critical_path(al_cycle_t *c);
 /* The candidates in allocation order (per queue slices), into *order. */
 int al__build_order(al_cycle_t *c, skey_t **order, size_t *norder);
 int64_t al__response_ratio(const al_cycle_t *c, const al_job_t *jb,
@@ -521,6 +520,8 @@ int32_t al__touched_resv(const al_cycle_t *c, const resv_set_t *rs, int32_t j);
 
 /* How many look-ahead reservations this cycle may make, at most. */
 int32_t al__dag_max(const al_cycle_t *c);
+/* Each job's critical path (wjob_t.crit), from its dependents. */
+int al__critical_path(al_cycle_t *c);
 /* Makes the look-ahead reservations into rs (first, before any backfill
  * reservation); 0 or AL_ENOMEM. */
 int al__dag_lookahead(al_cycle_t *c, resv_set_t *rs);

@@ -1,6 +1,21 @@
 /*
- * dag.c -- pipelines: what the core does with the graph of dependencies
- * beyond ordering by critical path (order.c).
+ * dag.c -- pipelines: what the core does with the graph of dependencies:
+ * the critical path that orders ready stages (order.c reads it) and the
+ * look-ahead reservations of stages whose input runs.
+ *
+ * Critical path.  Each job's crit is the most work that waits on it: over
+ * the jobs that run after it, the longest chain of their expected
+ * runtimes.  A job that stands for a job array's stage (array_waves > 1)
+ * counts its runtime once per round of the array: elements left over the
+ * array's parallelism bound, rounded up, which is how long the stage
+ * takes when each round runs side by side.  Success and always edges
+ * count the chain behind them whole; a failure edge (a cleanup that runs
+ * only when its input fails) counts FAIL_SHARE of it: failures are the
+ * exception, so a cleanup chain should not outrank the chain of a stage
+ * that will run, yet a stage whose failure starts a long recovery should
+ * rank above an equal stage whose failure starts nothing.  A quarter is a
+ * judgement, not a measurement: it lets a failure chain win only when it
+ * is over four times longer than what runs on success.
  *
  * Look-ahead.  A job that waits for dependencies which all run now will be
  * ready when the last of them ends (their start plus expected runtime).
@@ -16,14 +31,103 @@
  * else delays the stage.  Without it a look-ahead holds nothing today and
  * only claims the future that later reservations sweep.  A stage that
  * overruns its estimate (its expected end has passed) drops the
- * look-ahead of what waits on it; CPU-only jobs get none.
+ * look-ahead of what waits on it; CPU-only jobs get none, and neither
+ * does a job behind a failure edge (it runs only if its input fails,
+ * which the input's end does not foretell).
  *
- * Owns: al__dag_max, al__dag_lookahead.  Calls: reserve.c (al__reserve,
- * the holds), order.c (al__skey_sort).  Called by pass.c.
+ * Owns: al__critical_path, al__dag_max, al__dag_lookahead.  Calls:
+ * reserve.c (al__reserve, the holds), order.c (al__skey_sort).  Called by
+ * pass.c.
  */
 #include <string.h>
 
 #include "core_int.h"
+
+/* The share of the chain behind a failure edge that counts (a quarter:
+ * see the header). */
+#define FAIL_SHARE_NUM 1
+#define FAIL_SHARE_DEN 4
+
+/* Job x's own work on the critical path: its expected runtime, once per
+ * round of the array it stands for. */
+static int64_t
+path_work(const al_cycle_t *c, const al_job_t *xb)
+{
+    int64_t t = job_runtime(c, xb);
+
+    if (xb->array_waves > 1 && t > 0)
+        t = t > INT64_MAX / xb->array_waves ? INT64_MAX : t * xb->array_waves;
+    return t;
+}
+
+int
+al__critical_path(al_cycle_t *c)
+{
+    int32_t *indeg, *order, *roff, *radj, *fill, head = 0, tail = 0, j;
+    int64_t nedges = 0;
+    int d;
+
+    if (c->cfg.ignore_deps)
+        return 0; /* a dependency-blind order */
+    for (j = 0; j < c->nj; j++)
+        nedges += c->s->jobs[j].ndeps > 0 ? c->s->jobs[j].ndeps : 0;
+    if (nedges == 0)
+        return 0;
+    indeg = al_arena_array(c->tmp, (size_t)c->nj, sizeof(int32_t));
+    order = al_arena_array(c->tmp, (size_t)c->nj, sizeof(int32_t));
+    roff = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
+    fill = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
+    radj = al_arena_array(c->tmp, (size_t)nedges, sizeof(int32_t));
+    if (!indeg || !order || !roff || !fill || !radj)
+        return AL_ENOMEM;
+    /* Edges dep -> job ("job runs after dep"); we walk from sinks up, so
+     * keep for every dep the list of jobs that wait for it. */
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+
+        for (d = 0; d < jb->ndeps; d++)
+            roff[jb->deps[d].job + 1]++;
+    }
+    for (j = 0; j < c->nj; j++)
+        roff[j + 1] += roff[j];
+    for (j = 0; j < c->nj; j++) {
+        const al_job_t *jb = &c->s->jobs[j];
+
+        for (d = 0; d < jb->ndeps; d++) {
+            int32_t dep = jb->deps[d].job;
+
+            radj[roff[dep] + fill[dep]++] = j;
+        }
+        indeg[j] = 0;
+    }
+    /* Process in reverse topological order: a job is done once all the
+     * jobs waiting for it are done.  Count, per job, its waiters. */
+    for (j = 0; j < c->nj; j++)
+        indeg[j] = roff[j + 1] - roff[j];
+    for (j = 0; j < c->nj; j++)
+        if (indeg[j] == 0)
+            order[tail++] = j;
+    while (head < tail) {
+        int32_t x = order[head++];
+        const al_job_t *jb = &c->s->jobs[x];
+        int64_t own = c->wj[x].crit, w = path_work(c, jb);
+
+        own = own > INT64_MAX - w ? INT64_MAX : own + w;
+        for (d = 0; d < jb->ndeps; d++) {
+            int32_t dep = jb->deps[d].job;
+            int64_t via = own;
+
+            if (jb->deps[d].when == AL_EDGE_FAILURE)
+                via = own / FAIL_SHARE_DEN * FAIL_SHARE_NUM;
+            if (via > c->wj[dep].crit)
+                c->wj[dep].crit = via;
+            if (--indeg[dep] == 0)
+                order[tail++] = dep;
+        }
+    }
+    /* Jobs on a cycle (tail < nj) keep what they got: no infinite loop. */
+    return 0;
+}
 
 int32_t
 al__dag_max(const al_cycle_t *c)
@@ -54,6 +158,8 @@ ready_at(const al_cycle_t *c, int32_t j)
 
         if (!(c->wj[x].flags & JF_RUNNING))
             return INT64_MIN; /* a stage further back: not the next one */
+        if (jb->deps[d].when == AL_EDGE_FAILURE)
+            return INT64_MIN; /* runs only if x fails: not foretold */
         end = xb->start_time + job_runtime(c, xb);
         if (end <= c->s->now)
             return INT64_MIN; /* overrun: when it ends is unknown */

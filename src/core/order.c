@@ -3,10 +3,10 @@
  * queues (a heap), and the order of candidates inside a queue.
  *
  * Owns: al__skey_sort (radix sort of skey_t), al__share_ratio, the queue
- * heap (al__heap_push, al__heap_pop, al__heap_fix), al__critical_path,
+ * heap (al__heap_push, al__heap_pop, al__heap_fix),
  * al__build_order, al__response_ratio.  Calls: only the inline helpers of
- * core_int.h.  Called by snapshot.c (critical path), reclaim.c (share
- * ratio), reserve.c (sort) and pass.c.
+ * core_int.h.  Called by reclaim.c (share ratio), reserve.c and dag.c
+ * (sort) and pass.c.
  */
 #include <string.h>
 
@@ -220,73 +220,6 @@ al__heap_fix(al_cycle_t *c, qheap_t *hp, int32_t q)
 
 /* ------------------------------------------------------------------ */
 /* Job order                                                          */
-
-/* Critical path: the longest chain of estimated runtimes that hangs below
- * each job, through its dependents.  Jobs others wait for go first. */
-int
-al__critical_path(al_cycle_t *c)
-{
-    int32_t *indeg, *order, *roff, *radj, *fill, head = 0, tail = 0, j;
-    int64_t nedges = 0;
-    int d;
-
-    if (c->cfg.ignore_deps)
-        return 0; /* a dependency-blind order */
-    for (j = 0; j < c->nj; j++)
-        nedges += c->s->jobs[j].ndeps > 0 ? c->s->jobs[j].ndeps : 0;
-    if (nedges == 0)
-        return 0;
-    indeg = al_arena_array(c->tmp, (size_t)c->nj, sizeof(int32_t));
-    order = al_arena_array(c->tmp, (size_t)c->nj, sizeof(int32_t));
-    roff = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
-    fill = al_arena_array(c->tmp, (size_t)c->nj + 1, sizeof(int32_t));
-    radj = al_arena_array(c->tmp, (size_t)nedges, sizeof(int32_t));
-    if (!indeg || !order || !roff || !fill || !radj)
-        return AL_ENOMEM;
-    /* Edges dep -> job ("job runs after dep"); we walk from sinks up, so
-     * keep for every dep the list of jobs that wait for it. */
-    for (j = 0; j < c->nj; j++) {
-        const al_job_t *jb = &c->s->jobs[j];
-
-        for (d = 0; d < jb->ndeps; d++)
-            roff[jb->deps[d].job + 1]++;
-    }
-    for (j = 0; j < c->nj; j++)
-        roff[j + 1] += roff[j];
-    for (j = 0; j < c->nj; j++) {
-        const al_job_t *jb = &c->s->jobs[j];
-
-        for (d = 0; d < jb->ndeps; d++) {
-            int32_t dep = jb->deps[d].job;
-
-            radj[roff[dep] + fill[dep]++] = j;
-        }
-        indeg[j] = 0;
-    }
-    /* Process in reverse topological order: a job is done once all the
-     * jobs waiting for it are done.  Count, per job, its waiters. */
-    for (j = 0; j < c->nj; j++)
-        indeg[j] = roff[j + 1] - roff[j];
-    for (j = 0; j < c->nj; j++)
-        if (indeg[j] == 0)
-            order[tail++] = j;
-    while (head < tail) {
-        int32_t x = order[head++];
-        const al_job_t *jb = &c->s->jobs[x];
-        int64_t own = c->wj[x].crit + job_runtime(c, jb);
-
-        for (d = 0; d < jb->ndeps; d++) {
-            int32_t dep = jb->deps[d].job;
-
-            if (own > c->wj[dep].crit)
-                c->wj[dep].crit = own;
-            if (--indeg[dep] == 0)
-                order[tail++] = dep;
-        }
-    }
-    /* Jobs on a cycle (tail < nj) keep what they got: no infinite loop. */
-    return 0;
-}
 
 /* A time as 47 bits that sort as it does (clamped at +-2^46 s, some two
  * million years). */

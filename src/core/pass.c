@@ -686,6 +686,8 @@ run(al_cycle_t *c, al_result_t **out, char **cause)
     ps.memo.version = -1;
     ps.lend_memo.version = -1;
     rc = al__setup(c, cause);
+    if (rc == 0)
+        rc = al__critical_path(c); /* dag.c: what the order reads */
     if (rc != 0)
         return rc;
     if (!c->cfg.ignore_queues)

@@ -6,8 +6,8 @@
  * refuse a malformed snapshot with a cause (al__check_snapshot, and those
  * inside al__setup), the cause string itself (set_cause, al_cause_free),
  * and al__setup.  Calls: capacity.c (the working cluster, taking what
- * running jobs hold), frag.c (the workload profile), order.c (the critical
- * path).  Called by pass.c.
+ * running jobs hold), frag.c (the workload profile).  Called by pass.c
+ * (which computes the critical path, dag.c, after it).
  */
 #include <float.h>
 #include <limits.h>
@@ -174,16 +174,18 @@ check_job(const al_cycle_t *c, int32_t j, char **cause)
     if (r->gpus < 0 || r->gpus > AL_MAX_DEVICES || r->gpu_milli < 0 ||
         r->gpu_milli > AL_GPU_MILLI || r->gpu_mem < 0 || r->cpu_milli < 0 ||
         r->mem_bytes < 0 || jb->min_tasks < 1 ||
-        (jb->ndeps > 0 && jb->deps == NULL) || jb->ndeps < 0) {
+        (jb->ndeps > 0 && jb->deps == NULL) || jb->ndeps < 0 ||
+        jb->array_waves < 0) {
         set_cause(c->s, cause, "job %lld (index %lld): invalid request",
                   (long long)jb->id, j);
         return AL_EINVAL;
     }
     for (int32_t t = 0; t < jb->ndeps; t++)
-        if (jb->deps[t].job < 0 || jb->deps[t].job >= c->nj) {
+        if (jb->deps[t].job < 0 || jb->deps[t].job >= c->nj ||
+            (unsigned)jb->deps[t].when > AL_EDGE_ALWAYS) {
             set_cause(c->s, cause,
-                      "job %lld: dependency index %lld out of "
-                      "range",
+                      "job %lld: dependency index %lld (or its when) out "
+                      "of range",
                       (long long)jb->id, jb->deps[t].job);
             return AL_EINVAL;
         }
@@ -444,9 +446,7 @@ setup_jobs(al_cycle_t *c, char **cause)
             c->wq[q].demand[AL_RES_MEM] += k * jb->req.mem_bytes;
         }
     }
-    rc = al__critical_path(c);
-    if (rc == 0)
-        rc = al__profile(c);
+    rc = al__profile(c);
     if (rc != 0)
         return rc;
     /* What setup took is the starting point, not something to undo. */

@@ -144,6 +144,8 @@ void al__api_node_drain(al_ctl_t *ctl, al__req_t *req);
 void al__api_node_resume(al_ctl_t *ctl, al__req_t *req);
 /* api_tokens.c */
 void al__api_healthz(al_ctl_t *ctl, al__req_t *req);
+/* schedcfg.c: GET /v1/config, the core's configuration as cycles use it. */
+void al__api_config(al_ctl_t *ctl, al__req_t *req);
 void al__api_whoami(al_ctl_t *ctl, al__req_t *req);
 void al__api_token_create(al_ctl_t *ctl, al__req_t *req);
 /* metrics.c: GET /metrics, the Prometheus text exposition (version 0.0.4)

@@ -97,6 +97,7 @@ typedef struct build {
     al__job_t **act; /* snapshot job index -> controller job */
     al_placement_t *pl;
     al_dep_t *deps;
+    size_t nedges; /* in deps */
     size_t nj;
     /* By snapshot queue: what the elements of its arrays that have no job
      * yet ask for (they are not in the snapshot), added to its demand. */
@@ -307,12 +308,90 @@ array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
     return false;
 }
 
+/* One dependency edge of snapshot job i: on controller job dj, when w.
+ * An edge on an array's parent (never in the snapshot) goes to each of
+ * its elements that is, so that what needs the array stage counts in the
+ * critical path of its elements and of what they wait for. */
+static void
+add_edge(al_ctl_t *ctl, build_t *b, size_t *cap, size_t i, uint64_t id,
+         al_dep_when_t w)
+{
+    const al__job_t *dj = al__ctl_job(ctl, id);
+    uint64_t lo = id, hi = id;
+    if (dj == NULL)
+        return;
+    if (dj->array != NULL && dj->state <= JS_RUNNING) {
+        /* Only the elements that have a job and have not ended. */
+        lo = id + 1 + (uint64_t)dj->array->done_k;
+        hi = id + (uint64_t)dj->array->next_k;
+    }
+    for (uint64_t k = lo; k <= hi; k++) {
+        const al__job_t *x = al__ctl_job(ctl, k);
+        if (x == NULL || x->snap < 0)
+            continue;
+        if (b->nedges == *cap) {
+            *cap = *cap * 2 + 16;
+            b->deps = al_xrealloc(b->deps, *cap * sizeof *b->deps);
+        }
+        b->deps[b->nedges].job = x->snap;
+        b->deps[b->nedges].when = w;
+        b->nedges++;
+        b->sj[i].ndeps++;
+    }
+}
+
+/* Dependency edges by snapshot index, for the core's critical path and
+ * look-ahead: `after` (afterok) and Slurm's dependencies (afterany as
+ * always, afternotok as failure, aftercorr as success; singleton has no
+ * job to point at).  An array's element also says how many rounds of
+ * the array are left (elements not ended over its "%" limit, rounded
+ * up), so that the stage counts as the time it takes whole. */
+static void
+build_edges(al_ctl_t *ctl, build_t *b)
+{
+    size_t cap = 0;
+    size_t *first = al_xcalloc(b->nj + 1, sizeof *first);
+    b->deps = NULL;
+    b->nedges = 0;
+    for (size_t i = 0; i < b->nj; i++) {
+        const al__job_t *j = b->act[i];
+        first[i] = b->nedges;
+        for (int d = 0; d < j->nafter; d++)
+            add_edge(ctl, b, &cap, i, j->after[d], AL_EDGE_SUCCESS);
+        for (int d = 0; d < j->ndeps; d++) {
+            const al_depspec_t *ds = &j->deps[d];
+            if (ds->kind == AL_DEP_SINGLETON)
+                continue;
+            add_edge(ctl, b, &cap, i, ds->job,
+                     ds->kind == AL_DEP_AFTERANY     ? AL_EDGE_ALWAYS
+                     : ds->kind == AL_DEP_AFTERNOTOK ? AL_EDGE_FAILURE
+                                                     : AL_EDGE_SUCCESS);
+        }
+        const al__job_t *p =
+            j->array_job != 0 ? al__ctl_job(ctl, j->array_job) : NULL;
+        if (p != NULL && p->array != NULL) {
+            const al__array_t *a = p->array;
+            int64_t left = a->as.count - a->done_k;
+            int64_t par = a->as.limit > 0 ? a->as.limit : left;
+            if (left > 0 && par > 0)
+                b->sj[i].array_waves =
+                    (int32_t)((left + par - 1) / par > INT32_MAX
+                                  ? INT32_MAX
+                                  : (left + par - 1) / par);
+        }
+    }
+    /* The array may have moved while it grew: point at it only now. */
+    for (size_t i = 0; i < b->nj; i++)
+        b->sj[i].deps = b->deps != NULL ? &b->deps[first[i]] : NULL;
+    free(first);
+}
+
 /* Active jobs (pending, held, running) in id order, so that the snapshot
  * and therefore the decisions are deterministic. */
 static void
 build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
 {
-    size_t cap = 0, ntask = 0, ndep = 0;
+    size_t cap = 0, ntask = 0;
     uint64_t lo = al__ctl_first_active(ctl);
     for (uint64_t i = lo; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
@@ -322,15 +401,13 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
         if (j->state <= JS_RUNNING && j->array == NULL) {
             cap++;
             ntask += (size_t)j->ntasks;
-            ndep += (size_t)j->nafter;
         }
     }
     b->sj = al_xcalloc(cap + 1, sizeof *b->sj);
     /* An array of pointers: sizeof(void *) is the size of each element. */
     b->act = al_xcalloc(cap + 1, sizeof(void *));
     b->pl = al_xcalloc(ntask + 1, sizeof *b->pl);
-    b->deps = al_xcalloc(ndep + 1, sizeof *b->deps);
-    size_t npl = 0, nd = 0;
+    size_t npl = 0;
     turn_t turn = { .parent = 0, .left = 0 };
     b->unborn = al_xcalloc((size_t)ctl->nqueues + 1, sizeof *b->unborn);
     const al__job_t *owner = NULL; /* a pending array, its slots next */
@@ -384,18 +461,7 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
             continue;
         fill_job(ctl, b, j, qi, ds, &npl);
     }
-    /* Dependency edges by snapshot index (for critical-path ordering). */
-    for (size_t i = 0; i < b->nj; i++) {
-        const al__job_t *j = b->act[i];
-        b->sj[i].deps = &b->deps[nd];
-        for (int d = 0; d < j->nafter; d++) {
-            const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
-            if (dj != NULL && dj->snap >= 0) {
-                b->deps[nd++].job = dj->snap;
-                b->sj[i].ndeps++;
-            }
-        }
-    }
+    build_edges(ctl, b);
 }
 
 static void
@@ -577,9 +643,7 @@ al__cycle_run(al_ctl_t *ctl)
     build_queues(ctl, &b);
     build_nodes(ctl, &b);
     build_jobs(ctl, &b, now_ms);
-    al_config_default(&b.cfg);
-    al__pools_snap_config(&ctl->pools, &b.cfg);
-    b.cfg.usage_half_life = al__fairshare_half_life(ctl);
+    al__sched_config(ctl, &b.cfg);
     b.snap = (al_snapshot_t){
         .now = now,
         .config = &b.cfg,

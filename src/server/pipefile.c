@@ -358,8 +358,10 @@ parse_time(const json_t *v, int64_t *out)
                 return false;
             p = end + 1;
         }
+        /* Hours (or minutes of M:S) up to a million: no overflow below. */
         if (n < 2 || n > 3 || part[n - 1] > 59 ||
-            part[n - 2] > 59 + (n == 2) * 1000000)
+            part[n - 2] > 59 + (n == 2) * 1000000 ||
+            (n == 3 && part[0] > 1000000))
             return false;
         for (int i = 0; i < n; i++)
             total = total * 60 + part[i];
@@ -419,9 +421,9 @@ valid_stage_name(const char *s)
 }
 
 static const char *const stage_keys[] = {
-    "name",     "command", "script", "needs", "when",   "gpus",
-    "fraction", "cpus",    "mem",    "tasks", "class",  "queue",
-    "time",     "env",     "model",  "array", LINE_KEY,
+    "name",     "command", "script", "needs", "when",  "gpus",
+    "fraction", "cpus",    "mem",    "tasks", "class", "queue",
+    "time",     "env",     "model",  "array", "sweep", LINE_KEY,
 };
 static const char *const top_keys[] = { "name",  "stages", "params",
                                         "queue", "env",    LINE_KEY };
@@ -442,8 +444,16 @@ number_text(const json_t *v)
     if (json_is_integer(v))
         snprintf(buf, sizeof buf, "%" JSON_INTEGER_FORMAT,
                  json_integer_value(v));
-    else
-        snprintf(buf, sizeof buf, "%.17g", json_real_value(v));
+    else {
+        /* The shortest text that reads back as the same number: 0.1, not
+         * 0.10000000000000001. */
+        double d = json_real_value(v);
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, d);
+            if (strtod(buf, NULL) == d)
+                break;
+        }
+    }
     return json_string(buf);
 }
 
@@ -568,6 +578,65 @@ body_strings(const sctx_t *x, json_t *b)
     }
 }
 
+/* sweep: a mapping of axis names to their values (a list of texts or
+ * numbers), into the body's "sweep" ([{name, values}], every combination
+ * one element of the stage's array; arraydoc.c checks names, sizes and
+ * the command's {NAME} placeholders).  An array of "%N" alone limits how
+ * many of the combinations run at once. */
+static void
+body_sweep(const sctx_t *x, json_t *b)
+{
+    const json_t *sw = json_object_get(x->st, "sweep");
+    if (sw == NULL)
+        return;
+    if (!json_is_object(sw)) {
+        perr_add(x->e, x->line,
+                 "stage '%s': sweep must be a mapping of names to lists of "
+                 "values",
+                 x->nm);
+        return;
+    }
+    json_t *axes = json_array();
+    int64_t combos = 1;
+    for (void *it = json_object_iter((json_t *)sw); it != NULL;
+         it = json_object_iter_next((json_t *)sw, it)) {
+        const char *k = json_object_iter_key(it);
+        const json_t *vs = json_object_iter_value(it);
+        if (strcmp(k, LINE_KEY) == 0)
+            continue;
+        json_t *vals = json_array();
+        bool ok = json_is_array(vs) && json_array_size(vs) > 0;
+        for (size_t i = 0; ok && i < json_array_size(vs); i++) {
+            const json_t *v = json_array_get(vs, i);
+            if (json_is_string(v))
+                json_array_append_new(
+                    vals, subst_all(v, x->params, x->line, x->nm, x->e));
+            else if (json_is_number(v))
+                json_array_append_new(vals, number_text(v));
+            else
+                ok = false;
+        }
+        if (!ok) {
+            perr_add(x->e, x->line,
+                     "stage '%s': sweep %s must be a list of texts or numbers",
+                     x->nm, k);
+            json_decref(vals);
+            continue;
+        }
+        if (combos <= AL_ARRAY_MAX_ELEMENTS)
+            combos *= (int64_t)json_array_size(vals);
+        json_array_append_new(
+            axes, json_pack("{s:s, s:o}", "name", k, "values", vals));
+    }
+    json_object_set_new(b, "sweep", axes);
+    const char *spec = al_json_str(b, "array", NULL);
+    if (spec != NULL && spec[0] == '%' && combos <= AL_ARRAY_MAX_ELEMENTS) {
+        char *full = al_xasprintf("0-%lld%s", (long long)combos - 1, spec);
+        json_object_set_new(b, "array", json_string(full));
+        free(full);
+    }
+}
+
 /* The environment: the file's, then the stage's over it. */
 static void
 body_env(const sctx_t *x, json_t *b)
@@ -612,6 +681,7 @@ stage_body(const json_t *st, const json_t *top, const json_t *params,
     body_command(&x, b);
     body_sizes(&x, b);
     body_strings(&x, b);
+    body_sweep(&x, b);
     body_env(&x, b);
     json_object_set_new(b, "name", json_string(ps->name));
     ps->body = b;

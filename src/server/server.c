@@ -77,6 +77,13 @@ al_server_opts_default(al_server_opts_t *o)
     o->usage_rollup = 60;
     o->consolidate_moves = 4;
     o->fairshare_half_life_s = INT64_C(7) * 86400;
+    {
+        al_config_t cd; /* the look-ahead's defaults are the core's */
+        al_config_default(&cd);
+        o->lookahead_depth = cd.lookahead_depth;
+        o->lookahead_horizon_s = cd.lookahead_horizon;
+        o->lookahead_hold = cd.lookahead_hold;
+    }
     o->retry_backoff_s = 10;
     o->usage_keep_fine_days = 7;
     o->usage_keep_coarse_days = 365;

@@ -60,6 +60,11 @@ typedef struct al_server_opts {
     int64_t consolidate_moves;
     /* fairshare.c: the half-life of the queues' decayed usage. */
     int64_t fairshare_half_life_s;
+    /* The core's pipeline look-ahead (al_config_t.lookahead_depth,
+     * lookahead_horizon, lookahead_hold; schedcfg.c). */
+    int64_t lookahead_depth;
+    int64_t lookahead_horizon_s;
+    bool lookahead_hold;
     /* queuepolicy.c: minimum runtimes by class ("train=600"), or NULL. */
     const char *min_runtime;
     /* lifecycle.c: the first retry's back-off (seconds), doubled for each

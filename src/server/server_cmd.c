@@ -132,6 +132,29 @@ static const al_opt_t server_opts[] = {
       .arg = "SECONDS",
       .help = "half-life of the queues' past GPU usage behind fair share "
               "(default 604800: 7 days); kept in the store" },
+    { .name = "--lookahead-depth",
+      .kind = AL_OPT_INT,
+      .off = S(o.lookahead_depth),
+      .min = 0,
+      .max = 100000,
+      .arg = "N",
+      .help = "pipelines: at most N waiting stages a cycle get a look-ahead "
+              "reservation at their inputs' expected end (default 8; 0: "
+              "none)" },
+    { .name = "--lookahead-horizon",
+      .kind = AL_OPT_INT,
+      .off = S(o.lookahead_horizon_s),
+      .min = 0,
+      .max = INT64_C(365) * 86400,
+      .arg = "SECONDS",
+      .help = "pipelines: a look-ahead only for inputs expected to end "
+              "within SECONDS (default 0: any)" },
+    { .name = "--lookahead-hold",
+      .kind = AL_OPT_FLAG,
+      .off = S(o.lookahead_hold),
+      .help = "a look-ahead holds the free GPUs its stage will need beyond "
+              "what its inputs give back, lent to work that ends in time "
+              "(default: it holds nothing)" },
     { .name = "--min-runtime",
       .kind = AL_OPT_STR,
       .off = S(o.min_runtime),

@@ -1130,6 +1130,9 @@ int al__pools_config(const al_server_opts_t *o, al__pools_t *out, char **cause);
 void al__pools_fini(al__pools_t *p);
 const char *al__pack_name(al_pack_t p);
 void al__pools_snap_config(const al__pools_t *p, al_config_t *cfg);
+/* schedcfg.c: the al_config_t a cycle passes to the core (the core's
+ * defaults, the pools', the options' fair-share half-life and look-ahead). */
+void al__sched_config(const al_ctl_t *ctl, al_config_t *cfg);
 /* A node's pool, labels and topology into its JSON form o; read back
  * (checked) from a node body or document. */
 void al__pools_node_doc(const al_ctl_t *ctl, const al__node_t *n, json_t *o);

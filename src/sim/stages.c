@@ -198,7 +198,8 @@ al__stages_snapshot(sim_t *s, int n)
             int dj = s->tr->jobs[i].deps[d];
             if (s->jobs[dj].act >= 0 && s->sidx[dj] >= 0 && s->sidx[dj] < n &&
                 s->smap[s->sidx[dj]] == dj)
-                s->sdeps[nd + x->ndeps++].job = s->sidx[dj];
+                s->sdeps[nd + x->ndeps++] =
+                    (al_dep_t){ .job = s->sidx[dj], .when = AL_EDGE_SUCCESS };
         }
         nd += x->ndeps;
         if (x->ndeps == 0)

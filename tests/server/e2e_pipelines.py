@@ -298,11 +298,217 @@ def scenario_pipeline_crash(c):
     print("  kill -9 mid-pipeline: 6 stages, each once")
 
 
+LOOKAHEAD = """\
+name: la
+queue: la
+stages:
+  - name: a
+    class: inference
+    gpus: 1
+    time: 10m
+    command: [sh, -c, 'sleep 8']
+  - name: b
+    needs: [a]
+    class: inference
+    gpus: 2
+    time: 10m
+    command: ["true"]
+"""
+
+
+def scenario_pipeline_lookahead(c):
+    """The look-ahead is set on the controller (--lookahead-depth,
+    --lookahead-horizon, --lookahead-hold) and shown by GET /v1/config.
+    With --lookahead-hold, stage b (2 GPUs) after a (1 GPU, 10 minutes
+    expected) on a 2-GPU node: the GPU a leaves free is held for b, lent
+    to a job that ends before a is expected to, refused to one that does
+    not; b starts when a ends, before that long job."""
+    rc, err = c.refused("server", "--listen", "127.0.0.1:0", "--state",
+                        os.path.join(c.root, "bad"), "--lookahead-depth", "-1")
+    check(rc == 2 and "--lookahead-depth" in err,
+          "--lookahead-depth -1 refused: %d %r" % (rc, err))
+    c.start_server("--lookahead-hold", "--lookahead-horizon", "3600",
+                   "--lookahead-depth", "4")
+    s, cfg = c.api("GET", "/v1/config")
+    check(s == 200, "GET /v1/config: %s %s" % (s, cfg))
+    sch = cfg["scheduler"]
+    check(sch["lookahead_hold"] is True and sch["lookahead_depth"] == 4 and
+          sch["lookahead_horizon"] == 3600 and sch["ignore_deps"] is False,
+          "the look-ahead as set: %s" % sch)
+    s, cfg = c.api("GET", "/v1/config", token=None)
+    check(s == 401, "GET /v1/config needs a token: %s" % s)
+    c.start_agent("n1", "2xH100-80GB")
+    # Inference work is not preemptible (nothing borrows the held GPU)
+    # and runs within its queue's deserved GPUs.
+    s, r = c.api("POST", "/v1/queues", {"name": "la",
+                                         "quota": {"gpu": {"deserved": 2}}})
+    check(s == 201, "queue la: %s %s" % (s, r))
+    pid = int(c.cli("pipeline", "submit", write(c, "la.yaml", LOOKAHEAD))
+              .stdout)
+    p = show(c, pid)
+    a, b = stage(p, "a")["job"], stage(p, "b")["job"]
+    c.wait_state(a, "running")
+    long_job = c.submit("--queue", "la", "--class", "inference", "--gpus",
+                        "1", "--time", "2h", "--", "sleep", "30")
+    short = c.submit("--queue", "la", "--class", "inference", "--gpus", "1",
+                     "--time", "5m", "--", "sleep", "1")
+    c.wait_state(short, "completed")
+    check(c.job(long_job)["state"] == "pending" and
+          c.job(a)["state"] == "running",
+          "the held GPU is not given to a job that ends after a: %s" %
+          c.job(long_job))
+    jb = c.wait_state(b, ("running", "completed"), timeout=30)
+    lj = c.job(long_job)
+    check(lj["state"] == "pending" or lj["start_ms"] >= jb["start_ms"],
+          "b started before the long job: %s %s" % (jb, lj))
+    check(c.job(a)["end_ms"] <= jb["start_ms"], "b after a")
+    c.wait_state(long_job, "running", timeout=30)
+    print("  look-ahead set on the controller: a GPU held for the next "
+          "stage, lent to a short job, refused to a long one")
+
+
+SWEEP = """\
+name: grid
+env:
+  OUT: %(out)s
+stages:
+  - name: tune
+    gpus: 1
+    sweep:
+      lr: [0.1, "1e-3"]
+      bs: [32, 64]
+    array: "%%2"
+    command: [sh, -c, 'echo "{lr} {bs} $ALLOT_ARRAY_INDEX" >> "$OUT"']
+  - name: pick
+    needs: [tune]
+    command: [sh, -c, 'echo picked >> "$OUT"']
+"""
+
+
+def scenario_pipeline_sweep(c):
+    """A stage with a sweep: every combination of its axes is one element
+    of the stage's array (at most 2 at a time), {NAME} in its command the
+    element's value; the stage after it runs once every combination has.
+    A placeholder no axis names and a sweep that is not a mapping are
+    refused with the stage's line."""
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB")
+    out = os.path.join(c.root, "out")
+    pid = int(c.cli("pipeline", "submit",
+                    write(c, "grid.yaml", SWEEP % {"out": out})).stdout)
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed", "the sweep pipeline completed: %s" % p)
+    lines = open(out).read().splitlines()
+    check(lines[-1] == "picked" and len(lines) == 5,
+          "four combinations, then pick: %s" % lines)
+    got = sorted(tuple(x.split()[:2]) for x in lines[:4])
+    check(got == [("0.1", "32"), ("0.1", "64"), ("1e-3", "32"),
+                  ("1e-3", "64")], "every combination once: %s" % got)
+    tune = c.job(stage(p, "tune")["job"])
+    check(tune["array"]["spec"] == "0-3%2" and
+          len(tune["array"]["sweep"]) == 2, "tune is an array of 4, "
+          "2 at a time: %s" % tune["array"])
+    bad = SWEEP.replace('{lr} {bs}', '{lr} {oops}') % {"out": out}
+    r = c.cli("pipeline", "submit", write(c, "bad.yaml", bad), ok=False)
+    check(r.returncode != 0 and "{oops}" in r.stderr and
+          "line" in r.stderr, "an unknown placeholder: %s" % r.stderr)
+    bad = SWEEP.replace("      lr: [0.1, \"1e-3\"]\n      bs: [32, 64]\n",
+                        "      - 1\n") % {"out": out}
+    r = c.cli("pipeline", "submit", write(c, "bad2.yaml", bad), ok=False)
+    check(r.returncode != 0 and "sweep must be a mapping" in r.stderr and
+          "line 5" in r.stderr, "a sweep that is a list: %s" % r.stderr)
+    print("  a sweep stage: 4 combinations, 2 at a time, then the next "
+          "stage")
+
+
+CHAIN_B = """\
+name: b
+stages:
+  - name: q
+    gpus: 1
+    time: 1m
+    command: ["true"]
+  - name: r
+    needs: [q]
+    gpus: 1
+    time: 30m
+    command: ["true"]
+"""
+
+CHAIN_A_ARRAY = """\
+name: a
+stages:
+  - name: p
+    gpus: 1
+    time: 1m
+    command: ["true"]
+  - name: fan
+    needs: [p]
+    gpus: 1
+    time: 5m
+    array: 0-7%1
+    command: ["true"]
+"""
+
+CHAIN_A_FAILURE = """\
+name: a
+stages:
+  - name: p
+    gpus: 1
+    time: 1m
+    command: ["true"]
+  - name: recover
+    needs: [p]
+    when: failure
+    gpus: 1
+    time: 4h
+    command: ["true"]
+"""
+
+
+def scenario_pipeline_critical_path(c):
+    """The controller gives the core array stages and failure edges: on a
+    1-GPU node busy with a blocker, stage q (pipeline b, older; 30 min
+    after it) and stage p (pipeline a) wait with the same size and time.
+    p goes first when an array of 8 elements of 5 min, one at a time (40
+    min), waits on it, and when a 4-hour cleanup hangs on its failure (a
+    quarter: 1 h); q goes first when p has nothing after it."""
+    c.start_server()
+    c.start_agent("n1", "1xH100-80GB")
+    for name, text in (("array", CHAIN_A_ARRAY),
+                       ("failure", CHAIN_A_FAILURE), ("none", None)):
+        blocker = c.submit("--gpus", "1", "--", "sleep", "2")
+        c.wait_state(blocker, "running")
+        b = int(c.cli("pipeline", "submit", write(c, "b.yaml", CHAIN_B))
+                .stdout)
+        if text is not None:
+            a = int(c.cli("pipeline", "submit",
+                          write(c, "a-%s.yaml" % name, text)).stdout)
+        else:
+            a = c.submit("--gpus", "1", "--time", "1m", "--", "true")
+        q = stage(show(c, b), "q")["job"]
+        p = stage(show(c, a), "p")["job"] if text is not None else a
+        jp = c.wait_state(p, "completed", timeout=30)
+        jq = c.wait_state(q, "completed", timeout=30)
+        first = "p" if jp["start_ms"] < jq["start_ms"] else "q"
+        want = "q" if text is None else "p"
+        check(first == want, "%s: %s started first, want %s: p %s q %s" %
+              (name, first, want, jp["start_ms"], jq["start_ms"]))
+        wait_pipeline(c, b, ("completed", "failed"))
+        if text is not None:
+            wait_pipeline(c, a, ("completed", "failed"))
+    print("  an array stage's rounds and a failure edge's quarter order "
+          "the stages that wait on the same GPU")
+
+
 SCENARIOS = {
     "pipeline_run": scenario_pipeline_run,
     "pipeline_retry": scenario_pipeline_retry,
     "pipeline_errors": scenario_pipeline_errors,
     "pipeline_crash": scenario_pipeline_crash,
+    "pipeline_lookahead": scenario_pipeline_lookahead,
+    "pipeline_sweep": scenario_pipeline_sweep,
+    "pipeline_critical_path": scenario_pipeline_critical_path,
 }
 
 if __name__ == "__main__":

@@ -331,9 +331,17 @@ snap_job_dep(snap_t *s, int job, int on)
         js->capd = js->capd == 0 ? 4 : js->capd * 2;
         js->deps = xrealloc(js->deps, (size_t)js->capd * sizeof(*js->deps));
     }
-    js->deps[js->ndeps++].job = on;
+    js->deps[js->ndeps].job = on;
+    js->deps[js->ndeps++].when = AL_EDGE_SUCCESS;
     if (s->jobs[job].dep_state == AL_DEPS_NONE)
         s->jobs[job].dep_state = AL_DEPS_WAITING;
+}
+
+void
+snap_job_dep_when(snap_t *s, int job, int on, al_dep_when_t when)
+{
+    snap_job_dep(s, job, on);
+    s->jside[job].deps[s->jside[job].ndeps - 1].when = when;
 }
 
 void

@@ -73,6 +73,8 @@ int snap_job_build(snap_t *s, int queue, int ntasks, int gpus);
 al_job_t *snap_job_ref(snap_t *s, int job);
 /* Adds a dependency edge: job runs after `on`. */
 void snap_job_dep(snap_t *s, int job, int on);
+/* The same, an edge of the given kind (a failure or always edge). */
+void snap_job_dep_when(snap_t *s, int job, int on, al_dep_when_t when);
 void snap_job_pool(snap_t *s, int job, const char *pool);
 void snap_job_model(snap_t *s, int job, const char *model);
 

@@ -276,6 +276,124 @@ critical_path_and_blind(void)
     snap_destroy(s);
 }
 
+/*
+ * Two ready 1-GPU jobs on one GPU, p older than q.  What waits on p is w
+ * (runtime tw) behind an edge of kind `when`, or an array element of
+ * `waves` rounds; what waits on q is v (1500 s).  Returns the one that
+ * starts.
+ */
+static int
+first_of_two(al_dep_when_t when, int64_t tw, int32_t waves, int *p, int *q)
+{
+    snap_t *s = scenario();
+    int qu, w, v, got = -1;
+    al_result_t *r;
+
+    snap_config(s)->reserve_depth = 0;
+    snap_config(s)->lookahead_depth = 0;
+    snap_node(s, "n0", 1);
+    qu = snap_queue(s, "q", -1, 1000, 1, AL_UNLIMITED);
+    *p = snap_job(s, qu, 1, 1);
+    snap_job_ref(s, *p)->estimate = 600;
+    *q = snap_job(s, qu, 1, 1);
+    snap_job_ref(s, *q)->estimate = 600;
+    w = snap_job(s, qu, 1, 1);
+    snap_job_ref(s, w)->estimate = tw;
+    snap_job_ref(s, w)->array_waves = waves;
+    snap_job_dep_when(s, w, *p, when);
+    v = snap_job(s, qu, 1, 1);
+    snap_job_ref(s, v)->estimate = 1500;
+    snap_job_dep(s, v, *q);
+    r = snap_run(s);
+    if (res_find(r, *p, AL_DEC_START) != NULL)
+        got = *p;
+    else if (res_find(r, *q, AL_DEC_START) != NULL)
+        got = *q;
+    al_result_destroy(r);
+    snap_destroy(s);
+    return got;
+}
+
+/* A failure edge counts a quarter of the chain behind it: a 4000 s
+ * cleanup (1000) loses to 1500 s that runs on success, an 8000 s one
+ * (2000) wins; an always edge counts whole. */
+static void
+critical_path_failure_edge(void)
+{
+    int p, q;
+
+    ASSERT_EQ(first_of_two(AL_EDGE_FAILURE, 4000, 0, &p, &q), q);
+    ASSERT_EQ(first_of_two(AL_EDGE_FAILURE, 8000, 0, &p, &q), p);
+    ASSERT_EQ(first_of_two(AL_EDGE_ALWAYS, 1600, 0, &p, &q), p);
+    ASSERT_EQ(first_of_two(AL_EDGE_SUCCESS, 1400, 0, &p, &q), q);
+}
+
+/* An array stage counts its rounds: 16 elements of 300 s, 4 at a time,
+ * is 1200 s on the path (loses to 1500), 6 rounds 1800 s (wins); 0 and 1
+ * count the element once. */
+static void
+critical_path_array_waves(void)
+{
+    int p, q;
+
+    ASSERT_EQ(first_of_two(AL_EDGE_SUCCESS, 300, 4, &p, &q), q);
+    ASSERT_EQ(first_of_two(AL_EDGE_SUCCESS, 300, 6, &p, &q), p);
+    ASSERT_EQ(first_of_two(AL_EDGE_SUCCESS, 1000, 1, &p, &q), q);
+    ASSERT_EQ(first_of_two(AL_EDGE_SUCCESS, 1000, 0, &p, &q), q);
+    ASSERT_EQ(first_of_two(AL_EDGE_SUCCESS, 1000, 2, &p, &q), p);
+}
+
+/* A stage behind a failure edge gets no look-ahead (it runs only if its
+ * input fails); behind an always edge it does; a when out of range or
+ * negative waves make the snapshot invalid. */
+static void
+lookahead_not_after_failure(void)
+{
+    al_dep_when_t k[] = { AL_EDGE_FAILURE, AL_EDGE_ALWAYS };
+
+    for (int i = 0; i < 2; i++) {
+        snap_t *s = scenario();
+        int q, a, b;
+        al_result_t *r;
+
+        snap_node(s, "n0", 4);
+        q = snap_queue(s, "q", -1, 4000, 1, AL_UNLIMITED);
+        a = snap_job(s, q, 1, 4);
+        snap_job_ref(s, a)->estimate = 100;
+        snap_place(s, a, 0, 0, 0xF);
+        b = snap_job(s, q, 1, 4);
+        snap_job_dep_when(s, b, a, k[i]);
+        snap_set_now(s, 10);
+        r = snap_run(s);
+        if (k[i] == AL_EDGE_FAILURE)
+            ASSERT(resv_of(r, b) == NULL);
+        else
+            ASSERT(resv_of(r, b) != NULL && resv_of(r, b)->start == 100);
+        al_result_destroy(r);
+        snap_destroy(s);
+    }
+    {
+        snap_t *s = scenario();
+        int q, a, b;
+        al_result_t *r = NULL;
+
+        snap_node(s, "n0", 1);
+        q = snap_queue(s, "q", -1, 1000, 1, AL_UNLIMITED);
+        a = snap_job(s, q, 1, 1);
+        b = snap_job(s, q, 1, 1);
+        snap_job_dep_when(s, b, a, (al_dep_when_t)7);
+        ASSERT_EQ(al_sched_run(snap_get(s), &r, NULL), AL_EINVAL);
+        snap_destroy(s);
+        s = scenario();
+        snap_node(s, "n0", 1);
+        q = snap_queue(s, "q", -1, 1000, 1, AL_UNLIMITED);
+        a = snap_job(s, q, 1, 1);
+        snap_job_ref(s, a)->array_waves = -1;
+        ASSERT_EQ(al_sched_run(snap_get(s), &r, NULL), AL_EINVAL);
+        snap_destroy(s);
+    }
+}
+
 /* The same snapshot, the same bytes. */
 static void
 lookahead_deterministic(void)
@@ -303,5 +421,8 @@ const al_test_t test_dag[] = {
     { "only_the_next_stage", only_the_next_stage },
     { "critical_path_and_blind", critical_path_and_blind },
     { "lookahead_deterministic", lookahead_deterministic },
+    { "critical_path_failure_edge", critical_path_failure_edge },
+    { "critical_path_array_waves", critical_path_array_waves },
+    { "lookahead_not_after_failure", lookahead_not_after_failure },
     { NULL, NULL },
 };
