@@ -339,7 +339,7 @@
           h('h2', {}, 'Queues: deserved, fair share, allocated GPUs'),
           queueBars(queues.queues)));
     }
-    return { node: root, update, poll: 5000 };
+    return { node: root, update, poll: 5000, kinds: ['node', 'queue'] };
   }
 
   function pageNodes() {
@@ -398,7 +398,8 @@
       }));
       if (!nodes.length) body.append(h('p', { class: 'muted' }, 'No nodes.'));
     }
-    return { node: root, update, poll: 2000 };
+    // Nodes' changes come as events; the poll is for the GPUs' telemetry.
+    return { node: root, update, poll: 10000, kinds: ['node'] };
   }
 
   function pageQueues() {
@@ -451,7 +452,9 @@
         charts.length ? h('div', { class: 'grid2' }, charts) :
           h('p', { class: 'muted' }, 'No samples yet.'));
     }
-    return { node: root, update, poll: 2000 };
+    // Queues' changes and the jobs' (what they allocate) come as events;
+    // the poll is for the usage samples, taken every minute.
+    return { node: root, update, poll: 60000, kinds: ['queue'] };
   }
 
   function pageJobs(params) {
@@ -651,13 +654,22 @@
     }, 250);
   }
 
-  function feed(e) {
+  // kind: 'job', 'node' or 'queue' (the SSE event's type).
+  function feed(e, kind) {
     const list = $('#events');
-    const text = `job ${e.job}` + (e.name ? ` (${e.name})` : '') +
-      ` ${e.event}` + (e.detail ? ': ' + e.detail : '');
-    list.prepend(h('li', { class: 'ev-' + e.event, 'data-event': e.id },
+    let text, href;
+    if (kind === 'job') {
+      text = `job ${e.job}` + (e.name ? ` (${e.name})` : '');
+      href = '#/jobs/' + e.job;
+    } else {
+      text = `${kind} ${e[kind]}`;
+      href = '#/' + kind + 's';
+    }
+    text += ` ${e.event}` + (e.detail ? ': ' + e.detail : '');
+    list.prepend(h('li', { class: 'ev-' + e.event, 'data-event': e.id,
+                           'data-kind': kind },
       h('time', {}, when(e.time).slice(11)), ' ',
-      h('a', { href: '#/jobs/' + e.job }, text)));
+      h('a', { href }, text)));
     while (list.children.length > 50) list.lastChild.remove();
   }
 
@@ -680,8 +692,15 @@
       scheduleUpdate();
     } else if (event === 'job') {
       cursor = d.id;
-      feed(d);
+      feed(d, event);
       if (!current || current.job === undefined || current.job === d.job) {
+        scheduleUpdate();
+      }
+    } else if (event === 'node' || event === 'queue') {
+      // A node's or a queue's change refreshes the pages that show it.
+      cursor = d.id;
+      feed(d, event);
+      if (current && current.kinds && current.kinds.includes(event)) {
         scheduleUpdate();
       }
     }
@@ -783,10 +802,10 @@
     });
     $('#logout').addEventListener('click', () => logout());
     window.addEventListener('hashchange', () => show());
-    // What the event stream does not carry (a node drained or down, its
-    // GPUs' telemetry, a queue's quota) shows by a refresh of the nodes,
-    // queues and overview pages every few seconds (their poll), while the
-    // tab is seen.
+    // What the event stream does not carry (the GPUs' telemetry, the
+    // usage samples) shows by a refresh of the nodes, queues and overview
+    // pages now and then (their poll), while the tab is seen; nodes' and
+    // queues' changes come as events.
     setInterval(() => {
       if (token && current && current.poll && !document.hidden &&
           Date.now() - updatedAt >= current.poll) {
