@@ -196,6 +196,64 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
 
 /* GPUs by model on the nodes that are not down, and those held by
  * running tasks (a fraction counts as its share). */
+/* The deserved milli-GPUs of model in q's own per-model quota, or -1
+ * when it has none for it. */
+static int64_t
+model_deserved(const al__queue_t *q, const char *model)
+{
+    for (int k = 0; k < q->nmquotas; k++)
+        if (q->mquotas[k].model != NULL &&
+            strcmp(q->mquotas[k].model, model) == 0)
+            return q->mquotas[k].deserved;
+    return -1;
+}
+
+/* Each queue's borrowed GPUs by model, from what its running tasks hold
+ * of each (qm, as render_gpus counts it): a model the queue has a
+ * deserved quota of its own for borrows what it holds over that quota;
+ * the others share what the queue holds over its deserved GPU quota, in
+ * proportion to what it holds of each.  Without per-model quotas they
+ * add up to allot_queue_borrowed_gpus (both taken now, not at the last
+ * cycle, here). */
+static void
+render_borrowed(const al_ctl_t *ctl, al_buf_t *b, const char *const *models,
+                int nmodels, const int64_t *qm)
+{
+    head(b, "allot_queue_model_borrowed_gpus", "gauge",
+         "GPUs the queue holds over its deserved quota, by model: over the "
+         "model's own deserved quota where it has one, else its part of the "
+         "queue's borrowing in proportion to what it holds of each model.");
+    for (int i = 0; i < ctl->nqueues; i++) {
+        const al__queue_t *q = &ctl->queues[i];
+        const int64_t *row = &qm[(size_t)i * AL_MAX_MODELS];
+        int64_t held = 0, shared = 0;
+        for (int m = 0; m < nmodels; m++) {
+            held += row[m];
+            if (model_deserved(q, models[m]) < 0)
+                shared += row[m];
+        }
+        int64_t over = held - q->quota[AL_RES_GPU].deserved;
+        for (int m = 0; m < nmodels; m++) {
+            int64_t own = model_deserved(q, models[m]);
+            double v;
+            if (own >= 0)
+                v = row[m] > own ? (double)(row[m] - own) : 0.0;
+            else if (over >= shared)
+                v = (double)row[m]; /* never more than it holds */
+            else if (over > 0)
+                v = (double)over * (double)row[m] / (double)shared;
+            else
+                v = 0.0;
+            al_buf_puts(b, "allot_queue_model_borrowed_gpus{queue=\"");
+            label(b, q->name);
+            al_buf_puts(b, "\",model=\"");
+            label(b, models[m]);
+            al_buf_puts(b, "\"}");
+            value(b, v / AL_GPU_MILLI);
+        }
+    }
+}
+
 static void
 render_gpus(const al_ctl_t *ctl, al_buf_t *b)
 {
@@ -261,6 +319,7 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
             value(b, (double)qm[(size_t)i * AL_MAX_MODELS + (size_t)m] /
                          AL_GPU_MILLI);
         }
+    render_borrowed(ctl, b, models, nmodels, qm);
     free(qm);
 }
 
