@@ -333,9 +333,8 @@ main(int argc, char **argv)
            "\"usage_year_hourly_all_queues_ms\":%.3f,"
            "\"report_year_ms\":%.3f}\n",
            nnodes, njobs, nqueues, reps, metrics_ms, metrics_cpu_ms, bytes,
-           metrics_ref_ms, waste_ms,
-           waste_queue_ms, sample_ms, sample_ms / 60000.0,
-           median(q_queue, reps), median(q_model, reps), median(q_all, reps),
-           report_ms);
+           metrics_ref_ms, waste_ms, waste_queue_ms, sample_ms,
+           sample_ms / 60000.0, median(q_queue, reps), median(q_model, reps),
+           median(q_all, reps), report_ms);
     return 0;
 }

@@ -762,6 +762,19 @@ def scenario_cluster_events(c):
     one = events(c, "follow=false&job=%d" % jid)
     check(one and all(ev in ("ready", "job") for ev, d, _ in one),
           "a job's stream: %s" % one)
+    # GET /v1/nodes: what runs on each GPU (the list reads the running
+    # tasks once for all nodes), named to admins and the job's owner.
+    run = c.submit("--queue", "research", "--gpus", "1", "--", "sleep", "60")
+    c.wait_state(run, "running")
+    n1 = c.api("GET", "/v1/nodes")[1]["nodes"][0]
+    check(n1["gpus_used"] == 1 and
+          [g.get("job") for g in n1["gpus"] if g.get("busy")] == [run],
+          "the running job on n1's GPUs: %s" % n1)
+    nb = c.api("GET", "/v1/nodes", token=bob)[1]["nodes"][0]
+    check(nb["gpus_used"] == 1 and
+          not any("job" in g for g in nb["gpus"]),
+          "another's job is not named to bob: %s" % nb)
+    c.cli("cancel", str(run))
     admin_stream.close()
     bob_stream.close()
 

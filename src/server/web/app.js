@@ -277,12 +277,25 @@
     root.append(body);
     async function update() {
       const now = Math.floor(Date.now() / 1000);
-      const [nodes, queues, jobs, usage, report] = await Promise.all([
+      const [nodes, queues, jobs, usage] = await Promise.all([
         api('/v1/nodes'), api('/v1/queues'),
         api('/v1/jobs?state=active&limit=1000&order=desc'),
         api(`/v1/usage?from=${now - 6 * 3600}&to=${now}&by=queue`),
-        api(`/v1/report?since=${now - 86400}&until=${now}`),
       ]);
+      // The last 24 hours' report (ended jobs, wastage) reads the job
+      // history from the store, which takes longest on a large cluster:
+      // the page is drawn without it first ('…'), then with it.  Asked
+      // for after the others, as the controller answers a batch of
+      // requests together.
+      draw(nodes, queues, jobs, usage, null);
+      const report = await api(
+        `/v1/report?since=${now - 86400}&until=${now}`);
+      if (current && current.node === root) {
+        draw(nodes, queues, jobs, usage, report);
+      }
+    }
+
+    function draw(nodes, queues, jobs, usage, report) {
       let total = 0, alloc = 0, busy = 0, known = 0;
       for (const n of nodes.nodes) {
         for (const g of n.gpus) {
@@ -304,9 +317,10 @@
         if (more) byState[x] += '+';
       }
       for (const x of ['completed', 'failed', 'cancelled']) {
-        byState[x] = report.total ? report.total[x] || 0 : '-';
+        byState[x] = !report ? '…' :
+          report.total ? report.total[x] || 0 : '-';
       }
-      const w = report.total ? report.total.wastage_ratio : null;
+      const w = report && report.total ? report.total.wastage_ratio : null;
       const a = sumUsage(usage, 'allocated');
       const used = sumUsage(usage, 'used');
       const idle = { t: a.t, values: a.values.map((v) =>
@@ -317,8 +331,9 @@
           kpi('allocated', alloc),
           kpi('busy', known ? busy : '-', known ? '' : 'muted'),
           kpi('idle', total - alloc),
-          kpi('wastage (24 h)', w === null || w === undefined ? '-' :
-            (100 * w).toFixed(1) + '%', 'waste')),
+          kpi('wastage (24 h)', !report ? '…' :
+            w === null || w === undefined ? '-' :
+              (100 * w).toFixed(1) + '%', 'waste')),
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, h('h2', {}, 'GPUs, last 6 hours'),
             lineChart(a.t, [
