@@ -91,8 +91,7 @@ mark_gpus(const al__node_t *n, const al__job_t *j, int t, json_t *gpus,
  * for admins and for the job's owner only (users see their own jobs);
  * others see the GPU in use. */
 static json_t *
-node_view(al_ctl_t *ctl, int idx, const al__req_t *req,
-          const placement_t *pl)
+node_view(al_ctl_t *ctl, int idx, const al__req_t *req, const placement_t *pl)
 {
     const al__node_t *n = &ctl->nodes[idx];
     json_t *o = al__node_json(ctl, n);

@@ -77,11 +77,11 @@
 
 typedef struct al__event {
     uint64_t id;
-    uint64_t job; /* 0: a node's or a queue's event */
-    char *user;   /* the job's owner: who may see it (admins: all) */
+    uint64_t job;  /* 0: a node's or a queue's event */
+    char *user;    /* the job's owner: who may see it (admins: all) */
     bool everyone; /* a node's or a queue's: any token may see it */
-    char *text;  /* the whole SSE message, "id: ...\n\n" */
-    bool loaded; /* read from the store at start, not seen live */
+    char *text;    /* the whole SSE message, "id: ...\n\n" */
+    bool loaded;   /* read from the store at start, not seen live */
 } al__event_t;
 
 struct al__sse {
