@@ -61,7 +61,8 @@ typedef struct opts {
     int jobs, clients, nodes, sim_nodes;
     int elements; /* of the array case's array */
     bool keep;
-    bool pg; /* --store pg */
+    bool pg;         /* --store pg */
+    bool jobs_given; /* --jobs, rather than a case's own default */
 } opts_t;
 
 /* A running `allot dev`. */
@@ -1540,13 +1541,117 @@ case_events(const opts_t *o)
     dev_stop(o, &d);
 }
 
+/* GET /metrics on a large cluster: --sim-nodes simulated nodes (as the
+ * cluster case's, whose tasks run for an hour, so nothing ends) and
+ * --jobs jobs of one GPU (100,000 unless given): 8 run per node, the rest
+ * wait.  Then NSCRAPE scrapes on one kept connection, and as the
+ * reference in the same run as many GET /v1/healthz (a request through
+ * the same loop that renders nothing), each timed (round trip) with the
+ * controller's CPU over them.  Not in the run of every case: the
+ * submissions take minutes. */
+static void
+case_metrics(const opts_t *o)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+    opts_t mo = *o;
+    if (!o->jobs_given)
+        mo.jobs = 100000;
+    dev_t_ d;
+    dev_start(&mo, 0, &d);
+    char *jp = al_xasprintf("%s/state/join-token", d.dir), *join = NULL;
+    size_t n;
+    if (al_fs_read_file(jp, &join, &n) != 0)
+        die("cannot read %s", jp);
+    join[strcspn(join, "\r\n")] = '\0';
+    free(jp);
+    volatile int stop = 0;
+    simnode_t *sn = al_xcalloc((size_t)mo.sim_nodes, sizeof *sn);
+    pthread_t *th = al_xcalloc((size_t)mo.sim_nodes, sizeof *th);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 256 << 10);
+    for (int i = 0; i < mo.sim_nodes; i++) {
+        sn[i] = (simnode_t){
+            .d = &d, .join = join, .idx = i, .dur_ms = 3600000, .stop = &stop
+        };
+        if (pthread_create(&th[i], &at, simnode_main, &sn[i]) != 0)
+            die("cannot start simulated node %d", i);
+    }
+    al_http_conn_t c;
+    al_http_conn_init(&c, &d.url);
+    int st;
+    for (;;) {
+        json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &st);
+        long nodes = (long)al_json_int(h, "nodes", 0);
+        json_decref(h);
+        if (nodes >= mo.sim_nodes)
+            break;
+        al_clock_sleep_ms(20);
+    }
+    const char *body = "{\"command\":[\"true\"],\"name\":\"m\",\"gpus\":1}";
+    int64_t *lat = al_xcalloc((size_t)mo.jobs, sizeof *lat);
+    int refused;
+    int64_t t0 = now_us();
+    submit_all(&mo, &d, body, lat, &refused);
+    if (refused > 0)
+        die("%d submissions refused", refused);
+    double submit_s = (double)(now_us() - t0) / 1e6;
+    al_clock_sleep_ms(3000); /* the cycles after the last submission */
+    enum { NSCRAPE = 20 };
+    double ms[2], cpu_ms[2];
+    size_t mbytes = 0;
+    for (int k = 0; k < 2; k++) { /* the reference, then the scrapes */
+        const char *path = k == 0 ? "/v1/healthz" : "/metrics";
+        double cpu0 = proc_cpu_s(d.pid);
+        int64_t m0 = now_us();
+        for (int i = 0; i < NSCRAPE; i++) {
+            al_http_resp_t r;
+            char *cause = NULL;
+            if (al_http_conn_request(&c, "GET", path, d.token, NULL, 0, 60000,
+                                     -1, &r, &cause) != 0 ||
+                r.status != 200)
+                die("GET %s failed: %s", path, cause ? cause : "status");
+            if (k == 1)
+                mbytes = r.body.len;
+            al_http_resp_fini(&r);
+        }
+        ms[k] = (double)(now_us() - m0) / 1000.0 / NSCRAPE;
+        cpu_ms[k] = (proc_cpu_s(d.pid) - cpu0) * 1000.0 / NSCRAPE;
+    }
+    json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &st);
+    long held = (long)al_json_int(h, "jobs", 0); /* its healthz count */
+    json_decref(h);
+    al_http_conn_close(&c);
+    stop = 1;
+    dev_stop(&mo, &d);
+    for (int i = 0; i < mo.sim_nodes; i++)
+        pthread_join(th[i], NULL);
+    printf("{\"case\":\"metrics\",\"nodes\":%d,\"jobs\":%d,\"controller_jobs\":"
+           "%ld,"
+           "\"submit_s\":%.1f,\"metrics_ms\":%.2f,"
+           "\"metrics_server_cpu_ms\":%.2f,\"metrics_kib\":%.1f,"
+           "\"healthz_ms\":%.2f,\"healthz_server_cpu_ms\":%.2f}\n",
+           mo.sim_nodes, mo.jobs, held, submit_s, ms[1], cpu_ms[1],
+           (double)mbytes / 1024.0, ms[0], cpu_ms[0]);
+    fflush(stdout);
+    pthread_attr_destroy(&at);
+    free(th);
+    free(sn);
+    free(lat);
+    free(join);
+}
+
 static void
 usage(void)
 {
     fputs(
         "usage: bench/e2e [--case "
         "spawn|throughput|latency|memory|cluster|cli|array|session|"
-        "events]\n"
+        "events|metrics]\n"
         "                 [--jobs N] [--clients N] [--nodes N] [--elements N]\n"
         "                 [--sim-nodes N] [--allot PATH] [--store sqlite|pg]\n"
         "                 [--keep]\n",
@@ -1587,7 +1692,7 @@ main(int argc, char **argv)
                  (strcmp(v, "pg") == 0 || strcmp(v, "sqlite") == 0))
             o.pg = strcmp(v, "pg") == 0;
         else if (strcmp(a, "--jobs") == 0 && (o.jobs = atoi(v)) > 0)
-            continue;
+            o.jobs_given = true;
         else if (strcmp(a, "--clients") == 0 && (o.clients = atoi(v)) > 0)
             continue;
         else if (strcmp(a, "--nodes") == 0 && (o.nodes = atoi(v)) > 0)
@@ -1603,7 +1708,8 @@ main(int argc, char **argv)
         strcmp(o.cse, "latency") != 0 && strcmp(o.cse, "memory") != 0 &&
         strcmp(o.cse, "cluster") != 0 && strcmp(o.cse, "cli") != 0 &&
         strcmp(o.cse, "array") != 0 && strcmp(o.cse, "session") != 0 &&
-        strcmp(o.cse, "spawn") != 0 && strcmp(o.cse, "events") != 0)
+        strcmp(o.cse, "spawn") != 0 && strcmp(o.cse, "events") != 0 &&
+        strcmp(o.cse, "metrics") != 0)
         usage();
     if (access(o.allot, X_OK) != 0)
         die("cannot run %s (build it, or pass --allot PATH)", o.allot);
@@ -1632,5 +1738,7 @@ main(int argc, char **argv)
         case_session(&o);
     if (o.cse == NULL || strcmp(o.cse, "events") == 0)
         case_events(&o);
+    if (o.cse != NULL && strcmp(o.cse, "metrics") == 0)
+        case_metrics(&o); /* only when asked: minutes of submissions */
     return 0;
 }

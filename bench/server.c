@@ -6,6 +6,7 @@
  * median of --reps runs each); see bench/README.md for the targets.
  *
  *   bench/server [--nodes N] [--jobs N] [--queues N] [--reps N]
+ *                [--metrics-only]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,16 @@ now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* This thread's CPU time: on a shared machine the wall clock counts the
+ * time other processes had the CPU too. */
+static double
+cpu_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
@@ -138,7 +149,16 @@ int
 main(int argc, char **argv)
 {
     int nnodes = 1000, njobs = 100000, nqueues = 50, reps = 7;
-    for (int i = 1; i + 1 < argc; i += 2) {
+    bool metrics_only = false;
+    for (int i = 1; i < argc; i += 2) {
+        if (strcmp(argv[i], "--metrics-only") == 0) {
+            metrics_only = true;
+            i--;
+            continue;
+        }
+        if (i + 1 >= argc)
+            die("usage: bench/server [--nodes N] [--jobs N] [--queues N] "
+                "[--reps N] [--metrics-only]");
         int v = atoi(argv[i + 1]);
         if (strcmp(argv[i], "--nodes") == 0 && v > 0)
             nnodes = v;
@@ -150,7 +170,7 @@ main(int argc, char **argv)
             reps = v;
         else
             die("usage: bench/server [--nodes N] [--jobs N] [--queues N] "
-                "[--reps N]");
+                "[--reps N] [--metrics-only]");
     }
     if (reps > 64)
         reps = 64;
@@ -158,18 +178,49 @@ main(int argc, char **argv)
     memset(&ctl, 0, sizeof ctl);
     build(&ctl, nnodes, njobs, nqueues);
 
-    double t[64];
+    double t[64], tc[64];
     size_t bytes = 0;
     for (int r = 0; r < reps; r++) {
         al_buf_t b;
         al_buf_init(&b);
-        double t0 = now_ms();
+        double t0 = now_ms(), c0 = cpu_ms();
         al__metrics_render(&ctl, 1000, &b);
         t[r] = now_ms() - t0;
+        tc[r] = cpu_ms() - c0;
         bytes = b.len;
         al_buf_fini(&b);
     }
     double metrics_ms = median(t, reps);
+    double metrics_cpu_ms = median(tc, reps);
+    /* The reference, in the same run: the same bytes through the same
+     * kind of buffer in pieces of an exposition line's length, without
+     * looking at the tables or formatting anything. */
+    char *same = al_xmalloc(bytes + 1);
+    memset(same, 'x', bytes);
+    for (int r = 0; r < reps; r++) {
+        al_buf_t b;
+        al_buf_init(&b);
+        double t0 = now_ms(), c0 = cpu_ms();
+        for (size_t off = 0; off < bytes; off += 64)
+            al_buf_append(&b, same + off, bytes - off < 64 ? bytes - off : 64);
+        t[r] = now_ms() - t0;
+        tc[r] = cpu_ms() - c0;
+        al_buf_fini(&b);
+    }
+    free(same);
+    double metrics_ref_ms = median(t, reps);
+    double metrics_ref_cpu_ms = median(tc, reps);
+    if (metrics_only) {
+        printf("{\"nodes\":%d,\"jobs\":%d,\"queues\":%d,\"reps\":%d,"
+               "\"metrics_render_ms\":%.3f,\"metrics_render_cpu_ms\":%.3f,"
+               "\"metrics_bytes\":%zu,\"metrics_ref_copy_ms\":%.3f,"
+               "\"metrics_ref_copy_cpu_ms\":%.3f,"
+               "\"metrics_cpu_over_ref\":%.2f}\n",
+               nnodes, njobs, nqueues, reps, metrics_ms, metrics_cpu_ms, bytes,
+               metrics_ref_ms, metrics_ref_cpu_ms,
+               metrics_cpu_ms / metrics_ref_cpu_ms);
+        return 0;
+    }
 
     /* A look after each cycle (by model), and the look by queue taken
      * every five seconds. */
@@ -272,7 +323,8 @@ main(int argc, char **argv)
         fprintf(stderr, "bench/server: could not remove %s\n", dir);
 
     printf("{\"nodes\":%d,\"jobs\":%d,\"queues\":%d,\"reps\":%d,"
-           "\"metrics_render_ms\":%.3f,\"metrics_bytes\":%zu,"
+           "\"metrics_render_ms\":%.3f,\"metrics_render_cpu_ms\":%.3f,"
+           "\"metrics_bytes\":%zu,\"metrics_ref_copy_ms\":%.3f,"
            "\"waste_look_ms\":%.3f,\"waste_look_by_queue_ms\":%.3f,"
            "\"usage_sample_ms\":%.3f,"
            "\"usage_sample_cpu_share\":%.6f,"
@@ -280,9 +332,9 @@ main(int argc, char **argv)
            "\"usage_year_hourly_by_model_ms\":%.3f,"
            "\"usage_year_hourly_all_queues_ms\":%.3f,"
            "\"report_year_ms\":%.3f}\n",
-           nnodes, njobs, nqueues, reps, metrics_ms, bytes, waste_ms,
-           waste_queue_ms, sample_ms, sample_ms / 60000.0,
-           median(q_queue, reps), median(q_model, reps), median(q_all, reps),
-           report_ms);
+           nnodes, njobs, nqueues, reps, metrics_ms, metrics_cpu_ms, bytes,
+           metrics_ref_ms, waste_ms, waste_queue_ms, sample_ms,
+           sample_ms / 60000.0, median(q_queue, reps), median(q_model, reps),
+           median(q_all, reps), report_ms);
     return 0;
 }

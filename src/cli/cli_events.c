@@ -1,6 +1,8 @@
 /*
- * cli_events.c -- `allot events [-f]`: the jobs' state changes and the
- * scheduler's decisions, as GET /v1/events streams them to the dashboard
+ * cli_events.c -- `allot events [-f]`: the jobs' state changes, the
+ * scheduler's decisions and the nodes' and queues' changes (a line each,
+ * "node NAME" or "queue NAME" where a job's shows its id), as GET
+ * /v1/events streams them to the dashboard
  * (server-sent events).  Without -f it prints the last events and ends;
  * with -f it goes on printing each event as it comes, through long polls
  * of the same stream (poll=S: the controller answers once it has sent
@@ -58,7 +60,7 @@ static const al_opt_t events_opts[] = {
       .min = 1,
       .max = INT64_MAX,
       .arg = "ID",
-      .help = "only job ID's events" },
+      .help = "only job ID's events (no node's or queue's)" },
     { .name = "--json",
       .kind = AL_OPT_FLAG,
       .off = E(json),
@@ -75,7 +77,9 @@ const al_opt_cmd_t al_cli_events_cmd = {
     .about = "The jobs' state changes and the scheduler's decisions (starts, "
              "preemptions,\nreclaims, ends), as the dashboard shows them live "
              "(GET /v1/events).  A user\nsees their own jobs' events; an "
-             "admin everyone's.\n",
+             "admin everyone's.  Nodes' changes (registered,\nready, lost, "
+             "drained and why, resumed) and queues' (created, updated,\n"
+             "deleted) show to everyone.\n",
 };
 
 /* ------------------------------------------------------------------ */
@@ -158,8 +162,10 @@ al_cli_sse_fini(al_cli_sse_t *m)
 /* ------------------------------------------------------------------ */
 /* allot events                                                       */
 
+/* Prints event e: a job's (kind NULL), or a node's or a queue's (kind
+ * "node" or "queue"). */
 static void
-print_event(const json_t *e, bool as_json)
+print_event(const json_t *e, const char *kind, bool as_json)
 {
     if (as_json) {
         char *s = al_json_dump(e);
@@ -172,10 +178,19 @@ print_event(const json_t *e, bool as_json)
     char when[32];
     localtime_r(&t, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    const char *detail = al_json_str(e, "detail", NULL);
+    if (kind != NULL) {
+        /* A node's or a queue's change: its name where a job's owner and
+         * queue go. */
+        const char *what = al_json_str(e, kind, "?");
+        printf("%s  %-6s %-20s %-12s%s%s\n", when, kind, what,
+               al_json_str(e, "event", "?"), detail != NULL ? " " : "",
+               detail != NULL ? detail : "");
+        return;
+    }
     char who[128];
     snprintf(who, sizeof who, "%s/%s", al_json_str(e, "user", "?"),
              al_json_str(e, "queue", "?"));
-    const char *detail = al_json_str(e, "detail", NULL);
     printf("%s  %-6lld %-20s %-12s %s%s%s\n", when,
            (long long)al_json_int(e, "job", 0), who,
            al_json_str(e, "event", "?"), al_json_str(e, "name", ""),
@@ -203,8 +218,10 @@ print_stream(const char *text, size_t len, bool as_json, long long *cursor,
             long long c = al_json_int(d, "cursor", -1);
             if (c > *cursor)
                 *cursor = c;
-        } else if (strcmp(ev, "job") == 0 && d != NULL) {
-            print_event(d, as_json);
+        } else if ((strcmp(ev, "job") == 0 || strcmp(ev, "node") == 0 ||
+                    strcmp(ev, "queue") == 0) &&
+                   d != NULL) {
+            print_event(d, strcmp(ev, "job") == 0 ? NULL : ev, as_json);
             (*n)++;
             long long id = al_json_int(d, "id", -1);
             if (id > *cursor)

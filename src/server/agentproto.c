@@ -50,6 +50,8 @@ al__proto_register(al_ctl_t *ctl, al__req_t *req)
     if (i >= 0) {
         al__node_t *old = &ctl->nodes[i];
         n.drained = old->drained;
+        n.ev_state = old->ev_state;
+        n.ev_drained = old->ev_drained;
         al__node_health_move(&n, old);
         n.parked = old->parked;
         old->parked = NULL;
@@ -67,6 +69,7 @@ al__proto_register(al_ctl_t *ctl, al__req_t *req)
     np->state = NS_READY;
     np->last_seen = al_clock_mono_ms();
     np->dirty = true;
+    np->ev_registered = true; /* GET /v1/events tells (clusterev.c) */
     al__ctl_node_changed(ctl, i);
     al_info("node %s registered: %d GPUs%s, %lld millicores, %lld bytes",
             np->name, np->ngpus, np->emulated ? " (emulated)" : "",

@@ -13,35 +13,99 @@
 #include "json.h"
 #include "xmalloc.h"
 
-/* The API form of a node: its stored form plus what runs on it.  A GPU's
- * job is named for admins and for the job's owner only (users see their
- * own jobs); others see the GPU in use. */
+/* The running tasks of each node, from one pass over the running jobs:
+ * node i's are at[start[i]..start[i+1]), in the order of ctl->running.
+ * The list of every node reads these rather than going through every
+ * running job once per node (1,000 nodes with 8,000 running tasks: 8
+ * million looks, most of GET /v1/nodes' time). */
+typedef struct placed {
+    const al__job_t *j;
+    int t;
+} placed_t;
+
+typedef struct placement {
+    placed_t *at;
+    size_t *start;
+} placement_t;
+
+static void
+placement_init(const al_ctl_t *ctl, placement_t *p)
+{
+    size_t nn = (size_t)ctl->nnodes;
+    p->start = al_xcalloc(nn + 2, sizeof *p->start);
+    size_t total = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < ctl->nrunning; i++) {
+            const al__job_t *j = ctl->running[i];
+            for (int t = 0; j->tasks != NULL && t < j->ntasks; t++) {
+                int node = j->tasks[t].node;
+                if (j->tasks[t].done || node < 0 || node >= ctl->nnodes)
+                    continue;
+                if (pass == 0)
+                    p->start[(size_t)node + 2]++, total++;
+                else
+                    p->at[p->start[(size_t)node + 1]++] =
+                        (placed_t){ .j = j, .t = t };
+            }
+        }
+        if (pass == 0) {
+            /* start[i + 2] counted node i's; shifted by one so that the
+             * fill above leaves start[i + 1] at node i's end. */
+            for (size_t i = 2; i < nn + 2; i++)
+                p->start[i] += p->start[i - 1];
+            p->at = al_xmalloc((total ? total : 1) * sizeof *p->at);
+        }
+    }
+}
+
+static void
+placement_fini(placement_t *p)
+{
+    free(p->at);
+    free(p->start);
+}
+
+/* Marks the GPUs of node n that task t of j holds in gpus (its API form);
+ * their count. */
+static int
+mark_gpus(const al__node_t *n, const al__job_t *j, int t, json_t *gpus,
+          const al__req_t *req)
+{
+    int used = 0;
+    for (int d = 0; d < n->ngpus; d++) {
+        if (!(j->tasks[t].devices & ((uint64_t)1 << d)))
+            continue;
+        used++;
+        json_t *g = json_array_get(gpus, (size_t)d);
+        if (al__req_admin(req) || strcmp(j->user, req->user) == 0)
+            json_object_set_new(g, "job", json_integer((json_int_t)j->id));
+        json_object_set_new(g, "busy", json_true());
+        if (j->tasks[t].gpu_milli > 0) /* a fraction of it */
+            json_object_set_new(g, "shared", json_true());
+    }
+    return used;
+}
+
+/* The API form of a node: its stored form plus what runs on it (from pl,
+ * or, when NULL, from a look at every running job).  A GPU's job is named
+ * for admins and for the job's owner only (users see their own jobs);
+ * others see the GPU in use. */
 static json_t *
-node_view(al_ctl_t *ctl, int idx, const al__req_t *req)
+node_view(al_ctl_t *ctl, int idx, const al__req_t *req, const placement_t *pl)
 {
     const al__node_t *n = &ctl->nodes[idx];
     json_t *o = al__node_json(ctl, n);
     json_t *gpus = json_object_get(o, "gpus");
     int used = 0;
-    for (size_t i = 0; i < ctl->nrunning; i++) {
-        const al__job_t *j = ctl->running[i];
-        if (j->tasks == NULL)
-            continue;
-        for (int t = 0; t < j->ntasks; t++) {
-            if (j->tasks[t].node != idx || j->tasks[t].done)
-                continue;
-            for (int d = 0; d < n->ngpus; d++) {
-                if (!(j->tasks[t].devices & ((uint64_t)1 << d)))
-                    continue;
-                used++;
-                json_t *g = json_array_get(gpus, (size_t)d);
-                if (al__req_admin(req) || strcmp(j->user, req->user) == 0)
-                    json_object_set_new(g, "job",
-                                        json_integer((json_int_t)j->id));
-                json_object_set_new(g, "busy", json_true());
-                if (j->tasks[t].gpu_milli > 0) /* a fraction of it */
-                    json_object_set_new(g, "shared", json_true());
-            }
+    if (pl != NULL) {
+        for (size_t k = pl->start[idx]; k < pl->start[idx + 1]; k++)
+            used += mark_gpus(n, pl->at[k].j, pl->at[k].t, gpus, req);
+    } else {
+        for (size_t i = 0; i < ctl->nrunning; i++) {
+            const al__job_t *j = ctl->running[i];
+            for (int t = 0; j->tasks != NULL && t < j->ntasks; t++)
+                if (j->tasks[t].node == idx && !j->tasks[t].done)
+                    used += mark_gpus(n, j, t, gpus, req);
         }
     }
     json_object_set_new(o, "gpus_used", json_integer(used));
@@ -78,8 +142,11 @@ void
 al__api_node_list(al_ctl_t *ctl, al__req_t *req)
 {
     json_t *a = json_array();
+    placement_t pl;
+    placement_init(ctl, &pl);
     for (int i = 0; i < ctl->nnodes; i++)
-        json_array_append_new(a, node_view(ctl, i, req));
+        json_array_append_new(a, node_view(ctl, i, req, &pl));
+    placement_fini(&pl);
     al__reply(req, 200, json_pack("{s:o}", "nodes", a));
 }
 
@@ -114,7 +181,7 @@ drain_resume(al_ctl_t *ctl, al__req_t *req, bool drain)
     ctl->nodes[i].dirty = true;
     al__ctl_touch(ctl);
     req->mutating = true;
-    al__reply(req, 200, node_view(ctl, i, req));
+    al__reply(req, 200, node_view(ctl, i, req, NULL));
 }
 
 void

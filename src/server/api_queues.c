@@ -131,6 +131,7 @@ queue_put(al_ctl_t *ctl, al__req_t *req, bool create)
         return;
     }
     al__store_put_queue(ctl, &q);
+    al__clusterev_queue(ctl, q.name, create ? "created" : "updated", NULL);
     al__reply(req, create ? 201 : 200, al__queue_json(&q, false));
     if (old != NULL) {
         q.usage = old->usage;
@@ -196,6 +197,7 @@ al__api_queue_delete(al_ctl_t *ctl, al__req_t *req)
         }
     }
     al__store_del_queue(ctl, q->name);
+    al__clusterev_queue(ctl, q->name, "deleted", NULL);
     json_t *o = json_pack("{s:s}", "deleted", q->name);
     al__queue_fini(q);
     *q = ctl->queues[--ctl->nqueues];

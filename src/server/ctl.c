@@ -188,6 +188,7 @@ flush(al_ctl_t *ctl)
             ctl->nodes[i].dirty = false;
             if (rc == 0)
                 rc = al__store_put_node(ctl, &ctl->nodes[i]);
+            al__clusterev_node(ctl, &ctl->nodes[i]);
         }
     }
     return rc;

@@ -4,6 +4,10 @@
  * rows of the store's job history) and the server-sent-event streams that
  * read it.
  *
+ * Nodes' and queues' changes (clusterev.c) go on the same streams, as
+ * events of type node and queue that every token may see; they are not
+ * kept in the store, so a restart's ring holds the jobs' alone.
+ *
  * The loop thread records each event as store.c writes its history row
  * (al__events_record()), keeps it aside while the transaction is open and
  * moves it into the ring when the commit succeeds (al__events_publish()),
@@ -73,10 +77,11 @@
 
 typedef struct al__event {
     uint64_t id;
-    uint64_t job;
-    char *user;  /* the job's owner: who may see it (admins: all) */
-    char *text;  /* the whole SSE message, "id: ...\n\n" */
-    bool loaded; /* read from the store at start, not seen live */
+    uint64_t job;  /* 0: a node's or a queue's event */
+    char *user;    /* the job's owner: who may see it (admins: all) */
+    bool everyone; /* a node's or a queue's: any token may see it */
+    char *text;    /* the whole SSE message, "id: ...\n\n" */
+    bool loaded;   /* read from the store at start, not seen live */
 } al__event_t;
 
 struct al__sse {
@@ -149,13 +154,19 @@ al__events_destroy(al__events_t *h)
     free(h);
 }
 
-/* The SSE message of an event; its data is one line of JSON. */
+/* The SSE message of an event; its data is one line of JSON.  Its SSE
+ * event type is its kind: job, node or queue. */
 static char *
 format(uint64_t id, const al__event_info_t *in)
 {
-    json_t *o = json_pack("{s:I, s:I, s:I, s:s}", "id", (json_int_t)id, "time",
-                          (json_int_t)in->ms, "job", (json_int_t)in->job,
-                          "event", in->event);
+    const char *kind = in->kind != NULL ? in->kind : "job";
+    json_t *o = json_pack("{s:I, s:I}", "id", (json_int_t)id, "time",
+                          (json_int_t)in->ms);
+    if (strcmp(kind, "job") == 0)
+        json_object_set_new(o, "job", json_integer((json_int_t)in->job));
+    json_object_set_new(o, "event", json_string(in->event));
+    if (in->node != NULL)
+        json_object_set_new(o, "node", json_string(in->node));
     if (in->name != NULL)
         json_object_set_new(o, "name", json_string(in->name));
     if (in->user != NULL)
@@ -168,8 +179,8 @@ format(uint64_t id, const al__event_info_t *in)
         json_object_set_new(o, "detail", json_string(in->detail));
     char *data = al_json_dump(o);
     json_decref(o);
-    char *text =
-        al_xasprintf("id: %" PRIu64 "\nevent: job\ndata: %s\n\n", id, data);
+    char *text = al_xasprintf("id: %" PRIu64 "\nevent: %s\ndata: %s\n\n", id,
+                              kind, data);
     free(data);
     return text;
 }
@@ -186,6 +197,7 @@ push_pending(al__events_t *h, const al__event_info_t *in, bool loaded)
     e->id = h->next_id++;
     e->job = in->job;
     e->user = in->user != NULL ? al_xstrdup(in->user) : NULL;
+    e->everyone = in->kind != NULL && strcmp(in->kind, "job") != 0;
     e->text = format(e->id, in);
     e->loaded = loaded;
 }
@@ -344,7 +356,7 @@ visible(const al__sse_t *s, const al__event_t *e)
 {
     if (s->job != 0 && e->job != s->job)
         return false;
-    return s->user == NULL ||
+    return s->user == NULL || e->everyone ||
            (e->user != NULL && strcmp(e->user, s->user) == 0);
 }
 

@@ -196,6 +196,64 @@ render_jobs(const al_ctl_t *ctl, al_buf_t *b)
 
 /* GPUs by model on the nodes that are not down, and those held by
  * running tasks (a fraction counts as its share). */
+/* The deserved milli-GPUs of model in q's own per-model quota, or -1
+ * when it has none for it. */
+static int64_t
+model_deserved(const al__queue_t *q, const char *model)
+{
+    for (int k = 0; k < q->nmquotas; k++)
+        if (q->mquotas[k].model != NULL &&
+            strcmp(q->mquotas[k].model, model) == 0)
+            return q->mquotas[k].deserved;
+    return -1;
+}
+
+/* Each queue's borrowed GPUs by model, from what its running tasks hold
+ * of each (qm, as render_gpus counts it): a model the queue has a
+ * deserved quota of its own for borrows what it holds over that quota;
+ * the others share what the queue holds over its deserved GPU quota, in
+ * proportion to what it holds of each.  Without per-model quotas they
+ * add up to allot_queue_borrowed_gpus (both taken now, not at the last
+ * cycle, here). */
+static void
+render_borrowed(const al_ctl_t *ctl, al_buf_t *b, const char *const *models,
+                int nmodels, const int64_t *qm)
+{
+    head(b, "allot_queue_model_borrowed_gpus", "gauge",
+         "GPUs the queue holds over its deserved quota, by model: over the "
+         "model's own deserved quota where it has one, else its part of the "
+         "queue's borrowing in proportion to what it holds of each model.");
+    for (int i = 0; i < ctl->nqueues; i++) {
+        const al__queue_t *q = &ctl->queues[i];
+        const int64_t *row = &qm[(size_t)i * AL_MAX_MODELS];
+        int64_t held = 0, shared = 0;
+        for (int m = 0; m < nmodels; m++) {
+            held += row[m];
+            if (model_deserved(q, models[m]) < 0)
+                shared += row[m];
+        }
+        int64_t over = held - q->quota[AL_RES_GPU].deserved;
+        for (int m = 0; m < nmodels; m++) {
+            int64_t own = model_deserved(q, models[m]);
+            double v;
+            if (own >= 0)
+                v = row[m] > own ? (double)(row[m] - own) : 0.0;
+            else if (over >= shared)
+                v = (double)row[m]; /* never more than it holds */
+            else if (over > 0)
+                v = (double)over * (double)row[m] / (double)shared;
+            else
+                v = 0.0;
+            al_buf_puts(b, "allot_queue_model_borrowed_gpus{queue=\"");
+            label(b, q->name);
+            al_buf_puts(b, "\",model=\"");
+            label(b, models[m]);
+            al_buf_puts(b, "\"}");
+            value(b, v / AL_GPU_MILLI);
+        }
+    }
+}
+
 static void
 render_gpus(const al_ctl_t *ctl, al_buf_t *b)
 {
@@ -261,6 +319,7 @@ render_gpus(const al_ctl_t *ctl, al_buf_t *b)
             value(b, (double)qm[(size_t)i * AL_MAX_MODELS + (size_t)m] /
                          AL_GPU_MILLI);
         }
+    render_borrowed(ctl, b, models, nmodels, qm);
     free(qm);
 }
 
@@ -323,30 +382,58 @@ render_queues(const al_ctl_t *ctl, al_buf_t *b)
     }
 }
 
-/* One line of a per-GPU metric, when its value is known (v >= 0): v /
- * 10^dec. */
+/* The labels of each GPU of the nodes that are not down,
+ * `{node="N",gpu="I",model="M"}`, written once for the four telemetry
+ * families rather than once a line: at[] holds where each starts in
+ * text (at[k+1] where it ends), k counting the GPUs of those nodes in
+ * order. */
+typedef struct gpu_labels {
+    al_buf_t text;
+    size_t *at;
+} gpu_labels_t;
+
 static void
-gpu_line(al_buf_t *b, const char *name, const al__node_t *n, int g, int64_t v,
-         int dec)
+gpu_labels_init(gpu_labels_t *l, const al_ctl_t *ctl)
 {
-    if (v < 0)
-        return;
-    al_buf_puts(b, name);
-    al_buf_puts(b, "{node=\"");
-    label(b, n->name);
-    al_buf_puts(b, "\",gpu=\"");
-    char idx[16], *p = idx + sizeof idx;
-    unsigned u = (unsigned)g;
-    do {
-        *--p = (char)('0' + u % 10);
-        u /= 10;
-    } while (u > 0);
-    al_buf_append(b, p, (size_t)(idx + sizeof idx - p));
-    al_buf_puts(b, "\",model=\"");
-    const char *m = n->gpus[g].model;
-    label(b, m != NULL && *m != '\0' ? m : "unknown"); /* as allot_gpus */
-    al_buf_puts(b, "\"}");
-    fixed(b, v, dec);
+    size_t n = 0;
+    for (int i = 0; i < ctl->nnodes; i++)
+        if (ctl->nodes[i].state != NS_DOWN)
+            n += (size_t)ctl->nodes[i].ngpus;
+    al_buf_init(&l->text);
+    al_buf_reserve(&l->text, n * 48);
+    l->at = al_xmalloc((n + 1) * sizeof *l->at);
+    size_t k = 0;
+    for (int i = 0; i < ctl->nnodes; i++) {
+        const al__node_t *n1 = &ctl->nodes[i];
+        if (n1->state == NS_DOWN)
+            continue;
+        for (int g = 0; g < n1->ngpus; g++) {
+            l->at[k++] = l->text.len;
+            al_buf_puts(&l->text, "{node=\"");
+            label(&l->text, n1->name);
+            al_buf_puts(&l->text, "\",gpu=\"");
+            char idx[16], *p = idx + sizeof idx;
+            unsigned u = (unsigned)g;
+            do {
+                *--p = (char)('0' + u % 10);
+                u /= 10;
+            } while (u > 0);
+            al_buf_append(&l->text, p, (size_t)(idx + sizeof idx - p));
+            al_buf_puts(&l->text, "\",model=\"");
+            const char *m = n1->gpus[g].model;
+            /* as allot_gpus */
+            label(&l->text, m != NULL && *m != '\0' ? m : "unknown");
+            al_buf_puts(&l->text, "\"}");
+        }
+    }
+    l->at[k] = l->text.len;
+}
+
+static void
+gpu_labels_fini(gpu_labels_t *l)
+{
+    al_buf_fini(&l->text);
+    free(l->at);
 }
 
 /* Nodes by state, each node's time since its agent's last sync, and the
@@ -387,13 +474,18 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
         { "allot_gpu_temperature_celsius",
           "GPU temperature as its agent last sent it." },
     };
+    gpu_labels_t lbl;
+    gpu_labels_init(&lbl, ctl);
     for (int k = 0; k < 4; k++) {
         head(b, tel[k].name, "gauge", tel[k].help);
+        size_t name_len = strlen(tel[k].name);
+        int dec = k == 0 ? 2 : k == 2 ? 3 : 0;
+        size_t at = 0; /* the GPU's labels in lbl */
         for (int i = 0; i < ctl->nnodes; i++) {
             const al__node_t *n = &ctl->nodes[i];
             if (n->state == NS_DOWN)
                 continue;
-            for (int g = 0; g < n->ngpus; g++) {
+            for (int g = 0; g < n->ngpus; g++, at++) {
                 const al__gpu_sample_t *x = &n->gpus[g].sample;
                 if (x->at_ms == 0)
                     continue;
@@ -403,10 +495,16 @@ render_nodes(const al_ctl_t *ctl, al_buf_t *b, int64_t mono_ms)
                             : k == 1 ? x->mem_used
                             : k == 2 ? x->power_mw
                                      : x->temp_c;
-                gpu_line(b, tel[k].name, n, g, v, k == 0 ? 2 : k == 2 ? 3 : 0);
+                if (v < 0)
+                    continue; /* not known */
+                al_buf_append(b, tel[k].name, name_len);
+                al_buf_append(b, lbl.text.data + lbl.at[at],
+                              lbl.at[at + 1] - lbl.at[at]);
+                fixed(b, v, dec);
             }
         }
     }
+    gpu_labels_fini(&lbl);
 }
 
 /* The samples of one histogram; lbl is its labels ("a=\"x\",") or "". */

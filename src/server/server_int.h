@@ -36,6 +36,8 @@
  *   jobbody.c     a job submission body, checked
  *   doc.c         the JSON forms of jobs, queues and nodes (API and store)
  *   table.c       the tables: jobs, queues, nodes by name, dirty jobs
+ *   clusterev.c   nodes' and queues' changes as events on GET /v1/events
+ *                 (over events.c)
  *   reason.c      names of states and classes, reasons' text
  *   auth.c        bearer tokens (salted SHA-256, constant-time compare)
  *   metrics.c     GET /metrics: the Prometheus exposition of the tables
@@ -354,6 +356,10 @@ typedef struct al__node {
     char *drain_reason;
     uint64_t gpu_resetting;
     int64_t reset_gen;
+    /* clusterev.c: the state and drain GET /v1/events last told of, and
+     * a registration not told yet. */
+    int ev_state;
+    bool ev_drained, ev_registered;
 } al__node_t;
 
 /* pools.c: the controller's topology levels and pools' strategies. */
@@ -575,6 +581,9 @@ typedef struct al__event_info {
     int64_t ms;
     const char *event, *detail;
     const char *name, *user, *queue, *state;
+    /* "node" or "queue" for a node's or a queue's change (every token
+     * sees those; job is 0), NULL or "job" for a job's; node: its name. */
+    const char *kind, *node;
 } al__event_info_t;
 
 /* How a stream ends: never (follow), once it caught up (once), or once
@@ -627,6 +636,15 @@ al__sse_t *al__events_open(al__events_t *h, const al__events_query_t *q,
 void al__events_attach(al__sse_t *s, void *conn);
 ssize_t al__events_read(al__sse_t *s, char *buf, size_t max);
 void al__events_free(al__sse_t *s);
+
+/* clusterev.c: nodes' and queues' changes as events (in the open
+ * transaction; published at its commit).  node: what changed in n since
+ * the stream last told of it (the loop's flush, for each node it writes);
+ * queue: event is created, updated or deleted (detail may be NULL). */
+struct al_ctl;
+void al__clusterev_node(struct al_ctl *ctl, al__node_t *n);
+void al__clusterev_queue(struct al_ctl *ctl, const char *queue,
+                         const char *event, const char *detail);
 
 /* ------------------------------------------------------------------ */
 /* The controller                                                     */

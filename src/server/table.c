@@ -116,6 +116,11 @@ al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n)
                                       sizeof *ctl->nodes);
     }
     ctl->nodes[ctl->nnodes] = *n;
+    /* As GET /v1/events knows it (clusterev.c): a node read from the
+     * store is no change; a registration says so itself. */
+    ctl->nodes[ctl->nnodes].ev_state = n->state;
+    ctl->nodes[ctl->nnodes].ev_drained = n->drained;
+    ctl->nodes[ctl->nnodes].ev_registered = false;
     return ctl->nnodes++;
 }
 

@@ -1867,6 +1867,8 @@ def scenario_metrics(c):
           in text and "allot_gpus{model=\"H100-80GB\"} 8\n" in text and
           "allot_gpus_allocated{model=\"H100-80GB\"} 6\n" in text and
           "allot_queue_borrowed_gpus{queue=\"team\"} 4\n" in text and
+          "allot_queue_model_borrowed_gpus{queue=\"team\","
+          "model=\"H100-80GB\"} 4\n" in text and
           "allot_queue_model_allocated_gpus{queue=\"team\","
           "model=\"H100-80GB\"} 6\n" in text and
           "allot_queue_model_allocated_gpus{queue=\"default\","

@@ -521,16 +521,22 @@ def dashboard(c, br, shots, env):
                         "fan swap <b>at noon</b>"], env=c.env,
                        capture_output=True, text=True, timeout=30)
     check(r.returncode == 0, "drain: %s" % r.stderr)
+    # Within 5 s, sooner than the page's poll (10 s): the node's event.
     br.until("document.querySelector('#page-nodes .why') && document"
              ".querySelector('#page-nodes .why').textContent.includes("
-             "'Drained: fan swap <b>at noon</b>')", "the drain's reason, live")
+             "'Drained: fan swap <b>at noon</b>')", "the drain's reason, live",
+             timeout=5)
+    br.until("[...document.querySelectorAll('#events li[data-kind=node]')]"
+             ".some(li => li.textContent.includes("
+             "'drained: fan swap <b>at noon</b>'))", "the drain in the feed",
+             timeout=5)
     check(br.js("window.marker") == 2 and
           not br.js("!!document.querySelector('#page-nodes .why b')"),
           "no reload, the reason shown as text")
     br.shot(os.path.join(shots, "nodes-drained.png"))
     c.cli("node", "resume", node)
     br.until("!document.querySelector('#page-nodes .why')",
-             "the resume, live")
+             "the resume, live", timeout=5)
     br.js("location.hash = '#/queues'; true")
     br.until("document.querySelectorAll('#page-queues tr[data-queue]')"
              ".length >= 4", "the queues")
@@ -652,12 +658,129 @@ def dashboard(c, br, shots, env):
                   ".map(r => r.children[2].textContent)")
     check(set(users) == {"joe"}, "joe sees his jobs only: %s" % users)
     br.until("document.querySelectorAll('#events li').length", "joe's feed")
-    feed = br.js("[...document.querySelectorAll('#events li')]"
-                 ".map(li => li.textContent)")
+    feed = br.js("[...document.querySelectorAll('#events li"
+                 "[data-kind=job]')].map(li => li.textContent)")
     check(all("finetune" in f for f in feed), "joe's feed: %s" % feed)
 
 
+def scenario_cluster_events(c):
+    """Nodes' and queues' changes on GET /v1/events and in `allot events
+    [-f]`: a node registered, drained with the admin's reason, resumed,
+    lost when its agent stops reporting and ready when it reports again;
+    a queue created, updated and deleted.  Every token sees them (a user's
+    stream too); a stream of one job's events does not."""
+    c.start_server("--node-timeout", "1500")
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    admin_stream = Stream(c, "", c.admin)
+    bob_stream = Stream(c, "", bob)
+    follower = subprocess.Popen(
+        [c.allot, "events", "-f", "-n", "0", "--json"], env=c.env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True)
+    c.procs.append(follower)
+    time.sleep(0.5)  # the streams are open before anything happens
+    c.start_agent("n1", "2xH100-80GB")
+    c.cli("queue", "set", "research", "--deserved", "gpu=1")
+    c.cli("queue", "set", "research", "--deserved", "gpu=2")
+    c.cli("node", "drain", "n1", "--reason", "fan swap at noon")
+    c.cli("node", "resume", "n1")
+    c.cli("queue", "delete", "research")
+    # The agent stops (SIGSTOP): the node is lost; it goes on: ready.
+    agent = c.agents["n1"]
+    agent.send_signal(signal.SIGSTOP)
+    try:
+        wait_for(lambda: any(n["state"] == "down" for n in
+                             c.api("GET", "/v1/nodes")[1]["nodes"]),
+                 15, "n1 down")
+    finally:
+        agent.send_signal(signal.SIGCONT)
+    wait_for(lambda: any(n["state"] == "ready" for n in
+                         c.api("GET", "/v1/nodes")[1]["nodes"]),
+             15, "n1 ready again")
+    want = [("node", "registered"), ("queue", "created"),
+            ("queue", "updated"), ("node", "drained"), ("node", "resumed"),
+            ("queue", "deleted"), ("node", "lost"), ("node", "ready")]
+
+    def cluster(stream):
+        got = [(ev, d) for ev, d, _ in sse_parse(stream.text()[1])
+               if ev in ("node", "queue")]
+        return got if len(got) >= len(want) else None
+    got = wait_for(lambda: cluster(admin_stream), 15,
+                   "the nodes' and queues' events on a stream")
+    check([(ev, d["event"]) for ev, d in got] == want,
+          "the events, in order: %s" % got)
+    by = {(ev, d["event"]): d for ev, d in got}
+    check(all(d.get("node") == "n1" for ev, d in got if ev == "node") and
+          all(d.get("queue") == "research" for ev, d in got
+              if ev == "queue") and
+          all("job" not in d for ev, d in got),
+          "each names its node or queue, no job: %s" % got)
+    check(by[("node", "drained")]["detail"] == "fan swap at noon" and
+          by[("node", "drained")]["state"] == "draining",
+          "the drain's reason: %s" % by[("node", "drained")])
+    check(by[("node", "registered")]["detail"] == "2 GPUs (emulated)" and
+          by[("node", "registered")]["state"] == "ready" and
+          by[("node", "lost")]["state"] == "down" and
+          by[("node", "ready")]["state"] == "ready",
+          "registered, lost, ready: %s" % got)
+    ids = [d["id"] for ev, d in got]
+    check(ids == sorted(set(ids)), "ids grow, once each: %s" % ids)
+    # A user's stream has them too.
+    bgot = wait_for(lambda: cluster(bob_stream), 10, "bob's stream")
+    check([d["id"] for ev, d in bgot] == ids, "bob sees them: %s" % bgot)
+    # `allot events -f --json`: the same, live.
+    box = []
+
+    def followed():
+        lines = []
+        for ln in follower.stdout:
+            lines.append(json.loads(ln))
+            if len(lines) >= len(ids):
+                return lines
+        return lines
+    t = threading.Thread(target=lambda: box.append(followed()), daemon=True)
+    t.start()
+    t.join(20)
+    check(box and [e["id"] for e in box[0]] == ids,
+          "allot events -f printed them: %s" % (box or "nothing"))
+    follower.send_signal(signal.SIGTERM)
+    follower.wait(10)
+    # `allot events`: a line each, the node's or queue's name in place
+    # of a job's id and owner.
+    out = c.cli("events", "-n", "20").stdout
+    lines = [ln.split(None, 2)[2] for ln in out.splitlines()]
+    check(any(ln.split()[:4] == ["node", "n1", "drained", "fan"]
+              for ln in lines) and
+          any(ln.split()[:3] == ["queue", "research", "created"]
+              for ln in lines) and
+          any(ln.split()[:3] == ["node", "n1", "lost"] for ln in lines),
+          "allot events:\n%s" % out)
+    # One job's stream has none of them.
+    c.cli("queue", "set", "research", "--deserved", "gpu=1")
+    jid = c.submit("--queue", "research", "--", "true")
+    c.wait_state(jid, "completed")
+    one = events(c, "follow=false&job=%d" % jid)
+    check(one and all(ev in ("ready", "job") for ev, d, _ in one),
+          "a job's stream: %s" % one)
+    # GET /v1/nodes: what runs on each GPU (the list reads the running
+    # tasks once for all nodes), named to admins and the job's owner.
+    run = c.submit("--queue", "research", "--gpus", "1", "--", "sleep", "60")
+    c.wait_state(run, "running")
+    n1 = c.api("GET", "/v1/nodes")[1]["nodes"][0]
+    check(n1["gpus_used"] == 1 and
+          [g.get("job") for g in n1["gpus"] if g.get("busy")] == [run],
+          "the running job on n1's GPUs: %s" % n1)
+    nb = c.api("GET", "/v1/nodes", token=bob)[1]["nodes"][0]
+    check(nb["gpus_used"] == 1 and
+          not any("job" in g for g in nb["gpus"]),
+          "another's job is not named to bob: %s" % nb)
+    c.cli("cancel", str(run))
+    admin_stream.close()
+    bob_stream.close()
+
+
 SCENARIOS = {
+    "cluster_events": scenario_cluster_events,
     "events": scenario_events,
     "dashboard": scenario_dashboard,
 }

@@ -1065,6 +1065,12 @@ metrics_render(void)
         "allot_queue_allocated_memory_bytes{queue=\"team\"} 4096",
         "allot_queue_borrowed_gpus{queue=\"team\"} 1.5",
         "allot_queue_borrowed_gpus{queue=\"idle\"} 0",
+        /* team holds 2 H100s and half an A"100, 1.5 over its quota of 1:
+         * borrowed in proportion, 1.2 and 0.3. */
+        "allot_queue_model_borrowed_gpus{queue=\"team\",model=\"H100\"} 1.2",
+        "allot_queue_model_borrowed_gpus{queue=\"team\",model=\"A\\\"100\"} "
+        "0.3",
+        "allot_queue_model_borrowed_gpus{queue=\"idle\",model=\"H100\"} 0",
         "allot_nodes{state=\"ready\"} 1",
         "allot_nodes{state=\"down\"} 1",
         "allot_node_sync_age_seconds{node=\"a\"} 2.5",
@@ -1116,6 +1122,22 @@ metrics_render(void)
         line = end + 1;
     }
     al_buf_fini(&b);
+    /* A deserved quota of A"100s of its own (none): all it holds of them
+     * is borrowed; the H100s take the queue's whole 1.5 over its quota. */
+    char a100[] = "A\"100";
+    al_model_quota_t mq = { .model = a100, .deserved = 0, .limit = -1 };
+    qs[0].mquotas = &mq;
+    qs[0].nmquotas = 1;
+    al_buf_init(&b);
+    al__metrics_render(&ctl, 3500, &b);
+    t = al_buf_cstr(&b);
+    ASSERT_LINE(t, "allot_queue_model_borrowed_gpus{queue=\"team\","
+                   "model=\"H100\"} 1.5");
+    ASSERT_LINE(t, "allot_queue_model_borrowed_gpus{queue=\"team\","
+                   "model=\"A\\\"100\"} 0.5");
+    al_buf_fini(&b);
+    qs[0].mquotas = NULL;
+    qs[0].nmquotas = 0;
     ctl.queues = NULL;
     ctl.nqueues = 0;
     ctl_fini(&ctl);

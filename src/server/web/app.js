@@ -277,12 +277,25 @@
     root.append(body);
     async function update() {
       const now = Math.floor(Date.now() / 1000);
-      const [nodes, queues, jobs, usage, report] = await Promise.all([
+      const [nodes, queues, jobs, usage] = await Promise.all([
         api('/v1/nodes'), api('/v1/queues'),
         api('/v1/jobs?state=active&limit=1000&order=desc'),
         api(`/v1/usage?from=${now - 6 * 3600}&to=${now}&by=queue`),
-        api(`/v1/report?since=${now - 86400}&until=${now}`),
       ]);
+      // The last 24 hours' report (ended jobs, wastage) reads the job
+      // history from the store, which takes longest on a large cluster:
+      // the page is drawn without it first ('…'), then with it.  Asked
+      // for after the others, as the controller answers a batch of
+      // requests together.
+      draw(nodes, queues, jobs, usage, null);
+      const report = await api(
+        `/v1/report?since=${now - 86400}&until=${now}`);
+      if (current && current.node === root) {
+        draw(nodes, queues, jobs, usage, report);
+      }
+    }
+
+    function draw(nodes, queues, jobs, usage, report) {
       let total = 0, alloc = 0, busy = 0, known = 0;
       for (const n of nodes.nodes) {
         for (const g of n.gpus) {
@@ -304,9 +317,10 @@
         if (more) byState[x] += '+';
       }
       for (const x of ['completed', 'failed', 'cancelled']) {
-        byState[x] = report.total ? report.total[x] || 0 : '-';
+        byState[x] = !report ? '…' :
+          report.total ? report.total[x] || 0 : '-';
       }
-      const w = report.total ? report.total.wastage_ratio : null;
+      const w = report && report.total ? report.total.wastage_ratio : null;
       const a = sumUsage(usage, 'allocated');
       const used = sumUsage(usage, 'used');
       const idle = { t: a.t, values: a.values.map((v) =>
@@ -317,8 +331,9 @@
           kpi('allocated', alloc),
           kpi('busy', known ? busy : '-', known ? '' : 'muted'),
           kpi('idle', total - alloc),
-          kpi('wastage (24 h)', w === null || w === undefined ? '-' :
-            (100 * w).toFixed(1) + '%', 'waste')),
+          kpi('wastage (24 h)', !report ? '…' :
+            w === null || w === undefined ? '-' :
+              (100 * w).toFixed(1) + '%', 'waste')),
         h('div', { class: 'grid2' },
           h('div', { class: 'card' }, h('h2', {}, 'GPUs, last 6 hours'),
             lineChart(a.t, [
@@ -339,7 +354,7 @@
           h('h2', {}, 'Queues: deserved, fair share, allocated GPUs'),
           queueBars(queues.queues)));
     }
-    return { node: root, update, poll: 5000 };
+    return { node: root, update, poll: 5000, kinds: ['node', 'queue'] };
   }
 
   function pageNodes() {
@@ -398,7 +413,8 @@
       }));
       if (!nodes.length) body.append(h('p', { class: 'muted' }, 'No nodes.'));
     }
-    return { node: root, update, poll: 2000 };
+    // Nodes' changes come as events; the poll is for the GPUs' telemetry.
+    return { node: root, update, poll: 10000, kinds: ['node'] };
   }
 
   function pageQueues() {
@@ -451,7 +467,9 @@
         charts.length ? h('div', { class: 'grid2' }, charts) :
           h('p', { class: 'muted' }, 'No samples yet.'));
     }
-    return { node: root, update, poll: 2000 };
+    // Queues' changes and the jobs' (what they allocate) come as events;
+    // the poll is for the usage samples, taken every minute.
+    return { node: root, update, poll: 60000, kinds: ['queue'] };
   }
 
   function pageJobs(params) {
@@ -651,13 +669,22 @@
     }, 250);
   }
 
-  function feed(e) {
+  // kind: 'job', 'node' or 'queue' (the SSE event's type).
+  function feed(e, kind) {
     const list = $('#events');
-    const text = `job ${e.job}` + (e.name ? ` (${e.name})` : '') +
-      ` ${e.event}` + (e.detail ? ': ' + e.detail : '');
-    list.prepend(h('li', { class: 'ev-' + e.event, 'data-event': e.id },
+    let text, href;
+    if (kind === 'job') {
+      text = `job ${e.job}` + (e.name ? ` (${e.name})` : '');
+      href = '#/jobs/' + e.job;
+    } else {
+      text = `${kind} ${e[kind]}`;
+      href = '#/' + kind + 's';
+    }
+    text += ` ${e.event}` + (e.detail ? ': ' + e.detail : '');
+    list.prepend(h('li', { class: 'ev-' + e.event, 'data-event': e.id,
+                           'data-kind': kind },
       h('time', {}, when(e.time).slice(11)), ' ',
-      h('a', { href: '#/jobs/' + e.job }, text)));
+      h('a', { href }, text)));
     while (list.children.length > 50) list.lastChild.remove();
   }
 
@@ -680,8 +707,15 @@
       scheduleUpdate();
     } else if (event === 'job') {
       cursor = d.id;
-      feed(d);
+      feed(d, event);
       if (!current || current.job === undefined || current.job === d.job) {
+        scheduleUpdate();
+      }
+    } else if (event === 'node' || event === 'queue') {
+      // A node's or a queue's change refreshes the pages that show it.
+      cursor = d.id;
+      feed(d, event);
+      if (current && current.kinds && current.kinds.includes(event)) {
         scheduleUpdate();
       }
     }
@@ -783,10 +817,10 @@
     });
     $('#logout').addEventListener('click', () => logout());
     window.addEventListener('hashchange', () => show());
-    // What the event stream does not carry (a node drained or down, its
-    // GPUs' telemetry, a queue's quota) shows by a refresh of the nodes,
-    // queues and overview pages every few seconds (their poll), while the
-    // tab is seen.
+    // What the event stream does not carry (the GPUs' telemetry, the
+    // usage samples) shows by a refresh of the nodes, queues and overview
+    // pages now and then (their poll), while the tab is seen; nodes' and
+    // queues' changes come as events.
     setInterval(() => {
       if (token && current && current.poll && !document.hidden &&
           Date.now() - updatedAt >= current.poll) {
