@@ -238,12 +238,12 @@ progress(const al_cycle_t *c, int32_t x)
  * heavy-tailed job that ran for t typically runs on for about as long again
  * or more.  With the two constants (chosen on the ITP traces,
  * docs/scheduling.md) x yields when its estimate less three times its run
- * exceeds j's runtime, or when it has run more than twice j's runtime.
- * Un-starting a job this cycle started loses nothing, so there the lower
- * rank is enough: the room goes to the job with less service.
+ * exceeds j's runtime, or when it has run more than four times j's
+ * runtime.  Un-starting a job this cycle started loses nothing, so there
+ * the run is 0 and its earlier runs stand for what it proved.
  */
 #define RUN_WEIGHT 2.0
-#define OVERRUN_FACTOR 2.5
+#define OVERRUN_FACTOR 2.25
 
 static bool
 outranks(const al_cycle_t *c, int32_t j, int32_t x)
@@ -253,8 +253,20 @@ outranks(const al_cycle_t *c, int32_t j, int32_t x)
 
     if (c->wj[x].rank >= c->wj[j].rank)
         return false;
-    if (xb->priority < jb->priority || (c->wj[x].flags & JF_STARTED))
+    if (xb->priority < jb->priority)
         return true;
+    if (c->wj[x].flags & JF_STARTED) {
+        /* Un-starting loses nothing: what counts is how long it ran
+         * before, in seconds at the size it asks for. */
+        double gpus =
+            (double)c->wj[x].ntasks * (double)c->wj[x].task_gpu / AL_GPU_MILLI;
+
+        ran = gpus > 0 && xb->attained > 0 ? xb->attained / gpus : 0;
+        left = (double)job_runtime(c, xb);
+        if (left < OVERRUN_FACTOR * ran)
+            left = OVERRUN_FACTOR * ran;
+        return left > (double)job_runtime(c, jb);
+    }
     ran = (double)(c->s->now - xb->start_time);
     left = (double)job_runtime(c, xb) - ran;
     if (left < OVERRUN_FACTOR * ran)

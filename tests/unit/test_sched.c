@@ -3296,10 +3296,11 @@ service_level_order(void)
 }
 
 /*
- * Un-starting a job this cycle started costs nothing, so the room goes to
- * the job with less service: as service_level_order with preemption on,
- * ran expected shorter (30 min) than fresh (3 h) comes first in the order,
- * and yields to fresh.  Thresholds that do not ascend are refused.
+ * Un-starting a job this cycle started costs nothing, so only its earlier
+ * runs count: as service_level_order with preemption on, ran (2 GPUs, 2 h
+ * in an earlier run, 30 min by its estimate) comes first in the order and
+ * yields to fresh (3 h): having run 2 h, it counts as running on for at
+ * least 2.25 x 2 h.  Thresholds that do not ascend are refused.
  */
 static void
 service_level_yield(void)
@@ -3314,7 +3315,7 @@ service_level_yield(void)
     snap_place(s, run, 0, 0, 0x3F);
     ran = snap_job(s, q, 1, 2);
     snap_job_ref(s, ran)->estimate = 1800;
-    snap_job_ref(s, ran)->attained = 1200;
+    snap_job_ref(s, ran)->attained = 2 * 2 * 3600;
     fresh = snap_job(s, q, 1, 2);
     snap_job_ref(s, fresh)->estimate = 3 * 3600;
     snap_set_now(s, 100);
@@ -3323,6 +3324,13 @@ service_level_yield(void)
     ASSERT_STARTED(r, fresh, 1);
     ASSERT_NOT_STARTED(r, ran);
     ASSERT_EQ(r->reasons[ran].code, AL_WHY_YIELDED);
+    al_result_destroy(r);
+
+    /* 10 min before: the shorter keeps it. */
+    snap_job_ref(s, ran)->attained = 2 * 600;
+    r = snap_run(s);
+    ASSERT_STARTED(r, ran, 1);
+    ASSERT_NOT_STARTED(r, fresh);
     al_result_destroy(r);
 
     /* Both fresh: the shorter keeps it. */
@@ -3351,8 +3359,8 @@ service_level_yield(void)
  * Service preemption: a job that never ran evicts a running job of its
  * own queue and priority class that has had more service, when the
  * running job is expected to run on for longer than the new job's runtime
- * plus twice its current run, or when it has run more than twice the new
- * job's expected runtime.  One node of 4 GPUs, all held by long
+ * plus twice its current run, or when it has run more than four times the
+ * new job's expected runtime.  One node of 4 GPUs, all held by long
  * (4 GPUs, estimate 10 h, running for 30 min: 7200 GPU-s, level 2); short
  * waits (1 GPU, estimate 10 min).
  */
@@ -3389,8 +3397,8 @@ service_preempt(void)
     al_result_destroy(r);
     snap_config(s)->service_levels[0] = 1;
 
-    /* Near its end it stays: what it has left counts as at least 2.5 x
-     * 30 min = 75 min, not above 20 min + 2 x 30 min. */
+    /* Near its end it stays: what it has left counts as at least 2.25 x
+     * 30 min, not above 20 min + 2 x 30 min. */
     snap_job_ref(s, lng)->estimate = 4200;
     snap_job_ref(s, shrt)->estimate = 1200;
     r = snap_run(s);
@@ -3398,9 +3406,10 @@ service_preempt(void)
     ASSERT_NOT_STARTED(r, shrt);
     al_result_destroy(r);
 
-    /* A job that has run more than twice the newcomer's runtime yields
-     * whatever its estimate says: 75 min > 10 min + 2 x 30 min. */
-    snap_job_ref(s, shrt)->estimate = 600;
+    /* A job that has run more than four times the newcomer's runtime
+     * yields whatever its estimate says: 2.25 x 30 min > 5 min + 2 x 30
+     * min. */
+    snap_job_ref(s, shrt)->estimate = 300;
     r = snap_run(s);
     ASSERT(res_find(r, lng, AL_DEC_EVICT) != NULL);
     ASSERT_STARTED(r, shrt, 1);
