@@ -338,14 +338,17 @@ typedef struct al_config {
      * the first 0 (all 0: off).  A job's service level is the number of
      * thresholds its attained service (al_job_t.attained plus the current
      * run, GPU-seconds) has reached.  Inside a priority class a job of a
-     * lower level comes first in its queue's order, before the critical
-     * path and the expected runtime, and may preempt (cfg.preempt) a
-     * preemptible running job of its queue at a higher level, as a higher
-     * priority class would.  It bounds what a wrong estimate costs: a
-     * long job that passed for short drops behind the new jobs once it
-     * has had its threshold's worth of service, whatever its estimate
-     * says, and shortest-expected-runtime-first orders the jobs of one
-     * level.  Thresholds that are negative or not ascending make
+     * lower level comes first in its queue's order among jobs of the same
+     * expected runtime (to the minute), and may preempt (cfg.preempt) a
+     * preemptible running job of its queue at a higher level when that
+     * pays: when the running job's estimate less three times its current
+     * run exceeds the newcomer's expected runtime, or when it has run more
+     * than four times that runtime (a job that ran long is likely long,
+     * whatever its estimate says).  A job a cycle started yields the same
+     * way to one with less service, its earlier runs counting.  This
+     * bounds what a wrong estimate costs: shortest expected runtime first
+     * orders the jobs, and a long job that passed for short yields to new
+     * short jobs once it has run long.  Thresholds that are negative or not ascending make
      * al_sched_run() fail with AL_EINVAL. */
     int64_t service_levels[AL_MAX_SERVICE_LEVELS];
 } al_config_t;
@@ -355,7 +358,9 @@ typedef struct al_config {
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
  * 2 h, no workload profile, lookahead_depth 8 with no horizon and
- * lookahead_hold off, and the graph's order on (ignore_deps off). */
+ * lookahead_hold off, the graph's order on (ignore_deps off), and service
+ * levels at 1, 3600 and 36000 GPU-seconds (never ran, under a GPU-hour,
+ * under ten, more). */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */
