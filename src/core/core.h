@@ -348,8 +348,8 @@ typedef struct al_config {
      * way to one with less service, its earlier runs counting.  This
      * bounds what a wrong estimate costs: shortest expected runtime first
      * orders the jobs, and a long job that passed for short yields to new
-     * short jobs once it has run long.  Thresholds that are negative or not ascending make
-     * al_sched_run() fail with AL_EINVAL. */
+     * short jobs once it has run long.  Thresholds that are negative or not
+     * ascending make al_sched_run() fail with AL_EINVAL. */
     int64_t service_levels[AL_MAX_SERVICE_LEVELS];
 } al_config_t;
 
