@@ -20,6 +20,7 @@
 typedef struct args {
     const char *trace, *filter_queue, *cluster, *gpu_model, *queues_file;
     const char *queues_from, *policy, *report, *timeseries, *title;
+    const char *levels;
     const char *tiresias, *seeds, *jobs_csv, *pack, *order;
     const char *dag;
     int64_t nodes, gpus_per_node, nodes_per_rack, cpus_per_node, mem_gib;
@@ -201,6 +202,13 @@ static const al_opt_t options[] = {
       .help =
           "also run a cycle every S seconds while jobs pend (default 0: only "
           "on events)" },
+    { .name = "--service-levels",
+      .kind = AL_OPT_STR,
+      .off = A(levels),
+      .arg = "A[,B..]|off",
+      .help = "the allot policy's attained-service thresholds in "
+              "GPU-seconds (least attained service first inside a queue; "
+              "up to 4), or off (default: the core's)" },
     { .name = "--tiresias-thresholds",
       .kind = AL_OPT_STR,
       .off = A(tiresias),
@@ -337,6 +345,33 @@ parse_thresholds(const char *list, al_sim_opts_t *o)
         p = *end ? end + 1 : end;
     }
     o->ntiresias = n;
+    return 0;
+}
+
+static int
+parse_levels(const char *list, al_sim_opts_t *o)
+{
+    int n = 0;
+    const char *p = list;
+
+    memset(o->service_levels, 0, sizeof(o->service_levels));
+    o->service_levels_set = true;
+    if (strcmp(list, "off") == 0)
+        return 0;
+    while (*p) {
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || v <= 0 || n == 4 ||
+            (n > 0 && v <= o->service_levels[n - 1])) {
+            fprintf(stderr,
+                    "allot sim: --service-levels: expected off or up to 4 "
+                    "increasing positive integers, got '%s'\n",
+                    list);
+            return -1;
+        }
+        o->service_levels[n++] = v;
+        p = *end ? end + 1 : end;
+    }
     return 0;
 }
 
@@ -522,6 +557,8 @@ check_args(const args_t *a, al_sim_opts_t *o, al_policy_t *pols, int *npol)
         o->nqueues = (int)a->queues;
     }
     if (a->tiresias && parse_thresholds(a->tiresias, o) < 0)
+        return 2;
+    if (a->levels && parse_levels(a->levels, o) < 0)
         return 2;
     *npol = parse_policies(a->policy, pols, 16);
     if (*npol < 0)

@@ -34,11 +34,12 @@
 /* ------------------------------------------------------------------ */
 /* Limits                                                             */
 
-#define AL_GPU_MILLI 1000    /* milli-GPUs in one whole device */
-#define AL_MAX_DEVICES 64    /* devices per node (a 64-bit mask) */
-#define AL_MAX_TOPO_LEVELS 4 /* topology levels above the node */
-#define AL_NRES 3            /* resources with quotas: gpu, cpu, mem */
-#define AL_UNLIMITED (-1)    /* a quota limit meaning "no limit" */
+#define AL_GPU_MILLI 1000       /* milli-GPUs in one whole device */
+#define AL_MAX_DEVICES 64       /* devices per node (a 64-bit mask) */
+#define AL_MAX_TOPO_LEVELS 4    /* topology levels above the node */
+#define AL_NRES 3               /* resources with quotas: gpu, cpu, mem */
+#define AL_UNLIMITED (-1)       /* a quota limit meaning "no limit" */
+#define AL_MAX_SERVICE_LEVELS 4 /* thresholds of attained service */
 
 /* Resource indices into the AL_NRES-sized arrays. */
 enum { AL_RES_GPU = 0, AL_RES_CPU = 1, AL_RES_MEM = 2 };
@@ -209,6 +210,11 @@ typedef struct al_job {
     int64_t time_limit;    /* seconds, 0 = none */
     int64_t estimate;      /* expected runtime in seconds, 0 = unknown */
     int64_t min_runtime;   /* may not be preempted before running this long */
+    /* Service the job received in its earlier runs (before a requeue), in
+     * GPU-seconds (one whole GPU for one second is 1), kept by the shell;
+     * 0 for a job that never ran.  The core adds the current run of a
+     * running job itself; see al_config_t.service_levels. */
+    double attained;
     al_dep_state_t dep_state;
     int ndeps; /* jobs this one runs after (for critical-path ordering) */
     const al_dep_t *deps;
@@ -345,6 +351,24 @@ typedef struct al_config {
     int64_t lookahead_horizon;
     bool lookahead_hold;
     bool ignore_deps;
+    /* Least attained service first (after Tiresias, Gu et al., NSDI '19):
+     * thresholds of attained service in GPU-seconds, ascending, ended by
+     * the first 0 (all 0: off).  A job's service level is the number of
+     * thresholds its attained service (al_job_t.attained plus the current
+     * run, GPU-seconds) has reached.  Inside a priority class a job of a
+     * lower level comes first in its queue's order among jobs of the same
+     * expected runtime (to the minute), and may preempt (cfg.preempt) a
+     * preemptible running job of its queue at a higher level when that
+     * pays: when the running job's estimate less three times its current
+     * run exceeds the newcomer's expected runtime, or when it has run more
+     * than four times that runtime (a job that ran long is likely long,
+     * whatever its estimate says).  A job a cycle started yields the same
+     * way to one with less service, its earlier runs counting.  This
+     * bounds what a wrong estimate costs: shortest expected runtime first
+     * orders the jobs, and a long job that passed for short yields to new
+     * short jobs once it has run long.  Thresholds that are negative or not
+     * ascending make al_sched_run() fail with AL_EINVAL. */
+    int64_t service_levels[AL_MAX_SERVICE_LEVELS];
 } al_config_t;
 
 /* Fills *cfg with the defaults: bin-packing, no topology levels,
@@ -352,7 +376,9 @@ typedef struct al_config {
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
  * 2 h, no workload profile, lookahead_depth 8 with no horizon and
- * lookahead_hold off, and the graph's order on (ignore_deps off). */
+ * lookahead_hold off, the graph's order on (ignore_deps off), and service
+ * levels at 1, 3600 and 36000 GPU-seconds (never ran, under a GPU-hour,
+ * under ten, more). */
 void al_config_default(al_config_t *cfg);
 
 /* ------------------------------------------------------------------ */

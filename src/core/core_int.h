@@ -130,8 +130,9 @@ typedef struct wqueue {
     int64_t *model_alloc;  /* parallel to queue->model_quotas */
     int64_t *model_nonpre; /* the non-preemptible part of model_alloc */
     int64_t reclaim_fail;  /* smallest GPU size whose reclaim failed, or 0 */
-    int min_prio; /* lowest priority of its preemptible running or started
-                     jobs (never raised within a cycle), INT_MAX if none */
+    int64_t min_rank; /* lowest rank (wjob_t.rank) of its preemptible running
+                         or started jobs (never raised within a cycle),
+                         INT64_MAX if none */
 } wqueue_t;
 
 enum {
@@ -160,6 +161,10 @@ typedef struct wjob {
     int64_t cpu, mem;
     int64_t held;       /* running: milli-GPUs its placements hold */
     int64_t held_extra; /* running: the part held by tasks past min_tasks */
+    /* Standing for preemption inside its queue: the priority class, then
+     * the service level (lower level, higher rank); see al__job_rank(). */
+    int64_t rank;
+    int32_t level; /* service level (al_config_t.service_levels) */
 } wjob_t;
 
 /* Sort keys: three unsigned words compared in order, then the index. */
@@ -422,6 +427,9 @@ void al__heap_push(al_cycle_t *c, qheap_t *hp, int32_t q);
 void al__heap_pop(al_cycle_t *c, qheap_t *hp);
 /* Re-keys queue q after its allocation changed, and re-places it. */
 void al__heap_fix(al_cycle_t *c, qheap_t *hp, int32_t q);
+/* Sets job j's service level and rank (wjob_t.level, .rank) from its
+ * attained service; task_gpu must be set. */
+void al__job_rank(al_cycle_t *c, int32_t j);
 /* The candidates in allocation order (per queue slices), into *order. */
 int al__build_order(al_cycle_t *c, skey_t **order, size_t *norder);
 int64_t al__response_ratio(const al_cycle_t *c, const al_job_t *jb,

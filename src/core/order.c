@@ -3,10 +3,10 @@
  * queues (a heap), and the order of candidates inside a queue.
  *
  * Owns: al__skey_sort (radix sort of skey_t), al__share_ratio, the queue
- * heap (al__heap_push, al__heap_pop, al__heap_fix),
- * al__build_order, al__response_ratio.  Calls: only the inline helpers of
- * core_int.h.  Called by reclaim.c (share ratio), reserve.c and dag.c
- * (sort) and pass.c.
+ * heap (al__heap_push, al__heap_pop, al__heap_fix), al__build_order,
+ * al__job_rank (service levels), al__response_ratio.  Calls: only the
+ * inline helpers of core_int.h.  Called by reclaim.c (share ratio),
+ * reserve.c and dag.c (sort) and pass.c.
  */
 #include <string.h>
 
@@ -221,12 +221,32 @@ al__heap_fix(al_cycle_t *c, qheap_t *hp, int32_t q)
 /* ------------------------------------------------------------------ */
 /* Job order                                                          */
 
-/* A time as 47 bits that sort as it does (clamped at +-2^46 s, some two
- * million years). */
-static uint64_t
-bias47(int64_t v)
+/* Attained service: what the job had before, plus its current run at the
+ * size it holds now.  Service levels count the thresholds it reached. */
+void
+al__job_rank(al_cycle_t *c, int32_t j)
 {
-    const int64_t half = (int64_t)1 << 46;
+    const al_job_t *jb = &c->s->jobs[j];
+    double att = jb->attained > 0 && jb->attained < 1e300 ? jb->attained : 0;
+    int32_t level = 0;
+
+    if (jb->state == AL_JOB_RUNNING && c->s->now > jb->start_time)
+        att += (double)(c->s->now - jb->start_time) * (double)jb->ntasks *
+               (double)c->wj[j].task_gpu / AL_GPU_MILLI;
+    while (level < AL_MAX_SERVICE_LEVELS && c->cfg.service_levels[level] > 0 &&
+           att >= (double)c->cfg.service_levels[level])
+        level++;
+    c->wj[j].level = level;
+    c->wj[j].rank = (int64_t)jb->priority * (AL_MAX_SERVICE_LEVELS + 1) +
+                    (AL_MAX_SERVICE_LEVELS - level);
+}
+
+/* A time as 44 bits that sort as it does (clamped at +-2^43 s, some
+ * 270,000 years). */
+static uint64_t
+bias44(int64_t v)
+{
+    const int64_t half = (int64_t)1 << 43;
 
     if (v < -half)
         v = -half;
@@ -249,8 +269,8 @@ runtime_minutes(const al_cycle_t *c, const al_job_t *jb)
 }
 
 /* Builds the candidates' order: per queue (or one global list), priority
- * class, critical path, expected runtime (short_first), waiting time,
- * submit time, id. */
+ * class, critical path, expected runtime (short_first), service level
+ * (least attained service first), waiting time, submit time, id. */
 int
 al__build_order(al_cycle_t *c, skey_t **orderp, size_t *norder)
 {
@@ -266,7 +286,7 @@ al__build_order(al_cycle_t *c, skey_t **orderp, size_t *norder)
     for (j = 0; j < c->nj; j++) {
         const al_job_t *jb = &c->s->jobs[j];
         skey_t *k;
-        uint64_t q, prio, crit;
+        uint64_t q, prio, crit, level;
 
         if (jb->state == AL_JOB_RUNNING)
             continue;
@@ -293,13 +313,15 @@ al__build_order(al_cycle_t *c, skey_t **orderp, size_t *norder)
         crit =
             (uint64_t)(0xFFFFFFF -
                        (c->wj[j].crit > 0xFFFFFFF ? 0xFFFFFFF : c->wj[j].crit));
+        level = (uint64_t)c->wj[j].level & 7;
         k = &order[n++];
         k->k[0] = q << 44 | prio << 28 | crit;
-        /* Expected runtime in minutes (short_first), then waiting since
-         * (earlier first: aging), then submit time. */
+        /* Expected runtime in minutes (short_first), then service level
+         * (least attained service first), then waiting since (earlier
+         * first: aging), then submit time. */
         k->k[1] =
-            runtime_minutes(c, jb) << 47 |
-            bias47(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
+            runtime_minutes(c, jb) << 47 | level << 44 |
+            bias44(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
         /* Submit time as an offset from the waiting time: the same
          * order for ties, and all zero (no sort pass) in the usual case
          * where a job waits since it was submitted. */

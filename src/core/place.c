@@ -412,8 +412,8 @@ al__record_start(al_cycle_t *c, int32_t j, int32_t ntasks, bool lent,
     c->wj[j].ntasks = ntasks;
     c->wj[j].flags |= JF_STARTED | (lent ? JF_LENT : 0);
     if (c->s->jobs[j].preemptible &&
-        c->s->jobs[j].priority < c->wq[c->s->jobs[j].queue].min_prio)
-        c->wq[c->s->jobs[j].queue].min_prio = c->s->jobs[j].priority;
+        c->wj[j].rank < c->wq[c->s->jobs[j].queue].min_rank)
+        c->wq[c->s->jobs[j].queue].min_rank = c->wj[j].rank;
     c->wj[j].for_job = d.for_job;
     return al__vec_push(c, &c->decisions, &d);
 }

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "core_int.h"
-
 /* Evicts job x (all its tasks) for the sake of job `for_job`. */
 int
 al__evict(al_cycle_t *c, int32_t x, int32_t for_job, al_evict_why_t why)
@@ -138,6 +137,8 @@ keeps_quota(const al_cycle_t *c, int32_t a, int64_t take)
     return small - take >= (before < deserved ? before : deserved);
 }
 
+static bool outranks(const al_cycle_t *c, int32_t j, int32_t x);
+
 /* May running job x be evicted (or shed) so that job j can start? */
 static bool
 victim_ok(al_cycle_t *c, int32_t j, int32_t x, bool shed_only)
@@ -158,7 +159,7 @@ victim_ok(al_cycle_t *c, int32_t j, int32_t x, bool shed_only)
         if (shed_only || (w->flags & JF_RECLAIMER))
             return false;
         if (xb->queue == jb->queue)
-            return c->cfg.preempt && xb->priority < jb->priority;
+            return c->cfg.preempt && outranks(c, j, x);
         return c->cfg.reclaim && !c->cfg.ignore_queues &&
                (double)c->wq[xb->queue].alloc[AL_RES_GPU] >
                    c->wq[xb->queue].fair[AL_RES_GPU] + 0.5;
@@ -168,7 +169,7 @@ victim_ok(al_cycle_t *c, int32_t j, int32_t x, bool shed_only)
     if (c->s->now - xb->start_time < xb->min_runtime)
         return false; /* shedding loses work too */
     if (xb->queue == jb->queue)
-        return c->cfg.preempt && xb->priority < jb->priority;
+        return c->cfg.preempt && outranks(c, j, x);
     if (!c->cfg.reclaim || c->cfg.ignore_queues)
         return false;
     /* Lent capacity goes back to anyone who needs it. */
@@ -221,6 +222,58 @@ progress(const al_cycle_t *c, int32_t x)
     return c->s->now - since;
 }
 
+/*
+ * Service preemption: x has less claim than j inside their queue (x's rank
+ * is lower) and evicting it pays.  A lower priority class always yields.
+ * In one class, x at a higher service level (al_config_t.service_levels)
+ * yields only when what it is expected still to run exceeds j's expected
+ * runtime plus RUN_WEIGHT times its current run.  Evicting x for j shrinks
+ * the sum of completion times by about x's remaining time less j's runtime
+ * and less the work x redoes; the weight charges the whole run, not only
+ * the progress since the last checkpoint, because a long run is also GPU
+ * time the others waited for, and a job evicted near its end is the most
+ * expensive eviction there is.  What x is expected still to run is its
+ * expected runtime less its current run, but at least OVERRUN_FACTOR times
+ * that run: a job past its estimate has proved the estimate wrong, and a
+ * heavy-tailed job that ran for t typically runs on for about as long again
+ * or more.  With the two constants (chosen on the ITP traces,
+ * docs/scheduling.md) x yields when its estimate less three times its run
+ * exceeds j's runtime, or when it has run more than four times j's
+ * runtime.  Un-starting a job this cycle started loses nothing, so there
+ * the run is 0 and its earlier runs stand for what it proved.
+ */
+#define RUN_WEIGHT 2.0
+#define OVERRUN_FACTOR 2.25
+
+static bool
+outranks(const al_cycle_t *c, int32_t j, int32_t x)
+{
+    const al_job_t *jb = &c->s->jobs[j], *xb = &c->s->jobs[x];
+    double ran, left;
+
+    if (c->wj[x].rank >= c->wj[j].rank)
+        return false;
+    if (xb->priority < jb->priority)
+        return true;
+    if (c->wj[x].flags & JF_STARTED) {
+        /* Un-starting loses nothing: what counts is how long it ran
+         * before, in seconds at the size it asks for. */
+        double gpus =
+            (double)c->wj[x].ntasks * (double)c->wj[x].task_gpu / AL_GPU_MILLI;
+
+        ran = gpus > 0 && xb->attained > 0 ? xb->attained / gpus : 0;
+        left = (double)job_runtime(c, xb);
+        if (left < OVERRUN_FACTOR * ran)
+            left = OVERRUN_FACTOR * ran;
+        return left > (double)job_runtime(c, jb);
+    }
+    ran = (double)(c->s->now - xb->start_time);
+    left = (double)job_runtime(c, xb) - ran;
+    if (left < OVERRUN_FACTOR * ran)
+        left = OVERRUN_FACTOR * ran;
+    return left > (double)job_runtime(c, jb) + RUN_WEIGHT * ran;
+}
+
 /* Cost key: lowest priority, most over-share queue, least progress lost. */
 static void
 victim_key(const al_cycle_t *c, victim_t *v)
@@ -237,7 +290,9 @@ victim_key(const al_cycle_t *c, victim_t *v)
     v->key.k[0] =
         ((uint64_t)((c->wj[v->job].flags & JF_STARTED) ? 0 : 1) << 63) |
         ((uint64_t)(v->shed ? 0 : 1) << 62) |
-        ((uint64_t)(uint32_t)(xb->priority + 0x40000000) << 20);
+        ((uint64_t)(c->wj[v->job].rank + ((int64_t)1 << 40)) &
+         (((uint64_t)1 << 42) - 1))
+            << 20;
     v->key.k[1] = UINT64_MAX - rk;
     v->key.k[2] = bias(progress(c, v->job));
     v->key.idx = v->job;
@@ -727,8 +782,8 @@ al__reclaim_one(al_cycle_t *c, int32_t j, bool *started)
     if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
         return 0;
     cross = c->cfg.reclaim && may_reclaim(c, j);
-    /* Preemption needs a preemptible job of lower priority in the queue. */
-    if (!cross && (!c->cfg.preempt || jb->priority <= w->min_prio))
+    /* Preemption needs a preemptible job of lower rank in the queue. */
+    if (!cross && (!c->cfg.preempt || c->wj[j].rank <= w->min_rank))
         return 0;
     if (c->vs == NULL) {
         c->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));

@@ -33,6 +33,10 @@ al_config_default(al_config_t *cfg)
     cfg->starve_after = (int64_t)2 * 3600;
     cfg->short_first = true;
     cfg->lookahead_depth = 8;
+    /* Never ran; under a GPU-hour; under ten GPU-hours; more. */
+    cfg->service_levels[0] = 1;
+    cfg->service_levels[1] = 3600;
+    cfg->service_levels[2] = 36000;
 }
 
 int64_t
@@ -97,6 +101,16 @@ check_profile(const al_snapshot_t *snap, const al_config_t *cfg, char **cause)
 {
     int i;
 
+    for (i = 0; i < AL_MAX_SERVICE_LEVELS; i++) {
+        int64_t v = cfg->service_levels[i];
+
+        if (v < 0 || (i > 0 && v > 0 && v <= cfg->service_levels[i - 1]) ||
+            (i > 0 && v > 0 && cfg->service_levels[i - 1] == 0)) {
+            set_cause(snap, cause,
+                      "config: service level %lld: bad threshold %lld", i, v);
+            return AL_EINVAL;
+        }
+    }
     if (cfg->nprofile < 0 || (cfg->nprofile > 0 && cfg->profile == NULL)) {
         set_cause(snap, cause,
                   "config: bad workload profile (%lld shapes, array %lld)",
@@ -272,7 +286,7 @@ setup_queues(al_cycle_t *c, char **cause)
         w->valid = true;
         w->heap_pos = NIL;
         w->usage = 0;
-        w->min_prio = INT_MAX;
+        w->min_rank = INT64_MAX;
         if (qq->parent >= 0)
             c->wq[qq->parent].leaf = false;
         if (qq->nmodel_quotas > 0) {
@@ -316,8 +330,8 @@ take_running(al_cycle_t *c, int32_t j, int32_t *count, char **cause)
     wjob_t *w = &c->wj[j];
 
     w->flags = JF_RUNNING | (jb->lent ? JF_LENT : 0);
-    if (jb->preemptible && jb->priority < c->wq[jb->queue].min_prio)
-        c->wq[jb->queue].min_prio = jb->priority;
+    if (jb->preemptible && w->rank < c->wq[jb->queue].min_rank)
+        c->wq[jb->queue].min_rank = w->rank;
     w->ntasks = jb->ntasks;
     for (int32_t t = 0; t < jb->ntasks; t++) {
         if (!valid_placement(c, jb, &jb->placement[t])) {
@@ -395,6 +409,7 @@ setup_jobs(al_cycle_t *c, char **cause)
         else if (r->gpu_mem > 0 && maxdevmem > 0)
             w->task_gpu =
                 (r->gpu_mem * AL_GPU_MILLI + maxdevmem - 1) / maxdevmem;
+        al__job_rank(c, j);
         if (jb->state == AL_JOB_RUNNING &&
             (rc = take_running(c, j, count, cause)) != 0)
             return rc;

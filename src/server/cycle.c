@@ -225,6 +225,7 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, al_dep_state_t ds,
     al__elastic_snap(j, s);
     s->submit_time = j->submit_ms / 1000;
     s->eligible_time = j->eligible_ms / 1000;
+    s->attained = j->attained;
     s->time_limit = j->time_limit;
     /* Whole seconds from a start in ms: one more when the start was
      * inside a second, so that a job is never a victim before it ran its

@@ -85,6 +85,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         j->signal);
     if (j->gpu_model != NULL)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
+    if (j->attained > 0)
+        json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
     al__pools_job_doc(j, o);
     al__elastic_doc(j, o);
     al__pipeline_doc(j, o);
@@ -201,6 +203,13 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->end_ms = al_json_int(o, "end_ms", 0);
     j->eligible_ms = al_json_int(o, "eligible_ms", j->submit_ms);
     j->restart_count = (int)al_json_int(o, "restart_count", 0);
+    {
+        json_t *att = json_object_get(o, "attained_gpu_s");
+        double v = json_is_number(att) ? json_number_value(att) : 0;
+
+        /* Bad values from the store count as none. */
+        j->attained = v > 0 && v < 1e15 ? v : 0;
+    }
     json_int_t mp = al_json_int(o, "master_port", 0);
     j->master_port = mp > 0 && mp < 65536 ? (int32_t)mp : 0;
     j->exit_code = (int)al_json_int(o, "exit_code", 0);

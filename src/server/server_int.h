@@ -209,6 +209,9 @@ typedef struct al__job {
     al__jstate_t state;
     int64_t submit_ms, start_ms, end_ms, eligible_ms;
     int restart_count;
+    /* GPU-seconds of service in its runs before the current one (requeued
+     * by preemption or a lost node): the core's al_job_t.attained. */
+    double attained;
     int exit_code; /* first non-zero task exit, or 0 */
     int signal;
     /* How it ended, or why it waits when why_valid is false (a queue that

@@ -181,11 +181,21 @@ void
 al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
                 const char *detail)
 {
+    int64_t now = al_clock_ms();
+
     mark_nodes_changed(ctl, j);
+    /* The run it loses still counts as service it had: least attained
+     * service first (al_config_t.service_levels) keeps it behind jobs
+     * that had less. */
+    if (j->start_ms > 0 && now > j->start_ms)
+        j->attained += (double)(now - j->start_ms) / 1000.0 *
+                       (double)j->ntasks *
+                       (j->gpus > 0 ? (double)j->gpus
+                                    : (double)j->gpu_milli / AL_GPU_MILLI);
     free(j->tasks);
     j->tasks = NULL;
     j->restart_count++;
-    j->eligible_ms = al_clock_ms();
+    j->eligible_ms = now;
     j->start_ms = 0;
     al__ctl_set_state(ctl, j, JS_PENDING, event, detail);
 }

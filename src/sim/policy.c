@@ -25,6 +25,7 @@ cfg_allot(al_config_t *cfg)
 static void
 cfg_fifo(al_config_t *cfg)
 {
+    memset(cfg->service_levels, 0, sizeof(cfg->service_levels));
     cfg->strict_order = true;
     cfg->reserve_depth = 0;
     cfg->reclaim = false;
@@ -37,6 +38,7 @@ cfg_fifo(al_config_t *cfg)
 static void
 cfg_static(al_config_t *cfg)
 {
+    memset(cfg->service_levels, 0, sizeof(cfg->service_levels));
     /* How most GPU clusters are run today: a fixed split, first come first
      * served inside each part, and the anti-starvation allot had before
      * it learnt shortest-first (oldest first after 12 h). */
@@ -49,6 +51,7 @@ cfg_static(al_config_t *cfg)
 static void
 cfg_backfill(al_config_t *cfg)
 {
+    memset(cfg->service_levels, 0, sizeof(cfg->service_levels));
     cfg->ignore_queues = true;
     if (cfg->reserve_depth < 1)
         cfg->reserve_depth = 1;
@@ -61,6 +64,7 @@ cfg_backfill(al_config_t *cfg)
 static void
 cfg_tiresias(al_config_t *cfg)
 {
+    memset(cfg->service_levels, 0, sizeof(cfg->service_levels));
     /* One queue (the core preempts only inside a queue, and not at all with
      * ignore_queues), priority levels from attained service; a job of a
      * higher level preempts lower ones.  Tiresias has no reservations. */
@@ -76,6 +80,7 @@ cfg_tiresias(al_config_t *cfg)
 static void
 cfg_sjf(al_config_t *cfg)
 {
+    memset(cfg->service_levels, 0, sizeof(cfg->service_levels));
     cfg->ignore_queues = true;
     cfg->reclaim = false;
     cfg->preempt = false;

@@ -378,6 +378,9 @@ al__sim_init(sim_t *s, const al_trace_t *trace, const al_cluster_t *cluster,
         s->cfg.pack = (al_pack_t)opts->pack;
     if (opts->short_first >= 0)
         s->cfg.short_first = opts->short_first != 0;
+    if (opts->service_levels_set && opts->policy == AL_POLICY_ALLOT)
+        memcpy(s->cfg.service_levels, opts->service_levels,
+               sizeof(s->cfg.service_levels));
     s->cfg.nprofile = opts->nprofile;
     s->cfg.profile = opts->profile;
     s->njobs = trace->njobs;

@@ -247,6 +247,10 @@ typedef struct al_sim_opts {
     int64_t tick;    /* extra cycle period while work pends, 0 off */
     double tiresias_thresholds[4]; /* attained GPU-seconds per level */
     int ntiresias;
+    /* The allot policy's al_config_t.service_levels when
+     * service_levels_set (all 0: off); otherwise the core's default. */
+    int64_t service_levels[4];
+    bool service_levels_set;
     FILE *timeseries; /* when not NULL, CSV rows are written here */
     bool progress;    /* progress line on stderr */
     bool no_timing;   /* write 0 for wall-clock figures (reproducible) */

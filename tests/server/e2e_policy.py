@@ -358,7 +358,8 @@ def scenario_min_runtime(c):
     """A queue's min_runtime holds a victim back until it passes: a train
     job borrowing the node is reclaimed by a queue within its quota only
     once it has run 6 s; the job shows its minimum; the class's setting
-    (--min-runtime) counts too; bad values are refused."""
+    (--min-runtime) counts too; the lost run counts as attained service;
+    bad values are refused."""
     c.start_server("--min-runtime", "inference=30")
     c.start_agent("n1", "4xH100-80GB")
     c.cli("queue", "set", "borrow", "--min-runtime", "6")
@@ -373,6 +374,10 @@ def scenario_min_runtime(c):
     after, ev = evicted_after(c, v)
     print("  reclaimed after %.1f s (%s)" % (after, ev))
     check(after >= 6, "the victim ran its minimum first: %.1f s" % after)
+    # The run it lost counts as service it had (least attained service
+    # first): 4 GPUs for at least 6 s.
+    att = c.job(v).get("attained_gpu_s", 0)
+    check(24 <= att < 4 * 120, "attained service of the victim: %r" % att)
     check(queue(c, "borrow")["min_runtime"] == 6, "queue shows min_runtime")
     row = [ln for ln in c.cli("queues").stdout.splitlines()
            if ln.startswith("borrow ")][-1]

@@ -88,17 +88,30 @@ check "queue filter keeps 4 nlp jobs" $?
 # Order inside a queue, by hand: one GPU; a (100 s) runs from 0; b (1000 s,
 # submitted at 1) and c (10 s, at 2) wait.  First come first served: b
 # 100-1100, c 1100-1110, JCTs 100, 1099, 1108, average 769.  Shortest first
-# (allot's default): c 100-110, b 110-1110, JCTs 100, 1109, 108, average 439.
+# without service levels: c 100-110, b 110-1110, JCTs 100, 1109, 108,
+# average 439.  allot's default also lets c evict a, which ran 2 s of its
+# 200 s estimate: without a restart's cost, c 2-12, a 12-112, b 112-1112,
+# JCTs 112, 1111, 10, average 411; paying the default 60 s to restart, a
+# 12-172 and b 172-1172, average 451 (here the eviction does not pay).
 printf '%s\n' 'job_id,submit_time_s,duration_s,num_gpus,num_cpus,user,queue,status' \
     'a,0,100,1,,u,q,' 'b,1,1000,1,,u,q,' 'c,2,10,1,,u,q,' >"$TMP/ord.csv"
 order_jct() {
     "$ALLOT" sim --trace "$TMP/ord.csv" --nodes 1 --gpus-per-node 1 \
         --no-timing --quiet --json "$@" | grep -o '"avg_jct_s":[0-9.]*' | head -1
 }
-check "shortest first by default (avg JCT 439 s)" \
-    $([ "$(order_jct)" = '"avg_jct_s":439.0' ]; echo $?)
+check "service levels by default, restarts free (avg JCT 411 s)" \
+    $([ "$(order_jct --restart-overhead 0)" = '"avg_jct_s":411.0' ]; echo $?)
+check "service levels by default, restarts at 60 s (avg JCT 451 s)" \
+    $([ "$(order_jct)" = '"avg_jct_s":451.0' ]; echo $?)
+check "shortest first without levels (avg JCT 439 s)" \
+    $([ "$(order_jct --service-levels off)" = '"avg_jct_s":439.0' ]; echo $?)
+"$ALLOT" sim --trace "$TMP/ord.csv" --nodes 1 --service-levels 5,4 \
+    2>"$TMP/err" >/dev/null
+check "--service-levels 5,4 exits 2" $([ $? -eq 2 ]; echo $?)
+grep -q "\-\-service-levels: expected off or up to 4" "$TMP/err"
+check "--service-levels 5,4 says why" $?
 check "--order fifo: first come first served (769 s)" \
-    $([ "$(order_jct --order fifo)" = '"avg_jct_s":769.0' ]; echo $?)
+    $([ "$(order_jct --order fifo --service-levels off)" = '"avg_jct_s":769.0' ]; echo $?)
 check "--order short on a baseline (fifo policy: 439 s)" \
     $([ "$(order_jct --policy fifo --order short)" = '"avg_jct_s":439.0' ]; echo $?)
 

@@ -64,6 +64,8 @@ run(const char *text, al_sim_dag_t dag)
     al_sim_opts_default(&o);
     o.estimate_factor = 1;
     o.dag = dag;
+    /* The scenarios are about the graph: no service preemption. */
+    o.service_levels_set = true;
     al_sim_result_t *r = NULL;
     if (al_sim_run(t, c, &o, &r, &cause) != 0) {
         fprintf(stderr, "  run: %s\n", cause ? cause : "?");

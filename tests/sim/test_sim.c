@@ -255,14 +255,15 @@ test_cluster_and_queues_files(void)
 
 /*
  * Two jobs, one GPU.  a: submit 0, runs 100 s; b: submit 10, runs 50 s.
- * b waits for a: starts at 100, ends at 150.  JCTs 100 and 140, avg 120;
+ * b waits for a (the baselines; allot: test_service_levels): starts at
+ * 100, ends at 150.  JCTs 100 and 140, avg 120;
  * queueing 0 and 90.  The GPU is busy 150 of 150 s.
  */
 static void
 test_two_jobs_one_gpu(void)
 {
-    static const al_policy_t pols[] = { AL_POLICY_ALLOT, AL_POLICY_FIFO,
-                                        AL_POLICY_BACKFILL, AL_POLICY_STATIC };
+    static const al_policy_t pols[] = { AL_POLICY_FIFO, AL_POLICY_BACKFILL,
+                                        AL_POLICY_STATIC };
     for (size_t k = 0; k < sizeof(pols) / sizeof(pols[0]); k++) {
         al_sim_summary_t s;
         al_sim_result_t *r = run(HEADER "a,0,100,1,,,,\nb,10,50,1,,,,\n", 1, 1,
@@ -279,6 +280,41 @@ test_two_jobs_one_gpu(void)
         ASSERT_NEAR(s.wastage_ratio, 0, 1e-9);
         done(r);
     }
+}
+
+/*
+ * allot's service levels, as two_jobs_one_gpu: at 10 a has run 10 s of its
+ * 200 s estimate, so b (estimate 100 s, never ran) evicts it (190 s left >
+ * 100 s + 2 x 10 s): b 10-60, a again 60-160 (the 10 s since its start
+ * lost).  JCTs 160 and 50.  Without levels b waits as for the baselines.
+ * Restarts cost nothing here (the order is what is tested; the cost has
+ * tests of its own).
+ */
+static void
+test_service_levels(void)
+{
+    al_trace_t *t = trace(HEADER "a,0,100,1,,,,\nb,10,50,1,,,,\n");
+    al_cluster_t *c = al_cluster_homogeneous(1, 1, NULL, 0, 96, 1024);
+    for (int off = 0; off < 2 && t != NULL && c != NULL; off++) {
+        al_sim_opts_t o;
+        al_sim_opts_default(&o);
+        o.service_levels_set = off != 0;
+        o.restart_overhead = 0;
+        al_sim_result_t *r = NULL;
+        char *cause = NULL;
+        if (al_sim_run(t, c, &o, &r, &cause) != 0) {
+            fprintf(stderr, "  run failed: %s\n", cause ? cause : "?");
+            free(cause);
+            failed_asserts++;
+            continue;
+        }
+        ASSERT_INT(jct(r, 0), ==, off ? 100 : 160);
+        ASSERT_INT(jct(r, 1), ==, off ? 140 : 50);
+        ASSERT_INT(r->jobs[0].preemptions, ==, off ? 0 : 1);
+        al_sim_result_destroy(r);
+    }
+    al_cluster_destroy(c);
+    al_trace_destroy(t);
 }
 
 /*
@@ -863,6 +899,7 @@ test_estimate_noise_order(void)
     o.qmode = AL_QMODE_HASH;
     o.nqueues = 1;
     o.estimate_noise = 2;
+    o.service_levels_set = true; /* the order alone: no levels */
     uint64_t seed = 0;
     for (uint64_t k = 1; k < 1000 && seed == 0; k++) {
         o.estimate_seed = k;
@@ -943,6 +980,7 @@ static const struct test {
     { "trace_errors", test_trace_errors },
     { "cluster_and_queues_files", test_cluster_and_queues_files },
     { "two_jobs_one_gpu", test_two_jobs_one_gpu },
+    { "service_levels", test_service_levels },
     { "backfill", test_backfill },
     { "reclaim_checkpoint", test_reclaim_checkpoint },
     { "elastic", test_elastic },

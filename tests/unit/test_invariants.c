@@ -937,6 +937,35 @@ deserved_want(const al_snapshot_t *s, const al_result_t *r, int q)
  */
 static bool lax_models;
 
+/* Job j's service level (al_config_t.service_levels), from its attained
+ * service, the current run included. */
+static int
+service_level(const al_snapshot_t *s, const al_job_t *j)
+{
+    double att = j->attained > 0 ? j->attained : 0;
+    int level = 0;
+    al_config_t def;
+    const al_config_t *cfg = s->config;
+
+    if (cfg == NULL) {
+        al_config_default(&def);
+        cfg = &def;
+    }
+    if (j->state == AL_JOB_RUNNING && s->now > j->start_time) {
+        int64_t task = al_request_gpu_milli(&j->req);
+
+        /* A fraction by memory alone: the share its placement holds. */
+        if (task == 0 && j->req.gpu_mem > 0 && j->ntasks > 0)
+            task = j->placement[0].gpu_milli;
+        att += (double)(s->now - j->start_time) * (double)j->ntasks *
+               (double)task / AL_GPU_MILLI;
+    }
+    while (level < AL_MAX_SERVICE_LEVELS && cfg->service_levels[level] > 0 &&
+           att >= (double)cfg->service_levels[level])
+        level++;
+    return level;
+}
+
 static bool
 check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
 {
@@ -1096,11 +1125,15 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
             if (d->why == AL_EVICT_PREEMPT) {
                 const al_job_t *f = &s->jobs[d->for_job];
 
-                CHECK(c, f->queue == j->queue && f->priority > j->priority,
-                      "job %d (queue %d, prio %d) preempted for job %d "
-                      "(queue %d, prio %d)",
-                      d->job, j->queue, j->priority, d->for_job, f->queue,
-                      f->priority);
+                CHECK(c,
+                      f->queue == j->queue &&
+                          (f->priority > j->priority ||
+                           (f->priority == j->priority &&
+                            service_level(s, f) < service_level(s, j))),
+                      "job %d (queue %d, prio %d, level %d) preempted for job "
+                      "%d (queue %d, prio %d, level %d)",
+                      d->job, j->queue, j->priority, service_level(s, j),
+                      d->for_job, f->queue, f->priority, service_level(s, f));
             } else if (d->why == AL_EVICT_RECLAIM) {
                 int fq = s->jobs[d->for_job].queue, t0, t;
                 int64_t g = 0;

@@ -99,6 +99,10 @@ config_defaults(void)
     ASSERT_GE(c.ntopo_levels, 0);
     ASSERT(c.short_first);
     ASSERT_EQ(c.starve_after, 2 * 3600);
+    ASSERT_EQ(c.service_levels[0], 1);
+    ASSERT_EQ(c.service_levels[1], 3600);
+    ASSERT_EQ(c.service_levels[2], 36000);
+    ASSERT_EQ(c.service_levels[3], 0);
 }
 
 static void
@@ -3249,6 +3253,178 @@ short_first_order(void)
 }
 
 /*
+ * Service levels: of two jobs with the same expected runtime (to the
+ * minute), the one with less attained service goes first, even when the
+ * other waits longer.  One node of 8 with 2 GPUs free; ran (2 GPUs, 20
+ * GPU-minutes in an earlier run, the oldest) and fresh (2 GPUs, never ran).
+ */
+static void
+service_level_order(void)
+{
+    snap_t *s = scenario();
+    int q, run, ran, fresh;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    run = snap_job_build(s, q, 1, 6);
+    snap_place(s, run, 0, 0, 0x3F);
+    ran = snap_job(s, q, 1, 2);
+    snap_job_ref(s, ran)->estimate = 1800;
+    snap_job_ref(s, ran)->attained = 1200;
+    fresh = snap_job(s, q, 1, 2);
+    snap_job_ref(s, fresh)->estimate = 1810;
+    snap_set_now(s, 100);
+    snap_config(s)->reserve_depth = 0;
+    /* The order alone (no preemption, which would also take the room from
+     * a job this cycle started for one with less service). */
+    snap_config(s)->preempt = false;
+    r = snap_run(s);
+    ASSERT_STARTED(r, fresh, 1);
+    ASSERT_NOT_STARTED(r, ran);
+    al_result_destroy(r);
+
+    /* Levels off: the oldest first. */
+    memset(snap_config(s)->service_levels, 0,
+           sizeof(snap_config(s)->service_levels));
+    r = snap_run(s);
+    ASSERT_STARTED(r, ran, 1);
+    ASSERT_NOT_STARTED(r, fresh);
+    al_result_destroy(r);
+
+    snap_destroy(s);
+}
+
+/*
+ * Un-starting a job this cycle started costs nothing, so only its earlier
+ * runs count: as service_level_order with preemption on, ran (2 GPUs, 2 h
+ * in an earlier run, 30 min by its estimate) comes first in the order and
+ * yields to fresh (3 h): having run 2 h, it counts as running on for at
+ * least 2.25 x 2 h.  Thresholds that do not ascend are refused.
+ */
+static void
+service_level_yield(void)
+{
+    snap_t *s = scenario();
+    int q, run, ran, fresh;
+    al_result_t *r = NULL;
+
+    snap_node(s, "n0", 8);
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    run = snap_job_build(s, q, 1, 6);
+    snap_place(s, run, 0, 0, 0x3F);
+    ran = snap_job(s, q, 1, 2);
+    snap_job_ref(s, ran)->estimate = 1800;
+    snap_job_ref(s, ran)->attained = 2 * 2 * 3600;
+    fresh = snap_job(s, q, 1, 2);
+    snap_job_ref(s, fresh)->estimate = 3 * 3600;
+    snap_set_now(s, 100);
+    snap_config(s)->reserve_depth = 0;
+    r = snap_run(s);
+    ASSERT_STARTED(r, fresh, 1);
+    ASSERT_NOT_STARTED(r, ran);
+    ASSERT_EQ(r->reasons[ran].code, AL_WHY_YIELDED);
+    al_result_destroy(r);
+
+    /* 10 min before: the shorter keeps it. */
+    snap_job_ref(s, ran)->attained = 2 * 600;
+    r = snap_run(s);
+    ASSERT_STARTED(r, ran, 1);
+    ASSERT_NOT_STARTED(r, fresh);
+    al_result_destroy(r);
+
+    /* Both fresh: the shorter keeps it. */
+    snap_job_ref(s, ran)->attained = 0;
+    r = snap_run(s);
+    ASSERT_STARTED(r, ran, 1);
+    ASSERT_NOT_STARTED(r, fresh);
+    al_result_destroy(r);
+
+    snap_config(s)->service_levels[1] = 3600;
+    snap_config(s)->service_levels[2] = 600;
+    r = NULL;
+    ASSERT_EQ(al_sched_run(snap_get(s), &r, NULL), AL_EINVAL);
+    ASSERT(r == NULL);
+    snap_config(s)->service_levels[2] = 0;
+    snap_config(s)->service_levels[3] = 7200;
+    ASSERT_EQ(al_sched_run(snap_get(s), &r, NULL), AL_EINVAL);
+    snap_config(s)->service_levels[3] = 0;
+    snap_config(s)->service_levels[0] = -1;
+    ASSERT_EQ(al_sched_run(snap_get(s), &r, NULL), AL_EINVAL);
+    ASSERT(r == NULL);
+    snap_destroy(s);
+}
+
+/*
+ * Service preemption: a job that never ran evicts a running job of its
+ * own queue and priority class that has had more service, when the
+ * running job is expected to run on for longer than the new job's runtime
+ * plus twice its current run, or when it has run more than four times the
+ * new job's expected runtime.  One node of 4 GPUs, all held by long
+ * (4 GPUs, estimate 10 h, running for 30 min: 7200 GPU-s, level 2); short
+ * waits (1 GPU, estimate 10 min).
+ */
+static void
+service_preempt(void)
+{
+    snap_t *s = scenario();
+    int q, lng, shrt;
+    al_result_t *r;
+    const al_decision_t *d;
+
+    snap_node(s, "n0", 4);
+    q = snap_queue(s, "q", -1, 4000, 1, AL_UNLIMITED);
+    lng = snap_job(s, q, 1, 4);
+    snap_job_ref(s, lng)->estimate = 10 * 3600;
+    snap_place(s, lng, 10000 - 1800, 0, 0xF);
+    shrt = snap_job(s, q, 1, 1);
+    snap_job_ref(s, shrt)->estimate = 600;
+    snap_set_now(s, 10000);
+    r = snap_run(s);
+    d = res_find(r, lng, AL_DEC_EVICT);
+    ASSERT(d != NULL);
+    ASSERT_EQ(d->why, AL_EVICT_PREEMPT);
+    ASSERT_EQ(d->for_job, shrt);
+    ASSERT(d->requeue);
+    ASSERT_STARTED(r, shrt, 1);
+    al_result_destroy(r);
+
+    /* Levels off: one class, no preemption. */
+    memset(snap_config(s)->service_levels, 0,
+           sizeof(snap_config(s)->service_levels));
+    r = snap_run(s);
+    ASSERT_EQ(r->ndecisions, 0);
+    al_result_destroy(r);
+    snap_config(s)->service_levels[0] = 1;
+
+    /* Near its end it stays: what it has left counts as at least 2.25 x
+     * 30 min, not above 20 min + 2 x 30 min. */
+    snap_job_ref(s, lng)->estimate = 4200;
+    snap_job_ref(s, shrt)->estimate = 1200;
+    r = snap_run(s);
+    ASSERT_EQ(r->ndecisions, 0);
+    ASSERT_NOT_STARTED(r, shrt);
+    al_result_destroy(r);
+
+    /* A job that has run more than four times the newcomer's runtime
+     * yields whatever its estimate says: 2.25 x 30 min > 5 min + 2 x 30
+     * min. */
+    snap_job_ref(s, shrt)->estimate = 300;
+    r = snap_run(s);
+    ASSERT(res_find(r, lng, AL_DEC_EVICT) != NULL);
+    ASSERT_STARTED(r, shrt, 1);
+    al_result_destroy(r);
+
+    /* A job with as much service as the victim's level does not evict. */
+    snap_job_ref(s, lng)->estimate = 10 * 3600;
+    snap_job_ref(s, shrt)->attained = 7200;
+    r = snap_run(s);
+    ASSERT_EQ(r->ndecisions, 0);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
  * With short_first, the jobs past starve_after go by response ratio
  * (waited + runtime) / runtime, the runtime counted as at least
  * starve_after (2 h here), not oldest first.  As starving_job_first, with
@@ -3574,6 +3750,9 @@ const al_test_t test_sched[] = {
     { "pack_frag_bad_profile", pack_frag_bad_profile },
     { "config_defaults", config_defaults },
     { "short_first_order", short_first_order },
+    { "service_level_order", service_level_order },
+    { "service_preempt", service_preempt },
+    { "service_level_yield", service_level_yield },
     { "starving_response_ratio", starving_response_ratio },
     { "usage_decay", usage_decay },
     { "request_gpu_milli", request_gpu_milli },
