@@ -126,6 +126,10 @@ static const struct {
     { "fairshare_put", "INSERT OR REPLACE INTO fairshare(queue, milli_gpu_s,"
                        " t_ms) VALUES(?1, ?2, ?3)" },
     { "fairshare_all", "SELECT queue, milli_gpu_s, t_ms FROM fairshare" },
+    /* consolidate.c's moves since ?1 (wall ms): its budget on a start. */
+    { "moves_since", "SELECT job_id, time_ms FROM job_events"
+                     " WHERE event = 'moved' AND time_ms >= CAST(?1 AS"
+                     " INTEGER)" },
     { "events_count", "SELECT count(*) FROM (SELECT seq FROM job_events"
                       " ORDER BY seq DESC LIMIT CAST(?1 AS INTEGER) + 1)"
                       " AS t" },
