@@ -47,7 +47,8 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
     if (dash != NULL) {
         char *e;
         long gb = strtol(dash + 1, &e, 10);
-        if (e != dash + 1 && gb > 0 &&
+        /* Beyond 1 PiB a device it is no size (and would overflow). */
+        if (e != dash + 1 && gb > 0 && gb <= (1L << 20) &&
             (strcmp(e, "GB") == 0 || strcmp(e, "G") == 0))
             mem = (int64_t)gb << 30;
     }
