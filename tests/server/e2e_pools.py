@@ -555,6 +555,36 @@ def scenario_nvlink(c):
           "body nvlink yes: %s %s" % (s, b))
 
 
+def scenario_dev_nvlink(c):
+    """allot dev --fake-gpus 8xH100-80GB/nvl4: its node reports two NVLink
+    domains, and a job that requires one domain of 5 GPUs says it never
+    fits while a 4-GPU one runs inside one domain."""
+    p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0",
+                          "--fake-gpus", "8xH100-80GB/nvl4"],
+                         stdout=subprocess.PIPE,
+                         stderr=open(os.path.join(c.root, "dev.log"), "wb"),
+                         env=c.env, start_new_session=True)
+    c.procs.append(p)
+    line = p.stdout.readline().decode()
+    check(line.startswith("allot dev: ready at "), "dev is up: %r" % line)
+    nodes = json.loads(c.cli("nodes", "--json").stdout)
+    nodes = nodes["nodes"] if isinstance(nodes, dict) else nodes
+    doms = [g["nvlink"] for g in nodes[0]["gpus"]]
+    check(doms == [0, 0, 0, 0, 1, 1, 1, 1], "allot dev's domains: %s" % doms)
+    big = c.submit("--nvlink", "required", "--gpus", "5", "--", "true")
+    four = c.submit("--nvlink", "required", "--gpus", "4", "--", "sleep",
+                    "300")
+    wait_for(lambda: "no node has an NVLink domain of 5 GPUs" in
+             (json.loads(c.cli("show", "--json", str(big)).stdout)
+              .get("reason") or ""), 15, "the 5-GPU job's reason")
+    wait_for(lambda: json.loads(c.cli("show", "--json", str(four)).stdout)
+             ["state"] == "running", 15, "the 4-GPU job to run")
+    got = json.loads(c.cli("show", "--json", str(four)).stdout)
+    gpus = got["placement"][0]["gpus"]
+    check(len({g // 4 for g in gpus}) == 1, "inside one domain: %s" % gpus)
+    c.cli("cancel", str(four), str(big))
+
+
 def scenario_topology_required(c):
     """--topology required: a gang that no rack holds waits with the
     reason rather than span racks (preferred, it spans them), and runs
@@ -588,6 +618,7 @@ def scenario_topology_required(c):
 SCENARIOS = {
     "nvlink": scenario_nvlink,
     "topology_required": scenario_topology_required,
+    "dev_nvlink": scenario_dev_nvlink,
     "consolidate": scenario_consolidate,
     "consolidate_domain": scenario_consolidate_domain,
     "consolidate_budget": scenario_consolidate_budget,
