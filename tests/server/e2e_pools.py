@@ -555,6 +555,45 @@ def scenario_nvlink(c):
           "body nvlink yes: %s %s" % (s, b))
 
 
+def scenario_consolidate_nvlink(c):
+    """Consolidation frees an NVLink domain for a job that requires one:
+    on n1 (two emulated domains of 4) a job that does not checkpoint holds
+    three GPUs of domain 0 and a checkpointing 1-GPU job one of domain 1,
+    so a 4-GPU job with --nvlink required waits though four GPUs are free;
+    the pass moves the checkpointing job to domain 0's free GPU and the
+    waiting job runs inside domain 1; the move's reason names both."""
+    c.start_server("--consolidate", "1", "--consolidate-moves", "2")
+    c.start_agent("n1", "8xH100-80GB/nvl4", extra=["--cpus", "16"])
+
+    def run(*args):
+        j = c.submit(*args)
+        return j, c.wait_state(j, "running")["placement"][0]["gpus"]
+
+    def cancel(j):
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled")
+    # Fillers steer the placements (each task takes the tightest domain).
+    f1, _ = run("--gpus", "4", "--", "sleep", "300")
+    k, pk = run("--checkpointing", "--gpus", "1", "--", "sleep", "300")
+    f2, _ = run("--gpus", "3", "--", "sleep", "300")
+    cancel(f1)
+    x, px = run("--gpus", "3", "--", "sleep", "300")
+    cancel(f2)
+    check({g // 4 for g in px} == {0} and pk[0] // 4 == 1,
+          "x in domain 0, k in domain 1: %s %s" % (px, pk))
+    r = c.submit("--nvlink", "required", "--gpus", "4", "--", "sleep", "300")
+    pr = c.wait_state(r, "running", timeout=20)["placement"][0]
+    check(pr["node"] == "n1" and sorted(pr["gpus"]) == [4, 5, 6, 7],
+          "r runs in n1's domain 1: %s" % pr)
+    m = c.wait_state(k, "running")
+    check(m["restart_count"] == 1 and m["placement"][0]["gpus"] == [3],
+          "k moved to GPU 3: %s" % m["placement"])
+    ev = [e for e in m["history"] if e["event"] == "moved"]
+    check(len(ev) == 1 and "out of NVLink domain 1 on node n1" in
+          ev[0]["detail"] and "for job %d" % r in ev[0]["detail"],
+          "the move's reason: %s" % m["history"])
+
+
 def scenario_dev_nvlink(c):
     """allot dev --fake-gpus 8xH100-80GB/nvl4: its node reports two NVLink
     domains, and a job that requires one domain of 5 GPUs says it never
@@ -619,6 +658,7 @@ SCENARIOS = {
     "nvlink": scenario_nvlink,
     "topology_required": scenario_topology_required,
     "dev_nvlink": scenario_dev_nvlink,
+    "consolidate_nvlink": scenario_consolidate_nvlink,
     "consolidate": scenario_consolidate,
     "consolidate_domain": scenario_consolidate_domain,
     "consolidate_budget": scenario_consolidate_budget,
