@@ -16,20 +16,39 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
     char *end;
     long n = strtol(spec, &end, 10);
     const char *model = end + 1;
-    if (end == spec || (*end != 'x' && *end != 'X') || n < 0 ||
-        n > AL_PLATFORM_MAX_GPUS || *model == '\0' ||
-        strlen(model) >= sizeof info->gpus[0].model) {
-        *cause = al_xasprintf("--fake-gpus wants COUNTxMODEL (at most %d "
-                              "devices), e.g. 8xH100-80GB, not '%s'",
+    /* "/nvlK": NVLink domains of K devices each (the last may hold
+     * fewer); without it, one domain for all. */
+    const char *slash = *end != '\0' ? strchr(model, '/') : NULL;
+    size_t mlen = slash != NULL ? (size_t)(slash - model) : strlen(model);
+    long per = n;
+    bool ok = end != spec && (*end == 'x' || *end == 'X') && n >= 0 &&
+              n <= AL_PLATFORM_MAX_GPUS && mlen > 0 &&
+              mlen < sizeof info->gpus[0].model;
+    if (ok && slash != NULL) {
+        char *e;
+        ok = strncmp(slash, "/nvl", 4) == 0 && slash[4] >= '1' &&
+             slash[4] <= '9';
+        per = ok ? strtol(slash + 4, &e, 10) : 0;
+        ok = ok && *e == '\0' && per >= 1 && per <= AL_PLATFORM_MAX_GPUS;
+    }
+    if (!ok) {
+        *cause = al_xasprintf("--fake-gpus wants COUNTxMODEL[/nvlK] (at "
+                              "most %d devices; K devices per NVLink "
+                              "domain), e.g. 8xH100-80GB or "
+                              "8xH100-80GB/nvl4, not '%s'",
                               AL_PLATFORM_MAX_GPUS, spec);
         return AL_EINVAL;
     }
     int64_t mem = (int64_t)16 << 30;
-    const char *dash = strrchr(model, '-');
+    char name[sizeof info->gpus[0].model];
+    memcpy(name, model, mlen);
+    name[mlen] = '\0';
+    const char *dash = strrchr(name, '-');
     if (dash != NULL) {
         char *e;
         long gb = strtol(dash + 1, &e, 10);
-        if (e != dash + 1 && gb > 0 &&
+        /* Beyond 1 PiB a device it is no size (and would overflow). */
+        if (e != dash + 1 && gb > 0 && gb <= (1L << 20) &&
             (strcmp(e, "GB") == 0 || strcmp(e, "G") == 0))
             mem = (int64_t)gb << 30;
     }
@@ -39,10 +58,10 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
     for (int i = 0; i < info->ngpus; i++) {
         al_gpu_info_t *g = &info->gpus[i];
         snprintf(g->uuid, sizeof g->uuid, "GPU-emulated-%.60s-%d", node, i);
-        snprintf(g->model, sizeof g->model, "%s", model);
+        snprintf(g->model, sizeof g->model, "%s", name);
         g->mem_bytes = mem;
         g->numa = i < info->ngpus / 2 ? 0 : 1;
-        g->nvlink = 0;
+        g->nvlink = per > 0 ? (int)(i / per) : 0;
     }
     return 0;
 }

@@ -72,11 +72,13 @@ int al_platform_subreaper(void);
 /* Releases what al_platform_probe() kept open (NVML). */
 void al_platform_close(al_platform_info_t *info);
 
-/* Replaces the GPUs of *info by emulated ones described by spec, "NxMODEL"
- * where MODEL may end in "-<size>GB" giving each device's memory (default
- * 16 GB): "8xH100-80GB".  Devices 0..N/2-1 sit on NUMA node 0, the rest on
- * 1; all share NVLink domain 0.  node names the UUIDs.  Returns 0, or
- * AL_EINVAL with a message in *cause (caller frees). */
+/* Replaces the GPUs of *info by emulated ones described by spec,
+ * "NxMODEL[/nvlK]" where MODEL may end in "-<size>GB" giving each device's
+ * memory (default 16 GB): "8xH100-80GB".  Devices 0..N/2-1 sit on NUMA
+ * node 0, the rest on 1; all share NVLink domain 0, or with "/nvlK"
+ * device i is in domain i / K ("8xH100-80GB/nvl4": two domains of 4).
+ * node names the UUIDs.  Returns 0, or AL_EINVAL with a message in *cause
+ * (caller frees) and *info untouched. */
 int al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
                           const char *node, char **cause);
 

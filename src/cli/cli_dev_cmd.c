@@ -47,9 +47,9 @@ static const al_opt_t dev_opts[] = {
     { .name = "--fake-gpus",
       .kind = AL_OPT_STR,
       .off = D(fake),
-      .arg = "NxMODEL",
-      .help =
-          "emulated GPUs (default: those NVML finds, else " DEV_FAKE_GPUS ")",
+      .arg = "NxMODEL[/nvlK]",
+      .help = "emulated GPUs, K per NVLink domain with /nvlK (default: "
+              "those NVML finds, else " DEV_FAKE_GPUS ")",
       .flags = AL_OPT_BRIEF },
     { .name = "--name",
       .kind = AL_OPT_STR,

@@ -416,6 +416,12 @@ al_cli_show(int argc, char **argv)
         printf("%-10s %s\n", "pool", al_json_str(j, "pool", ""));
     if (al_json_str(j, "constraint", NULL) != NULL)
         printf("%-10s %s\n", "constraint", al_json_str(j, "constraint", ""));
+    if (al_json_str(j, "nvlink", NULL) != NULL)
+        printf("%-10s %s (each task in one NVLink domain)\n", "nvlink",
+               al_json_str(j, "nvlink", ""));
+    if (al_json_str(j, "topology", NULL) != NULL)
+        printf("%-10s %s (the gang in one topology domain)\n", "topology",
+               al_json_str(j, "topology", ""));
     long long minrt = al_json_int(j, "min_runtime", 0);
     if (minrt > 0)
         printf("%-10s %lld s (not preempted before)\n", "min runtime", minrt);

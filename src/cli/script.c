@@ -119,6 +119,17 @@ place_flags(json_t *body, const al_req_flags_t *f)
         free(canon);
         json_object_set_new(body, "constraint", json_string(f->constraint));
     }
+    const char *const modes[][2] = { { "nvlink", f->nvlink },
+                                     { "topology", f->topology } };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+        const char *m = modes[i][1];
+        if (m == NULL)
+            continue;
+        if (strcmp(m, "required") != 0 && strcmp(m, "preferred") != 0)
+            return i == 0 ? "--nvlink wants required or preferred"
+                          : "--topology wants required or preferred";
+        json_object_set_new(body, modes[i][0], json_string(m));
+    }
     return NULL;
 }
 
@@ -285,6 +296,20 @@ static const al_opt_t submit_opts[] = {
       .arg = "L,...",
       .help = "run only on nodes with these labels (ib, rack=r1: all of "
               "them; KEY alone: any value but no/false/0)" },
+    { .name = "--nvlink",
+      .kind = AL_OPT_STR,
+      .off = O(f.nvlink),
+      .arg = "MODE",
+      .help = "required: each task's GPUs inside one NVLink domain of its "
+              "node, or wait; preferred (the default): span domains when "
+              "none holds them" },
+    { .name = "--topology",
+      .kind = AL_OPT_STR,
+      .off = O(f.topology),
+      .arg = "MODE",
+      .help = "required: a gang's tasks inside one domain of the "
+              "controller's innermost topology level (a rack), or wait; "
+              "preferred (the default): span them when none holds it" },
     { .name = "--gpu-mem",
       .kind = AL_OPT_STR,
       .off = O(f.gpu_mem),
@@ -428,6 +453,8 @@ al_script_merge(al_submit_args_t *to, const al_submit_args_t *from)
     TAKE(f.image);
     TAKE(f.gpu_mem);
     TAKE(f.retry);
+    TAKE(f.nvlink);
+    TAKE(f.topology);
 #undef TAKE
     to->queue = from->queue ? from->queue : to->queue;
     to->name = from->name ? from->name : to->name;

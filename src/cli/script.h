@@ -23,6 +23,8 @@ typedef struct al_req_flags {
     const char *image;      /* the container image to run in */
     const char *gpu_mem;    /* part of one GPU by its memory, "20G" */
     const char *retry;      /* runs again after a failure, "2" */
+    const char *nvlink;     /* "required": each task in one NVLink domain */
+    const char *topology;   /* "required": the gang in one rack (or level) */
 } al_req_flags_t;
 
 /* Everything `allot submit` takes, from the command line or from a

@@ -344,6 +344,11 @@ al__place_init(al_cycle_t *c)
 
             if (nd->ndevices > gr->max_dev)
                 gr->max_dev = nd->ndevices;
+            for (d = 0; d < w->ndom; d++)
+                if (popcount64(c->dom_masks[w->dom_off + d]) > gr->max_dom)
+                    gr->max_dom = popcount64(c->dom_masks[w->dom_off + d]);
+            if (w->ndom == 0 && nd->ndevices > gr->max_dom)
+                gr->max_dom = nd->ndevices;
             if (nd->cpu_milli > gr->max_cpu)
                 gr->max_cpu = nd->cpu_milli;
             if (nd->mem_bytes > gr->max_mem)
@@ -758,6 +763,21 @@ al__undo_to(al_cycle_t *c, size_t mark)
 
 /* ------------------------------------------------------------------ */
 /* Devices inside one node                                            */
+
+/* Whether the devices of mask lie inside one domain of node w (a node
+ * without domains is one). */
+bool
+al__one_domain(const al_cycle_t *c, const wnode_t *w, uint64_t mask)
+{
+    int k;
+
+    if (w->ndom == 0)
+        return true;
+    for (k = 0; k < w->ndom; k++)
+        if ((mask & ~c->dom_masks[w->dom_off + k]) == 0)
+            return true;
+    return false;
+}
 
 /* Picks g devices from avail on node w, preferring one NVLink/NUMA domain
  * that fits them most tightly, so that larger domains stay whole. */

@@ -163,6 +163,11 @@ typedef struct al_request {
      * (the node's label has that value) or "key" (the node has the label
      * with a value other than "no", "false" or "0"); all must hold. */
     const char *constraint;
+    /* The whole GPUs of each task come from one NVLink domain of its node
+     * (NUMA node when the node reports no NVLink domains; the whole node
+     * when it reports neither), or the task waits; false: one domain is
+     * only preferred, and a task spans domains when none holds it. */
+    bool one_domain;
 } al_request_t;
 
 /* Placement of one task. */

@@ -101,6 +101,7 @@ typedef struct wgroup {
     int32_t *bucket; /* heads by free device count, 0..AL_MAX_DEVICES */
     int32_t shared_head;
     int32_t max_dev;
+    int32_t max_dom; /* devices of the largest domain of one node */
     int64_t max_cpu, max_mem;
     int64_t total_dev;
     int64_t free_dev; /* free unheld devices of ready nodes */
@@ -466,6 +467,7 @@ int al__job_mark(al_cycle_t *c, int32_t job);
 void al__undo_to(al_cycle_t *c, size_t mark);
 uint64_t al__pick_devices(const al_cycle_t *c, const wnode_t *w, uint64_t avail,
                           int g);
+bool al__one_domain(const al_cycle_t *c, const wnode_t *w, uint64_t mask);
 
 /* ------------------------------------------------------------------ */
 /* frag.c                                                             */

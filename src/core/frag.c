@@ -404,7 +404,8 @@ al__frag_pick(al_cycle_t *c, const al_request_t *req, const int32_t *list,
         if (req->gpus > 0) {
             /* Whole devices: free ones, so each goes from 1000 to 0. */
             p.devices = al__pick_devices(c, w, avail_mask(w), req->gpus);
-            if (p.devices == 0)
+            if (p.devices == 0 ||
+                (req->one_domain && !al__one_domain(c, w, p.devices)))
                 continue;
             after = node_frag(c, &fs, req->gpus, AL_GPU_MILLI, 0, cpu, mem);
             if (frag_better(c, after - before, n, bestd, best)) {

@@ -65,7 +65,8 @@ shape_hash(const al_job_t *jb)
                                (uint64_t)jb->topo_level,
                                (uint64_t)(uintptr_t)jb->req.gpu_model,
                                (uint64_t)(uintptr_t)jb->req.pool,
-                               (uint64_t)(uintptr_t)jb->req.constraint };
+                               (uint64_t)(uintptr_t)jb->req.constraint,
+                               (uint64_t)jb->req.one_domain };
     size_t i;
 
     for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
@@ -117,7 +118,9 @@ blocked_reason(al_cycle_t *c, int32_t j, int64_t f)
     int64_t need =
         (int64_t)jb->min_tasks * (jb->req.gpus > 0 ? jb->req.gpus : 0);
 
-    if (jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1 && f >= need)
+    if (((jb->topo_mode == AL_TOPO_REQUIRED && jb->min_tasks > 1) ||
+         (jb->req.one_domain && jb->req.gpus > 1)) &&
+        f >= need)
         set_reason(c, j, AL_WHY_TOPOLOGY, NIL, NIL, AL_RES_GPU, 0, 0);
     else if (f >= need && need > 0)
         set_reason(c, j, AL_WHY_NO_NODE, NIL, NIL, AL_RES_GPU, f * AL_GPU_MILLI,
@@ -284,6 +287,12 @@ try_place(al_cycle_t *c, pass_t *ps, int32_t j)
             if (started) {
                 c->wj[j].flags &= ~JF_BLOCKED;
                 c->reasons[j].code = AL_WHY_NONE;
+                return 0;
+            }
+            /* The sweep counts a node's free devices, not its domains:
+             * room "now" that no domain has is no reservation. */
+            if (jb->req.one_domain && jb->req.gpus > 1) {
+                set_reason(c, j, AL_WHY_TOPOLOGY, NIL, NIL, AL_RES_GPU, 0, 0);
                 return 0;
             }
         }

@@ -75,7 +75,9 @@ fit_on(const al_cycle_t *c, int32_t n, const al_request_t *req,
     p->node = n;
     if (req->gpus > 0) {
         p->devices = al__pick_devices(c, w, avail_mask(w), req->gpus);
-        return p->devices != 0;
+        /* The pick takes one domain whenever one holds the task. */
+        return p->devices != 0 &&
+               (!req->one_domain || al__one_domain(c, w, p->devices));
     }
     if (is_frac(req)) {
         int32_t left;
@@ -323,7 +325,8 @@ al__ever_fits(al_cycle_t *c, int32_t j, al_reason_code_t *why)
             continue;
         matched = true;
         total += gr->total_dev;
-        if (gr->max_dev >= jb->req.gpus && gr->max_cpu >= jb->req.cpu_milli &&
+        if ((jb->req.one_domain ? gr->max_dom : gr->max_dev) >= jb->req.gpus &&
+            gr->max_cpu >= jb->req.cpu_milli &&
             gr->max_mem >= jb->req.mem_bytes &&
             (jb->req.gpus > 0 || jb->req.gpu_milli == 0 || gr->max_dev > 0))
             node_ok = true;

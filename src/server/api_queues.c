@@ -121,6 +121,13 @@ queue_put(al_ctl_t *ctl, al__req_t *req, bool create)
             return;
         }
     }
+    char *qerr = err == NULL ? al__quota_check(ctl, &q) : NULL;
+    if (qerr != NULL) {
+        al__reply_error(req, 400, "bad_request", "%s", qerr);
+        free(qerr);
+        al__queue_fini(&q);
+        return;
+    }
     if (err != NULL) {
         al__reply_error(req, status,
                         status == 404   ? "not_found"

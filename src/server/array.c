@@ -133,6 +133,8 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->min_tasks = p->min_tasks;
     j->max_tasks = p->max_tasks;
     j->checkpointing = p->checkpointing;
+    j->nvlink_required = p->nvlink_required;
+    j->topology_required = p->topology_required;
     j->retries = p->retries; /* each element runs again on its own */
     j->spec = element_spec(p, k, index);
     j->nafter = p->nafter;

@@ -23,8 +23,10 @@
  * domain and for which job), and the next cycle starts them as the core
  * said.  One candidate per pass.
  *
- * The moves of the last hour are counted in memory: a restarted
- * controller starts its budget afresh.
+ * The moves of the last hour are counted in memory and read back on a
+ * start from the "moved" events of the jobs' history in the store
+ * (al__consolidate_load): a restarted controller, a kill -9 included,
+ * keeps the budget it had spent.
  *
  * May call: the core, state.c (the requeue), common.  cycle.c calls it.
  */
@@ -55,6 +57,48 @@ al__consolidate_fini(al_ctl_t *ctl)
     free(ctl->moves);
     ctl->moves = NULL;
     ctl->nmoves = 0;
+}
+
+static void move_add(al_ctl_t *ctl, const char *q, int64_t now);
+
+typedef struct load_arg {
+    al_ctl_t *ctl;
+    int64_t wall, mono;
+} load_arg_t;
+
+static int
+load_move(void *arg, int ncols, const char *const *cols)
+{
+    load_arg_t *a = arg;
+    if (ncols < 2 || cols[0] == NULL || cols[1] == NULL)
+        return 0;
+    const al__job_t *j =
+        al__ctl_job(a->ctl, (uint64_t)strtoull(cols[0], NULL, 10));
+    int64_t at = strtoll(cols[1], NULL, 10);
+    /* A job no longer kept counts for no queue. */
+    if (j != NULL && at <= a->wall)
+        move_add(a->ctl, j->queue, a->mono - (a->wall - at));
+    return 0;
+}
+
+void
+al__consolidate_load(al_ctl_t *ctl)
+{
+    al__consolidate_fini(ctl);
+    if (ctl->opts.consolidate_s <= 0)
+        return;
+    load_arg_t a = { .ctl = ctl,
+                     .wall = al_clock_ms(),
+                     .mono = al_clock_mono_ms() };
+    char since[32];
+    snprintf(since, sizeof since, "%lld", (long long)(a.wall - HOUR_MS));
+    const char *v[] = { since };
+    if (al__store_read(ctl, "moves_since", 1, v, load_move, &a) != 0)
+        al_error("store: cannot read the last hour's moves; consolidation's "
+                 "budget starts afresh");
+    else if (ctl->nmoves > 0)
+        al_info("consolidation: %zu moves of the last hour read back",
+                ctl->nmoves);
 }
 
 /* Drops the moves older than an hour; counts queue q's. */

@@ -59,6 +59,7 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     if ((rc = al__store_load(ctl, cause)) == 0) {
         al__ctl_index_running(ctl);
         al__fairshare_load(ctl);
+        al__consolidate_load(ctl);
     }
     /* GET /v1/events shows what happened before this start, too. */
     if (rc == 0 && al__store_load_events(ctl, AL_EVENTS_RING) != 0)
@@ -234,6 +235,7 @@ reload(al_ctl_t *ctl)
     }
     al__ctl_index_running(ctl);
     al__fairshare_load(ctl);
+    al__consolidate_load(ctl);
     int64_t now = al_clock_mono_ms();
     for (int i = 0; i < ctl->nnodes; i++)
         ctl->nodes[i].last_seen = now;

@@ -404,9 +404,10 @@ al__queue_from_json(const json_t *o, al__queue_t *q, char **cause)
         double des, w, l;
         if (!num_member(qr, "deserved", 0, &des) ||
             !num_member(qr, "weight", 1.0, &w) ||
-            !num_member(qr, "limit", -1, &l) || des < 0 || w < 0) {
+            !num_member(qr, "limit", -1, &l) || des < 0 || w < 0 ||
+            (l < 0 && l != -1)) {
             *cause = al_xasprintf("quota.%s: deserved and weight must be "
-                                  ">= 0, limit a number (-1: none)",
+                                  ">= 0, limit a number >= 0 (-1: none)",
                                   res_names[r]);
             return AL_EINVAL;
         }

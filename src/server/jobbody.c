@@ -251,7 +251,8 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         "gpu_fraction", "user",       "name",      "gpu_model",
         "hold",         "array",      "sweep",     "dependency",
         "pool",         "constraint", "max_tasks", "checkpointing",
-        "image",        "gpu_mem",    "retries",
+        "image",        "gpu_mem",    "retries",   "nvlink",
+        "topology",
     };
     const char *bad = al__unknown_member(b, keys, sizeof keys / sizeof *keys);
     if (bad != NULL)
@@ -288,7 +289,9 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
     }
     char *pool = NULL, *constraint = NULL;
     int max_tasks = 0, retries = 0;
+    bool nvlink = false, topology = false;
     if ((rc = al__elastic_body(b, r.tasks, &max_tasks, cause)) != 0 ||
+        (rc = al__pools_mode_body(b, &nvlink, &topology, cause)) != 0 ||
         (rc = al__lifecycle_body(b, &retries, cause)) != 0 ||
         (rc = al__pools_job_body(b, &pool, &constraint, cause)) != 0) {
         al__array_free(array);
@@ -341,6 +344,8 @@ al__job_parse(const json_t *b, const char *caller, bool admin, al__job_t **out,
         j->after[i] = (uint64_t)json_integer_value(json_array_get(after, i));
     j->state = al_json_bool(b, "hold", false) ? JS_HELD : JS_PENDING;
     j->checkpointing = al_json_bool(b, "checkpointing", false);
+    j->nvlink_required = nvlink;
+    j->topology_required = topology;
     j->retries = retries;
     j->snap = -1;
     j->array = array;

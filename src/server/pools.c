@@ -246,9 +246,45 @@ al__pools_job_body(const json_t *b, char **pool, char **constraint,
     return 0;
 }
 
+/* Reads member key of b, "required" or "preferred" (the default), into
+ * *required. */
+static int
+mode_body(const json_t *b, const char *key, bool *required, char **cause)
+{
+    const json_t *v = json_object_get(b, key);
+    *required = false;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (json_is_string(v) && strcmp(json_string_value(v), "required") == 0)
+        *required = true;
+    else if (!json_is_string(v) ||
+             strcmp(json_string_value(v), "preferred") != 0)
+        return bad(cause, al_xasprintf("%s must be \"required\" or "
+                                       "\"preferred\"",
+                                       key));
+    return 0;
+}
+
+int
+al__pools_mode_body(const json_t *b, bool *nvlink, bool *topology, char **cause)
+{
+    bool nv, topo;
+    int rc;
+    if ((rc = mode_body(b, "nvlink", &nv, cause)) != 0 ||
+        (rc = mode_body(b, "topology", &topo, cause)) != 0)
+        return rc;
+    *nvlink = nv;
+    *topology = topo;
+    return 0;
+}
+
 void
 al__pools_job_doc(const al__job_t *j, json_t *o)
 {
+    if (j->nvlink_required)
+        json_object_set_new(o, "nvlink", json_string("required"));
+    if (j->topology_required)
+        json_object_set_new(o, "topology", json_string("required"));
     if (j->pool != NULL)
         json_object_set_new(o, "pool", json_string(j->pool));
     if (j->constraint != NULL)
@@ -262,6 +298,10 @@ al__pools_job_read(const json_t *o, al__job_t *j)
     const char *c = al_json_str(o, "constraint", NULL);
     j->pool = p != NULL && p[0] != '\0' ? al_xstrdup(p) : NULL;
     j->constraint = c != NULL && c[0] != '\0' ? al_xstrdup(c) : NULL;
+    const char *nv = al_json_str(o, "nvlink", NULL);
+    const char *topo = al_json_str(o, "topology", NULL);
+    j->nvlink_required = nv != NULL && strcmp(nv, "required") == 0;
+    j->topology_required = topo != NULL && strcmp(topo, "required") == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -320,10 +360,12 @@ al__pools_job_snap(const al__pools_t *p, const al__job_t *j, al_job_t *s)
 {
     s->req.pool = j->pool;
     s->req.constraint = j->constraint;
+    s->req.one_domain = j->nvlink_required;
     /* A gang goes inside one domain of the innermost level when one can
-     * hold it, else across them. */
+     * hold it, else across them (topology "required": else it waits). */
     if (p->ntopo > 0 && (j->ntasks > 1 || j->max_tasks > 1)) {
-        s->topo_mode = AL_TOPO_PREFERRED;
+        s->topo_mode =
+            j->topology_required ? AL_TOPO_REQUIRED : AL_TOPO_PREFERRED;
         s->topo_level = p->ntopo - 1;
     }
 }

@@ -78,8 +78,31 @@ al__job_reason(const al_ctl_t *ctl, const al__job_t *j, char *buf, size_t len)
         snprintf(buf, len,
                  "a dependency can never be satisfied: the job "
                  "can never run (DependencyNeverSatisfied)");
+    else if (j->nvlink_required && j->gpus > 1 && r.code == AL_WHY_TOO_BIG)
+        snprintf(buf, len,
+                 "no node has an NVLink domain of %d GPUs (nvlink required: "
+                 "its GPUs never span domains)",
+                 (int)j->gpus);
+    else if (j->nvlink_required && j->gpus > 1 && r.code == AL_WHY_TOPOLOGY)
+        snprintf(buf, len,
+                 "no NVLink domain of a node has %d free GPUs now (nvlink "
+                 "required: it waits rather than span domains)",
+                 (int)j->gpus);
+    else if (j->topology_required && r.code == AL_WHY_TOPOLOGY)
+        snprintf(buf, len,
+                 "no topology domain can hold all tasks together now "
+                 "(topology required: it waits rather than span them)");
     else
         al_reason_format(&s, &r, buf, len);
+    /* A reservation of a job that keeps to one domain: say why it does
+     * not start now on the devices free elsewhere. */
+    size_t n = strlen(buf);
+    if (r.code == AL_WHY_RESERVED && n < len &&
+        (j->topology_required || (j->nvlink_required && j->gpus > 1)))
+        snprintf(buf + n, len - n,
+                 " (%s required: it waits rather than "
+                 "span domains)",
+                 j->topology_required ? "topology" : "nvlink");
     return buf;
 }
 

@@ -185,6 +185,10 @@ typedef struct al__job {
     int64_t grow_tried_ms;
     /* It saves its progress: consolidate.c may move it. */
     bool checkpointing;
+    /* pools.c: each task's GPUs inside one NVLink domain (nvlink
+     * "required"), the gang inside one domain of the innermost topology
+     * level (topology "required"), or wait; else both only preferred. */
+    bool nvlink_required, topology_required;
     /* lifecycle.c: its tasks stopped (SIGSTOP) with their GPUs kept. */
     bool suspended;
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
@@ -720,8 +724,8 @@ typedef struct al_ctl {
     al__pools_t pools; /* pools.c, from the options */
     /* queuepolicy.c: --min-runtime, seconds by job class. */
     int64_t class_min_runtime[AL_MAX_JCLASSES];
-    /* consolidate.c (memory only): when the last pass ran (monotonic ms),
-     * and the moves of the last hour, by queue. */
+    /* consolidate.c: when the last pass ran (monotonic ms), and the moves
+     * of the last hour, by queue (read back from the store on a start). */
     int64_t consol_last_ms;
     struct al__move *moves;
     size_t nmoves;
@@ -787,6 +791,10 @@ uint64_t al__ctl_first_active(al_ctl_t *ctl);
 /* Puts job j in the table at its id, growing the table as needed. */
 void al__ctl_put_job(al_ctl_t *ctl, al__job_t *j);
 al__queue_t *al__ctl_queue(al_ctl_t *ctl, const char *name);
+/* quotacheck.c: NULL when queue q, created or replacing the queue of its
+ * name, keeps its quotas, its models' and its tree's consistent; else why
+ * not, naming the amounts (caller frees). */
+char *al__quota_check(al_ctl_t *ctl, const al__queue_t *q);
 int al__ctl_node_index(al_ctl_t *ctl, const char *name);
 /* Appends a node (growing ctl->nodes geometrically); its index. */
 int al__ctl_add_node(al_ctl_t *ctl, const al__node_t *n);
@@ -1160,6 +1168,10 @@ void al__pools_node_doc(const al_ctl_t *ctl, const al__node_t *n, json_t *o);
 int al__pools_node_read(const json_t *o, al__node_t *n, char **cause);
 void al__pools_node_fini(al__node_t *n);
 /* A job body's pool and constraint, checked (new strings or NULL). */
+/* A job body's nvlink and topology: "required" or "preferred" (the
+ * default); 0 or AL_EINVAL with *cause, the outputs untouched. */
+int al__pools_mode_body(const json_t *b, bool *nvlink, bool *topology,
+                        char **cause);
 int al__pools_job_body(const json_t *b, char **pool, char **constraint,
                        char **cause);
 void al__pools_job_doc(const al__job_t *j, json_t *o);
@@ -1217,6 +1229,10 @@ int al__lifecycle_suspend(al_ctl_t *ctl, al__job_t *j, bool suspend,
 void al__consolidate(al_ctl_t *ctl, const al_snapshot_t *snap,
                      al__job_t *const *act, const al_result_t *res);
 void al__consolidate_fini(al_ctl_t *ctl);
+/* The moves of the last hour read back from the jobs' "moved" events in
+ * the store (after al__store_load), so that a restart keeps the budget
+ * spent; nothing with consolidation off. */
+void al__consolidate_load(al_ctl_t *ctl);
 
 /* ------------------------------------------------------------------ */
 /* Pipelines: the file (pipefile.c), the fields in documents (pipedoc.c) */

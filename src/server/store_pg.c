@@ -213,6 +213,11 @@ static const struct {
       " signal, open FROM job_steps WHERE job_id >= $1"
       " ORDER BY job_id, run, step",
       1 },
+    /* consolidate.c's moves since $1 (wall ms): its budget on a start. */
+    { "moves_since",
+      "SELECT job_id, time_ms FROM job_events WHERE event = 'moved'"
+      " AND time_ms >= $1::bigint",
+      1 },
     { "events_count",
       "SELECT count(*) FROM (SELECT seq FROM job_events ORDER BY seq DESC"
       " LIMIT $1::bigint + 1) AS t",

@@ -155,6 +155,10 @@ static const struct {
     { "steps_from", "SELECT job_id, run, step, name, tasks, start_ms, end_ms,"
                     " exit_code, signal, open FROM job_steps"
                     " WHERE job_id >= ?1 ORDER BY job_id, run, step" },
+    /* consolidate.c's moves since ?1 (wall ms): its budget on a start. */
+    { "moves_since", "SELECT job_id, time_ms FROM job_events"
+                     " WHERE event = 'moved' AND time_ms >= CAST(?1 AS"
+                     " INTEGER)" },
     { "events_count", "SELECT count(*) FROM (SELECT seq FROM job_events"
                       " ORDER BY seq DESC LIMIT CAST(?1 AS INTEGER) + 1)"
                       " AS t" },

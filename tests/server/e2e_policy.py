@@ -501,7 +501,70 @@ def scenario_lifecycle(c):
     c.wait_state(ctr, "completed")
 
 
+def scenario_quota_check(c):
+    """Quotas checked against each other on allot queue set and the API: a
+    deserved over the limit, models' deserved over the queue's, a model's
+    limit over the queue's, sub-queues' deserved over their parent's (set
+    on a child or on the parent), a negative limit: each a 400 that names
+    the amounts, the queue as it was; consistent quotas are taken."""
+    c.start_server()
+    c.cli("queue", "set", "org", "--deserved", "gpu=8")
+    c.cli("queue", "set", "team-a", "--parent", "org", "--deserved", "gpu=5")
+    c.cli("queue", "set", "team-b", "--parent", "org", "--deserved", "gpu=3",
+          "--limit", "gpu=6")
+    # allot queue set replaces the queue: each line gives all of it.
+    tb = ("team-b", "--parent", "org")
+    for args, want in (
+            (tb + ("--deserved", "gpu=7", "--limit", "gpu=6"),
+             "queue team-b: gpu deserved 7 is over its limit 6"),
+            (tb + ("--deserved", "gpu=4", "--limit", "gpu=6"),
+             "queue team-b: the sub-queues of org would deserve 9 gpu "
+             "together, over org's deserved 8"),
+            (("org", "--deserved", "gpu=6"),
+             "queue org: gpu deserved 6 is under what its sub-queues "
+             "deserve together (8)"),
+            (("team-c", "--parent", "org", "--deserved", "gpu=1"),
+             "the sub-queues of org would deserve 9 gpu together"),
+            (tb + ("--deserved", "gpu=3,gpu.H100-80GB=2,gpu.A100=2",
+                  "--limit", "gpu=6"),
+             "queue team-b: the GPU models' deserved quotas together (4) "
+             "are over the queue's gpu deserved 3"),
+            (tb + ("--deserved", "gpu=3", "--limit",
+                  "gpu=6,gpu.H100-80GB=7"),
+             "queue team-b: gpu.H100-80GB limit 7 is over the queue's gpu "
+             "limit 6"),
+            (tb + ("--deserved", "gpu=3,gpu.H100-80GB=2", "--limit",
+                  "gpu=6,gpu.H100-80GB=1"),
+             "queue team-b: gpu.H100-80GB deserved 2 is over its limit 1")):
+        p = c.cli("queue", "set", *args, ok=False)
+        check(p.returncode != 0 and want in p.stderr,
+              "queue set %s: exit %d %r" % (args, p.returncode, p.stderr))
+    s, b = c.api("PUT", "/v1/queues/team-b",
+                 {"parent": "org", "quota": {"gpu": {"deserved": 1,
+                                                     "limit": -3}}})
+    check(s == 400 and "limit a number >= 0 (-1: none)" in b["message"],
+          "a negative limit: %s %s" % (s, b))
+    s, b = c.api("POST", "/v1/queues",
+                 {"name": "x", "quota": {"cpu": {"deserved": 4,
+                                                 "limit": 2}}})
+    check(s == 400 and "queue x: cpu deserved 4 is over its limit 2" in
+          b["message"], "cpu deserved over limit: %s %s" % (s, b))
+    q = queue(c, "team-b")
+    check(q["quota"]["gpu"]["deserved"] == 3 and
+          q["quota"]["gpu"]["limit"] == 6 and not q.get("model_quotas"),
+          "team-b as it was: %s" % q)
+    check(queue(c, "org")["quota"]["gpu"]["deserved"] == 8, "org as it was")
+    check(c.api("GET", "/v1/queues/team-c")[0] == 404, "no team-c")
+    # Consistent changes pass: the parent grows, then a child.
+    c.cli("queue", "set", "org", "--deserved", "gpu=10")
+    c.cli("queue", "set", *tb, "--deserved", "gpu=5,gpu.H100-80GB=2",
+          "--limit", "gpu=6,gpu.H100-80GB=4")
+    check(queue(c, "team-b")["quota"]["gpu"]["deserved"] == 5,
+          "team-b grown")
+
+
 SCENARIOS = {
+    "quota_check": scenario_quota_check,
     "lifecycle": scenario_lifecycle,
     "model_quota": scenario_model_quota,
     "min_runtime": scenario_min_runtime,

@@ -352,6 +352,55 @@ def scenario_consolidate(c):
     check(rc == 2 and "--consolidate" in err, "--consolidate -1: %r" % err)
 
 
+def scenario_consolidate_budget(c):
+    """The budget of moves (--consolidate-moves 1 an hour) outlives a kill
+    -9 of the controller: one move frees a node for an 8-GPU job; after
+    the restart the same story again moves nothing, and the waiting job
+    stays pending."""
+    opts = ("--consolidate", "1", "--consolidate-moves", "1")
+    c.start_server(*opts)
+    c.start_agent("n1", "8xH100-80GB", extra=["--cpus", "64"])
+    c.start_agent("n2", "8xH100-80GB", extra=["--cpus", "64"])
+
+    def spread(first):
+        """first (4 GPUs) on one node, a checkpointing 2-GPU job on the
+        other: neither node is whole."""
+        x = c.submit("--gpus", "6", "--", "sleep", "3")
+        c.wait_state(x, "running")
+        b = c.submit("--checkpointing", "--gpus", "2", "--", "sleep", "120")
+        c.wait_state(b, "running")
+        check(c.job(first)["placement"][0]["node"] !=
+              c.job(b)["placement"][0]["node"], "two jobs on two nodes")
+        c.wait_state(x, "completed")
+        return b
+
+    a = c.submit("--checkpointing", "--gpus", "4", "--", "sleep", "120")
+    c.wait_state(a, "running")
+    b = spread(a)
+    g = c.submit("--gpus", "8", "--", "sleep", "120")
+    c.wait_state(g, "running", timeout=20)
+    check(sorted([c.job(a)["restart_count"], c.job(b)["restart_count"]]) ==
+          [0, 1], "one job moved")
+    c.kill_server()
+    c.start_server(*opts)
+    for j in (g, b):
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled")
+    ra = c.wait_state(a, "running")["restart_count"]
+    b2 = spread(a)
+    g2 = c.submit("--gpus", "8", "--", "sleep", "120")
+    wait_for(lambda: c.job(g2).get("reason"), 10, "a reason")
+    time.sleep(5)
+    check(c.job(g2)["state"] == "pending" and
+          c.job(b2)["restart_count"] == 0 and
+          c.job(a)["restart_count"] == ra,
+          "the spent budget kept across the restart: nothing moved: %s %s"
+          % (c.job(g2)["state"], c.job(b2)["restart_count"]))
+    hist = [e for e in c.job(a)["history"] + c.job(b2)["history"]
+            if e["event"] == "moved"]
+    check(len(hist) <= 1, "no second move: %s" % hist)
+
+
 def scenario_consolidate_domain(c):
     """Consolidation inside a node: on n1 (two NVLink domains of 2 GPUs,
     a fake NVML's pairs) a job that does not checkpoint holds one domain
@@ -435,9 +484,184 @@ def scenario_consolidate_fewest(c):
           ev[0]["detail"], "the move's reason: %s" % m["history"])
 
 
+def scenario_nvlink(c):
+    """Emulated GPUs in two NVLink domains of 4 (--fake-gpus
+    8xH100-80GB/nvl4); a job that requires one domain (--nvlink required,
+    or an #ALLOT line) waits with the reason rather than span the two, and
+    runs inside one once a domain frees up; one larger than any domain
+    never fits and says so; a job that only prefers one (the default)
+    spans them.  The setting survives a kill -9 of the controller; bad
+    values exit 2 (CLI, agent) or answer 400."""
+    p = c.cli("agent", "--probe", "--fake-gpus", "8xH100-80GB/nvl4")
+    doms = [g["nvlink"] for g in json.loads(p.stdout)["gpus"]]
+    check(doms == [0, 0, 0, 0, 1, 1, 1, 1], "--probe's domains: %s" % doms)
+    for bad in ("8xH100/nvl0", "8xH100/nvl", "8xH100-80GB/nv4", "8x/nvl2"):
+        p = c.cli("agent", "--probe", "--fake-gpus", bad, ok=False)
+        check(p.returncode == 2 and "/nvlK" in p.stderr,
+              "--fake-gpus %s refused: %d %s" % (bad, p.returncode, p.stderr))
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB/nvl4", extra=["--cpus", "16"])
+    n = c.api("GET", "/v1/nodes")[1]["nodes"][0]
+    check([g["nvlink"] for g in n["gpus"]] == [0, 0, 0, 0, 1, 1, 1, 1],
+          "the node reports two domains: %s" % n["gpus"])
+    # Three GPUs busy in each domain: 3 and 7 are free, one in each.
+    x = c.submit("--gpus", "3", "--", "sleep", "300")
+    c.wait_state(x, "running")
+    y = c.submit("--gpus", "3", "--", "sleep", "300")
+    c.wait_state(y, "running")
+    gx = c.job(x)["placement"][0]["gpus"]
+    gy = c.job(y)["placement"][0]["gpus"]
+    check({g // 4 for g in gx} != {g // 4 for g in gy} and
+          len({g // 4 for g in gx}) == 1, "x and y in one domain each: "
+          "%s %s" % (gx, gy))
+    script = os.path.join(c.root, "req.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\n#ALLOT --nvlink required\n#ALLOT --gpus 2\n"
+                "sleep 300\n")
+    r = c.submit(script)
+    big = c.submit("--nvlink", "required", "--gpus", "5", "--", "true")
+    why = "no NVLink domain of a node has 2 free GPUs now"
+    wait_for(lambda: why in (c.job(r).get("reason") or ""), 10,
+             "the required job's reason: %s" % c.job(r))
+    check(c.job(r)["state"] == "pending" and
+          c.job(r).get("nvlink") == "required", "r waits: %s" % c.job(r))
+    wait_for(lambda: "no node has an NVLink domain of 5 GPUs" in
+             (c.job(big).get("reason") or ""), 10,
+             "the 5-GPU job's reason: %s" % c.job(big))
+    out = c.cli("show", str(r)).stdout
+    check("nvlink     required" in out and why in out, "show: %s" % out)
+    # The controller restarts: the requirement is kept.
+    c.kill_server()
+    c.start_server()
+    wait_for(lambda: why in (c.job(r).get("reason") or ""), 15,
+             "the reason after a restart: %s" % c.job(r))
+    # Preferred (the default): a 2-GPU job spans the domains.
+    p2 = c.submit("--nvlink", "preferred", "--gpus", "2", "--", "sleep",
+                  "300")
+    pl = c.wait_state(p2, "running")["placement"][0]["gpus"]
+    check(sorted(pl) == [3, 7], "the preferring job spans: %s" % pl)
+    check(c.job(r)["state"] == "pending", "r still waits")
+    # A domain frees up: r runs inside it.
+    c.cli("cancel", str(p2), str(x))
+    pr = c.wait_state(r, "running")["placement"][0]["gpus"]
+    check(len({g // 4 for g in pr}) == 1, "r inside one domain: %s" % pr)
+    print("  required: waited, then ran on GPUs %s; preferred spanned %s"
+          % (pr, pl))
+    p = c.cli("submit", "--nvlink", "maybe", "--", "true", ok=False)
+    check(p.returncode == 2 and "--nvlink wants required or preferred" in
+          p.stderr, "--nvlink maybe: %d %s" % (p.returncode, p.stderr))
+    s, b = c.api("POST", "/v1/jobs", {"command": ["true"], "nvlink": "yes"})
+    check(s == 400 and "nvlink must be" in b.get("message", ""),
+          "body nvlink yes: %s %s" % (s, b))
+
+
+def scenario_consolidate_nvlink(c):
+    """Consolidation frees an NVLink domain for a job that requires one:
+    on n1 (two emulated domains of 4) a job that does not checkpoint holds
+    three GPUs of domain 0 and a checkpointing 1-GPU job one of domain 1,
+    so a 4-GPU job with --nvlink required waits though four GPUs are free;
+    the pass moves the checkpointing job to domain 0's free GPU and the
+    waiting job runs inside domain 1; the move's reason names both."""
+    c.start_server("--consolidate", "1", "--consolidate-moves", "2")
+    c.start_agent("n1", "8xH100-80GB/nvl4", extra=["--cpus", "16"])
+
+    def run(*args):
+        j = c.submit(*args)
+        return j, c.wait_state(j, "running")["placement"][0]["gpus"]
+
+    def cancel(j):
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled")
+    # Fillers steer the placements (each task takes the tightest domain).
+    f1, _ = run("--gpus", "4", "--", "sleep", "300")
+    k, pk = run("--checkpointing", "--gpus", "1", "--", "sleep", "300")
+    f2, _ = run("--gpus", "3", "--", "sleep", "300")
+    cancel(f1)
+    x, px = run("--gpus", "3", "--", "sleep", "300")
+    cancel(f2)
+    check({g // 4 for g in px} == {0} and pk[0] // 4 == 1,
+          "x in domain 0, k in domain 1: %s %s" % (px, pk))
+    r = c.submit("--nvlink", "required", "--gpus", "4", "--", "sleep", "300")
+    pr = c.wait_state(r, "running", timeout=20)["placement"][0]
+    check(pr["node"] == "n1" and sorted(pr["gpus"]) == [4, 5, 6, 7],
+          "r runs in n1's domain 1: %s" % pr)
+    m = c.wait_state(k, "running")
+    check(m["restart_count"] == 1 and m["placement"][0]["gpus"] == [3],
+          "k moved to GPU 3: %s" % m["placement"])
+    ev = [e for e in m["history"] if e["event"] == "moved"]
+    check(len(ev) == 1 and "out of NVLink domain 1 on node n1" in
+          ev[0]["detail"] and "for job %d" % r in ev[0]["detail"],
+          "the move's reason: %s" % m["history"])
+
+
+def scenario_dev_nvlink(c):
+    """allot dev --fake-gpus 8xH100-80GB/nvl4: its node reports two NVLink
+    domains, and a job that requires one domain of 5 GPUs says it never
+    fits while a 4-GPU one runs inside one domain."""
+    p = subprocess.Popen([c.allot, "dev", "--listen", "127.0.0.1:0",
+                          "--fake-gpus", "8xH100-80GB/nvl4"],
+                         stdout=subprocess.PIPE,
+                         stderr=open(os.path.join(c.root, "dev.log"), "wb"),
+                         env=c.env, start_new_session=True)
+    c.procs.append(p)
+    line = p.stdout.readline().decode()
+    check(line.startswith("allot dev: ready at "), "dev is up: %r" % line)
+    nodes = json.loads(c.cli("nodes", "--json").stdout)
+    nodes = nodes["nodes"] if isinstance(nodes, dict) else nodes
+    doms = [g["nvlink"] for g in nodes[0]["gpus"]]
+    check(doms == [0, 0, 0, 0, 1, 1, 1, 1], "allot dev's domains: %s" % doms)
+    big = c.submit("--nvlink", "required", "--gpus", "5", "--", "true")
+    four = c.submit("--nvlink", "required", "--gpus", "4", "--", "sleep",
+                    "300")
+    wait_for(lambda: "no node has an NVLink domain of 5 GPUs" in
+             (json.loads(c.cli("show", "--json", str(big)).stdout)
+              .get("reason") or ""), 15, "the 5-GPU job's reason")
+    wait_for(lambda: json.loads(c.cli("show", "--json", str(four)).stdout)
+             ["state"] == "running", 15, "the 4-GPU job to run")
+    got = json.loads(c.cli("show", "--json", str(four)).stdout)
+    gpus = got["placement"][0]["gpus"]
+    check(len({g // 4 for g in gpus}) == 1, "inside one domain: %s" % gpus)
+    c.cli("cancel", str(four), str(big))
+
+
+def scenario_topology_required(c):
+    """--topology required: a gang that no rack holds waits with the
+    reason rather than span racks (preferred, it spans them), and runs
+    inside one rack once one is free."""
+    c.start_server("--topology", "rack")
+    for n, rack in (("a1", "r1"), ("a2", "r1"), ("b1", "r2")):
+        c.start_agent(n, "4xH100-80GB",
+                      extra=["--label", "rack=%s,in=%s" % (rack, rack)])
+    hold = c.submit("--constraint", "in=r1", "--gpus", "1", "--",
+                    "sleep", "300")
+    c.wait_state(hold, "running")
+    g = c.submit("--topology", "required", "--tasks", "2", "--gpus", "4",
+                 "--", "sleep", "300")
+    why = "topology required: it waits rather than span"
+    wait_for(lambda: why in (c.job(g).get("reason") or ""), 10,
+             "the gang's reason: %s" % c.job(g))
+    check(c.job(g).get("topology") == "required", "the job's field")
+    c.cli("cancel", str(hold))
+    got = nodes_of(c, c.wait_state(g, "running")["id"])
+    check(sorted(got) == ["a1", "a2"], "the gang inside r1: %s" % got)
+    c.cli("cancel", str(g))
+    c.wait_state(g, "cancelled")
+    hold = c.submit("--constraint", "in=r1", "--gpus", "1", "--",
+                    "sleep", "300")
+    c.wait_state(hold, "running")
+    pref = c.submit("--tasks", "2", "--gpus", "4", "--", "sleep", "300")
+    got = nodes_of(c, c.wait_state(pref, "running")["id"])
+    check(len({n[0] for n in got}) == 2, "preferred spans racks: %s" % got)
+
+
 SCENARIOS = {
+    "nvlink": scenario_nvlink,
+    "topology_required": scenario_topology_required,
+    "dev_nvlink": scenario_dev_nvlink,
+    "consolidate_nvlink": scenario_consolidate_nvlink,
     "consolidate": scenario_consolidate,
     "consolidate_domain": scenario_consolidate_domain,
+    "consolidate_budget": scenario_consolidate_budget,
     "consolidate_fewest": scenario_consolidate_fewest,
     "elastic": scenario_elastic,
     "topology": scenario_topology,

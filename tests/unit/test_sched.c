@@ -1507,6 +1507,55 @@ nvlink_preference(void)
     snap_destroy(s);
 }
 
+/* A task that requires one NVLink domain waits rather than span two, and
+ * one larger than every domain never fits; preferring, it spans them. */
+static void
+nvlink_required(void)
+{
+    snap_t *s = scenario();
+    int q, other, a, j, big, d;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    for (d = 0; d < 8; d++)
+        snap_dev(s, 0, d)->nvlink = d < 4 ? 0 : 1;
+    q = snap_queue(s, "q", -1, 8000, 1, AL_UNLIMITED);
+    other = snap_queue(s, "other", -1, 8000, 1, AL_UNLIMITED);
+    a = snap_job_build(s, other, 1, 2);
+    snap_place(s, a, 0, 0, 0x11); /* one GPU of each domain */
+    j = snap_job(s, q, 1, 4);
+    big = snap_job(s, q, 1, 5);
+    snap_job_ref(s, j)->req.one_domain = true;
+    snap_job_ref(s, big)->req.one_domain = true;
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    /* Six GPUs free, three in each domain: the 4-GPU task waits. */
+    ASSERT_NOT_STARTED(r, j);
+    ASSERT_REASON(r, j, AL_WHY_TOPOLOGY);
+    ASSERT_NOT_STARTED(r, big);
+    ASSERT_REASON(r, big, AL_WHY_TOO_BIG);
+    al_result_destroy(r);
+
+    /* Preferred (the default): the same task spans the two domains. */
+    snap_job_ref(s, j)->req.one_domain = false;
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(
+        __builtin_popcountll(res_find(r, j, AL_DEC_START)->tasks[0].devices),
+        4);
+    al_result_destroy(r);
+
+    /* Domain 1 freed: the required task takes all of it. */
+    snap_job_ref(s, j)->req.one_domain = true;
+    snap_unplace(s, a);
+    snap_place(s, a, 0, 0, 0x03);
+    r = snap_run(s);
+    ASSERT_STARTED(r, j, 1);
+    ASSERT_EQ(res_find(r, j, AL_DEC_START)->tasks[0].devices, 0xF0);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 static void
 numa_preference(void)
 {
@@ -3794,6 +3843,7 @@ const al_test_t test_sched[] = {
     { "topology_preferred_tight", topology_preferred_tight },
     { "topology_required_elastic", topology_required_elastic },
     { "nvlink_preference", nvlink_preference },
+    { "nvlink_required", nvlink_required },
     { "numa_preference", numa_preference },
     { "fractional_packing", fractional_packing },
     { "fractional_prefers_shared", fractional_prefers_shared },

@@ -601,11 +601,14 @@ queue_doc_refused(void)
           "quota.cpu must be an object of deserved, limit and weight (not "
           "'max')" },
         { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"deserved\": -1}}}",
-          "quota.gpu: deserved and weight must be >= 0, limit a number (-1: "
-          "none)" },
+          "quota.gpu: deserved and weight must be >= 0, limit a number >= 0 "
+          "(-1: none)" },
         { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"limit\": \"4\"}}}",
-          "quota.gpu: deserved and weight must be >= 0, limit a number (-1: "
-          "none)" },
+          "quota.gpu: deserved and weight must be >= 0, limit a number >= 0 "
+          "(-1: none)" },
+        { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"limit\": -2}}}",
+          "quota.gpu: deserved and weight must be >= 0, limit a number >= 0 "
+          "(-1: none)" },
         { "{\"name\": \"q\", \"quota\": {\"gpu\": {\"deserved\": 2e12}}}",
           "quota.gpu: deserved and limit must be at most 1125899906843" },
         { "{\"name\": \"q\", \"quota\": {\"mem\": {\"limit\": 2e15}}}",
