@@ -865,6 +865,80 @@ simnode_main(void *arg)
     return NULL;
 }
 
+/* Simulated nodes (a thread each) registered with d's controller. */
+typedef struct fleet {
+    simnode_t *sn;
+    pthread_t *th;
+    pthread_attr_t at;
+    char *join;
+    volatile int stop;
+    int n;
+} fleet_t;
+
+/* Starts n simulated nodes whose tasks run dur_ms, and waits until the
+ * controller counts them all (over c). */
+static void
+fleet_start(fleet_t *f, const dev_t_ *d, int n, int64_t dur_ms,
+            al_http_conn_t *c)
+{
+    char *jp = al_xasprintf("%s/state/join-token", d->dir);
+    size_t len;
+    f->join = NULL;
+    if (al_fs_read_file(jp, &f->join, &len) != 0)
+        die("cannot read %s", jp);
+    f->join[strcspn(f->join, "\r\n")] = '\0';
+    free(jp);
+    f->stop = 0;
+    f->n = n;
+    f->sn = al_xcalloc((size_t)n, sizeof *f->sn);
+    f->th = al_xcalloc((size_t)n, sizeof *f->th);
+    pthread_attr_init(&f->at);
+    pthread_attr_setstacksize(&f->at, 256 << 10);
+    for (int i = 0; i < n; i++) {
+        f->sn[i] = (simnode_t){ .d = d,
+                                .join = f->join,
+                                .idx = i,
+                                .dur_ms = dur_ms,
+                                .stop = &f->stop };
+        if (pthread_create(&f->th[i], &f->at, simnode_main, &f->sn[i]) != 0)
+            die("cannot start simulated node %d", i);
+    }
+    int st;
+    for (;;) {
+        json_t *h = api(c, d->token, "GET", "/v1/healthz", NULL, &st);
+        long nodes = (long)al_json_int(h, "nodes", 0);
+        json_decref(h);
+        if (nodes >= n)
+            break;
+        al_clock_sleep_ms(20);
+    }
+}
+
+/* The syncs the nodes made so far. */
+static long
+fleet_syncs(const fleet_t *f)
+{
+    long syncs = 0;
+    for (int i = 0; i < f->n; i++)
+        syncs += f->sn[i].syncs;
+    return syncs;
+}
+
+/* Waits for the nodes, told to stop and their controller stopped (which
+ * ends their long polls); their syncs in all. */
+static long
+fleet_join(fleet_t *f)
+{
+    for (int i = 0; i < f->n; i++)
+        pthread_join(f->th[i], NULL);
+    long syncs = fleet_syncs(f);
+    pthread_attr_destroy(&f->at);
+    free(f->th);
+    free(f->sn);
+    free(f->join);
+    return syncs;
+}
+
 /* Many simulated nodes (--sim-nodes, 8 GPUs each) and o->jobs jobs of one
  * GPU that each "run" 1 s: the controller's cost with a large cluster,
  * per job and per sync, and its threads. */
@@ -879,37 +953,12 @@ case_cluster(const opts_t *o)
     }
     dev_t_ d;
     dev_start(o, 0, &d);
-    char *jp = al_xasprintf("%s/state/join-token", d.dir), *join = NULL;
-    size_t n;
-    if (al_fs_read_file(jp, &join, &n) != 0)
-        die("cannot read %s", jp);
-    join[strcspn(join, "\r\n")] = '\0';
-    free(jp);
-    volatile int stop = 0;
-    simnode_t *sn = al_xcalloc((size_t)o->sim_nodes, sizeof *sn);
-    pthread_t *th = al_xcalloc((size_t)o->sim_nodes, sizeof *th);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 256 << 10);
-    int64_t r0 = now_us();
-    for (int i = 0; i < o->sim_nodes; i++) {
-        sn[i] = (simnode_t){
-            .d = &d, .join = join, .idx = i, .dur_ms = 1000, .stop = &stop
-        };
-        if (pthread_create(&th[i], &at, simnode_main, &sn[i]) != 0)
-            die("cannot start simulated node %d", i);
-    }
     al_http_conn_t c;
     al_http_conn_init(&c, &d.url);
+    fleet_t f;
+    int64_t r0 = now_us();
+    fleet_start(&f, &d, o->sim_nodes, 1000, &c);
     int st;
-    for (;;) {
-        json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &st);
-        long nodes = (long)al_json_int(h, "nodes", 0);
-        json_decref(h);
-        if (nodes >= o->sim_nodes)
-            break;
-        al_clock_sleep_ms(20);
-    }
     int64_t reg_us = now_us() - r0;
     al_clock_sleep_ms(1500); /* registrations settle; a timer cycle */
     /* GET /metrics with every node registered: the round trip of a
@@ -929,9 +978,7 @@ case_cluster(const opts_t *o)
     }
     double metrics_ms = (double)(now_us() - m0) / 1000.0 / NSCRAPE;
     double cpu0 = proc_cpu_s(d.pid);
-    long syncs0 = 0;
-    for (int i = 0; i < o->sim_nodes; i++)
-        syncs0 += sn[i].syncs;
+    long syncs0 = fleet_syncs(&f);
     const char *body = "{\"command\":[\"true\"],\"name\":\"sim\",\"gpus\":1}";
     int64_t *lat = al_xcalloc((size_t)o->jobs, sizeof *lat);
     int refused;
@@ -948,14 +995,9 @@ case_cluster(const opts_t *o)
     json_decref(h);
     long rss = proc_kib(d.pid, "VmRSS"), threads = proc_kib(d.pid, "Threads");
     al_http_conn_close(&c);
-    stop = 1;
+    f.stop = 1;
     dev_stop(o, &d); /* ends the long-polls */
-    long syncs = 0;
-    for (int i = 0; i < o->sim_nodes; i++) {
-        pthread_join(th[i], NULL);
-        syncs += sn[i].syncs;
-    }
-    syncs -= syncs0;
+    long syncs = fleet_join(&f) - syncs0;
     printf("{\"case\":\"cluster\",\"nodes\":%d,\"gpus\":%d,\"jobs\":%d,"
            "\"register_s\":%.2f,\"jobs_per_s\":%.0f,\"failed\":%d,"
            "\"syncs\":%ld,\"server_cpu_ms_per_job\":%.3f,"
@@ -967,11 +1009,7 @@ case_cluster(const opts_t *o)
            syncs > 0 ? cpu * 1000 / (double)syncs : 0.0, cycles, rss / 1024.0,
            threads, metrics_ms, (double)mbytes / 1024.0);
     fflush(stdout);
-    pthread_attr_destroy(&at);
-    free(th);
-    free(sn);
     free(lat);
-    free(join);
     if (failed > 0)
         die("%d jobs failed", failed);
 }
@@ -1562,36 +1600,11 @@ case_metrics(const opts_t *o)
         mo.jobs = 100000;
     dev_t_ d;
     dev_start(&mo, 0, &d);
-    char *jp = al_xasprintf("%s/state/join-token", d.dir), *join = NULL;
-    size_t n;
-    if (al_fs_read_file(jp, &join, &n) != 0)
-        die("cannot read %s", jp);
-    join[strcspn(join, "\r\n")] = '\0';
-    free(jp);
-    volatile int stop = 0;
-    simnode_t *sn = al_xcalloc((size_t)mo.sim_nodes, sizeof *sn);
-    pthread_t *th = al_xcalloc((size_t)mo.sim_nodes, sizeof *th);
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 256 << 10);
-    for (int i = 0; i < mo.sim_nodes; i++) {
-        sn[i] = (simnode_t){
-            .d = &d, .join = join, .idx = i, .dur_ms = 3600000, .stop = &stop
-        };
-        if (pthread_create(&th[i], &at, simnode_main, &sn[i]) != 0)
-            die("cannot start simulated node %d", i);
-    }
     al_http_conn_t c;
     al_http_conn_init(&c, &d.url);
+    fleet_t f;
+    fleet_start(&f, &d, mo.sim_nodes, 3600000, &c);
     int st;
-    for (;;) {
-        json_t *h = api(&c, d.token, "GET", "/v1/healthz", NULL, &st);
-        long nodes = (long)al_json_int(h, "nodes", 0);
-        json_decref(h);
-        if (nodes >= mo.sim_nodes)
-            break;
-        al_clock_sleep_ms(20);
-    }
     const char *body = "{\"command\":[\"true\"],\"name\":\"m\",\"gpus\":1}";
     int64_t *lat = al_xcalloc((size_t)mo.jobs, sizeof *lat);
     int refused;
@@ -1626,10 +1639,9 @@ case_metrics(const opts_t *o)
     long held = (long)al_json_int(h, "jobs", 0); /* its healthz count */
     json_decref(h);
     al_http_conn_close(&c);
-    stop = 1;
+    f.stop = 1;
     dev_stop(&mo, &d);
-    for (int i = 0; i < mo.sim_nodes; i++)
-        pthread_join(th[i], NULL);
+    fleet_join(&f);
     printf("{\"case\":\"metrics\",\"nodes\":%d,\"jobs\":%d,\"controller_jobs\":"
            "%ld,"
            "\"submit_s\":%.1f,\"metrics_ms\":%.2f,"
@@ -1638,11 +1650,7 @@ case_metrics(const opts_t *o)
            mo.sim_nodes, mo.jobs, held, submit_s, ms[1], cpu_ms[1],
            (double)mbytes / 1024.0, ms[0], cpu_ms[0]);
     fflush(stdout);
-    pthread_attr_destroy(&at);
-    free(th);
-    free(sn);
     free(lat);
-    free(join);
 }
 
 static void

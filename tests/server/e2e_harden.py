@@ -265,6 +265,34 @@ def scenario_tls_client_libs(c):
     lsn.close()
 
 
+def active_of(urls):
+    """The index of the controller of urls that answers, or None."""
+    for i, u in enumerate(urls):
+        try:
+            with urllib.request.urlopen(u + "/v1/healthz", timeout=2) as r:
+                if r.status == 200:
+                    return i
+        except OSError:
+            pass
+    return None
+
+
+def join_active(c, urls, dirs, timeout):
+    """Waits for one of the controllers of urls (state directories dirs) to
+    be active, and points the cluster c's clients at all of them with its
+    tokens; returns its index."""
+    first = wait_for(lambda: (lambda a: None if a is None else (a,))(
+        active_of(urls)), timeout, "an active controller")[0]
+    tok = os.path.join(dirs[first], "admin-token")
+    wait_for(lambda: os.path.exists(tok), 10, "the admin token")
+    c.admin = open(tok).read().strip()
+    c.join = open(os.path.join(dirs[first], "join-token")).read().strip()
+    c.env["ALLOT_TOKEN"] = c.admin
+    c.env["ALLOT_SERVER"] = ",".join(urls)
+    c.url = urls[first]
+    return first
+
+
 def post_any(urls, token, body):
     """POSTs a job to the first controller of urls that takes it: one that
     cannot be connected to or answers 503 is passed over.  The id, or None
@@ -315,28 +343,11 @@ def scenario_pg_failover(c):
             dirs[i], "--standby", "--grace", "2000"] + c.store)
 
     def active():
-        """The index of the controller that answers, or None."""
-        for i, u in enumerate(urls):
-            try:
-                with urllib.request.urlopen(u + "/v1/healthz",
-                                            timeout=2) as r:
-                    if r.status == 200:
-                        return i
-            except OSError:
-                pass
-        return None
+        return active_of(urls)
 
     for i in range(3):
         start(i)
-    first = wait_for(lambda: (lambda a: None if a is None else (a,))(
-        active()), 10, "an active controller")[0]
-    tok = os.path.join(dirs[first], "admin-token")
-    wait_for(lambda: os.path.exists(tok), 10, "the admin token")
-    c.admin = open(tok).read().strip()
-    c.join = open(os.path.join(dirs[first], "join-token")).read().strip()
-    c.env["ALLOT_TOKEN"] = c.admin
-    c.env["ALLOT_SERVER"] = ",".join(urls)
-    c.url = urls[first]
+    first = join_active(c, urls, dirs, 10)
     for k in range(4):
         name = "n%d" % k
         c.spawn("agent-" + name, [

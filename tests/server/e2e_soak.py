@@ -42,6 +42,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
+import e2e_harden  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
 
 FD_GROWTH = 16            # descriptors
@@ -133,15 +134,7 @@ def scenario_pg_soak(c):
             lives[("ctl%d" % i, procs[i].pid)] = []
 
     def active():
-        for i, u in enumerate(urls):
-            try:
-                with urllib.request.urlopen(u + "/v1/healthz",
-                                            timeout=2) as r:
-                    if r.status == 200:
-                        return i
-            except OSError:
-                pass
-        return None
+        return e2e_harden.active_of(urls)
 
     def start_agent(name):
         agents[name] = c.spawn("agent-" + name, [
@@ -154,15 +147,7 @@ def scenario_pg_soak(c):
 
     for i in range(2):
         start_ctl(i)
-    first = wait_for(lambda: (lambda a: None if a is None else (a,))(
-        active()), 15, "an active controller")[0]
-    tok = os.path.join(dirs[first], "admin-token")
-    wait_for(lambda: os.path.exists(tok), 10, "the admin token")
-    c.admin = open(tok).read().strip()
-    c.join = open(os.path.join(dirs[first], "join-token")).read().strip()
-    c.env["ALLOT_TOKEN"] = c.admin
-    c.env["ALLOT_SERVER"] = ",".join(urls)
-    c.url = urls[first]
+    e2e_harden.join_active(c, urls, dirs, 15)
     names = ["n1", "n2", "n3"]
     for name in names:
         start_agent(name)
