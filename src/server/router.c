@@ -460,6 +460,26 @@ header_is(const char *p, size_t n, const char *name, const char **val,
     return true;
 }
 
+/* Why the header line p..le (its colon at colon) is refused, or NULL:
+ * its name must be a token (RFC 9110 5.1: no white space before the
+ * colon) and its value free of control bytes but HTAB (no bare CR or
+ * LF, no NUL). */
+static const char *
+header_bad(const char *p, const char *colon, const char *le)
+{
+    for (const char *c = p; c < colon; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u <= ' ' || u >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", u) != NULL)
+            return "malformed header name";
+    }
+    for (const char *c = colon + 1; c < le; c++) {
+        unsigned char u = (unsigned char)*c;
+        if ((u < ' ' && u != '\t') || u == 0x7f)
+            return "a control byte in a header";
+    }
+    return NULL;
+}
+
 /* A decimal length of at most 18 digits, or -1. */
 static int64_t
 parse_len(const char *v, size_t n)
@@ -589,6 +609,15 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
         const char *colon = memchr(p, ':', ln);
         if (colon == NULL || colon == p || p[0] == ' ' || p[0] == '\t') {
             *why = "malformed header";
+            return 400;
+        }
+        /* A replica may read a header line differently from the router
+         * (a bare LF or CR taken as a line's end, a name with white
+         * space before its colon): such a line could hide a framing
+         * header from the router and smuggle a request past it. */
+        const char *bad = header_bad(p, colon, le);
+        if (bad != NULL) {
+            *why = bad;
             return 400;
         }
         const char *v;

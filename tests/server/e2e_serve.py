@@ -598,6 +598,51 @@ def scenario_serve_chunked(c):
     check(st == 200 and v["body"] == 1000, "served after: %s %s" % (st, v))
 
 
+def scenario_serve_smuggle(c):
+    """A header line a replica could read otherwise than the router (a
+    bare LF or CR in it, white space before its colon, a control byte)
+    is a 400: it cannot hide a framing header from the router and
+    smuggle a request to the replica inside a body."""
+    start(c)
+    c.cli("serve", "create", "m", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--ready-path", "/health", "--public", "--", "python3",
+          REPLICA)
+    wait_for(lambda: ready_count(c, "m") == 1, 30, "a ready replica")
+    mark = os.path.join(c.root, "smuggled")
+    open(mark, "w").close()  # there: /die answers instead of dying
+    inner = ("GET /die?mark=%s HTTP/1.1\r\nHost: x\r\n\r\n"
+             % mark).encode()
+    cases = [
+        # Python's http.server (the replica) splits lines at a bare LF,
+        # so it takes the first Content-Length (0) and reads the body
+        # as a request of its own.
+        (b"X-A: 1\nContent-Length: 0\r\nContent-Length: %d\r\n"
+         % len(inner), b"a control byte in a header"),
+        (b"X-A: 1\rContent-Length: 0\r\nContent-Length: %d\r\n"
+         % len(inner), b"a control byte in a header"),
+        (b"Content-Length : 0\r\nContent-Length: %d\r\n" % len(inner),
+         b"malformed header name"),
+        (b"Transfer-Encoding\t: chunked\r\nContent-Length: %d\r\n"
+         % len(inner), b"malformed header name"),
+        (b"X-A: a\x00b\r\nContent-Length: %d\r\n" % len(inner),
+         b"a control byte in a header"),
+    ]
+    for hdrs, why in cases:
+        got = raw(c, b"POST /s/m/echo HTTP/1.1\r\nHost: x\r\n" + hdrs +
+                  b"Connection: close\r\n\r\n" + inner)
+        time.sleep(0.3)
+        with open(mark) as f:
+            ran = f.read()
+        check(ran == "", "a request smuggled past the router ran: %r "
+              "(headers %r, answer %r)" % (ran, hdrs, got[:300]))
+        check(got.startswith(b"HTTP/1.1 400 ") and why in got,
+              "%r: 400 %r, got %r" % (hdrs, why, got[:300]))
+    # Tabs in values stay fine, and the replica still serves.
+    got = raw(c, b"GET /s/m/work HTTP/1.1\r\nHost: x\r\nX-A: a\tb\r\n"
+              b"Connection: close\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 200 "), "a tab in a value: %r" % got)
+
+
 def scenario_serve_retry(c):
     """A request whose replica dies after taking it whole is sent to
     another replica only when that is safe: a POST gets 502 and ran once;
@@ -639,6 +684,7 @@ def scenario_serve_retry(c):
 SCENARIOS = {
     "serve_chunked": scenario_serve_chunked,
     "serve_retry": scenario_serve_retry,
+    "serve_smuggle": scenario_serve_smuggle,
     "serve_routers": scenario_serve_routers,
     "serve_scale": scenario_serve_scale,
     "serve_update": scenario_serve_update,
