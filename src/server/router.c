@@ -1200,8 +1200,11 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     const char *why = "bad request";
     int st = al__router_parse_head(buf, hl, own != NULL, &rh, &why);
     if (st != 0) {
-        reply_error(cfd, st, st == 404 ? "not_found" : "bad_request", why,
-                    true);
+        reply_error(cfd, st,
+                    st == 404   ? "not_found"
+                    : st == 413 ? "too_large"
+                                : "bad_request",
+                    why, true);
         return false;
     }
     /* The body, held whole: a retry sends it again. */

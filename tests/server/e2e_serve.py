@@ -581,6 +581,8 @@ def scenario_serve_chunked(c):
         (b"\r\n5\nhello\r\n0\r\n\r\n", b"400", b"CRLF"),
         (b"\r\n5\r\nhelloXX\r\n0\r\n\r\n", b"400", b"followed by CRLF"),
         (b"\r\nzz\r\n", b"400", b"without its size"),
+        (b"\r\n3 2\r\nabc\r\n0\r\n\r\n", b"400", b"malformed chunk size"),
+        (b"\r\n3 x\r\nabc\r\n0\r\n\r\n", b"400", b"malformed chunk size"),
         (b"\r\n" + b"1" * 17 + b"\r\n", b"400", b"16 hex digits"),
         (b"\r\n2000000\r\n", b"413", b"over the limit"),
         (b"Content-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"400",
@@ -590,6 +592,15 @@ def scenario_serve_chunked(c):
         got = raw(c, hdr + body)
         check(got.startswith(b"HTTP/1.1 " + status) and why in got,
               "%r: %s %r, got %r" % (body, status, why, got[:300]))
+    # White space before ';' is taken (BWS).
+    got = raw(c, hdr + b"Connection: close\r\n\r\n3 \t;x\r\nabc\r\n0\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"\r\n\r\nabc"),
+          "white space before an extension: %r" % got[:300])
+    # A Content-Length over the limit: 413 too_large, as a chunked one.
+    got = raw(c, b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\nContent-Length: "
+              b"16777217\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 413 ") and b'"too_large"' in got,
+          "a Content-Length over 16 MiB: %r" % got[:300])
     got = raw(c, b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
               b"gzip, chunked\r\n\r\n0\r\n\r\n")
     check(got.startswith(b"HTTP/1.1 501 "), "another coding: %r" % got[:200])
