@@ -417,6 +417,12 @@ def scenario_pipeline_sweep(c):
     r = c.cli("pipeline", "submit", write(c, "bad2.yaml", bad), ok=False)
     check(r.returncode != 0 and "sweep must be a mapping" in r.stderr and
           "line 5" in r.stderr, "a sweep that is a list: %s" % r.stderr)
+    # lr and LR would both be ALLOT_SWEEP_LR: one value lost.
+    bad = SWEEP.replace("      bs: [32, 64]\n", "      bs: [32, 64]\n"
+                        "      LR: [1, 2]\n") % {"out": out}
+    r = c.cli("pipeline", "submit", write(c, "bad3.yaml", bad), ok=False)
+    check(r.returncode != 0 and "differ only in case" in r.stderr and
+          "line" in r.stderr, "axes lr and LR: %s" % r.stderr)
     print("  a sweep stage: 4 combinations, 2 at a time, then the next "
           "stage")
 
