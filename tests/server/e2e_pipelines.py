@@ -417,6 +417,17 @@ def scenario_pipeline_sweep(c):
     r = c.cli("pipeline", "submit", write(c, "bad2.yaml", bad), ok=False)
     check(r.returncode != 0 and "sweep must be a mapping" in r.stderr and
           "line 5" in r.stderr, "a sweep that is a list: %s" % r.stderr)
+    # An empty sweep, and one of more than 16 names: said in the file's
+    # terms, not the API's.
+    for k, axes in ((4, "{}"), (5, "{%s}" % ", ".join(
+            "a%d: [1]" % i for i in range(17)))):
+        bad = SWEEP.replace("\n      lr: [0.1, \"1e-3\"]\n      bs: [32, 64]\n",
+                            " %s\n" % axes).replace("{lr} {bs}", "x")
+        r = c.cli("pipeline", "submit",
+                  write(c, "bad%d.yaml" % k, bad % {"out": out}), ok=False)
+        check(r.returncode != 0 and "sweep must have 1 to 16 names" in
+              r.stderr and "line 5" in r.stderr and "{" not in r.stderr,
+              "sweep: %s: %s" % (axes, r.stderr))
     # lr and LR would both be ALLOT_SWEEP_LR: one value lost.
     bad = SWEEP.replace("      bs: [32, 64]\n", "      bs: [32, 64]\n"
                         "      LR: [1, 2]\n") % {"out": out}
