@@ -638,7 +638,9 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
             }
             o.chunked = true;
         } else if (header_is(p, ln, "Idempotency-Key", &v, &vl)) {
-            o.retry_safe = true;
+            /* An empty key is none: a replica cannot tell a repeat by it. */
+            if (vl > 0)
+                o.retry_safe = true;
         } else if (header_is(p, ln, "Connection", &v, &vl)) {
             if (has_token(v, vl, "close"))
                 o.keep_alive = false;

@@ -686,6 +686,12 @@ def scenario_serve_retry(c):
     check(st == 200 and len(runs) == 2 and runs[0] != runs[1],
           "a POST with an Idempotency-Key is retried: %s %s %s"
           % (st, data, runs))
+    # An empty key is none: the replica could not tell a repeat by it.
+    m = os.path.join(c.root, "post-empty-key")
+    st, data, runs = send("POST", m, {"Idempotency-Key": ""})
+    check(st == 502 and len(runs) == 1,
+          "a POST with an empty Idempotency-Key is not retried: %s %s %s"
+          % (st, data, runs))
     m = os.path.join(c.root, "put")
     st, data, runs = send("PUT", m, {})
     check(st == 200 and len(runs) == 2,
