@@ -81,8 +81,21 @@ never(al_ctl_t *ctl, const al__job_t *j)
     return false;
 }
 
+/* Whether stage j failed only because what it waited for can never
+ * happen: a `when: failure` stage whose inputs completed (its condition
+ * not met: no failure of the pipeline's), or one after a stage that
+ * failed or was cancelled (that stage says how the pipeline ended). */
+static bool
+failed_unrun(const al__job_t *j)
+{
+    return j->state == JS_FAILED && j->reason != NULL &&
+           strstr(j->reason, "(DependencyNeverSatisfied)") != NULL;
+}
+
 /* The pipeline's state from its stages': running while a stage runs or
- * can still run, then failed (a stage failed), cancelled, or completed. */
+ * can still run, then failed (a stage failed), cancelled, or completed.
+ * A stage that failed unrun (failed_unrun) decides nothing itself: a
+ * pipeline whose cleanup for a failure did not run has completed. */
 static const char *
 pipeline_state(al_ctl_t *ctl, al__job_t *const *st, int n)
 {
@@ -93,7 +106,7 @@ pipeline_state(al_ctl_t *ctl, al__job_t *const *st, int n)
             running = true;
         else if (j->state <= JS_RUNNING && !never(ctl, j))
             active = true;
-        else if (j->state == JS_FAILED)
+        else if (j->state == JS_FAILED && !failed_unrun(j))
             failed = true;
         else if (j->state == JS_CANCELLED)
             cancelled = true;

@@ -518,7 +518,43 @@ def scenario_pipeline_critical_path(c):
           "the stages that wait on the same GPU")
 
 
+CLEANUP = """\
+name: ok
+stages:
+  - name: train
+    command: ["true"]
+  - name: cleanup
+    needs: [train]
+    when: failure
+    command: ["true"]
+  - name: eval
+    needs: [train]
+    command: ["true"]
+"""
+
+
+def scenario_pipeline_cleanup_unrun(c):
+    """A pipeline whose stages all succeed completes, though its cleanup
+    for a failure (when: failure) did not run: that stage is marked as
+    never able to run, but it is no failure of the pipeline's."""
+    c.start_server()
+    c.start_agent("n1", "1xH100-80GB")
+    pid = int(c.cli("pipeline", "submit", write(c, "ok.yaml", CLEANUP))
+              .stdout)
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed" and
+          stage(p, "train")["state"] == "completed" and
+          stage(p, "eval")["state"] == "completed",
+          "a pipeline whose cleanup did not run completed: %s" % p)
+    check(stage(p, "cleanup")["state"] == "failed" and
+          "DependencyNeverSatisfied" in stage(p, "cleanup")["reason"],
+          "the cleanup is marked as never run: %s" % stage(p, "cleanup"))
+    ls = c.cli("pipeline", "ls").stdout
+    check("completed" in ls and "failed" not in ls, "ls: %s" % ls)
+
+
 SCENARIOS = {
+    "pipeline_cleanup_unrun": scenario_pipeline_cleanup_unrun,
     "pipeline_run": scenario_pipeline_run,
     "pipeline_retry": scenario_pipeline_retry,
     "pipeline_errors": scenario_pipeline_errors,
