@@ -432,8 +432,16 @@ al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req)
         return;
     al__job_t **st;
     int n = stages_of(ctl, p, &st), k = 0;
+    /* Only stages that failed unrun (failed_unrun: a cleanup whose
+     * condition was not met, say) are nothing to retry: they would only
+     * fail again.  With a stage that did fail, they go back too. */
+    bool real = false;
+    for (int i = 0; i < n; i++)
+        real = real || (st[i]->state == JS_CANCELLED && st[i]->array == NULL) ||
+               (st[i]->state == JS_FAILED && st[i]->array == NULL &&
+                !failed_unrun(st[i]));
     char *d = al_xasprintf("retried with its pipeline by %s", req->user);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && real; i++) {
         al__job_t *j = st[i];
         /* An array's elements end with it: it is not run again. */
         if ((j->state != JS_FAILED && j->state != JS_CANCELLED) ||

@@ -551,6 +551,10 @@ def scenario_pipeline_cleanup_unrun(c):
           "the cleanup is marked as never run: %s" % stage(p, "cleanup"))
     ls = c.cli("pipeline", "ls").stdout
     check("completed" in ls and "failed" not in ls, "ls: %s" % ls)
+    # Nothing to run again: the cleanup would only be marked again.
+    r = c.cli("pipeline", "retry", str(pid), ok=False)
+    check(r.returncode == 1 and "no failed or cancelled stage" in r.stderr,
+          "retry of a completed pipeline: %d %s" % (r.returncode, r.stderr))
 
 
 SCENARIOS = {
