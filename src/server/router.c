@@ -1191,6 +1191,37 @@ read_body(int cfd, const char *extra, size_t nextra, const al__rt_head_t *rh,
     return rc == 1 ? 0 : rc;
 }
 
+/* The error code of a refused request's status. */
+static const char *
+err_code(int st)
+{
+    if (st == 404)
+        return "not_found";
+    return st == 413 ? "too_large" : "bad_request";
+}
+
+/* Whether service name is unknown or refuses token tok (toklen bytes),
+ * answered (404 or 401) with the connection to be closed. */
+static bool
+refused_early(al__router_t *r, int cfd, const char *name, const char *tok,
+              size_t toklen)
+{
+    pthread_mutex_lock(&r->mu);
+    svc_t *s = svc_find(r, name, strlen(name));
+    bool found = s != NULL, ok = found && allowed(r, s, tok, toklen);
+    pthread_mutex_unlock(&r->mu);
+    if (ok)
+        return false;
+    if (found)
+        reply_error(cfd, 401, "unauthorized",
+                    "this service needs a token of its owner or an admin "
+                    "(Authorization: Bearer)",
+                    true);
+    else
+        reply_error(cfd, 404, "not_found", "no such service", true);
+    return true;
+}
+
 /* Handles one request whose head is buf[0..hl) (and maybe more bytes
  * after it, *have in all).  false: close the client connection. */
 static bool
@@ -1202,29 +1233,9 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     const char *why = "bad request";
     int st = al__router_parse_head(buf, hl, own != NULL, &rh, &why);
     if (st != 0) {
-        reply_error(cfd, st,
-                    st == 404   ? "not_found"
-                    : st == 413 ? "too_large"
-                                : "bad_request",
-                    why, true);
+        reply_error(cfd, st, err_code(st), why, true);
         return false;
     }
-    /* The body, held whole: a retry sends it again. */
-    al_buf_t body, next;
-    al_buf_init(&body);
-    al_buf_init(&next);
-    st = read_body(cfd, buf + hl, *have - hl, &rh, &body, &next, &why);
-    if (st != 0) {
-        if (st > 0)
-            reply_error(cfd, st, st == 413 ? "too_large" : "bad_request", why,
-                        true);
-        al_buf_fini(&body);
-        al_buf_fini(&next);
-        return false;
-    }
-    size_t ulen;
-    char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
-    al_buf_fini(&body);
     char name[64];
     if (own != NULL) {
         snprintf(name, sizeof name, "%s", own);
@@ -1235,6 +1246,26 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     char tok[130];
     size_t toklen = rh.token_len < sizeof tok - 1 ? rh.token_len : 0;
     memcpy(tok, buf + rh.token_off, toklen);
+    /* A client that waits for 100 Continue is told before it sends its
+     * body that the service is unknown or refuses it (RFC 9110 10.1.1):
+     * no body read, and none buffered, for a request that goes nowhere. */
+    if (rh.expect_continue && refused_early(r, cfd, name, tok, toklen))
+        return false;
+    /* The body, held whole: a retry sends it again. */
+    al_buf_t body, next;
+    al_buf_init(&body);
+    al_buf_init(&next);
+    st = read_body(cfd, buf + hl, *have - hl, &rh, &body, &next, &why);
+    if (st != 0) {
+        if (st > 0)
+            reply_error(cfd, st, err_code(st), why, true);
+        al_buf_fini(&body);
+        al_buf_fini(&next);
+        return false;
+    }
+    size_t ulen;
+    char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
+    al_buf_fini(&body);
     /* What is left is the next pipelined request. */
     if (next.len > 0)
         memcpy(buf, next.data, next.len);

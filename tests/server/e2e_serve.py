@@ -604,6 +604,19 @@ def scenario_serve_chunked(c):
     got = raw(c, b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
               b"gzip, chunked\r\n\r\n0\r\n\r\n")
     check(got.startswith(b"HTTP/1.1 501 "), "another coding: %r" % got[:200])
+    # A client that waits for 100 Continue before its body is told at
+    # once that no such service is there: no 100, no body read.
+    import socket
+    host, port = c.router.split("//")[1].rsplit(":", 1)
+    for framing in (b"Content-Length: 1000000", b"Transfer-Encoding: chunked"):
+        so = socket.create_connection((host, int(port)), timeout=10)
+        so.sendall(b"POST /s/nosuch/echo HTTP/1.1\r\nHost: x\r\n" +
+                   framing + b"\r\nExpect: 100-continue\r\n\r\n")
+        got = so.recv(65536)
+        so.close()
+        check(got.startswith(b"HTTP/1.1 404 ") and
+              b"Connection: close" in got,
+              "Expect: 100-continue to no service (%s): %r" % (framing, got))
     # The replica is still fine, and nothing it got was cut.
     st, v = request(c, "c", "/work", body=b"y" * 1000)
     check(st == 200 and v["body"] == 1000, "served after: %s %s" % (st, v))
