@@ -555,6 +555,17 @@ def scenario_pipeline_cleanup_unrun(c):
     r = c.cli("pipeline", "retry", str(pid), ok=False)
     check(r.returncode == 1 and "no failed or cancelled stage" in r.stderr,
           "retry of a completed pipeline: %d %s" % (r.returncode, r.stderr))
+    # The same with array stages: a fan-out, and a cleanup of 2 elements.
+    text = CLEANUP.replace('    command: ["true"]\n  - name: cleanup',
+                           '    array: 0-2\n    command: ["true"]\n'
+                           '  - name: cleanup').replace(
+        "    when: failure\n", "    when: failure\n    array: 0-1\n")
+    pid = int(c.cli("pipeline", "submit", write(c, "arr.yaml", text)).stdout)
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed" and
+          stage(p, "cleanup")["state"] == "failed" and
+          c.job(stage(p, "train")["job"]).get("array") is not None,
+          "an array cleanup that did not run: %s" % p)
 
 
 SCENARIOS = {
