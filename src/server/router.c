@@ -802,9 +802,10 @@ typedef enum {
 /* An answer's head h[0..n) as it goes to the client, into b, with the
  * router's own Connection header (the replica's is about the router's
  * connection to it): keep, whether the client's connection stays open
- * after this answer. */
+ * after this answer; drop_te, whether its Transfer-Encoding goes (an
+ * HTTP/1.0 client gets a chunked answer decoded, ended by the close). */
 static void
-head_into(al_buf_t *b, const char *h, size_t n, bool keep)
+head_into(al_buf_t *b, const char *h, size_t n, bool keep, bool drop_te)
 {
     const char *end = h + n;
     const char *p = find(h, n, "\r\n", 2) + 2;
@@ -818,12 +819,39 @@ head_into(al_buf_t *b, const char *h, size_t n, bool keep)
         const char *v;
         size_t vl;
         if (!header_is(p, ln, "Connection", &v, &vl) &&
-            !header_is(p, ln, "Keep-Alive", &v, &vl))
+            !header_is(p, ln, "Keep-Alive", &v, &vl) &&
+            !(drop_te && (header_is(p, ln, "Transfer-Encoding", &v, &vl) ||
+                          header_is(p, ln, "Trailer", &v, &vl))))
             al_buf_append(b, p, ln + 2);
         p = le + 2;
     }
     al_buf_puts(b, keep ? "Connection: keep-alive\r\n\r\n"
                         : "Connection: close\r\n\r\n");
+}
+
+/* Writes p[0..n) of an answer's body to cfd, after the head in hb when
+ * it has not gone yet (*head_sent); decoded by dc when not NULL (a
+ * chunked answer to an HTTP/1.0 client, which must not get chunks). */
+static bool
+send_part(int cfd, al_buf_t *hb, bool *head_sent, const char *p, size_t n,
+          al__dechunk_t *dc)
+{
+    al_buf_t out;
+    al_buf_init(&out);
+    if (!*head_sent)
+        al_buf_append(&out, hb->data, hb->len);
+    *head_sent = true;
+    bool ok = true;
+    if (dc == NULL) {
+        al_buf_append(&out, p, n);
+    } else {
+        size_t used = 0;
+        const char *why = NULL;
+        ok = al__dechunk_feed(dc, p, n, &out, &used, &why) <= 1;
+    }
+    ok = ok && write_all(cfd, out.data, out.len);
+    al_buf_fini(&out);
+    return ok;
 }
 
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
@@ -832,8 +860,8 @@ head_into(al_buf_t *b, const char *h, size_t n, bool keep)
  * the request went out whole (a replica may have acted on it). */
 static fwd_t
 forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
-        bool head_req, bool client_keep, bool *keep, bool *close_client,
-        int *status, bool *sent)
+        bool head_req, bool client_keep, bool http10, bool *keep,
+        bool *close_client, int *status, bool *sent)
 {
     *keep = false;
     *sent = false;
@@ -850,8 +878,9 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
         }
         if (a.status >= 200 || a.status == 101)
             break;
-        /* 1xx: passed on, then the real answer. */
-        if (!write_all(cfd, buf, (size_t)hl)) {
+        /* 1xx: passed on (never to an HTTP/1.0 client: RFC 9110 15.2),
+         * then the real answer. */
+        if (!http10 && !write_all(cfd, buf, (size_t)hl)) {
             return FWD_CLIENT;
         }
         memmove(buf, buf + hl, have - (size_t)hl);
@@ -860,14 +889,21 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     *status = a.status;
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
-    *close_client = until_close || !client_keep;
+    /* An HTTP/1.0 client cannot read chunks (RFC 9112 6.1): it gets the
+     * data, ended by the connection's close. */
+    al__dechunk_t dcs, *dc = NULL;
+    if (http10 && a.chunked && !nobody) {
+        al__dechunk_init(&dcs, SIZE_MAX);
+        dc = &dcs;
+    }
+    *close_client = until_close || !client_keep || dc != NULL;
     /* The head goes out with the body bytes that came with it, in one
      * write: one wake-up of the client, not two.  It goes alone only
      * before the router waits for more of the body (a stream's head must
      * not wait for its first event). */
     al_buf_t hb;
     al_buf_init(&hb);
-    head_into(&hb, buf, (size_t)hl, !*close_client);
+    head_into(&hb, buf, (size_t)hl, !*close_client, dc != NULL);
     bool head_sent = false;
     size_t extra = have - (size_t)hl;
     memmove(buf, buf + hl, extra);
@@ -912,15 +948,7 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
             left -= (int64_t)use;
             done = left == 0;
         }
-        bool wrote;
-        if (!head_sent) {
-            head_sent = true;
-            al_buf_append(&hb, buf, use);
-            wrote = write_all(cfd, hb.data, hb.len);
-        } else {
-            wrote = write_all(cfd, buf, use);
-        }
-        if (!wrote) {
+        if (!send_part(cfd, &hb, &head_sent, buf, use, dc)) {
             rc = FWD_CLIENT;
             break;
         }
@@ -1120,7 +1148,8 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         }
         bool sent = false;
         f = forward(*fd, c->cfd, c->ubuf, up, ulen, rh->head_req,
-                    rh->keep_alive, keep, close_client, status, &sent);
+                    rh->keep_alive, rh->http10, keep, close_client, status,
+                    &sent);
         if (f == FWD_RETRY) {
             drop_upstream(r, c, *fd);
             *fd = -1;

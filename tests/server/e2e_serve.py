@@ -617,6 +617,18 @@ def scenario_serve_chunked(c):
         check(got.startswith(b"HTTP/1.1 404 ") and
               b"Connection: close" in got,
               "Expect: 100-continue to no service (%s): %r" % (framing, got))
+    # An HTTP/1.0 client cannot read chunks: a chunked answer (a token
+    # stream) reaches it decoded, ended by the close, with no 1xx.
+    got = raw(c, b"GET /s/c/stream?n=3&ms=10 HTTP/1.0\r\nHost: x\r\n"
+              b"Expect: 100-continue\r\n\r\n")
+    head, _, body = got.partition(b"\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 200 ") and
+          b"Transfer-Encoding" not in head and b"Connection: close" in head,
+          "a stream to an HTTP/1.0 client: %r" % got[:400])
+    events = body.split(b"\n\n")
+    check(len(events) == 4 and events[-1] == b"" and
+          all(e.startswith(b"data: {") for e in events[:3]),
+          "its events, decoded: %r" % body)
     # The replica is still fine, and nothing it got was cut.
     st, v = request(c, "c", "/work", body=b"y" * 1000)
     check(st == 200 and v["body"] == 1000, "served after: %s %s" % (st, v))
