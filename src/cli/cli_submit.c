@@ -1,8 +1,10 @@
 /* cli_submit.c -- `allot submit`: build a job from flags and a command. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -73,6 +75,27 @@ script_text(const char *path, char **text)
  * line into axes (the body's "sweep"): a command line's axis replaces the
  * script's of that name; a name twice in one place is an error.  False
  * after printing it. */
+/* Whether name and an axis of axes differ only in case (said on stderr):
+ * both would be the same ALLOT_SWEEP_NAME in the environment, one lost. */
+static bool
+sweep_case_clash(const json_t *axes, const char *name)
+{
+    for (size_t k = 0; k < json_array_size(axes); k++) {
+        const char *nm = al_json_str(json_array_get(axes, k), "name", "");
+        if (strcmp(nm, name) != 0 && strcasecmp(nm, name) == 0) {
+            fprintf(stderr,
+                    "allot submit: --sweep %s and %s differ only in "
+                    "case: both would be ALLOT_SWEEP_",
+                    nm, name);
+            for (const char *c = name; *c != '\0'; c++)
+                fputc(toupper((unsigned char)*c), stderr);
+            fputs(" in the environment\n", stderr);
+            return true;
+        }
+    }
+    return false;
+}
+
 static bool
 add_sweep(json_t *axes, const char *s, bool from_script, bool *script_axis)
 {
@@ -93,7 +116,10 @@ add_sweep(json_t *axes, const char *s, bool from_script, bool *script_axis)
             0)
             at = k;
     bool ok = true;
-    if (at < json_array_size(axes) && (from_script || !script_axis[at])) {
+    if (sweep_case_clash(axes, ax.name)) {
+        ok = false;
+    } else if (at < json_array_size(axes) &&
+               (from_script || !script_axis[at])) {
         fprintf(stderr,
                 "allot submit: --sweep %s is given twice; give each name "
                 "once, with all its values (%s=V1,V2,...)\n",

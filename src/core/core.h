@@ -226,7 +226,8 @@ typedef struct al_job {
     /* An element of a job array that stands for its whole stage in the
      * critical path: the array's remaining work is this many rounds of
      * the element's runtime (elements left over the array's parallelism
-     * bound, rounded up).  0 or 1: the job counts once. */
+     * bound, rounded up).  0 or 1: the job counts once.  Over 1, what
+     * waits on it gets no look-ahead at its end (rounds follow it). */
     int32_t array_waves;
     int topo_level; /* index into al_config_t.topo_levels, used if topo_mode */
     al_topo_mode_t topo_mode;

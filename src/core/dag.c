@@ -33,7 +33,9 @@
  * overruns its estimate (its expected end has passed) drops the
  * look-ahead of what waits on it; CPU-only jobs get none, and neither
  * does a job behind a failure edge (it runs only if its input fails,
- * which the input's end does not foretell).
+ * which the input's end does not foretell), nor one whose input is an
+ * array element with rounds of its array still to come after it (the
+ * stage is ready at the last round's end, not this one's).
  *
  * Owns: al__critical_path, al__dag_max, al__dag_lookahead.  Calls:
  * reserve.c (al__reserve, the holds), order.c (al__skey_sort).  Called by
@@ -160,6 +162,8 @@ ready_at(const al_cycle_t *c, int32_t j)
             return INT64_MIN; /* a stage further back: not the next one */
         if (jb->deps[d].when == AL_EDGE_FAILURE)
             return INT64_MIN; /* runs only if x fails: not foretold */
+        if (xb->array_waves > 1)
+            return INT64_MIN; /* rounds of x's array follow: not its end */
         end = xb->start_time + job_runtime(c, xb);
         if (end <= c->s->now)
             return INT64_MIN; /* overrun: when it ends is unknown */

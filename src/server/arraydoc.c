@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/error.h"
 #include "json.h"
@@ -59,7 +60,16 @@ check_sweep(const json_t *sweep, const json_t *command, int64_t *n,
             ok = json_is_string(json_array_get(vals, k)) &&
                  json_string_length(json_array_get(vals, k)) > 0;
         for (size_t k = 0; ok && k < i; k++)
-            ok = strcmp(names[k], name) != 0;
+            if (strcmp(names[k], name) != 0 && strcasecmp(names[k], name) == 0)
+                /* Both would be the same ALLOT_SWEEP_NAME, one lost. */
+                return al__fail(cause, AL_EINVAL,
+                                al_xasprintf("sweep names %s and %s differ "
+                                             "only in case: both would be "
+                                             "the same ALLOT_SWEEP_ variable "
+                                             "in the environment",
+                                             names[k], name));
+            else
+                ok = strcmp(names[k], name) != 0;
         if (!ok)
             return al__fail(cause, AL_EINVAL,
                             al_xasprintf("sweep entry %zu must be {\"name\": "

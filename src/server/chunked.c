@@ -11,7 +11,8 @@
 
 enum {
     S_SIZE,    /* a chunk's size: hex digits */
-    S_EXT,     /* after them: white space and extensions, to CR */
+    S_SIZE_WS, /* after them: white space before ';' or CR */
+    S_EXT,     /* an extension, after its ';', to CR */
     S_SIZE_LF, /* the size line's LF */
     S_DATA,    /* the chunk's data */
     S_DATA_CR, /* the CRLF after it */
@@ -61,6 +62,22 @@ refuse(al__dechunk_t *d, int status, const char *why)
     return status;
 }
 
+/* A byte after a chunk's size: only white space before ';' (RFC 9112's
+ * BWS), so "3 2" is not taken for a size of 3. */
+static int
+size_ws(al__dechunk_t *d, char c)
+{
+    if (c == '\r')
+        d->st = S_SIZE_LF;
+    else if (c == '\n')
+        return refuse(d, 400, "a chunk size line not ended by CRLF");
+    else if (c == ';')
+        d->st = S_EXT;
+    else if (c != ' ' && c != '\t')
+        return refuse(d, 400, "a malformed chunk size");
+    return 0;
+}
+
 /* One byte of any state but S_DATA: 0 or a refusal. */
 static int
 step(al__dechunk_t *d, char c)
@@ -79,16 +96,13 @@ step(al__dechunk_t *d, char c)
         }
         if (d->ndigits == 0)
             return refuse(d, 400, "a chunk without its size");
-        if (c == '\n')
-            return refuse(d, 400, "a chunk size line not ended by CRLF");
-        if (c == '\r')
-            d->st = S_SIZE_LF;
-        else if (c == ';' || c == ' ' || c == '\t')
-            d->st = S_EXT;
-        else
-            return refuse(d, 400, "a malformed chunk size");
-        return 0;
+        d->st = S_SIZE_WS;
+        return size_ws(d, c);
     }
+    case S_SIZE_WS:
+        if (++d->line > AL__CHUNK_LINE_MAX)
+            return refuse(d, 400, "a chunk size line over 4 KiB");
+        return size_ws(d, c);
     case S_EXT:
         if (++d->line > AL__CHUNK_LINE_MAX)
             return refuse(d, 400, "a chunk size line over 4 KiB");

@@ -628,6 +628,11 @@ body_sweep(const sctx_t *x, json_t *b)
         json_array_append_new(
             axes, json_pack("{s:s, s:o}", "name", k, "values", vals));
     }
+    /* Said here in the file's terms (the API's are of JSON objects). */
+    size_t nax = json_object_size(sw) - (json_object_get(sw, LINE_KEY) != NULL);
+    if (nax == 0 || nax > AL_SWEEP_MAX_AXES)
+        perr_add(x->e, x->line, "stage '%s': sweep must have 1 to %d names",
+                 x->nm, AL_SWEEP_MAX_AXES);
     json_object_set_new(b, "sweep", axes);
     const char *spec = al_json_str(b, "array", NULL);
     if (spec != NULL && spec[0] == '%' && combos <= AL_ARRAY_MAX_ELEMENTS) {

@@ -81,8 +81,35 @@ never(al_ctl_t *ctl, const al__job_t *j)
     return false;
 }
 
+/* Whether stage j failed only because what it waited for can never
+ * happen: a `when: failure` stage whose inputs completed (its condition
+ * not met: no failure of the pipeline's), or one after a stage that
+ * failed or was cancelled (that stage says how the pipeline ended). */
+static bool
+failed_unrun_one(const al__job_t *j)
+{
+    return j != NULL && j->state == JS_FAILED && j->reason != NULL &&
+           strstr(j->reason, "(DependencyNeverSatisfied)") != NULL;
+}
+
+/* The same for a stage that is a job array: every element failed so. */
+static bool
+failed_unrun(al_ctl_t *ctl, const al__job_t *j)
+{
+    if (j->state != JS_FAILED)
+        return false;
+    if (j->array == NULL)
+        return failed_unrun_one(j);
+    for (int64_t k = 0; k < j->array->as.count; k++)
+        if (!failed_unrun_one(al__ctl_job(ctl, j->id + 1 + (uint64_t)k)))
+            return false;
+    return true;
+}
+
 /* The pipeline's state from its stages': running while a stage runs or
- * can still run, then failed (a stage failed), cancelled, or completed. */
+ * can still run, then failed (a stage failed), cancelled, or completed.
+ * A stage that failed unrun (failed_unrun) decides nothing itself: a
+ * pipeline whose cleanup for a failure did not run has completed. */
 static const char *
 pipeline_state(al_ctl_t *ctl, al__job_t *const *st, int n)
 {
@@ -93,7 +120,7 @@ pipeline_state(al_ctl_t *ctl, al__job_t *const *st, int n)
             running = true;
         else if (j->state <= JS_RUNNING && !never(ctl, j))
             active = true;
-        else if (j->state == JS_FAILED)
+        else if (j->state == JS_FAILED && !failed_unrun(ctl, j))
             failed = true;
         else if (j->state == JS_CANCELLED)
             cancelled = true;
@@ -419,8 +446,16 @@ al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req)
         return;
     al__job_t **st;
     int n = stages_of(ctl, p, &st), k = 0;
+    /* Only stages that failed unrun (failed_unrun: a cleanup whose
+     * condition was not met, say) are nothing to retry: they would only
+     * fail again.  With a stage that did fail, they go back too. */
+    bool real = false;
+    for (int i = 0; i < n; i++)
+        real = real || (st[i]->state == JS_CANCELLED && st[i]->array == NULL) ||
+               (st[i]->state == JS_FAILED && st[i]->array == NULL &&
+                !failed_unrun(ctl, st[i]));
     char *d = al_xasprintf("retried with its pipeline by %s", req->user);
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && real; i++) {
         al__job_t *j = st[i];
         /* An array's elements end with it: it is not run again. */
         if ((j->state != JS_FAILED && j->state != JS_CANCELLED) ||

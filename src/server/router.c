@@ -460,6 +460,26 @@ header_is(const char *p, size_t n, const char *name, const char **val,
     return true;
 }
 
+/* Why the header line p..le (its colon at colon) is refused, or NULL:
+ * its name must be a token (RFC 9110 5.1: no white space before the
+ * colon) and its value free of control bytes but HTAB (no bare CR or
+ * LF, no NUL). */
+static const char *
+header_bad(const char *p, const char *colon, const char *le)
+{
+    for (const char *c = p; c < colon; c++) {
+        unsigned char u = (unsigned char)*c;
+        if (u <= ' ' || u >= 0x7f || strchr("\"(),/:;<=>?@[\\]{}", u) != NULL)
+            return "malformed header name";
+    }
+    for (const char *c = colon + 1; c < le; c++) {
+        unsigned char u = (unsigned char)*c;
+        if ((u < ' ' && u != '\t') || u == 0x7f)
+            return "a control byte in a header";
+    }
+    return NULL;
+}
+
 /* A decimal length of at most 18 digits, or -1. */
 static int64_t
 parse_len(const char *v, size_t n)
@@ -591,6 +611,15 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
             *why = "malformed header";
             return 400;
         }
+        /* A replica may read a header line differently from the router
+         * (a bare LF or CR taken as a line's end, a name with white
+         * space before its colon): such a line could hide a framing
+         * header from the router and smuggle a request past it. */
+        const char *bad = header_bad(p, colon, le);
+        if (bad != NULL) {
+            *why = bad;
+            return 400;
+        }
         const char *v;
         size_t vl;
         if (header_is(p, ln, "Content-Length", &v, &vl)) {
@@ -609,7 +638,9 @@ al__router_parse_head(const char *h, size_t n, bool own_port,
             }
             o.chunked = true;
         } else if (header_is(p, ln, "Idempotency-Key", &v, &vl)) {
-            o.retry_safe = true;
+            /* An empty key is none: a replica cannot tell a repeat by it. */
+            if (vl > 0)
+                o.retry_safe = true;
         } else if (header_is(p, ln, "Connection", &v, &vl)) {
             if (has_token(v, vl, "close"))
                 o.keep_alive = false;
@@ -771,9 +802,10 @@ typedef enum {
 /* An answer's head h[0..n) as it goes to the client, into b, with the
  * router's own Connection header (the replica's is about the router's
  * connection to it): keep, whether the client's connection stays open
- * after this answer. */
+ * after this answer; drop_te, whether its Transfer-Encoding goes (an
+ * HTTP/1.0 client gets a chunked answer decoded, ended by the close). */
 static void
-head_into(al_buf_t *b, const char *h, size_t n, bool keep)
+head_into(al_buf_t *b, const char *h, size_t n, bool keep, bool drop_te)
 {
     const char *end = h + n;
     const char *p = find(h, n, "\r\n", 2) + 2;
@@ -787,12 +819,39 @@ head_into(al_buf_t *b, const char *h, size_t n, bool keep)
         const char *v;
         size_t vl;
         if (!header_is(p, ln, "Connection", &v, &vl) &&
-            !header_is(p, ln, "Keep-Alive", &v, &vl))
+            !header_is(p, ln, "Keep-Alive", &v, &vl) &&
+            !(drop_te && (header_is(p, ln, "Transfer-Encoding", &v, &vl) ||
+                          header_is(p, ln, "Trailer", &v, &vl))))
             al_buf_append(b, p, ln + 2);
         p = le + 2;
     }
     al_buf_puts(b, keep ? "Connection: keep-alive\r\n\r\n"
                         : "Connection: close\r\n\r\n");
+}
+
+/* Writes p[0..n) of an answer's body to cfd, after the head in hb when
+ * it has not gone yet (*head_sent); decoded by dc when not NULL (a
+ * chunked answer to an HTTP/1.0 client, which must not get chunks). */
+static bool
+send_part(int cfd, al_buf_t *hb, bool *head_sent, const char *p, size_t n,
+          al__dechunk_t *dc)
+{
+    al_buf_t out;
+    al_buf_init(&out);
+    if (!*head_sent)
+        al_buf_append(&out, hb->data, hb->len);
+    *head_sent = true;
+    bool ok = true;
+    if (dc == NULL) {
+        al_buf_append(&out, p, n);
+    } else {
+        size_t used = 0;
+        const char *why = NULL;
+        ok = al__dechunk_feed(dc, p, n, &out, &used, &why) <= 1;
+    }
+    ok = ok && write_all(cfd, out.data, out.len);
+    al_buf_fini(&out);
+    return ok;
 }
 
 /* Sends the request (req, reqlen bytes) on ufd and passes the answer to
@@ -801,8 +860,8 @@ head_into(al_buf_t *b, const char *h, size_t n, bool keep)
  * the request went out whole (a replica may have acted on it). */
 static fwd_t
 forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
-        bool head_req, bool client_keep, bool *keep, bool *close_client,
-        int *status, bool *sent)
+        bool head_req, bool client_keep, bool http10, bool *keep,
+        bool *close_client, int *status, bool *sent)
 {
     *keep = false;
     *sent = false;
@@ -819,8 +878,9 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
         }
         if (a.status >= 200 || a.status == 101)
             break;
-        /* 1xx: passed on, then the real answer. */
-        if (!write_all(cfd, buf, (size_t)hl)) {
+        /* 1xx: passed on (never to an HTTP/1.0 client: RFC 9110 15.2),
+         * then the real answer. */
+        if (!http10 && !write_all(cfd, buf, (size_t)hl)) {
             return FWD_CLIENT;
         }
         memmove(buf, buf + hl, have - (size_t)hl);
@@ -829,14 +889,21 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     *status = a.status;
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
-    *close_client = until_close || !client_keep;
+    /* An HTTP/1.0 client cannot read chunks (RFC 9112 6.1): it gets the
+     * data, ended by the connection's close. */
+    al__dechunk_t dcs, *dc = NULL;
+    if (http10 && a.chunked && !nobody) {
+        al__dechunk_init(&dcs, SIZE_MAX);
+        dc = &dcs;
+    }
+    *close_client = until_close || !client_keep || dc != NULL;
     /* The head goes out with the body bytes that came with it, in one
      * write: one wake-up of the client, not two.  It goes alone only
      * before the router waits for more of the body (a stream's head must
      * not wait for its first event). */
     al_buf_t hb;
     al_buf_init(&hb);
-    head_into(&hb, buf, (size_t)hl, !*close_client);
+    head_into(&hb, buf, (size_t)hl, !*close_client, dc != NULL);
     bool head_sent = false;
     size_t extra = have - (size_t)hl;
     memmove(buf, buf + hl, extra);
@@ -881,15 +948,7 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
             left -= (int64_t)use;
             done = left == 0;
         }
-        bool wrote;
-        if (!head_sent) {
-            head_sent = true;
-            al_buf_append(&hb, buf, use);
-            wrote = write_all(cfd, hb.data, hb.len);
-        } else {
-            wrote = write_all(cfd, buf, use);
-        }
-        if (!wrote) {
+        if (!send_part(cfd, &hb, &head_sent, buf, use, dc)) {
             rc = FWD_CLIENT;
             break;
         }
@@ -1089,7 +1148,8 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         }
         bool sent = false;
         f = forward(*fd, c->cfd, c->ubuf, up, ulen, rh->head_req,
-                    rh->keep_alive, keep, close_client, status, &sent);
+                    rh->keep_alive, rh->http10, keep, close_client, status,
+                    &sent);
         if (f == FWD_RETRY) {
             drop_upstream(r, c, *fd);
             *fd = -1;
@@ -1160,6 +1220,37 @@ read_body(int cfd, const char *extra, size_t nextra, const al__rt_head_t *rh,
     return rc == 1 ? 0 : rc;
 }
 
+/* The error code of a refused request's status. */
+static const char *
+err_code(int st)
+{
+    if (st == 404)
+        return "not_found";
+    return st == 413 ? "too_large" : "bad_request";
+}
+
+/* Whether service name is unknown or refuses token tok (toklen bytes),
+ * answered (404 or 401) with the connection to be closed. */
+static bool
+refused_early(al__router_t *r, int cfd, const char *name, const char *tok,
+              size_t toklen)
+{
+    pthread_mutex_lock(&r->mu);
+    svc_t *s = svc_find(r, name, strlen(name));
+    bool found = s != NULL, ok = found && allowed(r, s, tok, toklen);
+    pthread_mutex_unlock(&r->mu);
+    if (ok)
+        return false;
+    if (found)
+        reply_error(cfd, 401, "unauthorized",
+                    "this service needs a token of its owner or an admin "
+                    "(Authorization: Bearer)",
+                    true);
+    else
+        reply_error(cfd, 404, "not_found", "no such service", true);
+    return true;
+}
+
 /* Handles one request whose head is buf[0..hl) (and maybe more bytes
  * after it, *have in all).  false: close the client connection. */
 static bool
@@ -1171,26 +1262,9 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     const char *why = "bad request";
     int st = al__router_parse_head(buf, hl, own != NULL, &rh, &why);
     if (st != 0) {
-        reply_error(cfd, st, st == 404 ? "not_found" : "bad_request", why,
-                    true);
+        reply_error(cfd, st, err_code(st), why, true);
         return false;
     }
-    /* The body, held whole: a retry sends it again. */
-    al_buf_t body, next;
-    al_buf_init(&body);
-    al_buf_init(&next);
-    st = read_body(cfd, buf + hl, *have - hl, &rh, &body, &next, &why);
-    if (st != 0) {
-        if (st > 0)
-            reply_error(cfd, st, st == 413 ? "too_large" : "bad_request", why,
-                        true);
-        al_buf_fini(&body);
-        al_buf_fini(&next);
-        return false;
-    }
-    size_t ulen;
-    char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
-    al_buf_fini(&body);
     char name[64];
     if (own != NULL) {
         snprintf(name, sizeof name, "%s", own);
@@ -1201,6 +1275,26 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     char tok[130];
     size_t toklen = rh.token_len < sizeof tok - 1 ? rh.token_len : 0;
     memcpy(tok, buf + rh.token_off, toklen);
+    /* A client that waits for 100 Continue is told before it sends its
+     * body that the service is unknown or refuses it (RFC 9110 10.1.1):
+     * no body read, and none buffered, for a request that goes nowhere. */
+    if (rh.expect_continue && refused_early(r, cfd, name, tok, toklen))
+        return false;
+    /* The body, held whole: a retry sends it again. */
+    al_buf_t body, next;
+    al_buf_init(&body);
+    al_buf_init(&next);
+    st = read_body(cfd, buf + hl, *have - hl, &rh, &body, &next, &why);
+    if (st != 0) {
+        if (st > 0)
+            reply_error(cfd, st, err_code(st), why, true);
+        al_buf_fini(&body);
+        al_buf_fini(&next);
+        return false;
+    }
+    size_t ulen;
+    char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
+    al_buf_fini(&body);
     /* What is left is the next pipelined request. */
     if (next.len > 0)
         memcpy(buf, next.data, next.len);

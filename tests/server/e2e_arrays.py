@@ -174,7 +174,10 @@ def scenario_array_errors(c):
             (("--sweep", "lr=1", "--sweep", "bs=2", "--sweep", "lr=3"),
              "--sweep lr is given twice"),
             (("--sweep", "lr=1", "--sweep", "bs=2,3", "--array", "0-2"),
-             "--array 0-2 has 3 elements but the sweep 2 combinations")):
+             "--array 0-2 has 3 elements but the sweep 2 combinations"),
+            # Both would be ALLOT_SWEEP_LR, one value lost.
+            (("--sweep", "lr=1", "--sweep", "bs=2", "--sweep", "LR=3"),
+             "--sweep lr and LR differ only in case")):
         p = c.cli("submit", *args, "--", "echo", "{lr}", "{bs}", ok=False)
         check(p.returncode == 2 and what in p.stderr,
               "submit %s: exit %d %r" % (" ".join(args), p.returncode,
@@ -213,7 +216,11 @@ def scenario_array_errors(c):
             ({"sweep": [{"name": "lr", "values": []}]}, "sweep entry 0"),
             ({"array": "0-2", "sweep": [{"name": "lr", "values": ["1"]},
                                         {"name": "bs", "values": ["2"]}]},
-             "3 elements but the sweep 1")):
+             "3 elements but the sweep 1"),
+            ({"sweep": [{"name": "lr", "values": ["1"]},
+                        {"name": "bs", "values": ["2"]},
+                        {"name": "Lr", "values": ["3"]}]},
+             "sweep names lr and Lr differ only in case")):
         b = dict(body, command=["echo", "{lr}", "{bs}"])
         s, r = c.api("POST", "/v1/jobs", b)
         check(s == 400 and what in r.get("message", ""),

@@ -417,6 +417,23 @@ def scenario_pipeline_sweep(c):
     r = c.cli("pipeline", "submit", write(c, "bad2.yaml", bad), ok=False)
     check(r.returncode != 0 and "sweep must be a mapping" in r.stderr and
           "line 5" in r.stderr, "a sweep that is a list: %s" % r.stderr)
+    # An empty sweep, and one of more than 16 names: said in the file's
+    # terms, not the API's.
+    for k, axes in ((4, "{}"), (5, "{%s}" % ", ".join(
+            "a%d: [1]" % i for i in range(17)))):
+        bad = SWEEP.replace("\n      lr: [0.1, \"1e-3\"]\n      bs: [32, 64]\n",
+                            " %s\n" % axes).replace("{lr} {bs}", "x")
+        r = c.cli("pipeline", "submit",
+                  write(c, "bad%d.yaml" % k, bad % {"out": out}), ok=False)
+        check(r.returncode != 0 and "sweep must have 1 to 16 names" in
+              r.stderr and "line 5" in r.stderr and "{" not in r.stderr,
+              "sweep: %s: %s" % (axes, r.stderr))
+    # lr and LR would both be ALLOT_SWEEP_LR: one value lost.
+    bad = SWEEP.replace("      bs: [32, 64]\n", "      bs: [32, 64]\n"
+                        "      LR: [1, 2]\n") % {"out": out}
+    r = c.cli("pipeline", "submit", write(c, "bad3.yaml", bad), ok=False)
+    check(r.returncode != 0 and "differ only in case" in r.stderr and
+          "line" in r.stderr, "axes lr and LR: %s" % r.stderr)
     print("  a sweep stage: 4 combinations, 2 at a time, then the next "
           "stage")
 
@@ -501,7 +518,58 @@ def scenario_pipeline_critical_path(c):
           "the stages that wait on the same GPU")
 
 
+CLEANUP = """\
+name: ok
+stages:
+  - name: train
+    command: ["true"]
+  - name: cleanup
+    needs: [train]
+    when: failure
+    command: ["true"]
+  - name: eval
+    needs: [train]
+    command: ["true"]
+"""
+
+
+def scenario_pipeline_cleanup_unrun(c):
+    """A pipeline whose stages all succeed completes, though its cleanup
+    for a failure (when: failure) did not run: that stage is marked as
+    never able to run, but it is no failure of the pipeline's."""
+    c.start_server()
+    c.start_agent("n1", "1xH100-80GB")
+    pid = int(c.cli("pipeline", "submit", write(c, "ok.yaml", CLEANUP))
+              .stdout)
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed" and
+          stage(p, "train")["state"] == "completed" and
+          stage(p, "eval")["state"] == "completed",
+          "a pipeline whose cleanup did not run completed: %s" % p)
+    check(stage(p, "cleanup")["state"] == "failed" and
+          "DependencyNeverSatisfied" in stage(p, "cleanup")["reason"],
+          "the cleanup is marked as never run: %s" % stage(p, "cleanup"))
+    ls = c.cli("pipeline", "ls").stdout
+    check("completed" in ls and "failed" not in ls, "ls: %s" % ls)
+    # Nothing to run again: the cleanup would only be marked again.
+    r = c.cli("pipeline", "retry", str(pid), ok=False)
+    check(r.returncode == 1 and "no failed or cancelled stage" in r.stderr,
+          "retry of a completed pipeline: %d %s" % (r.returncode, r.stderr))
+    # The same with array stages: a fan-out, and a cleanup of 2 elements.
+    text = CLEANUP.replace('    command: ["true"]\n  - name: cleanup',
+                           '    array: 0-2\n    command: ["true"]\n'
+                           '  - name: cleanup').replace(
+        "    when: failure\n", "    when: failure\n    array: 0-1\n")
+    pid = int(c.cli("pipeline", "submit", write(c, "arr.yaml", text)).stdout)
+    p = wait_pipeline(c, pid, ("completed", "failed"))
+    check(p["state"] == "completed" and
+          stage(p, "cleanup")["state"] == "failed" and
+          c.job(stage(p, "train")["job"]).get("array") is not None,
+          "an array cleanup that did not run: %s" % p)
+
+
 SCENARIOS = {
+    "pipeline_cleanup_unrun": scenario_pipeline_cleanup_unrun,
     "pipeline_run": scenario_pipeline_run,
     "pipeline_retry": scenario_pipeline_retry,
     "pipeline_errors": scenario_pipeline_errors,

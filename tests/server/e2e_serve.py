@@ -581,6 +581,8 @@ def scenario_serve_chunked(c):
         (b"\r\n5\nhello\r\n0\r\n\r\n", b"400", b"CRLF"),
         (b"\r\n5\r\nhelloXX\r\n0\r\n\r\n", b"400", b"followed by CRLF"),
         (b"\r\nzz\r\n", b"400", b"without its size"),
+        (b"\r\n3 2\r\nabc\r\n0\r\n\r\n", b"400", b"malformed chunk size"),
+        (b"\r\n3 x\r\nabc\r\n0\r\n\r\n", b"400", b"malformed chunk size"),
         (b"\r\n" + b"1" * 17 + b"\r\n", b"400", b"16 hex digits"),
         (b"\r\n2000000\r\n", b"413", b"over the limit"),
         (b"Content-Length: 5\r\n\r\n5\r\nhello\r\n0\r\n\r\n", b"400",
@@ -590,12 +592,91 @@ def scenario_serve_chunked(c):
         got = raw(c, hdr + body)
         check(got.startswith(b"HTTP/1.1 " + status) and why in got,
               "%r: %s %r, got %r" % (body, status, why, got[:300]))
+    # White space before ';' is taken (BWS).
+    got = raw(c, hdr + b"Connection: close\r\n\r\n3 \t;x\r\nabc\r\n0\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 200 ") and got.endswith(b"\r\n\r\nabc"),
+          "white space before an extension: %r" % got[:300])
+    # A Content-Length over the limit: 413 too_large, as a chunked one.
+    got = raw(c, b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\nContent-Length: "
+              b"16777217\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 413 ") and b'"too_large"' in got,
+          "a Content-Length over 16 MiB: %r" % got[:300])
     got = raw(c, b"POST /s/c/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
               b"gzip, chunked\r\n\r\n0\r\n\r\n")
     check(got.startswith(b"HTTP/1.1 501 "), "another coding: %r" % got[:200])
+    # A client that waits for 100 Continue before its body is told at
+    # once that no such service is there: no 100, no body read.
+    import socket
+    host, port = c.router.split("//")[1].rsplit(":", 1)
+    for framing in (b"Content-Length: 1000000", b"Transfer-Encoding: chunked"):
+        so = socket.create_connection((host, int(port)), timeout=10)
+        so.sendall(b"POST /s/nosuch/echo HTTP/1.1\r\nHost: x\r\n" +
+                   framing + b"\r\nExpect: 100-continue\r\n\r\n")
+        got = so.recv(65536)
+        so.close()
+        check(got.startswith(b"HTTP/1.1 404 ") and
+              b"Connection: close" in got,
+              "Expect: 100-continue to no service (%s): %r" % (framing, got))
+    # An HTTP/1.0 client cannot read chunks: a chunked answer (a token
+    # stream) reaches it decoded, ended by the close, with no 1xx.
+    got = raw(c, b"GET /s/c/stream?n=3&ms=10 HTTP/1.0\r\nHost: x\r\n"
+              b"Expect: 100-continue\r\n\r\n")
+    head, _, body = got.partition(b"\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 200 ") and
+          b"Transfer-Encoding" not in head and b"Connection: close" in head,
+          "a stream to an HTTP/1.0 client: %r" % got[:400])
+    events = body.split(b"\n\n")
+    check(len(events) == 4 and events[-1] == b"" and
+          all(e.startswith(b"data: {") for e in events[:3]),
+          "its events, decoded: %r" % body)
     # The replica is still fine, and nothing it got was cut.
     st, v = request(c, "c", "/work", body=b"y" * 1000)
     check(st == 200 and v["body"] == 1000, "served after: %s %s" % (st, v))
+
+
+def scenario_serve_smuggle(c):
+    """A header line a replica could read otherwise than the router (a
+    bare LF or CR in it, white space before its colon, a control byte)
+    is a 400: it cannot hide a framing header from the router and
+    smuggle a request to the replica inside a body."""
+    start(c)
+    c.cli("serve", "create", "m", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--ready-path", "/health", "--public", "--", "python3",
+          REPLICA)
+    wait_for(lambda: ready_count(c, "m") == 1, 30, "a ready replica")
+    mark = os.path.join(c.root, "smuggled")
+    open(mark, "w").close()  # there: /die answers instead of dying
+    inner = ("GET /die?mark=%s HTTP/1.1\r\nHost: x\r\n\r\n"
+             % mark).encode()
+    cases = [
+        # Python's http.server (the replica) splits lines at a bare LF,
+        # so it takes the first Content-Length (0) and reads the body
+        # as a request of its own.
+        (b"X-A: 1\nContent-Length: 0\r\nContent-Length: %d\r\n"
+         % len(inner), b"a control byte in a header"),
+        (b"X-A: 1\rContent-Length: 0\r\nContent-Length: %d\r\n"
+         % len(inner), b"a control byte in a header"),
+        (b"Content-Length : 0\r\nContent-Length: %d\r\n" % len(inner),
+         b"malformed header name"),
+        (b"Transfer-Encoding\t: chunked\r\nContent-Length: %d\r\n"
+         % len(inner), b"malformed header name"),
+        (b"X-A: a\x00b\r\nContent-Length: %d\r\n" % len(inner),
+         b"a control byte in a header"),
+    ]
+    for hdrs, why in cases:
+        got = raw(c, b"POST /s/m/echo HTTP/1.1\r\nHost: x\r\n" + hdrs +
+                  b"Connection: close\r\n\r\n" + inner)
+        time.sleep(0.3)
+        with open(mark) as f:
+            ran = f.read()
+        check(ran == "", "a request smuggled past the router ran: %r "
+              "(headers %r, answer %r)" % (ran, hdrs, got[:300]))
+        check(got.startswith(b"HTTP/1.1 400 ") and why in got,
+              "%r: 400 %r, got %r" % (hdrs, why, got[:300]))
+    # Tabs in values stay fine, and the replica still serves.
+    got = raw(c, b"GET /s/m/work HTTP/1.1\r\nHost: x\r\nX-A: a\tb\r\n"
+              b"Connection: close\r\n\r\n")
+    check(got.startswith(b"HTTP/1.1 200 "), "a tab in a value: %r" % got)
 
 
 def scenario_serve_retry(c):
@@ -630,6 +711,12 @@ def scenario_serve_retry(c):
     check(st == 200 and len(runs) == 2 and runs[0] != runs[1],
           "a POST with an Idempotency-Key is retried: %s %s %s"
           % (st, data, runs))
+    # An empty key is none: the replica could not tell a repeat by it.
+    m = os.path.join(c.root, "post-empty-key")
+    st, data, runs = send("POST", m, {"Idempotency-Key": ""})
+    check(st == 502 and len(runs) == 1,
+          "a POST with an empty Idempotency-Key is not retried: %s %s %s"
+          % (st, data, runs))
     m = os.path.join(c.root, "put")
     st, data, runs = send("PUT", m, {})
     check(st == 200 and len(runs) == 2,
@@ -639,6 +726,7 @@ def scenario_serve_retry(c):
 SCENARIOS = {
     "serve_chunked": scenario_serve_chunked,
     "serve_retry": scenario_serve_retry,
+    "serve_smuggle": scenario_serve_smuggle,
     "serve_routers": scenario_serve_routers,
     "serve_scale": scenario_serve_scale,
     "serve_update": scenario_serve_update,

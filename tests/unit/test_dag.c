@@ -394,6 +394,30 @@ lookahead_not_after_failure(void)
     }
 }
 
+/* An input that is an element of an array with rounds still to come
+ * after its own (array_waves > 1) does not end the stage's wait: no
+ * look-ahead, so nothing is held for the stage through every round of
+ * a fan-out; at the last round (1) the look-ahead is made. */
+static void
+lookahead_not_before_last_round(void)
+{
+    snap_t *s = scenario();
+    int a, b, x;
+    al_result_t *r;
+
+    build_handoff(s, &a, &b, &x);
+    snap_job_ref(s, a)->array_waves = 3;
+    r = snap_run(s);
+    ASSERT(resv_of(r, b) == NULL);
+    al_result_destroy(r);
+    snap_job_ref(s, a)->array_waves = 1;
+    r = snap_run(s);
+    ASSERT(resv_of(r, b) != NULL);
+    ASSERT_EQ(resv_of(r, b)->start, 100);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /* The same snapshot, the same bytes. */
 static void
 lookahead_deterministic(void)
@@ -424,5 +448,6 @@ const al_test_t test_dag[] = {
     { "critical_path_failure_edge", critical_path_failure_edge },
     { "critical_path_array_waves", critical_path_array_waves },
     { "lookahead_not_after_failure", lookahead_not_after_failure },
+    { "lookahead_not_before_last_round", lookahead_not_before_last_round },
     { NULL, NULL },
 };
