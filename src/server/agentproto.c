@@ -569,6 +569,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         al__ctl_touch(ctl);
     }
     keep_samples(n, &s);
+    al__leaving_synced(ctl, ni, &s);
     /* What the agent has: the desired set need not repeat those specs. */
     n->nknown = 0;
     for (size_t i = 0; i < s.ntasks; i++) {

@@ -481,6 +481,29 @@ build_fini(build_t *b)
     free(b->unborn);
 }
 
+/* Whether decision d's start of j waits for a stopping task: j's previous
+ * run, or one on the GPUs d gives it (leaving.c); the next cycles decide
+ * again once the agents said they ended. */
+static bool
+start_waits(const al_ctl_t *ctl, const al__job_t *j, const al_decision_t *d)
+{
+    bool any = false;
+    for (int i = 0; i < ctl->nnodes && !any; i++)
+        any = ctl->nodes[i].nleaving > 0;
+    if (!any)
+        return false; /* the usual case: nothing is stopping */
+    int *nodes = al_xcalloc((size_t)d->ntasks, sizeof *nodes);
+    uint64_t *devices = al_xcalloc((size_t)d->ntasks, sizeof *devices);
+    for (int t = 0; t < d->ntasks; t++) {
+        nodes[t] = d->tasks[t].node;
+        devices[t] = d->tasks[t].devices;
+    }
+    bool waits = al__leaving_blocks(ctl, j, d->ntasks, nodes, devices);
+    free(nodes);
+    free(devices);
+    return waits;
+}
+
 /* Evictions first, so that a node's desired set drops the victims in the
  * same reply that adds the jobs taking their place. */
 static void
@@ -549,7 +572,7 @@ apply_starts(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
         if (d->kind != AL_DEC_START || d->job < 0 || (size_t)d->job >= b->nj)
             continue;
         al__job_t *j = b->act[d->job];
-        if (j->state != JS_PENDING || d->ntasks <= 0)
+        if (j->state != JS_PENDING || d->ntasks <= 0 || start_waits(ctl, j, d))
             continue;
         free(j->tasks);
         j->ntasks = d->ntasks;

@@ -323,6 +323,12 @@ typedef struct al__task_key {
     int task, restart;
 } al__task_key_t;
 
+/* A task that is stopping, and the GPUs it holds until it has (leaving.c). */
+typedef struct al__leaving {
+    al__task_key_t key;
+    uint64_t devices;
+} al__leaving_t;
+
 typedef struct al__node {
     char *name;
     char *addr;
@@ -348,6 +354,9 @@ typedef struct al__node {
      * of every running job of the cluster. */
     al__task_key_t *runs;
     size_t nruns, runs_cap;
+    /* leaving.c: its tasks that are stopping. */
+    al__leaving_t *leaving;
+    size_t nleaving, leaving_cap;
     /* pools.c: its pool (NULL: the default) and labels (canonical, or
      * NULL), and what they give the snapshot once snap_ready: labels
      * without the topology keys, and the topology values. */
@@ -989,6 +998,18 @@ int al__store_load(al_ctl_t *ctl, char **cause);
 void al__ctl_touch(al_ctl_t *ctl);
 /* Marks node ni's desired set changed: its long-poll is answered. */
 void al__ctl_node_changed(al_ctl_t *ctl, int ni);
+
+/* leaving.c: the tasks that are stopping.  _add: j's tasks that have not
+ * ended, as j stops running (before its tasks are freed); _synced: drops
+ * those node ni's agent no longer reports running; _node_down: drops a
+ * node's; _blocks: whether a start of j with these tasks (node indices,
+ * GPU masks) must wait for one of them. */
+struct al__sync;
+void al__leaving_add(al_ctl_t *ctl, const al__job_t *j);
+void al__leaving_synced(al_ctl_t *ctl, int ni, const struct al__sync *s);
+void al__leaving_node_down(al__node_t *n);
+bool al__leaving_blocks(const al_ctl_t *ctl, const al__job_t *j, int ntasks,
+                        const int *nodes, const uint64_t *devices);
 /* Moves a job to a new state, frees or keeps its tasks, marks the nodes it
  * ran on as changed and records an event. */
 void al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,

@@ -162,6 +162,8 @@ al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
     else if (j->state != JS_RUNNING && st == JS_RUNNING)
         running_add(ctl, j);
     al__jstate_t was = j->state;
+    if (was == JS_RUNNING && st >= JS_COMPLETED)
+        al__leaving_add(ctl, j); /* its tasks that have not ended stop */
     j->state = st;
     j->why_valid = false;
     if (st >= JS_COMPLETED) {
@@ -192,6 +194,7 @@ al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
                        (double)j->ntasks *
                        (j->gpus > 0 ? (double)j->gpus
                                     : (double)j->gpu_milli / AL_GPU_MILLI);
+    al__leaving_add(ctl, j); /* its tasks stop; until then they hold */
     free(j->tasks);
     j->tasks = NULL;
     j->restart_count++;
@@ -219,6 +222,7 @@ al__ctl_nodes_down(al_ctl_t *ctl, int64_t mono)
                 n->name, (long long)(mono - n->last_seen));
         n->state = NS_DOWN;
         n->dirty = true;
+        al__leaving_node_down(n);
         ctl->counters.nodes_down++;
         /* Backwards: a requeue takes the job out of ctl->running. */
         for (size_t k = ctl->nrunning; k-- > 0;) {

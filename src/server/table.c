@@ -101,6 +101,9 @@ al__node_fini(al__node_t *n)
     al__node_health_fini(n);
     free(n->known);
     n->known = NULL;
+    free(n->leaving);
+    n->leaving = NULL;
+    n->nleaving = n->leaving_cap = 0;
     n->nknown = n->known_cap = 0;
     free(n->runs);
     n->runs = NULL;

@@ -563,7 +563,61 @@ def scenario_quota_check(c):
           "team-b grown")
 
 
+def scenario_reclaim_stop(c):
+    """A reclaimed job that takes its time to stop (it traps SIGTERM and
+    saves for a second and a half) keeps its GPU until it has: the job
+    that reclaimed it starts only once it ended, and so does its own next
+    run, though a GPU of another node frees meanwhile (never two runs of
+    one job at once)."""
+    c.start_server()
+    c.start_agent("n1", "1xH100-80GB")
+    c.start_agent("n2", "1xH100-80GB")
+    c.cli("queue", "set", "default", "--deserved", "gpu=1")
+    c.cli("queue", "set", "team", "--deserved", "gpu=1")
+    marks = os.path.join(c.root, "marks")
+    os.mkdir(marks)
+    # Each run writes JOB.RESTART: its start, and its end once it stopped.
+    run = ("f=%s/$ALLOT_JOB_ID.$ALLOT_RESTART_COUNT; "
+           "trap 'sleep 1.5; echo E $(date +%%s.%%N) >> $f; exit 143' TERM; "
+           "echo S $(date +%%s.%%N) $ALLOT_NODE >> $f; sleep %s & wait; "
+           "echo E $(date +%%s.%%N) >> $f")
+    # A build session (never evicted) that ends in a moment, and the
+    # borrower: of the default queue's two GPUs, one is team's.
+    borrower = c.submit("--gpus", "1", "--", "sh", "-c", run % (marks, 60))
+    c.wait_state(borrower, "running")
+    build = c.submit("--class", "build", "--gpus", "1", "--", "sh", "-c",
+                     run % (marks, 0.5))
+    c.wait_state(build, "running")
+    wait_for(lambda: os.path.exists(os.path.join(marks, "%d.0" % borrower)),
+             10, "the borrower's run")
+    owner = c.submit("--queue", "team", "--gpus", "1", "--", "sh", "-c",
+                     run % (marks, 0.2))
+    c.wait_state(owner, "completed", timeout=30)
+
+    def times(f):
+        """A run's start, end (None before it) and node."""
+        w = open(os.path.join(marks, f)).read().split()
+        return (float(w[1]), float(w[w.index("E") + 1]) if "E" in w
+                else None, w[2])
+
+    _, stopped, node = wait_for(lambda: (lambda t: t if t[1] else None)(
+        times("%d.0" % borrower)), 10, "the borrower to stop")
+    # The owner takes the borrower's GPU once it is free, or the build
+    # session's on the other node, which ends first.
+    started, _, where = times("%d.0" % owner)
+    check(where != node or started >= stopped, "the owner started on %s "
+          "%.3f s before the borrower it reclaimed from had stopped there" %
+          (node, stopped - started))
+    again = os.path.join(marks, "%d.1" % borrower)
+    wait_for(lambda: os.path.exists(again), 30, "the borrower's next run")
+    started = times("%d.1" % borrower)[0]
+    check(started >= stopped, "the borrower's next run started %.3f s "
+          "before its previous one ended" % (stopped - started))
+    c.cli("cancel", str(borrower))
+
+
 SCENARIOS = {
+    "reclaim_stop": scenario_reclaim_stop,
     "quota_check": scenario_quota_check,
     "lifecycle": scenario_lifecycle,
     "model_quota": scenario_model_quota,

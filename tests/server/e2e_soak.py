@@ -103,7 +103,13 @@ def runs_of(marks):
         words = open(os.path.join(marks, f)).read().split()
         starts = words.count("S")
         start = float(words[1]) if len(words) >= 2 else None
-        end = float(words[words.index("E") + 1]) if "E" in words else None
+        # An end: "E TIME"; an "E" without its time is the job's own end
+        # line whose date(1) the stop's SIGTERM killed, its trap's follows.
+        end = None
+        for k, w in enumerate(words[:-1]):
+            if w == "E" and words[k + 1] != "E":
+                end = float(words[k + 1])
+                break
         out.setdefault(int(job), []).append(
             (int(restart), node, starts, start, end))
     return out
@@ -316,7 +322,8 @@ def scenario_pg_soak(c):
             after = b["next"]
         return out
 
-    lost = [i for i in accepted if i not in listing(0)]
+    stored = listing(0)
+    lost = [i for i in accepted if i not in stored]
     check(not lost, "accepted jobs lost: %s" % lost[:10])
     jobs = listing(1)  # an array's elements instead of the array
 
