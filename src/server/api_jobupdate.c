@@ -2,7 +2,7 @@
  * api_jobupdate.c -- POST /v1/jobs/ID/update: what may change in a
  * submitted job (Slurm's `scontrol update JobId=N ...`), with Slurm's
  * rules: a waiting job (pending or held) may change its time limit,
- * name, pool and dependencies; a running one only its time limit; an
+ * name, pool and dependencies; a running one its time limit and name; an
  * ended one nothing.  A user may lower a time limit, only an admin may
  * raise it (no limit counts as the highest).
  *
@@ -114,12 +114,11 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                              "one by one (ID_INDEX)",
                              (unsigned long long)j->id);
     } else if (j->state == JS_RUNNING &&
-               (nm != NULL || json_object_get(b, "pool") != NULL ||
-                dp != NULL)) {
+               (json_object_get(b, "pool") != NULL || dp != NULL)) {
         status = 409;
         code = "not_pending";
-        cause = al_xasprintf("job %llu is running: only its time limit can "
-                             "change",
+        cause = al_xasprintf("job %llu is running: only its time limit and "
+                             "name can change",
                              (unsigned long long)j->id);
     } else if (tl != NULL && !al__req_admin(req) &&
                raises(j->time_limit, json_integer_value(tl))) {

@@ -19,6 +19,9 @@ Scenarios:
   steps       srun's steps in sacct (ID.0, ID.1), kept across a restart
   update      scontrol update JobId=N of a waiting and a running job
   requeue_ended  scontrol requeue of an ended batch job
+  update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
+              a running job renamed
+  requeue_refused  scontrol requeue of a running --no-requeue or srun job
 """
 import os
 import pty
@@ -593,11 +596,11 @@ def scenario_update(c):
           "update without a job: %r" % p.stderr)
     p = s.run("scontrol", "update", "JobId=999999", "TimeLimit=5")
     check(p.returncode == 1 and
-          "slurm_update error: Invalid job id specified" in p.stderr,
+          p.stderr == "Invalid job id specified for job 999999\n",
           "update of no job: %r" % p.stderr)
     p = s.run("scontrol", "update", "JobId=%s" % h, "TimeLimit=5")
-    check(p.returncode == 1 and "Job/step already completing or completed"
-          in p.stderr, "update of an ended job: %r" % p.stderr)
+    check(p.returncode == 1 and p.stderr == "Job has already finished for "
+          "job %s\n" % h, "update of an ended job: %r" % p.stderr)
     # A running job: its time limit only; a user lowers it, an admin
     # raises it.
     st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
@@ -607,12 +610,13 @@ def scenario_update(c):
     r = p.stdout.strip()
     wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
                            "%t").stdout.strip() == "R", 30, "running")
-    p = s.run("scontrol", "update", "JobId=%s" % r, "JobName=x")
-    check(p.returncode == 1 and "Job is no longer pending execution" in
-          p.stderr, "rename of a running job: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % r, "Partition=allot")
+    check(p.returncode == 1 and p.stderr == "Job is no longer pending "
+          "execution for job %s\n" % r, "a running job's partition: %r" %
+          p.stderr)
     p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=20", env=bob)
     check(p.returncode == 1 and
-          "slurm_update error: Access/permission denied" in p.stderr,
+          p.stderr == "Access/permission denied for job %s\n" % r,
           "a user raising a limit: %r" % p.stderr)
     p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=5", env=bob)
     check(p.returncode == 0, "a user lowering a limit: %r" % p.stderr)
@@ -687,6 +691,117 @@ def scenario_requeue_ended(c):
           in p.stderr, "requeue of srun's job: %r" % p.stderr)
 
 
+def scenario_update_forms(c):
+    """scontrol update as Slurm 22.05 takes it: TimeLimit=+T and -T (the
+    job's limit raised or lowered), UNLIMITED and INFINITE in any case, a
+    list of jobs (JobId=A,B: each updated, an unknown one said), a running
+    job renamed by its user, and refusals said "... for job ID"."""
+    s = Slurm(c)
+    a = s.sbatch("-H", "-t", "30", "--wrap", "true")
+    b = s.sbatch("-H", "-t", "unlimited", "--wrap", "true")
+
+    def limit(j):
+        return s.run("squeue", "-h", "-j", j, "-o", "%l").stdout.strip()
+
+    check(limit(b) == "UNLIMITED", "sbatch -t unlimited: %r" % limit(b))
+    for v, want in (("+5", "35:00"), ("-10", "25:00"), ("-1", "24:00"),
+                    ("+1:00:00", "1:24:00"), ("unlimited", "UNLIMITED"),
+                    ("Infinite", "UNLIMITED"), ("30", "30:00")):
+        p = s.run("scontrol", "update", "JobId=" + a, "TimeLimit=" + v)
+        check(p.returncode == 0 and limit(a) == want,
+              "TimeLimit=%s: %d %r %r" % (v, p.returncode, p.stderr,
+                                         limit(a)))
+    for v, text in (("-100", "scontrol: error: TimeLimit decrement larger "
+                     "than current time limit (100 > 30)\n"),
+                    ("+abc", "scontrol: error: Invalid TimeLimit value\n"),
+                    ("+", "scontrol: error: Invalid TimeLimit value\n")):
+        p = s.run("scontrol", "update", "JobId=" + a, "TimeLimit=" + v)
+        check(p.returncode == 1 and p.stderr == text and limit(a) == "30:00",
+              "TimeLimit=%s: %d %r" % (v, p.returncode, p.stderr))
+    p = s.run("scontrol", "update", "JobId=" + b, "TimeLimit=+5")
+    check(p.returncode == 1 and limit(b) == "UNLIMITED",
+          "+5 of an unlimited job: %d %r" % (p.returncode, p.stderr))
+    # A list of jobs: each one; an unknown one said, the others done.
+    p = s.run("scontrol", "update", "JobId=%s,%s" % (a, b), "TimeLimit=20")
+    check(p.returncode == 0 and limit(a) == limit(b) == "20:00",
+          "JobId=A,B: %r %s %s" % (p.stderr, limit(a), limit(b)))
+    p = s.run("scontrol", "update", "JobId=%s,999999,%s" % (a, b),
+              "TimeLimit=-5")
+    check(p.returncode == 1 and
+          p.stderr == "Invalid job id specified for job 999999\n" and
+          limit(a) == limit(b) == "15:00",
+          "JobId=A,unknown,B: %r %s %s" % (p.stderr, limit(a), limit(b)))
+    for j in (a, b):
+        s.run("scancel", j)
+    # A running job: its user renames it and lowers its limit by -T.
+    st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
+    bob = dict(ALLOT_TOKEN=tok["token"])
+    p = s.run("sbatch", "--parsable", "-t", "10", "--wrap", "sleep 120",
+              env=bob)
+    r = p.stdout.strip()
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "update", "JobId=" + r, "JobName=renamed",
+              "TimeLimit=-2", env=bob)
+    check(p.returncode == 0, "rename of a running job: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", r, "-o", "%j %l")
+    check(p.stdout == "renamed 8:00\n", "renamed: %r" % p.stdout)
+    p = s.run("scontrol", "update", "JobId=" + r, "TimeLimit=+1", env=bob)
+    check(p.returncode == 1 and
+          p.stderr == "Access/permission denied for job %s\n" % r,
+          "a user's +1: %r" % p.stderr)
+    s.run("scancel", r)
+
+
+def scenario_requeue_refused(c):
+    """scontrol requeue refuses, as Slurm does whatever the job's state, a
+    job submitted with --no-requeue (running or pending) and a job that is
+    no batch job (a running srun): they go on untouched."""
+    s = Slurm(c)
+    r = s.sbatch("--no-requeue", "-o", "nr.out", "--wrap",
+                 "echo run $SLURM_RESTART_COUNT; sleep 120")
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "requeue", r)
+    check(p.returncode == 1 and p.stderr == "Requested operation is "
+          "presently disabled for job %s\n" % r,
+          "requeue of a running --no-requeue job: %d %r" % (p.returncode,
+                                                           p.stderr))
+    time.sleep(1)
+    p = s.run("scontrol", "show", "job", r)
+    check("Restarts=0" in p.stdout and "JobState=RUNNING" in p.stdout,
+          "the --no-requeue job goes on: %r" % p.stdout)
+    h = s.sbatch("--no-requeue", "-H", "--wrap", "true")
+    p = s.run("scontrol", "requeue", h)
+    check(p.returncode == 1 and p.stderr == "Requested operation is "
+          "presently disabled for job %s\n" % h,
+          "requeue of a pending --no-requeue job: %r" % p.stderr)
+    # srun's job, running.
+    out = open(os.path.join(s.cwd, "srun.out"), "w")
+    srun = subprocess.Popen(["srun", "-J", "int1", "sh", "-c",
+                             "sleep 6; echo done"], stdout=out,
+                            stderr=subprocess.STDOUT, env=s.env, cwd=s.cwd)
+    try:
+        sid = wait_for(lambda: s.run("squeue", "-h", "-n", "int1", "-t", "R",
+                                     "-o", "%i").stdout.strip(), 30,
+                       "srun's job running")
+        p = s.run("scontrol", "requeue", sid)
+        check(p.returncode == 1 and p.stderr == "Only batch jobs are "
+              "accepted or processed for job %s\n" % sid,
+              "requeue of a running srun job: %d %r" % (p.returncode,
+                                                       p.stderr))
+        check(srun.wait(timeout=60) == 0, "srun goes on and ends well")
+    finally:
+        if srun.poll() is None:
+            srun.kill()
+            srun.wait()
+        out.close()
+    check(s.read("srun.out") == "done\n", "srun's output: %r" %
+          s.read("srun.out"))
+    for j in (r, h):
+        s.run("scancel", j)
+
+
 SCENARIOS = {
     "srun": scenario_srun,
     "srun_batch": scenario_srun_batch,
@@ -698,6 +813,8 @@ SCENARIOS = {
     "steps": scenario_steps,
     "update": scenario_update,
     "requeue_ended": scenario_requeue_ended,
+    "update_forms": scenario_update_forms,
+    "requeue_refused": scenario_requeue_refused,
 }
 
 if __name__ == "__main__":
