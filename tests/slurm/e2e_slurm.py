@@ -22,6 +22,8 @@ Scenarios:
   update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
               a running job renamed
   requeue_refused  scontrol requeue of a running --no-requeue or srun job
+  steps_select  sacct -j ID.STEP, Elapsed of steps, --json step ids, a step
+              across a restart of the controller
 """
 import os
 import pty
@@ -802,6 +804,55 @@ def scenario_requeue_refused(c):
         s.run("scancel", j)
 
 
+def scenario_steps_select(c):
+    """sacct -j ID.STEP (ID.batch, ID.0) gives that step's line alone, as
+    Slurm's; Elapsed is End minus Start on every line; --json names each
+    step; a step that runs across a restart of the controller ends as it
+    should; a requeued job's steps start again from 0."""
+    s = Slurm(c)
+    user_config(s)
+    jid = s.sbatch("-o", "sel.out", "--wrap",
+                   "srun sh -c 'exit 3'; srun sleep 1.5; srun true")
+    check(s.final(jid)[1] == "COMPLETED", "the job completes")
+    for sel, want in ((jid + ".1", [[jid + ".1", "sleep", "COMPLETED"]]),
+                      (jid + ".batch", [[jid + ".batch", "batch",
+                                         "COMPLETED"]]),
+                      ("%s.0,%s.2" % (jid, jid), [[jid + ".0", "sh",
+                                                   "FAILED"],
+                                                  [jid + ".2", "true",
+                                                   "COMPLETED"]]),
+                      (jid + ".7", [])):
+        p = s.run("sacct", "-P", "-n", "-j", sel, "-o",
+                  "JobID,JobName,State")
+        rows = [line.split("|") for line in p.stdout.splitlines()]
+        check(p.returncode == 0 and rows == want,
+              "sacct -j %s: %d %r %r" % (sel, p.returncode, rows, p.stderr))
+    p = s.run("sacct", "-P", "-n", "-j", jid + ".x")
+    check(p.returncode == 1 and "Invalid job id" in p.stderr,
+          "sacct -j ID.x: %d %r" % (p.returncode, p.stderr))
+    import calendar
+    for r in sacct_rows(s, jid, "JobID,Start,End,ElapsedRaw"):
+        t = [calendar.timegm(time.strptime(x, "%Y-%m-%dT%H:%M:%S"))
+             for x in r[1:3]]
+        check(int(r[3]) == t[1] - t[0], "Elapsed is End minus Start: %r" % r)
+    import json
+    p = s.run("sacct", "--json", "-j", jid)
+    ids = [x["step"]["id"] for x in json.loads(p.stdout)["jobs"][0]["steps"]]
+    check(ids == [jid + ".batch", jid + ".0", jid + ".1", jid + ".2"],
+          "sacct --json step ids: %r" % ids)
+    # A step running while the controller restarts.
+    k = s.sbatch("-o", "k.out", "--wrap", "srun sleep 4")
+    wait_for(lambda: [k + ".0", "sleep", "RUNNING", "0:0"] in
+             sacct_rows(s, k), 60, "the step running")
+    c.kill_server()
+    c.start_server()
+    check(s.final(k)[1] == "COMPLETED", "the job across the restart")
+    rows = wait_for(lambda: (lambda r: r if r[-1][2] != "RUNNING" else None)(
+        sacct_rows(s, k)), 30, "the step's end")
+    check(rows[2:] == [[k + ".0", "sleep", "COMPLETED", "0:0"]],
+          "a step across a restart: %r" % rows)
+
+
 SCENARIOS = {
     "srun": scenario_srun,
     "srun_batch": scenario_srun_batch,
@@ -815,6 +866,7 @@ SCENARIOS = {
     "requeue_ended": scenario_requeue_ended,
     "update_forms": scenario_update_forms,
     "requeue_refused": scenario_requeue_refused,
+    "steps_select": scenario_steps_select,
 }
 
 if __name__ == "__main__":

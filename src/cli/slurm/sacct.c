@@ -56,10 +56,12 @@ step_end(const row_t *r)
 static int64_t
 step_elapsed_s(const row_t *r)
 {
-    int64_t start = al_json_int(r->st, "start_ms", 0);
+    /* In whole seconds, as Start and End show them: Elapsed is End minus
+     * Start, as Slurm's. */
+    int64_t start = al_json_int(r->st, "start_ms", 0) / 1000;
     int64_t end = step_end(r);
-    int64_t e = (end > 0 ? end : r->now) - start;
-    return e > 0 ? e / 1000 : 0;
+    int64_t e = (end > 0 ? end : r->now) / 1000 - start;
+    return e > 0 ? e : 0;
 }
 
 static void
@@ -426,24 +428,30 @@ json_job(const json_t *j, int64_t now)
     v_nodelist(&r, nodes, sizeof nodes);
     const char *s = al__sl_state(j);
     json_t *steps = json_array();
+    char sid[64];
+    snprintf(sid, sizeof sid, "%lld.batch", (long long)al_json_int(j, "id", 0));
     if (ran(j))
         json_array_append_new(
-            steps, json_pack("{s:{s:I, s:s}, s:s, s:{s:s}}", "step", "job_id",
-                             (json_int_t)al_json_int(j, "id", 0), "name",
-                             "batch", "state", s, "exit_code", "status",
-                             al_json_int(j, "signal", 0)      ? "SIGNALED"
-                             : al_json_int(j, "exit_code", 0) ? "FAILED"
-                                                              : "SUCCESS"));
+            steps,
+            json_pack("{s:{s:I, s:s, s:s}, s:s, s:{s:s}}", "step", "job_id",
+                      (json_int_t)al_json_int(j, "id", 0), "id", sid, "name",
+                      "batch", "state", s, "exit_code", "status",
+                      al_json_int(j, "signal", 0)      ? "SIGNALED"
+                      : al_json_int(j, "exit_code", 0) ? "FAILED"
+                                                       : "SUCCESS"));
     json_t *sv = json_object_get(j, "steps");
     for (size_t k = 0; k < json_array_size(sv); k++) {
         row_t sr = { j, true, now, json_array_get(sv, k) };
         char ss[32];
         v_state(&sr, ss, sizeof ss);
+        snprintf(sid, sizeof sid, "%lld.%lld",
+                 (long long)al_json_int(j, "id", 0),
+                 (long long)al_json_int(sr.st, "step", 0));
         json_array_append_new(
-            steps, json_pack("{s:{s:I, s:s}, s:s, s:{s:s}}", "step", "job_id",
-                             (json_int_t)al_json_int(j, "id", 0), "name",
-                             al_json_str(sr.st, "name", ""), "state", ss,
-                             "exit_code", "status",
+            steps, json_pack("{s:{s:I, s:s, s:s}, s:s, s:{s:s}}", "step",
+                             "job_id", (json_int_t)al_json_int(j, "id", 0),
+                             "id", sid, "name", al_json_str(sr.st, "name", ""),
+                             "state", ss, "exit_code", "status",
                              al_json_int(sr.st, "signal", 0)      ? "SIGNALED"
                              : al_json_int(sr.st, "exit_code", 0) ? "FAILED"
                                                                   : "SUCCESS"));
@@ -606,13 +614,28 @@ fetch(al_client_t *cl, const char *jobs)
         int st;
         const char *w = json_string_value(json_array_get(ids, i));
         json_t *j = NULL;
-        if (!al__sl_parse_id(w, &id)) {
+        /* ID.STEP (ID.batch, ID.0): that step's line alone, as Slurm's
+         * sacct gives it. */
+        char job[64];
+        const char *dot = strchr(w, '.');
+        const char *only = dot != NULL ? dot + 1 : NULL;
+        size_t n = dot != NULL ? (size_t)(dot - w) : strlen(w);
+        bool step_ok = only == NULL || strcmp(only, "batch") == 0 ||
+                       (only[0] != '\0' && strlen(only) <= 9 &&
+                        strspn(only, "0123456789") == strlen(only));
+        if (n < sizeof job) {
+            memcpy(job, w, n);
+            job[n] = '\0';
+        }
+        if (n >= sizeof job || !step_ok || !al__sl_parse_id(job, &id)) {
             fprintf(stderr, "sacct: error: Invalid job id: %s\n", w);
             st = 0;
         } else {
             j = al__sl_job(cl, &id, &st);
         }
         if (j != NULL) {
+            if (only != NULL)
+                json_object_set_new(j, "sl_only", json_string(only));
             json_array_append_new(list, j);
         } else if (st == 0) {
             json_decref(list);
@@ -708,9 +731,16 @@ job_lines(const sacct_args_t *a, const al_sl_fmt_t *f, const json_t *j,
     bool parsable = a->p1 || a->p2;
     const json_t *sv = json_object_get(j, "steps");
     size_t nrows = a->alloc || !ran(j) ? 1 : 2 + json_array_size(sv);
+    /* -j ID.STEP: that step's line alone. */
+    const char *only = al_json_str(j, "sl_only", NULL);
     for (size_t step = 0; step < nrows; step++) {
         row_t r = { j, step >= 1, now,
                     step >= 2 ? json_array_get(sv, step - 2) : NULL };
+        if (only != NULL &&
+            (step == 0 || (step == 1 && strcmp(only, "batch") != 0) ||
+             (step >= 2 && (strcmp(only, "batch") == 0 ||
+                            al_json_int(r.st, "step", -1) != atoll(only)))))
+            continue;
         al_buf_clear(b);
         for (size_t k = 0; k < f->n; k++) {
             char v[4096];
