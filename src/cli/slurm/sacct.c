@@ -722,6 +722,17 @@ header(const sacct_args_t *a, const al_sl_fmt_t *f, al_buf_t *b)
     printf("%s\n", al_buf_cstr(b));
 }
 
+/* Whether line `line` of a job (0 its own, 1 its batch step's, then its
+ * steps', r) is the step `only` of -j ID.STEP ("batch", or a number). */
+static bool
+row_is(const row_t *r, size_t line, const char *only)
+{
+    bool batch = strcmp(only, "batch") == 0;
+    if (line <= 1)
+        return line == 1 && batch;
+    return !batch && al_json_int(r->st, "step", -1) == strtoll(only, NULL, 10);
+}
+
 /* The job's lines: its own, its batch step's and its other steps' (not
  * with -X). */
 static void
@@ -736,10 +747,7 @@ job_lines(const sacct_args_t *a, const al_sl_fmt_t *f, const json_t *j,
     for (size_t step = 0; step < nrows; step++) {
         row_t r = { j, step >= 1, now,
                     step >= 2 ? json_array_get(sv, step - 2) : NULL };
-        if (only != NULL &&
-            (step == 0 || (step == 1 && strcmp(only, "batch") != 0) ||
-             (step >= 2 && (strcmp(only, "batch") == 0 ||
-                            al_json_int(r.st, "step", -1) != atoll(only)))))
+        if (only != NULL && !row_is(&r, step, only))
             continue;
         al_buf_clear(b);
         for (size_t k = 0; k < f->n; k++) {

@@ -54,6 +54,23 @@ job_id_ok(const char *s)
     }
 }
 
+/* TimeLimit=v into b: "time_limit" (seconds, 0 none), or for +T and -T
+ * (the job's limit raised or lowered by T) "time_limit_add".  0; -1 when
+ * v is no time. */
+static int
+time_limit(json_t *b, const char *v)
+{
+    int sign = v[0] == '+' ? 1 : v[0] == '-' ? -1 : 0;
+    const char *t = sign != 0 ? v + 1 : v;
+    long long s = al_script_slurm_time(t);
+    if (s < 0 || t[0] == '\0' || (sign != 0 && s == 0))
+        return -1;
+    json_object_del(b, sign != 0 ? "time_limit" : "time_limit_add");
+    json_object_set_new(b, sign != 0 ? "time_limit_add" : "time_limit",
+                        json_integer(sign != 0 ? sign * s : s));
+    return 0;
+}
+
 int
 al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
                    char **cause)
@@ -78,17 +95,10 @@ al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
             }
             id = v;
         } else if (KEY("TimeLimit")) {
-            /* +T or -T: the job's limit raised or lowered by T. */
-            int sign = v[0] == '+' ? 1 : v[0] == '-' ? -1 : 0;
-            const char *t = sign != 0 ? v + 1 : v;
-            long long s = al_script_slurm_time(t);
-            if (s < 0 || t[0] == '\0' || (sign != 0 && s == 0)) {
+            if (time_limit(b, v) != 0) {
                 json_decref(b);
                 return fail(cause, 1, al_xstrdup("Invalid TimeLimit value"));
             }
-            json_object_del(b, sign != 0 ? "time_limit" : "time_limit_add");
-            json_object_set_new(b, sign != 0 ? "time_limit_add" : "time_limit",
-                                json_integer(sign != 0 ? sign * s : s));
         } else if (KEY("JobName") || KEY("Name")) {
             if (v[0] == '\0' || strlen(v) > 255) {
                 json_decref(b);
