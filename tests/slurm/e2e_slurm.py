@@ -728,11 +728,16 @@ def scenario_update_forms(c):
     check(p.returncode == 0 and limit(a) == limit(b) == "20:00",
           "JobId=A,B: %r %s %s" % (p.stderr, limit(a), limit(b)))
     p = s.run("scontrol", "update", "JobId=%s,999999,%s" % (a, b),
-              "TimeLimit=-5")
+              "TimeLimit=15")
     check(p.returncode == 1 and
           p.stderr == "Invalid job id specified for job 999999\n" and
           limit(a) == limit(b) == "15:00",
           "JobId=A,unknown,B: %r %s %s" % (p.stderr, limit(a), limit(b)))
+    # A relative limit takes one job, as Slurm's scontrol reads its limit.
+    p = s.run("scontrol", "update", "JobId=%s,%s" % (a, b), "TimeLimit=-5")
+    check(p.returncode == 1 and p.stderr == "scontrol: error: Invalid job "
+          "ID %s,%s\n" % (a, b) and limit(a) == limit(b) == "15:00",
+          "JobId=A,B TimeLimit=-5: %r" % p.stderr)
     for j in (a, b):
         s.run("scancel", j)
     # A running job: its user renames it and lowers its limit by -T.

@@ -223,8 +223,15 @@ update(int n, char **w)
         free(job);
         return 1;
     }
-    /* Each job of the list, as Slurm updates each. */
+    /* Each job of the list, as Slurm updates each; a relative limit (+T,
+     * -T) takes one job, as Slurm's scontrol reads that job's limit. */
     json_t *l = al__sl_split(job);
+    if (json_array_size(l) > 1 &&
+        json_object_get(body, "time_limit_add") != NULL) {
+        fprintf(stderr, "scontrol: error: Invalid job ID %s\n", job);
+        json_array_clear(l);
+        rc = 1;
+    }
     for (size_t k = 0; k < json_array_size(l); k++) {
         json_t *b = json_deep_copy(body);
         rc |= update_one(&c, json_string_value(json_array_get(l, k)), b);
