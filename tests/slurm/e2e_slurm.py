@@ -738,6 +738,30 @@ def scenario_update_forms(c):
     check(p.returncode == 1 and p.stderr == "scontrol: error: Invalid job "
           "ID %s,%s\n" % (a, b) and limit(a) == limit(b) == "15:00",
           "JobId=A,B TimeLimit=-5: %r" % p.stderr)
+    # Dependency=: shown by scontrol show job; one on the job itself or
+    # one that closes a cycle is refused, as Slurm refuses them.
+    p = s.run("scontrol", "update", "JobId=" + a, "Dependency=afterok:" + b)
+    check(p.returncode == 0, "Dependency=afterok:B: %r" % p.stderr)
+    p = s.run("scontrol", "show", "job", a)
+    check("Dependency=afterok:%s\n" % b in p.stdout,
+          "show job's Dependency: %r" % p.stdout)
+    for dep in ("afterany:" + a, "afterok:%s,afternotok:%s" % (b, a)):
+        p = s.run("scontrol", "update", "JobId=" + a, "Dependency=" + dep)
+        check(p.returncode == 1 and
+              p.stderr == "Job dependency problem for job %s\n" % a,
+              "Dependency=%s: %d %r" % (dep, p.returncode, p.stderr))
+    p = s.run("scontrol", "update", "JobId=" + b, "Dependency=afterany:" + a)
+    check(p.returncode == 1 and
+          p.stderr == "Circular job dependency for job %s\n" % b,
+          "a cycle: %d %r" % (p.returncode, p.stderr))
+    p = s.run("scontrol", "show", "job", b)
+    check("Dependency=(null)\n" in p.stdout, "B unchanged: %r" % p.stdout)
+    d = s.sbatch("-H", "-d", "afterok:%s:%s,afterany:%s" % (a, b, a),
+                 "--wrap", "true")
+    p = s.run("scontrol", "show", "job", d)
+    check("Dependency=afterok:%s:%s,afterany:%s\n" % (a, b, a) in p.stdout,
+          "sbatch -d's in show job: %r" % p.stdout)
+    s.run("scancel", d)
     for j in (a, b):
         s.run("scancel", j)
     # A running job: its user renames it and lowers its limit by -T.

@@ -44,8 +44,17 @@ show_job(const json_t *j, int64_t now)
     printf("   Priority=%lld Nice=0 Account=%s QOS=normal\n",
            (long long)al_json_int(j, "priority", 0),
            al_json_str(j, "queue", ""));
-    printf("   JobState=%s Reason=%s Dependency=(null)\n", st,
-           al__sl_reason(j));
+    /* allot's `after` (sbatch's afterok) and Slurm's other kinds. */
+    const json_t *after = json_object_get(j, "after");
+    const char *dep = al_json_str(j, "dependency", NULL);
+    printf("   JobState=%s Reason=%s Dependency=", st, al__sl_reason(j));
+    for (size_t k = 0; k < json_array_size(after); k++)
+        printf("%s%lld", k == 0 ? "afterok:" : ":",
+               (long long)json_integer_value(json_array_get(after, k)));
+    printf("%s%s\n", json_array_size(after) > 0 && dep != NULL ? "," : "",
+           dep != NULL                   ? dep
+           : json_array_size(after) == 0 ? "(null)"
+                                         : "");
     printf("   Requeue=1 Restarts=%lld BatchFlag=1 Reboot=0 ExitCode=%s\n",
            (long long)al_json_int(j, "restart_count", 0), ex);
     printf("   RunTime=%s TimeLimit=%s TimeMin=N/A\n", run, limit);
@@ -119,6 +128,10 @@ update_refusal(int status, const json_t *err)
         return "Job has already finished";
     if (strcmp(code, "not_pending") == 0)
         return "Job is no longer pending execution";
+    if (strcmp(code, "dependency") == 0)
+        return "Job dependency problem";
+    if (strcmp(code, "circular") == 0)
+        return "Circular job dependency";
     return NULL;
 }
 
