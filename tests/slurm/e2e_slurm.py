@@ -530,7 +530,7 @@ def scenario_steps(c):
               timeout=120)
     aid = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "?"
     rows = sacct_rows(s, aid)
-    check(rows[2:] == [[aid + ".0", "true", "COMPLETED", "0:0"],
+    check(rows[1:] == [[aid + ".0", "true", "COMPLETED", "0:0"],
                        [aid + ".1", "sh", "FAILED", "2:0"]],
           "salloc's steps: %r (%r)" % (rows, p.stderr))
     # A step still running when its job is cancelled.
@@ -836,8 +836,9 @@ def scenario_requeue_refused(c):
 def scenario_steps_select(c):
     """sacct -j ID.STEP (ID.batch, ID.0) gives that step's line alone, as
     Slurm's; Elapsed is End minus Start on every line; --json names each
-    step; a step that runs across a restart of the controller ends as it
-    should; a requeued job's steps start again from 0."""
+    step; srun's job is one step ID.0 and salloc's has no batch step; a
+    step that runs across a restart of the controller ends as it
+    should."""
     s = Slurm(c)
     user_config(s)
     jid = s.sbatch("-o", "sel.out", "--wrap",
@@ -869,6 +870,24 @@ def scenario_steps_select(c):
     ids = [x["step"]["id"] for x in json.loads(p.stdout)["jobs"][0]["steps"]]
     check(ids == [jid + ".batch", jid + ".0", jid + ".1", jid + ".2"],
           "sacct --json step ids: %r" % ids)
+    # srun's job (no batch script) is one step, ID.0, named as the job;
+    # salloc's has no batch step, only its sruns' steps: as Slurm's.
+    p = s.run("srun", "-J", "alone", "sh", "-c", "exit 5")
+    p = s.run("sacct", "-X", "-P", "-n", "--name", "alone", "-o", "JobIDRaw")
+    sj = p.stdout.split()[0]
+    rows = sacct_rows(s, sj)
+    check(rows == [[sj, "alone", "FAILED", "5:0"],
+                   [sj + ".0", "alone", "FAILED", "5:0"]],
+          "sacct of srun's job: %r" % rows)
+    p = s.run("sacct", "--json", "-j", sj)
+    ids = [x["step"]["id"] for x in json.loads(p.stdout)["jobs"][0]["steps"]]
+    check(ids == [sj + ".0"], "--json of srun's job: %r" % ids)
+    p = s.run("salloc", "-n", "1", "sh", "-c", "srun true; echo $SLURM_JOB_ID",
+              timeout=120)
+    aid = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "?"
+    rows = sacct_rows(s, aid)
+    check([r[0] for r in rows] == [aid, aid + ".0"],
+          "sacct of salloc's job: %r (%r)" % (rows, p.stderr))
     # A step running while the controller restarts.
     k = s.sbatch("-o", "k.out", "--wrap", "srun sleep 4")
     wait_for(lambda: [k + ".0", "sleep", "RUNNING", "0:0"] in

@@ -430,7 +430,7 @@ json_job(const json_t *j, int64_t now)
     json_t *steps = json_array();
     char sid[64];
     snprintf(sid, sizeof sid, "%lld.batch", (long long)al_json_int(j, "id", 0));
-    if (ran(j))
+    if (ran(j) && !json_is_true(json_object_get(j, "sl_nobatch")))
         json_array_append_new(
             steps,
             json_pack("{s:{s:I, s:s, s:s}, s:s, s:{s:s}}", "step", "job_id",
@@ -646,6 +646,48 @@ fetch(al_client_t *cl, const char *jobs)
     return list != NULL ? al__sl_expand(cl, list) : NULL;
 }
 
+/* Whether job j is salloc's allocation: its task waits for salloc's
+ * release (step.c's fifo), not a command of the user's. */
+static bool
+is_salloc(const json_t *j)
+{
+    const char *c =
+        json_string_value(json_array_get(json_object_get(j, "command"), 2));
+    return c != NULL && strstr(c, "allot-salloc-") != NULL;
+}
+
+/* Slurm has a batch step for sbatch's jobs only: srun's job (no script)
+ * is one step, ID.0, named as the job (srun's -J, else its command, as
+ * Slurm's); salloc's has only its sruns' steps.
+ * Marks j "sl_nobatch" for both, and gives srun's its step 0. */
+static void
+srun_step(json_t *j)
+{
+    if (json_object_get(j, "script") != NULL)
+        return;
+    json_object_set_new(j, "sl_nobatch", json_true());
+    if (is_salloc(j))
+        return;
+    const char *st = al__sl_state(j);
+    /* Stopped by its cancel or time limit: open, as a step its job's end
+     * cut short (CANCELLED, 0:15). */
+    bool open =
+        !ended(j) || strcmp(st, "CANCELLED") == 0 || strcmp(st, "TIMEOUT") == 0;
+    json_t *o =
+        json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "step", 0, "name",
+                  al_json_str(j, "name", ""), "tasks",
+                  (json_int_t)al_json_int(j, "tasks", 1), "start_ms",
+                  (json_int_t)al_json_int(j, "start_ms", 0), "end_ms",
+                  (json_int_t)al_json_int(j, "end_ms", 0), "exit_code",
+                  (json_int_t)al_json_int(j, "exit_code", 0), "signal",
+                  (json_int_t)al_json_int(j, "signal", 0), "running", open);
+    json_t *sv = json_object_get(j, "steps");
+    if (o != NULL && json_is_array(sv) && json_array_size(sv) == 0)
+        json_array_append_new(sv, o);
+    else
+        json_decref(o);
+}
+
 /* Gives each job of list its steps (srun's, "ID.N"), from one GET
  * /v1/steps from the least id of the list on; a server without them
  * leaves the jobs as they are. */
@@ -691,6 +733,7 @@ add_steps(al_client_t *cl, json_t *list)
         json_t *mine = json_object_get(by, key);
         json_object_set_new(j, "steps",
                             mine ? json_incref(mine) : json_array());
+        srun_step(j);
     }
     json_decref(by);
     json_decref(v);
@@ -747,7 +790,8 @@ job_lines(const sacct_args_t *a, const al_sl_fmt_t *f, const json_t *j,
     for (size_t step = 0; step < nrows; step++) {
         row_t r = { j, step >= 1, now,
                     step >= 2 ? json_array_get(sv, step - 2) : NULL };
-        if (only != NULL && !row_is(&r, step, only))
+        if ((only != NULL && !row_is(&r, step, only)) ||
+            (step == 1 && json_is_true(json_object_get(j, "sl_nobatch"))))
             continue;
         al_buf_clear(b);
         for (size_t k = 0; k < f->n; k++) {
