@@ -8,8 +8,8 @@
  * itself, or one that closes a cycle of waiting jobs, is refused.
  *
  * May call: api_jobs.c (the job a request names), table.c (the jobs a
- * dependency leads to), depend.c (checks of dependencies), pools.c (a pool's name), state.c (marks, touch),
- * store.c (the event), req.c, common.
+ * dependency leads to), depend.c (checks of dependencies), pools.c (a pool's
+ * name), state.c (marks, touch), store.c (the event), req.c, common.
  */
 #include <stdio.h>
 #include <stdlib.h>
