@@ -870,6 +870,15 @@ def scenario_steps_select(c):
     ids = [x["step"]["id"] for x in json.loads(p.stdout)["jobs"][0]["steps"]]
     check(ids == [jid + ".batch", jid + ".0", jid + ".1", jid + ".2"],
           "sacct --json step ids: %r" % ids)
+    # An srun in a session of its own (setsid) counts in its task's steps.
+    k = s.sbatch("-o", "ss.out", "--wrap", "srun true; setsid srun sh -c "
+                 "'exit 2'; srun true")
+    s.final(k)
+    rows = sacct_rows(s, k)
+    check(rows[2:] == [[k + ".0", "true", "COMPLETED", "0:0"],
+                       [k + ".1", "sh", "FAILED", "2:0"],
+                       [k + ".2", "true", "COMPLETED", "0:0"]],
+          "a step under setsid: %r" % rows)
     # srun's job (no batch script) is one step, ID.0, named as the job;
     # salloc's has no batch step, only its sruns' steps: as Slurm's.
     p = s.run("srun", "-J", "alone", "sh", "-c", "exit 5")
