@@ -5,7 +5,8 @@
  * name, pool and dependencies; a running one its time limit and name; an
  * ended one nothing.  A user may lower a time limit, only an admin may
  * raise it (no limit counts as the highest).  A dependency on the job
- * itself, or one that closes a cycle of waiting jobs, is refused.
+ * itself, or one that closes a cycle of waiting jobs, is refused.  A job
+ * array's update is its elements'.
  *
  * May call: api_jobs.c (the job a request names), table.c (the jobs a
  * dependency leads to), depend.c (checks of dependencies), pools.c (a pool's
@@ -102,6 +103,57 @@ deps_refusal(al_ctl_t *ctl, al__req_t *req, al__job_t *j, al_depspec_t *deps,
     return status;
 }
 
+/* Whether limit tl raises that of an element of job array p that has not
+ * ended (each element may have a limit of its own). */
+static bool
+elements_raised(al_ctl_t *ctl, const al__job_t *p, int64_t tl)
+{
+    for (int64_t k = 0; p->array != NULL && k < p->array->as.count; k++) {
+        const al__job_t *e = al__ctl_job(ctl, p->id + 1 + (uint64_t)k);
+        if (e != NULL && e->state < JS_COMPLETED && raises(e->time_limit, tl))
+            return true;
+    }
+    return false;
+}
+
+/* Job array p's update (its fields already changed) given to the elements
+ * that have a job and have not ended, as Slurm updates every element: a
+ * running one takes the time limit and name only.  Elements still to come
+ * copy the parent's fields (array.c). */
+static void
+update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
+                bool dep)
+{
+    for (int64_t k = 0; p->array != NULL && k < p->array->as.count; k++) {
+        al__job_t *e = al__ctl_job(ctl, p->id + 1 + (uint64_t)k);
+        if (e == NULL || e->state >= JS_COMPLETED)
+            continue;
+        bool waits = e->state <= JS_HELD;
+        if (tl)
+            e->time_limit = p->time_limit;
+        if (nm) {
+            free(e->name);
+            e->name = al_xstrdup(p->name);
+        }
+        if (pool && waits) {
+            free(e->pool);
+            e->pool = p->pool != NULL ? al_xstrdup(p->pool) : NULL;
+        }
+        if (dep && waits) {
+            free(e->deps);
+            e->deps = p->ndeps > 0
+                          ? al_xcalloc((size_t)p->ndeps, sizeof *e->deps)
+                          : NULL;
+            if (p->ndeps > 0)
+                memcpy(e->deps, p->deps, (size_t)p->ndeps * sizeof *e->deps);
+            e->ndeps = p->ndeps;
+            e->nafter = 0;
+        }
+        e->why_valid = false;
+        al__ctl_dirty(ctl, e);
+    }
+}
+
 void
 al__api_job_update(al_ctl_t *ctl, al__req_t *req)
 {
@@ -178,12 +230,6 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
         cause =
             al_xasprintf("job %llu is %s: it can no longer change",
                          (unsigned long long)j->id, al__jstate_names[j->state]);
-    } else if (j->array != NULL) {
-        status = 409;
-        code = "conflict";
-        cause = al_xasprintf("job %llu is a job array: change its elements "
-                             "one by one (ID_INDEX)",
-                             (unsigned long long)j->id);
     } else if (j->state == JS_RUNNING &&
                (json_object_get(b, "pool") != NULL || dp != NULL)) {
         status = 409;
@@ -192,7 +238,8 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                              "name can change",
                              (unsigned long long)j->id);
     } else if (tl != NULL && !al__req_admin(req) &&
-               raises(j->time_limit, json_integer_value(tl))) {
+               (raises(j->time_limit, json_integer_value(tl)) ||
+                elements_raised(ctl, j, json_integer_value(tl)))) {
         status = 403;
         code = "forbidden";
         cause =
@@ -241,6 +288,8 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                                                : "(none)");
     }
     free(pool);
+    update_elements(ctl, j, tl != NULL, nm != NULL,
+                    json_object_get(b, "pool") != NULL, dp != NULL);
     al_buf_printf(&what, " by %s", req->user);
     j->why_valid = false;
     al__ctl_dirty(ctl, j);

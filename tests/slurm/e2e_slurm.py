@@ -764,9 +764,33 @@ def scenario_update_forms(c):
     s.run("scancel", d)
     for j in (a, b):
         s.run("scancel", j)
-    # A running job: its user renames it and lowers its limit by -T.
+    # A job array: every element, those to come too; a user may not raise
+    # an element's own limit through its array's.
+    arr = s.sbatch("-H", "-t", "30", "--array=0-2", "--wrap", "true")
+    p = s.run("scontrol", "update", "JobId=%s_1" % arr, "TimeLimit=10")
+    check(p.returncode == 0, "an element's limit: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=" + arr, "TimeLimit=20",
+              "JobName=arr")
+    check(p.returncode == 0, "update of an array: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-r", "-j", arr, "-o", "%i %j %l")
+    check(sorted(p.stdout.splitlines()) == ["%s_%d arr 20:00" % (arr, i)
+                                            for i in range(3)],
+          "the array's elements: %r" % p.stdout)
+    s.run("scancel", arr)
     st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
     bob = dict(ALLOT_TOKEN=tok["token"])
+    p = s.run("sbatch", "--parsable", "-H", "-t", "30", "--array=0-1",
+              "--wrap", "true", env=bob)
+    arr = p.stdout.strip()
+    p = s.run("scontrol", "update", "JobId=%s_1" % arr, "TimeLimit=10",
+              env=bob)
+    check(p.returncode == 0, "bob lowers an element: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=" + arr, "TimeLimit=30", env=bob)
+    check(p.returncode == 1 and
+          p.stderr == "Access/permission denied for job %s\n" % arr,
+          "bob raising an element through its array: %r" % p.stderr)
+    s.run("scancel", arr)
+    # A running job: its user renames it and lowers its limit by -T.
     p = s.run("sbatch", "--parsable", "-t", "10", "--wrap", "sleep 120",
               env=bob)
     r = p.stdout.strip()
