@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "arrayspec.h"
 #include "cli_client.h"
@@ -506,7 +507,7 @@ typedef al_slurm_req_t slurm_t;
 long long
 al_script_slurm_time(const char *t)
 {
-    if (strcmp(t, "UNLIMITED") == 0 || strcmp(t, "INFINITE") == 0)
+    if (strcasecmp(t, "UNLIMITED") == 0 || strcasecmp(t, "INFINITE") == 0)
         return 0;
     long long days = 0, f[3];
     int n = 0;

@@ -2,13 +2,15 @@
  * api_jobupdate.c -- POST /v1/jobs/ID/update: what may change in a
  * submitted job (Slurm's `scontrol update JobId=N ...`), with Slurm's
  * rules: a waiting job (pending or held) may change its time limit,
- * name, pool and dependencies; a running one only its time limit; an
+ * name, pool and dependencies; a running one its time limit and name; an
  * ended one nothing.  A user may lower a time limit, only an admin may
- * raise it (no limit counts as the highest).
+ * raise it (no limit counts as the highest).  A dependency on the job
+ * itself, or one that closes a cycle of waiting jobs, is refused.  A job
+ * array's update is its elements'.
  *
- * May call: api_jobs.c (the job a request names), depend.c (checks of
- * dependencies), pools.c (a pool's name), state.c (marks, touch),
- * store.c (the event), req.c, common.
+ * May call: api_jobs.c (the job a request names), table.c (the jobs a
+ * dependency leads to), depend.c (checks of dependencies), pools.c (a pool's
+ * name), state.c (marks, touch), store.c (the event), req.c, common.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,127 @@ static bool
 raises(int64_t a, int64_t b)
 {
     return a > 0 && (b == 0 || b > a);
+}
+
+/* The most waiting jobs the search for a cycle of dependencies visits. */
+#define CYCLE_MAX 4096
+
+/* Whether job `self` waiting on deps would wait on itself: a dependency
+ * on it, or through waiting jobs whose dependencies (and `after`) lead
+ * back to it, as Slurm refuses ("Job dependency problem", "Circular job
+ * dependency").  1 itself, 2 a cycle, 0 none. */
+static int
+circular(al_ctl_t *ctl, uint64_t self, const al_depspec_t *deps, int ndeps)
+{
+    uint64_t *seen = al_xcalloc(CYCLE_MAX, sizeof *seen);
+    size_t n = 0, next = 0;
+    int rc = 0;
+    for (int i = 0; i < ndeps && rc == 0; i++) {
+        if (deps[i].kind == AL_DEP_SINGLETON)
+            continue;
+        if (deps[i].job == self)
+            rc = 1;
+        else if (n < CYCLE_MAX)
+            seen[n++] = deps[i].job;
+    }
+    while (rc == 0 && next < n) {
+        const al__job_t *j = al__ctl_job(ctl, seen[next++]);
+        if (j == NULL || j->state > JS_HELD)
+            continue; /* ended or running: it waits on nothing */
+        for (int i = 0; i < j->ndeps + j->nafter && rc == 0; i++) {
+            uint64_t d = i < j->ndeps ? j->deps[i].job : j->after[i - j->ndeps];
+            if (i < j->ndeps && j->deps[i].kind == AL_DEP_SINGLETON)
+                continue;
+            if (d == self) {
+                rc = 2;
+                break;
+            }
+            bool known = false;
+            for (size_t k = 0; k < n && !known; k++)
+                known = seen[k] == d;
+            if (!known && n < CYCLE_MAX)
+                seen[n++] = d;
+        }
+    }
+    free(seen);
+    return rc;
+}
+
+/* Whether j may wait on deps (what Dependency= gives it): 0, or the
+ * status of the refusal with its code and *cause (caller frees). */
+static int
+deps_refusal(al_ctl_t *ctl, al__req_t *req, al__job_t *j, al_depspec_t *deps,
+             int ndeps, const char **code, char **cause)
+{
+    int cyc = circular(ctl, j->id, deps, ndeps);
+    if (cyc != 0) {
+        *code = cyc == 1 ? "dependency" : "circular";
+        *cause = al_xasprintf(cyc == 1 ? "job %llu cannot depend on itself"
+                                       : "job %llu would wait on itself "
+                                         "through the jobs it depends on",
+                              (unsigned long long)j->id);
+        return 400;
+    }
+    al_depspec_t *old = j->deps;
+    int nold = j->ndeps;
+    j->deps = deps;
+    j->ndeps = ndeps;
+    int status = al__depend_check(ctl, j, req->user, al__req_admin(req), cause);
+    j->deps = old;
+    j->ndeps = nold;
+    *code = status == 403 ? "forbidden" : "bad_request";
+    return status;
+}
+
+/* Whether limit tl raises that of an element of job array p that has not
+ * ended (each element may have a limit of its own). */
+static bool
+elements_raised(al_ctl_t *ctl, const al__job_t *p, int64_t tl)
+{
+    for (int64_t k = 0; p->array != NULL && k < p->array->as.count; k++) {
+        const al__job_t *e = al__ctl_job(ctl, p->id + 1 + (uint64_t)k);
+        if (e != NULL && e->state < JS_COMPLETED && raises(e->time_limit, tl))
+            return true;
+    }
+    return false;
+}
+
+/* Job array p's update (its fields already changed) given to the elements
+ * that have a job and have not ended, as Slurm updates every element: a
+ * running one takes the time limit and name only.  Elements still to come
+ * copy the parent's fields (array.c). */
+static void
+update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
+                bool dep)
+{
+    for (int64_t k = 0; p->array != NULL && k < p->array->as.count; k++) {
+        al__job_t *e = al__ctl_job(ctl, p->id + 1 + (uint64_t)k);
+        if (e == NULL || e->state >= JS_COMPLETED)
+            continue;
+        bool waits = e->state <= JS_HELD;
+        if (tl)
+            e->time_limit = p->time_limit;
+        if (nm) {
+            free(e->name);
+            e->name = al_xstrdup(p->name);
+        }
+        if (pool && waits) {
+            free(e->pool);
+            e->pool = p->pool != NULL ? al_xstrdup(p->pool) : NULL;
+        }
+        if (dep && waits) {
+            free(e->deps);
+            e->deps = p->ndeps > 0
+                          ? al_xcalloc((size_t)p->ndeps, sizeof *e->deps)
+                          : NULL;
+            if (p->ndeps > 0)
+                memcpy(e->deps, p->deps, (size_t)p->ndeps * sizeof *e->deps);
+            e->ndeps = p->ndeps;
+            e->nafter = 0;
+        }
+        e->why_valid = false;
+        al__ctl_dirty(ctl, e);
+    }
 }
 
 void
@@ -107,22 +230,16 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
         cause =
             al_xasprintf("job %llu is %s: it can no longer change",
                          (unsigned long long)j->id, al__jstate_names[j->state]);
-    } else if (j->array != NULL) {
-        status = 409;
-        code = "conflict";
-        cause = al_xasprintf("job %llu is a job array: change its elements "
-                             "one by one (ID_INDEX)",
-                             (unsigned long long)j->id);
     } else if (j->state == JS_RUNNING &&
-               (nm != NULL || json_object_get(b, "pool") != NULL ||
-                dp != NULL)) {
+               (json_object_get(b, "pool") != NULL || dp != NULL)) {
         status = 409;
         code = "not_pending";
-        cause = al_xasprintf("job %llu is running: only its time limit can "
-                             "change",
+        cause = al_xasprintf("job %llu is running: only its time limit and "
+                             "name can change",
                              (unsigned long long)j->id);
     } else if (tl != NULL && !al__req_admin(req) &&
-               raises(j->time_limit, json_integer_value(tl))) {
+               (raises(j->time_limit, json_integer_value(tl)) ||
+                elements_raised(ctl, j, json_integer_value(tl)))) {
         status = 403;
         code = "forbidden";
         cause =
@@ -130,17 +247,8 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                          "%llu's is %lld s)",
                          (unsigned long long)j->id, (long long)j->time_limit);
     }
-    if (status == 0 && dp != NULL && ndeps > 0) {
-        al_depspec_t *old = j->deps;
-        int nold = j->ndeps;
-        j->deps = deps;
-        j->ndeps = ndeps;
-        status =
-            al__depend_check(ctl, j, req->user, al__req_admin(req), &cause);
-        j->deps = old;
-        j->ndeps = nold;
-        code = status == 403 ? "forbidden" : "bad_request";
-    }
+    if (status == 0 && dp != NULL && ndeps > 0)
+        status = deps_refusal(ctl, req, j, deps, ndeps, &code, &cause);
     if (status != 0) {
         al__reply_error(req, status, code, "%s", cause);
         free(cause);
@@ -180,6 +288,8 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                                                : "(none)");
     }
     free(pool);
+    update_elements(ctl, j, tl != NULL, nm != NULL,
+                    json_object_get(b, "pool") != NULL, dp != NULL);
     al_buf_printf(&what, " by %s", req->user);
     j->why_valid = false;
     al__ctl_dirty(ctl, j);

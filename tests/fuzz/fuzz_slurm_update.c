@@ -42,6 +42,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     {
         if (strcmp(k, "time_limit") == 0)
             CHECK(json_is_integer(v) && json_integer_value(v) >= 0);
+        else if (strcmp(k, "time_limit_add") == 0) /* +T, -T */
+            CHECK(json_is_integer(v) && json_integer_value(v) != 0 &&
+                  json_object_get(body, "time_limit") == NULL);
         else if (strcmp(k, "name") == 0)
             CHECK(json_is_string(v) && json_string_length(v) >= 1 &&
                   json_string_length(v) <= 255);

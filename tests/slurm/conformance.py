@@ -466,6 +466,28 @@ def c_scontrol_requeue(s):
     return {"requeue": out}
 
 
+def c_scontrol_update(s):
+    """scontrol update of held jobs: TimeLimit=+T, -T, unlimited, a list
+    of jobs, an unknown one among them, a decrement too large."""
+    a = s.sbatch("-H", "-t", "30", "--wrap", "true")
+    b = s.sbatch("-H", "-t", "30", "--wrap", "true")
+    out = []
+    for args in (["JobId=" + a, "TimeLimit=+5"],
+                 ["JobId=" + a, "TimeLimit=-10"],
+                 ["JobId=" + a, "TimeLimit=unlimited"],
+                 ["JobId=" + a, "TimeLimit=30"],
+                 ["JobId=%s,%s" % (a, b), "TimeLimit=20"],
+                 ["JobId=%s,999999" % a, "TimeLimit=-5"],
+                 ["jobid=" + a, "timelimit=-100"]):
+        p = s.run("scontrol", "update", *args)
+        q = s.run("squeue", "-h", "-j", "%s,%s" % (a, b), "-o", "%i %l")
+        limits = sorted(q.stdout.split("\n"))
+        out.append([p.returncode, re.sub(r"\d+", "N", p.stderr),
+                    [x.split()[-1] for x in limits if x]])
+    s.run("scancel", a, b)
+    return {"update": out}
+
+
 def c_scancel(s):
     jid = s.sbatch("--wrap", "sleep 60")
     s.running(jid)
@@ -725,6 +747,8 @@ CASES = [
     ("scontrol hold/release", c_hold_release, "same", ""),
     ("scontrol requeue", c_scontrol_requeue, "same",
      "an ended batch job is requeued unless --no-requeue (JobRequeue=1)"),
+    ("scontrol update TimeLimit=+T/-T, JobId=A,B", c_scontrol_update,
+     "same", ""),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
     ("scancel --signal, -b", c_scancel_signal, "same",
@@ -851,6 +875,13 @@ EXPECT = {
                    "slurm_suspend error: Invalid job id specified\n"]},
     "scontrol hold/release": {"held": "PENDING JobHeldUser\n",
                               "after": "COMPLETED"},
+    "scontrol update TimeLimit=+T/-T, JobId=A,B": {"update": [
+        [0, "", ["35:00", "30:00"]], [0, "", ["25:00", "30:00"]],
+        [0, "", ["UNLIMITED", "30:00"]], [0, "", ["30:00", "30:00"]],
+        [0, "", ["20:00", "20:00"]],
+        [1, "scontrol: error: Invalid job ID N,N\n", ["20:00", "20:00"]],
+        [1, "scontrol: error: TimeLimit decrement larger than current time "
+            "limit (N > N)\n", ["20:00", "20:00"]]]},
     "scancel ID; CANCELLED by UID": {
         "rc": 0, "state": "CANCELLED", "by": True, "exit": "0:0",
         "none": [1, "scancel: error: No job identification provided\n"]},

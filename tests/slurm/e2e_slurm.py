@@ -19,6 +19,11 @@ Scenarios:
   steps       srun's steps in sacct (ID.0, ID.1), kept across a restart
   update      scontrol update JobId=N of a waiting and a running job
   requeue_ended  scontrol requeue of an ended batch job
+  update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
+              a running job renamed
+  requeue_refused  scontrol requeue of a running --no-requeue or srun job
+  steps_select  sacct -j ID.STEP, Elapsed of steps, --json step ids, a step
+              across a restart of the controller
 """
 import os
 import pty
@@ -525,7 +530,7 @@ def scenario_steps(c):
               timeout=120)
     aid = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "?"
     rows = sacct_rows(s, aid)
-    check(rows[2:] == [[aid + ".0", "true", "COMPLETED", "0:0"],
+    check(rows[1:] == [[aid + ".0", "true", "COMPLETED", "0:0"],
                        [aid + ".1", "sh", "FAILED", "2:0"]],
           "salloc's steps: %r (%r)" % (rows, p.stderr))
     # A step still running when its job is cancelled.
@@ -593,11 +598,11 @@ def scenario_update(c):
           "update without a job: %r" % p.stderr)
     p = s.run("scontrol", "update", "JobId=999999", "TimeLimit=5")
     check(p.returncode == 1 and
-          "slurm_update error: Invalid job id specified" in p.stderr,
+          p.stderr == "Invalid job id specified for job 999999\n",
           "update of no job: %r" % p.stderr)
     p = s.run("scontrol", "update", "JobId=%s" % h, "TimeLimit=5")
-    check(p.returncode == 1 and "Job/step already completing or completed"
-          in p.stderr, "update of an ended job: %r" % p.stderr)
+    check(p.returncode == 1 and p.stderr == "Job has already finished for "
+          "job %s\n" % h, "update of an ended job: %r" % p.stderr)
     # A running job: its time limit only; a user lowers it, an admin
     # raises it.
     st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
@@ -607,12 +612,13 @@ def scenario_update(c):
     r = p.stdout.strip()
     wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
                            "%t").stdout.strip() == "R", 30, "running")
-    p = s.run("scontrol", "update", "JobId=%s" % r, "JobName=x")
-    check(p.returncode == 1 and "Job is no longer pending execution" in
-          p.stderr, "rename of a running job: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=%s" % r, "Partition=allot")
+    check(p.returncode == 1 and p.stderr == "Job is no longer pending "
+          "execution for job %s\n" % r, "a running job's partition: %r" %
+          p.stderr)
     p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=20", env=bob)
     check(p.returncode == 1 and
-          "slurm_update error: Access/permission denied" in p.stderr,
+          p.stderr == "Access/permission denied for job %s\n" % r,
           "a user raising a limit: %r" % p.stderr)
     p = s.run("scontrol", "update", "JobId=%s" % r, "TimeLimit=5", env=bob)
     check(p.returncode == 0, "a user lowering a limit: %r" % p.stderr)
@@ -687,6 +693,247 @@ def scenario_requeue_ended(c):
           in p.stderr, "requeue of srun's job: %r" % p.stderr)
 
 
+def scenario_update_forms(c):
+    """scontrol update as Slurm 22.05 takes it: TimeLimit=+T and -T (the
+    job's limit raised or lowered), UNLIMITED and INFINITE in any case, a
+    list of jobs (JobId=A,B: each updated, an unknown one said), a running
+    job renamed by its user, and refusals said "... for job ID"."""
+    s = Slurm(c)
+    a = s.sbatch("-H", "-t", "30", "--wrap", "true")
+    b = s.sbatch("-H", "-t", "unlimited", "--wrap", "true")
+
+    def limit(j):
+        return s.run("squeue", "-h", "-j", j, "-o", "%l").stdout.strip()
+
+    check(limit(b) == "UNLIMITED", "sbatch -t unlimited: %r" % limit(b))
+    for v, want in (("+5", "35:00"), ("-10", "25:00"), ("-1", "24:00"),
+                    ("+1:00:00", "1:24:00"), ("unlimited", "UNLIMITED"),
+                    ("Infinite", "UNLIMITED"), ("30", "30:00")):
+        p = s.run("scontrol", "update", "JobId=" + a, "TimeLimit=" + v)
+        check(p.returncode == 0 and limit(a) == want,
+              "TimeLimit=%s: %d %r %r" % (v, p.returncode, p.stderr,
+                                         limit(a)))
+    for v, text in (("-100", "scontrol: error: TimeLimit decrement larger "
+                     "than current time limit (100 > 30)\n"),
+                    ("+abc", "scontrol: error: Invalid TimeLimit value\n"),
+                    ("+", "scontrol: error: Invalid TimeLimit value\n")):
+        p = s.run("scontrol", "update", "JobId=" + a, "TimeLimit=" + v)
+        check(p.returncode == 1 and p.stderr == text and limit(a) == "30:00",
+              "TimeLimit=%s: %d %r" % (v, p.returncode, p.stderr))
+    p = s.run("scontrol", "update", "JobId=" + b, "TimeLimit=+5")
+    check(p.returncode == 1 and limit(b) == "UNLIMITED",
+          "+5 of an unlimited job: %d %r" % (p.returncode, p.stderr))
+    # A list of jobs: each one; an unknown one said, the others done.
+    p = s.run("scontrol", "update", "JobId=%s,%s" % (a, b), "TimeLimit=20")
+    check(p.returncode == 0 and limit(a) == limit(b) == "20:00",
+          "JobId=A,B: %r %s %s" % (p.stderr, limit(a), limit(b)))
+    p = s.run("scontrol", "update", "JobId=%s,999999,%s" % (a, b),
+              "TimeLimit=15")
+    check(p.returncode == 1 and
+          p.stderr == "Invalid job id specified for job 999999\n" and
+          limit(a) == limit(b) == "15:00",
+          "JobId=A,unknown,B: %r %s %s" % (p.stderr, limit(a), limit(b)))
+    # A relative limit takes one job, as Slurm's scontrol reads its limit.
+    p = s.run("scontrol", "update", "JobId=%s,%s" % (a, b), "TimeLimit=-5")
+    check(p.returncode == 1 and p.stderr == "scontrol: error: Invalid job "
+          "ID %s,%s\n" % (a, b) and limit(a) == limit(b) == "15:00",
+          "JobId=A,B TimeLimit=-5: %r" % p.stderr)
+    # Dependency=: shown by scontrol show job; one on the job itself or
+    # one that closes a cycle is refused, as Slurm refuses them.
+    p = s.run("scontrol", "update", "JobId=" + a, "Dependency=afterok:" + b)
+    check(p.returncode == 0, "Dependency=afterok:B: %r" % p.stderr)
+    p = s.run("scontrol", "show", "job", a)
+    check("Dependency=afterok:%s\n" % b in p.stdout,
+          "show job's Dependency: %r" % p.stdout)
+    for dep in ("afterany:" + a, "afterok:%s,afternotok:%s" % (b, a)):
+        p = s.run("scontrol", "update", "JobId=" + a, "Dependency=" + dep)
+        check(p.returncode == 1 and
+              p.stderr == "Job dependency problem for job %s\n" % a,
+              "Dependency=%s: %d %r" % (dep, p.returncode, p.stderr))
+    p = s.run("scontrol", "update", "JobId=" + b, "Dependency=afterany:" + a)
+    check(p.returncode == 1 and
+          p.stderr == "Circular job dependency for job %s\n" % b,
+          "a cycle: %d %r" % (p.returncode, p.stderr))
+    p = s.run("scontrol", "show", "job", b)
+    check("Dependency=(null)\n" in p.stdout, "B unchanged: %r" % p.stdout)
+    d = s.sbatch("-H", "-d", "afterok:%s:%s,afterany:%s" % (a, b, a),
+                 "--wrap", "true")
+    p = s.run("scontrol", "show", "job", d)
+    check("Dependency=afterok:%s:%s,afterany:%s\n" % (a, b, a) in p.stdout,
+          "sbatch -d's in show job: %r" % p.stdout)
+    s.run("scancel", d)
+    for j in (a, b):
+        s.run("scancel", j)
+    # A job array: every element, those to come too; a user may not raise
+    # an element's own limit through its array's.
+    arr = s.sbatch("-H", "-t", "30", "--array=0-2", "--wrap", "true")
+    p = s.run("scontrol", "update", "JobId=%s_1" % arr, "TimeLimit=10")
+    check(p.returncode == 0, "an element's limit: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=" + arr, "TimeLimit=20",
+              "JobName=arr")
+    check(p.returncode == 0, "update of an array: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-r", "-j", arr, "-o", "%i %j %l")
+    check(sorted(p.stdout.splitlines()) == ["%s_%d arr 20:00" % (arr, i)
+                                            for i in range(3)],
+          "the array's elements: %r" % p.stdout)
+    s.run("scancel", arr)
+    st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
+    bob = dict(ALLOT_TOKEN=tok["token"])
+    p = s.run("sbatch", "--parsable", "-H", "-t", "30", "--array=0-1",
+              "--wrap", "true", env=bob)
+    arr = p.stdout.strip()
+    p = s.run("scontrol", "update", "JobId=%s_1" % arr, "TimeLimit=10",
+              env=bob)
+    check(p.returncode == 0, "bob lowers an element: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=" + arr, "TimeLimit=30", env=bob)
+    check(p.returncode == 1 and
+          p.stderr == "Access/permission denied for job %s\n" % arr,
+          "bob raising an element through its array: %r" % p.stderr)
+    s.run("scancel", arr)
+    # A running job: its user renames it and lowers its limit by -T.
+    p = s.run("sbatch", "--parsable", "-t", "10", "--wrap", "sleep 120",
+              env=bob)
+    r = p.stdout.strip()
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "update", "JobId=" + r, "JobName=renamed",
+              "TimeLimit=-2", env=bob)
+    check(p.returncode == 0, "rename of a running job: %r" % p.stderr)
+    p = s.run("squeue", "-h", "-j", r, "-o", "%j %l")
+    check(p.stdout == "renamed 8:00\n", "renamed: %r" % p.stdout)
+    p = s.run("scontrol", "update", "JobId=" + r, "TimeLimit=+1", env=bob)
+    check(p.returncode == 1 and
+          p.stderr == "Access/permission denied for job %s\n" % r,
+          "a user's +1: %r" % p.stderr)
+    s.run("scancel", r)
+
+
+def scenario_requeue_refused(c):
+    """scontrol requeue refuses, as Slurm does whatever the job's state, a
+    job submitted with --no-requeue (running or pending) and a job that is
+    no batch job (a running srun): they go on untouched."""
+    s = Slurm(c)
+    r = s.sbatch("--no-requeue", "-o", "nr.out", "--wrap",
+                 "echo run $SLURM_RESTART_COUNT; sleep 120")
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "requeue", r)
+    check(p.returncode == 1 and p.stderr == "Requested operation is "
+          "presently disabled for job %s\n" % r,
+          "requeue of a running --no-requeue job: %d %r" % (p.returncode,
+                                                           p.stderr))
+    time.sleep(1)
+    p = s.run("scontrol", "show", "job", r)
+    check("Restarts=0" in p.stdout and "JobState=RUNNING" in p.stdout,
+          "the --no-requeue job goes on: %r" % p.stdout)
+    h = s.sbatch("--no-requeue", "-H", "--wrap", "true")
+    p = s.run("scontrol", "requeue", h)
+    check(p.returncode == 1 and p.stderr == "Requested operation is "
+          "presently disabled for job %s\n" % h,
+          "requeue of a pending --no-requeue job: %r" % p.stderr)
+    # srun's job, running.
+    out = open(os.path.join(s.cwd, "srun.out"), "w")
+    srun = subprocess.Popen(["srun", "-J", "int1", "sh", "-c",
+                             "sleep 6; echo done"], stdout=out,
+                            stderr=subprocess.STDOUT, env=s.env, cwd=s.cwd)
+    try:
+        sid = wait_for(lambda: s.run("squeue", "-h", "-n", "int1", "-t", "R",
+                                     "-o", "%i").stdout.strip(), 30,
+                       "srun's job running")
+        p = s.run("scontrol", "requeue", sid)
+        check(p.returncode == 1 and p.stderr == "Only batch jobs are "
+              "accepted or processed for job %s\n" % sid,
+              "requeue of a running srun job: %d %r" % (p.returncode,
+                                                       p.stderr))
+        check(srun.wait(timeout=60) == 0, "srun goes on and ends well")
+    finally:
+        if srun.poll() is None:
+            srun.kill()
+            srun.wait()
+        out.close()
+    check(s.read("srun.out") == "done\n", "srun's output: %r" %
+          s.read("srun.out"))
+    for j in (r, h):
+        s.run("scancel", j)
+
+
+def scenario_steps_select(c):
+    """sacct -j ID.STEP (ID.batch, ID.0) gives that step's line alone, as
+    Slurm's; Elapsed is End minus Start on every line; --json names each
+    step; srun's job is one step ID.0 and salloc's has no batch step; a
+    step that runs across a restart of the controller ends as it
+    should."""
+    s = Slurm(c)
+    user_config(s)
+    jid = s.sbatch("-o", "sel.out", "--wrap",
+                   "srun sh -c 'exit 3'; srun sleep 1.5; srun true")
+    check(s.final(jid)[1] == "COMPLETED", "the job completes")
+    for sel, want in ((jid + ".1", [[jid + ".1", "sleep", "COMPLETED"]]),
+                      (jid + ".batch", [[jid + ".batch", "batch",
+                                         "COMPLETED"]]),
+                      ("%s.0,%s.2" % (jid, jid), [[jid + ".0", "sh",
+                                                   "FAILED"],
+                                                  [jid + ".2", "true",
+                                                   "COMPLETED"]]),
+                      (jid + ".7", [])):
+        p = s.run("sacct", "-P", "-n", "-j", sel, "-o",
+                  "JobID,JobName,State")
+        rows = [line.split("|") for line in p.stdout.splitlines()]
+        check(p.returncode == 0 and rows == want,
+              "sacct -j %s: %d %r %r" % (sel, p.returncode, rows, p.stderr))
+    p = s.run("sacct", "-P", "-n", "-j", jid + ".x")
+    check(p.returncode == 1 and "Invalid job id" in p.stderr,
+          "sacct -j ID.x: %d %r" % (p.returncode, p.stderr))
+    import calendar
+    for r in sacct_rows(s, jid, "JobID,Start,End,ElapsedRaw"):
+        t = [calendar.timegm(time.strptime(x, "%Y-%m-%dT%H:%M:%S"))
+             for x in r[1:3]]
+        check(int(r[3]) == t[1] - t[0], "Elapsed is End minus Start: %r" % r)
+    import json
+    p = s.run("sacct", "--json", "-j", jid)
+    ids = [x["step"]["id"] for x in json.loads(p.stdout)["jobs"][0]["steps"]]
+    check(ids == [jid + ".batch", jid + ".0", jid + ".1", jid + ".2"],
+          "sacct --json step ids: %r" % ids)
+    # An srun in a session of its own (setsid) counts in its task's steps.
+    k = s.sbatch("-o", "ss.out", "--wrap", "srun true; setsid srun sh -c "
+                 "'exit 2'; srun true")
+    s.final(k)
+    rows = sacct_rows(s, k)
+    check(rows[2:] == [[k + ".0", "true", "COMPLETED", "0:0"],
+                       [k + ".1", "sh", "FAILED", "2:0"],
+                       [k + ".2", "true", "COMPLETED", "0:0"]],
+          "a step under setsid: %r" % rows)
+    # srun's job (no batch script) is one step, ID.0, named as the job;
+    # salloc's has no batch step, only its sruns' steps: as Slurm's.
+    p = s.run("srun", "-J", "alone", "sh", "-c", "exit 5")
+    p = s.run("sacct", "-X", "-P", "-n", "--name", "alone", "-o", "JobIDRaw")
+    sj = p.stdout.split()[0]
+    rows = sacct_rows(s, sj)
+    check(rows == [[sj, "alone", "FAILED", "5:0"],
+                   [sj + ".0", "alone", "FAILED", "5:0"]],
+          "sacct of srun's job: %r" % rows)
+    p = s.run("sacct", "--json", "-j", sj)
+    ids = [x["step"]["id"] for x in json.loads(p.stdout)["jobs"][0]["steps"]]
+    check(ids == [sj + ".0"], "--json of srun's job: %r" % ids)
+    p = s.run("salloc", "-n", "1", "sh", "-c", "srun true; echo $SLURM_JOB_ID",
+              timeout=120)
+    aid = p.stdout.strip().splitlines()[-1] if p.stdout.strip() else "?"
+    rows = sacct_rows(s, aid)
+    check([r[0] for r in rows] == [aid, aid + ".0"],
+          "sacct of salloc's job: %r (%r)" % (rows, p.stderr))
+    # A step running while the controller restarts.
+    k = s.sbatch("-o", "k.out", "--wrap", "srun sleep 4")
+    wait_for(lambda: [k + ".0", "sleep", "RUNNING", "0:0"] in
+             sacct_rows(s, k), 60, "the step running")
+    c.kill_server()
+    c.start_server()
+    check(s.final(k)[1] == "COMPLETED", "the job across the restart")
+    rows = wait_for(lambda: (lambda r: r if r[-1][2] != "RUNNING" else None)(
+        sacct_rows(s, k)), 30, "the step's end")
+    check(rows[2:] == [[k + ".0", "sleep", "COMPLETED", "0:0"]],
+          "a step across a restart: %r" % rows)
+
+
 SCENARIOS = {
     "srun": scenario_srun,
     "srun_batch": scenario_srun_batch,
@@ -698,6 +945,9 @@ SCENARIOS = {
     "steps": scenario_steps,
     "update": scenario_update,
     "requeue_ended": scenario_requeue_ended,
+    "update_forms": scenario_update_forms,
+    "requeue_refused": scenario_requeue_refused,
+    "steps_select": scenario_steps_select,
 }
 
 if __name__ == "__main__":

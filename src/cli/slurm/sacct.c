@@ -56,10 +56,12 @@ step_end(const row_t *r)
 static int64_t
 step_elapsed_s(const row_t *r)
 {
-    int64_t start = al_json_int(r->st, "start_ms", 0);
+    /* In whole seconds, as Start and End show them: Elapsed is End minus
+     * Start, as Slurm's. */
+    int64_t start = al_json_int(r->st, "start_ms", 0) / 1000;
     int64_t end = step_end(r);
-    int64_t e = (end > 0 ? end : r->now) - start;
-    return e > 0 ? e / 1000 : 0;
+    int64_t e = (end > 0 ? end : r->now) / 1000 - start;
+    return e > 0 ? e : 0;
 }
 
 static void
@@ -426,24 +428,30 @@ json_job(const json_t *j, int64_t now)
     v_nodelist(&r, nodes, sizeof nodes);
     const char *s = al__sl_state(j);
     json_t *steps = json_array();
-    if (ran(j))
+    char sid[64];
+    snprintf(sid, sizeof sid, "%lld.batch", (long long)al_json_int(j, "id", 0));
+    if (ran(j) && !json_is_true(json_object_get(j, "sl_nobatch")))
         json_array_append_new(
-            steps, json_pack("{s:{s:I, s:s}, s:s, s:{s:s}}", "step", "job_id",
-                             (json_int_t)al_json_int(j, "id", 0), "name",
-                             "batch", "state", s, "exit_code", "status",
-                             al_json_int(j, "signal", 0)      ? "SIGNALED"
-                             : al_json_int(j, "exit_code", 0) ? "FAILED"
-                                                              : "SUCCESS"));
+            steps,
+            json_pack("{s:{s:I, s:s, s:s}, s:s, s:{s:s}}", "step", "job_id",
+                      (json_int_t)al_json_int(j, "id", 0), "id", sid, "name",
+                      "batch", "state", s, "exit_code", "status",
+                      al_json_int(j, "signal", 0)      ? "SIGNALED"
+                      : al_json_int(j, "exit_code", 0) ? "FAILED"
+                                                       : "SUCCESS"));
     json_t *sv = json_object_get(j, "steps");
     for (size_t k = 0; k < json_array_size(sv); k++) {
         row_t sr = { j, true, now, json_array_get(sv, k) };
         char ss[32];
         v_state(&sr, ss, sizeof ss);
+        snprintf(sid, sizeof sid, "%lld.%lld",
+                 (long long)al_json_int(j, "id", 0),
+                 (long long)al_json_int(sr.st, "step", 0));
         json_array_append_new(
-            steps, json_pack("{s:{s:I, s:s}, s:s, s:{s:s}}", "step", "job_id",
-                             (json_int_t)al_json_int(j, "id", 0), "name",
-                             al_json_str(sr.st, "name", ""), "state", ss,
-                             "exit_code", "status",
+            steps, json_pack("{s:{s:I, s:s, s:s}, s:s, s:{s:s}}", "step",
+                             "job_id", (json_int_t)al_json_int(j, "id", 0),
+                             "id", sid, "name", al_json_str(sr.st, "name", ""),
+                             "state", ss, "exit_code", "status",
                              al_json_int(sr.st, "signal", 0)      ? "SIGNALED"
                              : al_json_int(sr.st, "exit_code", 0) ? "FAILED"
                                                                   : "SUCCESS"));
@@ -606,13 +614,28 @@ fetch(al_client_t *cl, const char *jobs)
         int st;
         const char *w = json_string_value(json_array_get(ids, i));
         json_t *j = NULL;
-        if (!al__sl_parse_id(w, &id)) {
+        /* ID.STEP (ID.batch, ID.0): that step's line alone, as Slurm's
+         * sacct gives it. */
+        char job[64];
+        const char *dot = strchr(w, '.');
+        const char *only = dot != NULL ? dot + 1 : NULL;
+        size_t n = dot != NULL ? (size_t)(dot - w) : strlen(w);
+        bool step_ok = only == NULL || strcmp(only, "batch") == 0 ||
+                       (only[0] != '\0' && strlen(only) <= 9 &&
+                        strspn(only, "0123456789") == strlen(only));
+        if (n < sizeof job) {
+            memcpy(job, w, n);
+            job[n] = '\0';
+        }
+        if (n >= sizeof job || !step_ok || !al__sl_parse_id(job, &id)) {
             fprintf(stderr, "sacct: error: Invalid job id: %s\n", w);
             st = 0;
         } else {
             j = al__sl_job(cl, &id, &st);
         }
         if (j != NULL) {
+            if (only != NULL)
+                json_object_set_new(j, "sl_only", json_string(only));
             json_array_append_new(list, j);
         } else if (st == 0) {
             json_decref(list);
@@ -621,6 +644,48 @@ fetch(al_client_t *cl, const char *jobs)
     }
     json_decref(ids);
     return list != NULL ? al__sl_expand(cl, list) : NULL;
+}
+
+/* Whether job j is salloc's allocation: its task waits for salloc's
+ * release (step.c's fifo), not a command of the user's. */
+static bool
+is_salloc(const json_t *j)
+{
+    const char *c =
+        json_string_value(json_array_get(json_object_get(j, "command"), 2));
+    return c != NULL && strstr(c, "allot-salloc-") != NULL;
+}
+
+/* Slurm has a batch step for sbatch's jobs only: srun's job (no script)
+ * is one step, ID.0, named as the job (srun's -J, else its command, as
+ * Slurm's); salloc's has only its sruns' steps.
+ * Marks j "sl_nobatch" for both, and gives srun's its step 0. */
+static void
+srun_step(json_t *j)
+{
+    if (json_object_get(j, "script") != NULL)
+        return;
+    json_object_set_new(j, "sl_nobatch", json_true());
+    if (is_salloc(j))
+        return;
+    const char *st = al__sl_state(j);
+    /* Stopped by its cancel or time limit: open, as a step its job's end
+     * cut short (CANCELLED, 0:15). */
+    bool open =
+        !ended(j) || strcmp(st, "CANCELLED") == 0 || strcmp(st, "TIMEOUT") == 0;
+    json_t *o =
+        json_pack("{s:i, s:s, s:I, s:I, s:I, s:I, s:I, s:b}", "step", 0, "name",
+                  al_json_str(j, "name", ""), "tasks",
+                  (json_int_t)al_json_int(j, "tasks", 1), "start_ms",
+                  (json_int_t)al_json_int(j, "start_ms", 0), "end_ms",
+                  (json_int_t)al_json_int(j, "end_ms", 0), "exit_code",
+                  (json_int_t)al_json_int(j, "exit_code", 0), "signal",
+                  (json_int_t)al_json_int(j, "signal", 0), "running", open);
+    json_t *sv = json_object_get(j, "steps");
+    if (o != NULL && json_is_array(sv) && json_array_size(sv) == 0)
+        json_array_append_new(sv, o);
+    else
+        json_decref(o);
 }
 
 /* Gives each job of list its steps (srun's, "ID.N"), from one GET
@@ -668,6 +733,7 @@ add_steps(al_client_t *cl, json_t *list)
         json_t *mine = json_object_get(by, key);
         json_object_set_new(j, "steps",
                             mine ? json_incref(mine) : json_array());
+        srun_step(j);
     }
     json_decref(by);
     json_decref(v);
@@ -699,6 +765,17 @@ header(const sacct_args_t *a, const al_sl_fmt_t *f, al_buf_t *b)
     printf("%s\n", al_buf_cstr(b));
 }
 
+/* Whether line `line` of a job (0 its own, 1 its batch step's, then its
+ * steps', r) is the step `only` of -j ID.STEP ("batch", or a number). */
+static bool
+row_is(const row_t *r, size_t line, const char *only)
+{
+    bool batch = strcmp(only, "batch") == 0;
+    if (line <= 1)
+        return line == 1 && batch;
+    return !batch && al_json_int(r->st, "step", -1) == strtoll(only, NULL, 10);
+}
+
 /* The job's lines: its own, its batch step's and its other steps' (not
  * with -X). */
 static void
@@ -708,9 +785,14 @@ job_lines(const sacct_args_t *a, const al_sl_fmt_t *f, const json_t *j,
     bool parsable = a->p1 || a->p2;
     const json_t *sv = json_object_get(j, "steps");
     size_t nrows = a->alloc || !ran(j) ? 1 : 2 + json_array_size(sv);
+    /* -j ID.STEP: that step's line alone. */
+    const char *only = al_json_str(j, "sl_only", NULL);
     for (size_t step = 0; step < nrows; step++) {
         row_t r = { j, step >= 1, now,
                     step >= 2 ? json_array_get(sv, step - 2) : NULL };
+        if ((only != NULL && !row_is(&r, step, only)) ||
+            (step == 1 && json_is_true(json_object_get(j, "sl_nobatch"))))
+            continue;
         al_buf_clear(b);
         for (size_t k = 0; k < f->n; k++) {
             char v[4096];

@@ -244,7 +244,7 @@ check_options(const al_slurm_req_t *sb, const char **cls)
     if (sb->no_requeue)
         fprintf(stderr, "sbatch: --no-requeue: allot puts a job whose node "
                         "went down back in the queue; scontrol requeue of "
-                        "the ended job is refused\n");
+                        "the job is refused\n");
     return -1;
 }
 
@@ -350,8 +350,8 @@ body_of(const al_slurm_req_t *sb, const al_submit_args_t *a, json_t *env,
     setenv_str(env, "SLURM_SUBMIT_HOST", host);
     if (sb->cpus != NULL)
         setenv_str(env, "SLURM_CPUS_PER_TASK", sb->cpus);
-    /* scontrol requeue reads it: an ended job of --no-requeue stays
-     * ended, as Slurm's. */
+    /* scontrol requeue reads it: a job of --no-requeue is not requeued,
+     * running or ended, as Slurm's. */
     if (sb->no_requeue)
         setenv_str(env, "ALLOT_SLURM_NO_REQUEUE", "1");
     json_object_set_new(body, "env", env);

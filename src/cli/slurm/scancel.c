@@ -91,7 +91,8 @@ signal_job(al_client_t *c, const al_sl_id_t *id, const char *w, int sig,
     for (int k = 0; k < n; k++)
         cmds[k] = json_pack("[s, s, s, s, s, s]", "/bin/sh", "-c", signal_sh,
                             "scancel", num, whom);
-    rc = al__sl_step(c, "scancel", j, n, cmds, AL_SL_STEP_QUIET) != 0;
+    rc = al__sl_step(c, "scancel", j, n, cmds,
+                     AL_SL_STEP_QUIET | AL_SL_STEP_CUT_OK) != 0;
     for (int k = 0; k < n; k++)
         json_decref(cmds[k]);
     free(cmds);

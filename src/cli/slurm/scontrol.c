@@ -44,8 +44,17 @@ show_job(const json_t *j, int64_t now)
     printf("   Priority=%lld Nice=0 Account=%s QOS=normal\n",
            (long long)al_json_int(j, "priority", 0),
            al_json_str(j, "queue", ""));
-    printf("   JobState=%s Reason=%s Dependency=(null)\n", st,
-           al__sl_reason(j));
+    /* allot's `after` (sbatch's afterok) and Slurm's other kinds. */
+    const json_t *after = json_object_get(j, "after");
+    const char *dep = al_json_str(j, "dependency", NULL);
+    printf("   JobState=%s Reason=%s Dependency=", st, al__sl_reason(j));
+    for (size_t k = 0; k < json_array_size(after); k++)
+        printf("%s%lld", k == 0 ? "afterok:" : ":",
+               (long long)json_integer_value(json_array_get(after, k)));
+    printf("%s%s\n", json_array_size(after) > 0 && dep != NULL ? "," : "",
+           dep != NULL                   ? dep
+           : json_array_size(after) == 0 ? "(null)"
+                                         : "");
     printf("   Requeue=1 Restarts=%lld BatchFlag=1 Reboot=0 ExitCode=%s\n",
            (long long)al_json_int(j, "restart_count", 0), ex);
     printf("   RunTime=%s TimeLimit=%s TimeMin=N/A\n", run, limit);
@@ -105,7 +114,8 @@ show_node(const json_t *n)
     printf("\n\n");
 }
 
-/* The message of a controller's refusal of an update, in Slurm's words. */
+/* The message of a controller's refusal of an update, in Slurm's words
+ * (said "MESSAGE for job ID", as Slurm 22.05's scontrol says it). */
 static const char *
 update_refusal(int status, const json_t *err)
 {
@@ -115,13 +125,92 @@ update_refusal(int status, const json_t *err)
     if (status == 404)
         return "Invalid job id specified";
     if (strcmp(code, "ended") == 0)
-        return "Job/step already completing or completed";
+        return "Job has already finished";
     if (strcmp(code, "not_pending") == 0)
         return "Job is no longer pending execution";
+    if (strcmp(code, "dependency") == 0)
+        return "Job dependency problem";
+    if (strcmp(code, "circular") == 0)
+        return "Circular job dependency";
     return NULL;
 }
 
-/* scontrol update JobId=N KEY=VALUE... */
+/* body with a relative time limit ("time_limit_add", TimeLimit=+T or
+ * -T) made the job's new limit, as Slurm's scontrol reads the job's
+ * limit first.  0; 1 after saying why. */
+static int
+update_relative(al_client_t *c, const char *w, json_t *body)
+{
+    json_t *add = json_object_get(body, "time_limit_add");
+    if (add == NULL)
+        return 0;
+    long long d = json_integer_value(add);
+    al_sl_id_t id;
+    int st = 0;
+    json_t *j = al__sl_parse_id(w, &id) ? al__sl_job(c, &id, &st) : NULL;
+    if (j == NULL) {
+        if (st != 0)
+            fprintf(stderr, "Invalid job id specified for job %s\n", w);
+        return 1;
+    }
+    long long cur = al_json_int(j, "time_limit", 0);
+    json_decref(j);
+    if (cur <= 0) {
+        fprintf(stderr,
+                "scontrol: error: TimeLimit increment or decrement of "
+                "job %s, which has no time limit (UNLIMITED)\n",
+                w);
+        return 1;
+    }
+    if (d < 0 && -d > cur) {
+        fprintf(stderr,
+                "scontrol: error: TimeLimit decrement larger than current "
+                "time limit (%lld > %lld)\n",
+                -d / 60, cur / 60);
+        return 1;
+    }
+    json_object_del(body, "time_limit_add");
+    json_object_set_new(body, "time_limit", json_integer(cur + d));
+    return 0;
+}
+
+/* POST /v1/jobs/W/update of body; 0, or 1 after saying why. */
+static int
+update_one(al_client_t *c, const char *w, json_t *body)
+{
+    if (update_relative(c, w, body) != 0)
+        return 1;
+    char path[96];
+    snprintf(path, sizeof path, "/v1/jobs/%s/update", w);
+    char *text = json_dumps(body, JSON_COMPACT);
+    al_http_resp_t resp;
+    int st = 0;
+    json_t *err = NULL;
+    char *cause = NULL;
+    if (al_http_request(&c->url, "POST", path, c->token, text, strlen(text),
+                        60000, -1, &resp, &cause) != 0) {
+        fprintf(stderr, "allot: cannot reach the server at %s: %s\n", c->server,
+                cause ? cause : "error");
+        free(cause);
+    } else {
+        st = resp.status;
+        if (st < 200 || st > 299)
+            err = al_json_parse(resp.body.data ? resp.body.data : "",
+                                resp.body.len, NULL);
+        al_http_resp_fini(&resp);
+    }
+    int rc = st >= 200 && st <= 299 ? 0 : 1;
+    if (st != 0 && rc != 0) {
+        const char *slurm = update_refusal(st, err);
+        fprintf(stderr, "%s for job %s\n",
+                slurm ? slurm : al_json_str(err, "message", "refused"), w);
+    }
+    json_decref(err);
+    free(text);
+    return rc;
+}
+
+/* scontrol update JobId=N[,M...] KEY=VALUE... */
 static int
 update(int n, char **w)
 {
@@ -147,32 +236,21 @@ update(int n, char **w)
         free(job);
         return 1;
     }
-    char path[96];
-    snprintf(path, sizeof path, "/v1/jobs/%s/update", job);
-    char *text = json_dumps(body, JSON_COMPACT);
-    al_http_resp_t resp;
-    int st = 0;
-    json_t *err = NULL;
-    if (al_http_request(&c.url, "POST", path, c.token, text, strlen(text),
-                        60000, -1, &resp, &cause) != 0) {
-        fprintf(stderr, "allot: cannot reach the server at %s: %s\n", c.server,
-                cause ? cause : "error");
-        free(cause);
-    } else {
-        st = resp.status;
-        if (st < 200 || st > 299)
-            err = al_json_parse(resp.body.data ? resp.body.data : "",
-                                resp.body.len, NULL);
-        al_http_resp_fini(&resp);
+    /* Each job of the list, as Slurm updates each; a relative limit (+T,
+     * -T) takes one job, as Slurm's scontrol reads that job's limit. */
+    json_t *l = al__sl_split(job);
+    if (json_array_size(l) > 1 &&
+        json_object_get(body, "time_limit_add") != NULL) {
+        fprintf(stderr, "scontrol: error: Invalid job ID %s\n", job);
+        json_array_clear(l);
+        rc = 1;
     }
-    rc = st >= 200 && st <= 299 ? 0 : 1;
-    if (st != 0 && rc != 0) {
-        const char *slurm = update_refusal(st, err);
-        fprintf(stderr, "slurm_update error: %s\n",
-                slurm ? slurm : al_json_str(err, "message", "refused"));
+    for (size_t k = 0; k < json_array_size(l); k++) {
+        json_t *b = json_deep_copy(body);
+        rc |= update_one(&c, json_string_value(json_array_get(l, k)), b);
+        json_decref(b);
     }
-    json_decref(err);
-    free(text);
+    json_decref(l);
     json_decref(body);
     free(job);
     al_client_fini(&c);
@@ -196,11 +274,8 @@ requeue(al_client_t *c, const al_sl_id_t *id, const char *w, bool hold)
     json_t *j = al__sl_job(c, id, &st);
     const char *state = al_json_str(j, "state", "");
     bool waits = strcmp(state, "pending") == 0 || strcmp(state, "held") == 0;
-    bool ended = strcmp(state, "completed") == 0 ||
-                 strcmp(state, "failed") == 0 ||
-                 strcmp(state, "cancelled") == 0;
-    /* Slurm requeues an ended job only when it is a batch job (sbatch's,
-     * with its script), not srun's or salloc's. */
+    /* Slurm requeues only batch jobs (sbatch's, with its script), not
+     * srun's or salloc's, running or ended. */
     bool batch = json_object_get(j, "script") != NULL;
     bool never = strcmp(al_json_str(json_object_get(j, "env"),
                                     "ALLOT_SLURM_NO_REQUEUE", ""),
@@ -211,18 +286,21 @@ requeue(al_client_t *c, const al_sl_id_t *id, const char *w, bool hold)
             fprintf(stderr, "Invalid job id specified for job %s\n", w);
         return 1;
     }
-    if (waits) {
-        fprintf(stderr, "Job is pending execution for job %s\n", w);
+    /* Slurm's order: a job that may not be requeued (--no-requeue), then
+     * one that is no batch job (srun's, salloc's), whatever their state,
+     * then a waiting one. */
+    if (never) {
+        fprintf(stderr,
+                "Requested operation is presently disabled for job %s\n", w);
         return 1;
     }
-    if (ended && !batch) {
+    if (!batch) {
         fprintf(stderr,
                 "Only batch jobs are accepted or processed for job %s\n", w);
         return 1;
     }
-    if (ended && never) {
-        fprintf(stderr,
-                "Requested operation is presently disabled for job %s\n", w);
+    if (waits) {
+        fprintf(stderr, "Job is pending execution for job %s\n", w);
         return 1;
     }
     st = al__sl_post(c, id, hold ? "requeue?hold=1" : "requeue");

@@ -268,7 +268,8 @@ al__sl_elapsed_s(const json_t *job, int64_t now_ms)
         return 0;
     if (end <= 0 || strcmp(al_json_str(job, "state", ""), "running") == 0)
         end = now_ms;
-    return end > start ? (end - start) / 1000 : 0;
+    /* In whole seconds, as Start and End show them (End minus Start). */
+    return end / 1000 > start / 1000 ? end / 1000 - start / 1000 : 0;
 }
 
 void

@@ -222,6 +222,10 @@ json_t *al__sl_submit_wait(al_client_t *c, const char *prog, json_t *body,
 #define AL_SL_STEP_TTY 1
 #define AL_SL_STEP_LABEL 2
 #define AL_SL_STEP_QUIET 4
+/* A command beside a task that the task's end may cut short (SIGKILL, as
+ * the agent ends what was exec'd into a task that ended): done, not an
+ * error (scancel --signal's, whose signal may end the task at once). */
+#define AL_SL_STEP_CUT_OK 8
 /* Runs a step of n tasks on the job (its view): task k is beside the
  * job's task k % tasks; cmds NULL attaches to the job's own tasks (or,
  * when it has ended, prints their logs), else cmds[k] (a JSON array) runs

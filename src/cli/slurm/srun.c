@@ -78,11 +78,73 @@ started(pid_t pid)
     return p != NULL ? strtoll(p + 1, NULL, 10) : 0;
 }
 
+/* The parent of process pid, or 0. */
+static pid_t
+parent_of(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    /* ") S PPID ..." */
+    return p != NULL && strlen(p) > 4 ? (pid_t)strtol(p + 4, NULL, 10) : 0;
+}
+
+/* Whether process pid runs in job `job` (its SLURM_JOB_ID). */
+static bool
+in_job(pid_t pid, const char *job)
+{
+    char path[64], want[96];
+    snprintf(path, sizeof path, "/proc/%ld/environ", (long)pid);
+    int len = snprintf(want, sizeof want, "SLURM_JOB_ID=%s", job);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    al_buf_t b = AL_BUF_INIT;
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < (1u << 20))
+        al_buf_append(&b, chunk, n);
+    fclose(f);
+    bool found = false;
+    for (size_t i = 0; i < b.len && !found;) {
+        const char *v = b.data + i;
+        size_t l = strnlen(v, b.len - i);
+        found = l == (size_t)len && memcmp(v, want, l) == 0;
+        i += l + 1;
+    }
+    al_buf_fini(&b);
+    return found;
+}
+
+/* The session of the job's task that runs us: ours, or, when a command
+ * between (setsid) made one of its own, that of our highest ancestor
+ * still in the job: the task's. */
+static pid_t
+task_session(const char *job)
+{
+    pid_t sid = getsid(0);
+    pid_t p = getppid();
+    for (int depth = 0; p > 1 && depth < 64 && in_job(p, job); depth++) {
+        pid_t s = getsid(p);
+        if (s > 0)
+            sid = s;
+        p = parent_of(p);
+    }
+    return sid;
+}
+
 /* The next step id of a job: Slurm numbers a job's steps 0, 1, 2 in the
  * order they start.  The count lives in a file: salloc's (ALLOT_STEPS,
  * which it makes and removes), or, in a batch script, one of the task's
  * own, named by the job and the task's session (the agent starts each
- * task in a session of its own) with its leader's start time.  Every
+ * task in a session of its own; task_session() finds it under a setsid)
+ * with its leader's start time.  Every
  * task of a batch job runs the same script, so each counts its own: they
  * agree. */
 static long
@@ -91,7 +153,7 @@ next_step(const char *job)
     const char *given = getenv("ALLOT_STEPS");
     const char *tmp = getenv("TMPDIR");
     char path[4096];
-    pid_t sid = getsid(0);
+    pid_t sid = task_session(job);
     if (given != NULL && given[0] == '/')
         snprintf(path, sizeof path, "%s", given);
     else

@@ -674,6 +674,8 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
             fprintf(stderr, "%s: error: %s: task %d: %s\n", prog, node, k,
                     t->error != NULL ? t->error : "lost the connection");
             st = 1;
+        } else if (t->sig == SIGKILL && (flags & AL_SL_STEP_CUT_OK)) {
+            st = 0;
         } else if (t->sig != 0) {
             fprintf(stderr, "%s: error: %s: task %d: %s\n", prog, node, k,
                     strsignal(t->sig));

@@ -1,7 +1,8 @@
 /*
  * update.c -- the words of `scontrol update JobId=N KEY=VALUE ...` read
  * into the body of POST /v1/jobs/N/update: TimeLimit (Slurm's time
- * forms), JobName (or Name), Partition (the default partition, every
+ * forms; +T and -T, "time_limit_add", which scontrol.c turns into the
+ * job's new limit), JobName (or Name), Partition (the default partition, every
  * node, is no pool: "") and Dependency (empty: none).  Keys in any case,
  * as Slurm reads them.  No I/O: scontrol.c sends the body and says what
  * the controller answered; tests/fuzz/fuzz_slurm_update.c runs it.
@@ -29,17 +30,45 @@ fail(char **cause, int rc, char *why)
     return rc;
 }
 
-/* Whether s is a job id: digits, or an array's element, ID_INDEX. */
+/* Whether s is a list of job ids ("5", "5,7", as Slurm's JobId= takes
+ * them): each digits, or an array's element, ID_INDEX. */
 static bool
 job_id_ok(const char *s)
 {
-    size_t n = strspn(s, "0123456789");
-    if (n == 0 || n > 19)
-        return false;
-    if (s[n] == '\0')
-        return true;
-    size_t k = s[n] == '_' ? strspn(s + n + 1, "0123456789") : 0;
-    return k > 0 && k <= 19 && s[n + 1 + k] == '\0';
+    for (;;) {
+        size_t n = strspn(s, "0123456789");
+        if (n == 0 || n > 19)
+            return false;
+        s += n;
+        if (*s == '_') {
+            size_t k = strspn(s + 1, "0123456789");
+            if (k == 0 || k > 19)
+                return false;
+            s += 1 + k;
+        }
+        if (*s == '\0')
+            return true;
+        if (*s != ',')
+            return false;
+        s++;
+    }
+}
+
+/* TimeLimit=v into b: "time_limit" (seconds, 0 none), or for +T and -T
+ * (the job's limit raised or lowered by T) "time_limit_add".  0; -1 when
+ * v is no time. */
+static int
+time_limit(json_t *b, const char *v)
+{
+    int sign = v[0] == '+' ? 1 : v[0] == '-' ? -1 : 0;
+    const char *t = sign != 0 ? v + 1 : v;
+    long long s = al_script_slurm_time(t);
+    if (s < 0 || t[0] == '\0' || (sign != 0 && s == 0))
+        return -1;
+    json_object_del(b, sign != 0 ? "time_limit" : "time_limit_add");
+    json_object_set_new(b, sign != 0 ? "time_limit_add" : "time_limit",
+                        json_integer(sign != 0 ? sign * s : s));
+    return 0;
 }
 
 int
@@ -66,12 +95,10 @@ al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
             }
             id = v;
         } else if (KEY("TimeLimit")) {
-            long long s = al_script_slurm_time(v);
-            if (s < 0 || v[0] == '\0') {
+            if (time_limit(b, v) != 0) {
                 json_decref(b);
                 return fail(cause, 1, al_xstrdup("Invalid TimeLimit value"));
             }
-            json_object_set_new(b, "time_limit", json_integer(s));
         } else if (KEY("JobName") || KEY("Name")) {
             if (v[0] == '\0' || strlen(v) > 255) {
                 json_decref(b);
