@@ -569,7 +569,10 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         al__ctl_touch(ctl);
     }
     keep_samples(n, &s);
-    al__leaving_synced(ctl, ni, &s);
+    if (al__leaving_synced(ctl, ni, &s)) {
+        al__ctl_node_changed(ctl, ni);
+        al__ctl_touch(ctl); /* GPUs freed, a job may start again: a cycle */
+    }
     /* What the agent has: the desired set need not repeat those specs. */
     n->nknown = 0;
     for (size_t i = 0; i < s.ntasks; i++) {

@@ -14,8 +14,8 @@
  * its agent's fence stops their old runs.  In memory only: a controller
  * that takes over starts with none.
  *
- * May call: state.c's node bookkeeping (al__ctl_node_changed); called by
- * state.c (set_state, requeue), agentproto.c (syncs) and cycle.c (starts).
+ * May call: nothing of the server's; called by state.c (set_state,
+ * requeue), agentproto.c (syncs) and cycle.c (starts).
  */
 #include <stdlib.h>
 
@@ -47,7 +47,7 @@ al__leaving_add(al_ctl_t *ctl, const al__job_t *j)
     }
 }
 
-void
+bool
 al__leaving_synced(al_ctl_t *ctl, int ni, const al__sync_t *s)
 {
     al__node_t *n = &ctl->nodes[ni];
@@ -63,9 +63,9 @@ al__leaving_synced(al_ctl_t *ctl, int ni, const al__sync_t *s)
         if (running)
             n->leaving[kept++] = n->leaving[i];
     }
-    if (kept < n->nleaving)
-        al__ctl_node_changed(ctl, ni); /* its GPUs are free: a cycle */
+    bool dropped = kept < n->nleaving;
     n->nleaving = kept;
+    return dropped;
 }
 
 void

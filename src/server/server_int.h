@@ -1001,12 +1001,13 @@ void al__ctl_node_changed(al_ctl_t *ctl, int ni);
 
 /* leaving.c: the tasks that are stopping.  _add: j's tasks that have not
  * ended, as j stops running (before its tasks are freed); _synced: drops
- * those node ni's agent no longer reports running; _node_down: drops a
+ * those node ni's agent no longer reports running (true if it dropped
+ * any: their GPUs are free, a cycle is due); _node_down: drops a
  * node's; _blocks: whether a start of j with these tasks (node indices,
  * GPU masks) must wait for one of them. */
 struct al__sync;
 void al__leaving_add(al_ctl_t *ctl, const al__job_t *j);
-void al__leaving_synced(al_ctl_t *ctl, int ni, const struct al__sync *s);
+bool al__leaving_synced(al_ctl_t *ctl, int ni, const struct al__sync *s);
 void al__leaving_node_down(al__node_t *n);
 bool al__leaving_blocks(const al_ctl_t *ctl, const al__job_t *j, int ntasks,
                         const int *nodes, const uint64_t *devices);
