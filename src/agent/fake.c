@@ -15,7 +15,7 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
 {
     char *end;
     long n = strtol(spec, &end, 10);
-    const char *model = end + 1;
+    const char *model = *end != '\0' ? end + 1 : end; /* "8": none */
     /* "/nvlK": NVLink domains of K devices each (the last may hold
      * fewer); without it, one domain for all. */
     const char *slash = *end != '\0' ? strchr(model, '/') : NULL;
