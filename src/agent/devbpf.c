@@ -267,6 +267,10 @@ al__devbpf_load(const struct bpf_insn *p, size_t n, int *fd, char **cause)
         r = sys_bpf(BPF_PROG_LOAD, &a);
         if (r >= 0) /* not refused this time: take it */
             close((int)r);
+        /* Its findings, without the statistics line at the end. */
+        char *stats = strstr(log, "\nprocessed ");
+        if (stats != NULL)
+            *stats = '\0';
         size_t k = strlen(log);
         while (k > 0 && log[k - 1] == '\n')
             log[--k] = '\0';
