@@ -261,13 +261,27 @@ probe_main(const char *fake, const char *fallback, const char *name,
         "{s:s, s:I, s:I, s:b, s:o}", "hostname", plat.hostname, "cpu_milli",
         (json_int_t)plat.cpu_milli, "mem_bytes", (json_int_t)plat.mem_bytes,
         "emulated", plat.emulated, "gpus", gpus);
-    json_object_set_new(out, "cgroups", al__cg_probe_json(cgroup_root, cgroup_devices));
+    json_object_set_new(out, "cgroups",
+                        al__cg_probe_json(cgroup_root, cgroup_devices));
     char *text = json_dumps(out, JSON_INDENT(2));
     puts(text);
     free(text);
     json_decref(out);
     al_platform_close(&plat);
     return AL_EXIT_OK;
+}
+
+/* Says at start how tasks are kept off the other GPUs, or that they are
+ * not. */
+static void
+say_devices(const al__cg_t *cg)
+{
+    if (cg->devs == AL__CG_DEVS_BPF)
+        al_info("GPU devices: a BPF device program per task");
+    else if (cg->devs == AL__CG_DEVS_NONE)
+        al_warn("device isolation is not enforced: a task can open every "
+                "GPU's device node (%s)",
+                cg->dev_note);
 }
 
 int
@@ -280,8 +294,8 @@ al_agent_main(int argc, char **argv)
     args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
     if (rc == 0 && args.probe && !args.d.help)
-        return probe_main(args.fake, args.fallback, args.name,
-                          args.cgroup_root, args.cgroup_devices);
+        return probe_main(args.fake, args.fallback, args.name, args.cgroup_root,
+                          args.cgroup_devices);
     if (!al_daemon_begin(&args.d, &al_agent_cmd, rc, args.server != NULL, &rc))
         return rc;
     const char *server = args.server, *token = args.token,
@@ -410,12 +424,7 @@ al_agent_main(int argc, char **argv)
         a.cg.pids_max = args.pids_max;
         al_info("tasks confined in cgroup v%d under %s", a.cg.version,
                 a.cg.version == 2 ? a.cg.dir[0] : a.cg.dir[AL__CG_MEM]);
-        if (a.cg.devs == AL__CG_DEVS_BPF)
-            al_info("GPU devices: a BPF device program per task");
-        else if (a.cg.devs == AL__CG_DEVS_NONE)
-            al_warn("device isolation is not enforced: a task can open "
-                    "every GPU's device node (%s)",
-                    a.cg.dev_note);
+        say_devices(&a.cg);
     }
     a.podman = args.podman != NULL ? args.podman : "podman";
     a.apptainer = args.apptainer != NULL ? args.apptainer : "apptainer";

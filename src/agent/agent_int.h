@@ -186,8 +186,7 @@ int al__devrule_read(al__devrule_t *r, const char *dev_dir, int ngpus,
 struct bpf_insn *al__devbpf_build(const al__devrule_t *r, size_t *n);
 /* Loads a device program: 0 with *fd (close-on-exec; caller closes), or an
  * error with *cause (the verifier's log when it refused the program). */
-int al__devbpf_load(const struct bpf_insn *p, size_t n, int *fd,
-                    char **cause);
+int al__devbpf_load(const struct bpf_insn *p, size_t n, int *fd, char **cause);
 /* Loads rule r's program and attaches it to the cgroup directory dir
  * (BPF_F_ALLOW_MULTI); the cgroup holds it, no descriptor is left.  0, or
  * an error with *cause. */

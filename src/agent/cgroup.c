@@ -51,9 +51,9 @@
 
 /* The v1 controllers used, in the order of al__cg_t.dir. */
 static const char *const v1_names[AL__CG_N] = {
-    [AL__CG_CPU] = "cpu",     [AL__CG_ACCT] = "cpuacct",
-    [AL__CG_MEM] = "memory",  [AL__CG_PIDS] = "pids",
-    [AL__CG_DEV] = "devices", [AL__CG_FREEZER] = "freezer",
+    [AL__CG_CPU] = "cpu",         [AL__CG_ACCT] = "cpuacct",
+    [AL__CG_MEM] = "memory",      [AL__CG_PIDS] = "pids",
+    [AL__CG_DEV] = "devices",     [AL__CG_FREEZER] = "freezer",
     [AL__CG_UNIFIED] = "unified",
 };
 

@@ -109,8 +109,7 @@ al__devrule_read(al__devrule_t *r, const char *dev_dir, int ngpus,
     }
     if (r->ngates == 0)
         return 0; /* no GPU node to keep anyone from */
-    for (size_t k = 0; k < sizeof control_nodes / sizeof *control_nodes;
-         k++) {
+    for (size_t k = 0; k < sizeof control_nodes / sizeof *control_nodes; k++) {
         dev_t d;
         if (char_node(dev_dir, control_nodes[k], &d))
             allow(gate(r, major(d), false), minor(d));
@@ -198,8 +197,8 @@ al__devbpf_build(const al__devrule_t *r, size_t *n)
         p[pc++] = JMP(BPF_JNE, BPF_REG_3, (int32_t)g->major,
                       (int16_t)(g->nminors + 1));
         for (int k = 0; k < g->nminors; k++) {
-            p[pc] = JMP(BPF_JEQ, BPF_REG_4, (int32_t)g->minors[k],
-                        TO(allow_pc));
+            p[pc] =
+                JMP(BPF_JEQ, BPF_REG_4, (int32_t)g->minors[k], TO(allow_pc));
             pc++;
         }
         p[pc] = JA(TO(deny_pc));
@@ -278,8 +277,7 @@ al__devbpf_load(const struct bpf_insn *p, size_t n, int *fd, char **cause)
     bool said = log != NULL && *log != '\0';
     *cause = al_xasprintf("cannot load the device program: %s%s%s%s",
                           strerror(err), said ? "" : hint(err),
-                          said ? "; the verifier said: " : "",
-                          said ? log : "");
+                          said ? "; the verifier said: " : "", said ? log : "");
     free(log);
     return err == EPERM ? AL_EPERM : AL_ENOTSUP;
 }

@@ -41,8 +41,7 @@ static const struct {
     { "server", test_server },     { "arrayspec", test_arrayspec },
     { "stream", test_stream },     { "relay", test_relay },
     { "hostlist", test_hostlist }, { "pools", test_pools },
-    { "dag", test_dag },
-    { "devbpf", test_devbpf },
+    { "dag", test_dag },           { "devbpf", test_devbpf },
 };
 
 int
