@@ -371,6 +371,21 @@ def scenario_cgroup_devices_bpf(c):
           "--probe says the rule is a BPF program: %s" % cg)
     v2dir = cg["roots"]["unified"] if cg["version"] == 1 else cg["root"]
     c.cg_dirs = dict(c.cg_dirs, unified=v2dir)
+    # Without the rule --probe says that devices are not enforced, and
+    # why; "bpf" without the capabilities to load a program is refused.
+    off = probe(c, root, ["--cgroup-devices", "none"])
+    check(not off["devices"] and off["device_rule"] == "none" and
+          "not enforced" in off["devices_note"],
+          "--probe says devices are not enforced: %s" % off)
+    import shutil
+    if shutil.which("capsh"):
+        p = subprocess.run(
+            ["capsh", "--drop=cap_sys_admin,cap_bpf", "--", "-c",
+             '"$0" agent --probe --cgroup-root "$1" --cgroup-devices bpf',
+             c.allot, root], capture_output=True, text=True, timeout=30,
+            env=c.env)
+        err = json.loads(p.stdout)["cgroups"].get("error", "")
+        check("CAP_BPF" in err, "--probe without CAP_BPF says why: %r" % err)
     dev = os.path.join(c.root, "dev")
     os.mkdir(dev)
     for name, minor in (("nvidia0", 0), ("nvidia1", 1), ("nvidia7", 7),
