@@ -271,6 +271,20 @@ probe_main(const char *fake, const char *fallback, const char *name,
     return AL_EXIT_OK;
 }
 
+/* The command line's rc after --cgroup-devices' word is checked: a word
+ * not known is a usage error, said here. */
+static int
+check_devices(int rc, const char *word)
+{
+    if (rc != 0 || al__cg_devices_ok(word))
+        return rc;
+    fprintf(stderr,
+            "allot agent: --cgroup-devices wants auto, bpf or none, not "
+            "\"%s\"\n",
+            word);
+    return AL_EXIT_USAGE;
+}
+
 /* Says at start how tasks are kept off the other GPUs, or that they are
  * not. */
 static void
@@ -293,6 +307,7 @@ al_agent_main(int argc, char **argv)
     args.launch_timeout = 10000;
     args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
+    rc = check_devices(rc, args.cgroup_devices);
     if (rc == 0 && args.probe && !args.d.help)
         return probe_main(args.fake, args.fallback, args.name, args.cgroup_root,
                           args.cgroup_devices);

@@ -158,6 +158,8 @@ int al__cg_usage(const al__cg_t *cg, const char *name, al__cg_usage_t *u);
  * says false; returns how many could not be removed yet. */
 int al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
                  void *ctx);
+/* Whether word is one --cgroup-devices knows (NULL: the default). */
+bool al__cg_devices_ok(const char *word);
 /* `allot agent --probe`'s "cgroups": what --cgroup-root (and
  * --cgroup-devices) would use. */
 json_t *al__cg_probe_json(const char *root, const char *devices);

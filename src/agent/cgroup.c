@@ -70,6 +70,12 @@ devices_mode(const char *word)
     return -2;
 }
 
+bool
+al__cg_devices_ok(const char *word)
+{
+    return devices_mode(word) >= -1;
+}
+
 /* Writes text to dir/file; 0, or -1 with errno set. */
 static int
 put(const char *dir, const char *file, const char *text)

@@ -377,6 +377,12 @@ def scenario_cgroup_devices_bpf(c):
     check(not off["devices"] and off["device_rule"] == "none" and
           "not enforced" in off["devices_note"],
           "--probe says devices are not enforced: %s" % off)
+    p = subprocess.run([c.allot, "agent", "--probe", "--cgroup-root", root,
+                        "--cgroup-devices", "maybe"], capture_output=True,
+                       text=True, timeout=30, env=c.env)
+    check(p.returncode == 2 and "auto, bpf or none" in p.stderr,
+          "an unknown --cgroup-devices is a usage error: %d %r"
+          % (p.returncode, p.stderr[:200]))
     import shutil
     if shutil.which("capsh"):
         p = subprocess.run(
