@@ -301,6 +301,21 @@ set_timeout(int fd, int which, int seconds)
     (void)setsockopt(fd, SOL_SOCKET, which, &tv, sizeof tv);
 }
 
+/* Timing point i of pts now, when timing (pts not NULL). */
+static void
+mark(int64_t *pts, int i)
+{
+    if (pts != NULL)
+        pts[i] = al__rtime_now();
+}
+
+/* Where timing point i of pts goes, or NULL when not timing. */
+static int64_t *
+point(int64_t *pts, int i)
+{
+    return pts != NULL ? &pts[i] : NULL;
+}
+
 /* Has the kernel stamp what fd receives (for the timing points). */
 static void
 stamp_on(int fd)
@@ -927,14 +942,12 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     if (!write_all(ufd, req, reqlen))
         return FWD_RETRY;
     *sent = true;
-    if (pts != NULL)
-        pts[AL_RT_WRITTEN] = al__rtime_now();
+    mark(pts, AL_RT_WRITTEN);
     size_t have = 0;
     ssize_t hl;
     ans_t a;
     for (;;) {
-        hl = read_head(ufd, buf, &have, NULL, 0,
-                       pts != NULL ? &pts[AL_RT_ANS_ARRIVE] : NULL);
+        hl = read_head(ufd, buf, &have, NULL, 0, point(pts, AL_RT_ANS_ARRIVE));
         if (hl <= 0 || parse_answer(buf, (size_t)hl, &a) != 0) {
             return FWD_RETRY;
         }
@@ -949,8 +962,7 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
         have -= (size_t)hl;
     }
     *status = a.status;
-    if (pts != NULL)
-        pts[AL_RT_FIRST] = al__rtime_now();
+    mark(pts, AL_RT_FIRST);
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
     /* An HTTP/1.0 client cannot read chunks (RFC 9112 6.1): it gets the
@@ -977,8 +989,8 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     bool done = nobody || (!a.chunked && left == 0);
     size_t n = extra;
     bool first = true;
-    if (done && pts != NULL)
-        pts[AL_RT_LAST] = al__rtime_now();
+    if (done)
+        mark(pts, AL_RT_LAST);
     while (!done) {
         if (!first || n == 0) {
             if (!head_sent) {
@@ -1014,8 +1026,8 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
             left -= (int64_t)use;
             done = left == 0;
         }
-        if (done && pts != NULL)
-            pts[AL_RT_LAST] = al__rtime_now();
+        if (done)
+            mark(pts, AL_RT_LAST);
         if (!send_part(cfd, &hb, &head_sent, buf, use, dc)) {
             rc = FWD_CLIENT;
             break;
@@ -1024,8 +1036,8 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     }
     if (rc == FWD_OK && !head_sent && !write_all(cfd, hb.data, hb.len))
         rc = FWD_CLIENT;
-    if (rc == FWD_OK && pts != NULL)
-        pts[AL_RT_OUT] = al__rtime_now();
+    if (rc == FWD_OK)
+        mark(pts, AL_RT_OUT);
     al_buf_fini(&hb);
     *keep =
         rc == FWD_OK && done && !until_close && a.keep_alive && a.status != 101;
@@ -1218,8 +1230,7 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
             c->ufd = *fd;
             pthread_mutex_unlock(&r->mu);
         }
-        if (c->pts != NULL)
-            c->pts[AL_RT_CONN] = al__rtime_now();
+        mark(c->pts, AL_RT_CONN);
         bool sent = false;
         f = forward(*fd, c->cfd, c->ubuf, up, ulen, rh->head_req,
                     rh->keep_alive, rh->http10, keep, close_client, status,
@@ -1369,8 +1380,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     size_t ulen;
     char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
     al_buf_fini(&body);
-    if (c->pts != NULL)
-        c->pts[AL_RT_PARSED] = al__rtime_now();
+    mark(c->pts, AL_RT_PARSED);
     /* What is left is the next pipelined request. */
     if (next.len > 0)
         memcpy(buf, next.data, next.len);
@@ -1410,8 +1420,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             s->waiting--;
             waited = false;
         }
-        if (c->pts != NULL)
-            c->pts[AL_RT_CHOSEN] = al__rtime_now();
+        mark(c->pts, AL_RT_CHOSEN);
         int fd = p->nidle > 0 ? p->idle[--p->nidle] : -1;
         c->ufd = fd;
         char addr[INET_ADDRSTRLEN + 1];
@@ -1687,7 +1696,7 @@ conn_main(void *arg)
         if (c->pts != NULL)
             memset(c->pts, 0, AL_RT_NPTS * sizeof *c->pts);
         ssize_t hl = read_head(c->cfd, buf, &have, &deadline, head_ms,
-                               c->pts != NULL ? &c->pts[AL_RT_ARRIVE] : NULL);
+                               point(c->pts, AL_RT_ARRIVE));
         deadline = 0;
         if (hl == HEAD_LATE) {
             char msg[96];
@@ -1703,8 +1712,7 @@ conn_main(void *arg)
                             true);
             break;
         }
-        if (c->pts != NULL)
-            c->pts[AL_RT_READ] = al__rtime_now();
+        mark(c->pts, AL_RT_READ);
         if (!serve_one(r, c, buf, (size_t)hl, &have, a->peer,
                        a->svc[0] != '\0' ? a->svc : NULL))
             break;
