@@ -1638,6 +1638,9 @@ accept_main(void *arg)
     struct pollfd *fds = NULL;
     char(*names)[64] = NULL;
     int cap = 0;
+    /* (It takes the router's lock: preempted while holding it, it would
+     * hold up every request.) */
+    al__rtime_short_slice();
     for (;;) {
         pthread_mutex_lock(&r->mu);
         bool stop = r->stop;
@@ -1695,6 +1698,7 @@ conn_main(void *arg)
     for (;;) {
         if (c->pts != NULL)
             memset(c->pts, 0, AL_RT_NPTS * sizeof *c->pts);
+        mark(c->pts, AL_RT_WAIT);
         ssize_t hl = read_head(c->cfd, buf, &have, &deadline, head_ms,
                                point(c->pts, AL_RT_ARRIVE));
         deadline = 0;
@@ -1779,6 +1783,7 @@ probe_main(void *arg)
     target_t *t = NULL;
     size_t cap = 0;
     int64_t written = 0;
+    al__rtime_short_slice(); /* as accept_main()'s */
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
         int64_t now = al_clock_mono_ms();

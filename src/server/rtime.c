@@ -28,11 +28,16 @@ static const int64_t edges_us[] = { 5,     10,    20,    50,    100,
 #define NB (sizeof edges_us / sizeof edges_us[0] + 1)
 
 /* The stages, each from one point to the next but the last (the whole). */
+/* (The head may come before the router's thread waits for it, when that
+ * thread is late from the previous request: "late" is that part, and
+ * the wake-up runs from the later of the two, point SINCE.) */
+#define SINCE AL_RT_NPTS
 static const struct {
     const char *name;
     int from, to;
 } stages[] = {
-    { "wake_request", AL_RT_ARRIVE, AL_RT_READ },
+    { "late", AL_RT_ARRIVE, AL_RT_WAIT },
+    { "wake_request", SINCE, AL_RT_READ },
     { "parse", AL_RT_READ, AL_RT_PARSED },
     { "choose", AL_RT_PARSED, AL_RT_CHOSEN },
     { "connect", AL_RT_CHOSEN, AL_RT_CONN },
@@ -99,9 +104,12 @@ al__rtime_add(al__rtime_t *t, const int64_t pts[AL_RT_NPTS])
             atomic_fetch_add_explicit(&t->untimed, 1, memory_order_relaxed);
             return;
         }
-    int64_t d[NST];
+    int64_t q[AL_RT_NPTS + 1], d[NST];
+    memcpy(q, pts, AL_RT_NPTS * sizeof *q);
+    q[SINCE] = pts[AL_RT_WAIT] > pts[AL_RT_ARRIVE] ? pts[AL_RT_WAIT]
+                                                   : pts[AL_RT_ARRIVE];
     for (size_t s = 0; s < NST; s++) {
-        d[s] = pts[stages[s].to] - pts[stages[s].from];
+        d[s] = q[stages[s].to] - q[stages[s].from];
         if (d[s] < 0)
             d[s] = 0; /* the kernel's stamp and ours: not one clock read */
         atomic_fetch_add_explicit(&t->hist[s][bucket(d[s])], 1,

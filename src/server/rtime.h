@@ -25,6 +25,7 @@ enum {
     AL_RT_FIRST,      /* the router's thread read them */
     AL_RT_LAST,       /* the answer's last byte read */
     AL_RT_OUT,        /* all of it written to the client */
+    AL_RT_WAIT,       /* the router's thread began to wait for the head */
     AL_RT_NPTS,
 };
 
