@@ -800,7 +800,45 @@ def scenario_serve_slowhead(c):
           % got[:300])
 
 
+def scenario_serve_slice(c):
+    """The router's threads (each client connection's, the accepting and
+    the probing one) ask the kernel for a 100 us time slice, so that a
+    request waking one preempts longer work on a busy CPU
+    (docs/serving.md).  Read back from
+    /proc/PID/task/TID/sched (se.slice), which Linux shows from 6.12 on;
+    skipped where it does not."""
+    start(c)
+    c.cli("serve", "create", "t", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--ready-path", "/health", "--public", "--", "python3",
+          REPLICA)
+    wait_for(lambda: ready_count(c, "t") == 1, 30, "a ready replica")
+    # Three connections: their threads live while they are open.
+    conns = [http.client.HTTPConnection(c.router.split("//")[1], timeout=60)
+             for _ in range(3)]
+    for conn in conns:
+        st, v = request(c, "t", conn=conn)
+        check(st == 200, "a request: %s %s" % (st, v))
+    slices = []
+    tasks = "/proc/%d/task" % c.server.pid
+    for tid in os.listdir(tasks):
+        try:
+            with open(os.path.join(tasks, tid, "sched")) as f:
+                for line in f:
+                    if line.startswith("se.slice"):
+                        slices.append(int(line.split(":")[1]))
+        except OSError:
+            pass  # a thread that ended meanwhile
+    for conn in conns:
+        conn.close()
+    if not slices:
+        print("skipped: this kernel does not show threads' slices")
+        sys.exit(77)
+    check(slices.count(100000) >= 5, "5 router threads with a 100 us "
+          "slice (3 connections', accepting, probing): %s" % sorted(slices))
+
+
 SCENARIOS = {
+    "serve_slice": scenario_serve_slice,
     "serve_slowhead": scenario_serve_slowhead,
     "serve_chunked": scenario_serve_chunked,
     "serve_retry": scenario_serve_retry,
