@@ -21,8 +21,14 @@
  * replica that dies mid-answer closes the client's connection.  Answers go
  * through as they arrive (each read is written at once), framed by
  * Content-Length, chunked encoding, or the replica closing its connection.
+ * A request's head must come whole within the head deadline (10 s by
+ * default, from the connection's start or the head's first bytes), else
+ * 408 and the connection closed.  The router's threads ask the kernel for
+ * short time slices, and with ALLOT_ROUTER_TIMING set each request's
+ * timing points go to rtime.c.
  *
- * May call: auth.c (token checks), chunked.c; nothing else of the server.
+ * May call: auth.c (token checks), chunked.c, rtime.c; nothing else of
+ * the server.
  * Called by server.c (start, stop) and svc.c (al__router_sync()).
  */
 #include <arpa/inet.h>
