@@ -860,8 +860,7 @@ al__reclaim_one(al_cycle_t *c, int32_t j, bool *started)
         c->cfg.service_levels[0] > 0 && starving(c, jb))
         served = true;
     /* Preemption needs a preemptible job of lower rank in the queue. */
-    if (!cross && !served &&
-        (!c->cfg.preempt || c->wj[j].rank <= w->min_rank))
+    if (!cross && !served && (!c->cfg.preempt || c->wj[j].rank <= w->min_rank))
         return 0;
     if (c->vs == NULL) {
         c->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
