@@ -111,7 +111,7 @@ typedef struct al__cg {
     char *dev_note;   /* AL__CG_DEVS_NONE: why, or NULL */
 } al__cg_t;
 /* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
- * (a mask over the node's ngpus). */
+ * as device minors (bit N: nvidiaN, for N below ngpus). */
 typedef struct al__cg_limits {
     int64_t cpu_milli, mem_bytes;
     uint64_t devices;

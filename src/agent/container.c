@@ -105,7 +105,8 @@ gpu_devices(const agent_t *a, const task_t *t, argv_b *b)
                                        "nvidia-uvm-tools", "nvidia-modeset" };
     struct stat st;
     for (int d = 0; d < a->plat.ngpus; d++) {
-        char *p = al_xasprintf("%s/nvidia%d", dev, d);
+        char *p = al_xasprintf("%s/nvidia%d", dev,
+                               al_platform_gpu_minor(&a->plat, d));
         if ((t->devices & ((uint64_t)1 << d)) && stat(p, &st) == 0) {
             pushc(b, "--device");
             push(b, p);

@@ -55,6 +55,7 @@ al_platform_fake_gpus(al_platform_info_t *info, const char *spec,
     al_platform_close(info); /* real GPUs, if any, are not used */
     info->ngpus = (int)n;
     info->emulated = true;
+    info->minors = false;
     for (int i = 0; i < info->ngpus; i++) {
         al_gpu_info_t *g = &info->gpus[i];
         snprintf(g->uuid, sizeof g->uuid, "GPU-emulated-%.60s-%d", node, i);

@@ -117,6 +117,32 @@ al_platform_health_reset(al_platform_info_t *info, int i)
         al__nvml_health_reset(info->nvml, i);
 }
 
+int
+al_platform_gpu_minor(const al_platform_info_t *info, int i)
+{
+    return info->minors ? info->gpus[i].minor : i;
+}
+
+uint64_t
+al_platform_minor_mask(const al_platform_info_t *info, uint64_t mask)
+{
+    uint64_t out = 0;
+    for (int i = 0; i < info->ngpus && i < 64; i++)
+        if (mask & ((uint64_t)1 << i))
+            out |= (uint64_t)1 << al_platform_gpu_minor(info, i);
+    return out;
+}
+
+int
+al_platform_minor_span(const al_platform_info_t *info)
+{
+    int span = info->ngpus;
+    for (int i = 0; i < info->ngpus; i++)
+        if (al_platform_gpu_minor(info, i) + 1 > span)
+            span = al_platform_gpu_minor(info, i) + 1;
+    return span;
+}
+
 void
 al_platform_close(al_platform_info_t *info)
 {

@@ -62,6 +62,7 @@ struct nvml {
     nvml_return_t (*numa)(nvml_device_t, unsigned int *);
     nvml_return_t (*nvlink)(nvml_device_t, unsigned int, int *);
     nvml_return_t (*pci)(nvml_device_t, nvml_pci_info_t *);
+    nvml_return_t (*minor)(nvml_device_t, unsigned int *);
     nvml_return_t (*remote_pci)(nvml_device_t, unsigned int, nvml_pci_info_t *);
     nvml_return_t (*remote_type)(nvml_device_t, unsigned int, int *);
     nvml_return_t (*util)(nvml_device_t, nvml_utilization_t *);
@@ -110,6 +111,7 @@ static const struct {
     { "nvmlDeviceGetNumaNodeId", offsetof(struct nvml, numa), 0 },
     { "nvmlDeviceGetNvLinkState", offsetof(struct nvml, nvlink), 0 },
     { "nvmlDeviceGetPciInfo_v3", offsetof(struct nvml, pci), 0 },
+    { "nvmlDeviceGetMinorNumber", offsetof(struct nvml, minor), 0 },
     { "nvmlDeviceGetNvLinkRemotePciInfo_v2", offsetof(struct nvml, remote_pci),
       0 },
     { "nvmlDeviceGetNvLinkRemoteDeviceType", offsetof(struct nvml, remote_type),
@@ -279,6 +281,7 @@ al__nvml_probe(al_platform_info_t *info)
     if (n > AL_PLATFORM_MAX_GPUS)
         n = AL_PLATFORM_MAX_GPUS;
     int found = 0;
+    bool minors = f->minor != NULL;
     for (unsigned int i = 0; i < n; i++) {
         nvml_device_t d;
         char name[96];
@@ -291,10 +294,17 @@ al__nvml_probe(al_platform_info_t *info)
         g->mem_bytes = (int64_t)mem.total;
         unsigned int numa;
         g->numa = f->numa != NULL && f->numa(d, &numa) == 0 ? (int)numa : -1;
+        unsigned int minor;
+        g->minor = -1;
+        if (minors && f->minor(d, &minor) == 0 && minor < 64)
+            g->minor = (int)minor;
+        else
+            minors = false;
         nv->dev[found++] = d;
     }
     nv->n = found;
     info->ngpus = found;
+    info->minors = minors && found > 0;
     nvlink_domains(nv, info);
     if (found == 0) {
         f->shutdown();

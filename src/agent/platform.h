@@ -21,6 +21,7 @@ typedef struct al_gpu_info {
     int64_t mem_bytes;
     int numa;   /* -1 unknown */
     int nvlink; /* NVLink/NVSwitch domain, -1 none */
+    int minor;  /* N of its /dev/nvidiaN, as NVML says (see minors) */
 } al_gpu_info_t;
 
 typedef struct al_platform_info {
@@ -28,6 +29,10 @@ typedef struct al_platform_info {
     int64_t cpu_milli;
     int64_t mem_bytes;
     bool emulated; /* the GPUs are declared, not real */
+    /* Whether every GPU's minor is known; where not, GPU i is taken to
+     * be /dev/nvidia{i}.  NVML's order (PCI bus order) and the minors
+     * the driver hands out may differ: device rules go by the minor. */
+    bool minors;
     int ngpus;
     al_gpu_info_t gpus[AL_PLATFORM_MAX_GPUS];
     struct al__nvml *nvml; /* NVML kept open for samples, or NULL */
@@ -68,6 +73,15 @@ int al_platform_sample(al_platform_info_t *info, int i, al_gpu_sample_t *s);
 /* Makes this process a child subreaper: orphaned descendants are
  * reparented to it (Linux).  0 or AL_EIO. */
 int al_platform_subreaper(void);
+
+/* N of GPU i's device node /dev/nvidiaN: its minor where NVML gave every
+ * GPU's, else i. */
+int al_platform_gpu_minor(const al_platform_info_t *info, int i);
+/* The GPUs of mask (bit i: GPU i) as device minors (bit N: nvidiaN). */
+uint64_t al_platform_minor_mask(const al_platform_info_t *info, uint64_t mask);
+/* One past the highest of the GPUs' minors (at least ngpus): how many
+ * nvidiaN nodes a device rule looks at. */
+int al_platform_minor_span(const al_platform_info_t *info);
 
 /* Releases what al_platform_probe() kept open (NVML). */
 void al_platform_close(al_platform_info_t *info);

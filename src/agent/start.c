@@ -82,8 +82,8 @@ launch_prepare(agent_t *a, task_t *t, launching_t *x)
         al__cg_limits_t lim = {
             .cpu_milli = al_json_int(s, "cpu_milli", 0),
             .mem_bytes = al_json_int(s, "mem_bytes", 0),
-            .devices = t->devices,
-            .ngpus = a->plat.ngpus,
+            .devices = al_platform_minor_mask(&a->plat, t->devices),
+            .ngpus = al_platform_minor_span(&a->plat),
         };
         if (al__cg_create(&a->cg, name, &lim, &x->cgroups, &cause) != 0) {
             al_error("task %llu.%d.%d: %s", t->job, t->index, t->restart,

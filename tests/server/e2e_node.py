@@ -459,6 +459,64 @@ def scenario_cgroup_devices_bpf(c):
 
 
 @with_cgroups
+def scenario_cgroup_devices_minor(c):
+    """Real GPUs (the fake NVML) whose device minors are not NVML's order
+    (GPU 0 is /dev/nvidia1, GPU 1 is /dev/nvidia0): a task opens the node
+    of the GPU it was given, by its minor, and not the other's, with the
+    v1 devices rule and with the BPF program where the kernel has it."""
+    root, dirs = cg_setup(c)
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    modes = []
+    if "devices" in dirs:
+        modes.append("auto")
+    if probe(c, root, ["--cgroup-devices", "bpf"]).get("enabled"):
+        modes.append("bpf")
+    if not modes:
+        print("skipped: no device rule on this machine", file=sys.stderr)
+        raise SystemExit(SKIP)
+    dev = os.path.join(c.root, "dev")
+    os.mkdir(dev)
+    for i in range(2):
+        os.mknod(os.path.join(dev, "nvidia%d" % i), 0o666 | 0o020000,
+                 os.makedev(195, i))
+    c.start_server()
+    script = ("for i in 0 1; do if (exec 3<%s/nvidia$i) 2>/tmp/x$$; then "
+              "echo dev$i=opened; else echo dev$i=$(cat /tmp/x$$); fi; done; "
+              "rm -f /tmp/x$$; echo CVD=$CUDA_VISIBLE_DEVICES" % dev)
+    for mode in modes:
+        name = "m" + mode
+        c.start_agent(name, None, {"ALLOT_NVML_LIB": lib,
+                                   "FAKE_NVML_GPUS": "2",
+                                   "FAKE_NVML_MINORS": "1,0"},
+                      extra=["--cgroup-root", root, "--gpu-dev-dir", dev,
+                             "--cgroup-devices", mode])
+        go = os.path.join(c.root, "go-" + mode)
+        wait = "; while [ ! -e %s ]; do sleep 0.1; done" % go
+        jobs = [c.submit("--gpus", "1", "--", "sh", "-c", script + wait)
+                for _ in range(2)]
+        for j in jobs:
+            c.wait_state(j, "running")
+        open(go, "w").close()
+        seen = set()
+        for j in jobs:
+            c.wait_state(j, "completed")
+            log = c.cli("logs", str(j)).stdout
+            gpu = int(log.split("CVD=")[1].split()[0].rsplit("-", 1)[1])
+            seen.add(gpu)
+            lines = {l.split("=", 1)[0]: l for l in log.splitlines()
+                     if "=" in l}
+            check("not permitted" not in lines["dev%d" % (1 - gpu)],
+                  "%s: GPU %d's node is nvidia%d, and it opens: %r"
+                  % (mode, gpu, 1 - gpu, log))
+            check("not permitted" in lines["dev%d" % gpu],
+                  "%s: nvidia%d is the other GPU's: %r" % (mode, gpu, log))
+        check(seen == {0, 1}, "%s: both GPUs were tried: %s" % (mode, seen))
+        c.agents[name].kill()  # the next mode's node alone takes jobs
+        c.agents[name].wait(10)
+
+
+@with_cgroups
 def scenario_cgroup_restart(c):
     """After an agent's crash: a task that ended while no agent ran has its
     cgroup removed by the next one, with its OOM reason; a stale cgroup of
@@ -837,6 +895,7 @@ SCENARIOS = {
     "cgroup_escape": scenario_cgroup_escape,
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_devices_bpf": scenario_cgroup_devices_bpf,
+    "cgroup_devices_minor": scenario_cgroup_devices_minor,
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
     "mps": scenario_mps_clean,

@@ -14,6 +14,8 @@
  * "remap" (remapped rows pending), "lost" (off the bus: calls fail with
  * GPU_IS_LOST), "temp C" (temperature; the slowdown threshold is 90),
  * "power W" (power; the enforced limit is 400 W).
+ * Device minors ($FAKE_NVML_MINORS, "1,0,..."): device i's /dev/nvidiaN
+ * is the list's i-th number (default N = i).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@ int nvmlDeviceGetMemoryInfo(nvml_device_t d, nvml_memory_t *m);
 int nvmlDeviceGetNumaNodeId(nvml_device_t d, unsigned int *node);
 int nvmlDeviceGetNvLinkState(nvml_device_t d, unsigned int link, int *on);
 int nvmlDeviceGetPciInfo_v3(nvml_device_t d, nvml_pci_info_t *p);
+int nvmlDeviceGetMinorNumber(nvml_device_t d, unsigned int *minor);
 int nvmlDeviceGetNvLinkRemotePciInfo_v2(nvml_device_t d, unsigned int link,
                                         nvml_pci_info_t *p);
 int nvmlDeviceGetNvLinkRemoteDeviceType(nvml_device_t d, unsigned int link,
@@ -149,6 +152,26 @@ nvmlDeviceGetUUID(nvml_device_t d, char *buf, unsigned int len)
     if (i < 0)
         return ERR_INVALID;
     snprintf(buf, len, "GPU-fa4e0000-0000-0000-0000-%012ld", i);
+    return OK;
+}
+
+int
+nvmlDeviceGetMinorNumber(nvml_device_t d, unsigned int *minor)
+{
+    long i = index_of(d);
+    if (i < 0)
+        return ERR_INVALID;
+    const char *s = getenv("FAKE_NVML_MINORS");
+    *minor = (unsigned int)i;
+    for (long k = 0; s != NULL && *s != '\0'; k++) {
+        char *end;
+        unsigned long n = strtoul(s, &end, 10);
+        if (end == s)
+            break;
+        if (k == i)
+            *minor = (unsigned int)n;
+        s = *end == ',' ? end + 1 : end;
+    }
     return OK;
 }
 
