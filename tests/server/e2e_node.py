@@ -205,7 +205,8 @@ def scenario_cgroup_oom(c):
     it (allot ls/show/history/report, sacct and squeue, the events, the
     metrics), an afternotok dependant that runs and an afterok one that
     never does, --retry that runs it again, an array whose element ran out
-    of memory."""
+    of memory, a gang one of whose tasks did, a pipeline whose stage
+    did."""
     root, dirs = cg_setup(c)
     c.start_server("--retry-backoff", "0")
     c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
@@ -259,6 +260,15 @@ def scenario_cgroup_oom(c):
           aj["array"]["states"]["out_of_memory"] == 1 and
           aj["array"]["states"]["completed"] == 1,
           "the array ended out_of_memory: %s" % aj)
+    # A gang ends out of memory when any of its tasks does: task 1 here,
+    # while task 0 would sleep on (it is stopped with the job).
+    gang = c.submit("--mem", "64M", "--tasks", "2", "--", "sh", "-c",
+                    "[ \"$ALLOT_TASK_INDEX\" = 1 ] && exec python3 -c "
+                    "\"%s\"; sleep 60" % HOG)
+    gj = c.wait_state(gang, ENDED, timeout=30)
+    check(gj["state"] == "out_of_memory" and
+          gj["reason"].startswith("OUT_OF_MEMORY: task 1 "),
+          "the gang ended out_of_memory by its task 1: %s" % gj)
     # allot ls and history name the state; ls filters by it.
     ls = c.cli("ls", "--state", "out_of_memory").stdout
     ids = [ln.split()[0] for ln in ls.splitlines()[1:]]
@@ -273,7 +283,7 @@ def scenario_cgroup_oom(c):
     # allot report: among the failed, and counted apart.
     rep = json.loads(c.cli("report", "--since", "-1h", "--json").stdout)
     tot = rep["total"]
-    check(tot["out_of_memory"] == 3 and tot["failed"] >= 3,
+    check(tot["out_of_memory"] == 4 and tot["failed"] >= 4,
           "the report counts them failed, and apart: %s" % tot)
     # The events and the metrics.
     s_, body = c.api("GET", "/v1/events?follow=false&last=50&job=%d" % big)
@@ -281,7 +291,7 @@ def scenario_cgroup_oom(c):
           '"event":"out_of_memory"' in body.replace(" ", ""),
           "GET /v1/events has its end: %s %.600s" % (s_, body))
     s_, text = c.api("GET", "/metrics")
-    check('allot_jobs_ended_total{state="out_of_memory"} 3' in text,
+    check('allot_jobs_ended_total{state="out_of_memory"} 4' in text,
           "the metrics count them: %s" %
           [ln for ln in text.splitlines() if "ended_total" in ln])
     # Slurm's commands: OUT_OF_MEMORY, OOM for short; the job and its
