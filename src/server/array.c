@@ -185,10 +185,11 @@ finish(al_ctl_t *ctl, al__job_t *p)
                       : n[JS_OUT_OF_MEMORY] > 0 ? JS_OUT_OF_MEMORY
                       : n[JS_CANCELLED] > 0     ? JS_CANCELLED
                                                 : JS_COMPLETED;
-    char *d = al_xasprintf("%lld completed, %lld failed, %lld cancelled",
-                           (long long)n[JS_COMPLETED],
-                           (long long)(n[JS_FAILED] + n[JS_OUT_OF_MEMORY]),
-                           (long long)n[JS_CANCELLED]);
+    char *d =
+        al_xasprintf("%lld completed, %lld failed, %lld cancelled",
+                     (long long)n[JS_COMPLETED],
+                     (long long)n[JS_FAILED] + (long long)n[JS_OUT_OF_MEMORY],
+                     (long long)n[JS_CANCELLED]);
     if (n[JS_OUT_OF_MEMORY] > 0) {
         char *e = al_xasprintf("%s (%lld out of memory)", d,
                                (long long)n[JS_OUT_OF_MEMORY]);
