@@ -38,6 +38,10 @@ al__lifecycle_retry(al_ctl_t *ctl, al__job_t *j, const char *why)
     char *d = al_xasprintf("attempt %d of %d in %lld s: %s", j->retried + 1,
                            j->retries + 1, (long long)wait, why);
     j->suspended = false;
+    /* The attempt's exit is in its history; the next run's is its own (a
+     * run that completes shows no kill of an earlier one). */
+    j->exit_code = 0;
+    j->signal = 0;
     al__ctl_requeue(ctl, j, "retry", d);
     j->retry_at_ms = al_clock_ms() + wait * 1000;
     free(d);

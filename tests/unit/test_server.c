@@ -1357,6 +1357,7 @@ oom_transitions(void)
     al__lifecycle_oom(&ctl, r, why);
     ASSERT_EQ(r->state, JS_PENDING);
     ASSERT_EQ(r->retried, 1);
+    ASSERT_EQ(r->signal, 0); /* the next run's exit is its own */
     ASSERT_STR_EQ(last_event, "retry");
     ASSERT_EQ(ctl.counters.ended[JS_OUT_OF_MEMORY], 1);
     r->retry_at_ms = 0;
