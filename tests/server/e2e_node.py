@@ -335,6 +335,18 @@ def scenario_cgroup_oom(c):
     check(pl["state"] == "failed" and st == {
         "hog": "out_of_memory", "next": "failed", "cleanup": "completed"},
         "the pipeline failed by its stage out of memory: %s" % pl)
+    # The store keeps the state: after a kill -9 the controller reads it
+    # back, and what depends on it stands.
+    c.kill_server()
+    c.start_server("--retry-backoff", "0")
+    for jid, want in ((big, "out_of_memory"), (gang, "out_of_memory"),
+                      (arr, "out_of_memory"), (notok, "completed")):
+        got = c.job(jid)["state"]
+        check(got == want, "job %d after a restart: %s, not %s" %
+              (jid, got, want))
+    check(json.loads(c.cli("pipeline", "show", "--json",
+                           str(pid)).stdout)["state"] == "failed",
+          "the pipeline after a restart")
     wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
 
 
