@@ -263,6 +263,7 @@ typedef struct fig {
     double p50_ms, p99_ms, rps;
     size_t n;
     long failed;
+    double *lat; /* the n latencies (s), sorted; the caller frees */
 } fig_t;
 
 /* nconn connections for seconds to port/path, at rate requests/s in all
@@ -302,7 +303,7 @@ run_load(int port, const char *path, int nconn, double rate, double seconds)
         f.p50_ms = 1000 * all[total / 2];
         f.p99_ms = 1000 * all[(size_t)((double)total * 0.99)];
     }
-    free(all);
+    f.lat = all;
     free(ls);
     free(ts);
     return f;
@@ -431,7 +432,7 @@ main(int argc, char **argv)
     double rate = 5000, seconds = 3;
     int clients = 16;
     const char *allot = ALLOT_BIN;
-    bool keep = false;
+    bool keep = false, timing = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--replica") == 0)
             return replica_main();
@@ -445,9 +446,11 @@ main(int argc, char **argv)
             allot = argv[++i];
         else if (strcmp(argv[i], "--keep") == 0)
             keep = true;
+        else if (strcmp(argv[i], "--timing") == 0)
+            timing = true;
         else
             die("usage: bench/serve [--rate N] [--seconds S] [--clients N] "
-                "[--allot PATH] [--keep]");
+                "[--allot PATH] [--keep] [--timing]");
     }
     char self[4096];
     ssize_t sn = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -470,7 +473,13 @@ main(int argc, char **argv)
         NULL
     };
     snprintf(log, sizeof log, "%s/server.log", dir);
+    /* The router's timing points (docs/serving.md), for the server only. */
+    char tfile[300];
+    snprintf(tfile, sizeof tfile, "%s/router-timing.json", dir);
+    if (timing)
+        setenv("ALLOT_ROUTER_TIMING", tfile, 1);
     kids[0] = spawn(allot, sargv, log);
+    unsetenv("ALLOT_ROUTER_TIMING");
     char p[400];
     snprintf(p, sizeof p, "%s/url", state);
     char *url = slurp(p, 10);
@@ -539,6 +548,9 @@ main(int argc, char **argv)
      * reference) and through its router, per request. */
     double cpu_d = 0, cpu_r = 0;
     size_t n_d = 0, n_r = 0;
+    /* And the p99 of all rounds together, each path's: steadier than
+     * one round's on a shared machine. */
+    double *all_d = NULL, *all_r = NULL;
     for (int round = 0; round < 3; round++) {
         double c0 = cpu_s(kids[0]);
         fig_t d = run_load(direct, "/x", clients, rate, seconds);
@@ -546,6 +558,13 @@ main(int argc, char **argv)
         fig_t r = run_load(rport, "/s/b/x", clients, rate, seconds);
         cpu_d += c1 - c0;
         cpu_r += cpu_s(kids[0]) - c1;
+        all_d = realloc(all_d, (n_d + d.n + 1) * sizeof *all_d);
+        all_r = realloc(all_r, (n_r + r.n + 1) * sizeof *all_r);
+        memcpy(all_d + n_d, d.lat, d.n * sizeof *all_d);
+        memcpy(all_r + n_r, r.lat, r.n * sizeof *all_r);
+        free(d.lat);
+        free(r.lat);
+        d.lat = r.lat = NULL;
         n_d += d.n;
         n_r += r.n;
         if (round == 0 || d.p50_ms < best_d.p50_ms)
@@ -553,6 +572,12 @@ main(int argc, char **argv)
         if (round == 0 || r.p50_ms < best_r.p50_ms)
             best_r = r;
     }
+    qsort(all_d, n_d, sizeof *all_d, cmp_d);
+    qsort(all_r, n_r, sizeof *all_r, cmp_d);
+    double p99_all_d = n_d ? 1000 * all_d[(size_t)((double)n_d * 0.99)] : 0;
+    double p99_all_r = n_r ? 1000 * all_r[(size_t)((double)n_r * 0.99)] : 0;
+    free(all_d);
+    free(all_r);
     printf("{\"case\":\"serve_latency\",\"rate\":%.0f,"
            "\"direct_p50_ms\":%.3f,\"direct_p99_ms\":%.3f,"
            "\"router_p50_ms\":%.3f,\"router_p99_ms\":%.3f,"
@@ -560,16 +585,37 @@ main(int argc, char **argv)
            "\"achieved_rps_direct\":%.0f,\"achieved_rps_router\":%.0f,"
            "\"server_cpu_us_per_req_direct\":%.1f,"
            "\"server_cpu_us_per_req_router\":%.1f,"
+           "\"direct_p99_all_ms\":%.3f,\"router_p99_all_ms\":%.3f,"
+           "\"added_p99_all_ms\":%.3f,"
            "\"failed\":%ld}\n",
            rate, best_d.p50_ms, best_d.p99_ms, best_r.p50_ms, best_r.p99_ms,
            best_r.p50_ms - best_d.p50_ms, best_r.p99_ms - best_d.p99_ms,
            best_d.rps, best_r.rps, n_d ? 1e6 * cpu_d / (double)n_d : 0,
-           n_r ? 1e6 * cpu_r / (double)n_r : 0, best_d.failed + best_r.failed);
+           n_r ? 1e6 * cpu_r / (double)n_r : 0, p99_all_d, p99_all_r,
+           p99_all_r - p99_all_d, best_d.failed + best_r.failed);
     fflush(stdout);
+
+    /* Where the router's requests of those rounds spent their time. */
+    if (timing) {
+        usleep(1500000); /* the router writes the file once a second */
+        FILE *tf = fopen(tfile, "r");
+        char tb[16384];
+        size_t tn = tf != NULL ? fread(tb, 1, sizeof tb - 1, tf) : 0;
+        if (tf != NULL)
+            fclose(tf);
+        tb[tn] = '\0';
+        tb[strcspn(tb, "\n")] = '\0';
+        printf("{\"case\":\"serve_router_stages\",\"rounds\":3,"
+               "\"stages\":%s}\n",
+               tn > 0 ? tb : "null");
+        fflush(stdout);
+    }
 
     /* Throughput, closed loop. */
     fig_t td = run_load(direct, "/x", clients, 0, seconds);
     fig_t tr = run_load(rport, "/s/b/x", clients, 0, seconds);
+    free(td.lat);
+    free(tr.lat);
     printf("{\"case\":\"serve_throughput\",\"connections\":%d,"
            "\"direct_rps\":%.0f,\"router_rps\":%.0f,\"ratio\":%.2f,"
            "\"router_p50_ms\":%.3f,\"router_p99_ms\":%.3f,\"failed\":%ld}\n",

@@ -223,7 +223,7 @@ setup_signals(void)
 /* `allot agent --probe`: what this node would register, and one sample. */
 static int
 probe_main(const char *fake, const char *fallback, const char *name,
-           const char *cgroup_root)
+           const char *cgroup_root, const char *cgroup_devices)
 {
     al_platform_info_t plat;
     char *cause = NULL;
@@ -261,13 +261,41 @@ probe_main(const char *fake, const char *fallback, const char *name,
         "{s:s, s:I, s:I, s:b, s:o}", "hostname", plat.hostname, "cpu_milli",
         (json_int_t)plat.cpu_milli, "mem_bytes", (json_int_t)plat.mem_bytes,
         "emulated", plat.emulated, "gpus", gpus);
-    json_object_set_new(out, "cgroups", al__cg_probe_json(cgroup_root));
+    json_object_set_new(out, "cgroups",
+                        al__cg_probe_json(cgroup_root, cgroup_devices));
     char *text = json_dumps(out, JSON_INDENT(2));
     puts(text);
     free(text);
     json_decref(out);
     al_platform_close(&plat);
     return AL_EXIT_OK;
+}
+
+/* The command line's rc after --cgroup-devices' word is checked: a word
+ * not known is a usage error, said here. */
+static int
+check_devices(int rc, const char *word)
+{
+    if (rc != 0 || al__cg_devices_ok(word))
+        return rc;
+    fprintf(stderr,
+            "allot agent: --cgroup-devices wants auto, bpf or none, not "
+            "\"%s\"\n",
+            word);
+    return AL_EXIT_USAGE;
+}
+
+/* Says at start how tasks are kept off the other GPUs, or that they are
+ * not. */
+static void
+say_devices(const al__cg_t *cg)
+{
+    if (cg->devs == AL__CG_DEVS_BPF)
+        al_info("GPU devices: a BPF device program per task");
+    else if (cg->devs == AL__CG_DEVS_NONE)
+        al_warn("device isolation is not enforced: a task can open every "
+                "GPU's device node (%s)",
+                cg->dev_note);
 }
 
 int
@@ -279,9 +307,10 @@ al_agent_main(int argc, char **argv)
     args.launch_timeout = 10000;
     args.telemetry_ms = 10000;
     int rc = al_daemon_parse(&args.d, &al_agent_cmd, &args, argc, argv);
+    rc = check_devices(rc, args.cgroup_devices);
     if (rc == 0 && args.probe && !args.d.help)
-        return probe_main(args.fake, args.fallback, args.name,
-                          args.cgroup_root);
+        return probe_main(args.fake, args.fallback, args.name, args.cgroup_root,
+                          args.cgroup_devices);
     if (!al_daemon_begin(&args.d, &al_agent_cmd, rc, args.server != NULL, &rc))
         return rc;
     const char *server = args.server, *token = args.token,
@@ -400,8 +429,8 @@ al_agent_main(int argc, char **argv)
         goto fail;
     }
     if (args.cgroup_root != NULL) {
-        if (al__cg_open(&a.cg, args.cgroup_root, args.gpu_dev_dir, &cause) !=
-            0) {
+        if (al__cg_open(&a.cg, args.cgroup_root, args.gpu_dev_dir,
+                        args.cgroup_devices, &cause) != 0) {
             fprintf(stderr, "allot agent: --cgroup-root: %s\n", cause);
             free(cause);
             rc = AL_EXIT_FAIL;
@@ -410,6 +439,7 @@ al_agent_main(int argc, char **argv)
         a.cg.pids_max = args.pids_max;
         al_info("tasks confined in cgroup v%d under %s", a.cg.version,
                 a.cg.version == 2 ? a.cg.dir[0] : a.cg.dir[AL__CG_MEM]);
+        say_devices(&a.cg);
     }
     a.podman = args.podman != NULL ? args.podman : "podman";
     a.apptainer = args.apptainer != NULL ? args.apptainer : "apptainer";

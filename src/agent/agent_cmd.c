@@ -144,6 +144,14 @@ static const al_opt_t agent_opts[] = {
       .arg = "DIR",
       .help = "where the GPUs' device nodes nvidiaN are, which --cgroup-root "
               "keeps each task from opening but its own (default /dev)" },
+    { .name = "--cgroup-devices",
+      .kind = AL_OPT_STR,
+      .off = A(cgroup_devices),
+      .arg = "auto|bpf|none",
+      .help = "with --cgroup-root, how a task is kept off the other GPUs' "
+              "nodes: auto (default) a BPF device program on cgroup v2, the "
+              "devices controller on v1; bpf the program on the v2 tree, on "
+              "v1 nodes too (hybrid); none not at all" },
     { .name = "--mps",
       .kind = AL_OPT_FLAG,
       .off = A(mps),

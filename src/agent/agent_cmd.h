@@ -18,6 +18,7 @@ typedef struct agent_args {
     /* Confinement (cgroup.c): the subtree, the tasks' process limit, where
      * the GPUs' device nodes are. */
     const char *cgroup_root, *gpu_dev_dir;
+    const char *cgroup_devices; /* --cgroup-devices: auto, bpf, none */
     int64_t pids_max;
     /* mps.c: run fractional tasks under MPS, with this control program. */
     bool mps;

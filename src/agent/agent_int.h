@@ -22,6 +22,7 @@
  *   container.c a task in a container: podman's or Apptainer's command
  *   mps.c      MPS control daemons for fractional tasks, their variables
  *   cgroup.c   confining tasks in control groups (v2, or v1 controllers)
+ *   devbpf.c   the device rule on the cgroup v2 tree: a BPF program
  *   platform.h the door to the machine: linux.c (with nvml.c) and fake.c
  *
  * Beside them, agent_cmd.c: `allot agent`'s option table alone (data), which
@@ -86,7 +87,16 @@ enum {
     AL__CG_PIDS,
     AL__CG_DEV,
     AL__CG_FREEZER,
+    /* v1 controllers with the device rule by BPF ("hybrid"): the subtree
+     * in the cgroup v2 tree that tasks join too, for their programs. */
+    AL__CG_UNIFIED,
     AL__CG_N
+};
+/* How a task's GPUs are kept from the others (--cgroup-devices). */
+enum {
+    AL__CG_DEVS_NONE = 0, /* not enforced (cg.dev_note says why) */
+    AL__CG_DEVS_V1,       /* the v1 devices controller: devices.deny */
+    AL__CG_DEVS_BPF,      /* a device program on the v2 tree (devbpf.c) */
 };
 typedef struct al__cg {
     int version;         /* 0: tasks not confined; 1 or 2 */
@@ -97,6 +107,8 @@ typedef struct al__cg {
      * (v2, or v1 with an absolute --cgroup-root), else NULL. */
     char *path;
     int64_t pids_max; /* 0: no limit */
+    int devs;         /* AL__CG_DEVS_* */
+    char *dev_note;   /* AL__CG_DEVS_NONE: why, or NULL */
 } al__cg_t;
 /* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
  * (a mask over the node's ngpus). */
@@ -106,10 +118,11 @@ typedef struct al__cg_limits {
     int ngpus;
 } al__cg_limits_t;
 /* Finds the hierarchy and creates the subtree root (absolute, or relative
- * to the agent's own cgroup); dev_dir NULL for /dev.  0, or an error with
+ * to the agent's own cgroup); dev_dir NULL for /dev; devices the device
+ * rule wanted, "auto" (or NULL), "bpf" or "none".  0, or an error with
  * *cause (cg then all zero). */
 int al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir,
-                char **cause);
+                const char *devices, char **cause);
 void al__cg_close(al__cg_t *cg);
 /* A task's cgroup name, "tJOB.TASK.RESTART". */
 void al__cg_name(char *buf, size_t len, unsigned long long job, int index,
@@ -145,8 +158,45 @@ int al__cg_usage(const al__cg_t *cg, const char *name, al__cg_usage_t *u);
  * says false; returns how many could not be removed yet. */
 int al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
                  void *ctx);
-/* `allot agent --probe`'s "cgroups": what --cgroup-root would use. */
-json_t *al__cg_probe_json(const char *root);
+/* Whether word is one --cgroup-devices knows (NULL: the default). */
+bool al__cg_devices_ok(const char *word);
+/* `allot agent --probe`'s "cgroups": what --cgroup-root (and
+ * --cgroup-devices) would use. */
+json_t *al__cg_probe_json(const char *root, const char *devices);
+
+/* devbpf.c: the device rule on the cgroup v2 tree, a BPF program (see
+ * there).  A rule gates character majors, each open only at the minors
+ * it lists; every other device is allowed. */
+#define AL__DEVRULE_MAJORS 4
+#define AL__DEVRULE_MINORS 80
+typedef struct al__devrule {
+    int ngates;
+    struct al__devgate {
+        uint32_t major;
+        int nminors;
+        uint32_t minors[AL__DEVRULE_MINORS];
+    } gates[AL__DEVRULE_MAJORS];
+} al__devrule_t;
+struct bpf_insn;
+/* The rule of a task whose GPUs are mine (a mask over ngpus), from the
+ * nodes dev_dir/nvidiaN: their majors gated, open at its own GPUs' minors
+ * and the control devices'.  Returns how many majors it gates (0: no GPU
+ * node there, nothing to keep a task from). */
+int al__devrule_read(al__devrule_t *r, const char *dev_dir, int ngpus,
+                     uint64_t mine);
+/* The program of rule r: *n instructions (caller frees). */
+struct bpf_insn *al__devbpf_build(const al__devrule_t *r, size_t *n);
+/* Loads a device program: 0 with *fd (close-on-exec; caller closes), or an
+ * error with *cause (the verifier's log when it refused the program). */
+int al__devbpf_load(const struct bpf_insn *p, size_t n, int *fd, char **cause);
+/* Loads rule r's program and attaches it to the cgroup directory dir
+ * (BPF_F_ALLOW_MULTI); the cgroup holds it, no descriptor is left.  0, or
+ * an error with *cause. */
+int al__devbpf_attach(const char *dir, const al__devrule_t *r, char **cause);
+/* Whether device programs can be loaded and attached at dir (one that
+ * allows everything, attached and detached at once): 0, or an error with
+ * *cause. */
+int al__devbpf_check(const char *dir, char **cause);
 
 /* What a task needs to start. */
 typedef struct al__launch {

@@ -11,9 +11,14 @@
  * pids.max, devices.deny, memory.oom_control's oom_kill count, the freezer
  * to kill every process at once).  Which one is read from
  * /proc/self/mountinfo at start; a v2 tree counts only when it has the
- * memory and cpu controllers.  The device rule needs the v1 devices
- * controller (v2 would need a BPF program of its own: not done, and
- * `allot agent --probe` says so).
+ * memory and cpu controllers.  The device rule (--cgroup-devices): on v2 a
+ * BPF device program attached to each task's cgroup (devbpf.c); on v1 the
+ * devices controller, or, where a node mounts no devices controller or
+ * the agent is told "bpf", the program on the v2 tree mounted beside the
+ * v1 hierarchies ("hybrid"), in a subtree of the same name that tasks
+ * join as well.  Where none can be had (a kernel without BPF, an agent
+ * without the capabilities), tasks still run and `allot agent --probe`
+ * says that devices are not enforced, and why.
  *
  * A task joins its cgroups itself, between fork and exec (launch.c writes
  * "0" to each cgroup.procs file this file names), so that nothing it
@@ -23,7 +28,8 @@
  * what an agent that crashed left behind, is swept later: only names of
  * this agent's form, only under its own root.
  *
- * May call: src/common (files, allocation, logging).
+ * May call: devbpf.c (the device program), src/common (files,
+ * allocation, logging).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -45,10 +51,30 @@
 
 /* The v1 controllers used, in the order of al__cg_t.dir. */
 static const char *const v1_names[AL__CG_N] = {
-    [AL__CG_CPU] = "cpu",     [AL__CG_ACCT] = "cpuacct",
-    [AL__CG_MEM] = "memory",  [AL__CG_PIDS] = "pids",
-    [AL__CG_DEV] = "devices", [AL__CG_FREEZER] = "freezer",
+    [AL__CG_CPU] = "cpu",         [AL__CG_ACCT] = "cpuacct",
+    [AL__CG_MEM] = "memory",      [AL__CG_PIDS] = "pids",
+    [AL__CG_DEV] = "devices",     [AL__CG_FREEZER] = "freezer",
+    [AL__CG_UNIFIED] = "unified",
 };
+
+/* --cgroup-devices' words, in AL__CG_DEVS_* terms: auto is -1. */
+static int
+devices_mode(const char *word)
+{
+    if (word == NULL || strcmp(word, "auto") == 0)
+        return -1;
+    if (strcmp(word, "bpf") == 0)
+        return AL__CG_DEVS_BPF;
+    if (strcmp(word, "none") == 0)
+        return AL__CG_DEVS_NONE;
+    return -2;
+}
+
+bool
+al__cg_devices_ok(const char *word)
+{
+    return devices_mode(word) >= -1;
+}
 
 /* Writes text to dir/file; 0, or -1 with errno set. */
 static int
@@ -192,13 +218,73 @@ v2_enable(const char *mnt, const char *dir, char **cause)
     return rc;
 }
 
+/* Chooses the device rule (mode as devices_mode() gives it) for the
+ * hierarchy cg has opened; v2mnt and v2root: the cgroup v2 tree's mount
+ * and its root, or NULL.  0 (cg->devs set; AL__CG_DEVS_NONE with
+ * cg->dev_note), or an error with *cause when "bpf" was asked for and
+ * cannot be had. */
+static int
+devices_open(al__cg_t *cg, int mode, const char *root, const char *v2mnt,
+             const char *v2root, char **cause)
+{
+    if (mode == AL__CG_DEVS_NONE) {
+        cg->dev_note = al_xasprintf("--cgroup-devices none");
+        return 0;
+    }
+    if (cg->version == 1 && cg->dir[AL__CG_DEV] != NULL && mode < 0) {
+        cg->devs = AL__CG_DEVS_V1;
+        return 0;
+    }
+    char *why = NULL;
+    const char *dir = cg->dir[0];
+    if (cg->version == 1 && v2mnt == NULL) {
+        why = al_xasprintf("no devices controller, and no cgroup v2 tree "
+                           "for a device program");
+    } else if (cg->version == 1) {
+        char *own = own_cgroup("", true);
+        char *d = subtree(v2mnt, v2root, own ? own : "/", root);
+        free(own);
+        if (mkdirs(d) != 0) {
+            why = al_xasprintf("cannot create %s: %s", d, strerror(errno));
+            free(d);
+        } else {
+            cg->dir[AL__CG_UNIFIED] = d;
+            dir = d;
+        }
+    }
+    if (why == NULL && al__devbpf_check(dir, &why) == 0) {
+        cg->devs = AL__CG_DEVS_BPF;
+        return 0;
+    }
+    if (cg->dir[AL__CG_UNIFIED] != NULL) {
+        rmdir(cg->dir[AL__CG_UNIFIED]); /* empty unless tasks left it */
+        free(cg->dir[AL__CG_UNIFIED]);
+        cg->dir[AL__CG_UNIFIED] = NULL;
+    }
+    if (mode == AL__CG_DEVS_BPF) {
+        *cause = al_xasprintf("--cgroup-devices bpf: %s", why);
+        free(why);
+        return AL_ENOTSUP;
+    }
+    cg->dev_note = why;
+    return 0;
+}
+
 int
-al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir, char **cause)
+al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir,
+            const char *devices, char **cause)
 {
     memset(cg, 0, sizeof *cg);
     if (root == NULL || *root == '\0' || strstr(root, "..") != NULL) {
         *cause = al_xasprintf("--cgroup-root wants a cgroup path (\"/allot\", "
                               "or relative to the agent's own cgroup)");
+        return AL_EINVAL;
+    }
+    int mode = devices_mode(devices);
+    if (mode < -1) {
+        *cause = al_xasprintf("--cgroup-devices wants auto, bpf or none, not "
+                              "\"%s\"",
+                              devices);
         return AL_EINVAL;
     }
     char *data = NULL;
@@ -223,7 +309,7 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir, char **cause)
             v2mnt = al_xstrdup(f[4]);
             v2root = al_xstrdup(f[3]);
         } else if (strcmp(type, "cgroup") == 0) {
-            for (int c = 0; c < AL__CG_N; c++)
+            for (int c = 0; c < AL__CG_UNIFIED; c++)
                 if (mnt[c] == NULL && in_list(super, v1_names[c])) {
                     mnt[c] = al_xstrdup(f[4]);
                     mroot[c] = al_xstrdup(f[3]);
@@ -279,6 +365,8 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir, char **cause)
                               "controller is mounted");
         rc = AL_ENOTSUP;
     }
+    if (rc == 0)
+        rc = devices_open(cg, mode, root, v2mnt, v2root, cause);
     free(v2mnt);
     free(v2root);
     for (int c = 0; c < AL__CG_N; c++) {
@@ -301,6 +389,7 @@ al__cg_close(al__cg_t *cg)
     free(cg->mount);
     free(cg->dev_dir);
     free(cg->path);
+    free(cg->dev_note);
     memset(cg, 0, sizeof *cg);
 }
 
@@ -445,7 +534,7 @@ limits_v1(const al__cg_t *cg, char *const dirs[AL__CG_N],
         snprintf(v, sizeof v, "%lld", (long long)cg->pids_max);
         rc = put(dir, file, v);
     }
-    if (rc == 0 && dirs[AL__CG_DEV] != NULL) {
+    if (rc == 0 && dirs[AL__CG_DEV] != NULL && cg->devs == AL__CG_DEVS_V1) {
         /* Every device as before, but the GPUs that are not the task's. */
         dir = dirs[AL__CG_DEV];
         file = "devices.deny";
@@ -487,6 +576,12 @@ al__cg_create(const al__cg_t *cg, const char *name, const al__cg_limits_t *lim,
     }
     if (rc == 0 && (cg->version == 2 ? limits_v2(cg, dirs[0], lim, cause)
                                      : limits_v1(cg, dirs, lim, cause)) != 0)
+        rc = AL_EIO;
+    al__devrule_t rule;
+    if (rc == 0 && cg->devs == AL__CG_DEVS_BPF &&
+        al__devrule_read(&rule, cg->dev_dir, lim->ngpus, lim->devices) > 0 &&
+        al__devbpf_attach(cg->version == 2 ? dirs[0] : dirs[AL__CG_UNIFIED],
+                          &rule, cause) != 0)
         rc = AL_EIO;
     if (rc == 0)
         *procs = procs_list(dirs);
@@ -703,7 +798,7 @@ al__cg_sweep(const al__cg_t *cg, bool (*keep)(void *ctx, const char *name),
 }
 
 json_t *
-al__cg_probe_json(const char *root)
+al__cg_probe_json(const char *root, const char *devices)
 {
     al__cg_t cg;
     char *cause = NULL;
@@ -714,7 +809,7 @@ al__cg_probe_json(const char *root)
         json_object_set_new(o, "enabled", json_false());
         return o;
     }
-    if (al__cg_open(&cg, root, NULL, &cause) != 0) {
+    if (al__cg_open(&cg, root, NULL, devices, &cause) != 0) {
         json_object_set_new(o, "enabled", json_false());
         json_object_set_new(o, "error", json_string(cause));
         free(cause);
@@ -732,15 +827,31 @@ al__cg_probe_json(const char *root)
         json_t *dirs = json_object();
         for (int c = 0; c < AL__CG_N; c++)
             if (cg.dir[c] != NULL) {
-                json_array_append_new(ctl, json_string(v1_names[c]));
+                if (c != AL__CG_UNIFIED) /* the v2 tree: no controller */
+                    json_array_append_new(ctl, json_string(v1_names[c]));
                 json_object_set_new(dirs, v1_names[c], json_string(cg.dir[c]));
             }
         json_object_set_new(o, "roots", dirs);
     }
     json_object_set_new(o, "controllers", ctl);
-    json_object_set_new(
-        o, "devices",
-        json_boolean(cg.version == 1 && cg.dir[AL__CG_DEV] != NULL));
+    /* The device rule: whether a task is kept off the other GPUs, how,
+     * and why not. */
+    static const char *const rules[] = {
+        [AL__CG_DEVS_NONE] = "none",
+        [AL__CG_DEVS_V1] = "devices.deny",
+        [AL__CG_DEVS_BPF] = "bpf",
+    };
+    json_object_set_new(o, "devices",
+                        json_boolean(cg.devs != AL__CG_DEVS_NONE));
+    json_object_set_new(o, "device_rule", json_string(rules[cg.devs]));
+    if (cg.devs == AL__CG_DEVS_NONE) {
+        char *note = al_xasprintf(
+            "device isolation is not enforced: a task can open every GPU's "
+            "device node (%s)",
+            cg.dev_note != NULL ? cg.dev_note : "no device rule");
+        json_object_set_new(o, "devices_note", json_string(note));
+        free(note);
+    }
     al__cg_close(&cg);
     return o;
 }

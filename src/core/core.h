@@ -372,7 +372,14 @@ typedef struct al_config {
      * way to one with less service, its earlier runs counting.  This
      * bounds what a wrong estimate costs: shortest expected runtime first
      * orders the jobs, and a long job that passed for short yields to new
-     * short jobs once it has run long.  Thresholds that are negative or not
+     * short jobs once it has run long.  Across queues, with preempt on, a
+     * job waiting past starve_after may evict a job of another queue (even
+     * one within its deserved quota) of its class or lower at a higher
+     * level whose current run exceeds both starve_after and four times
+     * the waiting job's expected runtime; and reclaim for a job whose
+     * earlier runs were that long does not take back a gang larger than
+     * its own queue's deserved quota at a lower level (docs/scheduling.md,
+     * "Starvation across queues").  Thresholds that are negative or not
      * ascending make al_sched_run() fail with AL_EINVAL. */
     int64_t service_levels[AL_MAX_SERVICE_LEVELS];
 } al_config_t;

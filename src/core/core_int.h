@@ -237,6 +237,10 @@ typedef struct al_cycle {
     skey_t *vkey;     /* its cost key, computed once a pick */
     int32_t vepoch;
     struct victim *vs, *vscratch; /* al__reclaim_one()'s, taken on first use */
+    /* al__reclaim_one() for a starving job whose queue has no room to
+     * reclaim: other queues' jobs are victims only when long served
+     * (reclaim.c, served_long()). */
+    bool served_only;
     int64_t min_resv_start; /* earliest reservation start, INT64_MAX none */
     al_cycle_stats_t stats;
 } al_cycle_t;

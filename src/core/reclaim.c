@@ -139,6 +139,72 @@ keeps_quota(const al_cycle_t *c, int32_t a, int64_t take)
 
 static bool outranks(const al_cycle_t *c, int32_t j, int32_t x);
 
+/* Has job j waited past starve_after (al_config_t.starve_after)? */
+static bool
+starving(const al_cycle_t *c, const al_job_t *jb)
+{
+    int64_t t = jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time;
+
+    return c->cfg.starve_after > 0 && c->s->now - t >= c->cfg.starve_after;
+}
+
+/*
+ * Starvation across queues: may job j, waiting past starve_after, evict
+ * job x of another queue, running since before this cycle, whatever x's
+ * queue holds of its deserved quota?  Only when service levels are on, x
+ * is of j's priority class or lower, at a higher service level than j,
+ * and its current run is longer than both starve_after and SERVED_FACTOR
+ * times j's expected runtime: a job that ran that long is likely to run
+ * on as long again, and j's short run delays it by little (the sum of
+ * completion times shrinks).  Without this a gang larger than its queue's
+ * deserved share waits, in a cluster every queue fills to its share, until
+ * the longest jobs in its way end by themselves (weeks on the Alibaba
+ * openb trace, docs/simulation.md), while least-attained-service
+ * schedulers start it at once.
+ */
+#define SERVED_FACTOR 4.0
+
+static bool
+served_long(const al_cycle_t *c, int32_t j, int32_t x)
+{
+    const al_job_t *jb = &c->s->jobs[j], *xb = &c->s->jobs[x];
+    int64_t ran;
+
+    if (!c->cfg.preempt || c->cfg.service_levels[0] <= 0 ||
+        xb->queue == jb->queue || (c->wj[x].flags & JF_STARTED) ||
+        xb->priority > jb->priority || c->wj[x].level <= c->wj[j].level ||
+        !starving(c, jb))
+        return false;
+    ran = c->s->now - xb->start_time;
+    return ran >= c->cfg.starve_after &&
+           (double)ran > SERVED_FACTOR * (double)job_runtime(c, jb);
+}
+
+/*
+ * The other way round, so that the two rules do not undo each other: may
+ * reclaim for job j, a job that has been served long (its earlier runs,
+ * per GPU, longer than both starve_after and SERVED_FACTOR times x's
+ * expected runtime), not take back a gang x larger than its own queue's
+ * deserved quota at a lower service level?  Such a gang ran only by
+ * borrowing or by served_long(), and it is expected to end soon against
+ * what j has run; reclaim waits for it.
+ */
+static bool
+spares_short_gang(const al_cycle_t *c, int32_t j, int32_t x)
+{
+    const al_job_t *jb = &c->s->jobs[j], *xb = &c->s->jobs[x];
+    double gpus, ran;
+
+    if (!c->cfg.preempt || c->cfg.service_levels[0] <= 0 ||
+        c->wj[x].level >= c->wj[j].level ||
+        !over_quota_alone(c, xb->queue, c->wj[x].held))
+        return false;
+    gpus = (double)jb->min_tasks * (double)c->wj[j].task_gpu / AL_GPU_MILLI;
+    ran = gpus > 0 && jb->attained > 0 ? jb->attained / gpus : 0;
+    return ran >= (double)c->cfg.starve_after &&
+           ran > SERVED_FACTOR * (double)job_runtime(c, xb);
+}
+
 /* May running job x be evicted (or shed) so that job j can start? */
 static bool
 victim_ok(al_cycle_t *c, int32_t j, int32_t x, bool shed_only)
@@ -170,11 +236,17 @@ victim_ok(al_cycle_t *c, int32_t j, int32_t x, bool shed_only)
         return false; /* shedding loses work too */
     if (xb->queue == jb->queue)
         return c->cfg.preempt && outranks(c, j, x);
+    if (c->served_only)
+        return served_long(c, j, x);
     if (!c->cfg.reclaim || c->cfg.ignore_queues)
         return false;
+    if (served_long(c, j, x))
+        return true;
     /* Lent capacity goes back to anyone who needs it. */
     if (w->flags & JF_LENT)
         return true;
+    if (spares_short_gang(c, j, x))
+        return false;
     q = xb->queue;
     give = held_gpu(c, x, shed_only ? xb->min_tasks : 0);
     if ((double)c->wq[q].alloc[AL_RES_GPU] <= c->wq[q].fair[AL_RES_GPU] + 0.5)
@@ -462,7 +534,8 @@ victim_entry(al_cycle_t *c, int32_t j, int32_t x, bool sh, victim_t *scratch,
     scratch[i].dev = scratch[i].cpu = scratch[i].mem = 0;
     scratch[i].qgive = held_gpu(c, x, sh ? c->wj[x].min_tasks : 0);
     scratch[i].guarded = c->s->jobs[x].queue != c->s->jobs[j].queue &&
-                         !(c->wj[x].flags & (JF_LENT | JF_STARTED));
+                         !(c->wj[x].flags & (JF_LENT | JF_STARTED)) &&
+                         !served_long(c, j, x);
     /* The key is the same on every node: compute it once a pick (as a
      * whole-job victim; shedding clears bit 62). */
     if (!(c->vok[x] & 16)) {
@@ -771,7 +844,7 @@ al__reclaim_one(al_cycle_t *c, int32_t j, bool *started)
     wqueue_t *w = &c->wq[jb->queue];
     int64_t size = (int64_t)jb->min_tasks * c->wj[j].task_gpu;
     al_reason_t keep = c->reasons[j];
-    bool cross, save = c->cfg.reclaim;
+    bool cross, served = false, save = c->cfg.reclaim;
     int rc;
 
     *started = false;
@@ -782,8 +855,12 @@ al__reclaim_one(al_cycle_t *c, int32_t j, bool *started)
     if (w->reclaim_fail > 0 && size >= w->reclaim_fail)
         return 0;
     cross = c->cfg.reclaim && may_reclaim(c, j);
+    /* A starving job may still take long-served jobs of other queues. */
+    if (!cross && c->cfg.reclaim && c->cfg.preempt &&
+        c->cfg.service_levels[0] > 0 && starving(c, jb))
+        served = true;
     /* Preemption needs a preemptible job of lower rank in the queue. */
-    if (!cross && (!c->cfg.preempt || c->wj[j].rank <= w->min_rank))
+    if (!cross && !served && (!c->cfg.preempt || c->wj[j].rank <= w->min_rank))
         return 0;
     if (c->vs == NULL) {
         c->vs = al_arena_array(c->tmp, VICTIMS_MAX + 1, sizeof(victim_t));
@@ -797,8 +874,10 @@ al__reclaim_one(al_cycle_t *c, int32_t j, bool *started)
     }
     c->stats.reclaim_tries++;
     c->cfg.reclaim = cross;
+    c->served_only = served;
     rc = reclaim_for(c, j, c->vs, c->vscratch, started);
     c->cfg.reclaim = save;
+    c->served_only = false;
     if (rc != 0 || *started)
         return rc;
     /* What reclaim_for() noted on its way does not replace the reason. */

@@ -21,8 +21,14 @@
  * replica that dies mid-answer closes the client's connection.  Answers go
  * through as they arrive (each read is written at once), framed by
  * Content-Length, chunked encoding, or the replica closing its connection.
+ * A request's head must come whole within the head deadline (10 s by
+ * default, from the connection's start or the head's first bytes), else
+ * 408 and the connection closed.  The router's threads ask the kernel for
+ * short time slices, and with ALLOT_ROUTER_TIMING set each request's
+ * timing points go to rtime.c.
  *
- * May call: auth.c (token checks), chunked.c; nothing else of the server.
+ * May call: auth.c (token checks), chunked.c, rtime.c; nothing else of
+ * the server.
  * Called by server.c (start, stop) and svc.c (al__router_sync()).
  */
 #include <arpa/inet.h>
@@ -32,6 +38,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +54,7 @@
 #include "core/error.h"
 #include "log.h"
 #include "router.h"
+#include "rtime.h"
 #include "xmalloc.h"
 
 #define MAX_HEAD 16384      /* a request's or answer's head */
@@ -55,6 +63,7 @@
 #define MAX_IDLE 32         /* kept-alive connections per replica */
 #define MAX_TRIES 4         /* replicas tried for one request */
 #define CLIENT_IDLE_S 60    /* a kept-alive client's silence */
+#define HEAD_MS 10000       /* a request's head, from its first byte */
 #define UPSTREAM_S 300      /* a replica's silence mid-answer */
 #define CONNECT_MS 1000     /* connecting to a replica */
 #define PROBE_READY_MS 1000 /* probes of a ready replica */
@@ -98,6 +107,7 @@ typedef struct svc {
 typedef struct conn {
     int cfd, ufd; /* the client's socket, and the replica's in use or -1 */
     char *ubuf;   /* MAX_HEAD bytes: a replica's answer passes through */
+    int64_t *pts; /* the request's timing points, or NULL (rtime.h) */
     struct conn *next;
 } conn_t;
 
@@ -113,6 +123,8 @@ struct al__router {
     int nconns;
     al__token_t *tokens;
     int ntokens;
+    atomic_llong head_ms; /* a request head's deadline (HEAD_MS) */
+    al__rtime_t *timing;  /* the timing points, or NULL */
 };
 
 /* ------------------------------------------------------------------ */
@@ -295,6 +307,29 @@ set_timeout(int fd, int which, int seconds)
     (void)setsockopt(fd, SOL_SOCKET, which, &tv, sizeof tv);
 }
 
+/* Timing point i of pts now, when timing (pts not NULL). */
+static void
+mark(int64_t *pts, int i)
+{
+    if (pts != NULL)
+        pts[i] = al__rtime_now();
+}
+
+/* Where timing point i of pts goes, or NULL when not timing. */
+static int64_t *
+point(int64_t *pts, int i)
+{
+    return pts != NULL ? &pts[i] : NULL;
+}
+
+/* Has the kernel stamp what fd receives (for the timing points). */
+static void
+stamp_on(int fd)
+{
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
+}
+
 /* Connects to addr:port within CONNECT_MS; the socket or -1. */
 static int
 dial(const char *addr, int port)
@@ -356,11 +391,50 @@ read_some(int fd, void *p, size_t n)
     }
 }
 
+/* read_some(), and into *rx the kernel's receive time of the bytes read
+ * (SO_TIMESTAMPNS, CLOCK_REALTIME ns) when rx is not NULL. */
+static ssize_t
+read_stamped(int fd, void *p, size_t n, int64_t *rx)
+{
+    if (rx == NULL)
+        return read_some(fd, p, n);
+    struct iovec iov = { .iov_base = p, .iov_len = n };
+    union {
+        char b[CMSG_SPACE(sizeof(struct timespec))];
+        struct cmsghdr align;
+    } u;
+    struct msghdr m = { .msg_iov = &iov,
+                        .msg_iovlen = 1,
+                        .msg_control = u.b,
+                        .msg_controllen = sizeof u.b };
+    ssize_t got;
+    do
+        got = recvmsg(fd, &m, 0);
+    while (got < 0 && errno == EINTR);
+    for (struct cmsghdr *c = got > 0 ? CMSG_FIRSTHDR(&m) : NULL; c != NULL;
+         c = CMSG_NXTHDR(&m, c))
+        /* (SCM_TIMESTAMPNS, the same number, is not declared under
+         * _POSIX_C_SOURCE.) */
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPNS) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            *rx = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+        }
+    return got;
+}
+
+#define HEAD_LATE (-2) /* read_head(): the deadline passed */
+
 /* Reads until buf holds a whole head ("\r\n\r\n"); its length (the bytes
  * after it stay in buf, *have counts all), 0 on a clean EOF before any
- * byte, -1 on an error, a cut or a head over MAX_HEAD. */
+ * byte, -1 on an error, a cut or a head over MAX_HEAD.  With deadline
+ * not NULL, HEAD_LATE when *deadline (monotonic ms) passed first; a
+ * *deadline of 0 is set to head_ms after the head's first bytes came, so
+ * a kept-alive client's silence between requests is not counted.  *rx
+ * as read_stamped()'s, of the last bytes read. */
 static ssize_t
-read_head(int fd, char *buf, size_t *have)
+read_head(int fd, char *buf, size_t *have, int64_t *deadline, int64_t head_ms,
+          int64_t *rx)
 {
     for (;;) {
         if (*have >= 4) {
@@ -370,7 +444,18 @@ read_head(int fd, char *buf, size_t *have)
         }
         if (*have >= MAX_HEAD)
             return -1;
-        ssize_t got = read_some(fd, buf + *have, MAX_HEAD - *have);
+        if (deadline != NULL && *deadline == 0 && *have > 0)
+            *deadline = al_clock_mono_ms() + head_ms;
+        if (deadline != NULL && *deadline > 0) {
+            int64_t left = *deadline - al_clock_mono_ms();
+            struct pollfd pf = { .fd = fd, .events = POLLIN };
+            int k = left > 0 ? poll(&pf, 1, (int)left) : 0;
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k == 0)
+                return HEAD_LATE;
+        }
+        ssize_t got = read_stamped(fd, buf + *have, MAX_HEAD - *have, rx);
         if (got <= 0)
             return got == 0 && *have == 0 ? 0 : -1;
         *have += (size_t)got;
@@ -378,17 +463,12 @@ read_head(int fd, char *buf, size_t *have)
 }
 
 static const char *const reasons[][2] = {
-    { "400", "Bad Request" },
-    { "401", "Unauthorized" },
-    { "404", "Not Found" },
-    { "411", "Length Required" },
-    { "413", "Content Too Large" },
-    { "431", "Headers Too Large" },
-    { "501", "Not Implemented" },
-    { "502", "Bad Gateway" },
-    { "503", "Service Unavailable" },
-    { "504", "Gateway Timeout" },
-    { "505", "HTTP Version Not Supported" },
+    { "400", "Bad Request" },       { "401", "Unauthorized" },
+    { "404", "Not Found" },         { "408", "Request Timeout" },
+    { "411", "Length Required" },   { "413", "Content Too Large" },
+    { "431", "Headers Too Large" }, { "501", "Not Implemented" },
+    { "502", "Bad Gateway" },       { "503", "Service Unavailable" },
+    { "504", "Gateway Timeout" },   { "505", "HTTP Version Not Supported" },
 };
 
 /* An answer of the router itself: {"error", "message"} as JSON. */
@@ -861,18 +941,19 @@ send_part(int cfd, al_buf_t *hb, bool *head_sent, const char *p, size_t n,
 static fwd_t
 forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
         bool head_req, bool client_keep, bool http10, bool *keep,
-        bool *close_client, int *status, bool *sent)
+        bool *close_client, int *status, bool *sent, int64_t *pts)
 {
     *keep = false;
     *sent = false;
     if (!write_all(ufd, req, reqlen))
         return FWD_RETRY;
     *sent = true;
+    mark(pts, AL_RT_WRITTEN);
     size_t have = 0;
     ssize_t hl;
     ans_t a;
     for (;;) {
-        hl = read_head(ufd, buf, &have);
+        hl = read_head(ufd, buf, &have, NULL, 0, point(pts, AL_RT_ANS_ARRIVE));
         if (hl <= 0 || parse_answer(buf, (size_t)hl, &a) != 0) {
             return FWD_RETRY;
         }
@@ -887,6 +968,7 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
         have -= (size_t)hl;
     }
     *status = a.status;
+    mark(pts, AL_RT_FIRST);
     bool nobody = head_req || a.status == 204 || a.status == 304;
     bool until_close = !nobody && !a.chunked && a.length < 0;
     /* An HTTP/1.0 client cannot read chunks (RFC 9112 6.1): it gets the
@@ -913,6 +995,8 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     bool done = nobody || (!a.chunked && left == 0);
     size_t n = extra;
     bool first = true;
+    if (done)
+        mark(pts, AL_RT_LAST);
     while (!done) {
         if (!first || n == 0) {
             if (!head_sent) {
@@ -948,6 +1032,8 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
             left -= (int64_t)use;
             done = left == 0;
         }
+        if (done)
+            mark(pts, AL_RT_LAST);
         if (!send_part(cfd, &hb, &head_sent, buf, use, dc)) {
             rc = FWD_CLIENT;
             break;
@@ -956,6 +1042,8 @@ forward(int ufd, int cfd, char *buf, const char *req, size_t reqlen,
     }
     if (rc == FWD_OK && !head_sent && !write_all(cfd, hb.data, hb.len))
         rc = FWD_CLIENT;
+    if (rc == FWD_OK)
+        mark(pts, AL_RT_OUT);
     al_buf_fini(&hb);
     *keep =
         rc == FWD_OK && done && !until_close && a.keep_alive && a.status != 101;
@@ -1142,14 +1230,17 @@ attempt(al__router_t *r, conn_t *c, const char *addr, int port, int *fd,
         if (*fd < 0) {
             if ((*fd = dial(addr, port)) < 0)
                 break;
+            if (c->pts != NULL)
+                stamp_on(*fd);
             pthread_mutex_lock(&r->mu);
             c->ufd = *fd;
             pthread_mutex_unlock(&r->mu);
         }
+        mark(c->pts, AL_RT_CONN);
         bool sent = false;
         f = forward(*fd, c->cfd, c->ubuf, up, ulen, rh->head_req,
                     rh->keep_alive, rh->http10, keep, close_client, status,
-                    &sent);
+                    &sent, c->pts);
         if (f == FWD_RETRY) {
             drop_upstream(r, c, *fd);
             *fd = -1;
@@ -1295,6 +1386,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     size_t ulen;
     char *up = build_upstream(buf, hl, &rh, body.data, body.len, peer, &ulen);
     al_buf_fini(&body);
+    mark(c->pts, AL_RT_PARSED);
     /* What is left is the next pipelined request. */
     if (next.len > 0)
         memcpy(buf, next.data, next.len);
@@ -1334,6 +1426,7 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
             s->waiting--;
             waited = false;
         }
+        mark(c->pts, AL_RT_CHOSEN);
         int fd = p->nidle > 0 ? p->idle[--p->nidle] : -1;
         c->ufd = fd;
         char addr[INET_ADDRSTRLEN + 1];
@@ -1402,6 +1495,8 @@ serve_one(al__router_t *r, conn_t *c, char *buf, size_t hl, size_t *have,
     if (to_close >= 0)
         close(to_close);
     free(up);
+    if (ok && c->pts != NULL)
+        al__rtime_add(r->timing, c->pts);
     if (!ok && err != NULL)
         return reply_error(cfd, err_status,
                            err_status == 504 ? "timeout" : "unavailable", err,
@@ -1433,6 +1528,8 @@ take_conn(al__router_t *r, int fd, const struct sockaddr_in *sa,
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     set_timeout(fd, SO_RCVTIMEO, CLIENT_IDLE_S);
     set_timeout(fd, SO_SNDTIMEO, UPSTREAM_S);
+    if (r->timing != NULL)
+        stamp_on(fd);
     conn_arg_t *a = al_xcalloc(1, sizeof *a);
     a->r = r;
     inet_ntop(AF_INET, &sa->sin_addr, a->peer, sizeof a->peer);
@@ -1547,6 +1644,9 @@ accept_main(void *arg)
     struct pollfd *fds = NULL;
     char(*names)[64] = NULL;
     int cap = 0;
+    /* (It takes the router's lock: preempted while holding it, it would
+     * hold up every request.) */
+    al__rtime_short_slice();
     for (;;) {
         pthread_mutex_lock(&r->mu);
         bool stop = r->stop;
@@ -1592,21 +1692,44 @@ conn_main(void *arg)
     conn_t *c = a->c;
     char *buf = al_xmalloc(MAX_HEAD);
     c->ubuf = al_xmalloc(MAX_HEAD);
+    if (r->timing != NULL)
+        c->pts = al_xcalloc(AL_RT_NPTS, sizeof *c->pts);
+    al__rtime_short_slice();
     size_t have = 0;
+    /* The first head's deadline runs from the connection's start (a
+     * client that connects and says nothing is cut off too); the next
+     * ones' from their first bytes. */
+    int64_t head_ms = atomic_load(&r->head_ms);
+    int64_t deadline = al_clock_mono_ms() + head_ms;
     for (;;) {
-        ssize_t hl = read_head(c->cfd, buf, &have);
+        if (c->pts != NULL)
+            memset(c->pts, 0, AL_RT_NPTS * sizeof *c->pts);
+        mark(c->pts, AL_RT_WAIT);
+        ssize_t hl = read_head(c->cfd, buf, &have, &deadline, head_ms,
+                               point(c->pts, AL_RT_ARRIVE));
+        deadline = 0;
+        if (hl == HEAD_LATE) {
+            char msg[96];
+            snprintf(msg, sizeof msg,
+                     "the request's head did not come whole within %lld ms",
+                     (long long)head_ms);
+            reply_error(c->cfd, 408, "timeout", msg, true);
+            break;
+        }
         if (hl <= 0) {
             if (hl < 0 && have >= MAX_HEAD)
                 reply_error(c->cfd, 431, "bad_request", "head over 16 KiB",
                             true);
             break;
         }
+        mark(c->pts, AL_RT_READ);
         if (!serve_one(r, c, buf, (size_t)hl, &have, a->peer,
                        a->svc[0] != '\0' ? a->svc : NULL))
             break;
     }
     free(buf);
     free(c->ubuf);
+    free(c->pts);
     pthread_mutex_lock(&r->mu);
     for (conn_t **cp = &r->conns; *cp != NULL; cp = &(*cp)->next)
         if (*cp == c) {
@@ -1665,9 +1788,15 @@ probe_main(void *arg)
     al__router_t *r = arg;
     target_t *t = NULL;
     size_t cap = 0;
+    int64_t written = 0;
+    al__rtime_short_slice(); /* as accept_main()'s */
     pthread_mutex_lock(&r->mu);
     while (!r->stop) {
         int64_t now = al_clock_mono_ms();
+        if (r->timing != NULL && now - written >= 1000) {
+            al__rtime_write(r->timing); /* atomics: no lock needed */
+            written = now;
+        }
         size_t n = 0;
         for (svc_t *s = r->svcs; s != NULL; s = s->next) {
             for (rep_t *p = s->reps; p != NULL; p = p->next) {
@@ -1763,6 +1892,8 @@ al__router_start(const char *where, al__router_t **out, char **cause)
     al__router_t *r = al_xcalloc(1, sizeof *r);
     r->lfd = fd;
     r->sa = sa;
+    atomic_init(&r->head_ms, HEAD_MS);
+    r->timing = al__rtime_create();
     pthread_mutex_init(&r->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -1782,6 +1913,12 @@ struct sockaddr_in
 al__router_addr(const al__router_t *r)
 {
     return r->sa;
+}
+
+void
+al__router_set_head_timeout(al__router_t *r, int64_t ms)
+{
+    atomic_store(&r->head_ms, ms > 0 ? ms : HEAD_MS);
 }
 
 void
@@ -1820,6 +1957,8 @@ al__router_stop(al__router_t *r)
     for (int i = 0; i < r->ntokens; i++)
         free(r->tokens[i].user);
     free(r->tokens);
+    al__rtime_write(r->timing);
+    al__rtime_destroy(r->timing);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);
     free(r);

@@ -65,6 +65,12 @@ typedef struct al__rt_svc {
 int al__router_start(const char *where, al__router_t **out, char **cause);
 /* The address bound. */
 struct sockaddr_in al__router_addr(const al__router_t *r);
+
+/* How long a request's head may take to arrive whole, in ms (from the
+ * connection's start for its first request, from its first bytes for
+ * the next ones; 0: the default, 10 s): a client too slow is answered
+ * 408 and its connection closed. */
+void al__router_set_head_timeout(al__router_t *r, int64_t ms);
 /* Stops the threads, closes every connection and frees r; NULL is a
  * no-op. */
 void al__router_stop(al__router_t *r);

@@ -44,6 +44,15 @@ static const al_opt_t router_opts[] = {
       .off = R(url_file),
       .arg = "FILE",
       .help = "write the URL it listens on here once it does" },
+    { .name = "--head-timeout",
+      .kind = AL_OPT_INT,
+      .off = R(head_ms),
+      .min = 1,
+      .max = INT64_C(3600000),
+      .arg = "MS",
+      .help = "a request whose head has not come whole this long after "
+              "the connection or its first bytes gets 408 (default "
+              "10000)" },
     AL_DAEMON_OPTS(router_args_t, d),
     { .name = NULL },
 };

@@ -9,6 +9,7 @@
 
 typedef struct router_args {
     const char *server, *token_file, *listen, *name, *url_file;
+    int64_t head_ms; /* --head-timeout; 0: the router's default */
     al_daemon_t d;
 } router_args_t;
 #endif /* AL_ROUTER_CMD_H */

@@ -218,6 +218,7 @@ al_router_main(int argc, char **argv)
         free(token);
         return AL_EXIT_FAIL;
     }
+    al__router_set_head_timeout(r, a.head_ms);
     struct sockaddr_in sa = al__router_addr(r);
     char host[INET_ADDRSTRLEN] = "127.0.0.1";
     if (sa.sin_addr.s_addr != htonl(INADDR_ANY))

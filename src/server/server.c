@@ -650,6 +650,8 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         server_free(s);
         return rc;
     }
+    if (s->ctl.router != NULL)
+        al__router_set_head_timeout(s->ctl.router, o->router_head_ms);
     s->ctl.reply = reply_ready;
     s->ctl.relay = al__relay_create(close_upgraded);
     s->ctl.events = al__events_create(sse_suspend, sse_resume);

@@ -76,6 +76,8 @@ typedef struct al_server_opts {
     const char *router_listen;
     const char *svc_ports;
     int svc_port_lo, svc_port_hi;
+    /* The router's deadline for a request's head, ms (0: 10 s). */
+    int64_t router_head_ms;
 } al_server_opts_t;
 
 /* Fills *o with defaults (listen 127.0.0.1:7070, state ./allot-state). */

@@ -176,6 +176,15 @@ static const al_opt_t server_opts[] = {
       .help = "serve inference services: take their requests here, at "
               "/s/NAME/... (port 0 picks a free one; STATE/router-url tells "
               "which)" },
+    { .name = "--router-head-timeout",
+      .kind = AL_OPT_INT,
+      .off = S(o.router_head_ms),
+      .min = 1,
+      .max = INT64_C(3600000),
+      .arg = "MS",
+      .help = "a request whose head has not come whole this long after "
+              "the connection or its first bytes gets 408 (default "
+              "10000)" },
     { .name = "--service-ports",
       .kind = AL_OPT_STR,
       .off = S(o.svc_ports),

@@ -27,9 +27,9 @@ from e2e import check, wait_for  # noqa: E402
 SKIP = 77
 
 
-def probe(c, root):
+def probe(c, root, extra=()):
     p = subprocess.run([c.allot, "agent", "--probe", "--cgroup-root", root,
-                        "--fake-gpus", "1xT4"], capture_output=True,
+                        "--fake-gpus", "1xT4"] + list(extra), capture_output=True,
                        text=True, timeout=30, env=c.env)
     check(p.returncode == 0, "agent --probe: %s" % p.stderr)
     return json.loads(p.stdout)["cgroups"]
@@ -415,6 +415,177 @@ def scenario_cgroup_devices(c):
           "its own GPU's node is not refused by the cgroup: %r" % log)
 
 
+# bpf(2) from Python, for what the kernel holds: the device programs
+# attached to a cgroup (BPF_PROG_QUERY) and whether a program still exists
+# (BPF_PROG_GET_FD_BY_ID).  Numbers from <linux/bpf.h>.
+BPF_PROG_GET_FD_BY_ID, BPF_PROG_QUERY, BPF_CGROUP_DEVICE = 13, 16, 6
+
+
+def bpf(cmd, attr):
+    import ctypes
+    import platform
+    nr = {"x86_64": 321, "aarch64": 280}[platform.machine()]
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(bytes(attr), 64)
+    r = libc.syscall(nr, cmd, buf, 64)
+    return r, ctypes.get_errno(), buf
+
+
+def bpf_attached(cgdir):
+    """The ids of the device programs attached to the cgroup directory."""
+    import ctypes
+    import struct
+    ids = (ctypes.c_uint32 * 16)()
+    fd = os.open(cgdir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        attr = struct.pack("=IIIIQI", fd, BPF_CGROUP_DEVICE, 0, 0,
+                           ctypes.addressof(ids), 16)
+        r, err, buf = bpf(BPF_PROG_QUERY, attr)
+    finally:
+        os.close(fd)
+    check(r == 0, "BPF_PROG_QUERY %s: %s" % (cgdir, os.strerror(err)))
+    n = struct.unpack_from("=I", buf.raw, 24)[0]
+    return list(ids[:n])
+
+
+def bpf_prog_exists(pid):
+    import struct
+    r, err, _ = bpf(BPF_PROG_GET_FD_BY_ID, struct.pack("=I", pid))
+    if r >= 0:
+        os.close(r)
+        return True
+    check(err == 2, "BPF_PROG_GET_FD_BY_ID: %s" % os.strerror(err))
+    return False
+
+
+def fds_of(pid):
+    """What the process's descriptors point at."""
+    out = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            out.append(os.readlink("/proc/%d/fd/%s" % (pid, fd)))
+        except OSError:
+            pass
+    return out
+
+
+def children(pid):
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            if p.isdigit() and int(read("/proc/%s/stat" % p).rsplit(
+                    ")", 1)[1].split()[1]) == pid:
+                out.append(int(p))
+        except OSError:
+            pass
+    return out
+
+
+@with_cgroups
+def scenario_cgroup_devices_bpf(c):
+    """The device rule as a BPF device program on the cgroup v2 tree
+    (--cgroup-devices bpf; on a node with v1 controllers, the v2 tree
+    mounted beside them): two tasks, one GPU each, each opens its own
+    (mknod'ed) GPU node and the control device, not the other task's nor
+    a GPU the agent does not manage (EPERM).  One program is attached to
+    each task's cgroup; the agent keeps no descriptor of it, and it is
+    freed with the cgroup."""
+    root, dirs = cg_setup(c)
+    cg = probe(c, root, ["--cgroup-devices", "bpf"])
+    if not cg.get("enabled"):
+        print("skipped: %s" % cg.get("error"), file=sys.stderr)
+        raise SystemExit(SKIP)
+    check(cg["device_rule"] == "bpf" and cg["devices"],
+          "--probe says the rule is a BPF program: %s" % cg)
+    v2dir = cg["roots"]["unified"] if cg["version"] == 1 else cg["root"]
+    c.cg_dirs = dict(c.cg_dirs, unified=v2dir)
+    # Without the rule --probe says that devices are not enforced, and
+    # why; "bpf" without the capabilities to load a program is refused.
+    off = probe(c, root, ["--cgroup-devices", "none"])
+    check(not off["devices"] and off["device_rule"] == "none" and
+          "not enforced" in off["devices_note"],
+          "--probe says devices are not enforced: %s" % off)
+    p = subprocess.run([c.allot, "agent", "--probe", "--cgroup-root", root,
+                        "--cgroup-devices", "maybe"], capture_output=True,
+                       text=True, timeout=30, env=c.env)
+    check(p.returncode == 2 and "auto, bpf or none" in p.stderr,
+          "an unknown --cgroup-devices is a usage error: %d %r"
+          % (p.returncode, p.stderr[:200]))
+    import shutil
+    if shutil.which("capsh"):
+        p = subprocess.run(
+            ["capsh", "--drop=cap_sys_admin,cap_bpf", "--", "-c",
+             '"$0" agent --probe --cgroup-root "$1" --cgroup-devices bpf',
+             c.allot, root], capture_output=True, text=True, timeout=30,
+            env=c.env)
+        err = json.loads(p.stdout)["cgroups"].get("error", "")
+        check("CAP_BPF" in err, "--probe without CAP_BPF says why: %r" % err)
+    dev = os.path.join(c.root, "dev")
+    os.mkdir(dev)
+    for name, minor in (("nvidia0", 0), ("nvidia1", 1), ("nvidia7", 7),
+                        ("nvidiactl", 255)):
+        os.mknod(os.path.join(dev, name), 0o666 | 0o020000,
+                 os.makedev(195, minor))
+    c.start_server()
+    c.start_agent("n1", "2xH100-80GB",
+                  extra=["--cgroup-root", root, "--gpu-dev-dir", dev,
+                         "--cgroup-devices", "bpf"])
+    go = os.path.join(c.root, "go")
+    script = ("for n in nvidia0 nvidia1 nvidia7 nvidiactl; do "
+              "if (exec 3<%s/$n) 2>/tmp/x$$; then echo $n=opened; "
+              "else echo $n=$(cat /tmp/x$$); fi; done; rm -f /tmp/x$$; "
+              "echo CVD=$CUDA_VISIBLE_DEVICES; cat /proc/self/cgroup; "
+              "touch %s/started.$CUDA_VISIBLE_DEVICES; "
+              "while [ ! -e %s ]; do sleep 0.1; done" % (dev, c.root, go))
+    jobs = [c.submit("--gpus", "1", "--", "sh", "-c", script)
+            for _ in range(2)]
+    for j in jobs:
+        c.wait_state(j, "running")
+    wait_for(lambda: all(os.path.exists(os.path.join(c.root, "started.%d"
+                                                     % g)) for g in (0, 1)),
+             15, "both tasks to try the nodes")
+    # One program on each task's cgroup in the v2 tree.
+    progs = []
+    for j in jobs:
+        ids = bpf_attached(os.path.join(v2dir, "t%d.0.0" % j))
+        check(len(ids) == 1, "one device program on task %d: %s" % (j, ids))
+        progs += ids
+    check(len(set(progs)) == 2, "a program per task: %s" % progs)
+    # None of it stays in the agent or its spawner.
+    agent = c.agents["n1"].pid
+    for pid in [agent] + children(agent):
+        held = [f for f in fds_of(pid) if f.startswith("anon_inode:bpf") or
+                any(f.startswith(d) for d in c.cg_dirs.values())]
+        check(not held, "process %d holds no BPF program or cgroup: %s"
+              % (pid, held))
+    open(go, "w").close()
+    for j in jobs:
+        c.wait_state(j, "completed")
+    mine = []
+    for j in jobs:
+        log = c.cli("logs", str(j)).stdout
+        own = int(log.split("CVD=")[1].split()[0])
+        mine.append(own)
+        lines = {l.split("=", 1)[0]: l for l in log.splitlines() if "=" in l}
+        check("not permitted" in lines["nvidia%d" % (1 - own)],
+              "another task's GPU cannot be opened: %r" % log)
+        check("not permitted" in lines["nvidia7"],
+              "nor a GPU the agent does not manage: %r" % log)
+        check("not permitted" not in lines["nvidia%d" % own],
+              "its own GPU's node is not refused: %r" % log)
+        check("not permitted" not in lines["nvidiactl"],
+              "nor the control device: %r" % log)
+        if cg["version"] == 1:
+            check(any(l.startswith("0::") and
+                      l.endswith("/%s/t%d.0.0" % (root, j))
+                      for l in log.splitlines()),
+                  "the task joined its cgroup in the v2 tree: %r" % log)
+    check(sorted(mine) == [0, 1], "a GPU each: %s" % mine)
+    wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
+    wait_for(lambda: not any(bpf_prog_exists(p) for p in progs), 30,
+             "the programs to be freed with their cgroups")
+
+
 @with_cgroups
 def scenario_cgroup_restart(c):
     """After an agent's crash: a task that ended while no agent ran has its
@@ -793,6 +964,7 @@ SCENARIOS = {
     "cgroup_oom": scenario_cgroup_oom,
     "cgroup_escape": scenario_cgroup_escape,
     "cgroup_devices": scenario_cgroup_devices,
+    "cgroup_devices_bpf": scenario_cgroup_devices_bpf,
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
     "mps": scenario_mps_clean,

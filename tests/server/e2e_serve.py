@@ -25,15 +25,15 @@ REPLICA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "replica.py")
 
 
-def start(c, gpus="4xH100-80GB", deserved=4, agents=("n1",)):
+def start(c, gpus="4xH100-80GB", deserved=4, agents=("n1",), extra=()):
     """A server with a router and replica ports of its own (parallel
     tests on this machine must not share them), agents, and a queue `inf`
-    whose deserved quota the replicas use."""
+    whose deserved quota the replicas use; extra: more server options."""
     # Below Linux's ephemeral ports (32768-60999), where clients' own
     # connections land.
     base = random.randrange(10000, 32000, 200)
     c.start_server("--router-listen", "127.0.0.1:0", "--service-ports",
-                   "%d-%d" % (base, base + 199))
+                   "%d-%d" % (base, base + 199), *extra)
     c.router = open(os.path.join(c.state, "router-url")).read().strip()
     for a in agents:
         c.start_agent(a, gpus)
@@ -723,7 +723,123 @@ def scenario_serve_retry(c):
           "a PUT is retried: %s %s %s" % (st, data, runs))
 
 
+def scenario_serve_slowhead(c):
+    """A client that never finishes its request head is answered 408 and
+    closed after the head deadline (--router-head-timeout), and meanwhile
+    other requests are served; the deadline runs from a kept-alive
+    connection's next first bytes, not over its silence between
+    requests."""
+    import socket
+    start(c, extra=("--router-head-timeout", "1500"))
+    c.cli("serve", "create", "h", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--ready-path", "/health", "--public", "--", "python3",
+          REPLICA)
+    wait_for(lambda: ready_count(c, "h") == 1, 30, "a ready replica")
+    host, port = c.router.split("//")[1].rsplit(":", 1)
+
+    def dial():
+        return socket.create_connection((host, int(port)), timeout=20)
+
+    def answer(so):
+        got = b""
+        while True:
+            k = so.recv(65536)
+            if not k:
+                return got
+            got += k
+
+    # Half a head, more clients than one, and one that says nothing.
+    slow = [dial() for _ in range(8)]
+    for so in slow:
+        so.sendall(b"GET /s/h/work HTTP/1.1\r\nHost: x\r\n")
+    silent = dial()
+    # Other requests go through while they hang.
+    for i in range(20):
+        st, v = request(c, "h")
+        check(st == 200, "request %d beside slow clients: %s %s" % (i, st, v))
+    for so in slow + [silent]:
+        so.setblocking(False)
+        try:
+            early = so.recv(1)
+        except BlockingIOError:
+            early = None
+        check(early is None, "a slow client answered before its head "
+              "deadline or closed: %r" % early)
+        so.setblocking(True)
+        so.settimeout(20)
+    for so in slow + [silent]:
+        got = answer(so)
+        so.close()
+        check(got.startswith(b"HTTP/1.1 408 ") and b"Connection: close" in got
+              and b"1500 ms" in got, "a slow head: 408, got %r" % got[:300])
+    # A kept-alive connection idle longer than the deadline still works;
+    # half of its next head is cut off at the deadline.
+    so = dial()
+    req = b"GET /s/h/work HTTP/1.1\r\nHost: x\r\n\r\n"
+    for i in range(2):
+        so.sendall(req)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            k = so.recv(65536)
+            check(k != b"", "the router closed a kept-alive connection "
+                  "that was only idle (request %d): %r" % (i, got))
+            got += k
+        check(got.startswith(b"HTTP/1.1 200 "), "kept-alive request %d: %r"
+              % (i, got[:200]))
+        head, _, body = got.partition(b"\r\n\r\n")
+        n = int([ln.split(b":")[1] for ln in head.split(b"\r\n")
+                 if ln.lower().startswith(b"content-length:")][0])
+        while len(body) < n:
+            body += so.recv(65536)
+        time.sleep(2.5)  # over the deadline, between requests
+    so.sendall(b"GET /s/h/work HTTP/1.1\r\n")
+    got = answer(so)
+    so.close()
+    check(got.startswith(b"HTTP/1.1 408 "),
+          "half of a kept-alive connection's next head: 408, got %r"
+          % got[:300])
+
+
+def scenario_serve_slice(c):
+    """The router's threads (each client connection's, the accepting and
+    the probing one) ask the kernel for a 100 us time slice, so that a
+    request waking one preempts longer work on a busy CPU
+    (docs/serving.md).  Read back from
+    /proc/PID/task/TID/sched (se.slice), which Linux shows from 6.12 on;
+    skipped where it does not."""
+    start(c)
+    c.cli("serve", "create", "t", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--ready-path", "/health", "--public", "--", "python3",
+          REPLICA)
+    wait_for(lambda: ready_count(c, "t") == 1, 30, "a ready replica")
+    # Three connections: their threads live while they are open.
+    conns = [http.client.HTTPConnection(c.router.split("//")[1], timeout=60)
+             for _ in range(3)]
+    for conn in conns:
+        st, v = request(c, "t", conn=conn)
+        check(st == 200, "a request: %s %s" % (st, v))
+    slices = []
+    tasks = "/proc/%d/task" % c.server.pid
+    for tid in os.listdir(tasks):
+        try:
+            with open(os.path.join(tasks, tid, "sched")) as f:
+                for line in f:
+                    if line.startswith("se.slice"):
+                        slices.append(int(line.split(":")[1]))
+        except OSError:
+            pass  # a thread that ended meanwhile
+    for conn in conns:
+        conn.close()
+    if not slices:
+        print("skipped: this kernel does not show threads' slices")
+        sys.exit(77)
+    check(slices.count(100000) >= 5, "5 router threads with a 100 us "
+          "slice (3 connections', accepting, probing): %s" % sorted(slices))
+
+
 SCENARIOS = {
+    "serve_slice": scenario_serve_slice,
+    "serve_slowhead": scenario_serve_slowhead,
     "serve_chunked": scenario_serve_chunked,
     "serve_retry": scenario_serve_retry,
     "serve_smuggle": scenario_serve_smuggle,

@@ -28,6 +28,7 @@ extern const al_test_t test_relay[];
 extern const al_test_t test_hostlist[];
 extern const al_test_t test_pools[];
 extern const al_test_t test_dag[];
+extern const al_test_t test_devbpf[];
 
 static const struct {
     const char *module;
@@ -40,7 +41,7 @@ static const struct {
     { "server", test_server },     { "arrayspec", test_arrayspec },
     { "stream", test_stream },     { "relay", test_relay },
     { "hostlist", test_hostlist }, { "pools", test_pools },
-    { "dag", test_dag },
+    { "dag", test_dag },           { "devbpf", test_devbpf },
 };
 
 int

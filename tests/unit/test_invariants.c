@@ -937,6 +937,35 @@ deserved_want(const al_snapshot_t *s, const al_result_t *r, int q)
  */
 static bool lax_models;
 
+static int service_level(const al_snapshot_t *s, const al_job_t *j);
+
+/* May job f, waiting past starve_after, have evicted job x of another
+ * queue below its deserved quota because x has run long (the core's
+ * served_long() in reclaim.c): same priority class or lower, a higher
+ * service level, a current run of at least starve_after and more than
+ * four times f's expected runtime? */
+static bool
+served_long(const al_snapshot_t *s, const al_job_t *f, const al_job_t *x)
+{
+    al_config_t def;
+    const al_config_t *cfg = s->config;
+    int64_t t = f->eligible_time > 0 ? f->eligible_time : f->submit_time;
+    int64_t rt, ran = s->now - x->start_time;
+
+    if (cfg == NULL) {
+        al_config_default(&def);
+        cfg = &def;
+    }
+    rt = f->estimate > 0 ? f->estimate : cfg->default_runtime;
+    if (f->time_limit > 0 && (f->estimate <= 0 || f->time_limit < rt))
+        rt = f->time_limit;
+    return cfg->preempt && cfg->service_levels[0] > 0 &&
+           cfg->starve_after > 0 && s->now - t >= cfg->starve_after &&
+           x->priority <= f->priority &&
+           service_level(s, x) > service_level(s, f) &&
+           ran >= cfg->starve_after && (double)ran > 4.0 * (double)rt;
+}
+
 /* Job j's service level (al_config_t.service_levels), from its attained
  * service, the current run included. */
 static int
@@ -1149,7 +1178,8 @@ check_result(const al_snapshot_t *s, const al_result_t *r, chk_t *c)
                     if (!is_ancestor_or_self(s, q, fq)) {
                         reclaimed[q] += g;
                         if (job_gpu(j) <=
-                            s->queues[q].quota[AL_RES_GPU].deserved)
+                                s->queues[q].quota[AL_RES_GPU].deserved &&
+                            !served_long(s, &s->jobs[d->for_job], j))
                             small_taken[q] += g;
                     }
             } else {

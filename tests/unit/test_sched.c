@@ -3474,6 +3474,114 @@ service_preempt(void)
 }
 
 /*
+ * Starvation across queues: a gang larger than its queue's deserved
+ * quota, waiting past starve_after (2 h), evicts jobs of another queue
+ * that have run longer than both starve_after and four times its expected
+ * runtime, even where that queue holds no more than its deserved quota.
+ * One node of 8; queues a and b deserve 4 GPUs each.  b runs lng1 and lng2
+ * (4 GPUs each, running for 100 h: level 3); gang (a, 8 GPUs, estimate
+ * 10 min) has waited 3 h.  a's fair share is 4 GPUs, so ordinary reclaim
+ * cannot start it.
+ */
+static void
+starving_evicts_served(void)
+{
+    snap_t *s = scenario();
+    int a, b, lng1, lng2, gang;
+    const int64_t now = 1000000;
+    al_result_t *r;
+    const al_decision_t *d;
+
+    snap_node(s, "n0", 8);
+    a = snap_queue(s, "a", -1, 4000, 1, AL_UNLIMITED);
+    b = snap_queue(s, "b", -1, 4000, 1, AL_UNLIMITED);
+    lng1 = snap_job(s, b, 1, 4);
+    snap_job_ref(s, lng1)->estimate = 400 * 3600;
+    snap_place(s, lng1, now - 100 * 3600, 0, 0x0F);
+    lng2 = snap_job(s, b, 1, 4);
+    snap_job_ref(s, lng2)->estimate = 400 * 3600;
+    snap_place(s, lng2, now - 100 * 3600, 0, 0xF0);
+    gang = snap_job(s, a, 1, 8);
+    snap_job_ref(s, gang)->estimate = 600;
+    snap_job_ref(s, gang)->submit_time = now - 3 * 3600;
+    snap_set_now(s, now);
+    snap_config(s)->starve_after = 2 * 3600;
+    r = snap_run(s);
+    d = res_find(r, lng1, AL_DEC_EVICT);
+    ASSERT(d != NULL);
+    ASSERT_EQ(d->why, AL_EVICT_RECLAIM);
+    ASSERT_EQ(d->for_job, gang);
+    ASSERT(res_find(r, lng2, AL_DEC_EVICT) != NULL);
+    ASSERT_STARTED(r, gang, 1);
+    al_result_destroy(r);
+
+    /* Not yet starving (1 h): it waits. */
+    snap_job_ref(s, gang)->submit_time = now - 3600;
+    r = snap_run(s);
+    ASSERT(res_find(r, lng1, AL_DEC_EVICT) == NULL);
+    ASSERT_NOT_STARTED(r, gang);
+    al_result_destroy(r);
+
+    /* Starving but long itself (30 h: 4 x 30 h > 100 h): it waits. */
+    snap_job_ref(s, gang)->submit_time = now - 3 * 3600;
+    snap_job_ref(s, gang)->estimate = 30 * 3600;
+    r = snap_run(s);
+    ASSERT(res_find(r, lng1, AL_DEC_EVICT) == NULL);
+    ASSERT_NOT_STARTED(r, gang);
+    al_result_destroy(r);
+
+    /* Levels off: it waits. */
+    snap_job_ref(s, gang)->estimate = 600;
+    memset(snap_config(s)->service_levels, 0,
+           sizeof(snap_config(s)->service_levels));
+    r = snap_run(s);
+    ASSERT(res_find(r, lng1, AL_DEC_EVICT) == NULL);
+    ASSERT_NOT_STARTED(r, gang);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
+ * The other way round: reclaim for a job that has been served long does
+ * not take back a gang larger than its own queue's deserved quota at a
+ * lower service level, expected to end soon.  As starving_evicts_served
+ * after the evictions: gang (a, 8 GPUs, estimate 10 min) runs since 5 min;
+ * back (b, 4 GPUs, 100 h at 4 GPUs served) waits within b's deserved 4.
+ */
+static void
+reclaim_spares_short_gang(void)
+{
+    snap_t *s = scenario();
+    int a, b, gang, back;
+    const int64_t now = 1000000;
+    al_result_t *r;
+
+    snap_node(s, "n0", 8);
+    a = snap_queue(s, "a", -1, 4000, 1, AL_UNLIMITED);
+    b = snap_queue(s, "b", -1, 4000, 1, AL_UNLIMITED);
+    gang = snap_job(s, a, 1, 8);
+    snap_job_ref(s, gang)->estimate = 600;
+    snap_place(s, gang, now - 300, 0, 0xFF);
+    back = snap_job(s, b, 1, 4);
+    snap_job_ref(s, back)->estimate = 400 * 3600;
+    snap_job_ref(s, back)->attained = 100.0 * 3600 * 4;
+    snap_job_ref(s, back)->submit_time = now - 300;
+    snap_set_now(s, now);
+    r = snap_run(s);
+    ASSERT(res_find(r, gang, AL_DEC_EVICT) == NULL);
+    ASSERT_NOT_STARTED(r, back);
+    al_result_destroy(r);
+
+    /* A job that never ran takes its guarantee back at once. */
+    snap_job_ref(s, back)->attained = 0;
+    r = snap_run(s);
+    ASSERT(res_find(r, gang, AL_DEC_EVICT) != NULL);
+    ASSERT_STARTED(r, back, 1);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
  * With short_first, the jobs past starve_after go by response ratio
  * (waited + runtime) / runtime, the runtime counted as at least
  * starve_after (2 h here), not oldest first.  As starving_job_first, with
@@ -3801,6 +3909,8 @@ const al_test_t test_sched[] = {
     { "short_first_order", short_first_order },
     { "service_level_order", service_level_order },
     { "service_preempt", service_preempt },
+    { "starving_evicts_served", starving_evicts_served },
+    { "reclaim_spares_short_gang", reclaim_spares_short_gang },
     { "service_level_yield", service_level_yield },
     { "starving_response_ratio", starving_response_ratio },
     { "usage_decay", usage_decay },
