@@ -53,8 +53,10 @@ id_text(const json_t *j, char *buf, size_t len)
 static void
 array_counts(const json_t *arr, al_buf_t *out)
 {
-    static const char *const order[] = { "running",   "pending", "held",
-                                         "completed", "failed",  "cancelled" };
+    static const char *const order[] = { "running",  "pending",
+                                         "held",     "completed",
+                                         "failed",   "out_of_memory",
+                                         "cancelled" };
     json_t *st = json_object_get(arr, "states");
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         long long n = al_json_int(st, order[i], 0);
@@ -204,9 +206,10 @@ al_cli_ls(int argc, char **argv)
         return AL_EXIT_USAGE;
     }
     /* The states the controller knows, said here as a usage error. */
-    static const char *const states[] = { "pending",   "held",   "running",
-                                          "completed", "failed", "cancelled",
-                                          "active" };
+    static const char *const states[] = { "pending", "held",
+                                          "running", "completed",
+                                          "failed",  "cancelled",
+                                          "active",  "out_of_memory" };
     for (const char *p = state; p != NULL;) {
         size_t n = strcspn(p, ",");
         bool known = false;
@@ -216,7 +219,7 @@ al_cli_ls(int argc, char **argv)
         if (!known) {
             fprintf(stderr,
                     "allot ls: unknown state '%.*s' (pending, held, running, "
-                    "completed, failed, cancelled, active)\n",
+                    "completed, failed, cancelled, out_of_memory, active)\n",
                     (int)n, p);
             return AL_EXIT_USAGE;
         }
@@ -272,8 +275,15 @@ al_cli_ls(int argc, char **argv)
         if ((int)strlen(id) > idw)
             idw = (int)strlen(id);
     }
-    printf("%-*s %-16s %-10s %-10s %-9s %-9s %5s %5s  %s\n", idw, "ID", "NAME",
-           "USER", "QUEUE", "CLASS", "STATE", "GPUS", "AGE", "NODES/REASON");
+    int stw = 9; /* the STATE column: out_of_memory is wider */
+    for (size_t i = 0; i < json_array_size(jobs); i++) {
+        size_t n = strlen(al_json_str(json_array_get(jobs, i), "state", ""));
+        if ((int)n > stw)
+            stw = (int)n;
+    }
+    printf("%-*s %-16s %-10s %-10s %-9s %-*s %5s %5s  %s\n", idw, "ID", "NAME",
+           "USER", "QUEUE", "CLASS", stw, "STATE", "GPUS", "AGE",
+           "NODES/REASON");
     int64_t now = al_clock_ms();
     for (size_t i = 0; i < json_array_size(jobs); i++) {
         json_t *j = json_array_get(jobs, i);
@@ -291,10 +301,10 @@ al_cli_ls(int argc, char **argv)
             nodes_text(j, &last);
         else
             al_buf_puts(&last, al_json_str(j, "reason", ""));
-        printf("%-*s %-16.16s %-10.10s %-10.10s %-9s %-9s %5s %5s  %s\n", idw,
+        printf("%-*s %-16.16s %-10.10s %-10.10s %-9s %-*s %5s %5s  %s\n", idw,
                id, al_json_str(j, "name", ""), al_json_str(j, "user", ""),
-               al_json_str(j, "queue", ""), al_json_str(j, "class", ""), st, g,
-               age, al_buf_cstr(&last));
+               al_json_str(j, "queue", ""), al_json_str(j, "class", ""), stw,
+               st, g, age, al_buf_cstr(&last));
         al_buf_fini(&last);
     }
     json_decref(jobs);
@@ -453,11 +463,12 @@ al_cli_show(int argc, char **argv)
            (long long)al_json_int(j, "restart_count", 0));
     const char *st = al_json_str(j, "state", "");
     long long sig = al_json_int(j, "signal", 0);
-    if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) && sig != 0)
+    bool exited = strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0 ||
+                  strcmp(st, "out_of_memory") == 0;
+    if (exited && sig != 0)
         printf("%-10s killed by signal %lld (%s)\n", "exit", sig,
                strsignal((int)sig));
-    else if ((strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0) &&
-             al_json_int(j, "start_ms", 0) != 0) /* it ran: an exit */
+    else if (exited && al_json_int(j, "start_ms", 0) != 0) /* it ran: an exit */
         printf("%-10s %lld\n", "exit code",
                (long long)al_json_int(j, "exit_code", 0));
     json_t *pl = json_object_get(j, "placement");
@@ -730,6 +741,7 @@ al_cli_logs(int argc, char **argv)
             const char *st = al_json_str(j, "state", "");
             ended = strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0 ||
                     strcmp(st, "cancelled") == 0 ||
+                    strcmp(st, "out_of_memory") == 0 ||
                     run < al_json_int(j, "restart_count", 0);
             json_decref(j);
         }

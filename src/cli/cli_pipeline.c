@@ -182,11 +182,12 @@ stage_index(const json_t *st, const char *nm)
 static const char *
 mark(const char *state)
 {
-    return strcmp(state, "completed") == 0   ? "ok"
-           : strcmp(state, "failed") == 0    ? "FAILED"
-           : strcmp(state, "cancelled") == 0 ? "cancelled"
-           : strcmp(state, "running") == 0   ? "running"
-                                             : "waiting";
+    return strcmp(state, "completed") == 0       ? "ok"
+           : strcmp(state, "failed") == 0        ? "FAILED"
+           : strcmp(state, "out_of_memory") == 0 ? "OUT_OF_MEMORY"
+           : strcmp(state, "cancelled") == 0     ? "cancelled"
+           : strcmp(state, "running") == 0       ? "running"
+                                                 : "waiting";
 }
 
 /* The graph, one column per level (a stage's level is one more than its

@@ -132,9 +132,20 @@ wait_cell(char *buf, size_t n, const json_t *v)
 }
 
 static const char *const report_cols[] = {
-    "gpu_hours",   "used_gpu_hours", "efficiency",    "started",
-    "completed",   "failed",         "cancelled",     "preempted",
-    "wait_mean_s", "wait_p95_s",     "wastage_ratio",
+    "gpu_hours",
+    "used_gpu_hours",
+    "efficiency",
+    "started",
+    "completed",
+    "failed",
+    "cancelled",
+    "preempted",
+    "wait_mean_s",
+    "wait_p95_s",
+    "wastage_ratio",
+    /* Of the failed, those that ran out of memory (last: a column added
+     * after the others). */
+    "out_of_memory",
 };
 #define NCOLS (sizeof report_cols / sizeof report_cols[0])
 
@@ -280,7 +291,8 @@ static const al_opt_t history_opts[] = {
       .kind = AL_OPT_STR,
       .off = H(state),
       .arg = "S[,S]",
-      .help = "completed, failed or cancelled (default: all three)" },
+      .help = "completed, failed, cancelled or out_of_memory (default: "
+              "all four)" },
     { .name = "-n",
       .kind = AL_OPT_INT,
       .off = H(limit),
@@ -351,16 +363,18 @@ al_cli_history(int argc, char **argv)
     int64_t from, to;
     if ((rc = parse_period("history", a.since, a.until, &from, &to)) != 0)
         return rc;
-    const char *states = a.state ? a.state : "completed,failed,cancelled";
+    const char *states =
+        a.state ? a.state : "completed,failed,cancelled,out_of_memory";
     /* Only ended states: what has not ended has no history yet. */
     for (const char *p = states; *p != '\0';) {
         size_t n = strcspn(p, ",");
         if (!((n == 9 && strncmp(p, "completed", n) == 0) ||
               (n == 6 && strncmp(p, "failed", n) == 0) ||
-              (n == 9 && strncmp(p, "cancelled", n) == 0))) {
+              (n == 9 && strncmp(p, "cancelled", n) == 0) ||
+              (n == 13 && strncmp(p, "out_of_memory", n) == 0))) {
             fprintf(stderr,
-                    "allot history: --state takes completed, failed and "
-                    "cancelled, not '%.*s'\n",
+                    "allot history: --state takes completed, failed, "
+                    "cancelled and out_of_memory, not '%.*s'\n",
                     (int)n, p);
             return AL_EXIT_USAGE;
         }
@@ -419,7 +433,7 @@ al_cli_history(int argc, char **argv)
         json_decref(kept);
         return AL_EXIT_OK;
     }
-    printf("%-8s %-16s %-10s %-12s %-10s %-14s %-14s %-14s %7s %8s %5s %5s "
+    printf("%-8s %-16s %-10s %-12s %-13s %-14s %-14s %-14s %7s %8s %5s %5s "
            "%7s %s\n",
            "ID", "NAME", "USER", "QUEUE", "STATE", "SUBMIT", "START", "END",
            "WAIT", "ELAPSED", "GPUS", "EXIT", "PREEMPT", "NODES");
@@ -463,7 +477,7 @@ al_cli_history(int argc, char **argv)
                      (long long)al_json_int(j, "array_index", 0));
         else
             snprintf(id, sizeof id, "%lld", (long long)al_json_int(j, "id", 0));
-        printf("%-8s %-16.16s %-10.10s %-12.12s %-10s %-14s %-14s %-14s %7s "
+        printf("%-8s %-16.16s %-10.10s %-12.12s %-13s %-14s %-14s %-14s %7s "
                "%8s %5s %5s %7lld %s\n",
                id, al_json_str(j, "name", ""), al_json_str(j, "user", ""),
                al_json_str(j, "queue", ""), al_json_str(j, "state", ""), s1, s2,

@@ -335,7 +335,7 @@ static bool
 ended_state(const char *st)
 {
     return strcmp(st, "completed") == 0 || strcmp(st, "failed") == 0 ||
-           strcmp(st, "cancelled") == 0;
+           strcmp(st, "cancelled") == 0 || strcmp(st, "out_of_memory") == 0;
 }
 
 /* Waits until job id runs (true) or has ended (false, *last its last

@@ -328,7 +328,7 @@ static const al_opt_t submit_opts[] = {
       .off = O(f.retry),
       .arg = "N",
       .help = "run it again, up to N times, when it fails by exit code "
-              "(after a back-off)" },
+              "or runs out of memory (after a back-off)" },
     { .name = "--tasks",
       .kind = AL_OPT_STR,
       .off = O(f.tasks),

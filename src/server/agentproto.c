@@ -544,6 +544,21 @@ end_detail(const al__job_t *j, al__task_t *tk, int task,
     return al_xasprintf("task %d exited with code %d", task, tk->exit_code);
 }
 
+/* The order in which to take s's tasks (caller frees): those killed for
+ * their memory first, so that a job whose tasks end together (an OOM
+ * kill and a peer that fails for want of it) ends OUT_OF_MEMORY whichever
+ * the agent listed first. */
+static size_t *
+oom_first(const al__sync_t *s)
+{
+    size_t *o = al_xreallocarray(NULL, s->ntasks + 1, sizeof *o), n = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < s->ntasks; i++)
+            if (s->tasks[i].oom == (pass == 0))
+                o[n++] = i;
+    return o;
+}
+
 void
 al__proto_sync(al_ctl_t *ctl, al__req_t *req)
 {
@@ -588,8 +603,9 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
     }
     json_t *acks = json_array();
     bool urgent = false, exits = false; /* exits: it reported new ends */
-    for (size_t i = 0; i < s.ntasks; i++) {
-        const al__sync_task_t *t = &s.tasks[i];
+    size_t *order = oom_first(&s);
+    for (size_t o = 0; o < s.ntasks; o++) {
+        const al__sync_task_t *t = &s.tasks[order[o]];
         al__job_t *j = al__ctl_job(ctl, t->job);
         int task = t->task, restart = t->restart;
         if (j == NULL || task < 0 || task >= j->ntasks || restart < 0) {
@@ -637,7 +653,10 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         if (tk->exit_code != 0 || tk->signal != 0) {
             j->exit_code = tk->exit_code;
             j->signal = tk->signal;
-            al__lifecycle_failed(ctl, j, d);
+            if (t->oom)
+                al__lifecycle_oom(ctl, j, d);
+            else
+                al__lifecycle_failed(ctl, j, d);
         } else {
             bool all = true;
             for (int k = 0; k < j->ntasks; k++)
@@ -648,6 +667,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         }
         free(d);
     }
+    free(order);
     /* GPUs it found faulty: drain, requeue (gpuhealth.c). */
     al__gpuhealth_sync(ctl, ni, &s);
     /* The agent gave up on its previous poll (one of its tasks ended, say):

@@ -235,7 +235,8 @@ list_states(al__req_t *req, bool want[JS_COUNT])
         } else if (s < 0) {
             al__reply_error(req, 400, "bad_request",
                             "unknown state '%s' (pending, held, running, "
-                            "completed, failed, cancelled, active)",
+                            "completed, failed, cancelled, out_of_memory, "
+                            "active)",
                             t);
             free(copy);
             return false;
@@ -305,7 +306,8 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
     if (!list_order(req, &desc, &before))
         return;
     /* Only active jobs wanted: none lies before the first active one. */
-    if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED]) {
+    if (!want[JS_COMPLETED] && !want[JS_FAILED] && !want[JS_CANCELLED] &&
+        !want[JS_OUT_OF_MEMORY]) {
         uint64_t lo = al__ctl_first_active(ctl);
         if (after < lo)
             after = lo;

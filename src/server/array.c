@@ -169,8 +169,10 @@ al__array_element(al_ctl_t *ctl, al__job_t *p, int64_t k, bool materialize_it)
     return j;
 }
 
-/* How the array ended: failed if any element failed, else cancelled if
- * any was, else completed. */
+/* How the array ended: failed if any element failed, else out of memory
+ * if any element ran out of it, else cancelled if any was, else
+ * completed.  The elements out of memory count among the failed ones in
+ * the reason too. */
 static void
 finish(al_ctl_t *ctl, al__job_t *p)
 {
@@ -179,12 +181,21 @@ finish(al_ctl_t *ctl, al__job_t *p)
         const al__job_t *j = slot(ctl, p, k);
         n[j != NULL ? j->state : JS_CANCELLED]++;
     }
-    al__jstate_t st = n[JS_FAILED] > 0      ? JS_FAILED
-                      : n[JS_CANCELLED] > 0 ? JS_CANCELLED
-                                            : JS_COMPLETED;
-    char *d = al_xasprintf("%lld completed, %lld failed, %lld cancelled",
-                           (long long)n[JS_COMPLETED], (long long)n[JS_FAILED],
-                           (long long)n[JS_CANCELLED]);
+    al__jstate_t st = n[JS_FAILED] > 0          ? JS_FAILED
+                      : n[JS_OUT_OF_MEMORY] > 0 ? JS_OUT_OF_MEMORY
+                      : n[JS_CANCELLED] > 0     ? JS_CANCELLED
+                                                : JS_COMPLETED;
+    char *d =
+        al_xasprintf("%lld completed, %lld failed, %lld cancelled",
+                     (long long)n[JS_COMPLETED],
+                     (long long)n[JS_FAILED] + (long long)n[JS_OUT_OF_MEMORY],
+                     (long long)n[JS_CANCELLED]);
+    if (n[JS_OUT_OF_MEMORY] > 0) {
+        char *e = al_xasprintf("%s (%lld out of memory)", d,
+                               (long long)n[JS_OUT_OF_MEMORY]);
+        free(d);
+        d = e;
+    }
     al__ctl_set_state(ctl, p, st, "ended", d);
     free(d);
 }

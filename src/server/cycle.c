@@ -178,7 +178,8 @@ dep_state(al_ctl_t *ctl, const al__job_t *j)
         slurm == AL_DEPS_WAITING ? AL_DEPS_WAITING : AL_DEPS_SATISFIED;
     for (int d = 0; d < j->nafter; d++) {
         const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
-        if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
+        if (dj == NULL || al__jstate_failed(dj->state) ||
+            dj->state == JS_CANCELLED)
             return AL_DEPS_NEVER;
         if (dj->state != JS_COMPLETED)
             st = AL_DEPS_WAITING;
@@ -192,7 +193,8 @@ never_why(al_ctl_t *ctl, const al__job_t *j)
 {
     for (int d = 0; d < j->nafter; d++) {
         const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
-        if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
+        if (dj == NULL || al__jstate_failed(dj->state) ||
+            dj->state == JS_CANCELLED)
             return al_xasprintf(
                 "after %llu: job %llu %s", (unsigned long long)j->after[d],
                 (unsigned long long)j->after[d],

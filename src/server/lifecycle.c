@@ -1,10 +1,11 @@
 /*
  * lifecycle.c -- the rest of a job's lifecycle: retries of a job that
- * failed by exit code (with a back-off that doubles from the controller's
- * --retry-backoff, each attempt recorded in the history), failing at once
- * a job whose dependency can never be satisfied (DependencyNeverSatisfied),
- * and suspending and resuming a running job (its agent stops and
- * continues its tasks' processes; its GPUs stay allocated).
+ * failed by exit code or ran out of memory (with a back-off that doubles
+ * from the controller's --retry-backoff, each attempt recorded in the
+ * history), failing at once a job whose dependency can never be
+ * satisfied (DependencyNeverSatisfied), and suspending and resuming a
+ * running job (its agent stops and continues its tasks' processes; its
+ * GPUs stay allocated).
  *
  * May call: state.c (every change of a job's state), table.c, store.c
  * (events) and common.  agentproto.c, cycle.c and the handlers call it.
@@ -37,6 +38,10 @@ al__lifecycle_retry(al_ctl_t *ctl, al__job_t *j, const char *why)
     char *d = al_xasprintf("attempt %d of %d in %lld s: %s", j->retried + 1,
                            j->retries + 1, (long long)wait, why);
     j->suspended = false;
+    /* The attempt's exit is in its history; the next run's is its own (a
+     * run that completes shows no kill of an earlier one). */
+    j->exit_code = 0;
+    j->signal = 0;
     al__ctl_requeue(ctl, j, "retry", d);
     j->retry_at_ms = al_clock_ms() + wait * 1000;
     free(d);
@@ -50,6 +55,16 @@ al__lifecycle_failed(al_ctl_t *ctl, al__job_t *j, const char *why)
      * signal (killed, out of memory) ends it. */
     if (j->signal != 0 || !al__lifecycle_retry(ctl, j, why))
         al__ctl_set_state(ctl, j, JS_FAILED, "failed", why);
+}
+
+void
+al__lifecycle_oom(al_ctl_t *ctl, al__job_t *j, const char *why)
+{
+    /* Killed by the kernel for its memory, not by anyone's signal: a
+     * failure of the job's own, which a retry may get past (a peak that
+     * depends on its data, a node's other tenants). */
+    if (!al__lifecycle_retry(ctl, j, why))
+        al__ctl_set_state(ctl, j, JS_OUT_OF_MEMORY, "out_of_memory", why);
 }
 
 bool

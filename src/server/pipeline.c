@@ -75,7 +75,8 @@ never(al_ctl_t *ctl, const al__job_t *j)
         return true;
     for (int d = 0; d < j->nafter; d++) {
         const al__job_t *dj = al__ctl_job(ctl, j->after[d]);
-        if (dj == NULL || dj->state == JS_FAILED || dj->state == JS_CANCELLED)
+        if (dj == NULL || al__jstate_failed(dj->state) ||
+            dj->state == JS_CANCELLED)
             return true;
     }
     return false;
@@ -107,7 +108,8 @@ failed_unrun(al_ctl_t *ctl, const al__job_t *j)
 }
 
 /* The pipeline's state from its stages': running while a stage runs or
- * can still run, then failed (a stage failed), cancelled, or completed.
+ * can still run, then failed (a stage failed or ran out of memory),
+ * cancelled, or completed.
  * A stage that failed unrun (failed_unrun) decides nothing itself: a
  * pipeline whose cleanup for a failure did not run has completed. */
 static const char *
@@ -120,7 +122,7 @@ pipeline_state(al_ctl_t *ctl, al__job_t *const *st, int n)
             running = true;
         else if (j->state <= JS_RUNNING && !never(ctl, j))
             active = true;
-        else if (j->state == JS_FAILED && !failed_unrun(ctl, j))
+        else if (al__jstate_failed(j->state) && !failed_unrun(ctl, j))
             failed = true;
         else if (j->state == JS_CANCELLED)
             cancelled = true;
@@ -452,13 +454,13 @@ al__api_pipeline_retry(al_ctl_t *ctl, al__req_t *req)
     bool real = false;
     for (int i = 0; i < n; i++)
         real = real || (st[i]->state == JS_CANCELLED && st[i]->array == NULL) ||
-               (st[i]->state == JS_FAILED && st[i]->array == NULL &&
+               (al__jstate_failed(st[i]->state) && st[i]->array == NULL &&
                 !failed_unrun(ctl, st[i]));
     char *d = al_xasprintf("retried with its pipeline by %s", req->user);
     for (int i = 0; i < n && real; i++) {
         al__job_t *j = st[i];
         /* An array's elements end with it: it is not run again. */
-        if ((j->state != JS_FAILED && j->state != JS_CANCELLED) ||
+        if ((!al__jstate_failed(j->state) && j->state != JS_CANCELLED) ||
             j->array != NULL)
             continue;
         j->exit_code = 0;

@@ -14,9 +14,13 @@
 #include "server_int.h"
 
 const char *const al__jstate_names[JS_COUNT] = {
-    [JS_PENDING] = "pending", [JS_HELD] = "held",
-    [JS_RUNNING] = "running", [JS_COMPLETED] = "completed",
-    [JS_FAILED] = "failed",   [JS_CANCELLED] = "cancelled",
+    [JS_PENDING] = "pending",
+    [JS_HELD] = "held",
+    [JS_RUNNING] = "running",
+    [JS_COMPLETED] = "completed",
+    [JS_FAILED] = "failed",
+    [JS_CANCELLED] = "cancelled",
+    [JS_OUT_OF_MEMORY] = "out_of_memory",
 };
 
 int
@@ -26,6 +30,12 @@ al__jstate_parse(const char *s)
         if (strcmp(s, al__jstate_names[i]) == 0)
             return i;
     return -1;
+}
+
+bool
+al__jstate_failed(al__jstate_t s)
+{
+    return s == JS_FAILED || s == JS_OUT_OF_MEMORY;
 }
 
 const al__jclass_t al__jclasses[] = {

@@ -5,7 +5,8 @@
  * the job, cut to the period); GPU-hours used, from the usage history's
  * telemetry (per queue and per model only: telemetry is the GPUs', not a
  * user's); jobs started (first started in the period), completed, failed
- * (failed, timed out or evicted for good), cancelled; preemptions (runs
+ * (failed, out of memory, timed out or evicted for good; those out of
+ * memory counted apart too), cancelled; preemptions (runs
  * ended by the scheduler for other work); mean and p95 wait (submission
  * to first start, of the jobs first started in the period); and the
  * wastage ratio from the usage history.
@@ -26,6 +27,7 @@ typedef struct group {
     double gpu_s, used_s;
     bool used_known;
     int64_t started, completed, failed, cancelled, preempted;
+    int64_t out_of_memory; /* of the failed, those out of memory */
     double *waits;
     size_t nwaits, wcap;
     double wasted_s, cap_s; /* model groups: from the usage history */
@@ -256,8 +258,13 @@ event_row(void *arg, int ncols, const char *const *cols)
         c[0] = &r->total.completed, c[1] = g ? &g->completed : NULL;
     else if (strcmp(ev, "cancelled") == 0)
         c[0] = &r->total.cancelled, c[1] = g ? &g->cancelled : NULL;
-    else if (strcmp(ev, "failed") == 0 || strcmp(ev, "timeout") == 0 ||
-             strcmp(ev, "idle_timeout") == 0 || preempt) {
+    else if (strcmp(ev, "out_of_memory") == 0) {
+        c[0] = &r->total.failed, c[1] = g ? &g->failed : NULL;
+        r->total.out_of_memory++;
+        if (g != NULL)
+            g->out_of_memory++;
+    } else if (strcmp(ev, "failed") == 0 || strcmp(ev, "timeout") == 0 ||
+               strcmp(ev, "idle_timeout") == 0 || preempt) {
         c[0] = &r->total.failed, c[1] = g ? &g->failed : NULL;
         if (preempt) { /* evicted for good */
             r->total.preempted++;
@@ -384,13 +391,14 @@ group_json(const report_t *r, group_t *g, const char *key)
     }
     bool used = g->used_known && r->user == NULL;
     json_t *o = json_pack(
-        "{s:s, s:f, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "key",
-        key, "gpu_hours", g->gpu_s / 3600.0, "used_gpu_hours",
+        "{s:s, s:f, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
+        "key", key, "gpu_hours", g->gpu_s / 3600.0, "used_gpu_hours",
         num_or_null(used, g->used_s / 3600.0), "efficiency",
         num_or_null(used && g->gpu_s > 0, g->used_s / g->gpu_s), "started",
         (json_int_t)g->started, "completed", (json_int_t)g->completed, "failed",
         (json_int_t)g->failed, "cancelled", (json_int_t)g->cancelled,
-        "preempted", (json_int_t)g->preempted, "wait_mean_s",
+        "preempted", (json_int_t)g->preempted, "out_of_memory",
+        (json_int_t)g->out_of_memory, "wait_mean_s",
         num_or_null(g->nwaits > 0, mean), "wait_p95_s",
         num_or_null(g->nwaits > 0, p95), "wastage_ratio",
         num_or_null(g->cap_s > 0, g->wasted_s / g->cap_s));

@@ -110,6 +110,10 @@ typedef enum al__jstate {
     JS_COMPLETED,
     JS_FAILED,
     JS_CANCELLED,
+    /* Ended because one of its tasks was killed for exceeding its memory
+     * (the node's cgroup said so): a failure, named apart as Slurm does.
+     * Ended states are those from JS_COMPLETED on. */
+    JS_OUT_OF_MEMORY,
     JS_COUNT
 } al__jstate_t;
 
@@ -117,6 +121,9 @@ typedef enum al__jstate {
 extern const char *const al__jstate_names[JS_COUNT];
 /* JS_* of a name, or -1. */
 int al__jstate_parse(const char *s);
+/* Whether state s is a failure: JS_FAILED or JS_OUT_OF_MEMORY (what
+ * afternotok, pipelines and reports count as failed). */
+bool al__jstate_failed(al__jstate_t s);
 
 /* A job class: its name, priority value and whether it may be preempted. */
 typedef struct al__jclass {
@@ -1233,6 +1240,10 @@ bool al__lifecycle_retry(al_ctl_t *ctl, al__job_t *j, const char *why);
 /* A task of running job j failed (why; j's exit_code and signal set):
  * j runs again (al__lifecycle_retry()) or fails. */
 void al__lifecycle_failed(al_ctl_t *ctl, al__job_t *j, const char *why);
+/* A task of running job j was killed for exceeding its memory (why: the
+ * task's end): j runs again while it has retries, as after a failure by
+ * exit code, or ends JS_OUT_OF_MEMORY. */
+void al__lifecycle_oom(al_ctl_t *ctl, al__job_t *j, const char *why);
 /* Whether pending job j waits for its back-off at now_ms (its reason set
  * then); clears the back-off once it is over. */
 bool al__lifecycle_waits(al__job_t *j, int64_t now_ms);

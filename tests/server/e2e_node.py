@@ -193,20 +193,35 @@ def scenario_cgroup_limits(c):
     check("/%s/t%d.0.0" % (root, k) in log, "in its own cgroup: %r" % log)
 
 
+ENDED = ("failed", "completed", "cancelled", "out_of_memory")
+HOG = "b = b'x' * (400 << 20); print('survived', len(b))"
+
+
 @with_cgroups
 def scenario_cgroup_oom(c):
     """A task that allocates past its job's --mem is killed by the kernel
-    and the job fails with the reason OUT_OF_MEMORY; a task within its
-    limit on the same node is unaffected."""
+    and the job ends OUT_OF_MEMORY, with that reason; a task within its
+    limit on the same node is unaffected.  The state as every door shows
+    it (allot ls/show/history/report, sacct and squeue, the events, the
+    metrics), an afternotok dependant that runs and an afterok one that
+    never does, --retry that runs it again, an array whose element ran out
+    of memory, a gang one of whose tasks did, a pipeline whose stage
+    did."""
     root, dirs = cg_setup(c)
-    c.start_server()
+    c.start_server("--retry-backoff", "0")
     c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
     ok = c.submit("--mem", "64M", "--", "python3", "-c",
                   "b = b'x' * (16 << 20); print('fine', len(b))")
-    big = c.submit("--mem", "64M", "--", "python3", "-c",
-                   "b = b'x' * (400 << 20); print('survived', len(b))")
-    jj = c.wait_state(big, ("failed", "completed"), timeout=60)
-    check(jj["state"] == "failed", "the job past its memory failed: %s" % jj)
+    gate = os.path.join(c.root, "gate")
+    big = c.submit("--mem", "64M", "--", "sh", "-c",
+                   "while [ ! -e %s ]; do sleep 0.1; done; "
+                   "exec python3 -c \"%s\"" % (gate, HOG))
+    notok = c.submit("--dependency", "afternotok:%d" % big, "--", "true")
+    okdep = c.submit("--dependency", "afterok:%d" % big, "--", "true")
+    open(gate, "w").close()
+    jj = c.wait_state(big, ENDED, timeout=60)
+    check(jj["state"] == "out_of_memory",
+          "the job past its memory ended out_of_memory: %s" % jj)
     check(jj.get("reason", "").startswith("OUT_OF_MEMORY"),
           "the reason says OUT_OF_MEMORY: %r" % jj.get("reason"))
     check("64 MiB" in jj["reason"], "and the limit: %r" % jj["reason"])
@@ -214,11 +229,124 @@ def scenario_cgroup_oom(c):
           "the allocation did not succeed")
     show = c.cli("show", str(big)).stdout
     check("OUT_OF_MEMORY" in show, "allot show says why: %r" % show)
-    okj = c.wait_state(ok, ("failed", "completed"))
+    check("killed by signal 9" in show and "out_of_memory" in show,
+          "allot show: the state and the kill: %r" % show)
+    okj = c.wait_state(ok, ENDED)
     check(okj["state"] == "completed", "the job within its limit completed")
     check(okj["placement"][0].get("mem_peak", 0) >= 16 << 20,
           "its memory peak, at least what it allocated: %s"
           % okj["placement"][0])
+    # Slurm's dependencies take it for a failure.
+    check(c.wait_state(notok, ENDED)["state"] == "completed",
+          "the afternotok dependant ran")
+    od = c.wait_state(okdep, ENDED)
+    check(od["state"] == "failed" and
+          "DependencyNeverSatisfied" in od.get("reason", ""),
+          "the afterok dependant never runs: %s" % od)
+    # --retry runs it again, as after a failure by exit code.
+    rj = c.submit("--mem", "64M", "--retry", "1", "--", "python3", "-c", HOG)
+    rr = c.wait_state(rj, ENDED, timeout=60)
+    check(rr["state"] == "out_of_memory" and rr["restart_count"] == 1,
+          "retried once, then out of memory: %s" % rr)
+    hist = [e["event"] for e in c.job(rj).get("history", [])]
+    check(hist.count("retry") == 1 and hist[-1] == "out_of_memory",
+          "its history: %s" % hist)
+    # An array whose element 1 runs out of memory ends so.
+    arr = c.submit("--mem", "64M", "--array", "0-1", "--", "sh", "-c",
+                   "[ \"$ALLOT_ARRAY_INDEX\" = 1 ] && exec python3 -c "
+                   "\"%s\"; true" % HOG)
+    aj = c.wait_state(arr, ENDED, timeout=60)
+    check(aj["state"] == "out_of_memory" and
+          aj["array"]["states"]["out_of_memory"] == 1 and
+          aj["array"]["states"]["completed"] == 1,
+          "the array ended out_of_memory: %s" % aj)
+    # A gang ends out of memory when any of its tasks does: task 1 here,
+    # while task 0 would sleep on (it is stopped with the job).
+    gang = c.submit("--mem", "64M", "--tasks", "2", "--", "sh", "-c",
+                    "[ \"$ALLOT_TASK_INDEX\" = 1 ] && exec python3 -c "
+                    "\"%s\"; sleep 60" % HOG)
+    gj = c.wait_state(gang, ENDED, timeout=30)
+    check(gj["state"] == "out_of_memory" and
+          gj["reason"].startswith("OUT_OF_MEMORY: task 1 "),
+          "the gang ended out_of_memory by its task 1: %s" % gj)
+    # allot ls and history name the state; ls filters by it.
+    ls = c.cli("ls", "--state", "out_of_memory").stdout
+    ids = [ln.split()[0] for ln in ls.splitlines()[1:]]
+    check(str(big) in ids and str(rj) in ids and str(ok) not in ids,
+          "allot ls --state out_of_memory: %r" % ls)
+    row = [ln for ln in ls.splitlines() if ln.split()[0] == str(big)][0]
+    check(row.split()[5] == "out_of_memory", "its STATE column: %r" % row)
+    hi = c.cli("history", "--since", "-1h").stdout
+    row = [ln for ln in hi.splitlines() if ln.split()[0] == str(big)]
+    check(row and row[0].split()[4] == "out_of_memory" and
+          row[0].split()[14] == "sig9", "allot history: %r" % hi)
+    # allot report: among the failed, and counted apart.
+    rep = json.loads(c.cli("report", "--since", "-1h", "--json").stdout)
+    tot = rep["total"]
+    check(tot["out_of_memory"] == 4 and tot["failed"] >= 4,
+          "the report counts them failed, and apart: %s" % tot)
+    # The events and the metrics.
+    s_, body = c.api("GET", "/v1/events?follow=false&last=50&job=%d" % big)
+    check(s_ == 200 and "event: job" in body and
+          '"event":"out_of_memory"' in body.replace(" ", ""),
+          "GET /v1/events has its end: %s %.600s" % (s_, body))
+    s_, text = c.api("GET", "/metrics")
+    check('allot_jobs_ended_total{state="out_of_memory"} 4' in text,
+          "the metrics count them: %s" %
+          [ln for ln in text.splitlines() if "ended_total" in ln])
+    # Slurm's commands: OUT_OF_MEMORY, OOM for short; the job and its
+    # one step (a job of no script is srun's: ID.0).
+    bindir = os.path.join(c.root, "bin")
+    os.makedirs(bindir, exist_ok=True)
+    c.cli("slurm-commands", bindir)
+    env = dict(c.env, PATH=bindir + ":" + c.env.get("PATH", "/usr/bin:/bin"))
+    p = subprocess.run(["sacct", "-P", "-n", "--format=JobIdRaw,State",
+                        "-j", str(big)], capture_output=True, text=True,
+                       env=env, timeout=30)
+    lines = p.stdout.split()
+    check(p.returncode == 0 and "%d|OUT_OF_MEMORY" % big in lines and
+          "%d.0|OUT_OF_MEMORY" % big in lines, "sacct: %r %r" %
+          (p.stdout, p.stderr))
+    p = subprocess.run(["sacct", "-P", "-n", "-X", "--format=JobIdRaw",
+                        "-s", "OOM"], capture_output=True, text=True,
+                       env=env, timeout=30)
+    got = p.stdout.split()
+    check(str(big) in got and str(ok) not in got, "sacct -s OOM: %r" % got)
+    p = subprocess.run(["squeue", "-h", "-t", "OOM", "-o", "%i %t"],
+                       capture_output=True, text=True, env=env, timeout=30)
+    check("%d OOM" % big in p.stdout.splitlines(),
+          "squeue -t OOM: %r %r" % (p.stdout, p.stderr))
+    # A pipeline whose stage ran out of memory failed: what needs the stage
+    # never runs, its cleanup for a failure does.
+    pf = os.path.join(c.root, "p.yaml")
+    with open(pf, "w") as f:
+        f.write("name: oom\nstages:\n"
+                "  - name: hog\n    mem: 64M\n"
+                "    command: [python3, -c, \"%s\"]\n"
+                "  - name: next\n    needs: [hog]\n    command: [\"true\"]\n"
+                "  - name: cleanup\n    needs: [hog]\n    when: failure\n"
+                "    command: [\"true\"]\n" % HOG)
+    pid = int(c.cli("pipeline", "submit", pf).stdout)
+    pl = wait_for(lambda: (lambda v: v if v["state"] not in
+                           ("pending", "running") else None)(json.loads(
+                               c.cli("pipeline", "show", "--json",
+                                     str(pid)).stdout)), 60, "the pipeline")
+    st = {x["name"]: x["state"] for x in pl["stage_list"]}
+    check(pl["state"] == "failed" and st == {
+        "hog": "out_of_memory", "next": "failed", "cleanup": "completed"},
+        "the pipeline failed by its stage out of memory: %s" % pl)
+    # The store keeps the state: after a kill -9 the controller reads it
+    # back, and what depends on it stands.
+    c.kill_server()
+    c.start_server("--retry-backoff", "0")
+    for jid, want in ((big, "out_of_memory"), (gang, "out_of_memory"),
+                      (arr, "out_of_memory"), (notok, "completed")):
+        got = c.job(jid)["state"]
+        check(got == want, "job %d after a restart: %s, not %s" %
+              (jid, got, want))
+    check(json.loads(c.cli("pipeline", "show", "--json",
+                           str(pid)).stdout)["state"] == "failed",
+          "the pipeline after a restart")
     wait_for(lambda: not task_cgroups(c), 15, "the cgroups to be removed")
 
 
@@ -540,8 +668,8 @@ def scenario_cgroup_restart(c):
     # The task runs out of memory while no agent watches.
     time.sleep(2)
     c.start_agent("n1", "2xH100-80GB", extra=extra)
-    jj = c.wait_state(j, ("failed", "completed"), timeout=30)
-    check(jj["state"] == "failed" and
+    jj = c.wait_state(j, ENDED, timeout=30)
+    check(jj["state"] == "out_of_memory" and
           jj.get("reason", "").startswith("OUT_OF_MEMORY"),
           "the adopted task's OOM is the job's reason: %s" % jj)
     wait_for(lambda: not task_cgroups(c), 15,

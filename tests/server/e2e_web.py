@@ -498,6 +498,14 @@ def dashboard(c, br, shots, env):
                    "'[data-state]')].map(e => [e.dataset.state, "
                    "Number(e.textContent)]))")
     check(counts.get("running", 0) >= 4, "jobs by state: %s" % counts)
+    # Every state has its count and badge, out_of_memory's in words.
+    br.until("(document.querySelector('[data-state=out_of_memory]') || {})"
+             ".textContent === '0' && document.querySelector("
+             "'[data-state=failed]').textContent === '0'",
+             "no job out of memory (none failed) in the last 24 hours")
+    check(br.js("document.querySelector('.states a[href$=\"out_of_memory\"]"
+                " .st-out_of_memory').textContent") == "out of memory",
+          "the out_of_memory badge")
     check(br.js("document.querySelectorAll('.bar-row').length") >= 4 and
           "borrows" in br.js("document.querySelector('.bars').textContent"),
           "queue bars with borrowing")

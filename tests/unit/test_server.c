@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "json.h"
 #include "server_int.h"
+#include "store_int.h"
 #include "test.h"
 
 /* ------------------------------------------------------------------ */
@@ -110,7 +111,8 @@ static void
 state_names(void)
 {
     static const char *const want[JS_COUNT] = {
-        "pending", "held", "running", "completed", "failed", "cancelled",
+        "pending", "held",      "running",       "completed",
+        "failed",  "cancelled", "out_of_memory",
     };
     for (int s = 0; s < JS_COUNT; s++) {
         ASSERT_STR_EQ(al__jstate_names[s], want[s]);
@@ -1271,6 +1273,102 @@ metrics_models(void)
 }
 
 /* Role names both ways (auth.c): what token creation takes and shows. */
+/* A store that keeps only the name of the last event written. */
+static char last_event[32];
+
+static int
+keep_event(al_ctl_t *ctl, uint64_t job, int64_t ms, const char *event,
+           const char *detail)
+{
+    (void)ctl, (void)job, (void)ms, (void)detail;
+    snprintf(last_event, sizeof last_event, "%s", event);
+    return 0;
+}
+
+static const al__store_ops_t event_store = { .event = keep_event };
+
+/* A job killed for its memory: it ends OUT_OF_MEMORY (a failure for
+ * Slurm's dependencies), stored and read back so, or runs again while it
+ * has retries. */
+static void
+oom_transitions(void)
+{
+    ASSERT(al__jstate_failed(JS_FAILED));
+    ASSERT(al__jstate_failed(JS_OUT_OF_MEMORY));
+    ASSERT(!al__jstate_failed(JS_COMPLETED));
+    ASSERT(!al__jstate_failed(JS_CANCELLED));
+    ASSERT(!al__jstate_failed(JS_RUNNING));
+    ASSERT(JS_OUT_OF_MEMORY > JS_COMPLETED); /* an ended state */
+
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    ctl.store_ops = &event_store;
+    add_node(&ctl, "{\"name\": \"a\", \"gpus\": ["
+                   "{\"uuid\": \"G0\", \"model\": \"H100\"}]}");
+    al__job_t *j = metrics_job(&ctl, 1, "{\"command\": [\"x\"], \"gpus\": 1}",
+                               JS_RUNNING, 1, 0);
+    al__job_t *r = metrics_job(
+        &ctl, 2, "{\"command\": [\"x\"], \"gpus\": 1, \"retries\": 1}",
+        JS_RUNNING, 1, 0);
+    al__ctl_index_running(&ctl);
+    ASSERT_EQ(ctl.nrunning, 2);
+
+    const char *why = "OUT_OF_MEMORY: task 0 exceeded its memory limit "
+                      "(64 MiB) and was killed";
+    j->signal = 9;
+    al__lifecycle_oom(&ctl, j, why);
+    ASSERT_EQ(j->state, JS_OUT_OF_MEMORY);
+    ASSERT_STR_EQ(j->reason, why);
+    ASSERT_STR_EQ(last_event, "out_of_memory");
+    ASSERT(j->end_ms > 0);
+    ASSERT_EQ(ctl.nrunning, 1);
+    ASSERT_EQ(ctl.counters.ended[JS_OUT_OF_MEMORY], 1);
+    ASSERT_EQ(ctl.counters.ended[JS_FAILED], 0);
+
+    /* The stored form keeps the state; an old store knows no more. */
+    json_t *o = al__job_json(&ctl, j, true);
+    ASSERT_STR_EQ(al_json_str(o, "state", ""), "out_of_memory");
+    al__job_t *back = al__job_from_json(&ctl, o);
+    ASSERT(back != NULL);
+    ASSERT_EQ(back->state, JS_OUT_OF_MEMORY);
+    al__job_free(back);
+    json_decref(o);
+
+    /* Its dependants: afternotok and afterany run, afterok never. */
+    static const struct {
+        const char *dep;
+        al_dep_state_t want;
+    } deps[] = { { "afternotok:1", AL_DEPS_SATISFIED },
+                 { "afterany:1", AL_DEPS_SATISFIED },
+                 { "afterok:1", AL_DEPS_NEVER } };
+    for (size_t k = 0; k < sizeof deps / sizeof deps[0]; k++) {
+        char body[128];
+        snprintf(body, sizeof body,
+                 "{\"command\": [\"x\"], \"dependency\": \"%s\"}", deps[k].dep);
+        al__job_t *d = NULL;
+        ASSERT_EQ(job_parse(body, "u", false, &d, NULL), 0);
+        ASSERT_EQ(al__depend_state(&ctl, d), deps[k].want);
+        al__job_free(d);
+    }
+
+    /* With a retry left it runs again (the retry counted), and the next
+     * time it ends out of memory. */
+    r->signal = 9;
+    al__lifecycle_oom(&ctl, r, why);
+    ASSERT_EQ(r->state, JS_PENDING);
+    ASSERT_EQ(r->retried, 1);
+    ASSERT_EQ(r->signal, 0); /* the next run's exit is its own */
+    ASSERT_STR_EQ(last_event, "retry");
+    ASSERT_EQ(ctl.counters.ended[JS_OUT_OF_MEMORY], 1);
+    r->retry_at_ms = 0;
+    al__ctl_set_state(&ctl, r, JS_RUNNING, "started", NULL);
+    al__lifecycle_oom(&ctl, r, why);
+    ASSERT_EQ(r->state, JS_OUT_OF_MEMORY);
+    ASSERT_EQ(ctl.counters.ended[JS_OUT_OF_MEMORY], 2);
+    ASSERT_EQ(ctl.nrunning, 0);
+    ctl_fini(&ctl);
+}
+
 static void
 role_names(void)
 {
@@ -1310,6 +1408,7 @@ const al_test_t test_server[] = {
     { "desired_task_encoding", desired_task_encoding },
     { "desired_set", desired_set },
     { "metrics_render", metrics_render },
+    { "oom_transitions", oom_transitions },
     { "waste_ratio", waste_ratio },
     { NULL, NULL },
 };

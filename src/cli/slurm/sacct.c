@@ -40,7 +40,7 @@ ended(const json_t *j)
 {
     const char *s = al_json_str(j, "state", "");
     return strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-           strcmp(s, "cancelled") == 0;
+           strcmp(s, "cancelled") == 0 || strcmp(s, "out_of_memory") == 0;
 }
 
 /* A step's end (ms): its own, or its job's when the job ended under it
@@ -108,8 +108,10 @@ v_state(const row_t *r, char *b, size_t n)
                  open && !ended(r->job)          ? "RUNNING"
                  : stopped && (open || sig != 0) ? "CANCELLED"
                  : open                          ? js
-                 : code != 0 || sig != 0         ? "FAILED"
-                                                 : "COMPLETED");
+                 : sig != 0 && strcmp(js, "OUT_OF_MEMORY") == 0
+                     ? js /* the step its node killed for its memory */
+                 : code != 0 || sig != 0 ? "FAILED"
+                                         : "COMPLETED");
         return;
     }
     const char *st = al__sl_state(r->job);

@@ -178,7 +178,8 @@ wait_job(al_client_t *c, long long id)
         int rc = -1;
         if (strcmp(s, "completed") == 0)
             rc = 0;
-        else if (strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0) {
+        else if (strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0 ||
+                 strcmp(s, "out_of_memory") == 0) {
             long long code = al_json_int(j, "exit_code", 0);
             rc = code > 0 && code < 256 ? (int)code : 1;
         }

@@ -29,7 +29,7 @@ show_job(const json_t *j, int64_t now)
     al__sl_time(al_json_int(j, "start_ms", 0), "Unknown", start, sizeof start);
     const char *s = al_json_str(j, "state", "");
     bool ended = strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-                 strcmp(s, "cancelled") == 0;
+                 strcmp(s, "cancelled") == 0 || strcmp(s, "out_of_memory") == 0;
     al__sl_time(ended ? al_json_int(j, "end_ms", 0) : 0, "Unknown", end,
                 sizeof end);
     al__sl_limit(j, true, limit, sizeof limit);

@@ -138,6 +138,8 @@ al__sl_state(const json_t *job)
         return "CANCELLED";
     if (strcmp(s, "failed") == 0)
         return timed_out(job) ? "TIMEOUT" : "FAILED";
+    if (strcmp(s, "out_of_memory") == 0)
+        return "OUT_OF_MEMORY";
     return "UNKNOWN";
 }
 
@@ -146,8 +148,10 @@ al__sl_state_short(const json_t *job)
 {
     static const struct {
         const char *lng, *shrt;
-    } m[] = { { "PENDING", "PD" },   { "RUNNING", "R" },  { "COMPLETED", "CD" },
-              { "CANCELLED", "CA" }, { "TIMEOUT", "TO" }, { "FAILED", "F" } };
+    } m[] = { { "PENDING", "PD" },       { "RUNNING", "R" },
+              { "COMPLETED", "CD" },     { "CANCELLED", "CA" },
+              { "TIMEOUT", "TO" },       { "FAILED", "F" },
+              { "OUT_OF_MEMORY", "OOM" } };
     const char *l = al__sl_state(job);
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
         if (strcmp(m[i].lng, l) == 0)

@@ -288,10 +288,12 @@ al__sl_wait_start(al_client_t *c, const char *prog, long long id, bool ended_ok)
             return j;
         }
         if (ended_ok &&
-            (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0))
+            (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
+             strcmp(s, "out_of_memory") == 0))
             return j; /* it ran between two looks */
         if (j == NULL || strcmp(s, "completed") == 0 ||
-            strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0) {
+            strcmp(s, "failed") == 0 || strcmp(s, "cancelled") == 0 ||
+            strcmp(s, "out_of_memory") == 0) {
             fprintf(stderr,
                     "%s: error: Job allocation %lld has been revoked%s%s\n",
                     prog, id, j != NULL ? ": " : "", j != NULL ? s : "");
@@ -590,7 +592,7 @@ wait_ended(al_client_t *c, long long id, int ms)
         json_t *j = al__sl_job(c, &jid, &st);
         const char *s = al_json_str(j, "state", "");
         if (strcmp(s, "completed") == 0 || strcmp(s, "failed") == 0 ||
-            strcmp(s, "cancelled") == 0)
+            strcmp(s, "cancelled") == 0 || strcmp(s, "out_of_memory") == 0)
             return j;
         json_decref(j);
         if (j == NULL || al_clock_mono_ms() > end)

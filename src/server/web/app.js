@@ -14,7 +14,7 @@
 (() => {
   const KEY = 'allot.token';
   const STATES = ['pending', 'held', 'running', 'completed', 'failed',
-                  'cancelled'];
+                  'cancelled', 'out_of_memory'];
   let token = sessionStorage.getItem(KEY);
   let me = null;
   let current = null;     // the page shown: {node, update, poll, job}
@@ -124,7 +124,9 @@
     return per * (j.tasks || 1);
   }
 
-  const badge = (state) => h('span', { class: 'state st-' + state }, state);
+  // A state's badge, its words apart ("out of memory").
+  const badge = (state) => h('span', { class: 'state st-' + state },
+    String(state).replace(/_/g, ' '));
 
   function mine(j) {
     return me && (me.role === 'admin' || j.user === me.user);
@@ -316,9 +318,13 @@
       for (const x of ['pending', 'held', 'running']) {
         if (more) byState[x] += '+';
       }
-      for (const x of ['completed', 'failed', 'cancelled']) {
+      for (const x of ['completed', 'failed', 'cancelled', 'out_of_memory']) {
         byState[x] = !report ? '…' :
           report.total ? report.total[x] || 0 : '-';
+      }
+      // The report's failed include those out of memory: each apart here.
+      if (report && report.total) {
+        byState.failed -= report.total.out_of_memory || 0;
       }
       const w = report && report.total ? report.total.wastage_ratio : null;
       const a = sumUsage(usage, 'allocated');
@@ -564,12 +570,13 @@
                      failed: 'failed', cancelled: 'cancelled',
                      evicted: 'failed', timeout: 'failed',
                      idle_timeout: 'failed', held: 'held',
+                     out_of_memory: 'out_of_memory',
                      released: 'pending', preempted: 'pending',
                      requeued: 'pending', moved: 'pending',
                      resized: 'pending', submitted: 'pending' }[e.event];
         if (to) cur = to;
-        if (next > e.time_ms && !['completed', 'failed',
-                                  'cancelled'].includes(cur)) {
+        if (next > e.time_ms && !['completed', 'failed', 'cancelled',
+                                  'out_of_memory'].includes(cur)) {
           segs.push({ state: cur, from: e.time_ms, to: next });
         }
       });
