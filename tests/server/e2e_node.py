@@ -1002,6 +1002,103 @@ def scenario_container(c):
         subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
 
 
+APPTAINER_STANDIN = r"""#!/usr/bin/env python3
+# A stand-in for apptainer (not packaged for Debian 12): it records how it
+# was called, then does what `apptainer exec` does for the test's purpose:
+# options, an image that must exist (else apptainer's FATAL line and 255),
+# the command run in the working directory --pwd names.
+import json, os, sys
+with open(%r, "a") as f:
+    f.write(json.dumps({"argv": sys.argv[1:], "cwd": os.getcwd(),
+                        "cvd": os.environ.get("CUDA_VISIBLE_DEVICES")})
+            + "\n")
+args = sys.argv[1:]
+if not args or args[0] != "exec":
+    sys.exit("FATAL:   unknown command %%r" %% args[:1])
+i = 1
+while i < len(args) and args[i].startswith("--"):
+    if args[i] in ("--bind", "--pwd"):
+        if args[i] == "--pwd":
+            os.chdir(args[i + 1])
+        i += 1
+    i += 1
+image = args[i]
+if not os.path.isfile(image):
+    print("FATAL:   could not open image %%s: failed to retrieve path for "
+          "%%s: lstat %%s: no such file or directory" %% (image, image, image))
+    sys.exit(255)
+os.execvp(args[i + 1], args[i + 1:])
+"""
+
+
+def scenario_container_sif(c):
+    """--image FILE.sif runs through Apptainer (a stand-in here: Debian 12
+    has no apptainer package) as `apptainer exec --nv --bind CWD --pwd CWD
+    IMAGE COMMAND`: a gang of two on real (fake-NVML) GPUs, each with its
+    own GPU and rank, the working directory its own, the exit code the
+    job's; an image Apptainer cannot open is the job's reason (its FATAL
+    line); #SBATCH --container-image=FILE.sif goes the same way."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    calls = os.path.join(c.root, "apptainer-calls")
+    standin = os.path.join(c.root, "apptainer")
+    with open(standin, "w") as f:
+        f.write(APPTAINER_STANDIN % calls)
+    os.chmod(standin, 0o755)
+    image = os.path.join(c.root, "model.sif")
+    open(image, "w").close()
+    c.start_server()
+    c.start_agent("n1", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "2"},
+                  extra=["--apptainer", standin])
+
+    def called():
+        return [json.loads(l) for l in read(calls).splitlines()]
+
+    j = c.submit("--image", image, "--tasks", "2", "--gpus", "1", "--",
+                 "sh", "-c", "echo rank=$RANK ws=$WORLD_SIZE "
+                 "cvd=$CUDA_VISIBLE_DEVICES; echo from-$RANK > out-$RANK")
+    jj = c.wait_state(j, ("completed", "failed"), timeout=60)
+    check(jj["state"] == "completed", "the gang completed: %s" % jj)
+    gpus = set()
+    for r in range(2):
+        log = c.cli("logs", str(j), "--task", str(r)).stdout
+        check("rank=%d ws=2 cvd=GPU-" % r in log,
+              "task %d ran with its variables: %r" % (r, log))
+        gpus.add(log.split("cvd=")[1].split()[0])
+        check(read(os.path.join(c.root, "out-%d" % r)) == "from-%d" % r,
+              "the working directory is the task's")
+    check(len(gpus) == 2, "a GPU each: %s" % gpus)
+    for call in called():
+        a = call["argv"]
+        check(a[:6] == ["exec", "--nv", "--bind", c.root, "--pwd", c.root]
+              and a[6] == image and a[7:9] == ["sh", "-c"],
+              "apptainer exec --nv --bind CWD --pwd CWD IMAGE CMD: %s" % a)
+    check(len(called()) == 2, "one apptainer per task: %s" % called())
+    k = c.submit("--image", image, "--", "sh", "-c", "exit 3")
+    kk = c.wait_state(k, ("completed", "failed"), timeout=60)
+    check(kk["state"] == "failed" and kk.get("exit_code") == 3,
+          "the container's exit code is the job's: %s" % kk)
+    check(called()[-1]["argv"][1] != "--nv",
+          "no --nv for a job without GPUs: %s" % called()[-1])
+    missing = os.path.join(c.root, "missing.sif")
+    m = c.submit("--image", missing, "--", "true")
+    mm = c.wait_state(m, ("completed", "failed"), timeout=60)
+    check(mm["state"] == "failed" and "could not open image" in
+          mm.get("reason", "") and "missing.sif" in mm["reason"],
+          "an image that cannot be opened is the reason: %r"
+          % mm.get("reason"))
+    script = os.path.join(c.root, "job.sh")
+    with open(script, "w") as f:
+        f.write("#!/bin/sh\n#SBATCH --container-image=%s\necho in-sif\n"
+                % image)
+    s = int(c.cli("submit", script).stdout.strip())
+    c.wait_state(s, "completed", timeout=60)
+    check("in-sif" in c.cli("logs", str(s)).stdout and
+          image in called()[-1]["argv"],
+          "#SBATCH --container-image runs the script through apptainer: %s"
+          % called()[-1])
+
+
 def scenario_mps_clean(c):
     """scenario_mps, with the stand-in daemons it started killed whatever
     happened (they are no task of any agent: nothing else stops them)."""
@@ -1028,6 +1125,7 @@ SCENARIOS = {
     "gpu_health": scenario_gpu_health,
     "mps": scenario_mps_clean,
     "container": scenario_container,
+    "container_sif": scenario_container_sif,
 }
 
 if __name__ == "__main__":
