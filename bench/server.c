@@ -143,6 +143,7 @@ build(al_ctl_t *ctl, int nnodes, int njobs, int nqueues)
         al__ctl_put_job(ctl, j);
     }
     al__ctl_index_running(ctl);
+    al__jobcounts_rebuild(ctl);
 }
 
 int
