@@ -7,8 +7,9 @@
  * allocation.  Its size and its cost grow with the nodes and queues, not
  * with the jobs: a few kilobytes where GET /v1/nodes is a megabyte.
  *
- * Counts only: no job ids, users or node names, so every user sees the
- * same answer (as GET /metrics' metrics role does).
+ * Counts only, no job ids, users or node names: every user sees the
+ * cluster's (as GET /metrics' metrics role does), and in my_jobs their
+ * own.
  *
  * May call: jobcounts.c, table.c, doc.c (a queue's form), reason.c and
  * req.c.
@@ -96,9 +97,10 @@ put_gpus(const al_ctl_t *ctl, json_t *o)
     json_object_set_new(o, "nodes", ns);
 }
 
-/* The active jobs by state, and the pending and held ones by reason. */
+/* The active jobs by state, and the pending and held ones by reason; the
+ * caller's own by state. */
 static void
-put_jobs(const al_ctl_t *ctl, json_t *o)
+put_jobs(const al_ctl_t *ctl, const al__req_t *req, json_t *o)
 {
     enum { NACT = JS_RUNNING + 1 };
     uint64_t why[AL__WHY_N];
@@ -125,6 +127,13 @@ put_jobs(const al_ctl_t *ctl, json_t *o)
                                     : al_reason_name((al_reason_code_t)w),
                                 json_integer((json_int_t)why[w]));
     json_object_set_new(o, "jobs", j);
+    uint64_t mine[NACT];
+    al__jobcounts_user(ctl, req->user, mine);
+    json_t *m = json_object();
+    for (int s = 0; s < NACT; s++)
+        json_object_set_new(m, al__jstate_names[s],
+                            json_integer((json_int_t)mine[s]));
+    json_object_set_new(o, "my_jobs", m);
     json_object_set_new(o, "pending_by_reason", r);
 }
 
@@ -133,7 +142,7 @@ al__api_summary(al_ctl_t *ctl, al__req_t *req)
 {
     json_t *o = json_object();
     put_gpus(ctl, o);
-    put_jobs(ctl, o);
+    put_jobs(ctl, req, o);
     json_t *a = json_array();
     for (int i = 0; i < ctl->nqueues; i++)
         json_array_append_new(a, al__queue_json(&ctl->queues[i], true));

@@ -1,11 +1,13 @@
 /*
  * jobcounts.c -- the active jobs counted by queue, state and class, and
- * the pending ones by why they wait, kept up to date as jobs change
+ * the pending ones by why they wait, and each user's by state, kept up
+ * to date as jobs change
  * rather than counted at each look: GET /metrics and GET /v1/summary read
  * them in time proportional to the queues, not to the jobs.
  *
  * Each job remembers what it adds (al__job_t's jc_* fields: its queue's
- * slot, state, class, reason bucket and how many it counts for), and
+ * and its user's slots, state, class, reason bucket and how many it
+ * counts for), and
  * al__jobcounts_sync() moves that when any of them changes.  It is called
  * where those change: state.c's al__ctl_set_state() and table.c's
  * al__ctl_put_job() (a new job, or an array's element taking its slot),
@@ -50,6 +52,26 @@ slot_of(al__jobcounts_t *jc, const char *q)
     return jc->last = jc->nq++;
 }
 
+/* The slot of user name u in jc, added when new. */
+static int
+user_of(al__jobcounts_t *jc, const char *u)
+{
+    if (jc->ulast >= 0 && jc->ulast < jc->nu &&
+        strcmp(jc->u[jc->ulast].name, u) == 0)
+        return jc->ulast;
+    for (int i = 0; i < jc->nu; i++)
+        if (strcmp(jc->u[i].name, u) == 0)
+            return jc->ulast = i;
+    if (jc->nu == jc->ucap) {
+        jc->ucap = jc->ucap ? 2 * jc->ucap : 16;
+        jc->u = al_xreallocarray(jc->u, (size_t)jc->ucap, sizeof *jc->u);
+    }
+    al__jcu_t *s = &jc->u[jc->nu];
+    memset(s, 0, sizeof *s);
+    s->name = al_xstrdup(u);
+    return jc->ulast = jc->nu++;
+}
+
 /* What j adds now: *n jobs of state *st, class *cls, reason bucket *why
  * (-1 for a running job); *n is 0 when it adds nothing. */
 static void
@@ -85,10 +107,12 @@ key_of(const al__job_t *j, int *st, int *cls, int *why, uint64_t *n)
 }
 
 static void
-add(al__jobcounts_t *jc, int q, int st, int cls, int why, uint64_t n,
+add(al__jobcounts_t *jc, int q, int u, int st, int cls, int why, uint64_t n,
     bool minus)
 {
     uint64_t *c = &jc->q[q].n[st][cls];
+    *c = minus ? *c - n : *c + n;
+    c = &jc->u[u].n[st];
     *c = minus ? *c - n : *c + n;
     if (why >= 0)
         jc->why[why] = minus ? jc->why[why] - n : jc->why[why] + n;
@@ -102,18 +126,25 @@ al__jobcounts_sync(al_ctl_t *ctl, al__job_t *j)
     uint64_t n;
     key_of(j, &st, &cls, &why, &n);
     int q = j->jc_n > 0 ? j->jc_q : -1;
+    int u = j->jc_n > 0 ? j->jc_u : -1;
     if (n > 0 && (q < 0 || j->jc_qname != j->queue))
         q = slot_of(jc, j->queue);
-    if (n == j->jc_n && (n == 0 || (q == j->jc_q && st == j->jc_state &&
-                                    cls == j->jc_cls && why == j->jc_why)))
+    if (n > 0 && (u < 0 || j->jc_uname != j->user))
+        u = user_of(jc, j->user);
+    if (n == j->jc_n &&
+        (n == 0 || (q == j->jc_q && u == j->jc_u && st == j->jc_state &&
+                    cls == j->jc_cls && why == j->jc_why)))
         return;
     if (j->jc_n > 0)
-        add(jc, j->jc_q, j->jc_state, j->jc_cls, j->jc_why, j->jc_n, true);
+        add(jc, j->jc_q, j->jc_u, j->jc_state, j->jc_cls, j->jc_why, j->jc_n,
+            true);
     if (n > 0)
-        add(jc, q, st, cls, why, n, false);
+        add(jc, q, u, st, cls, why, n, false);
     j->jc_n = n;
     j->jc_q = q;
+    j->jc_u = u;
     j->jc_qname = j->queue;
+    j->jc_uname = j->user;
     j->jc_state = (int8_t)st;
     j->jc_cls = (int8_t)cls;
     j->jc_why = (int8_t)why;
@@ -125,6 +156,8 @@ al__jobcounts_rebuild(al_ctl_t *ctl)
     al__jobcounts_t *jc = &ctl->jc;
     for (int i = 0; i < jc->nq; i++)
         memset(jc->q[i].n, 0, sizeof jc->q[i].n);
+    for (int i = 0; i < jc->nu; i++)
+        memset(jc->u[i].n, 0, sizeof jc->u[i].n);
     memset(jc->why, 0, sizeof jc->why);
     for (uint64_t i = 0; i < ctl->njobs; i++) {
         al__job_t *j = ctl->jobs[i];
@@ -151,9 +184,25 @@ al__jobcounts_fini(al__jobcounts_t *jc)
     for (int i = 0; i < jc->nq; i++)
         free(jc->q[i].name);
     free(jc->q);
+    for (int i = 0; i < jc->nu; i++)
+        free(jc->u[i].name);
+    free(jc->u);
     jc->q = NULL;
-    jc->nq = jc->cap = 0;
-    jc->last = -1;
+    jc->u = NULL;
+    jc->nq = jc->cap = jc->nu = jc->ucap = 0;
+    jc->last = jc->ulast = -1;
+}
+
+void
+al__jobcounts_user(const al_ctl_t *ctl, const char *user,
+                   uint64_t n[JS_RUNNING + 1])
+{
+    memset(n, 0, (JS_RUNNING + 1) * sizeof *n);
+    for (int i = 0; i < ctl->jc.nu; i++)
+        if (strcmp(ctl->jc.u[i].name, user) == 0) {
+            memcpy(n, ctl->jc.u[i].n, sizeof ctl->jc.u[i].n);
+            return;
+        }
 }
 
 uint64_t *
@@ -183,7 +232,7 @@ al__jobcounts_cells(const al_ctl_t *ctl, uint64_t why[AL__WHY_N])
 /* The counts by a scan over every active job, as GET /metrics took them
  * at each scrape before they were kept: the reference of the check. */
 static uint64_t *
-recount(const al_ctl_t *ctl, uint64_t why[AL__WHY_N])
+recount(const al_ctl_t *ctl, uint64_t why[AL__WHY_N], uint64_t *byuser)
 {
     size_t nq = (size_t)ctl->nqueues + 1; /* the last: a queue gone */
     size_t ncell = nq * NACT * (size_t)al__njclasses;
@@ -219,6 +268,15 @@ recount(const al_ctl_t *ctl, uint64_t why[AL__WHY_N])
         size_t qi = q < 0 ? nq - 1 : (size_t)q;
         cell[(qi * NACT + (size_t)st) * (size_t)al__njclasses +
              (size_t)j->cls]++;
+        /* By user: in the kept counts' slots, the last for a user they
+         * lack. */
+        int u = ctl->jc.nu;
+        for (int k = 0; k < ctl->jc.nu; k++)
+            if (strcmp(ctl->jc.u[k].name, j->user) == 0) {
+                u = k;
+                break;
+            }
+        byuser[(size_t)u * NACT + (size_t)st]++;
         if (st == JS_HELD)
             why[AL_WHY_HELD]++;
         else if (st == JS_PENDING && (j == owner || j->array_wait))
@@ -237,10 +295,24 @@ al__jobcounts_check(const al_ctl_t *ctl, char **cause)
 {
     uint64_t kept_why[AL__WHY_N], full_why[AL__WHY_N];
     uint64_t *kept = al__jobcounts_cells(ctl, kept_why);
-    uint64_t *full = recount(ctl, full_why);
+    size_t nu = (size_t)ctl->jc.nu;
+    uint64_t *byuser = al_xcalloc((nu + 1) * NACT, sizeof *byuser);
+    uint64_t *full = recount(ctl, full_why, byuser);
     size_t nq = (size_t)ctl->nqueues + 1;
     al_buf_t b;
     al_buf_init(&b);
+    for (size_t u = 0; u <= nu; u++)
+        for (int st = 0; st < NACT; st++) {
+            uint64_t k = u < nu ? ctl->jc.u[u].n[st] : 0;
+            if (k != byuser[u * NACT + (size_t)st])
+                al_buf_printf(
+                    &b, "%suser %s, %s: kept %llu, counted %llu",
+                    b.len ? "; " : "",
+                    u < nu ? ctl->jc.u[u].name : "(none kept)",
+                    al__jstate_names[st], (unsigned long long)k,
+                    (unsigned long long)byuser[u * NACT + (size_t)st]);
+        }
+    free(byuser);
     for (size_t q = 0; q < nq; q++)
         for (int st = 0; st < NACT; st++)
             for (int c = 0; c < al__njclasses; c++) {

@@ -265,6 +265,9 @@ typedef struct al__job {
     const char *jc_qname;
     uint64_t jc_n;
     int jc_q;
+    /* And its user's slot, found by the name at jc_uname. */
+    const char *jc_uname;
+    int jc_u;
     int8_t jc_state, jc_cls, jc_why;
 } al__job_t;
 
@@ -280,10 +283,17 @@ typedef struct al__jcq {
     char *name;
     uint64_t n[JS_RUNNING + 1][AL_MAX_JCLASSES];
 } al__jcq_t;
+/* A user's active jobs by state (GET /v1/summary shows a user theirs). */
+typedef struct al__jcu {
+    char *name;
+    uint64_t n[JS_RUNNING + 1];
+} al__jcu_t;
 typedef struct al__jobcounts {
     al__jcq_t *q; /* by queue name, in order of first use */
     int nq, cap;
-    int last; /* the slot last found by name, or -1 */
+    int last;     /* the slot last found by name, or -1 */
+    al__jcu_t *u; /* by user name, likewise */
+    int nu, ucap, ulast;
     uint64_t why[AL__WHY_N];
     /* ALLOT_DEBUG_JOBCOUNTS: recount after every commit, abort on a
      * difference. */
@@ -865,6 +875,9 @@ void al__jobcounts_fini(al__jobcounts_t *jc);
  * + class], q a controller queue index or nqueues for a queue gone, and
  * why[]; the caller frees the cells. */
 uint64_t *al__jobcounts_cells(const al_ctl_t *ctl, uint64_t why[AL__WHY_N]);
+/* User `user`'s active jobs by state as kept (zeros for one with none). */
+void al__jobcounts_user(const al_ctl_t *ctl, const char *user,
+                        uint64_t n[JS_RUNNING + 1]);
 /* 0 when the kept counts equal a recount over every job; else AL_EINVAL
  * and, in *cause (caller frees), each difference. */
 int al__jobcounts_check(const al_ctl_t *ctl, char **cause);

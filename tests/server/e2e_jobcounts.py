@@ -53,6 +53,9 @@ def counter(c, name):
 def summary_counts(c):
     s, b = c.api("GET", "/v1/summary")
     check(s == 200, "GET /v1/summary: %s %s" % (s, b))
+    # Every job here is the admin's own.
+    check(b["my_jobs"] == b["jobs"], "my_jobs %s, jobs %s" % (b["my_jobs"],
+                                                             b["jobs"]))
     return {k: b["jobs"].get(k, 0) for k in ("pending", "held", "running")}
 
 
