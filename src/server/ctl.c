@@ -210,6 +210,7 @@ reload(al_ctl_t *ctl)
     ctl->active_lo = 0;
     ctl->ndirty = 0;
     ctl->nrunning = 0;
+    al__jobcounts_rebuild(ctl); /* no jobs: zeros, should the load fail */
     for (int i = 0; i < ctl->nqueues; i++)
         al__queue_fini(&ctl->queues[i]);
     ctl->nqueues = 0;
