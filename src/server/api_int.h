@@ -155,6 +155,8 @@ void al__api_metrics(al_ctl_t *ctl, al__req_t *req);
 /* api_usage.c: the usage history and accounting */
 void al__api_usage(al_ctl_t *ctl, al__req_t *req);
 void al__api_report(al_ctl_t *ctl, al__req_t *req);
+/* api_summary.c: GET /v1/summary, the cluster's counts at a glance */
+void al__api_summary(al_ctl_t *ctl, al__req_t *req);
 /* api_events.c: GET /v1/events, the event stream (events.c) */
 void al__api_events(al_ctl_t *ctl, al__req_t *req);
 /* api_web.c: the dashboard's files, GET / and GET /ui/NAME */

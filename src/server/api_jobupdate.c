@@ -150,6 +150,7 @@ update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
             e->nafter = 0;
         }
         e->why_valid = false;
+        al__jobcounts_sync(ctl, e);
         al__ctl_dirty(ctl, e);
     }
 }
@@ -292,6 +293,7 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                     json_object_get(b, "pool") != NULL, dp != NULL);
     al_buf_printf(&what, " by %s", req->user);
     j->why_valid = false;
+    al__jobcounts_sync(ctl, j);
     al__ctl_dirty(ctl, j);
     al__store_event(ctl, j->id, al_clock_ms(), "updated", al_buf_cstr(&what));
     al__ctl_touch(ctl);

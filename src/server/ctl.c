@@ -56,8 +56,10 @@ al__ctl_start(al_ctl_t *ctl, char **cause)
     }
     if ((rc = al__store_open(ctl, cause)) != 0)
         return rc;
+    ctl->jc.check = getenv("ALLOT_DEBUG_JOBCOUNTS") != NULL;
     if ((rc = al__store_load(ctl, cause)) == 0) {
         al__ctl_index_running(ctl);
+        al__jobcounts_rebuild(ctl);
         al__fairshare_load(ctl);
         al__consolidate_load(ctl);
     }
@@ -102,6 +104,7 @@ al__ctl_stop(al_ctl_t *ctl)
     free(ctl->dirty);
     free(ctl->api_hist);
     al__waste_fini(&ctl->waste);
+    al__jobcounts_fini(&ctl->jc);
     for (int i = 0; i < ctl->nqueues; i++)
         al__queue_fini(&ctl->queues[i]);
     free(ctl->queues);
@@ -207,6 +210,7 @@ reload(al_ctl_t *ctl)
     ctl->active_lo = 0;
     ctl->ndirty = 0;
     ctl->nrunning = 0;
+    al__jobcounts_rebuild(ctl); /* no jobs: zeros, should the load fail */
     for (int i = 0; i < ctl->nqueues; i++)
         al__queue_fini(&ctl->queues[i]);
     ctl->nqueues = 0;
@@ -234,6 +238,7 @@ reload(al_ctl_t *ctl)
         return;
     }
     al__ctl_index_running(ctl);
+    al__jobcounts_rebuild(ctl);
     al__fairshare_load(ctl);
     al__consolidate_load(ctl);
     int64_t now = al_clock_mono_ms();
@@ -295,6 +300,20 @@ handle_batch(al_ctl_t *ctl, al__req_t *batch, bool txn)
     }
 }
 
+/* ALLOT_DEBUG_JOBCOUNTS: the kept job counts must equal a recount after
+ * every commit; a difference is a path that changed a job without
+ * al__jobcounts_sync(), and ends the controller where it is seen. */
+static void
+check_counts(const al_ctl_t *ctl)
+{
+    char *cause = NULL;
+    if (al__jobcounts_check(ctl, &cause) == 0)
+        return;
+    al_error("job counts differ from a recount: %s", cause);
+    free(cause);
+    abort();
+}
+
 /* Node timeouts, the scheduling cycle when due, and the commit. */
 static void
 maintain(al_ctl_t *ctl, bool stop)
@@ -326,6 +345,8 @@ maintain(al_ctl_t *ctl, bool stop)
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);
         al__hist_observe(&ctl->counters.commit, al__mono_s() - t0);
+        if (rc == 0 && ctl->jc.check)
+            check_counts(ctl);
         if (rc == 0)
             return;
     }

@@ -287,7 +287,10 @@ turn_start(al_ctl_t *ctl, turn_t *t, const al__job_t *p)
 static bool
 array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
 {
-    j->array_wait = false;
+    if (j->array_wait) {
+        j->array_wait = false;
+        al__jobcounts_sync(ctl, j);
+    }
     if (j->array_job == 0 || j->array_job != t->parent ||
         j->state != JS_PENDING || ds == AL_DEPS_WAITING || ds == AL_DEPS_NEVER)
         return true;
@@ -308,6 +311,7 @@ array_turn(al_ctl_t *ctl, turn_t *t, al__job_t *j, al_dep_state_t ds)
     }
     free(why);
     j->why_valid = false;
+    al__jobcounts_sync(ctl, j);
     return false;
 }
 
@@ -440,6 +444,7 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
         if (qi < 0) {
             /* The core would reject the whole snapshot. */
             j->why_valid = false;
+            al__jobcounts_sync(ctl, j);
             free(j->reason);
             j->reason = al_xasprintf("queue %s does not exist or is not a "
                                      "leaf",
@@ -458,8 +463,10 @@ build_jobs(al_ctl_t *ctl, build_t *b, int64_t now_ms)
             free(why);
             continue;
         }
-        if (al__lifecycle_waits(j, now_ms))
+        if (al__lifecycle_waits(j, now_ms)) {
+            al__jobcounts_sync(ctl, j); /* its reason is its own now */
             continue;
+        }
         if (!array_turn(ctl, &turn, j, ds))
             continue;
         fill_job(ctl, b, j, qi, ds, &npl);
@@ -615,6 +622,7 @@ keep_reasons(al_ctl_t *ctl, const build_t *b, const al_result_t *res)
         key.job = j->why_job != 0 ? 0 : -1;
         j->why = key;
         j->why_valid = true;
+        al__jobcounts_sync(ctl, j);
     }
     ctl->reason_now = b->snap.now;
     if (ctl->reason_qgen != ctl->queue_gen + 1) {

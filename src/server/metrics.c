@@ -22,13 +22,12 @@
 #include "svc.h"
 #include "xmalloc.h"
 
-/* Reasons by the core's short names (al_reason_name), as labels. */
-#define NWHY ((int)AL_WHY_COUNT)
-/* A pending job no cycle has looked at yet. */
-#define WHY_UNKNOWN NWHY
-/* An array's element waiting for its turn (its array's "%N", or no job
- * yet: array.c gives elements theirs a window at a time). */
-#define WHY_ARRAY (NWHY + 1)
+/* Reasons by the core's short names (al_reason_name), as labels; then a
+ * pending job no cycle has looked at yet, and an array's element waiting
+ * for its turn (its array's "%N", or no job yet: array.c gives elements
+ * theirs a window at a time). */
+#define WHY_UNKNOWN AL__WHY_UNKNOWN
+#define WHY_ARRAY AL__WHY_ARRAY
 
 /* Label names of the eviction causes, by AL_EVICT_*. */
 static const char *const evict_causes[] = {
@@ -111,49 +110,15 @@ value(al_buf_t *b, double v)
 /* Active jobs (pending, held, running) by queue, state and class, and
  * pending and held ones by reason; ended jobs as counters.  An array
  * counts as its elements, those without a job yet (pending, or held with
- * their array) included; its parent is no job of its own. */
+ * their array) included; its parent is no job of its own.  The counts
+ * are jobcounts.c's, kept as jobs change: no pass over the jobs here. */
 static void
 render_jobs(const al_ctl_t *ctl, al_buf_t *b)
 {
     enum { NACT = JS_RUNNING + 1 };
     size_t nq = (size_t)ctl->nqueues + 1; /* the last: a queue gone */
-    size_t ncell = nq * NACT * (size_t)al__njclasses;
-    uint64_t *cell = al_xcalloc(ncell, sizeof *cell);
-    uint64_t why[WHY_ARRAY + 1] = { 0 };
-    const al__job_t *owner = NULL; /* the active array whose slots these are */
-    uint64_t owner_end = 0;        /* the id of its last element */
-    for (uint64_t i = ctl->active_lo; i < ctl->njobs; i++) {
-        const al__job_t *j = ctl->jobs[i];
-        if (owner != NULL && i + 1 > owner_end)
-            owner = NULL;
-        if (j != NULL && j->array != NULL) {
-            if (j->state <= JS_RUNNING) {
-                owner = j;
-                owner_end = j->id + (uint64_t)j->array->as.count;
-            }
-            continue;
-        }
-        al__jstate_t st = j != NULL ? j->state : JS_PENDING;
-        if (j == NULL && owner != NULL) { /* an element with no job yet */
-            j = owner;
-            st = owner->state == JS_HELD ? JS_HELD : JS_PENDING;
-        }
-        if (j == NULL || st > JS_RUNNING || j->cls < 0 ||
-            j->cls >= al__njclasses)
-            continue;
-        int q = al__job_qidx(ctl, j);
-        size_t qi = q < 0 ? nq - 1 : (size_t)q;
-        cell[(qi * NACT + (size_t)st) * (size_t)al__njclasses +
-             (size_t)j->cls]++;
-        if (st == JS_HELD)
-            why[AL_WHY_HELD]++;
-        else if (st == JS_PENDING && (j == owner || j->array_wait))
-            why[WHY_ARRAY]++;
-        else if (st == JS_PENDING)
-            why[j->why_valid && (int)j->why.code >= 0 && (int)j->why.code < NWHY
-                    ? (int)j->why.code
-                    : WHY_UNKNOWN]++;
-    }
+    uint64_t why[WHY_ARRAY + 1];
+    uint64_t *cell = al__jobcounts_cells(ctl, why);
     head(b, "allot_jobs", "gauge",
          "Jobs pending, held or running, by queue, state and class.");
     for (size_t q = 0; q < nq; q++)

@@ -154,6 +154,11 @@ const al__route_t al__routes[] = {
       .path = "/v1/report",
       .role = ROLE_USER,
       .fn = al__api_report },
+    /* The cluster at a glance (api_summary.c). */
+    { .method = "GET",
+      .path = "/v1/summary",
+      .role = ROLE_USER,
+      .fn = al__api_summary },
     /* Inference services (api_svc.c). */
     { .method = "POST",
       .path = "/v1/services",

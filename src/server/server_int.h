@@ -167,6 +167,9 @@ typedef struct al__array {
     /* Every position below next_k has its job; every one below done_k has
      * ended (both only move up; found again after a load). */
     int64_t next_k, done_k;
+    /* Elements that have their job in the table (jobcounts.c: the parent
+     * counts for the others). */
+    int64_t nborn;
 } al__array_t;
 
 typedef struct al__job {
@@ -263,7 +266,46 @@ typedef struct al__job {
     al__array_t *array;  /* a job array's parent: never scheduled itself */
     uint64_t array_job;  /* an element: its parent's id, else 0 */
     int64_t array_index; /* an element: its index */
+    /* jobcounts.c: what the job adds to the kept counts now (jc_n jobs,
+     * none when 0: of the queue in slot jc_q, found by the name at
+     * jc_qname, state, class and reason bucket; jc_why -1 for none). */
+    const char *jc_qname;
+    uint64_t jc_n;
+    int jc_q;
+    /* And its user's slot, found by the name at jc_uname. */
+    const char *jc_uname;
+    int jc_u;
+    int8_t jc_state, jc_cls, jc_why;
 } al__job_t;
+
+/* jobcounts.c: the active jobs by queue (by name: a job of a queue gone
+ * still counts, under no queue), state (pending, held, running) and
+ * class, and the pending and held ones by reason: the core's reasons, then
+ * "unknown" (no cycle has seen it yet) and "array" (an element waiting for
+ * its turn). */
+#define AL__WHY_UNKNOWN ((int)AL_WHY_COUNT)
+#define AL__WHY_ARRAY ((int)AL_WHY_COUNT + 1)
+#define AL__WHY_N ((int)AL_WHY_COUNT + 2)
+typedef struct al__jcq {
+    char *name;
+    uint64_t n[JS_RUNNING + 1][AL_MAX_JCLASSES];
+} al__jcq_t;
+/* A user's active jobs by state (GET /v1/summary shows a user theirs). */
+typedef struct al__jcu {
+    char *name;
+    uint64_t n[JS_RUNNING + 1];
+} al__jcu_t;
+typedef struct al__jobcounts {
+    al__jcq_t *q; /* by queue name, in order of first use */
+    int nq, cap;
+    int last;     /* the slot last found by name, or -1 */
+    al__jcu_t *u; /* by user name, likewise */
+    int nu, ucap, ulast;
+    uint64_t why[AL__WHY_N];
+    /* ALLOT_DEBUG_JOBCOUNTS: recount after every commit, abort on a
+     * difference. */
+    bool check;
+} al__jobcounts_t;
 
 /* ------------------------------------------------------------------ */
 /* Queues and nodes                                                   */
@@ -771,6 +813,7 @@ typedef struct al_ctl {
     int napi_hist, api_hist_cap;
     al__waste_t waste;
     al__usage_t usage;
+    al__jobcounts_t jc; /* jobcounts.c */
     /* Inference services (svc.c; NULL until loaded) and their router
      * (router.c; NULL without --router-listen), which has its own
      * threads and lock. */
@@ -827,6 +870,24 @@ int al__job_qidx(const al_ctl_t *ctl, const al__job_t *j);
  * (a model of that very name included, so that no two series share a
  * label). */
 int al__model_slot(const char **models, int *nmodels, const char *m);
+
+/* jobcounts.c (see there).  Moves what job j adds to the kept counts to
+ * what it is now: called wherever a job's state, reason or array
+ * elements change, and for each new job of the table. */
+void al__jobcounts_sync(al_ctl_t *ctl, al__job_t *j);
+/* Counts every job of the table from scratch (after a load). */
+void al__jobcounts_rebuild(al_ctl_t *ctl);
+void al__jobcounts_fini(al__jobcounts_t *jc);
+/* The kept counts as cells[(q * (JS_RUNNING + 1) + state) * al__njclasses
+ * + class], q a controller queue index or nqueues for a queue gone, and
+ * why[]; the caller frees the cells. */
+uint64_t *al__jobcounts_cells(const al_ctl_t *ctl, uint64_t why[AL__WHY_N]);
+/* User `user`'s active jobs by state as kept (zeros for one with none). */
+void al__jobcounts_user(const al_ctl_t *ctl, const char *user,
+                        uint64_t n[JS_RUNNING + 1]);
+/* 0 when the kept counts equal a recount over every job; else AL_EINVAL
+ * and, in *cause (caller frees), each difference. */
+int al__jobcounts_check(const al_ctl_t *ctl, char **cause);
 
 /* waste.c: a look after a cycle, at now_ms (wall clock: jobs' eligible
  * times) and mono_ms (monotonic: the time between looks). */

@@ -166,6 +166,7 @@ al__ctl_set_state(al_ctl_t *ctl, al__job_t *j, al__jstate_t st,
         al__leaving_add(ctl, j); /* its tasks that have not ended stop */
     j->state = st;
     j->why_valid = false;
+    al__jobcounts_sync(ctl, j);
     if (st >= JS_COMPLETED) {
         /* An array's parent is no job that ran: its elements count. */
         if (was < JS_COMPLETED && j->array == NULL)

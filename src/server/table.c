@@ -168,9 +168,18 @@ al__ctl_put_job(al_ctl_t *ctl, al__job_t *j)
                (cap - ctl->jobs_cap) * sizeof(void *));
         ctl->jobs_cap = cap;
     }
+    /* An element taking its slot: its parent counts for one fewer. */
+    al__job_t *p = j->array_job != 0 && ctl->jobs[j->id - 1] == NULL
+                       ? al__ctl_job(ctl, j->array_job)
+                       : NULL;
     ctl->jobs[j->id - 1] = j;
     if (last > ctl->njobs)
         ctl->njobs = last;
+    if (p != NULL && p->array != NULL) {
+        p->array->nborn++;
+        al__jobcounts_sync(ctl, p);
+    }
+    al__jobcounts_sync(ctl, j);
 }
 
 al__queue_t *
