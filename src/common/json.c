@@ -176,8 +176,15 @@ al_json_dump_flags(const json_t *v, size_t flags)
         al_buf_t b;
         al_buf_init(&b);
         al_buf_reserve(&b, 256);
-        if (dump_value(&b, v, flags, 0))
-            return al_buf_steal(&b);
+        if (dump_value(&b, v, flags, 0)) {
+            /* A copy of its size, as jansson's is: a caller may keep
+             * the text, and a buffer cut down in place would leave the
+             * heap in pieces between long-lived blocks. */
+            char *t = al_xmalloc(b.len + 1);
+            memcpy(t, b.data, b.len + 1);
+            al_buf_fini(&b);
+            return t;
+        }
         al_buf_fini(&b);
     }
     char *s = json_dumps(v, flags);

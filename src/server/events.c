@@ -308,7 +308,11 @@ al__events_format(uint64_t id, const al__event_info_t *in)
     put_str(&b, "state", in->state);
     put_str(&b, "detail", in->detail);
     al_buf_puts(&b, "}\n\n");
-    return al_buf_steal(&b);
+    /* Kept in the ring: a copy of its size (see al_json_dump_flags). */
+    char *t = al_xmalloc(b.len + 1);
+    memcpy(t, b.data, b.len + 1);
+    al_buf_fini(&b);
+    return t;
 }
 
 static void
