@@ -137,9 +137,22 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
     case JSON_STRING:
         dump_str(b, json_string_value(v), json_string_length(v));
         return true;
-    case JSON_INTEGER:
-        al_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+    case JSON_INTEGER: {
+        /* "%lld" by hand: printf's machinery cost as much as the rest. */
+        json_int_t x = json_integer_value(v);
+        unsigned long long u =
+            x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+        char digits[24];
+        size_t at = sizeof digits;
+        do {
+            digits[--at] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u != 0);
+        if (x < 0)
+            digits[--at] = '-';
+        al_buf_append(b, digits + at, sizeof digits - at);
         return true;
+    }
     case JSON_REAL: {
         /* Rare: jansson's own formatting of the number, for its bytes. */
         char *t = json_dumps(v, flags);
