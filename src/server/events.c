@@ -199,7 +199,8 @@ utf8_ok(const char *s)
         if (c < 0x80) {
             p++;
             continue;
-        } else if (c >= 0xC2 && c <= 0xDF) {
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
             n = 1;
             cp = c & 0x1F;
         } else if (c >= 0xE0 && c <= 0xEF) {
@@ -238,7 +239,7 @@ put_str(al_buf_t *b, const char *key, const char *v)
     const char *run = v;
     for (const char *p = v;; p++) {
         unsigned char c = (unsigned char)*p;
-        if (c != '\0' && c >= 0x20 && c != '"' && c != '\\')
+        if (c >= 0x20 && c != '"' && c != '\\')
             continue;
         al_buf_append(b, run, (size_t)(p - run));
         if (c == '\0')
