@@ -27,5 +27,10 @@ double al_json_num(const json_t *obj, const char *key, double def);
 json_t *al_json_parse(const char *data, size_t len, char **cause);
 /* Compact encoding; the caller frees the result. */
 char *al_json_dump(const json_t *v);
+/* json_dumps(v, flags), never NULL (it aborts when out of memory); written
+ * by allot itself, byte for byte the same, for JSON_COMPACT |
+ * JSON_ENCODE_ANY with or without a JSON_REAL_PRECISION.  The caller
+ * frees the result. */
+char *al_json_dump_flags(const json_t *v, size_t flags);
 
 #endif /* AL_JSON_H */

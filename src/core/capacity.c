@@ -224,15 +224,25 @@ init_topology(al_cycle_t *c)
     return 0;
 }
 
+static bool
+in_group(const wgroup_t *gr, const al_node_t *nd)
+{
+    return streq(gr->pool, nd->pool) && streq(gr->model, nd->gpu_model) &&
+           streq(gr->labels, nd->labels);
+}
+
+/* The group of nd's kind, or NIL.  Groups are distinct, so the one found
+ * is the only one: `hint` (the previous node's) is tried first, as nodes
+ * of one kind tend to come together. */
 static int32_t
-find_group(al_cycle_t *c, const al_node_t *nd)
+find_group(al_cycle_t *c, const al_node_t *nd, int32_t hint)
 {
     int32_t g;
 
+    if (hint != NIL && in_group(&c->groups[hint], nd))
+        return hint;
     for (g = 0; g < c->ngroups; g++)
-        if (streq(c->groups[g].pool, nd->pool) &&
-            streq(c->groups[g].model, nd->gpu_model) &&
-            streq(c->groups[g].labels, nd->labels))
+        if (g != hint && in_group(&c->groups[g], nd))
             return g;
     return NIL;
 }
@@ -322,7 +332,7 @@ al__place_init(al_cycle_t *c)
         ndom_total += w->ndom;
         ndev_total += nd->ndevices;
 
-        g = find_group(c, nd);
+        g = find_group(c, nd, n > 0 ? c->wn[n - 1].group : NIL);
         if (g == NIL) {
             int32_t *b =
                 al_arena_array(c->tmp, AL_MAX_DEVICES + 1, sizeof(int32_t));

@@ -494,11 +494,21 @@ build_fini(build_t *b)
  * run, or one on the GPUs d gives it (leaving.c); the next cycles decide
  * again once the agents said they ended. */
 static bool
-start_waits(const al_ctl_t *ctl, const al__job_t *j, const al_decision_t *d)
+any_leaving(const al_ctl_t *ctl)
 {
-    bool any = false;
-    for (int i = 0; i < ctl->nnodes && !any; i++)
-        any = ctl->nodes[i].nleaving > 0;
+    for (int i = 0; i < ctl->nnodes; i++)
+        if (ctl->nodes[i].nleaving > 0)
+            return true;
+    return false;
+}
+
+/* any: whether any_leaving() (taken once a cycle: a start adds nothing
+ * that stops, and a look over every node for each start was a pass over
+ * the cluster per job). */
+static bool
+start_waits(const al_ctl_t *ctl, const al__job_t *j, const al_decision_t *d,
+            bool any)
+{
     if (!any)
         return false; /* the usual case: nothing is stopping */
     int *nodes = al_xcalloc((size_t)d->ntasks, sizeof *nodes);
@@ -576,12 +586,14 @@ static void
 apply_starts(al_ctl_t *ctl, const build_t *b, const al_result_t *res,
              int64_t now_ms)
 {
+    bool leaving = any_leaving(ctl);
     for (int i = 0; i < res->ndecisions; i++) {
         const al_decision_t *d = &res->decisions[i];
         if (d->kind != AL_DEC_START || d->job < 0 || (size_t)d->job >= b->nj)
             continue;
         al__job_t *j = b->act[d->job];
-        if (j->state != JS_PENDING || d->ntasks <= 0 || start_waits(ctl, j, d))
+        if (j->state != JS_PENDING || d->ntasks <= 0 ||
+            start_waits(ctl, j, d, leaving))
             continue;
         free(j->tasks);
         j->ntasks = d->ntasks;

@@ -154,10 +154,11 @@ al__events_destroy(al__events_t *h)
     free(h);
 }
 
-/* The SSE message of an event; its data is one line of JSON.  Its SSE
- * event type is its kind: job, node or queue. */
+/* The SSE message of an event through jansson: the reference for
+ * al__events_format(), and what it falls back to for a string that is not
+ * valid UTF-8 (jansson leaves such a field out). */
 static char *
-format(uint64_t id, const al__event_info_t *in)
+format_json(uint64_t id, const al__event_info_t *in)
 {
     const char *kind = in->kind != NULL ? in->kind : "job";
     json_t *o = json_pack("{s:I, s:I}", "id", (json_int_t)id, "time",
@@ -185,6 +186,136 @@ format(uint64_t id, const al__event_info_t *in)
     return text;
 }
 
+/* Whether s (NULL counts) is valid UTF-8 as jansson takes it: no
+ * overlong forms, no surrogates, nothing above U+10FFFF. */
+static bool
+utf8_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (p != NULL && *p != '\0') {
+        unsigned c = *p;
+        int n;
+        uint32_t cp;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+            cp = c & 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            cp = c & 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (int k = 1; k <= n; k++) {
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[k] & 0x3F);
+        }
+        if ((n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
+            return false;
+        p += n + 1;
+    }
+    return true;
+}
+
+/* Appends ,"key":"value" (value escaped as jansson's compact dump does:
+ * quote, backslash and control characters; UTF-8 as it is). */
+static void
+put_str(al_buf_t *b, const char *key, const char *v)
+{
+    if (v == NULL)
+        return;
+    al_buf_putc(b, ',');
+    al_buf_putc(b, '"');
+    al_buf_puts(b, key);
+    al_buf_puts(b, "\":\"");
+    const char *run = v;
+    for (const char *p = v;; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        al_buf_append(b, run, (size_t)(p - run));
+        if (c == '\0')
+            break;
+        run = p + 1;
+        char esc[8];
+        switch (c) {
+        case '"':
+            al_buf_puts(b, "\\\"");
+            break;
+        case '\\':
+            al_buf_puts(b, "\\\\");
+            break;
+        case '\b':
+            al_buf_puts(b, "\\b");
+            break;
+        case '\f':
+            al_buf_puts(b, "\\f");
+            break;
+        case '\n':
+            al_buf_puts(b, "\\n");
+            break;
+        case '\r':
+            al_buf_puts(b, "\\r");
+            break;
+        case '\t':
+            al_buf_puts(b, "\\t");
+            break;
+        default:
+            snprintf(esc, sizeof esc, "\\u%04X", c);
+            al_buf_puts(b, esc);
+        }
+    }
+    al_buf_putc(b, '"');
+}
+
+/* The SSE message of an event; its data is one line of JSON.  Its SSE
+ * event type is its kind: job, node or queue.  Every recorded event is
+ * formatted once, at the commit's pace, so the text is written straight
+ * into one buffer rather than built as a jansson tree and dumped (that
+ * took about a tenth of the controller's CPU per job); the bytes are
+ * jansson's, which format_json() gives for a string it would refuse. */
+char *
+al__events_format(uint64_t id, const al__event_info_t *in)
+{
+    const char *kind = in->kind != NULL ? in->kind : "job";
+    const char *strs[] = { in->event, in->node,  in->name,   in->user,
+                           in->queue, in->state, in->detail, kind };
+    for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+        if (!utf8_ok(strs[i]))
+            return format_json(id, in);
+    al_buf_t b;
+    al_buf_init(&b);
+    al_buf_reserve(&b, 256);
+    /* jansson's integers are signed: the same cast as format_json(). */
+    al_buf_printf(&b,
+                  "id: %" PRIu64 "\nevent: %s\ndata: {\"id\":%" PRId64
+                  ",\"time\":%" PRId64,
+                  id, kind, (int64_t)id, in->ms);
+    if (strcmp(kind, "job") == 0)
+        al_buf_printf(&b, ",\"job\":%" PRId64, (int64_t)in->job);
+    put_str(&b, "event", in->event);
+    put_str(&b, "node", in->node);
+    put_str(&b, "name", in->name);
+    put_str(&b, "user", in->user);
+    put_str(&b, "queue", in->queue);
+    put_str(&b, "state", in->state);
+    put_str(&b, "detail", in->detail);
+    al_buf_puts(&b, "}\n\n");
+    /* Kept in the ring: a copy of its size (see al_json_dump_flags). */
+    char *t = al_xmalloc(b.len + 1);
+    memcpy(t, b.data, b.len + 1);
+    al_buf_fini(&b);
+    return t;
+}
+
 static void
 push_pending(al__events_t *h, const al__event_info_t *in, bool loaded)
 {
@@ -198,7 +329,7 @@ push_pending(al__events_t *h, const al__event_info_t *in, bool loaded)
     e->job = in->job;
     e->user = in->user != NULL ? al_xstrdup(in->user) : NULL;
     e->everyone = in->kind != NULL && strcmp(in->kind, "job") != 0;
-    e->text = format(e->id, in);
+    e->text = al__events_format(e->id, in);
     e->loaded = loaded;
 }
 

@@ -116,10 +116,8 @@ send_json(struct MHD_Connection *c, int status, json_t *body)
 {
     /* Numbers in 15 digits: 0.003, not 0.0030000000000000001 (a reply is
      * read by people and tools; the store keeps 17). */
-    char *text = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY |
-                                      JSON_REAL_PRECISION(15));
-    if (text == NULL)
-        abort(); /* jansson fails only on allocation */
+    char *text = al_json_dump_flags(body, JSON_COMPACT | JSON_ENCODE_ANY |
+                                              JSON_REAL_PRECISION(15));
     size_t len = strlen(text);
     /* Newline-terminated for people using curl. */
     text = al_xrealloc(text, len + 2);

@@ -677,6 +677,9 @@ void al__events_destroy(al__events_t *h);
  * publish left for it (mono ms; streams are woken at most every few ms).
  * Each is a no-op on a NULL hub. */
 void al__events_record(al__events_t *h, const al__event_info_t *in);
+/* The SSE message of event id (in as al__events_record() takes it), the
+ * same bytes as jansson's compact dump of its fields; the caller frees. */
+char *al__events_format(uint64_t id, const al__event_info_t *in);
 void al__events_publish(al__events_t *h);
 void al__events_drop(al__events_t *h);
 void al__events_load(al__events_t *h, const al__event_info_t *in,

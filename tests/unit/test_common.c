@@ -768,7 +768,78 @@ clock_monotonic(void)
     ASSERT_GT(al_clock_ms(), INT64_C(1600000000000)); /* after 2020 */
 }
 
+/* al_json_dump_flags(v, f) against jansson's json_dumps(v, f). */
+static void
+dump_same(const json_t *v, size_t f)
+{
+    char *got = al_json_dump_flags(v, f);
+    char *want = json_dumps(v, f);
+    ASSERT(want != NULL);
+    ASSERT_STR_EQ(got, want);
+    free(got);
+    free(want);
+}
+
+static void
+json_dump_is_janssons(void)
+{
+    const char *docs[] = {
+        "{}",
+        "[]",
+        "0",
+        "-9223372036854775808",
+        "9223372036854775807",
+        "true",
+        "false",
+        "null",
+        "\"\"",
+        "0.1",
+        "1e300",
+        "-0.0",
+        "3.0",
+        "0.003",
+        "123456789.123456789",
+        "[1,[2,[3,{}]],{\"a\":[]}]",
+        "{\"id\":5,\"name\":\"train\",\"tasks\":[{\"node\":\"n1\",\"devices\":"
+        "[0,1]}],\"gpu\":0.25,\"ok\":true,\"x\":null}",
+        "{\"\\u00e9t\\u00e9\":\"\\u20ac \\ud83d\\ude00\",\"q\\\"k\":\"a\\\\b/"
+        "c\\u007f\\u0001\\u001f\"}",
+        "{\"z\":1,\"a\":2,\"m\":{\"y\":[true,false,null],\"b\":\"\\t\\n\\r\\b"
+        "\\f\"}}",
+    };
+    size_t flags[] = { JSON_COMPACT | JSON_ENCODE_ANY,
+                       JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15),
+                       JSON_INDENT(2) | JSON_ENCODE_ANY, JSON_COMPACT };
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        json_t *v = json_loads(docs[i], JSON_DECODE_ANY, NULL);
+        ASSERT(v != NULL);
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            if (json_is_object(v) || json_is_array(v) ||
+                (flags[k] & JSON_ENCODE_ANY))
+                dump_same(v, flags[k]);
+        json_decref(v);
+    }
+    /* Every byte below 0x80 in a string and a key, a NUL inside a
+     * string, and keys added out of order. */
+    char all[128];
+    for (int c = 1; c < 128; c++)
+        all[c - 1] = (char)c;
+    all[127] = '\0';
+    json_t *o = json_object();
+    json_object_set_new(o, "zeta", json_string(all));
+    json_object_set_new(o, all, json_integer(-1));
+    json_object_set_new(o, "nul", json_stringn("a\0b", 3));
+    json_object_set_new(o, "alpha", json_real(1.0 / 3.0));
+    dump_same(o, JSON_COMPACT | JSON_ENCODE_ANY);
+    dump_same(o, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15));
+    char *text = al_json_dump(o);
+    ASSERT(strncmp(text, "{\"zeta\":\"\\u0001", 15) == 0);
+    free(text);
+    json_decref(o);
+}
+
 const al_test_t test_common[] = {
+    { "json_dump_is_janssons", json_dump_is_janssons },
     { "buf_basics", buf_basics },
     { "buf_reserve", buf_reserve },
     { "fs_files", fs_files },

@@ -1403,7 +1403,93 @@ role_names(void)
     ASSERT_STR_EQ(al__role_name(99), "none");
 }
 
+/* What events.c formatted through jansson before it wrote the text
+ * itself: the fields in order, a string jansson refuses left out. */
+static char *
+event_ref(uint64_t id, const al__event_info_t *in)
+{
+    const char *kind = in->kind != NULL ? in->kind : "job";
+    json_t *o = json_pack("{s:I, s:I}", "id", (json_int_t)id, "time",
+                          (json_int_t)in->ms);
+    if (strcmp(kind, "job") == 0)
+        json_object_set_new(o, "job", json_integer((json_int_t)in->job));
+    const char *keys[] = { "event", "node",  "name",  "user",
+                           "queue", "state", "detail" };
+    const char *vals[] = { in->event, in->node,  in->name,  in->user,
+                           in->queue, in->state, in->detail };
+    for (int i = 0; i < 7; i++)
+        if (vals[i] != NULL)
+            json_object_set_new(o, keys[i], json_string(vals[i]));
+    char *data = al_json_dump(o);
+    json_decref(o);
+    size_t n = strlen(data) + 128;
+    char *text = malloc(n);
+    snprintf(text, n, "id: %llu\nevent: %s\ndata: %s\n\n",
+             (unsigned long long)id, kind, data);
+    free(data);
+    return text;
+}
+
+static void
+event_text_is_janssons(void)
+{
+    al__event_info_t in = { .job = 42,
+                            .ms = 1764000000123,
+                            .event = "started",
+                            .detail = "task 0 on sim-00001 gpus 0",
+                            .name = "train",
+                            .user = "ann",
+                            .queue = "ml",
+                            .state = "running" };
+    char *got = al__events_format(1764000000123001ULL, &in);
+    char *want = event_ref(1764000000123001ULL, &in);
+    ASSERT_STR_EQ(got, want);
+    free(got);
+    free(want);
+    /* Every ASCII byte, and UTF-8 of two, three and four bytes. */
+    char all[160];
+    int k = 0;
+    for (int c = 1; c < 128; c++)
+        all[k++] = (char)c;
+    all[k] = '\0';
+    const char *odd[] = {
+        all, "caf\xc3\xa9", "\xe2\x82\xac 5", "\xf0\x9f\x98\x80",
+        "",  "a\"b\\c/d",   "tab\there\r\n"
+    };
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+        al__event_info_t e = { .job = 7,
+                               .ms = 5,
+                               .event = "failed",
+                               .detail = odd[i],
+                               .name = odd[i] };
+        got = al__events_format(99, &e);
+        want = event_ref(99, &e);
+        ASSERT_STR_EQ(got, want);
+        free(got);
+        free(want);
+    }
+    /* A node's event, and strings jansson refuses (invalid UTF-8: a lone
+     * continuation byte, an overlong form, a surrogate, a cut sequence):
+     * the field is left out, as before. */
+    const char *bad[] = { "a\x80", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82",
+                          "\xf5\x80\x80\x80" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        al__event_info_t e = { .ms = 5,
+                               .event = "down",
+                               .detail = bad[i],
+                               .kind = "node",
+                               .node = "n1" };
+        got = al__events_format(3, &e);
+        want = event_ref(3, &e);
+        ASSERT_STR_EQ(got, want);
+        ASSERT(strstr(got, "detail") == NULL);
+        free(got);
+        free(want);
+    }
+}
+
 const al_test_t test_server[] = {
+    { "event_text_is_janssons", event_text_is_janssons },
     { "role_names", role_names },
     { "metrics_models", metrics_models },
     { "state_names", state_names },
