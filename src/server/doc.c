@@ -85,6 +85,11 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         j->signal);
     if (j->gpu_model != NULL)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
+    if (j->nice != 0)
+        json_object_set_new(o, "nice", json_integer(j->nice));
+    if (j->prio_fixed)
+        json_object_set_new(o, "priority_fixed",
+                            json_integer((json_int_t)j->prio_value));
     if (j->attained > 0)
         json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
     al__pools_job_doc(j, o);
@@ -177,6 +182,9 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->cpu_milli = al_json_int(o, "cpu_milli", 0);
     j->mem_bytes = al_json_int(o, "mem_bytes", 0);
     j->time_limit = al_json_int(o, "time_limit", 0);
+    j->nice = (int32_t)al_json_int(o, "nice", 0);
+    j->prio_fixed = json_is_integer(json_object_get(o, "priority_fixed"));
+    j->prio_value = al_json_int(o, "priority_fixed", 0);
     const char *model = al_json_str(o, "gpu_model", NULL);
     j->gpu_model = model ? al_xstrdup(model) : NULL;
     al__pools_job_read(o, j);

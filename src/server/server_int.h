@@ -175,9 +175,15 @@ typedef struct al__job {
     int64_t cpu_milli;
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
-    char *gpu_model;    /* or NULL */
-    char *pool;         /* the node pool it must run in, or NULL */
-    char *constraint;   /* node labels it needs (labels.h), or NULL */
+    /* Slurm's Priority and Nice (api_jobupdate.c): a priority an admin
+     * set (prio_fixed: prio_value), else its class's less its nice; the
+     * order within its queue and class (the core's prio_adjust). */
+    bool prio_fixed;
+    int64_t prio_value;
+    int32_t nice;
+    char *gpu_model;  /* or NULL */
+    char *pool;       /* the node pool it must run in, or NULL */
+    char *constraint; /* node labels it needs (labels.h), or NULL */
     /* elastic.c: an elastic gang of min_tasks..max_tasks (ntasks is its
      * size now); max_tasks 0 for a gang of fixed size.  When it was last
      * tried for growing (monotonic ms; memory only). */

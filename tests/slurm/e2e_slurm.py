@@ -19,6 +19,7 @@ Scenarios:
   steps       srun's steps in sacct (ID.0, ID.1), kept across a restart
   update      scontrol update JobId=N of a waiting and a running job
   requeue_ended  scontrol requeue of an ended batch job
+  priority    scontrol update Priority=, Nice=: the order they give, who may
   update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
               a running job renamed
   requeue_refused  scontrol requeue of a running --no-requeue or srun job
@@ -584,8 +585,8 @@ def scenario_update(c):
     check(s.final(h)[1] == "COMPLETED", "runs once its dependency is gone")
     s.run("scancel", d)
     for args, text in (
-            (["Priority=5"], "scontrol: error: Update of this parameter is "
-             "not supported: Priority=5\nscontrol: error: Request aborted"),
+            (["QOS=high"], "scontrol: error: Update of this parameter is "
+             "not supported: QOS=high\nscontrol: error: Request aborted"),
             (["NumNodes=2"], "not supported: NumNodes=2"),
             (["TimeLimit=abc"], "scontrol: error: Invalid TimeLimit value"),
             (["Partition=nosuch"], "Invalid partition name specified"),
@@ -633,6 +634,96 @@ def scenario_update(c):
     check(f[1] == "TIMEOUT", "ends at the new limit: %r" % f)
     p = s.run("scontrol", "show", "job", r)
     check("TimeLimit=00:00:03" in p.stdout, "show job: %r" % p.stdout)
+
+
+def scenario_priority(c):
+    """scontrol update JobId=N Priority=P and Nice=N: waiting jobs of one
+    queue start in the order they give (an admin's priority first, a
+    niced job last), squeue %Q %y and scontrol show job say them; only an
+    admin sets a priority or a negative nice, Priority=0 holds, a held
+    job takes no priority, bad values are refused in Slurm's words."""
+    s = Slurm(c)
+    st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
+    bob = dict(ALLOT_TOKEN=tok["token"])
+    # Every GPU taken; three jobs of the same shape wait behind it.
+    big = ("-N", "2", "--gres=gpu:8")
+    blocker = s.sbatch(*big, "--wrap", "sleep 300")
+    wait_for(lambda: s.run("squeue", "-h", "-j", blocker, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    a = s.sbatch(*big, "--wrap", "sleep 300")
+    b = s.sbatch(*big, "--wrap", "sleep 300")
+    cc = s.sbatch(*big, "--wrap", "sleep 300")
+    base = s.run("squeue", "-h", "-j", a, "-o", "%Q|%y").stdout.strip()
+    check(re.fullmatch(r"[1-9]\d*\|0", base), "default %%Q|%%y: %r" % base)
+    for args in (["JobId=" + cc, "Priority=100000"],
+                 ["JobId=" + a, "Nice=100"]):
+        p = s.run("scontrol", "update", *args)
+        check(p.returncode == 0 and p.stderr == "",
+              "update %s: %d %r" % (args, p.returncode, p.stderr))
+    p = s.run("squeue", "-h", "-j", "%s,%s" % (a, cc), "-o", "%i %Q %y")
+    got = sorted(p.stdout.split("\n"))[1:]
+    check(got == ["%s %d 100" % (a, max(1, int(base.split("|")[0]) - 100)),
+                  "%s 100000 0" % cc], "squeue %%Q %%y: %r" % got)
+    p = s.run("scontrol", "show", "job", cc)
+    check("   Priority=100000 Nice=0 " in p.stdout, "show: %r" % p.stdout)
+    p = s.run("scontrol", "show", "job", a)
+    check("Nice=100 " in p.stdout, "show niced: %r" % p.stdout)
+    # The blocker ends: the admin's priority first, then the plain one,
+    # the niced one last, though it is the oldest.
+    order = []
+    for ended in (blocker, None, None):
+        if ended is None:
+            ended = order[-1]
+        s.run("scancel", ended)
+        jid = wait_for(lambda e=ended: (
+            lambda l: l[0] if len(l) == 1 and l[0] != e else None)(
+            s.run("squeue", "-h", "-t", "R", "-o", "%i").stdout.split()),
+            60, "the next job running")
+        order.append(jid)
+    check(order == [cc, b, a], "start order %r, want %r" % (order,
+                                                          [cc, b, a]))
+    s.run("scancel", a)
+    # A user: a nice of 0 or more on their own job, nothing more.
+    p = s.run("sbatch", "--parsable", "-H", "--wrap", "true", env=bob)
+    u = p.stdout.strip()
+    for args, rc, err in (
+            (["Nice=10"], 0, ""),
+            (["Nice=0"], 0, ""),
+            (["Nice=-1"], 1, "Access/permission denied for job %s\n" % u),
+            (["Priority=5"], 1, "Access/permission denied for job %s\n" % u),
+            (["Priority=abc"], 1,
+             "scontrol: error: Invalid Priority value: abc\n"),
+            (["Priority=4294967294"], 1,
+             "scontrol: error: Invalid Priority value: 4294967294\n"),
+            (["Nice=3000000000"], 1, "scontrol: error: Nice value out of "
+             "range (+/- 2147483645). Value ignored\n")):
+        p = s.run("scontrol", "update", "JobId=" + u, *args, env=bob)
+        check((p.returncode, p.stderr) == (rc, err),
+              "user %s: %d %r" % (args, p.returncode, p.stderr))
+    # An admin's negative nice; Priority=0 holds a pending job; a held
+    # job takes no priority until released.
+    s.run("scontrol", "release", u)
+    w = s.sbatch("-d", "afterok:%s" % s.sbatch("-H", "--wrap", "true"),
+                 "--wrap", "true")
+    for args, rc, err in (
+            (["Nice=-5"], 0, ""),
+            (["Priority=0"], 0, ""),
+            (["Priority=7"], 1, "Job is in held state, pending scheduler "
+             "release for job %s\n" % w)):
+        p = s.run("scontrol", "update", "JobId=" + w, *args)
+        check((p.returncode, p.stderr) == (rc, err),
+              "admin %s: %d %r" % (args, p.returncode, p.stderr))
+    p = s.run("squeue", "-h", "-j", w, "-o", "%T %Q %y")
+    check(p.stdout == "PENDING 0 -5\n", "after Priority=0: %r" % p.stdout)
+    # Kept across a restart of the controller.
+    s.run("scontrol", "release", w)
+    s.run("scontrol", "update", "JobId=" + w, "Priority=42")
+    c.kill_server()
+    c.start_server()
+    wait_for(lambda: s.run("squeue", "-h").returncode == 0, 30,
+             "the server back")
+    p = s.run("squeue", "-h", "-j", w, "-o", "%Q %y")
+    check(p.stdout == "42 0\n", "after a restart: %r" % p.stdout)
 
 
 def scenario_requeue_ended(c):
@@ -945,6 +1036,7 @@ SCENARIOS = {
     "steps": scenario_steps,
     "update": scenario_update,
     "requeue_ended": scenario_requeue_ended,
+    "priority": scenario_priority,
     "update_forms": scenario_update_forms,
     "requeue_refused": scenario_requeue_refused,
     "steps_select": scenario_steps_select,

@@ -259,6 +259,24 @@ al__sl_nnodes(const json_t *job)
     return (int)n;
 }
 
+long long
+al__sl_priority(const json_t *job)
+{
+    if (strcmp(al_json_str(job, "state", ""), "held") == 0)
+        return 0;
+    const json_t *fixed = json_object_get(job, "priority_fixed");
+    if (json_is_integer(fixed))
+        return (long long)json_integer_value(fixed);
+    long long p = (long long)al_json_int(job, "priority", 0) - al__sl_nice(job);
+    return p < 1 ? 1 : p;
+}
+
+long long
+al__sl_nice(const json_t *job)
+{
+    return (long long)al_json_int(job, "nice", 0);
+}
+
 int64_t
 al__sl_elapsed_s(const json_t *job, int64_t now_ms)
 {

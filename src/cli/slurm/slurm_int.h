@@ -85,6 +85,10 @@ void al__sl_state_by(const json_t *job, char *buf, size_t len);
 /* The job's nodes in hostlist form ("" when it has none). Caller frees. */
 char *al__sl_nodelist(const json_t *job);
 int al__sl_nnodes(const json_t *job);
+/* Slurm's Priority of the job: 0 while held, the one an admin set, else
+ * its class's priority less its nice (at least 1); and its Nice. */
+long long al__sl_priority(const json_t *job);
+long long al__sl_nice(const json_t *job);
 /* Seconds the job has run (0 when it has not started). */
 int64_t al__sl_elapsed_s(const json_t *job, int64_t now_ms);
 /* squeue's durations: "0:00", "1:02:03", "2-01:02:03"; sacct's:

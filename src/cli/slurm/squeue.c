@@ -84,6 +84,18 @@ v_nodes(const json_t *j, int64_t now, char *b, size_t n)
     snprintf(b, n, "%d", al__sl_nnodes(j));
 }
 static void
+v_priority(const json_t *j, int64_t now, char *b, size_t n)
+{
+    (void)now;
+    snprintf(b, n, "%lld", al__sl_priority(j));
+}
+static void
+v_nice(const json_t *j, int64_t now, char *b, size_t n)
+{
+    (void)now;
+    snprintf(b, n, "%lld", al__sl_nice(j));
+}
+static void
 v_nodelist(const json_t *j, int64_t now, char *b, size_t n)
 {
     (void)now;
@@ -192,6 +204,8 @@ static const struct field {
     { 'S', "StartTime", "START_TIME", v_start },
     { 'e', "EndTime", "END_TIME", v_end },
     { 'Y', "SchedNodes", "SCHEDNODES", v_sched },
+    { 'Q', "PriorityLong", "PRIORITY", v_priority },
+    { 'y', "Nice", "NICE", v_nice },
 };
 
 static const struct field *

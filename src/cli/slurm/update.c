@@ -3,7 +3,9 @@
  * into the body of POST /v1/jobs/N/update: TimeLimit (Slurm's time
  * forms; +T and -T, "time_limit_add", which scontrol.c turns into the
  * job's new limit), JobName (or Name), Partition (the default partition, every
- * node, is no pool: "") and Dependency (empty: none).  Keys in any case,
+ * node, is no pool: "") and Dependency (empty: none), Priority (0 to
+ * 4294967293, "priority") and Nice (+-2147483645, read as Slurm's
+ * strtol() reads it, "nice").  Keys in any case,
  * as Slurm reads them.  No I/O: scontrol.c sends the body and says what
  * the controller answered; tests/fuzz/fuzz_slurm_update.c runs it.
  *
@@ -127,8 +129,28 @@ al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
             }
             free(why);
             utf8 = json_object_set_new(b, "dependency", json_string(v)) == 0;
+        } else if (KEY("Priority")) {
+            char *end = NULL;
+            unsigned long long p = strtoull(v, &end, 10);
+            if (v[0] < '0' || v[0] > '9' || *end != '\0' || p > 4294967293ULL) {
+                json_decref(b);
+                return fail(cause, 1,
+                            al_xasprintf("Invalid Priority value: %.300s", v));
+            }
+            json_object_set_new(b, "priority", json_integer((json_int_t)p));
+        } else if (KEY("Nice")) {
+            /* As Slurm's scontrol: strtol() without a check of the end
+             * ("abc" is 0), a value out of range refused. */
+            long long nv = strtoll(v, NULL, 10);
+            if (nv > 2147483645LL || nv < -2147483645LL) {
+                json_decref(b);
+                return fail(cause, 1,
+                            al_xstrdup("Nice value out of range (+/- "
+                                       "2147483645). Value ignored"));
+            }
+            json_object_set_new(b, "nice", json_integer((json_int_t)nv));
         } else {
-            /* Slurm's other fields (Priority, Nice, NumNodes, QOS, ...),
+            /* Slurm's other fields (NumNodes, QOS, ...),
              * KEY+=VALUE forms and unknown keys alike. */
             json_decref(b);
             return fail(cause, 2,
