@@ -6,15 +6,12 @@
  * ended one nothing.  A user may lower a time limit, only an admin may
  * raise it (no limit counts as the highest).  A dependency on the job
  * itself, or one that closes a cycle of waiting jobs, is refused.  A job
- * array's update is its elements'.  Slurm's Priority and Nice order a
- * job within its queue and class (cycle.c gives the core the job's
- * prio_adjust): only an admin may set a priority (0 holds a waiting job,
- * and a held job takes none until released) or a negative nice; a user
- * may set a nice of 0 or more on a job that has not ended.
+ * array's update is its elements'.  Priority, Nice and NumNodes are
+ * jobprio.c's.
  *
  * May call: api_jobs.c (the job a request names), table.c (the jobs a
  * dependency leads to), depend.c (checks of dependencies), pools.c (a pool's
- * name), state.c (marks, touch, a hold), array.c (an array's hold), store.c
+ * name), state.c (marks, touch), jobprio.c (Priority, Nice, NumNodes), store.c
  * (the event), req.c, common.
  */
 #include <stdio.h>
@@ -27,11 +24,6 @@
 #include "depspec.h"
 #include "json.h"
 #include "xmalloc.h"
-
-/* Slurm's bounds: a priority below 0xfffffffe, a nice within
- * +-(2^31 - 3). */
-#define MAX_PRIORITY 4294967293LL
-#define MAX_NICE 2147483645LL
 
 /* A hundred years, as the longest time limit. */
 #define MAX_LIMIT_S (100LL * 366 * 86400)
@@ -113,6 +105,16 @@ deps_refusal(al_ctl_t *ctl, al__req_t *req, al__job_t *j, al_depspec_t *deps,
     return status;
 }
 
+/* The first member of body b that an update cannot change, or NULL. */
+static const char *
+unknown_key(const json_t *b)
+{
+    static const char *const known[] = { "time_limit", "name",     "pool",
+                                         "dependency", "priority", "nice",
+                                         "nodes" };
+    return al__unknown_member(b, known, sizeof known / sizeof known[0]);
+}
+
 /* Whether limit tl raises that of an element of job array p that has not
  * ended (each element may have a limit of its own). */
 static bool
@@ -132,7 +134,7 @@ elements_raised(al_ctl_t *ctl, const al__job_t *p, int64_t tl)
  * copy the parent's fields (array.c). */
 static void
 update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
-                bool dep, bool prio)
+                bool dep, int prio)
 {
     for (int64_t k = 0; p->array != NULL && k < p->array->as.count; k++) {
         al__job_t *e = al__ctl_job(ctl, p->id + 1 + (uint64_t)k);
@@ -141,11 +143,7 @@ update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
         bool waits = e->state <= JS_HELD;
         if (tl)
             e->time_limit = p->time_limit;
-        if (prio) {
-            e->prio_fixed = p->prio_fixed;
-            e->prio_value = p->prio_value;
-            e->nice = p->nice;
-        }
+        al__jobprio_element(p, e, prio);
         if (nm) {
             free(e->name);
             e->name = al_xstrdup(p->name);
@@ -176,34 +174,12 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
     if (j == NULL)
         return;
     const json_t *b = req->body;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)b, key, v)
-    {
-        if (strcmp(key, "time_limit") != 0 && strcmp(key, "name") != 0 &&
-            strcmp(key, "pool") != 0 && strcmp(key, "dependency") != 0 &&
-            strcmp(key, "priority") != 0 && strcmp(key, "nice") != 0) {
-            al__reply_error(req, 400, "bad_request",
-                            "%s cannot be changed; time_limit, name, pool, "
-                            "dependency, priority and nice can",
-                            key);
-            return;
-        }
-    }
-    json_t *pr = json_object_get(b, "priority");
-    json_t *ni = json_object_get(b, "nice");
-    if (pr != NULL && (!json_is_integer(pr) || json_integer_value(pr) < 0 ||
-                       json_integer_value(pr) > MAX_PRIORITY)) {
+    const char *key = unknown_key(b);
+    if (key != NULL) {
         al__reply_error(req, 400, "bad_request",
-                        "priority must be an integer of 0..%lld", MAX_PRIORITY);
-        return;
-    }
-    if (ni != NULL &&
-        (!json_is_integer(ni) || json_integer_value(ni) < -MAX_NICE ||
-         json_integer_value(ni) > MAX_NICE)) {
-        al__reply_error(req, 400, "bad_request",
-                        "nice must be an integer of -%lld..%lld", MAX_NICE,
-                        MAX_NICE);
+                        "%s cannot be changed; time_limit, name, pool, "
+                        "dependency, priority, nice and nodes can",
+                        key);
         return;
     }
     json_t *tl = json_object_get(b, "time_limit");
@@ -269,20 +245,6 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
         cause = al_xasprintf("job %llu is running: only its time limit and "
                              "name can change",
                              (unsigned long long)j->id);
-    } else if ((pr != NULL || (ni != NULL && json_integer_value(ni) < 0)) &&
-               !al__req_admin(req)) {
-        status = 403;
-        code = "forbidden";
-        cause = al_xstrdup(pr != NULL ? "only an admin may set a job's "
-                                        "priority; a user may raise its nice"
-                                      : "only an admin may set a negative "
-                                        "nice");
-    } else if (pr != NULL && json_integer_value(pr) > 0 &&
-               j->state == JS_HELD) {
-        status = 409;
-        code = "held";
-        cause = al_xasprintf("job %llu is held: release it first",
-                             (unsigned long long)j->id);
     } else if (tl != NULL && !al__req_admin(req) &&
                (raises(j->time_limit, json_integer_value(tl)) ||
                 elements_raised(ctl, j, json_integer_value(tl)))) {
@@ -293,6 +255,8 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                          "%llu's is %lld s)",
                          (unsigned long long)j->id, (long long)j->time_limit);
     }
+    if (status == 0)
+        status = al__jobprio_refusal(ctl, req, j, &code, &cause);
     if (status == 0 && dp != NULL && ndeps > 0)
         status = deps_refusal(ctl, req, j, deps, ndeps, &code, &cause);
     if (status != 0) {
@@ -333,35 +297,17 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                       json_string_value(dp)[0] ? json_string_value(dp)
                                                : "(none)");
     }
-    /* Priority=0 is a hold, not a priority; a priority set replaces the
-     * nice, and a nice given to a job whose priority was set is ignored,
-     * as Slurm does. */
-    if (pr != NULL && json_integer_value(pr) > 0) {
-        j->prio_fixed = true;
-        j->prio_value = json_integer_value(pr);
-        j->nice = 0;
-        al_buf_printf(&what, "%spriority %lld", what.len ? ", " : "",
-                      (long long)j->prio_value);
-    }
-    if (ni != NULL && !j->prio_fixed) {
-        j->nice = (int32_t)json_integer_value(ni);
-        al_buf_printf(&what, "%snice %d", what.len ? ", " : "", (int)j->nice);
-    }
+    bool hold = al__jobprio_apply(ctl, j, b, &what);
     free(pool);
     update_elements(ctl, j, tl != NULL, nm != NULL,
                     json_object_get(b, "pool") != NULL, dp != NULL,
-                    pr != NULL || ni != NULL);
-    /* Slurm's Priority=0 holds a waiting job (an admin's hold). */
-    bool hold =
-        pr != NULL && json_integer_value(pr) == 0 && j->state == JS_PENDING;
+                    al__jobprio_changes(b, j));
     al_buf_printf(&what, " by %s", req->user);
     j->why_valid = false;
     al__ctl_dirty(ctl, j);
     al__store_event(ctl, j->id, al_clock_ms(), "updated", al_buf_cstr(&what));
-    if (hold && j->array != NULL)
-        al__array_hold(ctl, j, true, req->user);
-    else if (hold)
-        al__ctl_set_state(ctl, j, JS_HELD, "held", req->user);
+    if (hold)
+        al__jobprio_hold(ctl, j, req->user);
     al__ctl_touch(ctl);
     al_buf_fini(&what);
     req->mutating = true;

@@ -181,6 +181,9 @@ typedef struct al__job {
     bool prio_fixed;
     int64_t prio_value;
     int32_t nice;
+    /* Slurm's NumNodes as an update set it on a waiting job (its tasks
+     * became num_nodes times those per node), 0 when none did. */
+    int32_t num_nodes;
     char *gpu_model;  /* or NULL */
     char *pool;       /* the node pool it must run in, or NULL */
     char *constraint; /* node labels it needs (labels.h), or NULL */

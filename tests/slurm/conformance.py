@@ -508,6 +508,24 @@ def c_scontrol_priority(s):
     return {"update": out}
 
 
+def c_scontrol_numnodes(s):
+    """scontrol update NumNodes= of a pending job (1, 0) and of a running
+    one (its count, another)."""
+    dep = s.sbatch("-H", "--wrap", "true")
+    a = s.sbatch("-d", "afterok:" + dep, "--wrap", "true")
+    r = s.sbatch("--wrap", "sleep 60")
+    s.running(r)
+    out = []
+    for jid, kv in ((a, "NumNodes=1"), (a, "NumNodes=0"), (r, "NumNodes=1"),
+                    (r, "NumNodes=2")):
+        p = s.run("scontrol", "update", "JobId=" + jid, kv)
+        q = s.run("squeue", "-h", "-j", jid, "-o", "%D")
+        out.append([kv, p.returncode, re.sub(r"\d+", "N", p.stderr),
+                    q.stdout])
+    s.run("scancel", a, dep, r)
+    return {"update": out}
+
+
 def c_scancel(s):
     jid = s.sbatch("--wrap", "sleep 60")
     s.running(jid)
@@ -771,6 +789,8 @@ CASES = [
      "same", ""),
     ("scontrol update Priority=, Nice=", c_scontrol_priority, "same",
      "a job's own priority orders it within its queue and class"),
+    ("scontrol update NumNodes=", c_scontrol_numnodes, "same",
+     "a waiting job's tasks become NumNodes times its tasks per node"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
     ("scancel --signal, -b", c_scancel_signal, "same",
@@ -917,6 +937,13 @@ EXPECT = {
         ["Priority=0", 0, "", "PENDING 0\n"],
         ["Priority=7", 1, "Job is in held state, pending scheduler release "
          "for job N\n", "PENDING 0\n"]]},
+    "scontrol update NumNodes=": {"update": [
+        ["NumNodes=1", 0, "", "1\n"],
+        ["NumNodes=0", 1, "Node count specification invalid for job N\n",
+         "1\n"],
+        ["NumNodes=1", 0, "", "1\n"],
+        ["NumNodes=2", 1, "Requested operation not supported on this "
+         "system for job N\n", "1\n"]]},
     "scancel ID; CANCELLED by UID": {
         "rc": 0, "state": "CANCELLED", "by": True, "exit": "0:0",
         "none": [1, "scancel: error: No job identification provided\n"]},

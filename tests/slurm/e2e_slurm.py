@@ -20,6 +20,7 @@ Scenarios:
   update      scontrol update JobId=N of a waiting and a running job
   requeue_ended  scontrol requeue of an ended batch job
   priority    scontrol update Priority=, Nice=: the order they give, who may
+  num_nodes   scontrol update NumNodes=: a waiting job's tasks, what is refused
   update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
               a running job renamed
   requeue_refused  scontrol requeue of a running --no-requeue or srun job
@@ -587,7 +588,7 @@ def scenario_update(c):
     for args, text in (
             (["QOS=high"], "scontrol: error: Update of this parameter is "
              "not supported: QOS=high\nscontrol: error: Request aborted"),
-            (["NumNodes=2"], "not supported: NumNodes=2"),
+            (["Contiguous=1"], "not supported: Contiguous=1"),
             (["TimeLimit=abc"], "scontrol: error: Invalid TimeLimit value"),
             (["Partition=nosuch"], "Invalid partition name specified"),
             ([], "scontrol: error: No changes specified")):
@@ -724,6 +725,49 @@ def scenario_priority(c):
              "the server back")
     p = s.run("squeue", "-h", "-j", w, "-o", "%Q %y")
     check(p.stdout == "42 0\n", "after a restart: %r" % p.stdout)
+
+
+def scenario_num_nodes(c):
+    """scontrol update JobId=N NumNodes=K: a waiting job's tasks become
+    K (one per node), shown by squeue %D and scontrol show job, and run;
+    0, more nodes than the cluster has, a malformed count, a running
+    job's other count are refused in Slurm's words."""
+    s = Slurm(c)
+    h = s.sbatch("-H", "--gres=gpu:1", "--wrap",
+                 "touch task-$SLURM_JOB_ID-$SLURM_PROCID")
+    for args, rc, err, nodes in (
+            (["NumNodes=2"], 0, "", "2 2"),
+            (["NumNodes=0"], 1, "Node count specification invalid for job "
+             "%s\n" % h, "2 2"),
+            (["NumNodes=3"], 1, "Requested node configuration is not "
+             "available for job %s\n" % h, "2 2"),
+            (["NumNodes=abc"], 1, "scontrol: error: Invalid numeric value "
+             "\"abc\" for requested node count.\n", "2 2"),
+            (["NumNodes=1-2"], 0, "", "1 1"),
+            (["numnodes=2"], 0, "", "2 2")):
+        p = s.run("scontrol", "update", "JobId=" + h, *args)
+        q = s.run("squeue", "-h", "-j", h, "-o", "%D %C")
+        got = (p.returncode, p.stderr, " ".join(q.stdout.split()))
+        check(got == (rc, err, nodes), "%s: %r" % (args, got))
+    p = s.run("scontrol", "show", "job", h)
+    check(" NumNodes=2 " in p.stdout and " NumTasks=2 " in p.stdout,
+          "show job: %r" % p.stdout)
+    s.run("scontrol", "release", h)
+    check(s.final(h)[1] == "COMPLETED", "the job of 2 tasks ran")
+    for t in (0, 1):
+        wait_for(lambda: os.path.exists(os.path.join(
+            s.cwd, "task-%s-%d" % (h, t))), 30, "task %d's file" % t)
+    # A running job keeps its count.
+    r = s.sbatch("--wrap", "sleep 300")
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "update", "JobId=" + r, "NumNodes=1")
+    check(p.returncode == 0, "the count it has: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=" + r, "NumNodes=2")
+    check(p.returncode == 1 and p.stderr == "Requested operation not "
+          "supported on this system for job %s\n" % r,
+          "a running job's count: %r" % p.stderr)
+    s.run("scancel", r)
 
 
 def scenario_requeue_ended(c):
@@ -1037,6 +1081,7 @@ SCENARIOS = {
     "update": scenario_update,
     "requeue_ended": scenario_requeue_ended,
     "priority": scenario_priority,
+    "num_nodes": scenario_num_nodes,
     "update_forms": scenario_update_forms,
     "requeue_refused": scenario_requeue_refused,
     "steps_select": scenario_steps_select,

@@ -131,6 +131,12 @@ update_refusal(int status, const json_t *err)
         return "Job dependency problem";
     if (strcmp(code, "circular") == 0)
         return "Circular job dependency";
+    if (strcmp(code, "node_count") == 0)
+        return "Node count specification invalid";
+    if (strcmp(code, "not_supported") == 0)
+        return "Requested operation not supported on this system";
+    if (strcmp(code, "node_config") == 0)
+        return "Requested node configuration is not available";
     if (strcmp(code, "held") == 0)
         return "Job is in held state, pending scheduler release";
     return NULL;

@@ -254,8 +254,10 @@ al__sl_nnodes(const json_t *job)
 {
     const char *names[4096];
     size_t n = job_nodes(job, names, 4096);
-    if (n == 0) /* not placed yet: as many as its tasks need, at least 1 */
-        return 1;
+    if (n == 0) /* not placed yet: as NumNodes= set it, else 1 */
+        return al_json_int(job, "num_nodes", 0) > 0
+                   ? (int)al_json_int(job, "num_nodes", 0)
+                   : 1;
     return (int)n;
 }
 
