@@ -76,6 +76,8 @@ typedef struct al__desired_task {
     /* Its processes stopped (lifecycle.c's suspend): 1, else 0; named in
      * the brief form too. */
     int suspended;
+    /* The job's own token for its tasks (ALLOT_JOB_TOKEN), or NULL. */
+    const char *job_token;
 } al__desired_task_t;
 
 /* The JSON of desired task t: when `known`, the agent has the task and

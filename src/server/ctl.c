@@ -145,6 +145,11 @@ static void
 handle(al_ctl_t *ctl, al__req_t *req)
 {
     const al__route_t *rt = req->route;
+    if (rt->role != ROLE_NONE && al__jobtok_auth(ctl, req)) {
+        if (req->status == 0)
+            rt->fn(ctl, req);
+        return;
+    }
     if (rt->role != ROLE_NONE) {
         const al__token_t *t = al__token_check(ctl, req->token);
         if (t == NULL) {

@@ -92,6 +92,8 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
                             json_integer((json_int_t)j->prio_value));
     if (j->num_nodes > 0)
         json_object_set_new(o, "num_nodes", json_integer(j->num_nodes));
+    if (internal)
+        al__jobtok_doc(j, o);
     if (j->attained > 0)
         json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
     al__pools_job_doc(j, o);
@@ -186,6 +188,7 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->time_limit = al_json_int(o, "time_limit", 0);
     j->nice = (int32_t)al_json_int(o, "nice", 0);
     j->num_nodes = (int32_t)al_json_int(o, "num_nodes", 0);
+    al__jobtok_read(o, j);
     j->prio_fixed = json_is_integer(json_object_get(o, "priority_fixed"));
     j->prio_value = al_json_int(o, "priority_fixed", 0);
     const char *model = al_json_str(o, "gpu_model", NULL);

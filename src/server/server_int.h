@@ -184,6 +184,8 @@ typedef struct al__job {
     /* Slurm's NumNodes as an update set it on a waiting job (its tasks
      * became num_nodes times those per node), 0 when none did. */
     int32_t num_nodes;
+    /* jobtoken.c: the credential of its current run, or NULL. */
+    struct al__jobtok *jtok;
     char *gpu_model;  /* or NULL */
     char *pool;       /* the node pool it must run in, or NULL */
     char *constraint; /* node labels it needs (labels.h), or NULL */
@@ -1153,6 +1155,31 @@ const al__token_t *al__token_match(const al__token_t *tokens, int n,
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);
+/* What jobtoken.c shares of it: n random bytes (aborts without), the
+ * salted SHA-256 of a secret, and a comparison in constant time. */
+void al__auth_random(unsigned char *p, int n);
+void al__auth_digest(const unsigned char salt[16], const char *secret,
+                     unsigned char out[32]);
+bool al__auth_equal(const unsigned char *a, const unsigned char *b, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* jobtoken.c: a running job's own credential (its steps, itself)      */
+
+/* The token of job j's current run for the tasks the agent starts now
+ * (made on first need, its hash kept with the job); NULL when the run's
+ * token was made before a restart of the controller (its text is gone;
+ * the tasks that got it still use it). */
+const char *al__jobtok_text(al_ctl_t *ctl, al__job_t *j);
+/* Whether req carries a job's token ("alj_..."); if so, authenticates it:
+ * true with req->user the job's owner when it is valid, its job running
+ * and the route one it may use (that job's steps, reading that job);
+ * otherwise replies 401 or 403 and returns true too, with req->status
+ * set.  False for any other token. */
+bool al__jobtok_auth(al_ctl_t *ctl, al__req_t *req);
+/* The token's record in the job's stored document, and back. */
+void al__jobtok_doc(const al__job_t *j, json_t *o);
+void al__jobtok_read(const json_t *o, al__job_t *j);
+void al__jobtok_free(al__job_t *j);
 
 /* ------------------------------------------------------------------ */
 /* relay.c: interactive sessions (streams between a user and an agent)  */

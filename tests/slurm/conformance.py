@@ -804,7 +804,8 @@ CASES = [
      ""),
     ("srun in a batch script (steps)", c_srun_batch, "same", ""),
     ("sacct of srun's steps (ID.0, ID.1)", c_sacct_steps, "same",
-     "srun reaches the controller with the user's config file"),
+     "srun reaches the controller with the user's config file, or the "
+     "job's own token"),
     ("sbatch -n 2: a command outside srun", c_batch_tasks, "differs",
      "allot runs the script once per task, Slurm once"),
     ("salloc CMD (srun inside, release, state)", c_salloc, "same", ""),

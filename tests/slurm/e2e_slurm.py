@@ -21,6 +21,8 @@ Scenarios:
   requeue_ended  scontrol requeue of an ended batch job
   priority    scontrol update Priority=, Nice=: the order they give, who may
   num_nodes   scontrol update NumNodes=: a waiting job's tasks, what is refused
+  job_token   a job's own token: srun's steps without the user's config,
+              what it may do, when it ends, where it never shows
   update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
               a running job renamed
   requeue_refused  scontrol requeue of a running --no-requeue or srun job
@@ -770,6 +772,95 @@ def scenario_num_nodes(c):
     s.run("scancel", r)
 
 
+JOB_TOKEN_PROBE = r"""
+import os, urllib.error, urllib.request
+base = os.environ["ALLOT_JOB_SERVER"].split(",")[0]
+tok = os.environ["ALLOT_JOB_TOKEN"]
+me, other = os.environ["SLURM_JOB_ID"], os.environ["OTHER"]
+def call(method, path, body=None):
+    r = urllib.request.Request(base + path, method=method, data=body,
+                               headers={"Authorization": "Bearer " + tok,
+                                        "Content-Type": "application/json"})
+    try:
+        return urllib.request.urlopen(r, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+print("self", call("GET", "/v1/jobs/" + me))
+print("other", call("GET", "/v1/jobs/" + other))
+print("cancel_other", call("POST", "/v1/jobs/%s/cancel" % other, b"{}"))
+print("cancel_self", call("POST", "/v1/jobs/%s/cancel" % me, b"{}"))
+print("list", call("GET", "/v1/jobs"))
+print("update_other", call("POST", "/v1/jobs/%s/update" % other,
+                           b'{"name": "x"}'))
+"""
+
+
+def http_status(url, token):
+    import urllib.error
+    import urllib.request
+    r = urllib.request.Request(url, headers={"Authorization": "Bearer " +
+                                             token})
+    try:
+        return urllib.request.urlopen(r, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def scenario_job_token(c):
+    """A job's own token: srun inside a batch script records its steps
+    with no allot config of the user's (sacct shows ID.0, ID.1); the
+    token reads its own job only, cancels nothing, is refused once the
+    job ended, and shows in no job document and no log."""
+    s = Slurm(c)
+    check(not os.path.exists(os.path.join(c.root, ".config", "allot")),
+          "the user has no config")
+    other = s.sbatch("-H", "--wrap", "true")
+    s.write("tok.sh",
+            "#!/bin/bash\n#SBATCH -o tok-%j.out\n"
+            "srun hostname\nsrun true\n"
+            "printf '%s' \"$ALLOT_JOB_TOKEN\" > token-$SLURM_JOB_ID\n"
+            "python3 - <<'EOF'\n" + JOB_TOKEN_PROBE + "EOF\n")
+    p = s.run("sbatch", "--parsable", "tok.sh", env={"OTHER": other})
+    jid = p.stdout.strip()
+    check(p.returncode == 0, "sbatch: %r" % p.stderr)
+    check(s.final(jid)[1] == "COMPLETED", "tok.sh did not complete")
+    out = s.read("tok-%s.out" % jid)
+    got = dict(line.split() for line in out.splitlines()
+               if len(line.split()) == 2)
+    want = {"self": "200", "other": "403", "cancel_other": "403",
+            "cancel_self": "403", "list": "403", "update_other": "403"}
+    check(all(got.get(k) == v for k, v in want.items()),
+          "what the token may do: %r" % out)
+    rows = sacct_rows(s, jid)
+    for row in (["%s.0" % jid, "hostname", "COMPLETED", "0:0"],
+                ["%s.1" % jid, "true", "COMPLETED", "0:0"]):
+        check(row in rows, "%r not in sacct: %r" % (row, rows))
+    check(s.run("squeue", "-h", "-j", other, "-o", "%T").stdout ==
+          "PENDING\n", "the other job untouched")
+    token = open(os.path.join(s.cwd, "token-" + jid)).read()
+    check(token.startswith("alj_%s_" % jid), "the token: %r" % token[:8])
+    check(http_status(c.url + "/v1/jobs/" + jid, token) == 401,
+          "the token of an ended job")
+    st, doc = c.api("GET", "/v1/jobs/" + jid)
+    import json
+    check(st == 200 and token not in json.dumps(doc) and
+          token[20:] not in json.dumps(doc), "the token in the job's document")
+    p = s.run("scontrol", "show", "job", jid)
+    check(token[20:] not in p.stdout, "the token in scontrol show job")
+    for d, _, files in os.walk(c.root):
+        for f in files:
+            path = os.path.join(d, f)
+            if path.startswith(s.cwd):
+                continue  # the job's own files
+            try:
+                data = open(path, "rb").read()
+            except OSError:
+                continue
+            check(token[20:].encode() not in data,
+                  "the token's secret in %s" % path)
+    s.run("scancel", other)
+
+
 def scenario_requeue_ended(c):
     """scontrol requeue of an ended batch job (completed, failed,
     cancelled) puts it back pending; it runs again with its restart count
@@ -1082,6 +1173,7 @@ SCENARIOS = {
     "requeue_ended": scenario_requeue_ended,
     "priority": scenario_priority,
     "num_nodes": scenario_num_nodes,
+    "job_token": scenario_job_token,
     "update_forms": scenario_update_forms,
     "requeue_refused": scenario_requeue_refused,
     "steps_select": scenario_steps_select,

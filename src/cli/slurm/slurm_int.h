@@ -245,7 +245,12 @@ int al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
  * SLURM_JOB_ID) starts, named after cmd0's last part, with `tasks` tasks,
  * or (end) that it ended with exit code and signal; c NULL: through a
  * connection of the user's settings (ALLOT_SERVER and ALLOT_TOKEN, or the
- * config file).  Quiet: a step runs whether or not it can be recorded. */
+ * config file), else of the job's own token (al__sl_job_client()).
+ * Quiet: a step runs whether or not it can be recorded. */
+/* A client of the user's settings; where they give no token, one of the
+ * job's own (ALLOT_JOB_TOKEN, which the agent gives a job's tasks, and
+ * ALLOT_JOB_SERVER).  0, or -1. */
+int al__sl_job_client(al_client_t *c);
 void al__sl_step_report(al_client_t *c, const char *job, long step,
                         const char *cmd0, long tasks, bool end, int code,
                         int sig);
