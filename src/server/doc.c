@@ -64,8 +64,23 @@ gpu_list(uint64_t devices)
     return a;
 }
 
+static json_t *job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal,
+                       bool spec);
+
 json_t *
 al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
+{
+    return job_doc(ctl, j, internal, true);
+}
+
+json_t *
+al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j)
+{
+    return job_doc(ctl, j, false, false);
+}
+
+static json_t *
+job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
 {
     json_t *after = json_array();
     for (int i = 0; i < j->nafter; i++)
@@ -115,9 +130,11 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "array_index",
                             json_integer((json_int_t)j->array_index));
     }
-    json_t *spec = al__job_spec(j);
-    json_object_update(o, spec); /* command, cwd, env, script, image */
-    json_decref(spec);
+    if (spec) {
+        json_t *s = al__job_spec(j);
+        json_object_update(o, s); /* command, cwd, env, script, image */
+        json_decref(s);
+    }
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
     if (reason != NULL)

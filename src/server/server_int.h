@@ -898,6 +898,10 @@ const char *al__unknown_member(const json_t *o, const char *const *known,
 /* The job's spec as a new JSON object (an empty one if unreadable). */
 json_t *al__job_spec(const al__job_t *j);
 json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
+/* The same shown form without what runs (command, cwd, env, script,
+ * image): a list's rows for tools that read the rest (GET /v1/jobs?spec=0,
+ * squeue's), without parsing and sending every job's environment. */
+json_t *al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j);
 /* Loads a job from its internal JSON; NULL if malformed. */
 al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
 json_t *al__queue_json(const al__queue_t *q, bool with_share);

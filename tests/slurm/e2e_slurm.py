@@ -23,6 +23,7 @@ Scenarios:
   num_nodes   scontrol update NumNodes=: a waiting job's tasks, what is refused
   job_token   a job's own token: srun's steps without the user's config,
               what it may do, when it ends, where it never shows
+  list_nospec GET /v1/jobs?spec=0, squeue's listing without jobs' specs
   update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
               a running job renamed
   requeue_refused  scontrol requeue of a running --no-requeue or srun job
@@ -861,6 +862,27 @@ def scenario_job_token(c):
     s.run("scancel", other)
 
 
+def scenario_list_nospec(c):
+    """GET /v1/jobs?spec=0 (what squeue asks for): the rows without what
+    each job runs (its exported environment), the rest as without it;
+    squeue shows the same."""
+    s = Slurm(c)
+    jid = s.sbatch("-H", "-J", "listed", "--wrap", "true")
+    for q, has in (("", True), ("&spec=0", False), ("&spec=1", True)):
+        st, out = c.api("GET", "/v1/jobs?state=active&expand=1" + q)
+        row = [j for j in out["jobs"] if str(j["id"]) == jid]
+        check(st == 200 and len(row) == 1, "the job in %r: %r" % (q, out))
+        for k in ("command", "cwd", "env", "script"):
+            check((k in row[0]) == has, "%s in the row of %r: %r" % (
+                k, q, sorted(row[0])))
+        check(row[0]["name"] == "listed" and row[0]["state"] == "held",
+              "the rest of the row of %r: %r" % (q, row[0]))
+    p = s.run("squeue", "-h", "-j", jid, "-o", "%i %j %T %r")
+    check(p.stdout == "%s listed PENDING JobHeldUser\n" % jid,
+          "squeue: %r" % p.stdout)
+    s.run("scancel", jid)
+
+
 def scenario_requeue_ended(c):
     """scontrol requeue of an ended batch job (completed, failed,
     cancelled) puts it back pending; it runs again with its restart count
@@ -1174,6 +1196,7 @@ SCENARIOS = {
     "priority": scenario_priority,
     "num_nodes": scenario_num_nodes,
     "job_token": scenario_job_token,
+    "list_nospec": scenario_list_nospec,
     "update_forms": scenario_update_forms,
     "requeue_refused": scenario_requeue_refused,
     "steps_select": scenario_steps_select,

@@ -436,7 +436,10 @@ fetch(al_client_t *cl, const sq_args_t *a, const json_t *want)
         ended =
             ended || (strcmp(s, "PENDING") != 0 && strcmp(s, "RUNNING") != 0);
     }
-    return al__sl_jobs(cl, ended ? "expand=1" : "state=active&expand=1");
+    /* spec=0: no job's command and environment, which squeue never
+     * shows (most of a listing's bytes: sbatch exports the environment). */
+    return al__sl_jobs(cl, ended ? "expand=1&spec=0"
+                                 : "state=active&expand=1&spec=0");
 }
 
 /* The filters of the command line, as lists (NULL: not given). */
