@@ -8,10 +8,10 @@
  * agents' start messages.  The token is good only while that run runs (a
  * requeue or a restart count makes a new one; an ended job's is refused),
  * and only for POST /v1/jobs/<its id>/steps and GET /v1/jobs/<its id>:
- * every other call is 403.  Nothing logs it.
+ * every other call is 403 (ctl.c checks a request's token here before the
+ * token table).  Nothing logs it.
  *
- * May call: auth.c (randomness, digests), state.c (a job by id, dirty
- * marks), req.c (replies), common.
+ * May call: auth.c (randomness, digests), common.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,8 +72,9 @@ al__jobtok_free(al__job_t *j)
 }
 
 const char *
-al__jobtok_text(al_ctl_t *ctl, al__job_t *j)
+al__jobtok_text(al__job_t *j, bool *made)
 {
+    *made = false;
     if (j->jtok != NULL && j->jtok->run == j->restart_count)
         return j->jtok->text;
     al__jobtok_free(j);
@@ -88,7 +89,7 @@ al__jobtok_text(al_ctl_t *ctl, al__job_t *j)
     t->text = al_xasprintf(PREFIX "%llu_%s", (unsigned long long)j->id, sec);
     memset(sec, 0, sizeof sec);
     j->jtok = t;
-    al__ctl_dirty(ctl, j); /* its hash stored before the agents get it */
+    *made = true;
     return t->text;
 }
 
@@ -120,49 +121,26 @@ al__jobtok_read(const json_t *o, al__job_t *j)
     *j->jtok = k;
 }
 
-/* The job a token names when its secret matches the hash of the job's
- * current run, and the job runs; else NULL. */
-static al__job_t *
-token_job(al_ctl_t *ctl, const char *text)
+uint64_t
+al__jobtok_job(const char *text)
 {
+    if (text == NULL || strncmp(text, PREFIX, strlen(PREFIX)) != 0)
+        return 0;
     const char *p = text + strlen(PREFIX);
     size_t n = strspn(p, "0123456789");
     if (n == 0 || n > 19 || p[n] != '_' || strlen(p + n + 1) != 32)
-        return NULL;
-    uint64_t id = strtoull(p, NULL, 10);
-    al__job_t *j = al__ctl_job(ctl, id);
-    if (j == NULL || j->jtok == NULL || j->state != JS_RUNNING ||
-        j->jtok->run != j->restart_count)
-        return NULL;
-    unsigned char h[32];
-    al__auth_digest(j->jtok->salt, p + n + 1, h);
-    return al__auth_equal(h, j->jtok->hash, sizeof h) ? j : NULL;
+        return UINT64_MAX; /* a job's token, malformed */
+    return strtoull(p, NULL, 10);
 }
 
 bool
-al__jobtok_auth(al_ctl_t *ctl, al__req_t *req)
+al__jobtok_valid(const al__job_t *j, const char *text)
 {
-    if (req->token == NULL || strncmp(req->token, PREFIX, strlen(PREFIX)) != 0)
+    if (j == NULL || j->jtok == NULL || j->state != JS_RUNNING ||
+        j->jtok->run != j->restart_count || al__jobtok_job(text) != j->id)
         return false;
-    al__job_t *j = token_job(ctl, req->token);
-    if (j == NULL) {
-        al__reply_error(req, 401, "unauthorized",
-                        "a job's token that is not valid, or whose job no "
-                        "longer runs");
-        return true;
-    }
-    char id[24];
-    snprintf(id, sizeof id, "%llu", (unsigned long long)j->id);
-    const al__route_t *rt = req->route;
-    bool ok = (rt->fn == al__api_job_step || rt->fn == al__api_job_get) &&
-              req->cap[0] != NULL && strcmp(req->cap[0], id) == 0;
-    if (!ok) {
-        al__reply_error(req, 403, "forbidden",
-                        "a job's token may only record that job's steps "
-                        "and read that job");
-        return true;
-    }
-    req->user = j->user;
-    req->role = ROLE_USER;
-    return true;
+    const char *secret = strchr(text + strlen(PREFIX), '_') + 1;
+    unsigned char h[32];
+    al__auth_digest(j->jtok->salt, secret, h);
+    return al__auth_equal(h, j->jtok->hash, sizeof h);
 }

@@ -1170,16 +1170,16 @@ bool al__auth_equal(const unsigned char *a, const unsigned char *b, size_t n);
 /* jobtoken.c: a running job's own credential (its steps, itself)      */
 
 /* The token of job j's current run for the tasks the agent starts now
- * (made on first need, its hash kept with the job); NULL when the run's
- * token was made before a restart of the controller (its text is gone;
- * the tasks that got it still use it). */
-const char *al__jobtok_text(al_ctl_t *ctl, al__job_t *j);
-/* Whether req carries a job's token ("alj_..."); if so, authenticates it:
- * true with req->user the job's owner when it is valid, its job running
- * and the route one it may use (that job's steps, reading that job);
- * otherwise replies 401 or 403 and returns true too, with req->status
- * set.  False for any other token. */
-bool al__jobtok_auth(al_ctl_t *ctl, al__req_t *req);
+ * (made on first need: *made, and the caller marks the job dirty, so its
+ * hash is stored before an agent gets it); NULL when the run's token was
+ * made before a restart of the controller (its text is gone; the tasks
+ * that got it still use it). */
+const char *al__jobtok_text(al__job_t *j, bool *made);
+/* The job id a token names when it is a job's ("alj_ID_SECRET"),
+ * UINT64_MAX when it looks like one but is malformed, 0 for any other. */
+uint64_t al__jobtok_job(const char *text);
+/* Whether text is the token of job j's current run, which runs. */
+bool al__jobtok_valid(const al__job_t *j, const char *text);
 /* The token's record in the job's stored document, and back. */
 void al__jobtok_doc(const al__job_t *j, json_t *o);
 void al__jobtok_read(const json_t *o, al__job_t *j);
