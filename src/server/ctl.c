@@ -148,7 +148,7 @@ job_token(al_ctl_t *ctl, al__req_t *req)
 {
     uint64_t id = al__jobtok_job(req->token);
     al__job_t *j = id != UINT64_MAX ? al__ctl_job(ctl, id) : NULL;
-    if (!al__jobtok_valid(j, req->token)) {
+    if (j == NULL || !al__jobtok_valid(j, req->token)) {
         al__reply_error(req, 401, "unauthorized",
                         "a job's token that is not valid, or whose job no "
                         "longer runs");
