@@ -339,6 +339,7 @@ al_agent_main(int argc, char **argv)
         return AL_EXIT_USAGE;
     }
     a.url = a.urls[0];
+    a.server = server;
     al_tls_set_ca(args.ca);
     for (int i = 0; i < 2; i++) {
         al_http_conn_init(&a.conn[i], &a.url);

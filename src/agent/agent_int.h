@@ -353,6 +353,8 @@ typedef struct agent {
      * moves on to the next (agent.c). */
     al_url_t urls[AL_URL_LIST_MAX];
     int nurls, cur_url;
+    /* --server as given: a task's ALLOT_JOB_SERVER. */
+    const char *server;
     /* Two connections kept open between syncs: a sync cut short by a
      * task's exit leaves its connection waiting for the controller's
      * answer (which it gives when the next sync comes), and the next sync

@@ -156,6 +156,14 @@ al__task_env(const agent_t *a, json_t *s, const char *gpus)
     }
     al__env_push(
         &e, al__env_entry("MASTER_ADDR", al_json_str(s, "master_addr", "")));
+    /* The job's own token, good for its steps and itself while it runs
+     * (srun inside it uses it when the user has no config of their
+     * own), and where the controller is. */
+    const char *jt = al_json_str(s, "job_token", NULL);
+    if (jt != NULL && a->server != NULL) {
+        al__env_push(&e, al__env_entry("ALLOT_JOB_TOKEN", jt));
+        al__env_push(&e, al__env_entry("ALLOT_JOB_SERVER", a->server));
+    }
     /* A Slurm job script (`allot submit` marks it): what srun would tell
      * each task, so that the script and the tools it runs work unchanged. */
     if (strcmp(al_json_str(json_object_get(s, "env"), "ALLOT_SLURM", ""),

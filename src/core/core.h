@@ -200,6 +200,12 @@ typedef struct al_job {
     uint64_t id;  /* the shell's id; used for tie-breaks and reasons */
     int queue;    /* index of a leaf queue */
     int priority; /* priority class value (AL_PRIO_*) */
+    /* A per-job adjustment within its queue and priority class: a job
+     * with a higher one comes first among the jobs of its queue and class
+     * (before the critical path, runtime and age orders).  0 for most;
+     * the shell maps Slurm's Priority and Nice onto it.  Clamped to
+     * +-2^33.  It does not change preemption, which goes by class. */
+    int64_t prio_adjust;
     bool preemptible;
     /* An interactive build session: counts against its queues' build caps
      * (al_queue_t.build_capped).  A build job is normally also not

@@ -168,9 +168,9 @@ typedef struct wjob {
     int32_t level; /* service level (al_config_t.service_levels) */
 } wjob_t;
 
-/* Sort keys: three unsigned words compared in order, then the index. */
+/* Sort keys: four unsigned words compared in order, then the index. */
 typedef struct skey {
-    uint64_t k[3];
+    uint64_t k[4];
     int32_t idx;
 } skey_t;
 
@@ -301,6 +301,8 @@ skey_cmp(const skey_t *a, const skey_t *b)
         return a->k[1] < b->k[1] ? -1 : 1;
     if (a->k[2] != b->k[2])
         return a->k[2] < b->k[2] ? -1 : 1;
+    if (a->k[3] != b->k[3])
+        return a->k[3] < b->k[3] ? -1 : 1;
     return (a->idx > b->idx) - (a->idx < b->idx);
 }
 

@@ -199,6 +199,7 @@ al__dag_lookahead(al_cycle_t *c, resv_set_t *rs)
         cand[n].k[1] =
             UINT64_MAX - (uint64_t)(c->wj[j].crit > 0 ? c->wj[j].crit : 0);
         cand[n].k[2] = 0;
+        cand[n].k[3] = 0;
         cand[n].idx = j;
         n++;
     }

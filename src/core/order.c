@@ -16,10 +16,10 @@
 #define RADIX_SIZE (1u << RADIX_BITS)
 
 /*
- * Sorts v[0..n) by (k[0], k[1], k[2], idx).  Small arrays get an insertion
- * sort; large ones an LSD radix sort over only the key bits that differ
- * between elements (a cycle's keys vary in a few dozen bits), which moves
- * each element a handful of times instead of log2(n) times.  Radix passes
+ * Sorts v[0..n) by (k[0], k[1], k[2], k[3], idx).  Small arrays get an
+ * insertion sort; large ones an LSD radix sort over only the key bits that
+ * differ between elements (a cycle's keys vary in a few dozen bits), which
+ * moves each element a handful of times instead of log2(n) times.  Radix passes
  * are stable, so elements with equal keys keep their input order: callers
  * build their arrays in ascending idx, which makes idx the last key.  The
  * core may not call qsort: glibc's allocates behind the caller's allocator.
@@ -50,7 +50,7 @@ al__skey_sort(al_cycle_t *c, skey_t *v, size_t n)
     if (tmp == NULL || count == NULL)
         return AL_ENOMEM;
     dst = tmp;
-    for (w = 2; w >= 0; w--) {
+    for (w = 3; w >= 0; w--) {
         uint64_t diff = 0, first = v[0].k[w];
 
         for (i = 1; i < n; i++)
@@ -268,9 +268,24 @@ runtime_minutes(const al_cycle_t *c, const al_job_t *jb)
     return m < 0 ? 0 : m > 0xFFFF ? 0xFFFF : (uint64_t)m;
 }
 
+/* A job's priority adjustment as 34 bits that sort higher-first
+ * (clamped at +-2^33). */
+static uint64_t
+adjust34(int64_t v)
+{
+    const int64_t half = (int64_t)1 << 33;
+
+    if (v < -half)
+        v = -half;
+    if (v > half - 1)
+        v = half - 1;
+    return (uint64_t)(half - 1 - v);
+}
+
 /* Builds the candidates' order: per queue (or one global list), priority
- * class, critical path, expected runtime (short_first), service level
- * (least attained service first), waiting time, submit time, id. */
+ * class, the job's priority adjustment, critical path, expected runtime
+ * (short_first), service level (least attained service first), waiting time,
+ * submit time, id. */
 int
 al__build_order(al_cycle_t *c, skey_t **orderp, size_t *norder)
 {
@@ -315,17 +330,20 @@ al__build_order(al_cycle_t *c, skey_t **orderp, size_t *norder)
                        (c->wj[j].crit > 0xFFFFFFF ? 0xFFFFFFF : c->wj[j].crit));
         level = (uint64_t)c->wj[j].level & 7;
         k = &order[n++];
-        k->k[0] = q << 44 | prio << 28 | crit;
+        k->k[0] = q << 16 | prio;
+        /* The job's own adjustment (higher first), then the critical
+         * path. */
+        k->k[1] = adjust34(jb->prio_adjust) << 28 | crit;
         /* Expected runtime in minutes (short_first), then service level
          * (least attained service first), then waiting since (earlier
          * first: aging), then submit time. */
-        k->k[1] =
+        k->k[2] =
             runtime_minutes(c, jb) << 47 | level << 44 |
             bias44(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
         /* Submit time as an offset from the waiting time: the same
          * order for ties, and all zero (no sort pass) in the usual case
          * where a job waits since it was submitted. */
-        k->k[2] =
+        k->k[3] =
             bias(jb->submit_time -
                  (jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time));
         k->idx = j;

@@ -367,6 +367,7 @@ victim_key(const al_cycle_t *c, victim_t *v)
             << 20;
     v->key.k[1] = UINT64_MAX - rk;
     v->key.k[2] = bias(progress(c, v->job));
+    v->key.k[3] = 0;
     v->key.idx = v->job;
 }
 

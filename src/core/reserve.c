@@ -72,6 +72,7 @@ timeline(al_cycle_t *c, const resv_set_t *rs, int32_t j, skey_t **out,
         ev[n].k[0] = bias(end);
         ev[n].k[1] = EV_RELEASE;
         ev[n].k[2] = 0;
+        ev[n].k[3] = 0;
         ev[n].idx = x;
         n++;
     }
@@ -81,11 +82,13 @@ timeline(al_cycle_t *c, const resv_set_t *rs, int32_t j, skey_t **out,
         ev[n].k[0] = bias(rv->start);
         ev[n].k[1] = EV_CLAIM;
         ev[n].k[2] = 0;
+        ev[n].k[3] = 0;
         ev[n].idx = r;
         n++;
         ev[n].k[0] = bias(rv->start + job_runtime(c, &c->s->jobs[rv->job]));
         ev[n].k[1] = EV_UNCLAIM;
         ev[n].k[2] = 0;
+        ev[n].k[3] = 0;
         ev[n].idx = r;
         n++;
     }
@@ -422,6 +425,7 @@ al__reserve(al_cycle_t *c, resv_set_t *rs, int32_t j, resv_int_t *out,
         /* Prefer nodes with least free now: hold less idle capacity. */
         cand[nc].k[1] = (uint64_t)c->wn[n].nfree;
         cand[nc].k[2] = 0;
+        cand[nc].k[3] = 0;
         cand[nc].idx = n;
         nc++;
     }

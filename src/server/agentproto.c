@@ -310,6 +310,7 @@ static const struct desired_field {
     FIELD(user, F_STR, BRIEF_NO),
     FIELD(notice, F_STR, BRIEF_NONZERO),
     FIELD(suspended, F_INT, BRIEF_SET),
+    FIELD(job_token, F_STR, BRIEF_NO),
 #undef FIELD
 };
 
@@ -451,6 +452,10 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             d.master_port = al__job_master_port(j);
             d.log_off = al__proto_log_size(ctl, j, t, j->restart_count);
             d.user = j->user;
+            bool made;
+            d.job_token = al__jobtok_text(j, &made);
+            if (made) /* its hash stored before the agent has it */
+                al__ctl_dirty(ctl, j);
             json_t *entry = al__desired_task_json(&d, false, spec);
             /* The GPU memory it holds on a shared GPU (its MPS limit),
              * named only when there is some. */

@@ -76,6 +76,8 @@ typedef struct al__desired_task {
     /* Its processes stopped (lifecycle.c's suspend): 1, else 0; named in
      * the brief form too. */
     int suspended;
+    /* The job's own token for its tasks (ALLOT_JOB_TOKEN), or NULL. */
+    const char *job_token;
 } al__desired_task_t;
 
 /* The JSON of desired task t: when `known`, the agent has the task and
@@ -200,6 +202,22 @@ void al__api_job_step(al_ctl_t *ctl, al__req_t *req);
 void al__api_steps(al_ctl_t *ctl, al__req_t *req);
 /* api_jobupdate.c: POST /v1/jobs/ID/update (Slurm's scontrol update) */
 void al__api_job_update(al_ctl_t *ctl, al__req_t *req);
+/* jobprio.c: an update's Priority, Nice and NumNodes ("priority", "nice",
+ * "nodes" of the body).  al__jobprio_refusal: 0, or the status of the
+ * refusal with its code and *cause (caller frees).  al__jobprio_apply
+ * changes job j (an account of it appended to what); true when the update
+ * holds it (Priority=0), for al__jobprio_hold() once the update is
+ * recorded.  al__jobprio_changes: which AL__JOBPRIO_* an array's
+ * elements take, al__jobprio_element gives them to element e. */
+#define AL__JOBPRIO_ORDER 1
+#define AL__JOBPRIO_NODES 2
+int al__jobprio_refusal(al_ctl_t *ctl, al__req_t *req, const al__job_t *j,
+                        const char **code, char **cause);
+bool al__jobprio_apply(al_ctl_t *ctl, al__job_t *j, const json_t *b,
+                       al_buf_t *what);
+int al__jobprio_changes(const json_t *b, const al__job_t *j);
+void al__jobprio_element(const al__job_t *p, al__job_t *e, int changes);
+void al__jobprio_hold(al_ctl_t *ctl, al__job_t *j, const char *who);
 /* api_jobs.c: the job of a request's first capture ("ID" or "ID_INDEX"),
  * visible to the caller, or NULL after replying 404/403/409. */
 al__job_t *al__api_job_req(al_ctl_t *ctl, al__req_t *req);

@@ -101,9 +101,10 @@ al__api_job_req(al_ctl_t *ctl, al__req_t *req)
 /* The API's form of job j; an array's parent with its elements' counts
  * and the state they make (running while any runs). */
 static json_t *
-job_json(al_ctl_t *ctl, const al__job_t *j)
+job_json_spec(al_ctl_t *ctl, const al__job_t *j, bool spec)
 {
-    json_t *o = al__job_json(ctl, j, false);
+    json_t *o =
+        spec ? al__job_json(ctl, j, false) : al__job_json_nospec(ctl, j);
     int64_t minrt = al__job_min_runtime(ctl, j);
     if (minrt > 0)
         json_object_set_new(o, "min_runtime", json_integer((json_int_t)minrt));
@@ -113,6 +114,12 @@ job_json(al_ctl_t *ctl, const al__job_t *j)
         json_object_set_new(o, "state", json_string(shown));
     }
     return o;
+}
+
+static json_t *
+job_json(al_ctl_t *ctl, const al__job_t *j)
+{
+    return job_json_spec(ctl, j, true);
 }
 
 /* The array whose elements' ids include id (a slot without its job yet),
@@ -316,6 +323,9 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
      * element, those without a job yet made up from the array. */
     const char *ex = al__req_arg(req, "expand");
     bool expand = ex != NULL && strcmp(ex, "0") != 0;
+    /* spec=0: rows without what runs (a tool's listing, squeue's). */
+    const char *sp = al__req_arg(req, "spec");
+    bool spec = sp == NULL || strcmp(sp, "0") != 0;
     if (desc && expand) {
         al__reply_error(req, 400, "bad_request",
                         "order=desc does not take expand");
@@ -362,7 +372,7 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
         json_array_append_new(
             jobs, j == owner ? al__array_pending_json(ctl, owner,
                                                       (int64_t)(id - j->id - 1))
-                             : job_json(ctl, j));
+                             : job_json_spec(ctl, j, spec));
         last = id;
     }
     json_t *o = json_pack("{s:o}", "jobs", jobs);

@@ -6,11 +6,13 @@
  * ended one nothing.  A user may lower a time limit, only an admin may
  * raise it (no limit counts as the highest).  A dependency on the job
  * itself, or one that closes a cycle of waiting jobs, is refused.  A job
- * array's update is its elements'.
+ * array's update is its elements'.  Priority, Nice and NumNodes are
+ * jobprio.c's.
  *
  * May call: api_jobs.c (the job a request names), table.c (the jobs a
  * dependency leads to), depend.c (checks of dependencies), pools.c (a pool's
- * name), state.c (marks, touch), store.c (the event), req.c, common.
+ * name), state.c (marks, touch), jobprio.c (Priority, Nice, NumNodes), store.c
+ * (the event), req.c, common.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +105,16 @@ deps_refusal(al_ctl_t *ctl, al__req_t *req, al__job_t *j, al_depspec_t *deps,
     return status;
 }
 
+/* The first member of body b that an update cannot change, or NULL. */
+static const char *
+unknown_key(const json_t *b)
+{
+    static const char *const known[] = { "time_limit", "name",     "pool",
+                                         "dependency", "priority", "nice",
+                                         "nodes" };
+    return al__unknown_member(b, known, sizeof known / sizeof known[0]);
+}
+
 /* Whether limit tl raises that of an element of job array p that has not
  * ended (each element may have a limit of its own). */
 static bool
@@ -122,7 +134,7 @@ elements_raised(al_ctl_t *ctl, const al__job_t *p, int64_t tl)
  * copy the parent's fields (array.c). */
 static void
 update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
-                bool dep)
+                bool dep, int prio)
 {
     for (int64_t k = 0; p->array != NULL && k < p->array->as.count; k++) {
         al__job_t *e = al__ctl_job(ctl, p->id + 1 + (uint64_t)k);
@@ -131,6 +143,7 @@ update_elements(al_ctl_t *ctl, al__job_t *p, bool tl, bool nm, bool pool,
         bool waits = e->state <= JS_HELD;
         if (tl)
             e->time_limit = p->time_limit;
+        al__jobprio_element(p, e, prio);
         if (nm) {
             free(e->name);
             e->name = al_xstrdup(p->name);
@@ -162,18 +175,13 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
     if (j == NULL)
         return;
     const json_t *b = req->body;
-    const char *key;
-    json_t *v;
-    json_object_foreach((json_t *)b, key, v)
-    {
-        if (strcmp(key, "time_limit") != 0 && strcmp(key, "name") != 0 &&
-            strcmp(key, "pool") != 0 && strcmp(key, "dependency") != 0) {
-            al__reply_error(req, 400, "bad_request",
-                            "%s cannot be changed; time_limit, name, pool "
-                            "and dependency can",
-                            key);
-            return;
-        }
+    const char *key = unknown_key(b);
+    if (key != NULL) {
+        al__reply_error(req, 400, "bad_request",
+                        "%s cannot be changed; time_limit, name, pool, "
+                        "dependency, priority, nice and nodes can",
+                        key);
+        return;
     }
     json_t *tl = json_object_get(b, "time_limit");
     json_t *nm = json_object_get(b, "name");
@@ -248,6 +256,8 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                          "%llu's is %lld s)",
                          (unsigned long long)j->id, (long long)j->time_limit);
     }
+    if (status == 0)
+        status = al__jobprio_refusal(ctl, req, j, &code, &cause);
     if (status == 0 && dp != NULL && ndeps > 0)
         status = deps_refusal(ctl, req, j, deps, ndeps, &code, &cause);
     if (status != 0) {
@@ -288,14 +298,18 @@ al__api_job_update(al_ctl_t *ctl, al__req_t *req)
                       json_string_value(dp)[0] ? json_string_value(dp)
                                                : "(none)");
     }
+    bool hold = al__jobprio_apply(ctl, j, b, &what);
     free(pool);
     update_elements(ctl, j, tl != NULL, nm != NULL,
-                    json_object_get(b, "pool") != NULL, dp != NULL);
+                    json_object_get(b, "pool") != NULL, dp != NULL,
+                    al__jobprio_changes(b, j));
     al_buf_printf(&what, " by %s", req->user);
     j->why_valid = false;
     al__jobcounts_sync(ctl, j);
     al__ctl_dirty(ctl, j);
     al__store_event(ctl, j->id, al_clock_ms(), "updated", al_buf_cstr(&what));
+    if (hold)
+        al__jobprio_hold(ctl, j, req->user);
     al__ctl_touch(ctl);
     al_buf_fini(&what);
     req->mutating = true;

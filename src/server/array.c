@@ -127,6 +127,10 @@ materialize(al_ctl_t *ctl, al__job_t *p, int64_t k)
     j->cpu_milli = p->cpu_milli;
     j->mem_bytes = p->mem_bytes;
     j->time_limit = p->time_limit;
+    j->prio_fixed = p->prio_fixed;
+    j->prio_value = p->prio_value;
+    j->nice = p->nice;
+    j->num_nodes = p->num_nodes;
     j->gpu_model = p->gpu_model != NULL ? al_xstrdup(p->gpu_model) : NULL;
     j->pool = p->pool != NULL ? al_xstrdup(p->pool) : NULL;
     j->constraint = p->constraint != NULL ? al_xstrdup(p->constraint) : NULL;

@@ -20,6 +20,12 @@ static const char *const role_names[] = {
     [ROLE_AGENT] = "agent", [ROLE_METRICS] = "metrics",
 };
 
+bool
+al__auth_equal(const unsigned char *a, const unsigned char *b, size_t n)
+{
+    return CRYPTO_memcmp(a, b, n) == 0;
+}
+
 const char *
 al__role_name(int role)
 {
@@ -48,8 +54,8 @@ hex(const unsigned char *in, size_t n, char *out)
     out[2 * n] = '\0';
 }
 
-static void
-random_bytes(unsigned char *p, int n)
+void
+al__auth_random(unsigned char *p, int n)
 {
     if (RAND_bytes(p, n) != 1) {
         fprintf(stderr, "allot: no randomness for tokens\n");
@@ -57,8 +63,9 @@ random_bytes(unsigned char *p, int n)
     }
 }
 
-static void
-digest(const unsigned char salt[16], const char *secret, unsigned char out[32])
+void
+al__auth_digest(const unsigned char salt[16], const char *secret,
+                unsigned char out[32])
 {
     EVP_MD_CTX *c = EVP_MD_CTX_new();
     unsigned int len = 32;
@@ -77,13 +84,13 @@ al__token_create(const char *user, int role, al__token_t *t)
 {
     unsigned char id[8], secret[16];
     char sec[33];
-    random_bytes(id, sizeof id);
-    random_bytes(secret, sizeof secret);
+    al__auth_random(id, sizeof id);
+    al__auth_random(secret, sizeof secret);
     memset(t, 0, sizeof *t);
     hex(id, sizeof id, t->id);
     hex(secret, sizeof secret, sec);
-    random_bytes(t->salt, sizeof t->salt);
-    digest(t->salt, sec, t->hash);
+    al__auth_random(t->salt, sizeof t->salt);
+    al__auth_digest(t->salt, sec, t->hash);
     t->user = al_xstrdup(user);
     t->role = role;
     t->created_ms = al_clock_ms();
@@ -104,7 +111,7 @@ al__token_match(const al__token_t *tokens, int n, const char *text)
         if (strcmp(t->id, id) != 0)
             continue;
         unsigned char h[32];
-        digest(t->salt, text + 20, h);
+        al__auth_digest(t->salt, text + 20, h);
         return CRYPTO_memcmp(h, t->hash, sizeof h) == 0 ? t : NULL;
     }
     return NULL;

@@ -143,11 +143,48 @@ al__ctl_submit(al_ctl_t *ctl, al__req_t *req)
     return true;
 }
 
+/* A request with a job's own token (jobtoken.c): that job's steps and
+ * reading that job, while its run runs, as its owner; 401 or 403
+ * otherwise. */
+static void
+job_token(al_ctl_t *ctl, al__req_t *req)
+{
+    uint64_t id = al__jobtok_job(req->token);
+    al__job_t *j = id != UINT64_MAX ? al__ctl_job(ctl, id) : NULL;
+    if (j == NULL || !al__jobtok_valid(j, req->token)) {
+        al__reply_error(req, 401, "unauthorized",
+                        "a job's token that is not valid, or whose job no "
+                        "longer runs");
+        return;
+    }
+    const al__route_t *rt = req->route;
+    char ids[24];
+    snprintf(ids, sizeof ids, "%llu", (unsigned long long)j->id);
+    bool ok = ((strcmp(rt->method, "POST") == 0 &&
+                strcmp(rt->path, "/v1/jobs/*/steps") == 0) ||
+               (strcmp(rt->method, "GET") == 0 &&
+                strcmp(rt->path, "/v1/jobs/*") == 0)) &&
+              req->cap[0] != NULL && strcmp(req->cap[0], ids) == 0;
+    if (!ok) {
+        al__reply_error(req, 403, "forbidden",
+                        "a job's token may only record that job's steps and "
+                        "read that job");
+        return;
+    }
+    req->user = j->user;
+    req->role = ROLE_USER;
+    req->route->fn(ctl, req);
+}
+
 /* Authenticates and runs one request; the handler may park it. */
 static void
 handle(al_ctl_t *ctl, al__req_t *req)
 {
     const al__route_t *rt = req->route;
+    if (rt->role != ROLE_NONE && al__jobtok_job(req->token) != 0) {
+        job_token(ctl, req);
+        return;
+    }
     if (rt->role != ROLE_NONE) {
         const al__token_t *t = al__token_check(ctl, req->token);
         if (t == NULL) {

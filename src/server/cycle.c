@@ -214,6 +214,9 @@ fill_job(al_ctl_t *ctl, build_t *b, al__job_t *j, int qi, al_dep_state_t ds,
     s->id = j->id;
     s->queue = qi;
     s->priority = c->priority;
+    /* Slurm's Priority (an admin's, absolute) or Nice (less is more). */
+    s->prio_adjust =
+        j->prio_fixed ? j->prio_value - c->priority : -(int64_t)j->nice;
     s->preemptible = c->preemptible;
     s->build = c->build;
     s->min_tasks = s->max_tasks = j->ntasks;

@@ -64,8 +64,23 @@ gpu_list(uint64_t devices)
     return a;
 }
 
+static json_t *job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal,
+                       bool spec);
+
 json_t *
 al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
+{
+    return job_doc(ctl, j, internal, true);
+}
+
+json_t *
+al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j)
+{
+    return job_doc(ctl, j, false, false);
+}
+
+static json_t *
+job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
 {
     json_t *after = json_array();
     for (int i = 0; i < j->nafter; i++)
@@ -85,6 +100,15 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         j->signal);
     if (j->gpu_model != NULL)
         json_object_set_new(o, "gpu_model", json_string(j->gpu_model));
+    if (j->nice != 0)
+        json_object_set_new(o, "nice", json_integer(j->nice));
+    if (j->prio_fixed)
+        json_object_set_new(o, "priority_fixed",
+                            json_integer((json_int_t)j->prio_value));
+    if (j->num_nodes > 0)
+        json_object_set_new(o, "num_nodes", json_integer(j->num_nodes));
+    if (internal)
+        al__jobtok_doc(j, o);
     if (j->attained > 0)
         json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
     al__pools_job_doc(j, o);
@@ -106,9 +130,11 @@ al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal)
         json_object_set_new(o, "array_index",
                             json_integer((json_int_t)j->array_index));
     }
-    json_t *spec = al__job_spec(j);
-    json_object_update(o, spec); /* command, cwd, env, script, image */
-    json_decref(spec);
+    if (spec) {
+        json_t *s = al__job_spec(j);
+        json_object_update(o, s); /* command, cwd, env, script, image */
+        json_decref(s);
+    }
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
     if (reason != NULL)
@@ -177,6 +203,11 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     j->cpu_milli = al_json_int(o, "cpu_milli", 0);
     j->mem_bytes = al_json_int(o, "mem_bytes", 0);
     j->time_limit = al_json_int(o, "time_limit", 0);
+    j->nice = (int32_t)al_json_int(o, "nice", 0);
+    j->num_nodes = (int32_t)al_json_int(o, "num_nodes", 0);
+    al__jobtok_read(o, j);
+    j->prio_fixed = json_is_integer(json_object_get(o, "priority_fixed"));
+    j->prio_value = al_json_int(o, "priority_fixed", 0);
     const char *model = al_json_str(o, "gpu_model", NULL);
     j->gpu_model = model ? al_xstrdup(model) : NULL;
     al__pools_job_read(o, j);

@@ -185,9 +185,20 @@ typedef struct al__job {
     int64_t cpu_milli;
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
-    char *gpu_model;    /* or NULL */
-    char *pool;         /* the node pool it must run in, or NULL */
-    char *constraint;   /* node labels it needs (labels.h), or NULL */
+    /* Slurm's Priority and Nice (api_jobupdate.c): a priority an admin
+     * set (prio_fixed: prio_value), else its class's less its nice; the
+     * order within its queue and class (the core's prio_adjust). */
+    bool prio_fixed;
+    int64_t prio_value;
+    int32_t nice;
+    /* Slurm's NumNodes as an update set it on a waiting job (its tasks
+     * became num_nodes times those per node), 0 when none did. */
+    int32_t num_nodes;
+    /* jobtoken.c: the credential of its current run, or NULL. */
+    struct al__jobtok *jtok;
+    char *gpu_model;  /* or NULL */
+    char *pool;       /* the node pool it must run in, or NULL */
+    char *constraint; /* node labels it needs (labels.h), or NULL */
     /* elastic.c: an elastic gang of min_tasks..max_tasks (ntasks is its
      * size now); max_tasks 0 for a gang of fixed size.  When it was last
      * tried for growing (monotonic ms; memory only). */
@@ -958,6 +969,10 @@ const char *al__unknown_member(const json_t *o, const char *const *known,
 /* The job's spec as a new JSON object (an empty one if unreadable). */
 json_t *al__job_spec(const al__job_t *j);
 json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
+/* The same shown form without what runs (command, cwd, env, script,
+ * image): a list's rows for tools that read the rest (GET /v1/jobs?spec=0,
+ * squeue's), without parsing and sending every job's environment. */
+json_t *al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j);
 /* Loads a job from its internal JSON; NULL if malformed. */
 al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
 json_t *al__queue_json(const al__queue_t *q, bool with_share);
@@ -1215,6 +1230,31 @@ const al__token_t *al__token_match(const al__token_t *tokens, int n,
 const char *al__role_name(int role);
 /* ROLE_USER .. AL_ROLE_LAST of a name; ROLE_NONE for any other. */
 int al__role_parse(const char *name);
+/* What jobtoken.c shares of it: n random bytes (aborts without), the
+ * salted SHA-256 of a secret, and a comparison in constant time. */
+void al__auth_random(unsigned char *p, int n);
+void al__auth_digest(const unsigned char salt[16], const char *secret,
+                     unsigned char out[32]);
+bool al__auth_equal(const unsigned char *a, const unsigned char *b, size_t n);
+
+/* ------------------------------------------------------------------ */
+/* jobtoken.c: a running job's own credential (its steps, itself)      */
+
+/* The token of job j's current run for the tasks the agent starts now
+ * (made on first need: *made, and the caller marks the job dirty, so its
+ * hash is stored before an agent gets it); NULL when the run's token was
+ * made before a restart of the controller (its text is gone; the tasks
+ * that got it still use it). */
+const char *al__jobtok_text(al__job_t *j, bool *made);
+/* The job id a token names when it is a job's ("alj_ID_SECRET"),
+ * UINT64_MAX when it looks like one but is malformed, 0 for any other. */
+uint64_t al__jobtok_job(const char *text);
+/* Whether text is the token of job j's current run, which runs. */
+bool al__jobtok_valid(const al__job_t *j, const char *text);
+/* The token's record in the job's stored document, and back. */
+void al__jobtok_doc(const al__job_t *j, json_t *o);
+void al__jobtok_read(const json_t *o, al__job_t *j);
+void al__jobtok_free(al__job_t *j);
 
 /* ------------------------------------------------------------------ */
 /* relay.c: interactive sessions (streams between a user and an agent)  */

@@ -34,6 +34,7 @@ al__job_free(al__job_t *j)
     free(j->reason);
     free(j->tasks);
     free(j->idle_notice);
+    al__jobtok_free(j);
     free(j->stage);
     free(j->pipeline_name);
     al__array_free(j->array);

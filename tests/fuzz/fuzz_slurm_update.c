@@ -48,6 +48,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else if (strcmp(k, "name") == 0)
             CHECK(json_is_string(v) && json_string_length(v) >= 1 &&
                   json_string_length(v) <= 255);
+        else if (strcmp(k, "priority") == 0)
+            CHECK(json_is_integer(v) && json_integer_value(v) >= 0 &&
+                  json_integer_value(v) <= 4294967293LL);
+        else if (strcmp(k, "nice") == 0)
+            CHECK(json_is_integer(v) &&
+                  json_integer_value(v) >= -2147483645LL &&
+                  json_integer_value(v) <= 2147483645LL);
+        else if (strcmp(k, "nodes") == 0)
+            CHECK(json_is_integer(v) && json_integer_value(v) >= 0);
         else
             CHECK((strcmp(k, "pool") == 0 || strcmp(k, "dependency") == 0) &&
                   json_is_string(v));

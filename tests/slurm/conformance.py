@@ -488,6 +488,44 @@ def c_scontrol_update(s):
     return {"update": out}
 
 
+def c_scontrol_priority(s):
+    """scontrol update Priority= and Nice= of a pending job (waiting on a
+    dependency), as an admin: the values %y and %Q show, a priority that
+    makes a later nice ignored, Priority=0 as a hold, bad values."""
+    dep = s.sbatch("-H", "--wrap", "true")
+    a = s.sbatch("-d", "afterok:" + dep, "--wrap", "true")
+    out = []
+    for kv, fmt in (("Nice=10", "%y"), ("Nice=-5", "%y"), ("Nice=abc", "%y"),
+                    ("Nice=3000000000", "%y"), ("Priority=abc", "%y"),
+                    ("Priority=4294967294", "%y"), ("Priority=100", "%Q %y"),
+                    ("Nice=10", "%Q %y"), ("Priority=0", "%T %Q"),
+                    ("Priority=7", "%T %Q")):
+        p = s.run("scontrol", "update", "JobId=" + a, kv)
+        q = s.run("squeue", "-h", "-j", a, "-o", fmt)
+        out.append([kv, p.returncode, re.sub(r"\d+", "N", p.stderr),
+                    q.stdout])
+    s.run("scancel", a, dep)
+    return {"update": out}
+
+
+def c_scontrol_numnodes(s):
+    """scontrol update NumNodes= of a pending job (1, 0) and of a running
+    one (its count, another)."""
+    dep = s.sbatch("-H", "--wrap", "true")
+    a = s.sbatch("-d", "afterok:" + dep, "--wrap", "true")
+    r = s.sbatch("--wrap", "sleep 60")
+    s.running(r)
+    out = []
+    for jid, kv in ((a, "NumNodes=1"), (a, "NumNodes=0"), (r, "NumNodes=1"),
+                    (r, "NumNodes=2")):
+        p = s.run("scontrol", "update", "JobId=" + jid, kv)
+        q = s.run("squeue", "-h", "-j", jid, "-o", "%D")
+        out.append([kv, p.returncode, re.sub(r"\d+", "N", p.stderr),
+                    q.stdout])
+    s.run("scancel", a, dep, r)
+    return {"update": out}
+
+
 def c_scancel(s):
     jid = s.sbatch("--wrap", "sleep 60")
     s.running(jid)
@@ -749,6 +787,10 @@ CASES = [
      "an ended batch job is requeued unless --no-requeue (JobRequeue=1)"),
     ("scontrol update TimeLimit=+T/-T, JobId=A,B", c_scontrol_update,
      "same", ""),
+    ("scontrol update Priority=, Nice=", c_scontrol_priority, "same",
+     "a job's own priority orders it within its queue and class"),
+    ("scontrol update NumNodes=", c_scontrol_numnodes, "same",
+     "a waiting job's tasks become NumNodes times its tasks per node"),
     ("scancel ID; CANCELLED by UID", c_scancel, "same", ""),
     ("scancel -n -t", c_scancel_filters, "same", ""),
     ("scancel --signal, -b", c_scancel_signal, "same",
@@ -762,7 +804,8 @@ CASES = [
      ""),
     ("srun in a batch script (steps)", c_srun_batch, "same", ""),
     ("sacct of srun's steps (ID.0, ID.1)", c_sacct_steps, "same",
-     "srun reaches the controller with the user's config file"),
+     "srun reaches the controller with the user's config file, or the "
+     "job's own token"),
     ("sbatch -n 2: a command outside srun", c_batch_tasks, "differs",
      "allot runs the script once per task, Slurm once"),
     ("salloc CMD (srun inside, release, state)", c_salloc, "same", ""),
@@ -882,6 +925,26 @@ EXPECT = {
         [1, "scontrol: error: Invalid job ID N,N\n", ["20:00", "20:00"]],
         [1, "scontrol: error: TimeLimit decrement larger than current time "
             "limit (N > N)\n", ["20:00", "20:00"]]]},
+    "scontrol update Priority=, Nice=": {"update": [
+        ["Nice=10", 0, "", "10\n"], ["Nice=-5", 0, "", "-5\n"],
+        ["Nice=abc", 0, "", "0\n"],
+        ["Nice=3000000000", 1, "scontrol: error: Nice value out of range "
+         "(+/- N). Value ignored\n", "0\n"],
+        ["Priority=abc", 1, "scontrol: error: Invalid Priority value: abc\n",
+         "0\n"],
+        ["Priority=4294967294", 1, "scontrol: error: Invalid Priority "
+         "value: N\n", "0\n"],
+        ["Priority=100", 0, "", "100 0\n"], ["Nice=10", 0, "", "100 0\n"],
+        ["Priority=0", 0, "", "PENDING 0\n"],
+        ["Priority=7", 1, "Job is in held state, pending scheduler release "
+         "for job N\n", "PENDING 0\n"]]},
+    "scontrol update NumNodes=": {"update": [
+        ["NumNodes=1", 0, "", "1\n"],
+        ["NumNodes=0", 1, "Node count specification invalid for job N\n",
+         "1\n"],
+        ["NumNodes=1", 0, "", "1\n"],
+        ["NumNodes=2", 1, "Requested operation not supported on this "
+         "system for job N\n", "1\n"]]},
     "scancel ID; CANCELLED by UID": {
         "rc": 0, "state": "CANCELLED", "by": True, "exit": "0:0",
         "none": [1, "scancel: error: No job identification provided\n"]},

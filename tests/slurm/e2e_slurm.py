@@ -19,6 +19,11 @@ Scenarios:
   steps       srun's steps in sacct (ID.0, ID.1), kept across a restart
   update      scontrol update JobId=N of a waiting and a running job
   requeue_ended  scontrol requeue of an ended batch job
+  priority    scontrol update Priority=, Nice=: the order they give, who may
+  num_nodes   scontrol update NumNodes=: a waiting job's tasks, what is refused
+  job_token   a job's own token: srun's steps without the user's config,
+              what it may do, when it ends, where it never shows
+  list_nospec GET /v1/jobs?spec=0, squeue's listing without jobs' specs
   update_forms  scontrol update TimeLimit=+T/-T, unlimited, JobId=A,B,
               a running job renamed
   requeue_refused  scontrol requeue of a running --no-requeue or srun job
@@ -584,9 +589,9 @@ def scenario_update(c):
     check(s.final(h)[1] == "COMPLETED", "runs once its dependency is gone")
     s.run("scancel", d)
     for args, text in (
-            (["Priority=5"], "scontrol: error: Update of this parameter is "
-             "not supported: Priority=5\nscontrol: error: Request aborted"),
-            (["NumNodes=2"], "not supported: NumNodes=2"),
+            (["QOS=high"], "scontrol: error: Update of this parameter is "
+             "not supported: QOS=high\nscontrol: error: Request aborted"),
+            (["Contiguous=1"], "not supported: Contiguous=1"),
             (["TimeLimit=abc"], "scontrol: error: Invalid TimeLimit value"),
             (["Partition=nosuch"], "Invalid partition name specified"),
             ([], "scontrol: error: No changes specified")):
@@ -633,6 +638,249 @@ def scenario_update(c):
     check(f[1] == "TIMEOUT", "ends at the new limit: %r" % f)
     p = s.run("scontrol", "show", "job", r)
     check("TimeLimit=00:00:03" in p.stdout, "show job: %r" % p.stdout)
+
+
+def scenario_priority(c):
+    """scontrol update JobId=N Priority=P and Nice=N: waiting jobs of one
+    queue start in the order they give (an admin's priority first, a
+    niced job last), squeue %Q %y and scontrol show job say them; only an
+    admin sets a priority or a negative nice, Priority=0 holds, a held
+    job takes no priority, bad values are refused in Slurm's words."""
+    s = Slurm(c)
+    st, tok = c.api("POST", "/v1/tokens", {"user": "bob", "role": "user"})
+    bob = dict(ALLOT_TOKEN=tok["token"])
+    # Every GPU taken; three jobs of the same shape wait behind it.
+    big = ("-N", "2", "--gres=gpu:8")
+    blocker = s.sbatch(*big, "--wrap", "sleep 300")
+    wait_for(lambda: s.run("squeue", "-h", "-j", blocker, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    a = s.sbatch(*big, "--wrap", "sleep 300")
+    b = s.sbatch(*big, "--wrap", "sleep 300")
+    cc = s.sbatch(*big, "--wrap", "sleep 300")
+    base = s.run("squeue", "-h", "-j", a, "-o", "%Q|%y").stdout.strip()
+    check(re.fullmatch(r"[1-9]\d*\|0", base), "default %%Q|%%y: %r" % base)
+    for args in (["JobId=" + cc, "Priority=100000"],
+                 ["JobId=" + a, "Nice=100"]):
+        p = s.run("scontrol", "update", *args)
+        check(p.returncode == 0 and p.stderr == "",
+              "update %s: %d %r" % (args, p.returncode, p.stderr))
+    p = s.run("squeue", "-h", "-j", "%s,%s" % (a, cc), "-o", "%i %Q %y")
+    got = sorted(p.stdout.split("\n"))[1:]
+    check(got == ["%s %d 100" % (a, max(1, int(base.split("|")[0]) - 100)),
+                  "%s 100000 0" % cc], "squeue %%Q %%y: %r" % got)
+    p = s.run("scontrol", "show", "job", cc)
+    check("   Priority=100000 Nice=0 " in p.stdout, "show: %r" % p.stdout)
+    p = s.run("scontrol", "show", "job", a)
+    check("Nice=100 " in p.stdout, "show niced: %r" % p.stdout)
+    # The blocker ends: the admin's priority first, then the plain one,
+    # the niced one last, though it is the oldest.
+    order = []
+    for ended in (blocker, None, None):
+        if ended is None:
+            ended = order[-1]
+        s.run("scancel", ended)
+        jid = wait_for(lambda e=ended: (
+            lambda l: l[0] if len(l) == 1 and l[0] != e else None)(
+            s.run("squeue", "-h", "-t", "R", "-o", "%i").stdout.split()),
+            60, "the next job running")
+        order.append(jid)
+    check(order == [cc, b, a], "start order %r, want %r" % (order,
+                                                          [cc, b, a]))
+    s.run("scancel", a)
+    # A user: a nice of 0 or more on their own job, nothing more.
+    p = s.run("sbatch", "--parsable", "-H", "--wrap", "true", env=bob)
+    u = p.stdout.strip()
+    for args, rc, err in (
+            (["Nice=10"], 0, ""),
+            (["Nice=0"], 0, ""),
+            (["Nice=-1"], 1, "Access/permission denied for job %s\n" % u),
+            (["Priority=5"], 1, "Access/permission denied for job %s\n" % u),
+            (["Priority=abc"], 1,
+             "scontrol: error: Invalid Priority value: abc\n"),
+            (["Priority=4294967294"], 1,
+             "scontrol: error: Invalid Priority value: 4294967294\n"),
+            (["Nice=3000000000"], 1, "scontrol: error: Nice value out of "
+             "range (+/- 2147483645). Value ignored\n")):
+        p = s.run("scontrol", "update", "JobId=" + u, *args, env=bob)
+        check((p.returncode, p.stderr) == (rc, err),
+              "user %s: %d %r" % (args, p.returncode, p.stderr))
+    # An admin's negative nice; Priority=0 holds a pending job; a held
+    # job takes no priority until released.
+    s.run("scontrol", "release", u)
+    w = s.sbatch("-d", "afterok:%s" % s.sbatch("-H", "--wrap", "true"),
+                 "--wrap", "true")
+    for args, rc, err in (
+            (["Nice=-5"], 0, ""),
+            (["Priority=0"], 0, ""),
+            (["Priority=7"], 1, "Job is in held state, pending scheduler "
+             "release for job %s\n" % w)):
+        p = s.run("scontrol", "update", "JobId=" + w, *args)
+        check((p.returncode, p.stderr) == (rc, err),
+              "admin %s: %d %r" % (args, p.returncode, p.stderr))
+    p = s.run("squeue", "-h", "-j", w, "-o", "%T %Q %y")
+    check(p.stdout == "PENDING 0 -5\n", "after Priority=0: %r" % p.stdout)
+    # Kept across a restart of the controller.
+    s.run("scontrol", "release", w)
+    s.run("scontrol", "update", "JobId=" + w, "Priority=42")
+    c.kill_server()
+    c.start_server()
+    wait_for(lambda: s.run("squeue", "-h").returncode == 0, 30,
+             "the server back")
+    p = s.run("squeue", "-h", "-j", w, "-o", "%Q %y")
+    check(p.stdout == "42 0\n", "after a restart: %r" % p.stdout)
+
+
+def scenario_num_nodes(c):
+    """scontrol update JobId=N NumNodes=K: a waiting job's tasks become
+    K (one per node), shown by squeue %D and scontrol show job, and run;
+    0, more nodes than the cluster has, a malformed count, a running
+    job's other count are refused in Slurm's words."""
+    s = Slurm(c)
+    h = s.sbatch("-H", "--gres=gpu:1", "--wrap",
+                 "touch task-$SLURM_JOB_ID-$SLURM_PROCID")
+    for args, rc, err, nodes in (
+            (["NumNodes=2"], 0, "", "2 2"),
+            (["NumNodes=0"], 1, "Node count specification invalid for job "
+             "%s\n" % h, "2 2"),
+            (["NumNodes=3"], 1, "Requested node configuration is not "
+             "available for job %s\n" % h, "2 2"),
+            (["NumNodes=abc"], 1, "scontrol: error: Invalid numeric value "
+             "\"abc\" for requested node count.\n", "2 2"),
+            (["NumNodes=1-2"], 0, "", "1 1"),
+            (["numnodes=2"], 0, "", "2 2")):
+        p = s.run("scontrol", "update", "JobId=" + h, *args)
+        q = s.run("squeue", "-h", "-j", h, "-o", "%D %C")
+        got = (p.returncode, p.stderr, " ".join(q.stdout.split()))
+        check(got == (rc, err, nodes), "%s: %r" % (args, got))
+    p = s.run("scontrol", "show", "job", h)
+    check(" NumNodes=2 " in p.stdout and " NumTasks=2 " in p.stdout,
+          "show job: %r" % p.stdout)
+    s.run("scontrol", "release", h)
+    check(s.final(h)[1] == "COMPLETED", "the job of 2 tasks ran")
+    for t in (0, 1):
+        wait_for(lambda: os.path.exists(os.path.join(
+            s.cwd, "task-%s-%d" % (h, t))), 30, "task %d's file" % t)
+    # A running job keeps its count.
+    r = s.sbatch("--wrap", "sleep 300")
+    wait_for(lambda: s.run("squeue", "-h", "-j", r, "-o",
+                           "%t").stdout.strip() == "R", 30, "running")
+    p = s.run("scontrol", "update", "JobId=" + r, "NumNodes=1")
+    check(p.returncode == 0, "the count it has: %r" % p.stderr)
+    p = s.run("scontrol", "update", "JobId=" + r, "NumNodes=2")
+    check(p.returncode == 1 and p.stderr == "Requested operation not "
+          "supported on this system for job %s\n" % r,
+          "a running job's count: %r" % p.stderr)
+    s.run("scancel", r)
+
+
+JOB_TOKEN_PROBE = r"""
+import os, urllib.error, urllib.request
+base = os.environ["ALLOT_JOB_SERVER"].split(",")[0]
+tok = os.environ["ALLOT_JOB_TOKEN"]
+me, other = os.environ["SLURM_JOB_ID"], os.environ["OTHER"]
+def call(method, path, body=None):
+    r = urllib.request.Request(base + path, method=method, data=body,
+                               headers={"Authorization": "Bearer " + tok,
+                                        "Content-Type": "application/json"})
+    try:
+        return urllib.request.urlopen(r, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+print("self", call("GET", "/v1/jobs/" + me))
+print("other", call("GET", "/v1/jobs/" + other))
+print("cancel_other", call("POST", "/v1/jobs/%s/cancel" % other, b"{}"))
+print("cancel_self", call("POST", "/v1/jobs/%s/cancel" % me, b"{}"))
+print("list", call("GET", "/v1/jobs"))
+print("update_other", call("POST", "/v1/jobs/%s/update" % other,
+                           b'{"name": "x"}'))
+"""
+
+
+def http_status(url, token):
+    import urllib.error
+    import urllib.request
+    r = urllib.request.Request(url, headers={"Authorization": "Bearer " +
+                                             token})
+    try:
+        return urllib.request.urlopen(r, timeout=10).status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def scenario_job_token(c):
+    """A job's own token: srun inside a batch script records its steps
+    with no allot config of the user's (sacct shows ID.0, ID.1); the
+    token reads its own job only, cancels nothing, is refused once the
+    job ended, and shows in no job document and no log."""
+    s = Slurm(c)
+    check(not os.path.exists(os.path.join(c.root, ".config", "allot")),
+          "the user has no config")
+    other = s.sbatch("-H", "--wrap", "true")
+    s.write("tok.sh",
+            "#!/bin/bash\n#SBATCH -o tok-%j.out\n"
+            "srun hostname\nsrun true\n"
+            "printf '%s' \"$ALLOT_JOB_TOKEN\" > token-$SLURM_JOB_ID\n"
+            "python3 - <<'EOF'\n" + JOB_TOKEN_PROBE + "EOF\n")
+    p = s.run("sbatch", "--parsable", "tok.sh", env={"OTHER": other})
+    jid = p.stdout.strip()
+    check(p.returncode == 0, "sbatch: %r" % p.stderr)
+    check(s.final(jid)[1] == "COMPLETED", "tok.sh did not complete")
+    out = s.read("tok-%s.out" % jid)
+    got = dict(line.split() for line in out.splitlines()
+               if len(line.split()) == 2)
+    want = {"self": "200", "other": "403", "cancel_other": "403",
+            "cancel_self": "403", "list": "403", "update_other": "403"}
+    check(all(got.get(k) == v for k, v in want.items()),
+          "what the token may do: %r" % out)
+    rows = sacct_rows(s, jid)
+    for row in (["%s.0" % jid, "hostname", "COMPLETED", "0:0"],
+                ["%s.1" % jid, "true", "COMPLETED", "0:0"]):
+        check(row in rows, "%r not in sacct: %r" % (row, rows))
+    check(s.run("squeue", "-h", "-j", other, "-o", "%T").stdout ==
+          "PENDING\n", "the other job untouched")
+    token = open(os.path.join(s.cwd, "token-" + jid)).read()
+    check(token.startswith("alj_%s_" % jid), "the token: %r" % token[:8])
+    check(http_status(c.url + "/v1/jobs/" + jid, token) == 401,
+          "the token of an ended job")
+    st, doc = c.api("GET", "/v1/jobs/" + jid)
+    import json
+    check(st == 200 and token not in json.dumps(doc) and
+          token[20:] not in json.dumps(doc), "the token in the job's document")
+    p = s.run("scontrol", "show", "job", jid)
+    check(token[20:] not in p.stdout, "the token in scontrol show job")
+    for d, _, files in os.walk(c.root):
+        for f in files:
+            path = os.path.join(d, f)
+            if path.startswith(s.cwd):
+                continue  # the job's own files
+            try:
+                data = open(path, "rb").read()
+            except OSError:
+                continue
+            check(token[20:].encode() not in data,
+                  "the token's secret in %s" % path)
+    s.run("scancel", other)
+
+
+def scenario_list_nospec(c):
+    """GET /v1/jobs?spec=0 (what squeue asks for): the rows without what
+    each job runs (its exported environment), the rest as without it;
+    squeue shows the same."""
+    s = Slurm(c)
+    jid = s.sbatch("-H", "-J", "listed", "--wrap", "true")
+    for q, has in (("", True), ("&spec=0", False), ("&spec=1", True)):
+        st, out = c.api("GET", "/v1/jobs?state=active&expand=1" + q)
+        row = [j for j in out["jobs"] if str(j["id"]) == jid]
+        check(st == 200 and len(row) == 1, "the job in %r: %r" % (q, out))
+        for k in ("command", "cwd", "env", "script"):
+            check((k in row[0]) == has, "%s in the row of %r: %r" % (
+                k, q, sorted(row[0])))
+        check(row[0]["name"] == "listed" and row[0]["state"] == "held",
+              "the rest of the row of %r: %r" % (q, row[0]))
+    p = s.run("squeue", "-h", "-j", jid, "-o", "%i %j %T %r")
+    check(p.stdout == "%s listed PENDING JobHeldUser\n" % jid,
+          "squeue: %r" % p.stdout)
+    s.run("scancel", jid)
 
 
 def scenario_requeue_ended(c):
@@ -945,6 +1193,10 @@ SCENARIOS = {
     "steps": scenario_steps,
     "update": scenario_update,
     "requeue_ended": scenario_requeue_ended,
+    "priority": scenario_priority,
+    "num_nodes": scenario_num_nodes,
+    "job_token": scenario_job_token,
+    "list_nospec": scenario_list_nospec,
     "update_forms": scenario_update_forms,
     "requeue_refused": scenario_requeue_refused,
     "steps_select": scenario_steps_select,

@@ -1286,6 +1286,48 @@ preempt_by_priority(void)
     snap_destroy(s);
 }
 
+/* A job's own priority adjustment orders it within its queue and class,
+ * ahead of the age order, and not across classes: one node of 4 and
+ * three 4-GPU jobs, only one of which fits. */
+static void
+priority_adjust(void)
+{
+    snap_t *s = scenario();
+    int q, a, b, c;
+    al_result_t *r;
+
+    snap_node(s, "n0", 4);
+    q = snap_queue(s, "q", -1, 4000, 1, AL_UNLIMITED);
+    a = snap_job(s, q, 1, 4);
+    b = snap_job(s, q, 1, 4);
+    c = snap_job(s, q, 1, 4);
+    r = snap_run(s); /* oldest first */
+    ASSERT_STARTED(r, a, 1);
+    al_result_destroy(r);
+    snap_job_ref(s, b)->prio_adjust = 10;
+    r = snap_run(s); /* the raised one, though younger */
+    ASSERT_STARTED(r, b, 1);
+    ASSERT_NOT_STARTED(r, a);
+    al_result_destroy(r);
+    snap_job_ref(s, b)->prio_adjust = 0;
+    snap_job_ref(s, a)->prio_adjust = -1;
+    r = snap_run(s); /* a lowered (niced) one goes behind the others */
+    ASSERT_STARTED(r, b, 1);
+    al_result_destroy(r);
+    snap_job_ref(s, c)->prio_adjust = (int64_t)1 << 40; /* clamped */
+    snap_job_ref(s, b)->prio_adjust = ((int64_t)1 << 33) - 2;
+    r = snap_run(s);
+    ASSERT_STARTED(r, c, 1);
+    al_result_destroy(r);
+    /* A higher class still comes first. */
+    snap_job_ref(s, a)->priority = AL_PRIO_BUILD;
+    r = snap_run(s);
+    ASSERT_STARTED(r, a, 1);
+    ASSERT_NOT_STARTED(r, c);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /* Progress counts since the last checkpoint: a job checkpointed a moment
  * ago loses the least. */
 static void
@@ -3947,6 +3989,7 @@ const al_test_t test_sched[] = {
     { "backfill_off", backfill_off },
     { "preempt_by_priority", preempt_by_priority },
     { "preempt_checkpoint", preempt_checkpoint },
+    { "priority_adjust", priority_adjust },
     { "preempt_not_lower", preempt_not_lower },
     { "preempt_min_runtime", preempt_min_runtime },
     { "topology_required", topology_required },

@@ -867,6 +867,29 @@ desired_task_encoding(void)
     json_decref(spec);
 }
 
+/* Answer o without its tasks' job tokens (random), each checked to be
+ * "alj_<job>_" and 32 hex digits; *n counts them. */
+static json_t *
+take_tokens(json_t *o, int *n)
+{
+    json_t *t;
+    size_t i;
+    json_array_foreach(json_object_get(o, "tasks"), i, t)
+    {
+        const char *tok = al_json_str(t, "job_token", NULL);
+        if (tok == NULL)
+            continue;
+        char want[32];
+        snprintf(want, sizeof want, "alj_%lld_",
+                 (long long)al_json_int(t, "job", 0));
+        ASSERT(strncmp(tok, want, strlen(want)) == 0);
+        ASSERT_EQ(strlen(tok), strlen(want) + 32);
+        json_object_del(t, "job_token");
+        (*n)++;
+    }
+    return o;
+}
+
 static void
 desired_set(void)
 {
@@ -903,8 +926,8 @@ desired_set(void)
     al__ctl_put_job(&ctl, k);
     al__ctl_index_running(&ctl);
 
-    int lacking = -1;
-    ASSERT_JSON(al__proto_desired(&ctl, 0, &lacking),
+    int lacking = -1, ntok = 0;
+    ASSERT_JSON(take_tokens(al__proto_desired(&ctl, 0, &lacking), &ntok),
                 "{\"tasks\":[{\"job\":1,\"task\":0,\"restart\":0,"
                 "\"gpus\":[0],\"gpu_milli\":0,\"cpu_milli\":100,"
                 "\"mem_bytes\":0,\"rank\":0,\"world_size\":2,"
@@ -912,6 +935,7 @@ desired_set(void)
                 "\"master_port\":29501,\"log_off\":0,\"user\":\"u\","
                 "\"command\":[\"true\"]}],\"grace_ms\":10000}");
     ASSERT_EQ(lacking, 1);
+    ASSERT_EQ(ntok, 1); /* the job's own token, for the task it lacks */
     /* The log's size, looked up once, is kept in the task. */
     ASSERT_EQ(j->tasks[0].log_size, 0);
 
@@ -919,7 +943,8 @@ desired_set(void)
     b->known = calloc(1, sizeof *b->known);
     b->known[0] = (al__task_key_t){ .job = 1, .task = 1, .restart = 0 };
     b->nknown = b->known_cap = 1;
-    ASSERT_JSON(al__proto_desired(&ctl, 1, &lacking),
+    ntok = 0;
+    ASSERT_JSON(take_tokens(al__proto_desired(&ctl, 1, &lacking), &ntok),
                 "{\"tasks\":[{\"job\":1,\"task\":1,\"restart\":0},"
                 "{\"job\":2,\"task\":0,\"restart\":1,\"gpus\":[],"
                 "\"gpu_milli\":500,\"cpu_milli\":100,\"mem_bytes\":0,"
@@ -928,6 +953,7 @@ desired_set(void)
                 "\"log_off\":5,\"user\":\"v\",\"command\":[\"sleep\"]}],"
                 "\"grace_ms\":10000}");
     ASSERT_EQ(lacking, 1);
+    ASSERT_EQ(ntok, 1); /* none in the brief form */
 
     /* A done task is not asked for; an ended job leaves the node's runs. */
     j->tasks[1].done = true;

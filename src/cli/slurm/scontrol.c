@@ -2,9 +2,9 @@
  * scontrol.c -- `scontrol`: show job ID and show node [NAME] in Slurm's
  * Key=Value layout, hold, release, requeue and requeuehold (of a running
  * job, or an ended batch job: POST /v1/jobs/ID/requeue), update of a job
- * (TimeLimit, JobName, Partition, Dependency: POST /v1/jobs/ID/update,
- * its words read by update.c).  The other subcommands are refused by
- * name.
+ * (TimeLimit, JobName, Partition, Dependency, Priority, Nice: POST
+ * /v1/jobs/ID/update, its words read by update.c).  The other subcommands are
+ * refused by name.
  *
  * May call: slurm.c (the API, the mapping).
  */
@@ -41,9 +41,8 @@ show_job(const json_t *j, int64_t now)
            al_json_str(j, "name", ""));
     printf("   UserId=%s(%lld) GroupId=%s(%lld) MCS_label=N/A\n", user,
            uid < 0 ? 0 : uid, user, uid < 0 ? 0 : uid);
-    printf("   Priority=%lld Nice=0 Account=%s QOS=normal\n",
-           (long long)al_json_int(j, "priority", 0),
-           al_json_str(j, "queue", ""));
+    printf("   Priority=%lld Nice=%lld Account=%s QOS=normal\n",
+           al__sl_priority(j), al__sl_nice(j), al_json_str(j, "queue", ""));
     /* allot's `after` (sbatch's afterok) and Slurm's other kinds. */
     const json_t *after = json_object_get(j, "after");
     const char *dep = al_json_str(j, "dependency", NULL);
@@ -132,6 +131,14 @@ update_refusal(int status, const json_t *err)
         return "Job dependency problem";
     if (strcmp(code, "circular") == 0)
         return "Circular job dependency";
+    if (strcmp(code, "node_count") == 0)
+        return "Node count specification invalid";
+    if (strcmp(code, "not_supported") == 0)
+        return "Requested operation not supported on this system";
+    if (strcmp(code, "node_config") == 0)
+        return "Requested node configuration is not available";
+    if (strcmp(code, "held") == 0)
+        return "Job is in held state, pending scheduler release";
     return NULL;
 }
 

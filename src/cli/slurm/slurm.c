@@ -258,9 +258,29 @@ al__sl_nnodes(const json_t *job)
 {
     const char *names[4096];
     size_t n = job_nodes(job, names, 4096);
-    if (n == 0) /* not placed yet: as many as its tasks need, at least 1 */
-        return 1;
+    if (n == 0) /* not placed yet: as NumNodes= set it, else 1 */
+        return al_json_int(job, "num_nodes", 0) > 0
+                   ? (int)al_json_int(job, "num_nodes", 0)
+                   : 1;
     return (int)n;
+}
+
+long long
+al__sl_priority(const json_t *job)
+{
+    if (strcmp(al_json_str(job, "state", ""), "held") == 0)
+        return 0;
+    const json_t *fixed = json_object_get(job, "priority_fixed");
+    if (json_is_integer(fixed))
+        return (long long)json_integer_value(fixed);
+    long long p = (long long)al_json_int(job, "priority", 0) - al__sl_nice(job);
+    return p < 1 ? 1 : p;
+}
+
+long long
+al__sl_nice(const json_t *job)
+{
+    return (long long)al_json_int(job, "nice", 0);
 }
 
 int64_t

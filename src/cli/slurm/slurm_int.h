@@ -85,6 +85,10 @@ void al__sl_state_by(const json_t *job, char *buf, size_t len);
 /* The job's nodes in hostlist form ("" when it has none). Caller frees. */
 char *al__sl_nodelist(const json_t *job);
 int al__sl_nnodes(const json_t *job);
+/* Slurm's Priority of the job: 0 while held, the one an admin set, else
+ * its class's priority less its nice (at least 1); and its Nice. */
+long long al__sl_priority(const json_t *job);
+long long al__sl_nice(const json_t *job);
 /* Seconds the job has run (0 when it has not started). */
 int64_t al__sl_elapsed_s(const json_t *job, int64_t now_ms);
 /* squeue's durations: "0:00", "1:02:03", "2-01:02:03"; sacct's:
@@ -241,7 +245,12 @@ int al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
  * SLURM_JOB_ID) starts, named after cmd0's last part, with `tasks` tasks,
  * or (end) that it ended with exit code and signal; c NULL: through a
  * connection of the user's settings (ALLOT_SERVER and ALLOT_TOKEN, or the
- * config file).  Quiet: a step runs whether or not it can be recorded. */
+ * config file), else of the job's own token (al__sl_job_client()).
+ * Quiet: a step runs whether or not it can be recorded. */
+/* A client of the user's settings; where they give no token, one of the
+ * job's own (ALLOT_JOB_TOKEN, which the agent gives a job's tasks, and
+ * ALLOT_JOB_SERVER).  0, or -1. */
+int al__sl_job_client(al_client_t *c);
 void al__sl_step_report(al_client_t *c, const char *job, long step,
                         const char *cmd0, long tasks, bool end, int code,
                         int sig);

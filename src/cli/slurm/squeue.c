@@ -84,6 +84,18 @@ v_nodes(const json_t *j, int64_t now, char *b, size_t n)
     snprintf(b, n, "%d", al__sl_nnodes(j));
 }
 static void
+v_priority(const json_t *j, int64_t now, char *b, size_t n)
+{
+    (void)now;
+    snprintf(b, n, "%lld", al__sl_priority(j));
+}
+static void
+v_nice(const json_t *j, int64_t now, char *b, size_t n)
+{
+    (void)now;
+    snprintf(b, n, "%lld", al__sl_nice(j));
+}
+static void
 v_nodelist(const json_t *j, int64_t now, char *b, size_t n)
 {
     (void)now;
@@ -192,6 +204,8 @@ static const struct field {
     { 'S', "StartTime", "START_TIME", v_start },
     { 'e', "EndTime", "END_TIME", v_end },
     { 'Y', "SchedNodes", "SCHEDNODES", v_sched },
+    { 'Q', "PriorityLong", "PRIORITY", v_priority },
+    { 'y', "Nice", "NICE", v_nice },
 };
 
 static const struct field *
@@ -422,7 +436,10 @@ fetch(al_client_t *cl, const sq_args_t *a, const json_t *want)
         ended =
             ended || (strcmp(s, "PENDING") != 0 && strcmp(s, "RUNNING") != 0);
     }
-    return al__sl_jobs(cl, ended ? "expand=1" : "state=active&expand=1");
+    /* spec=0: no job's command and environment, which squeue never
+     * shows (most of a listing's bytes: sbatch exports the environment). */
+    return al__sl_jobs(cl, ended ? "expand=1&spec=0"
+                                 : "state=active&expand=1&spec=0");
 }
 
 /* The filters of the command line, as lists (NULL: not given). */

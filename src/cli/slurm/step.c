@@ -699,6 +699,22 @@ al__sl_step(al_client_t *c, const char *prog, const json_t *job, int n,
     return status;
 }
 
+int
+al__sl_job_client(al_client_t *c)
+{
+    if (al_client_init(c, NULL, NULL) != 0)
+        return -1;
+    const char *jt = getenv("ALLOT_JOB_TOKEN");
+    const char *js = getenv("ALLOT_JOB_SERVER");
+    if (c->token != NULL || jt == NULL || jt[0] == '\0' || js == NULL ||
+        js[0] == '\0')
+        return 0;
+    /* No token of the user's: the job's own, with the controller the
+     * agent talks to. */
+    al_client_fini(c);
+    return al_client_init(c, js, jt) != 0 ? -1 : 0;
+}
+
 void
 al__sl_step_report(al_client_t *c, const char *job, long step, const char *cmd0,
                    long tasks, bool end, int code, int sig)
@@ -708,7 +724,7 @@ al__sl_step_report(al_client_t *c, const char *job, long step, const char *cmd0,
         return;
     al_client_t own;
     if (c == NULL) {
-        if (al_client_init(&own, NULL, NULL) != 0)
+        if (al__sl_job_client(&own) != 0)
             return;
         c = &own;
     }

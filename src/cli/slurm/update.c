@@ -3,7 +3,10 @@
  * into the body of POST /v1/jobs/N/update: TimeLimit (Slurm's time
  * forms; +T and -T, "time_limit_add", which scontrol.c turns into the
  * job's new limit), JobName (or Name), Partition (the default partition, every
- * node, is no pool: "") and Dependency (empty: none).  Keys in any case,
+ * node, is no pool: "") and Dependency (empty: none), Priority (0 to
+ * 4294967293, "priority") and Nice (+-2147483645, read as Slurm's
+ * strtol() reads it, "nice"), NumNodes (N, or N-M of which allot takes
+ * N: "nodes").  Keys in any case,
  * as Slurm reads them.  No I/O: scontrol.c sends the body and says what
  * the controller answered; tests/fuzz/fuzz_slurm_update.c runs it.
  *
@@ -71,6 +74,53 @@ time_limit(json_t *b, const char *v)
     return 0;
 }
 
+/* Priority=, Nice= and NumNodes= (key w of length kl, value v) into b:
+ * 0; -1 with *why (caller frees) for a value Slurm refuses; 1 for
+ * another key. */
+static int
+numeric(json_t *b, const char *w, size_t kl, const char *v, char **why)
+{
+    char *end = NULL;
+    if (kl == 8 && strncasecmp(w, "Priority", kl) == 0) {
+        unsigned long long p = strtoull(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end != '\0' || p > 4294967293ULL) {
+            *why = al_xasprintf("Invalid Priority value: %.300s", v);
+            return -1;
+        }
+        json_object_set_new(b, "priority", json_integer((json_int_t)p));
+        return 0;
+    }
+    if (kl == 4 && strncasecmp(w, "Nice", kl) == 0) {
+        /* As Slurm's scontrol: strtol() without a check of the end
+         * ("abc" is 0), a value out of range refused. */
+        long long nv = strtoll(v, NULL, 10);
+        if (nv > 2147483645LL || nv < -2147483645LL) {
+            *why = al_xstrdup("Nice value out of range (+/- 2147483645). "
+                              "Value ignored");
+            return -1;
+        }
+        json_object_set_new(b, "nice", json_integer((json_int_t)nv));
+        return 0;
+    }
+    if (kl != 8 || strncasecmp(w, "NumNodes", kl) != 0)
+        return 1;
+    unsigned long long lo = strtoull(v, &end, 10), hi = lo;
+    bool ok = v[0] >= '0' && v[0] <= '9';
+    if (ok && *end == '-') {
+        const char *m = end + 1;
+        hi = strtoull(m, &end, 10);
+        ok = m[0] >= '0' && m[0] <= '9' && hi >= lo;
+    }
+    if (!ok || *end != '\0' || hi > 4294967294ULL) {
+        *why = al_xasprintf("Invalid numeric value \"%.300s\" for requested "
+                            "node count.",
+                            v);
+        return -1;
+    }
+    json_object_set_new(b, "nodes", json_integer((json_int_t)lo));
+    return 0;
+}
+
 int
 al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
                    char **cause)
@@ -87,6 +137,8 @@ al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
         const char *v = eq + 1;
 #define KEY(name) (kl == strlen(name) && strncasecmp(w[i], name, kl) == 0)
         bool utf8 = true;
+        int num;
+        char *why = NULL;
         if (KEY("JobId") || KEY("Job")) {
             if (!job_id_ok(v)) {
                 json_decref(b);
@@ -117,7 +169,6 @@ al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
                     json_string(strcmp(v, AL_SLURM_PARTITION) == 0 ? "" : v)) ==
                 0;
         } else if (KEY("Dependency")) {
-            char *why = NULL;
             if (v[0] != '\0' && al_dep_parse(v, NULL, &(int){ 0 }, &why) != 0) {
                 char *msg = al_xasprintf("Invalid dependency: %.300s (%s)", v,
                                          why ? why : "malformed");
@@ -127,8 +178,13 @@ al_sl_update_parse(int n, char *const *w, char **job, json_t **body,
             }
             free(why);
             utf8 = json_object_set_new(b, "dependency", json_string(v)) == 0;
+        } else if ((num = numeric(b, w[i], kl, v, &why)) <= 0) {
+            if (num < 0) {
+                json_decref(b);
+                return fail(cause, 1, why);
+            }
         } else {
-            /* Slurm's other fields (Priority, Nice, NumNodes, QOS, ...),
+            /* Slurm's other fields (QOS, ...),
              * KEY+=VALUE forms and unknown keys alike. */
             json_decref(b);
             return fail(cause, 2,
