@@ -562,6 +562,14 @@ const char *al_reason_name(al_reason_code_t code);
  */
 double al_usage_decay(double usage, int64_t elapsed, int64_t half_life);
 
+/* The service (al_job_t.attained, GPU-seconds) that a run of `seconds` of
+ * ntasks tasks of task_milli milli-GPUs each attains.  A task with no GPU
+ * counts as one whole GPU, so that a job that asks only for CPUs also
+ * leaves the first service levels as it runs: otherwise it would stay at
+ * the top level however long it ran, and a long CPU-only job would never
+ * yield its cores.  Shells add a finished run's service with this. */
+double al_service(int64_t seconds, int64_t ntasks, int64_t task_milli);
+
 /* Total milli-GPUs requested by one task of job j's request. */
 int64_t al_request_gpu_milli(const al_request_t *req);
 
