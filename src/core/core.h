@@ -388,7 +388,7 @@ typedef struct al_config {
  * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
- * 2 h, no workload profile, lookahead_depth 8 with no horizon and
+ * 1 h, no workload profile, lookahead_depth 8 with no horizon and
  * lookahead_hold off, the graph's order on (ignore_deps off), and service
  * levels at 1, 3600 and 36000 GPU-seconds (never ran, under a GPU-hour,
  * under ten, more). */

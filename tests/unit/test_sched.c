@@ -98,7 +98,7 @@ config_defaults(void)
     ASSERT_EQ(c.usage_half_life, 7 * 86400);
     ASSERT_GE(c.ntopo_levels, 0);
     ASSERT(c.short_first);
-    ASSERT_EQ(c.starve_after, 2 * 3600);
+    ASSERT_EQ(c.starve_after, 3600);
     ASSERT_EQ(c.service_levels[0], 1);
     ASSERT_EQ(c.service_levels[1], 3600);
     ASSERT_EQ(c.service_levels[2], 36000);
@@ -3567,6 +3567,20 @@ starving_evicts_served(void)
     ASSERT(res_find(r, lng1, AL_DEC_EVICT) == NULL);
     ASSERT_NOT_STARTED(r, gang);
     al_result_destroy(r);
+
+    /* With the default threshold (1 h) a wait of 75 min is starving. */
+    {
+        al_config_t def;
+
+        al_config_default(&def);
+        snap_config(s)->starve_after = def.starve_after;
+        snap_job_ref(s, gang)->submit_time = now - 75 * 60;
+        r = snap_run(s);
+        ASSERT(res_find(r, lng1, AL_DEC_EVICT) != NULL);
+        ASSERT_STARTED(r, gang, 1);
+        al_result_destroy(r);
+        snap_config(s)->starve_after = 2 * 3600;
+    }
 
     /* Starving but long itself (30 h: 4 x 30 h > 100 h): it waits. */
     snap_job_ref(s, gang)->submit_time = now - 3 * 3600;
