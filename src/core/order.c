@@ -228,8 +228,7 @@ al_service(int64_t seconds, int64_t ntasks, int64_t task_milli)
         return 0;
     if (task_milli <= 0)
         task_milli = AL_GPU_MILLI;
-    return (double)seconds * (double)ntasks * (double)task_milli /
-           AL_GPU_MILLI;
+    return (double)seconds * (double)ntasks * (double)task_milli / AL_GPU_MILLI;
 }
 
 /* Attained service: what the job had before, plus its current run at the
