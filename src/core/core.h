@@ -394,7 +394,7 @@ typedef struct al_config {
  * usage_weight 1, usage_half_life 7 days, reserve_depth 4, default_runtime
  * 24 h, lend_reserved, reclaim, preempt, borrow and short_first on,
  * strict_order and ignore_queues off, max_reclaim_tries 8, starve_after
- * 2 h, no workload profile, lookahead_depth 8 with no horizon and
+ * 1 h, no workload profile, lookahead_depth 8 with no horizon and
  * lookahead_hold off, the graph's order on (ignore_deps off), and service
  * levels at 1, 3600 and 36000 GPU-seconds (never ran, under a GPU-hour,
  * under ten, more). */
@@ -567,6 +567,14 @@ const char *al_reason_name(al_reason_code_t code);
  * al_queue_t.usage with this and adds new usage as it accrues.
  */
 double al_usage_decay(double usage, int64_t elapsed, int64_t half_life);
+
+/* The service (al_job_t.attained, GPU-seconds) that a run of `seconds` of
+ * ntasks tasks of task_milli milli-GPUs each attains.  A task with no GPU
+ * counts as one whole GPU, so that a job that asks only for CPUs also
+ * leaves the first service levels as it runs: otherwise it would stay at
+ * the top level however long it ran, and a long CPU-only job would never
+ * yield its cores.  Shells add a finished run's service with this. */
+double al_service(int64_t seconds, int64_t ntasks, int64_t task_milli);
 
 /* Total milli-GPUs requested by one task of job j's request. */
 int64_t al_request_gpu_milli(const al_request_t *req);

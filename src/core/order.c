@@ -221,6 +221,16 @@ al__heap_fix(al_cycle_t *c, qheap_t *hp, int32_t q)
 /* ------------------------------------------------------------------ */
 /* Job order                                                          */
 
+double
+al_service(int64_t seconds, int64_t ntasks, int64_t task_milli)
+{
+    if (seconds <= 0 || ntasks <= 0)
+        return 0;
+    if (task_milli <= 0)
+        task_milli = AL_GPU_MILLI;
+    return (double)seconds * (double)ntasks * (double)task_milli / AL_GPU_MILLI;
+}
+
 /* Attained service: what the job had before, plus its current run at the
  * size it holds now.  Service levels count the thresholds it reached. */
 void
@@ -231,8 +241,8 @@ al__job_rank(al_cycle_t *c, int32_t j)
     int32_t level = 0;
 
     if (jb->state == AL_JOB_RUNNING && c->s->now > jb->start_time)
-        att += (double)(c->s->now - jb->start_time) * (double)jb->ntasks *
-               (double)c->wj[j].task_gpu / AL_GPU_MILLI;
+        att += al_service(c->s->now - jb->start_time, jb->ntasks,
+                          c->wj[j].task_gpu);
     while (level < AL_MAX_SERVICE_LEVELS && c->cfg.service_levels[level] > 0 &&
            att >= (double)c->cfg.service_levels[level])
         level++;

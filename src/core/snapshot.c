@@ -30,7 +30,7 @@ al_config_default(al_config_t *cfg)
     cfg->preempt = true;
     cfg->borrow = true;
     cfg->max_reclaim_tries = 8;
-    cfg->starve_after = (int64_t)2 * 3600;
+    cfg->starve_after = 3600;
     cfg->short_first = true;
     cfg->lookahead_depth = 8;
     /* Never ran; under a GPU-hour; under ten GPU-hours; more. */

@@ -191,10 +191,9 @@ al__ctl_requeue(al_ctl_t *ctl, al__job_t *j, const char *event,
      * service first (al_config_t.service_levels) keeps it behind jobs
      * that had less. */
     if (j->start_ms > 0 && now > j->start_ms)
-        j->attained += (double)(now - j->start_ms) / 1000.0 *
-                       (double)j->ntasks *
-                       (j->gpus > 0 ? (double)j->gpus
-                                    : (double)j->gpu_milli / AL_GPU_MILLI);
+        j->attained += al_service((now - j->start_ms) / 1000, j->ntasks,
+                                  j->gpus > 0 ? (int64_t)j->gpus * AL_GPU_MILLI
+                                              : (int64_t)j->gpu_milli);
     al__leaving_add(ctl, j); /* its tasks stop; until then they hold */
     free(j->tasks);
     j->tasks = NULL;

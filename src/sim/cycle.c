@@ -54,7 +54,7 @@ al__cycle(sim_t *s, int64_t now)
         x->req.cpu_milli = j->cpu;
         x->submit_time = tj->submit;
         x->eligible_time = j->eligible;
-        x->attained = j->attained;
+        x->attained = j->served;
         int64_t rem = tj->duration - j->saved;
         if (s->pol->oracle)
             x->estimate = rem < 1 ? 1 : rem;

@@ -132,6 +132,7 @@ al__job_shrink(sim_t *s, int i, int stop, int64_t now)
         j->seg_start = now;
     }
     j->attained += (double)(now - j->start) * (double)j->total / AL_GPU_MILLI;
+    j->served += al_service(now - j->start, j->ntasks, j->task_milli);
     account(s, i, -1);
     j->ntasks -= stop;
     j->total = j->task_milli * j->ntasks;
@@ -221,6 +222,7 @@ al__job_evict(sim_t *s, int i, int64_t now)
         j->saved += keep;
     }
     j->attained += (double)run * (double)j->total / AL_GPU_MILLI;
+    j->served += al_service(run, j->ntasks, j->task_milli);
     rj->lost += lost * j->total;
     rj->preemptions++;
     s->r->preemptions++;

@@ -121,6 +121,7 @@ typedef struct sjob {
     int64_t pend_since;
     int64_t eligible;
     double attained;  /* GPU-seconds over finished runs (Tiresias) */
+    double served;    /* al_service() over finished runs (the core's) */
     uint32_t seq;     /* bumps on every start/evict: stale events die */
     int prio_oracle;  /* sjf-oracle priority */
     double est_noise; /* al_sim_estimate_noise of the job, fixed for the run */

@@ -986,6 +986,9 @@ service_level(const al_snapshot_t *s, const al_job_t *j)
         /* A fraction by memory alone: the share its placement holds. */
         if (task == 0 && j->req.gpu_mem > 0 && j->ntasks > 0)
             task = j->placement[0].gpu_milli;
+        /* A task with no GPU counts as one (al_service()). */
+        if (task <= 0)
+            task = AL_GPU_MILLI;
         att += (double)(s->now - j->start_time) * (double)j->ntasks *
                (double)task / AL_GPU_MILLI;
     }

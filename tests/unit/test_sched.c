@@ -98,7 +98,7 @@ config_defaults(void)
     ASSERT_EQ(c.usage_half_life, 7 * 86400);
     ASSERT_GE(c.ntopo_levels, 0);
     ASSERT(c.short_first);
-    ASSERT_EQ(c.starve_after, 2 * 3600);
+    ASSERT_EQ(c.starve_after, 3600);
     ASSERT_EQ(c.service_levels[0], 1);
     ASSERT_EQ(c.service_levels[1], 3600);
     ASSERT_EQ(c.service_levels[2], 36000);
@@ -3516,6 +3516,52 @@ service_preempt(void)
 }
 
 /*
+ * A job with no GPU attains service too, one GPU per task
+ * (al_service()): a CPU-only job that has run 30 min is at level 1 and
+ * yields its cores to a short CPU-only job of its queue as a GPU job
+ * would; counted in GPUs alone it would stay at level 0 however long it
+ * ran.  One node (4 GPUs, 128 cores), all its cores held by long (1 task,
+ * 128 cores, estimate 10 h); short waits (64 cores, estimate 10 min).
+ */
+static void
+service_cpu_only(void)
+{
+    snap_t *s = scenario();
+    int q, lng, shrt;
+    al_result_t *r;
+    const al_decision_t *d;
+
+    ASSERT(al_service(10, 2, 0) == 20.0);
+    ASSERT(al_service(10, 2, 500) == 10.0);
+    ASSERT(al_service(-5, 2, 0) == 0.0);
+    snap_node(s, "n0", 4);
+    q = snap_queue(s, "q", -1, 4000, 1, AL_UNLIMITED);
+    lng = snap_job(s, q, 1, 0);
+    snap_job_ref(s, lng)->req.cpu_milli = 128000;
+    snap_job_ref(s, lng)->estimate = 10 * 3600;
+    snap_place(s, lng, 10000 - 1800, 0, 0);
+    shrt = snap_job(s, q, 1, 0);
+    snap_job_ref(s, shrt)->req.cpu_milli = 64000;
+    snap_job_ref(s, shrt)->estimate = 600;
+    snap_set_now(s, 10000);
+    r = snap_run(s);
+    d = res_find(r, lng, AL_DEC_EVICT);
+    ASSERT(d != NULL);
+    ASSERT_EQ(d->why, AL_EVICT_PREEMPT);
+    ASSERT_EQ(d->for_job, shrt);
+    ASSERT_STARTED(r, shrt, 1);
+    al_result_destroy(r);
+
+    /* A newcomer with as much service (earlier runs of 30 min) waits. */
+    snap_job_ref(s, shrt)->attained = al_service(1800, 1, 0);
+    r = snap_run(s);
+    ASSERT_EQ(r->ndecisions, 0);
+    ASSERT_NOT_STARTED(r, shrt);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/*
  * Starvation across queues: a gang larger than its queue's deserved
  * quota, waiting past starve_after (2 h), evicts jobs of another queue
  * that have run longer than both starve_after and four times its expected
@@ -3563,6 +3609,20 @@ starving_evicts_served(void)
     ASSERT(res_find(r, lng1, AL_DEC_EVICT) == NULL);
     ASSERT_NOT_STARTED(r, gang);
     al_result_destroy(r);
+
+    /* With the default threshold (1 h) a wait of 75 min is starving. */
+    {
+        al_config_t def;
+
+        al_config_default(&def);
+        snap_config(s)->starve_after = def.starve_after;
+        snap_job_ref(s, gang)->submit_time = now - 75 * 60;
+        r = snap_run(s);
+        ASSERT(res_find(r, lng1, AL_DEC_EVICT) != NULL);
+        ASSERT_STARTED(r, gang, 1);
+        al_result_destroy(r);
+        snap_config(s)->starve_after = 2 * 3600;
+    }
 
     /* Starving but long itself (30 h: 4 x 30 h > 100 h): it waits. */
     snap_job_ref(s, gang)->submit_time = now - 3 * 3600;
@@ -3951,6 +4011,7 @@ const al_test_t test_sched[] = {
     { "short_first_order", short_first_order },
     { "service_level_order", service_level_order },
     { "service_preempt", service_preempt },
+    { "service_cpu_only", service_cpu_only },
     { "starving_evicts_served", starving_evicts_served },
     { "reclaim_spares_short_gang", reclaim_spares_short_gang },
     { "service_level_yield", service_level_yield },
