@@ -251,12 +251,12 @@ al__job_rank(al_cycle_t *c, int32_t j)
                     (AL_MAX_SERVICE_LEVELS - level);
 }
 
-/* A time as 44 bits that sort as it does (clamped at +-2^43 s, some
- * 270,000 years). */
+/* v clamped to +-2^(bits-1) and moved up by that: `bits` bits that sort
+ * as v does (a time in 44 bits spans some 270,000 years). */
 static uint64_t
-bias44(int64_t v)
+biased(int64_t v, int bits)
 {
-    const int64_t half = (int64_t)1 << 43;
+    const int64_t half = (int64_t)1 << (bits - 1);
 
     if (v < -half)
         v = -half;
@@ -283,13 +283,7 @@ runtime_minutes(const al_cycle_t *c, const al_job_t *jb)
 static uint64_t
 adjust34(int64_t v)
 {
-    const int64_t half = (int64_t)1 << 33;
-
-    if (v < -half)
-        v = -half;
-    if (v > half - 1)
-        v = half - 1;
-    return (uint64_t)(half - 1 - v);
+    return (((uint64_t)1 << 34) - 1) - biased(v, 34);
 }
 
 /* Builds the candidates' order: per queue (or one global list), priority
@@ -349,7 +343,8 @@ al__build_order(al_cycle_t *c, skey_t **orderp, size_t *norder)
          * first: aging), then submit time. */
         k->k[2] =
             runtime_minutes(c, jb) << 47 | level << 44 |
-            bias44(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time);
+            biased(jb->eligible_time > 0 ? jb->eligible_time : jb->submit_time,
+                   44);
         /* Submit time as an offset from the waiting time: the same
          * order for ties, and all zero (no sort pass) in the usual case
          * where a job waits since it was submitted. */
