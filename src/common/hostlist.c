@@ -55,10 +55,14 @@ al_hostlist_fold(const char *const *names, size_t n)
     al_buf_init(&out);
     bool *done = al_xcalloc(n + 1, sizeof *done);
     uint64_t *nums = al_xcalloc(n + 1, sizeof *nums);
+    /* Each name split once: the pairs below are compared n^2/2 times. */
+    split_t *sp = al_xcalloc(n + 1, sizeof *sp);
+    for (size_t i = 0; i < n; i++)
+        sp[i] = split_name(names[i]);
     for (size_t i = 0; i < n; i++) {
         if (done[i])
             continue;
-        split_t a = split_name(names[i]);
+        split_t a = sp[i];
         if (out.len > 0)
             al_buf_puts(&out, ",");
         if (!a.num) {
@@ -73,7 +77,7 @@ al_hostlist_fold(const char *const *names, size_t n)
         for (size_t k = i; k < n; k++) {
             if (done[k])
                 continue;
-            split_t b = split_name(names[k]);
+            split_t b = sp[k];
             /* Printed with the group's width, b's number must read as
              * it does: "gpu10" joins "gpu01" (width 2), "gpu1" does not. */
             bool fits = b.width > 0 ? b.width == a.width : b.digits >= a.width;
@@ -105,6 +109,7 @@ al_hostlist_fold(const char *const *names, size_t n)
     }
     free(done);
     free(nums);
+    free(sp);
     char *s = al_xstrdup(al_buf_cstr(&out));
     al_buf_fini(&out);
     return s;
