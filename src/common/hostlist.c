@@ -48,6 +48,39 @@ cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* A name's place in the order of groups: its prefix (a name without a
+ * number is all prefix), whether it has a number, then where it was. */
+typedef struct member {
+    const char *s;
+    size_t plen, i;
+    bool num;
+} member_t;
+
+static int
+cmp_member(const void *pa, const void *pb)
+{
+    const member_t *a = pa, *b = pb;
+    size_t n = a->plen < b->plen ? a->plen : b->plen;
+    int c = memcmp(a->s, b->s, n);
+    if (c != 0)
+        return c;
+    if (a->plen != b->plen)
+        return a->plen < b->plen ? -1 : 1;
+    if (a->num != b->num)
+        return a->num ? 1 : -1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* Whether members x and y are of one group: one prefix, both numbered or
+ * neither (and then the same name). */
+static bool
+same_group(const member_t *x, const member_t *y)
+{
+    return x->plen == y->plen && x->num == y->num &&
+           memcmp(x->s, y->s, x->plen) == 0 &&
+           (x->num || strcmp(x->s, y->s) == 0);
+}
+
 char *
 al_hostlist_fold(const char *const *names, size_t n)
 {
@@ -55,34 +88,48 @@ al_hostlist_fold(const char *const *names, size_t n)
     al_buf_init(&out);
     bool *done = al_xcalloc(n + 1, sizeof *done);
     uint64_t *nums = al_xcalloc(n + 1, sizeof *nums);
-    /* Each name split once: the pairs below are compared n^2/2 times. */
+    /* Each name split once, and the names of one prefix side by side in
+     * the order they came (a sort: no pair of names is compared twice
+     * over), with where each name's group begins and ends. */
     split_t *sp = al_xcalloc(n + 1, sizeof *sp);
-    for (size_t i = 0; i < n; i++)
+    member_t *mb = al_xcalloc(n + 1, sizeof *mb);
+    size_t *at = al_xcalloc(n + 1, sizeof *at);
+    size_t *from = al_xcalloc(n + 1, sizeof *from);
+    for (size_t i = 0; i < n; i++) {
         sp[i] = split_name(names[i]);
+        mb[i] = (member_t){ names[i], sp[i].plen, i, sp[i].num };
+    }
+    qsort(mb, n, sizeof *mb, cmp_member);
+    for (size_t p = 0; p < n; p++) {
+        at[mb[p].i] = p;
+        from[p] = p > 0 && same_group(&mb[p - 1], &mb[p]) ? from[p - 1] : p;
+    }
     for (size_t i = 0; i < n; i++) {
         if (done[i])
             continue;
         split_t a = sp[i];
         if (out.len > 0)
             al_buf_puts(&out, ",");
+        size_t p = from[at[i]];
         if (!a.num) {
             al_buf_puts(&out, names[i]);
-            for (size_t k = i; k < n; k++)
-                if (strcmp(names[k], names[i]) == 0)
-                    done[k] = true;
+            for (; p < n && from[p] == from[at[i]]; p++)
+                done[mb[p].i] = true;
             continue;
         }
-        /* Every later name of the same prefix and width joins this one. */
+        /* Every later name of the same prefix and width joins this one
+         * (the earlier ones are done: each went into a group of its own
+         * or an earlier one's). */
         size_t m = 0;
-        for (size_t k = i; k < n; k++) {
+        for (; p < n && from[p] == from[at[i]]; p++) {
+            size_t k = mb[p].i;
             if (done[k])
                 continue;
             split_t b = sp[k];
             /* Printed with the group's width, b's number must read as
              * it does: "gpu10" joins "gpu01" (width 2), "gpu1" does not. */
             bool fits = b.width > 0 ? b.width == a.width : b.digits >= a.width;
-            if (b.num && b.plen == a.plen && fits &&
-                strncmp(names[k], names[i], a.plen) == 0) {
+            if (fits) {
                 done[k] = true;
                 nums[m++] = b.v;
             }
@@ -110,6 +157,9 @@ al_hostlist_fold(const char *const *names, size_t n)
     free(done);
     free(nums);
     free(sp);
+    free(mb);
+    free(at);
+    free(from);
     char *s = al_xstrdup(al_buf_cstr(&out));
     al_buf_fini(&out);
     return s;
