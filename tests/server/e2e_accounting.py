@@ -9,12 +9,14 @@ Usage: e2e_accounting.py [pg:]SCENARIO PATH/TO/allot
 """
 import os
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
 from e2e import check, wait_for  # noqa: E402
+import e2e_serve  # noqa: E402
 
 
 def scenario_usage_rollup_restart(c):
@@ -67,7 +69,42 @@ def scenario_usage_rollup_restart(c):
     check(w0 in ts and w1 in ts, "both coarse steps: %s" % ts)
 
 
+def scrape(c):
+    s, text = c.api("GET", "/metrics")
+    check(s == 200, "GET /metrics: %s" % s)
+    return text if isinstance(text, str) else text.decode()
+
+
+def promtool(text):
+    p = subprocess.run(["promtool", "check", "metrics"], input=text,
+                       capture_output=True, text=True, timeout=60)
+    return p.returncode, (p.stdout + p.stderr).strip()
+
+
+def scenario_metrics_services(c):
+    """GET /metrics with an inference service, running and pending jobs:
+    `promtool check metrics` finds nothing to say, the services' series
+    included."""
+    e2e_serve.start(c)
+    c.cli("serve", "create", "m", "--gpus", "1", "--queue", "inf", "--min",
+          "1", "--max", "1", "--ready-path", "/health", "--public", "--",
+          "python3", e2e_serve.REPLICA)
+    wait_for(lambda: e2e_serve.ready_count(c, "m") == 1, 40, "a replica")
+    for _ in range(3):
+        st, v = e2e_serve.request(c, "m")
+        check(st == 200, "a request: %s %s" % (st, v))
+    c.submit("--queue", "inf", "--gpus", "2", "--", "sleep", "600")
+    c.submit("--queue", "inf", "--gpus", "8", "--", "sleep", "600")
+    text = scrape(c)
+    check('allot_service_requests_total{service="m"} 3' in text,
+          "the service's series: %s" % [
+              x for x in text.splitlines() if "service" in x])
+    rc, out = promtool(text)
+    check(rc == 0 and out == "", "promtool check metrics: %d %s" % (rc, out))
+
+
 SCENARIOS = {
+    "metrics_services": scenario_metrics_services,
     "usage_rollup_restart": scenario_usage_rollup_restart,
 }
 
