@@ -53,12 +53,22 @@ enum { BY_QUEUE, BY_USER, BY_CLASS, BY_MODEL, BY_NODE };
 static const char *const by_names[] = { "queue", "user", "class", "model",
                                         "node" };
 
+/* The group of key, or NULL when there is none yet. */
 static group_t *
-group_of(report_t *r, const char *key)
+find_group(report_t *r, const char *key)
 {
     for (int i = 0; i < r->ng; i++)
         if (strcmp(r->g[i].key, key) == 0)
             return &r->g[i];
+    return NULL;
+}
+
+static group_t *
+group_of(report_t *r, const char *key)
+{
+    group_t *found = find_group(r, key);
+    if (found != NULL)
+        return found;
     if (r->ng == r->gcap) {
         r->gcap = r->gcap ? 2 * r->gcap : 16;
         r->g = al_xreallocarray(r->g, (size_t)r->gcap, sizeof *r->g);
@@ -318,10 +328,14 @@ usage_row(void *arg, int ncols, const char *const *cols)
         }
     }
     group_t *g = NULL;
-    if (r->by == BY_MODEL && model_row)
-        g = group_of(r, cols[2]);
-    else if (r->by == BY_QUEUE && !model_row && cols[2][0] == '\0')
-        g = group_of(r, cols[1]);
+    const char *key = r->by == BY_MODEL && model_row ? cols[2]
+                      : r->by == BY_QUEUE && !model_row && cols[2][0] == '\0'
+                          ? cols[1]
+                          : NULL;
+    /* A user's rows are those of their own jobs: the usage history (the
+     * whole cluster's) adds to them but makes none. */
+    if (key != NULL)
+        g = r->user == NULL ? group_of(r, key) : find_group(r, key);
     if (g == NULL)
         return 0;
     if (used != NULL && r->user == NULL) {

@@ -7,6 +7,7 @@ every kind of series present.
 
 Usage: e2e_accounting.py [pg:]SCENARIO PATH/TO/allot
 """
+import json
 import os
 import signal
 import subprocess
@@ -103,7 +104,56 @@ def scenario_metrics_services(c):
     check(rc == 0 and out == "", "promtool check metrics: %d %s" % (rc, out))
 
 
+def scenario_report_rows(c):
+    """`allot report` by every grouping, as a table, JSON and CSV: an
+    admin sees every queue's, user's, class's, model's and node's row; a
+    user sees the rows of their own jobs only, also once the usage
+    history has samples of every queue."""
+    c.start_server("--usage-interval", "1")
+    c.start_agent("n1", "4xH100-80GB", extra=("--no-run-as-user",))
+    for q in ("qa", "qb"):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+        check(s == 201, "queue %s: %s %s" % (q, s, b))
+    alice = c.cli("token", "create", "--user", "alice").stdout.strip()
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    a = c.submit("--queue", "qa", "--gpus", "1", "--", "true", token=alice)
+    b_ = c.submit("--queue", "qb", "--gpus", "1", "--", "true", token=bob)
+    for j in (a, b_):
+        c.wait_state(j, "completed", timeout=30)
+
+    def samples():
+        s, u = c.api("GET", "/v1/usage?by=queue&from=%d" %
+                     (int(time.time()) - 60))
+        return {x["queue"] for x in u.get("series", [])} >= {"qa", "qb"}
+    wait_for(samples, 15, "usage samples of both queues")
+    want = {"queue": (["default", "qa", "qb"], ["qa"]),
+            "user": (["alice", "bob"], ["alice"]),
+            "class": (["train"], ["train"]),
+            "model": (["H100-80GB"], ["H100-80GB"]),
+            "node": (["n1"], ["n1"])}
+    for by, (admin_rows, alice_rows) in want.items():
+        for who, tok, rows in (("admin", None, admin_rows),
+                               ("alice", alice, alice_rows)):
+            rep = json.loads(c.cli("report", "--since", "-5m", "--by", by,
+                                   "--json", token=tok).stdout)
+            keys = [r["key"] for r in rep["rows"]]
+            check(rep["by"] == by and keys == rows,
+                  "%s's report by %s: %s, want %s" % (who, by, keys, rows))
+            csv = c.cli("report", "--since", "-5m", "--by", by, "--csv",
+                        token=tok).stdout.splitlines()
+            check(csv[0].startswith(by + ",gpu_hours,") and
+                  [x.split(",")[0] for x in csv[1:]] == rows + ["total"],
+                  "%s's CSV by %s: %s" % (who, by, csv))
+            out = c.cli("report", "--since", "-5m", "--by", by,
+                        token=tok).stdout.splitlines()
+            check(out[0].startswith(by.upper()) and
+                  [x.split()[0] for x in out[1:]] == rows + ["total"],
+                  "%s's table by %s: %s" % (who, by, out))
+
+
 SCENARIOS = {
+    "report_rows": scenario_report_rows,
     "metrics_services": scenario_metrics_services,
     "usage_rollup_restart": scenario_usage_rollup_restart,
 }
