@@ -152,7 +152,56 @@ def scenario_report_rows(c):
                   "%s's table by %s: %s" % (who, by, out))
 
 
+def run_gpu_hours(job):
+    """GPU-hours of a job's runs from its history: each `started` event's
+    placement (a task per " on ") to the next event that is not one of a
+    running job's own, times the GPUs of a task."""
+    stay = {"submitted", "task_exit", "idle_warning", "held", "released",
+            "suspended", "resumed"}
+    total, start, tasks = 0.0, None, 0
+    for e in job["history"]:
+        if e["event"] == "started":
+            start, tasks = e["time_ms"], (e["detail"] or "").count(" on ")
+        elif start is not None and e["event"] not in stay:
+            total += (e["time_ms"] - start) * tasks * job["gpus"]
+            start = None
+    return total / 3.6e6
+
+
+def scenario_report_elastic(c):
+    """An elastic gang that started at 2 tasks and grew to 8: `allot
+    report` counts each run at the size it ran at, as its history says,
+    not every run at its last size."""
+    c.start_server()
+    c.start_agent("n1", "8xH100-80GB", extra=["--cpus", "64"])
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "qa", "quota": {"gpu": {"deserved": 8, "weight": 1}}})
+    check(s == 201, "queue qa: %s" % b)
+    alice = c.cli("token", "create", "--user", "alice").stdout.strip()
+    busy = c.submit("--queue", "qa", "--gpus", "6", "--", "sleep", "3")
+    c.wait_state(busy, "running")
+    e = c.submit("--queue", "qa", "--tasks", "2..8", "--gpus", "1", "--",
+                 "sleep", "120", token=alice)
+    c.wait_state(e, "running")
+    c.wait_state(busy, "completed")
+    wait_for(lambda: c.job(e)["state"] == "running" and
+             c.job(e)["tasks"] == 8, 20, "the gang to grow to 8")
+    time.sleep(1)
+    c.cli("cancel", str(e))
+    j = c.wait_state(e, "cancelled")
+    check([x["event"] for x in j["history"]].count("started") == 2,
+          "two runs: %s" % j["history"])
+    want = run_gpu_hours(j)
+    rep = json.loads(c.cli("report", "--since", "-5m", "--by", "user",
+                           "--json").stdout)
+    got = {r["key"]: r["gpu_hours"] for r in rep["rows"]}.get("alice")
+    check(got is not None and abs(got - want) < 1e-6,
+          "alice's GPU-hours %s, want %.6f from the history %s" %
+          (got, want, j["history"]))
+
+
 SCENARIOS = {
+    "report_elastic": scenario_report_elastic,
     "report_rows": scenario_report_rows,
     "metrics_services": scenario_metrics_services,
     "usage_rollup_restart": scenario_usage_rollup_restart,
