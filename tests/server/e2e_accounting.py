@@ -200,7 +200,41 @@ def scenario_report_elastic(c):
           (got, want, j["history"]))
 
 
+def scenario_report_restart(c):
+    """A job running while the controller is killed and started again:
+    its GPU-hours in `allot report` are its one run's, counted once, and
+    the usage history has no step twice."""
+    args = ("--usage-interval", "1")
+    c.start_server(*args)
+    c.start_agent("n1", "4xH100-80GB", extra=("--no-run-as-user",))
+    s, b = c.api("POST", "/v1/queues", {
+        "name": "team", "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+    check(s == 201, "queue team: %s %s" % (s, b))
+    t0 = int(time.time())
+    j = c.submit("--queue", "team", "--gpus", "2", "--", "sleep", "5")
+    c.wait_state(j, "running")
+    time.sleep(1)
+    c.kill_server(signal.SIGKILL)
+    time.sleep(1)
+    c.start_server(*args)
+    job = c.wait_state(j, "completed", timeout=30)
+    want = run_gpu_hours(job)
+    check(abs(want - 2 * (job["end_ms"] - job["start_ms"]) / 3.6e6) < 1e-6,
+          "one run: %s" % job["history"])
+    rep = json.loads(c.cli("report", "--since", "-5m", "--json").stdout)
+    rows = {r["key"]: r for r in rep["rows"]}
+    check(abs(rows["team"]["gpu_hours"] - want) < 1e-6 and
+          rows["team"]["started"] == 1 and rows["team"]["completed"] == 1,
+          "the report across a restart: %s, want %.6f GPU-h" %
+          (rows["team"], want))
+    s, u = c.api("GET", "/v1/usage?by=queue&queue=team&from=%d&step=1" %
+                 (t0 - 5))
+    ts = u["series"][0]["t"]
+    check(len(ts) == len(set(ts)), "no step twice: %s" % ts)
+
+
 SCENARIOS = {
+    "report_restart": scenario_report_restart,
     "report_elastic": scenario_report_elastic,
     "report_rows": scenario_report_rows,
     "metrics_services": scenario_metrics_services,
