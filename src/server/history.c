@@ -293,7 +293,10 @@ al__usage_tick(al_ctl_t *ctl, int64_t now_ms)
     for (int64_t c = from; c <= done; c += coarse)
         rollup(ctl, step, coarse, c);
     u->rolled_t = done;
-    trim(ctl, step, cur - keep);
+    /* At a coarse step's start: readers take coarse rows up to the
+     * first fine row's coarse step and fine rows from it, so a coarse
+     * step is either whole in fine rows or read from its coarse row. */
+    trim(ctl, step, (cur - keep) / coarse * coarse);
     trim(ctl, coarse, cur - ctl->opts.usage_keep_coarse_days * 86400);
 }
 

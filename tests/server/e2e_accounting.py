@@ -10,6 +10,7 @@ Usage: e2e_accounting.py [pg:]SCENARIO PATH/TO/allot
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -233,7 +234,47 @@ def scenario_report_restart(c):
     check(len(ts) == len(set(ts)), "no step twice: %s" % ts)
 
 
+def scenario_usage_retention(c):
+    """The usage history's minutes kept for --usage-keep-minutes (a day
+    here) are trimmed at a coarse step's start: a report over the edge of
+    what is kept reads the coarse rows up to it and the fine rows from it,
+    with no part of a coarse step in neither.  The store holds a model's
+    fine rows of two coarse steps a day ago (2 GPUs used of 4 allocated,
+    every second); the report's used GPU-hours there are all of them."""
+    coarse = 100
+    args = ("--usage-interval", "1", "--usage-rollup", str(coarse),
+            "--usage-keep-minutes", "1")
+    c.start_server(*args)
+    c.kill_server(signal.SIGTERM)
+    # The trim's edge (a day ago) well inside a coarse step.
+    while not 20 <= time.time() % coarse <= 70:
+        time.sleep(0.2)
+    f = int(time.time() - 86400) // coarse * coarse
+    db = sqlite3.connect(os.path.join(c.state, "allot.db"))
+    db.executemany(
+        "INSERT INTO usage(step, t, queue, model, gpus, alloc, used, "
+        "deserved, fair, pending, idle, wasted) VALUES(1, ?, '', 'X', "
+        "4000, 4000, 2000, NULL, NULL, NULL, 0, 0)",
+        [(t,) for t in range(f, f + 2 * coarse)])
+    db.commit()
+    db.close()
+    c.start_server(*args)
+    s, u = c.api("GET", "/v1/usage?by=model&model=X&from=%d&to=%d&step=%d"
+                 % (f, f + 2 * coarse, coarse))
+    check(s == 200 and u["series"] and u["series"][0]["t"] ==
+          [f, f + coarse], "both coarse steps rolled up: %s %s" % (s, u))
+    rep = json.loads(c.cli("report", "--since", "@%d" % f, "--until",
+                           "@%d" % (f + 2 * coarse), "--by", "model",
+                           "--json").stdout)
+    used = {r["key"]: r["used_gpu_hours"] for r in rep["rows"]}.get("X")
+    want = 2 * 2 * coarse / 3600
+    check(used is not None and abs(used - want) < 1e-3,
+          "used GPU-hours over the edge of the kept minutes: %s, want %.4f"
+          % (used, want))
+
+
 SCENARIOS = {
+    "usage_retention": scenario_usage_retention,
     "report_restart": scenario_report_restart,
     "report_elastic": scenario_report_elastic,
     "report_rows": scenario_report_rows,
