@@ -54,6 +54,18 @@ last_row(al_ctl_t *ctl, int64_t step)
     return t;
 }
 
+/* The earliest row time of step, or -1. */
+static int64_t
+first_row(al_ctl_t *ctl, int64_t step)
+{
+    char s[24];
+    snprintf(s, sizeof s, "%lld", (long long)step);
+    const char *v[] = { s };
+    int64_t t = -1;
+    al__store_read(ctl, "usage_first", 1, v, one_long, &t);
+    return t;
+}
+
 /* A figure as stored: thousandths of a GPU; "" for NAN (NULL). */
 static void
 num(char *buf, size_t n, double v)
@@ -258,7 +270,13 @@ al__usage_tick(al_ctl_t *ctl, int64_t now_ms)
     if (u->next_t == 0) { /* the first look since the start */
         int64_t last = last_row(ctl, step), lastc = last_row(ctl, coarse);
         u->next_t = last >= cur ? last + step : cur;
-        u->rolled_t = lastc >= 0 ? lastc : cur / coarse * coarse - coarse;
+        /* With no coarse row yet, the fine rows a controller stopped
+         * before its first rollup left are rolled up from the step of the
+         * first of them: nothing sampled is left out of the coarse rows. */
+        int64_t firstf = lastc >= 0 ? -1 : first_row(ctl, step);
+        if (firstf < 0 || firstf > cur)
+            firstf = cur;
+        u->rolled_t = lastc >= 0 ? lastc : firstf / coarse * coarse - coarse;
         u->prev_mono = 0;
     }
     if (now < u->next_t)
@@ -275,7 +293,10 @@ al__usage_tick(al_ctl_t *ctl, int64_t now_ms)
     for (int64_t c = from; c <= done; c += coarse)
         rollup(ctl, step, coarse, c);
     u->rolled_t = done;
-    trim(ctl, step, cur - keep);
+    /* At a coarse step's start: readers take coarse rows up to the
+     * first fine row's coarse step and fine rows from it, so a coarse
+     * step is either whole in fine rows or read from its coarse row. */
+    trim(ctl, step, (cur - keep) / coarse * coarse);
     trim(ctl, coarse, cur - ctl->opts.usage_keep_coarse_days * 86400);
 }
 

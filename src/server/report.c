@@ -46,6 +46,7 @@ typedef struct report {
     const al__job_t *j;
     int64_t run_start;
     char *placement;
+    int run_tasks; /* the open run's tasks: an elastic job's vary */
     bool started_once;
 } report_t;
 
@@ -53,12 +54,22 @@ enum { BY_QUEUE, BY_USER, BY_CLASS, BY_MODEL, BY_NODE };
 static const char *const by_names[] = { "queue", "user", "class", "model",
                                         "node" };
 
+/* The group of key, or NULL when there is none yet. */
 static group_t *
-group_of(report_t *r, const char *key)
+find_group(report_t *r, const char *key)
 {
     for (int i = 0; i < r->ng; i++)
         if (strcmp(r->g[i].key, key) == 0)
             return &r->g[i];
+    return NULL;
+}
+
+static group_t *
+group_of(report_t *r, const char *key)
+{
+    group_t *found = find_group(r, key);
+    if (found != NULL)
+        return found;
     if (r->ng == r->gcap) {
         r->gcap = r->gcap ? 2 * r->gcap : 16;
         r->g = al_xreallocarray(r->g, (size_t)r->gcap, sizeof *r->g);
@@ -129,9 +140,9 @@ add_run(report_t *r, int64_t from, int64_t to)
     if (to <= from)
         return;
     double secs = (to - from) / 1000.0, g = task_gpus(j);
-    r->total.gpu_s += secs * g * j->ntasks;
+    r->total.gpu_s += secs * g * r->run_tasks;
     if (r->by != BY_MODEL && r->by != BY_NODE) {
-        job_group(r, j)->gpu_s += secs * g * j->ntasks;
+        job_group(r, j)->gpu_s += secs * g * r->run_tasks;
         return;
     }
     const char *p = r->placement != NULL ? r->placement : "";
@@ -146,7 +157,7 @@ add_run(report_t *r, int64_t from, int64_t to)
         found++;
     }
     if (found == 0)
-        group_of(r, "unknown")->gpu_s += secs * g * j->ntasks;
+        group_of(r, "unknown")->gpu_s += secs * g * r->run_tasks;
 }
 
 /* The group a job's counts go to: its own, or by model or node, that of
@@ -185,14 +196,15 @@ end_job(report_t *r)
 }
 
 /* Whether event ev of a job ends its run, if one is open: every event
- * does but those that leave a running job running. */
+ * does but those that leave a running job running ("resized" is a
+ * restart at the new size, and ends it). */
 static bool
 ends_run(const char *ev)
 {
     static const char *const stay[] = { "submitted",    "task_exit",
                                         "idle_warning", "held",
                                         "released",     "suspended",
-                                        "resumed",      "resized" };
+                                        "resumed" };
     for (size_t i = 0; i < sizeof stay / sizeof stay[0]; i++)
         if (strcmp(ev, stay[i]) == 0)
             return false;
@@ -227,6 +239,17 @@ event_row(void *arg, int ncols, const char *const *cols)
         free(r->placement);
         r->placement =
             ncols > 3 && cols[3] != NULL ? al_xstrdup(cols[3]) : NULL;
+        /* A task per " on " of the placement: an elastic job's size is
+         * that of each run, not its last. */
+        r->run_tasks = 0;
+        for (const char *p = r->placement; p != NULL && *p != '\0'; p++) {
+            p = strstr(p, " on ");
+            if (p == NULL)
+                break;
+            r->run_tasks++;
+        }
+        if (r->run_tasks == 0)
+            r->run_tasks = j->ntasks;
         if (!r->started_once && in_period(r, t)) {
             double w = (t - j->submit_ms) / 1000.0;
             g = count_group(r);
@@ -318,10 +341,14 @@ usage_row(void *arg, int ncols, const char *const *cols)
         }
     }
     group_t *g = NULL;
-    if (r->by == BY_MODEL && model_row)
-        g = group_of(r, cols[2]);
-    else if (r->by == BY_QUEUE && !model_row && cols[2][0] == '\0')
-        g = group_of(r, cols[1]);
+    const char *key = r->by == BY_MODEL && model_row ? cols[2]
+                      : r->by == BY_QUEUE && !model_row && cols[2][0] == '\0'
+                          ? cols[1]
+                          : NULL;
+    /* A user's rows are those of their own jobs: the usage history (the
+     * whole cluster's) adds to them but makes none. */
+    if (key != NULL)
+        g = r->user == NULL ? group_of(r, key) : find_group(r, key);
     if (g == NULL)
         return 0;
     if (used != NULL && r->user == NULL) {

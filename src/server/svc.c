@@ -814,7 +814,9 @@ al__svc_metrics(const al_ctl_t *ctl, al_buf_t *out)
           "Requests the router took for the service." },
         { "allot_service_errors_total", "counter",
           "Requests that got no answer from a replica." },
-        { "allot_service_latency_seconds_sum", "counter",
+        /* A counter's name ends in _total (promtool refuses _sum on
+         * anything but a histogram's or a summary's series). */
+        { "allot_service_request_duration_seconds_total", "counter",
           "Seconds the router spent on the service's requests." },
         { "allot_service_inflight", "gauge",
           "Requests under way or held for a replica." },
@@ -839,7 +841,9 @@ al__svc_metrics(const al_ctl_t *ctl, al_buf_t *out)
                        : k == 4 ? s->waiting
                        : k == 5 ? s->desired
                                 : ready;
-            al_buf_printf(out, "%s{service=\"%s\"} %.6g\n", series[k].name,
+            /* Every digit: a counter past a million must go on
+             * counting, not stay at 1e+06. */
+            al_buf_printf(out, "%s{service=\"%s\"} %.17g\n", series[k].name,
                           s->name, v);
         }
     }
