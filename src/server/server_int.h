@@ -186,9 +186,9 @@ typedef struct al__job {
     int64_t mem_bytes;
     int64_t time_limit; /* seconds, 0 none */
     /* Slurm's Priority and Nice (api_jobupdate.c): a priority an admin
-     * set (prio_fixed: prio_value), else its class's less its nice; the
-     * order within its queue and class (the core's prio_adjust). */
-    bool prio_fixed;
+     * set (prio_fixed, below: prio_value), else its class's less its
+     * nice; the order within its queue and class (the core's
+     * prio_adjust). */
     int64_t prio_value;
     int32_t nice;
     /* Slurm's NumNodes as an update set it on a waiting job (its tasks
@@ -212,6 +212,7 @@ typedef struct al__job {
     bool nvlink_required, topology_required;
     /* lifecycle.c: its tasks stopped (SIGSTOP) with their GPUs kept. */
     bool suspended;
+    bool prio_fixed; /* prio_value is an admin's (above) */
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
@@ -227,13 +228,13 @@ typedef struct al__job {
      * several times the memory of every pending job. */
     char *spec;
     int nafter;
-    uint64_t *after;
     /* Slurm's dependencies (depend.c), besides `after` (afterok). */
-    al_depspec_t *deps;
     int ndeps;
+    uint64_t *after;
+    al_depspec_t *deps;
     al__jstate_t state;
-    int64_t submit_ms, start_ms, end_ms, eligible_ms;
     int restart_count;
+    int64_t submit_ms, start_ms, end_ms, eligible_ms;
     /* GPU-seconds of service in its runs before the current one (requeued
      * by preemption or a lost node): the core's al_job_t.attained. */
     double attained;
