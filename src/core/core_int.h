@@ -463,6 +463,9 @@ bool al__uses_frag(const al_config_t *cfg);
 /* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
 int64_t al__placed_gpu(const al_placement_t *p);
 int al__take(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);
+/* Takes the nodes' fenced devices out of what can be placed on; after the
+ * running jobs have taken theirs (one may still hold a fenced device). */
+void al__fence(al_cycle_t *c);
 int al__give(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);
 int al__hold(al_cycle_t *c, int32_t node, uint64_t mask, int64_t cpu,
              int64_t mem);
