@@ -770,6 +770,72 @@ def scenario_gpu_health(c):
     check("unhealthy" not in g["gpus"][7], "XID 13 is not critical: %s"
           % g["gpus"][7])
     check(g["state"] == "draining", "drained")
+    out = c.cli("nodes").stdout
+    check(all("g8: GPU %d unhealthy: " % i in out for i in range(7)) and
+          "g8: GPU 7 " not in out,
+          "allot nodes names every unhealthy GPU, not only the first: %r"
+          % out)
+
+
+def scenario_gpu_fence(c):
+    """`allot server --gpu-fault fence`: a GPU with a critical fault takes
+    no new work, whole or shared, while the node stays ready and its other
+    GPUs do; the job on it is requeued and runs again on a healthy GPU;
+    `allot nodes` names the GPU and why; `allot node resume` lets the GPU
+    take work again.  A bad --gpu-fault is refused."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    p = subprocess.run([c.allot, "server", "--gpu-fault", "half", "--state",
+                        os.path.join(c.root, "bad-state"), "--listen",
+                        "127.0.0.1:0"], capture_output=True, text=True,
+                       timeout=30, env=c.env)
+    check(p.returncode != 0 and "--gpu-fault" in p.stderr,
+          "--gpu-fault half is refused: %d %r" % (p.returncode, p.stderr))
+    health = os.path.join(c.root, "health")
+    open(health, "w").close()
+    c.start_server("--gpu-fault", "fence")
+    c.start_agent("g1", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "3",
+                               "FAKE_NVML_HEALTH": health},
+                  extra=["--telemetry-ms", "200"])
+    a = c.submit("--gpus", "1", "--", "sleep", "300")
+    b = c.submit("--gpus", "1", "--", "sleep", "300")
+    ja, jb = c.wait_state(a, "running"), c.wait_state(b, "running")
+    da = ja["placement"][0]["gpus"][0]
+    db = jb["placement"][0]["gpus"][0]
+    with open(health, "w") as f:
+        f.write("%d xid 79\n" % da)
+    n = wait_for(lambda: (lambda n: n if "unhealthy" in n["gpus"][da]
+                          else None)(nodes(c)["g1"]), 15,
+                 "GPU %d to be marked unhealthy" % da)
+    check(n["state"] == "ready" and "drain_reason" not in n,
+          "the node is not drained, only its GPU fenced: %s" % n)
+    ja = wait_for(lambda: (lambda j: j if j["restart_count"] == 1 and
+                           j["state"] == "running" else None)(c.job(a)), 15,
+                  "the job on the faulty GPU to run again elsewhere")
+    check(ja["placement"][0]["gpus"][0] not in (da, db),
+          "it runs on the healthy free GPU: %s" % ja["placement"])
+    check(c.job(b)["state"] == "running" and
+          c.job(b)["restart_count"] == 0, "the other job runs on")
+    out = c.cli("nodes").stdout
+    check("g1: GPU %d unhealthy: XID 79" % da in out,
+          "allot nodes says which GPU and why: %r" % out)
+    show = c.cli("show", str(a)).stdout
+    check("GPU %d of node g1 unhealthy" % da in show,
+          "allot show says why it was requeued: %r" % show)
+    # Only the fenced GPU is free: nothing is placed on it.
+    k = c.submit("--gpus", "1", "--", "true")
+    f = c.submit("--gpu-fraction", "0.5", "--", "true")
+    time.sleep(1.5)
+    check(c.job(k)["state"] == "pending" and c.job(f)["state"] == "pending",
+          "no new work on the fenced GPU: %s %s" % (c.job(k)["state"],
+                                                    c.job(f)["state"]))
+    c.cli("node", "resume", "g1")
+    c.wait_state(k, "completed")
+    c.wait_state(f, "completed")
+    n = nodes(c)["g1"]
+    check("unhealthy" not in n["gpus"][da], "resumed: %s" % n)
+    c.cli("cancel", str(a))
+    c.cli("cancel", str(b))
 
 
 MPS_STANDIN = r"""#!/bin/sh
@@ -1123,6 +1189,7 @@ SCENARIOS = {
     "cgroup_devices_minor": scenario_cgroup_devices_minor,
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
+    "gpu_fence": scenario_gpu_fence,
     "mps": scenario_mps_clean,
     "container": scenario_container,
     "container_sif": scenario_container_sif,
