@@ -601,8 +601,12 @@ apply(al_cycle_t *c, int32_t job, const al_placement_t *p, int sign)
 void
 al__fence(al_cycle_t *c)
 {
+    c->unavail = false;
     for (int32_t n = 0; n < c->nn; n++) {
         uint64_t f = c->s->nodes[n].fenced;
+
+        if (c->s->nodes[n].state == AL_NODE_DRAINING || f != 0)
+            c->unavail = true;
 
         if (f != 0) {
             c->wn[n].free_mask &= ~f;

@@ -732,6 +732,9 @@ def scenario_gpu_health(c):
     time.sleep(1.5)
     check(c.job(k)["state"] == "pending",
           "no new work on a drained node, a free GPU there or not")
+    check("larger than" not in c.job(k).get("reason", ""),
+          "a job waiting for the drained node is not called too big: %s"
+          % c.job(k).get("reason"))
     # The admin has dealt with it.
     open(health, "w").close()
     c.cli("node", "resume", "g1")

@@ -2327,6 +2327,32 @@ node_fenced_gpus(void)
     snap_destroy(s);
 }
 
+/* A job that fits the cluster but finds its nodes drained, or a GPU it
+ * needs fenced, waits for capacity: it is not "too big". */
+static void
+reason_drained_not_too_big(void)
+{
+    snap_t *s = scenario();
+    int q, j, big, f;
+    al_result_t *r;
+
+    snap_node(s, "drained", 2);
+    snap_node(s, "fenced", 2);
+    snap_node_ref(s, 0)->state = AL_NODE_DRAINING;
+    snap_node_ref(s, 1)->fenced = 0x1;
+    q = snap_queue(s, "q", -1, 6000, 1, AL_UNLIMITED);
+    j = snap_job(s, q, 1, 2);
+    big = snap_job(s, q, 1, 3);
+    f = snap_job(s, q, 1, 1);
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT_STARTED(r, f, 1);
+    ASSERT_REASON(r, j, AL_WHY_CAPACITY);
+    ASSERT_REASON(r, big, AL_WHY_TOO_BIG);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /* "Not enough free GPUs" and "free but fragmented" are told apart. */
 static void
 reasons_capacity_vs_fragmented(void)
@@ -4016,6 +4042,7 @@ const al_test_t test_sched[] = {
     { "held_jobs", held_jobs },
     { "node_states", node_states },
     { "node_fenced_gpus", node_fenced_gpus },
+    { "reason_drained_not_too_big", reason_drained_not_too_big },
     { "reasons_capacity_vs_fragmented", reasons_capacity_vs_fragmented },
     { "second_chance_after_reserved_start",
       second_chance_after_reserved_start },
