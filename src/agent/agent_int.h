@@ -522,6 +522,12 @@ char **al__container_argv(const agent_t *a, const task_t *t, json_t *s,
                           char *const *argv, const al__env_t *env,
                           const char **user);
 void al__container_free(char **v);
+/* Kills and removes t's podman container (`podman rm --force`), in the
+ * background: when the grace period of a stopped task is over, SIGKILL
+ * ends the podman client but not the container conmon supervises.  Does
+ * nothing for a task without an image, or with Apptainer's (a process of
+ * the task's own). */
+void al__container_kill(const agent_t *a, const task_t *t);
 /* Why t's container did not start (the runtime's last error line in its
  * log, log_path), when it ended with the runtime's own failure; NULL
  * otherwise (caller frees). */

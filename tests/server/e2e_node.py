@@ -1071,6 +1071,65 @@ def scenario_container(c):
         subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
 
 
+def procs_with(word):
+    """Pids of this machine's processes whose command line has word."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    if word.encode() in f.read().split(b"\0"):
+                        out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def scenario_container_cancel(c):
+    """A cancelled container job whose command ignores SIGTERM is gone
+    after the grace period, container and processes: SIGKILL to the podman
+    client alone would leave the container running under conmon."""
+    import shutil
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        print("skipped: needs podman and root", file=sys.stderr)
+        raise SystemExit(SKIP)
+    image = "localhost/allot-e2e-cancel-%d:1" % os.getpid()
+    marker = str(3000 + os.getpid() % 1000)  # a sleep no one else runs
+    name = None
+    try:
+        make_image(c, image)
+        extra = podman_args(image)
+        if extra is None:
+            print("skipped: podman cannot run a container here",
+                  file=sys.stderr)
+            raise SystemExit(SKIP)
+        c.start_server("--grace", "1000")
+        c.start_agent("n1", "2xH100-80GB",
+                      extra=["--container-args", " ".join(extra)])
+        j = c.submit("--image", image, "--", "sh", "-c",
+                     "trap '' TERM; sleep %s & echo up > up; "
+                     "while :; do sleep 1; done" % marker)
+        c.wait_state(j, "running", timeout=120)
+        name = "allot-n1-%d.0.0" % j
+        wait_for(lambda: os.path.exists(os.path.join(c.root, "up")) and
+                 procs_with(marker), 60, "the container to run")
+
+        def listed():
+            return name in subprocess.run(
+                ["podman", "ps", "-a", "--format", "{{.Names}}"],
+                capture_output=True, text=True, timeout=60).stdout.split()
+        check(listed(), "podman lists the container")
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled", timeout=30)
+        wait_for(lambda: not procs_with(marker) and not listed(), 30,
+                 "the container and its processes to be gone")
+    finally:
+        if name is not None:
+            subprocess.run(["podman", "rm", "-f", "-i", name],
+                           capture_output=True)
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
+
+
 APPTAINER_STANDIN = r"""#!/usr/bin/env python3
 # A stand-in for apptainer (not packaged for Debian 12): it records how it
 # was called, then does what `apptainer exec` does for the test's purpose:
@@ -1196,6 +1255,7 @@ SCENARIOS = {
     "mps": scenario_mps_clean,
     "container": scenario_container,
     "container_sif": scenario_container_sif,
+    "container_cancel": scenario_container_cancel,
 }
 
 if __name__ == "__main__":
