@@ -383,6 +383,42 @@ def scenario_cgroup_escape(c):
 
 
 @with_cgroups
+def scenario_cgroup_evict(c):
+    """A job evicted for another queue's quota (reclaim) takes its whole
+    cgroup with it: a daemon it started in a session of its own, which
+    ignores SIGTERM, dies; the job on the other GPU and its daemon run
+    on."""
+    root, dirs = cg_setup(c)
+    c.start_server("--grace", "1000")
+    c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
+    for q in ("susan", "joe"):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": 1, "weight": 1}}})
+        check(s == 201, "queue %s: %s %s" % (q, s, b))
+    daemons = {}
+    for i in range(2):
+        pidfile = os.path.join(c.root, "daemon%d.pid" % i)
+        j = c.submit("--queue", "susan", "--gpus", "1", "--", "sh", "-c",
+                     "setsid sh -c 'trap \"\" TERM; sleep 300 & echo $! > "
+                     "%s; wait' </dev/null >/dev/null 2>&1 & sleep 300"
+                     % pidfile)
+        c.wait_state(j, "running")
+        wait_for(lambda: os.path.exists(pidfile) and read(pidfile), 15,
+                 "the daemon to start")
+        daemons[j] = int(read(pidfile))
+    k = c.submit("--queue", "joe", "--gpus", "1", "--", "sleep", "300")
+    c.wait_state(k, "running", timeout=30)
+    evicted = [j for j in daemons if c.job(j)["restart_count"] == 1]
+    check(len(evicted) == 1, "one of susan's jobs evicted: %s" % evicted)
+    kept = [j for j in daemons if j not in evicted][0]
+    wait_for(lambda: not alive(daemons[evicted[0]]), 20,
+             "the evicted job's daemon to die")
+    check(alive(daemons[kept]), "the other job's daemon runs on")
+    for j in list(daemons) + [k]:
+        c.cli("cancel", str(j), ok=False)
+
+
+@with_cgroups
 def scenario_cgroup_devices(c):
     """A task opens its own GPU's device node, not another task's (the
     nodes are made here with mknod: major 195 as NVIDIA's; with no driver
@@ -1246,6 +1282,7 @@ SCENARIOS = {
     "cgroup_limits": scenario_cgroup_limits,
     "cgroup_oom": scenario_cgroup_oom,
     "cgroup_escape": scenario_cgroup_escape,
+    "cgroup_evict": scenario_cgroup_evict,
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_devices_bpf": scenario_cgroup_devices_bpf,
     "cgroup_devices_minor": scenario_cgroup_devices_minor,
