@@ -109,6 +109,9 @@ typedef struct al__cg {
     int64_t pids_max; /* 0: no limit */
     int devs;         /* AL__CG_DEVS_* */
     char *dev_note;   /* AL__CG_DEVS_NONE: why, or NULL */
+    /* Bit c: dir[c] did not exist before al__cg_open() made it (so that
+     * `allot agent --probe` can leave the node as it found it). */
+    uint32_t made;
 } al__cg_t;
 /* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
  * as device minors (bit N: nvidiaN, for N below ngpus). */

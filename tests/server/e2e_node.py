@@ -418,6 +418,36 @@ def scenario_cgroup_evict(c):
         c.cli("cancel", str(j), ok=False)
 
 
+def scenario_cgroup_probe(c):
+    """`allot agent --probe --cgroup-root` says what the agent would use
+    and leaves the node as it found it: the root directories it made are
+    gone, one that was there before stays."""
+    if os.geteuid() != 0:
+        raise SystemExit(SKIP)
+    root = "allot-e2e-probe-%d" % os.getpid()
+    cg = probe(c, root)
+    if not cg.get("enabled"):
+        print("skipped: %s" % cg.get("error"), file=sys.stderr)
+        raise SystemExit(SKIP)
+    dirs = sorted(set(cg["roots"].values()) if cg["version"] == 1
+                  else [cg["root"]])
+    left = [d for d in dirs if os.path.isdir(d)]
+    keep = dirs[0]
+    try:
+        check(not left, "the probe removed the root it made: %s" % left)
+        os.mkdir(keep)
+        cg = probe(c, root)
+        check(os.path.isdir(keep), "a root that was there stays: %s" % keep)
+        left = [d for d in dirs if d != keep and os.path.isdir(d)]
+        check(not left, "the others are removed again: %s" % left)
+    finally:
+        for d in dirs:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
 @with_cgroups
 def scenario_cgroup_devices(c):
     """A task opens its own GPU's device node, not another task's (the
@@ -1283,6 +1313,7 @@ SCENARIOS = {
     "cgroup_oom": scenario_cgroup_oom,
     "cgroup_escape": scenario_cgroup_escape,
     "cgroup_evict": scenario_cgroup_evict,
+    "cgroup_probe": scenario_cgroup_probe,
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_devices_bpf": scenario_cgroup_devices_bpf,
     "cgroup_devices_minor": scenario_cgroup_devices_minor,
