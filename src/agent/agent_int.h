@@ -109,6 +109,9 @@ typedef struct al__cg {
     int64_t pids_max; /* 0: no limit */
     int devs;         /* AL__CG_DEVS_* */
     char *dev_note;   /* AL__CG_DEVS_NONE: why, or NULL */
+    /* Bit c: dir[c] did not exist before al__cg_open() made it (so that
+     * `allot agent --probe` can leave the node as it found it). */
+    uint32_t made;
 } al__cg_t;
 /* A task's limits: thousandths of a CPU and bytes (0: none), its GPUs
  * as device minors (bit N: nvidiaN, for N below ngpus). */
@@ -524,6 +527,12 @@ char **al__container_argv(const agent_t *a, const task_t *t, json_t *s,
                           char *const *argv, const al__env_t *env,
                           const char **user);
 void al__container_free(char **v);
+/* Kills and removes t's podman container (`podman rm --force`), in the
+ * background: when the grace period of a stopped task is over, SIGKILL
+ * ends the podman client but not the container conmon supervises.  Does
+ * nothing for a task without an image, or with Apptainer's (a process of
+ * the task's own). */
+void al__container_kill(const agent_t *a, const task_t *t);
 /* Why t's container did not start (the runtime's last error line in its
  * log, log_path), when it ended with the runtime's own failure; NULL
  * otherwise (caller frees). */

@@ -176,6 +176,18 @@ mkdirs(const char *dir)
     return al_fs_mkdir_p(dir, 0755);
 }
 
+/* mkdirs() of cg's directory for controller c, noting in cg->made
+ * whether it made it. */
+static int
+make_root(al__cg_t *cg, int c, const char *dir)
+{
+    bool had = access(dir, F_OK) == 0;
+    int rc = mkdirs(dir);
+    if (rc == 0 && !had)
+        cg->made |= 1u << c;
+    return rc;
+}
+
 /* v2: enables +cpu +memory +pids for the children of every directory
  * from the mount down to dir (dir included). */
 static int
@@ -244,7 +256,7 @@ devices_open(al__cg_t *cg, int mode, const char *root, const char *v2mnt,
         char *own = own_cgroup("", true);
         char *d = subtree(v2mnt, v2root, own ? own : "/", root);
         free(own);
-        if (mkdirs(d) != 0) {
+        if (make_root(cg, AL__CG_UNIFIED, d) != 0) {
             why = al_xasprintf("cannot create %s: %s", d, strerror(errno));
             free(d);
         } else {
@@ -260,6 +272,7 @@ devices_open(al__cg_t *cg, int mode, const char *root, const char *v2mnt,
         rmdir(cg->dir[AL__CG_UNIFIED]); /* empty unless tasks left it */
         free(cg->dir[AL__CG_UNIFIED]);
         cg->dir[AL__CG_UNIFIED] = NULL;
+        cg->made &= ~(1u << AL__CG_UNIFIED);
     }
     if (mode == AL__CG_DEVS_BPF) {
         *cause = al_xasprintf("--cgroup-devices bpf: %s", why);
@@ -328,7 +341,7 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir,
         cg->dir[0] = subtree(v2mnt, v2root, own ? own : "/", root);
         free(own);
         cg->path = al_xstrdup(cg->dir[0] + strlen(v2mnt));
-        if (mkdirs(cg->dir[0]) != 0) {
+        if (make_root(cg, 0, cg->dir[0]) != 0) {
             *cause = al_xasprintf("cannot create %s: %s", cg->dir[0],
                                   strerror(errno));
             rc = AL_EIO;
@@ -348,7 +361,7 @@ al__cg_open(al__cg_t *cg, const char *root, const char *dev_dir,
                 cg->path = al_xstrdup(path);
             else if (cg->path != NULL && strcmp(cg->path, path) != 0)
                 cg->path[0] = '\0'; /* differs: none */
-            if (mkdirs(cg->dir[c]) != 0) {
+            if (make_root(cg, c, cg->dir[c]) != 0) {
                 *cause = al_xasprintf("cannot create %s: %s", cg->dir[c],
                                       strerror(errno));
                 rc = AL_EIO;
@@ -802,8 +815,8 @@ al__cg_probe_json(const char *root, const char *devices)
 {
     al__cg_t cg;
     char *cause = NULL;
-    /* A probe creates the root when it is missing (empty, harmless) and
-     * says what the agent would use. */
+    /* A probe creates the root when it is missing, says what the agent
+     * would use, and removes what it created. */
     json_t *o = json_object();
     if (root == NULL) {
         json_object_set_new(o, "enabled", json_false());
@@ -852,6 +865,9 @@ al__cg_probe_json(const char *root, const char *devices)
         json_object_set_new(o, "devices_note", json_string(note));
         free(note);
     }
+    for (int c = 0; c < AL__CG_N; c++)
+        if ((cg.made & (1u << c)) && cg.dir[c] != NULL)
+            rmdir(cg.dir[c]);
     al__cg_close(&cg);
     return o;
 }

@@ -24,12 +24,17 @@
  * its last "Error:" line as the task's error, which the controller makes
  * the job's reason.  A root agent runs podman as root with --user set to
  * the submitter (the task itself then runs as that uid); Apptainer runs
- * as the submitter, as it is meant to.
+ * as the submitter, as it is meant to.  A task stopped (cancelled,
+ * evicted) past its grace period has its container removed by force: the
+ * podman client killed leaves it running under conmon otherwise.
  *
  * May call: src/common (allocation, JSON, files).
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +44,10 @@
 #include "agent_int.h"
 #include "fs.h"
 #include "json.h"
+#include "log.h"
 #include "xmalloc.h"
+
+extern char **environ;
 
 typedef struct argv_b {
     char **v;
@@ -125,6 +133,14 @@ gpu_devices(const agent_t *a, const task_t *t, argv_b *b)
     }
 }
 
+/* The container's name: allot-NODE-JOB.TASK.RESTART. */
+static void
+container_name(const agent_t *a, const task_t *t, char *name, size_t len)
+{
+    snprintf(name, len, "allot-%s-%llu.%d.%d", a->name, t->job, t->index,
+             t->restart);
+}
+
 char **
 al__container_argv(const agent_t *a, const task_t *t, json_t *s,
                    char *const *argv, const al__env_t *env, const char **user)
@@ -157,8 +173,7 @@ al__container_argv(const agent_t *a, const task_t *t, json_t *s,
             *user = NULL;
         }
         char name[256];
-        snprintf(name, sizeof name, "allot-%s-%llu.%d.%d", a->name, t->job,
-                 t->index, t->restart);
+        container_name(a, t, name, sizeof name);
         pushc(&b, a->podman);
         pushc(&b, "run");
         pushc(&b, "--rm");
@@ -199,6 +214,54 @@ al__container_argv(const agent_t *a, const task_t *t, json_t *s,
     for (size_t i = 0; argv[i] != NULL; i++)
         pushc(&b, argv[i]);
     return b.v;
+}
+
+void
+al__container_kill(const agent_t *a, const task_t *t)
+{
+    const char *image = t->spec ? al_json_str(t->spec, "image", NULL) : NULL;
+    if (image == NULL || al__container_sif(image))
+        return;
+    char name[256];
+    container_name(a, t, name, sizeof name);
+    char *prog = al_xstrdup(a->podman);
+    char rm[] = "rm", force[] = "--force", ignore[] = "--ignore",
+         tflag[] = "--time", zero[] = "0";
+    char *argv[] = { prog, rm, force, ignore, tflag, zero, name, NULL };
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, def;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&at, &none);
+    sigemptyset(&def);
+    sigaddset(&def, SIGCHLD);
+    sigaddset(&def, SIGTERM);
+    sigaddset(&def, SIGINT);
+    sigaddset(&def, SIGHUP);
+    sigaddset(&def, SIGPIPE);
+    posix_spawnattr_setsigdefault(&at, &def);
+    /* Its own process group: the task's signals never reach it.  The
+     * agent's loop reaps it with its other children. */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETPGROUP |
+                                      POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, a->podman, &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    free(prog);
+    if (rc != 0)
+        al_error("task %llu.%d.%d: cannot run %s rm: %s", t->job, t->index,
+                 t->restart, a->podman, strerror(rc));
+    else
+        al_info("task %llu.%d.%d: container %s removed (%s rm --force)", t->job,
+                t->index, t->restart, name, a->podman);
 }
 
 void

@@ -464,6 +464,8 @@ al__task_escalate(agent_t *a)
                     t->index, t->restart);
             kill(-t->pid, SIGKILL);
             confine_signal(a, t, SIGKILL);
+            if (t->kill_at + 1000 > now) /* the first SIGKILL only */
+                al__container_kill(a, t);
             t->kill_at = now + 1000;
         }
     }

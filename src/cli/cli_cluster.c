@@ -150,6 +150,19 @@ al_cli_nodes(int argc, char **argv)
         const char *why = al_json_str(n, "drain_reason", NULL);
         if (why != NULL)
             printf("%s: %s\n", al_json_str(n, "name", ""), why);
+        /* Each faulty GPU the drain reason does not name already: a second
+         * one, or one fenced while the node takes work (--gpu-fault). */
+        json_t *gl = json_object_get(n, "gpus");
+        for (size_t k = 0; k < json_array_size(gl); k++) {
+            const char *bad =
+                al_json_str(json_array_get(gl, k), "unhealthy", NULL);
+            if (bad == NULL)
+                continue;
+            char line[512];
+            snprintf(line, sizeof line, "GPU %zu unhealthy: %s", k, bad);
+            if (why == NULL || strcmp(why, line) != 0)
+                printf("%s: %s\n", al_json_str(n, "name", ""), line);
+        }
         /* Fractional jobs share a GPU there without MPS: nothing keeps
          * one from taking all of it. */
         bool shared = false;

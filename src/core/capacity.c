@@ -557,6 +557,9 @@ apply(al_cycle_t *c, int32_t job, const al_placement_t *p, int sign)
 {
     wnode_t *w = &c->wn[p->node];
     const al_job_t *j = &c->s->jobs[job];
+    /* A fenced device is never free; a running task that holds one gives
+     * it up (an eviction tried) and takes it back (undone) all the same. */
+    uint64_t fenced = c->s->nodes[p->node].fenced;
 
     if (p->gpu_milli > 0) {
         int d = __builtin_ctzll(p->devices);
@@ -564,10 +567,10 @@ apply(al_cycle_t *c, int32_t job, const al_placement_t *p, int sign)
 
         if (sign > 0) {
             if (c->dev_milli[di] == 0) {
-                if (!(w->free_mask & (1ULL << d)))
+                if (!((w->free_mask | fenced) & (1ULL << d)))
                     return AL_EINVAL;
                 w->free_mask &= ~(1ULL << d);
-                w->shared_mask |= 1ULL << d;
+                w->shared_mask |= (1ULL << d) & ~fenced;
             }
             c->dev_milli[di] += p->gpu_milli;
             c->dev_gmem[di] += p->gpu_mem;
@@ -575,24 +578,42 @@ apply(al_cycle_t *c, int32_t job, const al_placement_t *p, int sign)
             c->dev_milli[di] -= p->gpu_milli;
             c->dev_gmem[di] -= p->gpu_mem;
             if (c->dev_milli[di] == 0) {
-                w->free_mask |= 1ULL << d;
+                w->free_mask |= (1ULL << d) & ~fenced;
                 w->shared_mask &= ~(1ULL << d);
                 c->dev_gmem[di] = 0;
             }
         }
     } else if (p->devices != 0) {
         if (sign > 0) {
-            if ((w->free_mask & p->devices) != p->devices)
+            if (((w->free_mask | fenced) & p->devices) != p->devices)
                 return AL_EINVAL;
             w->free_mask &= ~p->devices;
         } else {
-            w->free_mask |= p->devices;
+            w->free_mask |= p->devices & ~fenced;
         }
     }
     w->free_cpu -= sign * j->req.cpu_milli;
     w->free_mem -= sign * j->req.mem_bytes;
     refresh(c, p->node);
     return 0;
+}
+
+void
+al__fence(al_cycle_t *c)
+{
+    c->unavail = false;
+    for (int32_t n = 0; n < c->nn; n++) {
+        uint64_t f = c->s->nodes[n].fenced;
+
+        if (c->s->nodes[n].state == AL_NODE_DRAINING || f != 0)
+            c->unavail = true;
+
+        if (f != 0) {
+            c->wn[n].free_mask &= ~f;
+            c->wn[n].shared_mask &= ~f;
+            refresh(c, n);
+        }
+    }
 }
 
 int

@@ -84,6 +84,10 @@ typedef struct al_node {
      * joined by commas ("ib=yes,nvme=2t"), or NULL for none.  Nodes with
      * equal pool, model and labels are placed alike. */
     const char *labels;
+    /* Devices that take no new work (a GPU found faulty, fenced while the
+     * node's others go on): bit d for device d.  A running task may still
+     * hold one; once it ends the device stays out. */
+    uint64_t fenced;
 } al_node_t;
 
 /* ------------------------------------------------------------------ */

@@ -241,6 +241,9 @@ typedef struct al_cycle {
      * reclaim: other queues' jobs are victims only when long served
      * (reclaim.c, served_long()). */
     bool served_only;
+    /* Some node is draining or has fenced devices: capacity that counts
+     * for "could it ever fit" takes no new work now (al__fence()). */
+    bool unavail;
     int64_t min_resv_start; /* earliest reservation start, INT64_MAX none */
     al_cycle_stats_t stats;
 } al_cycle_t;
@@ -465,6 +468,10 @@ bool al__uses_frag(const al_config_t *cfg);
 /* Milli-GPUs a placement holds: its fraction, or 1000 per whole device. */
 int64_t al__placed_gpu(const al_placement_t *p);
 int al__take(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);
+/* Takes the nodes' fenced devices out of what can be placed on; after the
+ * running jobs have taken theirs (one may still hold a fenced device).
+ * Sets c->unavail. */
+void al__fence(al_cycle_t *c);
 int al__give(al_cycle_t *c, int32_t job, const al_placement_t *p, bool charge);
 int al__hold(al_cycle_t *c, int32_t node, uint64_t mask, int64_t cpu,
              int64_t mem);

@@ -276,8 +276,13 @@ try_place(al_cycle_t *c, pass_t *ps, int32_t j)
         if (rc != 0)
             return rc;
         if (!made) {
-            set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
-                       c->wj[j].task_gpu, 0);
+            /* It fits the cluster (al__ever_fits() said so) but no room
+             * can be reserved for it: with nodes draining or GPUs fenced
+             * that is no proof it is too big, and the reason it has
+             * (not enough free GPUs) is the true one. */
+            if (!c->unavail)
+                set_reason(c, j, AL_WHY_TOO_BIG, NIL, NIL, AL_RES_GPU,
+                           c->wj[j].task_gpu, 0);
             return 0;
         }
         if (rv->r.start <= c->s->now) {

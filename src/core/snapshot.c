@@ -481,5 +481,7 @@ al__setup(al_cycle_t *c, char **cause)
         rc = setup_queues(c, cause);
     if (rc == 0)
         rc = setup_jobs(c, cause);
+    if (rc == 0)
+        al__fence(c);
     return rc;
 }

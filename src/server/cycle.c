@@ -146,6 +146,7 @@ build_nodes(al_ctl_t *ctl, build_t *b)
         s->mem_bytes = n->mem_bytes;
         s->ndevices = n->ngpus;
         s->devices = n->devices;
+        s->fenced = n->gpu_bad; /* faulty GPUs (gpuhealth.c) */
         al__pools_node_snap(&ctl->pools, &ctl->nodes[i], s);
     }
 }

@@ -2,9 +2,12 @@
  * gpuhealth.c -- the controller's side of the GPUs' health.  An agent
  * reports the GPUs it found faulty, with why ("gpu_health" in its sync:
  * XID events, ECC, pages pending, off the bus, temperature, power); the
- * first report of a GPU marks it unhealthy, drains its node with the
- * reason (no new work is placed there) and requeues the jobs with tasks
- * on that GPU (their restart count goes up, the event says why).
+ * first report of a GPU marks it unhealthy (the scheduler places no new
+ * work on it: cycle.c hands it to the core as fenced), drains its node
+ * with the reason (no new work is placed there; with `--gpu-fault fence`
+ * the node is not drained and its other GPUs take work) and requeues the
+ * jobs with tasks on that GPU (their restart count goes up, the event
+ * says why).
  * `allot node resume` clears it: the node takes work again and the agent
  * is told to forget those faults ("gpu_reset", with a generation that the
  * agent echoes back, so that reports sent before it heard are not taken
@@ -66,8 +69,10 @@ al__gpuhealth_sync(al_ctl_t *ctl, int ni, const al__sync_t *s)
         n->gpu_why[d] = al_xstrdup(reason);
         char *why =
             al_xasprintf("GPU %d of node %s unhealthy: %s", d, n->name, reason);
-        al_error("%s: node drained", why);
-        if (n->drain_reason == NULL) {
+        bool fence = ctl->opts.gpu_fault != NULL &&
+                     strcmp(ctl->opts.gpu_fault, "fence") == 0;
+        al_error("%s: %s", why, fence ? "GPU fenced" : "node drained");
+        if (!fence && n->drain_reason == NULL) {
             n->drain_reason = al_xasprintf("GPU %d unhealthy: %s", d, reason);
             n->drained = true;
         }

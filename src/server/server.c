@@ -608,6 +608,12 @@ al_server_start(const al_server_opts_t *o, al_server_t **out, char **cause)
         rc = al__min_runtime_config(o->min_runtime, minrt, cause);
     if (rc == 0)
         rc = al__pools_config(o, &pools, cause);
+    if (rc == 0 && o->gpu_fault != NULL && strcmp(o->gpu_fault, "drain") != 0 &&
+        strcmp(o->gpu_fault, "fence") != 0) {
+        *cause = al_xasprintf("--gpu-fault: '%s': want drain or fence",
+                              o->gpu_fault);
+        rc = AL_EINVAL;
+    }
     if (rc != 0)
         return rc;
     al__pools_fini(&pools); /* checked now; the loop's copy is read below */

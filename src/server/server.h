@@ -27,6 +27,10 @@ typedef struct al_server_opts {
     size_t max_body;           /* request body limit in bytes */
     int sync_full;             /* durable commits: SQLite synchronous=FULL,
                                   PostgreSQL synchronous_commit=on */
+    /* What a GPU found faulty does to its node (gpuhealth.c): "drain"
+     * (NULL, the default) drains the node; "fence" keeps only that GPU
+     * from new work while the node's others take it. */
+    const char *gpu_fault;
     /* The state store: NULL or "sqlite" for STATE/allot.db, or a
      * PostgreSQL connection URI (postgres:// or postgresql://). */
     const char *store;

@@ -206,6 +206,13 @@ static const al_opt_t server_opts[] = {
       .arg = "MS",
       .help = "from SIGTERM to SIGKILL when a task is stopped (default "
               "10000)" },
+    { .name = "--gpu-fault",
+      .kind = AL_OPT_STR,
+      .off = S(o.gpu_fault),
+      .arg = "drain|fence",
+      .help = "what a GPU found faulty does to its node: drain it (the "
+              "default), or fence only that GPU while the node's other "
+              "GPUs take new work" },
     { .name = "--max-body",
       .kind = AL_OPT_INT,
       .off = S(max_body),

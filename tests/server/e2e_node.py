@@ -383,6 +383,72 @@ def scenario_cgroup_escape(c):
 
 
 @with_cgroups
+def scenario_cgroup_evict(c):
+    """A job evicted for another queue's quota (reclaim) takes its whole
+    cgroup with it: a daemon it started in a session of its own, which
+    ignores SIGTERM, dies; the job on the other GPU and its daemon run
+    on."""
+    root, dirs = cg_setup(c)
+    c.start_server("--grace", "1000")
+    c.start_agent("n1", "2xH100-80GB", extra=["--cgroup-root", root])
+    for q in ("susan", "joe"):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": 1, "weight": 1}}})
+        check(s == 201, "queue %s: %s %s" % (q, s, b))
+    daemons = {}
+    for i in range(2):
+        pidfile = os.path.join(c.root, "daemon%d.pid" % i)
+        j = c.submit("--queue", "susan", "--gpus", "1", "--", "sh", "-c",
+                     "setsid sh -c 'trap \"\" TERM; sleep 300 & echo $! > "
+                     "%s; wait' </dev/null >/dev/null 2>&1 & sleep 300"
+                     % pidfile)
+        c.wait_state(j, "running")
+        wait_for(lambda: os.path.exists(pidfile) and read(pidfile), 15,
+                 "the daemon to start")
+        daemons[j] = int(read(pidfile))
+    k = c.submit("--queue", "joe", "--gpus", "1", "--", "sleep", "300")
+    c.wait_state(k, "running", timeout=30)
+    evicted = [j for j in daemons if c.job(j)["restart_count"] == 1]
+    check(len(evicted) == 1, "one of susan's jobs evicted: %s" % evicted)
+    kept = [j for j in daemons if j not in evicted][0]
+    wait_for(lambda: not alive(daemons[evicted[0]]), 20,
+             "the evicted job's daemon to die")
+    check(alive(daemons[kept]), "the other job's daemon runs on")
+    for j in list(daemons) + [k]:
+        c.cli("cancel", str(j), ok=False)
+
+
+def scenario_cgroup_probe(c):
+    """`allot agent --probe --cgroup-root` says what the agent would use
+    and leaves the node as it found it: the root directories it made are
+    gone, one that was there before stays."""
+    if os.geteuid() != 0:
+        raise SystemExit(SKIP)
+    root = "allot-e2e-probe-%d" % os.getpid()
+    cg = probe(c, root)
+    if not cg.get("enabled"):
+        print("skipped: %s" % cg.get("error"), file=sys.stderr)
+        raise SystemExit(SKIP)
+    dirs = sorted(set(cg["roots"].values()) if cg["version"] == 1
+                  else [cg["root"]])
+    left = [d for d in dirs if os.path.isdir(d)]
+    keep = dirs[0]
+    try:
+        check(not left, "the probe removed the root it made: %s" % left)
+        os.mkdir(keep)
+        cg = probe(c, root)
+        check(os.path.isdir(keep), "a root that was there stays: %s" % keep)
+        left = [d for d in dirs if d != keep and os.path.isdir(d)]
+        check(not left, "the others are removed again: %s" % left)
+    finally:
+        for d in dirs:
+            try:
+                os.rmdir(d)
+            except OSError:
+                pass
+
+
+@with_cgroups
 def scenario_cgroup_devices(c):
     """A task opens its own GPU's device node, not another task's (the
     nodes are made here with mknod: major 195 as NVIDIA's; with no driver
@@ -732,6 +798,9 @@ def scenario_gpu_health(c):
     time.sleep(1.5)
     check(c.job(k)["state"] == "pending",
           "no new work on a drained node, a free GPU there or not")
+    check("larger than" not in c.job(k).get("reason", ""),
+          "a job waiting for the drained node is not called too big: %s"
+          % c.job(k).get("reason"))
     # The admin has dealt with it.
     open(health, "w").close()
     c.cli("node", "resume", "g1")
@@ -770,6 +839,72 @@ def scenario_gpu_health(c):
     check("unhealthy" not in g["gpus"][7], "XID 13 is not critical: %s"
           % g["gpus"][7])
     check(g["state"] == "draining", "drained")
+    out = c.cli("nodes").stdout
+    check(all("g8: GPU %d unhealthy: " % i in out for i in range(7)) and
+          "g8: GPU 7 " not in out,
+          "allot nodes names every unhealthy GPU, not only the first: %r"
+          % out)
+
+
+def scenario_gpu_fence(c):
+    """`allot server --gpu-fault fence`: a GPU with a critical fault takes
+    no new work, whole or shared, while the node stays ready and its other
+    GPUs do; the job on it is requeued and runs again on a healthy GPU;
+    `allot nodes` names the GPU and why; `allot node resume` lets the GPU
+    take work again.  A bad --gpu-fault is refused."""
+    lib = os.environ.get("ALLOT_TEST_FAKE_NVML")
+    check(lib and os.path.exists(lib), "ALLOT_TEST_FAKE_NVML names the fake")
+    p = subprocess.run([c.allot, "server", "--gpu-fault", "half", "--state",
+                        os.path.join(c.root, "bad-state"), "--listen",
+                        "127.0.0.1:0"], capture_output=True, text=True,
+                       timeout=30, env=c.env)
+    check(p.returncode != 0 and "--gpu-fault" in p.stderr,
+          "--gpu-fault half is refused: %d %r" % (p.returncode, p.stderr))
+    health = os.path.join(c.root, "health")
+    open(health, "w").close()
+    c.start_server("--gpu-fault", "fence")
+    c.start_agent("g1", None, {"ALLOT_NVML_LIB": lib, "FAKE_NVML_GPUS": "3",
+                               "FAKE_NVML_HEALTH": health},
+                  extra=["--telemetry-ms", "200"])
+    a = c.submit("--gpus", "1", "--", "sleep", "300")
+    b = c.submit("--gpus", "1", "--", "sleep", "300")
+    ja, jb = c.wait_state(a, "running"), c.wait_state(b, "running")
+    da = ja["placement"][0]["gpus"][0]
+    db = jb["placement"][0]["gpus"][0]
+    with open(health, "w") as f:
+        f.write("%d xid 79\n" % da)
+    n = wait_for(lambda: (lambda n: n if "unhealthy" in n["gpus"][da]
+                          else None)(nodes(c)["g1"]), 15,
+                 "GPU %d to be marked unhealthy" % da)
+    check(n["state"] == "ready" and "drain_reason" not in n,
+          "the node is not drained, only its GPU fenced: %s" % n)
+    ja = wait_for(lambda: (lambda j: j if j["restart_count"] == 1 and
+                           j["state"] == "running" else None)(c.job(a)), 15,
+                  "the job on the faulty GPU to run again elsewhere")
+    check(ja["placement"][0]["gpus"][0] not in (da, db),
+          "it runs on the healthy free GPU: %s" % ja["placement"])
+    check(c.job(b)["state"] == "running" and
+          c.job(b)["restart_count"] == 0, "the other job runs on")
+    out = c.cli("nodes").stdout
+    check("g1: GPU %d unhealthy: XID 79" % da in out,
+          "allot nodes says which GPU and why: %r" % out)
+    show = c.cli("show", str(a)).stdout
+    check("GPU %d of node g1 unhealthy" % da in show,
+          "allot show says why it was requeued: %r" % show)
+    # Only the fenced GPU is free: nothing is placed on it.
+    k = c.submit("--gpus", "1", "--", "true")
+    f = c.submit("--gpu-fraction", "0.5", "--", "true")
+    time.sleep(1.5)
+    check(c.job(k)["state"] == "pending" and c.job(f)["state"] == "pending",
+          "no new work on the fenced GPU: %s %s" % (c.job(k)["state"],
+                                                    c.job(f)["state"]))
+    c.cli("node", "resume", "g1")
+    c.wait_state(k, "completed")
+    c.wait_state(f, "completed")
+    n = nodes(c)["g1"]
+    check("unhealthy" not in n["gpus"][da], "resumed: %s" % n)
+    c.cli("cancel", str(a))
+    c.cli("cancel", str(b))
 
 
 MPS_STANDIN = r"""#!/bin/sh
@@ -1002,6 +1137,65 @@ def scenario_container(c):
         subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
 
 
+def procs_with(word):
+    """Pids of this machine's processes whose command line has word."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/cmdline" % d, "rb") as f:
+                    if word.encode() in f.read().split(b"\0"):
+                        out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def scenario_container_cancel(c):
+    """A cancelled container job whose command ignores SIGTERM is gone
+    after the grace period, container and processes: SIGKILL to the podman
+    client alone would leave the container running under conmon."""
+    import shutil
+    if shutil.which("podman") is None or os.geteuid() != 0:
+        print("skipped: needs podman and root", file=sys.stderr)
+        raise SystemExit(SKIP)
+    image = "localhost/allot-e2e-cancel-%d:1" % os.getpid()
+    marker = str(3000 + os.getpid() % 1000)  # a sleep no one else runs
+    name = None
+    try:
+        make_image(c, image)
+        extra = podman_args(image)
+        if extra is None:
+            print("skipped: podman cannot run a container here",
+                  file=sys.stderr)
+            raise SystemExit(SKIP)
+        c.start_server("--grace", "1000")
+        c.start_agent("n1", "2xH100-80GB",
+                      extra=["--container-args", " ".join(extra)])
+        j = c.submit("--image", image, "--", "sh", "-c",
+                     "trap '' TERM; sleep %s & echo up > up; "
+                     "while :; do sleep 1; done" % marker)
+        c.wait_state(j, "running", timeout=120)
+        name = "allot-n1-%d.0.0" % j
+        wait_for(lambda: os.path.exists(os.path.join(c.root, "up")) and
+                 procs_with(marker), 60, "the container to run")
+
+        def listed():
+            return name in subprocess.run(
+                ["podman", "ps", "-a", "--format", "{{.Names}}"],
+                capture_output=True, text=True, timeout=60).stdout.split()
+        check(listed(), "podman lists the container")
+        c.cli("cancel", str(j))
+        c.wait_state(j, "cancelled", timeout=30)
+        wait_for(lambda: not procs_with(marker) and not listed(), 30,
+                 "the container and its processes to be gone")
+    finally:
+        if name is not None:
+            subprocess.run(["podman", "rm", "-f", "-i", name],
+                           capture_output=True)
+        subprocess.run(["podman", "rmi", "-f", image], capture_output=True)
+
+
 APPTAINER_STANDIN = r"""#!/usr/bin/env python3
 # A stand-in for apptainer (not packaged for Debian 12): it records how it
 # was called, then does what `apptainer exec` does for the test's purpose:
@@ -1118,14 +1312,18 @@ SCENARIOS = {
     "cgroup_limits": scenario_cgroup_limits,
     "cgroup_oom": scenario_cgroup_oom,
     "cgroup_escape": scenario_cgroup_escape,
+    "cgroup_evict": scenario_cgroup_evict,
+    "cgroup_probe": scenario_cgroup_probe,
     "cgroup_devices": scenario_cgroup_devices,
     "cgroup_devices_bpf": scenario_cgroup_devices_bpf,
     "cgroup_devices_minor": scenario_cgroup_devices_minor,
     "cgroup_restart": scenario_cgroup_restart,
     "gpu_health": scenario_gpu_health,
+    "gpu_fence": scenario_gpu_fence,
     "mps": scenario_mps_clean,
     "container": scenario_container,
     "container_sif": scenario_container_sif,
+    "container_cancel": scenario_container_cancel,
 }
 
 if __name__ == "__main__":

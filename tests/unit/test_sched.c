@@ -2331,6 +2331,70 @@ node_states(void)
     snap_destroy(s);
 }
 
+/* A node's fenced GPUs (found faulty) take no new work, whole or shared,
+ * while its other GPUs do; a task still running on one does not upset the
+ * cycle. */
+static void
+node_fenced_gpus(void)
+{
+    snap_t *s = scenario();
+    int q, run, frun, j[3], f, i, k;
+    al_result_t *r;
+
+    snap_node(s, "n", 4);
+    snap_node(s, "shared", 1);
+    snap_node_ref(s, 0)->fenced = 0x6; /* GPUs 1 and 2 */
+    snap_node_ref(s, 1)->fenced = 0x1;
+    q = snap_queue(s, "q", -1, 6000, 1, AL_UNLIMITED);
+    run = snap_job(s, q, 1, 1);
+    snap_place(s, run, 0, 0, 0x4); /* on fenced GPU 2 */
+    frun = snap_job_frac(s, q, 500, 0);
+    snap_place_frac(s, frun, 0, 1, 0, 500, 0); /* shares fenced GPU 0 */
+    for (i = 0; i < 3; i++)
+        j[i] = snap_job(s, q, 1, 1);
+    f = snap_job_frac(s, q, 500, 0);
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT_EQ(res_count(r, AL_DEC_EVICT), 0);
+    ASSERT_STARTED(r, j[0], 1);
+    ASSERT_STARTED(r, j[1], 1);
+    ASSERT_NOT_STARTED(r, j[2]);
+    ASSERT_NOT_STARTED(r, f);
+    for (i = 0; i < r->ndecisions; i++)
+        for (k = 0; k < r->decisions[i].ntasks; k++) {
+            ASSERT_EQ(r->decisions[i].tasks[k].node, 0);
+            ASSERT_EQ(r->decisions[i].tasks[k].devices & 0x6, 0);
+        }
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
+/* A job that fits the cluster but finds its nodes drained, or a GPU it
+ * needs fenced, waits for capacity: it is not "too big". */
+static void
+reason_drained_not_too_big(void)
+{
+    snap_t *s = scenario();
+    int q, j, big, f;
+    al_result_t *r;
+
+    snap_node(s, "drained", 2);
+    snap_node(s, "fenced", 2);
+    snap_node_ref(s, 0)->state = AL_NODE_DRAINING;
+    snap_node_ref(s, 1)->fenced = 0x1;
+    q = snap_queue(s, "q", -1, 6000, 1, AL_UNLIMITED);
+    j = snap_job(s, q, 1, 2);
+    big = snap_job(s, q, 1, 3);
+    f = snap_job(s, q, 1, 1);
+    snap_set_now(s, 10);
+    r = snap_run(s);
+    ASSERT_STARTED(r, f, 1);
+    ASSERT_REASON(r, j, AL_WHY_CAPACITY);
+    ASSERT_REASON(r, big, AL_WHY_TOO_BIG);
+    al_result_destroy(r);
+    snap_destroy(s);
+}
+
 /* "Not enough free GPUs" and "free but fragmented" are told apart. */
 static void
 reasons_capacity_vs_fragmented(void)
@@ -4081,6 +4145,8 @@ const al_test_t test_sched[] = {
     { "strict_order", strict_order },
     { "held_jobs", held_jobs },
     { "node_states", node_states },
+    { "node_fenced_gpus", node_fenced_gpus },
+    { "reason_drained_not_too_big", reason_drained_not_too_big },
     { "reasons_capacity_vs_fragmented", reasons_capacity_vs_fragmented },
     { "second_chance_after_reserved_start",
       second_chance_after_reserved_start },
