@@ -365,7 +365,15 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->idle_checked = now;
         al__idle_check(ctl);
     }
-    if (!stop && ((ctl->sched_dirty && now >= ctl->sched_due) ||
+    /* Ends an agent reported wait for a cycle to be answered: committing
+     * them first and cycling in the next pass would make each wave of
+     * ends two durable commits (two disk flushes with --sync full) before
+     * the agent hears what to start in their place.  The cycle runs now,
+     * in this transaction, unless cycles are expensive enough that their
+     * coalescing matters more (al__ctl_touch()). */
+    bool ends = ctl->sched_dirty && ctl->ends_parked &&
+                2 * ctl->cycle_ms <= ctl->opts.coalesce_ms;
+    if (!stop && ((ctl->sched_dirty && (now >= ctl->sched_due || ends)) ||
                   now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {
         ctl->sched_dirty = false;
         ctl->sched_last = now;
@@ -424,6 +432,8 @@ answer_polls(al_ctl_t *ctl, bool stop)
         n->changed = false;
     }
     ctl->nodes_changed = false;
+    if (ctl->cycled)
+        ctl->ends_parked = false;
     ctl->cycled = false;
 }
 
