@@ -369,10 +369,12 @@ maintain(al_ctl_t *ctl, bool stop)
      * them first and cycling in the next pass would make each wave of
      * ends two durable commits (two disk flushes with --sync full) before
      * the agent hears what to start in their place.  The cycle runs now,
-     * in this transaction, unless cycles are expensive enough that their
-     * coalescing matters more (al__ctl_touch()). */
+     * in this transaction, unless a cycle costs more than a commit and
+     * more than the coalescing wait (al__ctl_touch()): then coalescing
+     * the changes of several passes matters more. */
     bool ends = ctl->sched_dirty && ctl->ends_parked &&
-                2 * ctl->cycle_ms <= ctl->opts.coalesce_ms;
+                (ctl->cycle_ms <= ctl->commit_ms ||
+                 2 * ctl->cycle_ms <= ctl->opts.coalesce_ms);
     if (!stop && ((ctl->sched_dirty && (now >= ctl->sched_due || ends)) ||
                   now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {
         ctl->sched_dirty = false;
@@ -389,7 +391,9 @@ maintain(al_ctl_t *ctl, bool stop)
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);
-        al__hist_observe(&ctl->counters.commit, al__mono_s() - t0);
+        double took = al__mono_s() - t0;
+        al__hist_observe(&ctl->counters.commit, took);
+        ctl->commit_ms = (int64_t)(took * 1000) + 1;
         if (rc == 0 && ctl->jc.check)
             check_counts(ctl);
         if (rc == 0)
