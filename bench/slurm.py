@@ -20,6 +20,13 @@ run:
   salloc_srun_ms `salloc srun true`: an allocation, a step in it, its
                  release (median of 10)
 
+and, for allot, the drain's timeline from its job history:
+drain_max_running (jobs at once at most), drain_start_to_end_ms (median,
+a job's placement to its end as the controller learnt it: the commit,
+the agent's start of the task, the task, the report back) and
+drain_end_to_start_ms (median, an end to the next start after it: the
+controller's part between two waves),
+
 and prints one JSON line with each figure for both and allot/slurm ratios
 (for time, slurm/allot: above 1 means allot is faster).  Without the peer,
 the allot figures alone.
@@ -81,13 +88,48 @@ def latency(side, reps=10):
 def blocked_drain(side, n):
     blocker = side.sbatch("--gres=gpu:8", "--wrap", "sleep 600")
     side.running(blocker)
-    for _ in range(n):
-        side.sbatch("--gres=gpu:1", "--wrap", "true")
+    ids = [side.sbatch("--gres=gpu:1", "--wrap", "true") for _ in range(n)]
     t0 = time.monotonic()
     p = side.run("scancel", blocker)
     e2e.check(p.returncode == 0, "%s: scancel: %s" % (side.name, p.stderr))
     drain(side)
-    return time.monotonic() - t0
+    return time.monotonic() - t0, ids
+
+
+def timeline(cluster, ids):
+    """The drain's timeline from allot's job history (each job's start_ms
+    and end_ms, both the controller's clock): how many ran at once at
+    most, the median time from a job's start (its placement by a cycle)
+    to its end as the controller learnt it, and from an end to the next
+    start after it (the controller's part between two waves)."""
+    want = set(int(i) for i in ids)
+    rows, after = [], 0
+    while True:
+        s, page = cluster.api("GET", "/v1/jobs?state=completed&spec=0"
+                              "&limit=1000&after=%d" % after)
+        e2e.check(s == 200, "GET /v1/jobs: %s" % s)
+        jobs = page["jobs"]
+        rows += [j for j in jobs if j["id"] in want]
+        if len(jobs) < 1000:
+            break
+        after = jobs[-1]["id"]
+    ends = sorted(j["end_ms"] for j in rows)
+    edges = sorted([(j["start_ms"], 1) for j in rows] +
+                   [(j["end_ms"], -1) for j in rows])
+    at_once = most = 0
+    for _, step in edges:
+        at_once += step
+        most = max(most, at_once)
+    gaps = []
+    for j in rows:
+        before = [e for e in ends if e <= j["start_ms"]]
+        if before:
+            gaps.append(j["start_ms"] - before[-1])
+    return {"drain_max_running": most,
+            "drain_start_to_end_ms": statistics.median(
+                j["end_ms"] - j["start_ms"] for j in rows),
+            "drain_end_to_start_ms": statistics.median(gaps) if gaps
+            else None}
 
 
 def interactive(side, *cmd, reps=10):
@@ -103,16 +145,18 @@ def interactive(side, *cmd, reps=10):
     return statistics.median(out)
 
 
-def measure(side, n):
+def measure(side, n, cluster=None):
     loop = shell_loop(side, n)
     drain(side)
-    d = blocked_drain(side, n)
-    return {"sbatch_per_s": round(n / loop, 1), "drain_s": round(d, 2),
+    d, ids = blocked_drain(side, n)
+    extra = timeline(cluster, ids) if cluster is not None else {}
+    return dict(extra, **{
+            "sbatch_per_s": round(n / loop, 1), "drain_s": round(d, 2),
             "drain_jobs_per_s": round(n / d, 1) if d > 0 else None,
             "latency_ms": round(latency(side), 1),
             "srun_ms": round(interactive(side, "srun", "true"), 1),
             "salloc_srun_ms": round(interactive(
-                side, "salloc", "srun", "true"), 1)}
+                side, "salloc", "srun", "true"), 1)})
 
 
 def main():
@@ -132,7 +176,7 @@ def main():
         mine = conformance.Side("allot", env, cwd)
         peer = conformance.peer_side(root)
         res = {"bench": "slurm", "n": n, "cpus": os.cpu_count(),
-               "allot": measure(mine, n)}
+               "allot": measure(mine, n, c)}
         if peer is not None:
             res["slurm"] = measure(peer, n)
             a, s = res["allot"], res["slurm"]

@@ -707,6 +707,7 @@ al__proto_sync(al_ctl_t *ctl, al__req_t *req)
         json_decref(desired);
         req->acks = acks;
         req->after_cycle = true;
+        ctl->ends_parked = true;
         req->deadline = ctl->sched_due + 1;
         al__proto_park(ctl, ni, req);
         return;

@@ -365,7 +365,17 @@ maintain(al_ctl_t *ctl, bool stop)
         ctl->idle_checked = now;
         al__idle_check(ctl);
     }
-    if (!stop && ((ctl->sched_dirty && now >= ctl->sched_due) ||
+    /* Ends an agent reported wait for a cycle to be answered: committing
+     * them first and cycling in the next pass would make each wave of
+     * ends two durable commits (two disk flushes with --sync full) before
+     * the agent hears what to start in their place.  The cycle runs now,
+     * in this transaction, unless a cycle costs more than a commit and
+     * more than the coalescing wait (al__ctl_touch()): then coalescing
+     * the changes of several passes matters more. */
+    bool ends = ctl->sched_dirty && ctl->ends_parked &&
+                (ctl->cycle_ms <= ctl->commit_ms ||
+                 2 * ctl->cycle_ms <= ctl->opts.coalesce_ms);
+    if (!stop && ((ctl->sched_dirty && (now >= ctl->sched_due || ends)) ||
                   now >= ctl->sched_last + ctl->opts.sched_interval_ms)) {
         ctl->sched_dirty = false;
         ctl->sched_last = now;
@@ -381,7 +391,9 @@ maintain(al_ctl_t *ctl, bool stop)
     if (flush(ctl) == 0) {
         double t0 = al__mono_s();
         int rc = al__store_commit(ctl);
-        al__hist_observe(&ctl->counters.commit, al__mono_s() - t0);
+        double took = al__mono_s() - t0;
+        al__hist_observe(&ctl->counters.commit, took);
+        ctl->commit_ms = (int64_t)(took * 1000) + 1;
         if (rc == 0 && ctl->jc.check)
             check_counts(ctl);
         if (rc == 0)
@@ -424,6 +436,8 @@ answer_polls(al_ctl_t *ctl, bool stop)
         n->changed = false;
     }
     ctl->nodes_changed = false;
+    if (ctl->cycled)
+        ctl->ends_parked = false;
     ctl->cycled = false;
 }
 

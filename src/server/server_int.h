@@ -782,6 +782,10 @@ typedef struct al_ctl {
     int64_t usage_last; /* wall seconds of the last usage accrual */
     int64_t cycles;
     int64_t cycle_ms; /* how long the last cycle took */
+    /* An agent's sync that reported ends is parked until the next cycle
+     * (al__proto_sync()): maintain() runs that cycle before the commit. */
+    bool ends_parked;
+    int64_t commit_ms; /* how long the last commit took, rounded up */
     /* What pending jobs' reasons are formatted with (al__job_reason()):
      * the last cycle's clock (seconds) and the queue names as of the last
      * cycle, by controller queue index (copies: a queue may be deleted
