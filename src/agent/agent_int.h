@@ -236,6 +236,14 @@ pid_t al__launch(const al__launch_t *l, int *state_fd, char **cause);
  * started afterwards get the old soft limit back), and reads the test
  * hook ALLOT_TEST_LAUNCH_HANG (see launch.c). */
 void al__launch_init(void);
+/* Starts a helper of the agent's own (podman rm, an MPS control daemon)
+ * with posix_spawnp(): its standard input from stdin_fd (-1:
+ * /dev/null), its output and errors appended to out (NULL: /dev/null),
+ * envp its environment, default signal handling and no signal blocked,
+ * in a process group of its own so that no task's signals reach it; the
+ * agent's loop reaps it.  Its pid, or -1 with the error number in *err. */
+pid_t al__spawn_aside(const char *prog, char *const argv[], char *const envp[],
+                      int stdin_fd, const char *out, int *err);
 /* Writes the exit part of a record: exit code, or signal.  0 or -1. */
 int al__record_exit(int state_fd, int code, int sig);
 

@@ -34,7 +34,6 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,33 +227,8 @@ al__container_kill(const agent_t *a, const task_t *t)
     char rm[] = "rm", force[] = "--force", ignore[] = "--ignore",
          tflag[] = "--time", zero[] = "0";
     char *argv[] = { prog, rm, force, ignore, tflag, zero, name, NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    sigset_t none, def;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&at, &none);
-    sigemptyset(&def);
-    sigaddset(&def, SIGCHLD);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGHUP);
-    sigaddset(&def, SIGPIPE);
-    posix_spawnattr_setsigdefault(&at, &def);
-    /* Its own process group: the task's signals never reach it.  The
-     * agent's loop reaps it with its other children. */
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETPGROUP |
-                                      POSIX_SPAWN_SETSIGDEF);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, a->podman, &fa, &at, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int rc;
+    al__spawn_aside(a->podman, argv, environ, -1, NULL, &rc);
     free(prog);
     if (rc != 0)
         al_error("task %llu.%d.%d: cannot run %s rm: %s", t->job, t->index,

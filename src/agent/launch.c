@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,4 +434,41 @@ al__chld_pipe(int p[2], void (*handler)(int))
     sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
     sa.sa_handler = handler;
     return sigaction(SIGCHLD, &sa, NULL);
+}
+
+pid_t
+al__spawn_aside(const char *prog, char *const argv[], char *const envp[],
+                int stdin_fd, const char *out, int *err)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    if (stdin_fd >= 0)
+        posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+    else
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out != NULL ? out : "/dev/null",
+                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, def;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&at, &none);
+    sigemptyset(&def);
+    sigaddset(&def, SIGCHLD);
+    sigaddset(&def, SIGTERM);
+    sigaddset(&def, SIGINT);
+    sigaddset(&def, SIGHUP);
+    sigaddset(&def, SIGPIPE);
+    posix_spawnattr_setsigdefault(&at, &def);
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETPGROUP |
+                                      POSIX_SPAWN_SETSIGDEF);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, prog, &fa, &at, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    *err = rc;
+    return rc == 0 ? pid : -1;
 }

@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,38 +79,9 @@ spawn(agent_t *a, int d, const char *arg, int stdin_fd)
     al__env_push(&e, al__env_entry("CUDA_MPS_LOG_DIRECTORY", log));
     al__env_dedup(&e);
     char *argv[] = { a->mps.control, (char *)arg, NULL };
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (stdin_fd >= 0)
-        posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
-    else
-        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
     char *out = al_xasprintf("%s/control.log", log);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    posix_spawnattr_t at;
-    posix_spawnattr_init(&at);
-    sigset_t none;
-    sigemptyset(&none);
-    posix_spawnattr_setsigmask(&at, &none);
-    /* Its own process group: a task's signals never reach it. */
-    posix_spawnattr_setpgroup(&at, 0);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETPGROUP |
-                                      POSIX_SPAWN_SETSIGDEF);
-    sigset_t def;
-    sigemptyset(&def);
-    sigaddset(&def, SIGCHLD);
-    sigaddset(&def, SIGTERM);
-    sigaddset(&def, SIGINT);
-    sigaddset(&def, SIGHUP);
-    sigaddset(&def, SIGPIPE);
-    posix_spawnattr_setsigdefault(&at, &def);
-    pid_t pid;
-    int rc = posix_spawnp(&pid, a->mps.control, &fa, &at, argv, e.v);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&at);
+    int rc;
+    pid_t pid = al__spawn_aside(a->mps.control, argv, e.v, stdin_fd, out, &rc);
     al__env_fini(&e);
     free(out);
     free(pipe);
