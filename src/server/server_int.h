@@ -238,6 +238,12 @@ typedef struct al__job {
     /* GPU-seconds of service in its runs before the current one (requeued
      * by preemption or a lost node): the core's al_job_t.attained. */
     double attained;
+    /* GPU-seconds its GPUs were busy, by their telemetry, over all its
+     * runs: history.c adds each usage sample's share (a fractional
+     * task's its fraction), report.c reads it; used_known once any sample
+     * had telemetry. */
+    double used;
+    bool used_known;
     int exit_code; /* first non-zero task exit, or 0 */
     int signal;
     /* How it ended, or why it waits when why_valid is false (a queue that
