@@ -222,8 +222,8 @@ end_job(report_t *r)
     if (j != NULL && r->run_start > 0)
         add_run(r, r->run_start, r->now);
     if (j != NULL && r->all_start > 0 && r->wall_now > r->all_start)
-        r->jall += (r->wall_now - r->all_start) / 1000.0 * task_gpus(j) *
-                   r->all_tasks;
+        r->jall +=
+            (r->wall_now - r->all_start) / 1000.0 * task_gpus(j) * r->all_tasks;
     if (j != NULL && j->used_known && r->jall > 0) {
         double e = j->used / r->jall; /* used per allocated GPU-second */
         for (size_t i = 0; i < r->np; i++) {
@@ -534,8 +534,8 @@ al__usage_report(al_ctl_t *ctl, int64_t since, int64_t until, const char *by,
     r.wall_now = r.now;
     if (r.now > until)
         r.now = until;
-    r.jobs_used = user != NULL || r.by == BY_USER || r.by == BY_CLASS ||
-                  r.by == BY_NODE;
+    r.jobs_used =
+        user != NULL || r.by == BY_USER || r.by == BY_CLASS || r.by == BY_NODE;
 
     /* Jobs are numbered in submission order: the first that may have run
      * in the period is the first not ended before it. */
