@@ -2,7 +2,8 @@
 """End-to-end checks of the usage history, the accounting report and the
 metrics exposition as a user meets them (on e2e.py's harness): the usage
 history's coarse rows across a controller restart, the report's every
-grouping and output form, and `promtool check metrics` on a cluster with
+grouping and output form, its used GPU-hours by user, class and node
+from the jobs' own GPUs' telemetry (across a kill -9 too), and `promtool check metrics` on a cluster with
 every kind of series present.
 
 Usage: e2e_accounting.py [pg:]SCENARIO PATH/TO/allot
