@@ -242,7 +242,7 @@ typedef struct al__job {
     /* GPU-seconds its GPUs were busy, by their telemetry, over all its
      * runs: history.c adds each usage sample's share (a fractional
      * task's its fraction), report.c reads it; used_known once any sample
-     * had telemetry (used_known). */
+     * had telemetry. */
     double used;
     int exit_code; /* first non-zero task exit, or 0 */
     int signal;
