@@ -111,6 +111,8 @@ job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
         al__jobtok_doc(j, o);
     if (j->attained > 0)
         json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
+    if (j->used_known)
+        json_object_set_new(o, "used_gpu_s", json_real(j->used));
     al__pools_job_doc(j, o);
     al__elastic_doc(j, o);
     al__pipeline_doc(j, o);
@@ -240,6 +242,14 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
 
         /* Bad values from the store count as none. */
         j->attained = v > 0 && v < 1e15 ? v : 0;
+    }
+    {
+        json_t *u = json_object_get(o, "used_gpu_s");
+        double v = json_is_number(u) ? json_number_value(u) : -1;
+
+        /* Bad values from the store count as none. */
+        j->used_known = v >= 0 && v < 1e15;
+        j->used = j->used_known ? v : 0;
     }
     json_int_t mp = al_json_int(o, "master_port", 0);
     j->master_port = mp > 0 && mp < 65536 ? (int32_t)mp : 0;

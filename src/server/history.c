@@ -14,11 +14,17 @@
  * that was down leaves a gap as long as it was down and no step twice.
  * Rows go into the loop's transaction, like every other write.
  *
+ * Each sample also adds to every running job's used GPU-seconds (its
+ * GPUs' telemetry times the step, a fractional task's by its share), kept
+ * in the job's document: the report's used GPU-hours by user, class and
+ * node come from them.
+ *
  * Reads: al__usage_series() (GET /v1/usage) and al__usage_report() (GET
  * /v1/report, with the job history of the store's events).
  *
  * May call: store.c (the named statements), table.c, waste.c's table; it
- * changes nothing but ctl->usage and the store's usage rows.
+ * changes nothing but ctl->usage, the store's usage rows and the running
+ * jobs' used GPU-seconds.
  */
 #include <math.h>
 #include <stdio.h>
@@ -159,8 +165,10 @@ sample(al_ctl_t *ctl, int64_t step, int64_t t, int64_t now_ms)
     bool mknown[AL_MAX_MODELS] = { false };
 
     for (size_t k = 0; k < ctl->nrunning; k++) {
-        const al__job_t *j = ctl->running[k];
+        al__job_t *j = ctl->running[k];
         int q = al__job_qidx(ctl, j);
+        double jused = 0;
+        bool jknown = false;
         for (int ti = 0; j->tasks != NULL && ti < j->ntasks; ti++) {
             const al__task_t *tk = &j->tasks[ti];
             if (tk->done || tk->node < 0 || tk->node >= ctl->nnodes)
@@ -180,7 +188,15 @@ sample(al_ctl_t *ctl, int64_t step, int64_t t, int64_t now_ms)
                 }
                 if (q >= 0)
                     add_known(&qused[q], &qknown[q], x);
+                add_known(&jused, &jknown, x);
             }
+        }
+        /* The job's own share of the step, written with the rows in the
+         * same transaction: a restart neither loses nor repeats it. */
+        if (jknown) {
+            j->used += jused * (double)step;
+            j->used_known = true;
+            al__ctl_dirty(ctl, j);
         }
     }
     pending_gpus(ctl, qpend);

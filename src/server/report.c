@@ -2,9 +2,12 @@
  * report.c -- accounting over any period (GET /v1/report, `allot
  * report`): GPU-hours allocated, from the job history the store keeps (a
  * run is its "started" event to the event that ended it, its GPUs those of
- * the job, cut to the period); GPU-hours used, from the usage history's
- * telemetry (per queue and per model only: telemetry is the GPUs', not a
- * user's); jobs started (first started in the period), completed, failed
+ * the job, cut to the period); GPU-hours used, by queue and model from the
+ * usage history's telemetry, by user, class and node (and in a user's own
+ * report) from the jobs' used GPU-seconds that history.c adds up: a job's
+ * used, times the share of its allocated GPU-seconds (all its runs, to
+ * now) that falls in the period and in the group (a task's node, by
+ * node); jobs started (first started in the period), completed, failed
  * (failed, out of memory, timed out or evicted for good; those out of
  * memory counted apart too), cancelled; preemptions (runs
  * ended by the scheduler for other work); mean and p95 wait (submission
@@ -48,6 +51,17 @@ typedef struct report {
     char *placement;
     int run_tasks; /* the open run's tasks: an elastic job's vary */
     bool started_once;
+    /* The job's allocated GPU-seconds over all its runs, uncut (its open
+     * one to wall_now), and what of them fell in the period: by group
+     * (index, GPU-seconds) and in all (jin).  Its used GPU-seconds go to
+     * them in those shares when its events end, where jobs_used. */
+    bool jobs_used;
+    int64_t wall_now, all_start;
+    int all_tasks;
+    double jall, jin;
+    int *pidx;
+    double *psec;
+    size_t np, pcap;
 } report_t;
 
 enum { BY_QUEUE, BY_USER, BY_CLASS, BY_MODEL, BY_NODE };
@@ -126,6 +140,23 @@ node_model(const al_ctl_t *ctl, const char *name)
     return "unknown";
 }
 
+/* Adds x allocated GPU-seconds of the job being read to group g, keeping
+ * its share for the job's used GPU-seconds. */
+static void
+alloc_to(report_t *r, group_t *g, double x)
+{
+    g->gpu_s += x;
+    if (!r->jobs_used)
+        return;
+    if (r->np == r->pcap) {
+        r->pcap = r->pcap ? 2 * r->pcap : 16;
+        r->pidx = al_xreallocarray(r->pidx, r->pcap, sizeof *r->pidx);
+        r->psec = al_xreallocarray(r->psec, r->pcap, sizeof *r->psec);
+    }
+    r->pidx[r->np] = (int)(g - r->g);
+    r->psec[r->np++] = x;
+}
+
 /* Adds a run's GPU-seconds within the period: to the job's group, or, by
  * model or node, to each task's node (from the placement "task 0 on n1
  * gpus 0,1; task 1 on n2 ..."). */
@@ -141,8 +172,9 @@ add_run(report_t *r, int64_t from, int64_t to)
         return;
     double secs = (to - from) / 1000.0, g = task_gpus(j);
     r->total.gpu_s += secs * g * r->run_tasks;
+    r->jin += secs * g * r->run_tasks;
     if (r->by != BY_MODEL && r->by != BY_NODE) {
-        job_group(r, j)->gpu_s += secs * g * r->run_tasks;
+        alloc_to(r, job_group(r, j), secs * g * r->run_tasks);
         return;
     }
     const char *p = r->placement != NULL ? r->placement : "";
@@ -153,11 +185,11 @@ add_run(report_t *r, int64_t from, int64_t to)
         char node[256];
         snprintf(node, sizeof node, "%.*s", (int)n, p);
         const char *key = r->by == BY_NODE ? node : node_model(r->ctl, node);
-        group_of(r, key)->gpu_s += secs * g;
+        alloc_to(r, group_of(r, key), secs * g);
         found++;
     }
     if (found == 0)
-        group_of(r, "unknown")->gpu_s += secs * g * r->run_tasks;
+        alloc_to(r, group_of(r, "unknown"), secs * g * r->run_tasks);
 }
 
 /* The group a job's counts go to: its own, or by model or node, that of
@@ -186,8 +218,26 @@ in_period(const report_t *r, int64_t t)
 static void
 end_job(report_t *r)
 {
-    if (r->j != NULL && r->run_start > 0)
+    const al__job_t *j = r->j;
+    if (j != NULL && r->run_start > 0)
         add_run(r, r->run_start, r->now);
+    if (j != NULL && r->all_start > 0 && r->wall_now > r->all_start)
+        r->jall +=
+            (r->wall_now - r->all_start) / 1000.0 * task_gpus(j) * r->all_tasks;
+    if (j != NULL && j->used_known && r->jall > 0) {
+        double e = j->used / r->jall; /* used per allocated GPU-second */
+        for (size_t i = 0; i < r->np; i++) {
+            r->g[r->pidx[i]].used_s += e * r->psec[i];
+            r->g[r->pidx[i]].used_known = true;
+        }
+        if (r->user != NULL && r->jin > 0) {
+            r->total.used_s += e * r->jin;
+            r->total.used_known = true;
+        }
+    }
+    r->np = 0;
+    r->jall = r->jin = 0;
+    r->all_start = 0;
     free(r->placement);
     r->placement = NULL;
     r->run_start = 0;
@@ -211,6 +261,38 @@ ends_run(const char *ev)
     return true;
 }
 
+/* The tasks of a run by its placement: one per " on ". */
+static int
+placement_tasks(const char *p)
+{
+    int n = 0;
+    while (p != NULL && (p = strstr(p, " on ")) != NULL) {
+        n++;
+        p += 4;
+    }
+    return n;
+}
+
+/* Event ev at t of job j for its allocated GPU-seconds over all its runs,
+ * in the period or not. */
+static void
+all_runs(report_t *r, const al__job_t *j, int64_t t, const char *ev,
+         const char *detail)
+{
+    bool start = strcmp(ev, "started") == 0;
+    if (!start && !ends_run(ev))
+        return;
+    if (r->all_start > 0 && t > r->all_start)
+        r->jall += (t - r->all_start) / 1000.0 * task_gpus(j) * r->all_tasks;
+    r->all_start = 0;
+    if (start) {
+        r->all_start = t;
+        r->all_tasks = placement_tasks(detail);
+        if (r->all_tasks == 0)
+            r->all_tasks = j->ntasks;
+    }
+}
+
 /* One event: job id, time (ms), event, detail. */
 static int
 event_row(void *arg, int ncols, const char *const *cols)
@@ -229,6 +311,8 @@ event_row(void *arg, int ncols, const char *const *cols)
             r->j = j;
     }
     const al__job_t *j = r->j;
+    if (j != NULL && r->jobs_used)
+        all_runs(r, j, t, ev, ncols > 3 ? cols[3] : NULL);
     if (j == NULL || t >= r->until)
         return 0;
     group_t *g = NULL;
@@ -241,13 +325,7 @@ event_row(void *arg, int ncols, const char *const *cols)
             ncols > 3 && cols[3] != NULL ? al_xstrdup(cols[3]) : NULL;
         /* A task per " on " of the placement: an elastic job's size is
          * that of each run, not its last. */
-        r->run_tasks = 0;
-        for (const char *p = r->placement; p != NULL && *p != '\0'; p++) {
-            p = strstr(p, " on ");
-            if (p == NULL)
-                break;
-            r->run_tasks++;
-        }
+        r->run_tasks = placement_tasks(r->placement);
         if (r->run_tasks == 0)
             r->run_tasks = j->ntasks;
         if (!r->started_once && in_period(r, t)) {
@@ -416,7 +494,9 @@ group_json(const report_t *r, group_t *g, const char *key)
         size_t k = (size_t)ceil(0.95 * (double)g->nwaits);
         p95 = g->waits[k > 0 ? k - 1 : 0];
     }
-    bool used = g->used_known && r->user == NULL;
+    /* The usage history's figures are the cluster's, never in a user's
+     * report (usage_row); the jobs' are. */
+    bool used = g->used_known;
     json_t *o = json_pack(
         "{s:s, s:f, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}",
         "key", key, "gpu_hours", g->gpu_s / 3600.0, "used_gpu_hours",
@@ -451,8 +531,11 @@ al__usage_report(al_ctl_t *ctl, int64_t since, int64_t until, const char *by,
     for (int i = 0; i < (int)(sizeof by_names / sizeof by_names[0]); i++)
         if (by != NULL && strcmp(by, by_names[i]) == 0)
             r.by = i;
+    r.wall_now = r.now;
     if (r.now > until)
         r.now = until;
+    r.jobs_used =
+        user != NULL || r.by == BY_USER || r.by == BY_CLASS || r.by == BY_NODE;
 
     /* Jobs are numbered in submission order: the first that may have run
      * in the period is the first not ended before it. */
@@ -469,6 +552,8 @@ al__usage_report(al_ctl_t *ctl, int64_t since, int64_t until, const char *by,
         al__store_read(ctl, "events_from", 1, v, event_row, &r);
         end_job(&r);
     }
+    free(r.pidx);
+    free(r.psec);
 
     /* The usage history: fine rows where they are kept, coarse ones
      * before the first fine one. */

@@ -213,6 +213,7 @@ typedef struct al__job {
     /* lifecycle.c: its tasks stopped (SIGSTOP) with their GPUs kept. */
     bool suspended;
     bool prio_fixed; /* prio_value is an admin's (above) */
+    bool used_known; /* used (below) has a sample with telemetry */
     /* MASTER_PORT of its tasks (torch.distributed's rendezvous on task
      * 0's node), chosen at start apart from the other runs whose task 0
      * is on that node; 0: 29500 + id % 20000 (runs started before). */
@@ -238,6 +239,11 @@ typedef struct al__job {
     /* GPU-seconds of service in its runs before the current one (requeued
      * by preemption or a lost node): the core's al_job_t.attained. */
     double attained;
+    /* GPU-seconds its GPUs were busy, by their telemetry, over all its
+     * runs: history.c adds each usage sample's share (a fractional
+     * task's its fraction), report.c reads it; used_known once any sample
+     * had telemetry. */
+    double used;
     int exit_code; /* first non-zero task exit, or 0 */
     int signal;
     /* How it ended, or why it waits when why_valid is false (a queue that

@@ -2,7 +2,8 @@
 """End-to-end checks of the usage history, the accounting report and the
 metrics exposition as a user meets them (on e2e.py's harness): the usage
 history's coarse rows across a controller restart, the report's every
-grouping and output form, and `promtool check metrics` on a cluster with
+grouping and output form, its used GPU-hours by user, class and node
+from the jobs' own GPUs' telemetry (across a kill -9 too), and `promtool check metrics` on a cluster with
 every kind of series present.
 
 Usage: e2e_accounting.py [pg:]SCENARIO PATH/TO/allot
@@ -273,7 +274,134 @@ def scenario_usage_retention(c):
           % (used, want))
 
 
+def set_util(c, node, gpu, pct):
+    """The emulated GPU's utilisation its agent reports."""
+    d = os.path.join(c.root, "agent-" + node, "gpu-util")
+    os.makedirs(d, exist_ok=True)
+    tmp = os.path.join(d, ".%d" % gpu)
+    with open(tmp, "w") as f:
+        f.write("%d\n" % pct)
+    os.rename(tmp, os.path.join(d, str(gpu)))
+
+
+def used_cluster(c):
+    """Two nodes of 2 emulated GPUs, n1's 80% busy and n2's 20%; queues
+    qa and qb; alice's 2-GPU job in qa and bob's in qb, a node each."""
+    for g in range(2):
+        set_util(c, "n1", g, 80)
+        set_util(c, "n2", g, 20)
+    for n in ("n1", "n2"):
+        c.start_agent(n, "2xH100-80GB", extra=("--telemetry-ms", "200"))
+    for q in ("qa", "qb"):
+        s, b = c.api("POST", "/v1/queues", {
+            "name": q, "quota": {"gpu": {"deserved": 2, "weight": 1}}})
+        check(s == 201, "queue %s: %s %s" % (q, s, b))
+    alice = c.cli("token", "create", "--user", "alice").stdout.strip()
+    bob = c.cli("token", "create", "--user", "bob").stdout.strip()
+    a = c.submit("--queue", "qa", "--gpus", "2", "--", "sleep", "600",
+                 token=alice)
+    b = c.submit("--queue", "qb", "--gpus", "2", "--", "sleep", "600",
+                 token=bob)
+    for j in (a, b):
+        c.wait_state(j, "running")
+    return alice, a, b
+
+
+def node_of(job):
+    started = [e for e in job["history"] if e["event"] == "started"]
+    return started[-1]["detail"].split(" on ")[1].split()[0]
+
+
+def report(c, by, token=None):
+    rep = json.loads(c.cli("report", "--since", "-5m", "--by", by, "--json",
+                           token=token).stdout)
+    return {r["key"]: r for r in rep["rows"]}, rep["total"]
+
+
+def near(x, want, tol):
+    return x is not None and abs(x - want) <= tol * abs(want)
+
+
+def finish(c, jobs):
+    """Cancels the jobs and waits for a usage sample after they ended."""
+    for j in jobs:
+        c.cli("cancel", str(j))
+    for j in jobs:
+        c.wait_state(j, "cancelled")
+    time.sleep(2.5)
+
+
+def check_agree(c):
+    """By queue (the usage history) and by user (the jobs' own figures,
+    one user a queue) say the same used GPU-hours."""
+    q, _ = report(c, "queue")
+    u, _ = report(c, "user")
+    for user, queue in (("alice", "qa"), ("bob", "qb")):
+        x, y = u[user]["used_gpu_hours"], q[queue]["used_gpu_hours"]
+        check(x is not None and near(x, y, 0.03),
+              "%s's used GPU-hours %s, the usage history's of %s %s" %
+              (user, x, queue, y))
+
+
+def scenario_report_used(c):
+    """`allot report --by user|class|node --json` shows used GPU-hours
+    and efficiency from the GPUs' telemetry of each job's own GPUs: 0.8
+    on the node whose GPUs are 80% busy, 0.2 on the other; a user sees
+    their own; by queue (the usage history) agrees with by user."""
+    c.start_server("--usage-interval", "1")
+    alice, a, b = used_cluster(c)
+    time.sleep(12)
+    finish(c, (a, b))
+    eff = {"n1": 0.8, "n2": 0.2}
+    na, nb = node_of(c.job(a)), node_of(c.job(b))
+    check({na, nb} == {"n1", "n2"}, "a node each: %s %s" % (na, nb))
+    tol = 0.2  # a sample a second over a run of some 12 s
+    for by, want in (("user", {"alice": eff[na], "bob": eff[nb]}),
+                     ("node", eff),
+                     ("class", {"train": 0.5})):
+        rows, _ = report(c, by)
+        for key, e in want.items():
+            r = rows.get(key, {})
+            check(near(r.get("efficiency"), e, tol) and near(
+                r.get("used_gpu_hours"), e * r["gpu_hours"], tol),
+                "by %s, %s: %s, want efficiency %.2f" % (by, key, r, e))
+    rows, total = report(c, "user", token=alice)
+    check(list(rows) == ["alice"] and
+          near(rows["alice"]["efficiency"], eff[na], tol) and
+          near(total["used_gpu_hours"], rows["alice"]["used_gpu_hours"],
+               1e-6),
+          "alice's own report: %s %s" % (rows, total))
+    check_agree(c)
+
+
+def scenario_report_used_restart(c):
+    """A controller killed (-9) and started again while jobs run: each
+    job's used GPU-hours count every sample once, as the usage history's
+    (which has the gap the controller was down for) do, and stay under
+    their GPUs' 80% / 20% of the allocated GPU-hours."""
+    args = ("--usage-interval", "1")
+    c.start_server(*args)
+    _, a, b = used_cluster(c)
+    time.sleep(5)
+    c.kill_server(signal.SIGKILL)
+    time.sleep(1)
+    c.start_server(*args)
+    time.sleep(5)
+    finish(c, (a, b))
+    eff = {"n1": 0.8, "n2": 0.2}
+    rows, _ = report(c, "node")
+    for n, e in eff.items():
+        r = rows.get(n, {})
+        x = r.get("efficiency")
+        check(x is not None and e * 0.5 <= x <= e * 1.1,
+              "by node across a restart, %s: %s, want about %.2f" %
+              (n, r, e))
+    check_agree(c)
+
+
 SCENARIOS = {
+    "report_used": scenario_report_used,
+    "report_used_restart": scenario_report_used_restart,
     "usage_retention": scenario_usage_retention,
     "report_restart": scenario_report_restart,
     "report_elastic": scenario_report_elastic,
