@@ -142,7 +142,7 @@ task_session(const char *job)
 /* The next step id of a job: Slurm numbers a job's steps 0, 1, 2 in the
  * order they start.  The count lives in a file: salloc's (ALLOT_STEPS,
  * which it makes and removes), or, in a batch script, one of the task's
- * own, named by the job and the task's session (the agent starts each
+ * own, named by the job, the task's rank and its session (the agent starts each
  * task in a session of its own; task_session() finds it under a setsid)
  * with its leader's start time.  Every
  * task of a batch job runs the same script, so each counts its own: they
@@ -154,17 +154,20 @@ next_step(const char *job)
     const char *tmp = getenv("TMPDIR");
     char path[4096];
     pid_t sid = task_session(job);
+    /* The task's rank too: two tasks never share a count, whatever their
+     * sessions turn out to be. */
+    long rank = env_long("SLURM_PROCID", "RANK", 0);
     if (given != NULL && given[0] == '/')
         snprintf(path, sizeof path, "%s", given);
     else
-        snprintf(path, sizeof path, "%s/allot-srun-%ld-%s-%ld-%lld",
+        snprintf(path, sizeof path, "%s/allot-srun-%ld-%s.%ld-%ld-%lld",
                  tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", (long)getuid(),
-                 job, (long)sid, started(sid));
+                 job, rank, (long)sid, started(sid));
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && given == NULL && tmp != NULL) {
         /* A TMPDIR of the submitting machine that this node lacks. */
-        snprintf(path, sizeof path, "/tmp/allot-srun-%ld-%s-%ld-%lld",
-                 (long)getuid(), job, (long)sid, started(sid));
+        snprintf(path, sizeof path, "/tmp/allot-srun-%ld-%s.%ld-%ld-%lld",
+                 (long)getuid(), job, rank, (long)sid, started(sid));
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     }
     if (fd < 0)
