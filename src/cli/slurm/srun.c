@@ -72,8 +72,9 @@ started(pid_t pid)
     fclose(f);
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
-    /* Field 22; after the name come fields 3, 4, ... */
-    for (int field = 2; p != NULL && field < 21; field++)
+    /* Field 22; after the name come fields 3, 4, ...: the k-th space
+     * after ')' begins field k + 2. */
+    for (int field = 2; p != NULL && field < 22; field++)
         p = strchr(p + 1, ' ');
     return p != NULL ? strtoll(p + 1, NULL, 10) : 0;
 }
