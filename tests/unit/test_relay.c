@@ -66,6 +66,7 @@ relay_ctl_fini(al_ctl_t *ctl)
         al__node_fini(&ctl->nodes[i]);
     free(ctl->nodes);
     free(ctl->node_hash);
+    al__jobcounts_fini(&ctl->jc);
 }
 
 /* Set: the next requests come without "Upgrade: allot-stream". */
