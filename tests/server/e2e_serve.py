@@ -25,13 +25,31 @@ REPLICA = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "replica.py")
 
 
+def port_range(c):
+    """The first of 200 replica ports that no other test on this machine
+    holds while this one runs: a random range below Linux's ephemeral
+    ports (32768-60999, where clients' own connections land), taken with
+    a lock file kept open by the cluster (two tests that drew the same
+    range had one's readiness probe answered by the other's replica)."""
+    import fcntl
+    for _ in range(1000):
+        base = random.randrange(10000, 32000, 200)
+        f = open("/tmp/allot-e2e-ports-%d.lock" % base, "w")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.close()
+            continue
+        c.port_locks = getattr(c, "port_locks", []) + [f]
+        return base
+    raise e2e.Fail("no free range of replica ports")
+
+
 def start(c, gpus="4xH100-80GB", deserved=4, agents=("n1",), extra=()):
     """A server with a router and replica ports of its own (parallel
     tests on this machine must not share them), agents, and a queue `inf`
     whose deserved quota the replicas use; extra: more server options."""
-    # Below Linux's ephemeral ports (32768-60999), where clients' own
-    # connections land.
-    base = random.randrange(10000, 32000, 200)
+    base = port_range(c)
     c.start_server("--router-listen", "127.0.0.1:0", "--service-ports",
                    "%d-%d" % (base, base + 199), *extra)
     c.router = open(os.path.join(c.state, "router-url")).read().strip()
@@ -422,8 +440,9 @@ def scenario_serve_store(c):
     wait_for(lambda: ready_count(c, "p") == 1, 30, "a ready replica")
     job = svc(c, "p")["replicas"][0]["job"]
     c.kill_server()
+    other = port_range(c)
     c.start_server("--router-listen", c.router.split("//")[1],
-                   "--service-ports", "%d-%d" % (10000, 10100))
+                   "--service-ports", "%d-%d" % (other, other + 100))
     wait_for(lambda: ready_count(c, "p") == 1, 30, "ready after a restart")
     check(svc(c, "p")["replicas"][0]["job"] == job, "the same replica job")
     st, v = request(c, "p")
@@ -470,7 +489,7 @@ def scenario_serve_routers(c):
     reported as load, and the controller starts a replica), load through
     both scaling the service up (their reports add up), and both keep
     routing by their last table while the controller is down."""
-    base = random.randrange(10000, 32000, 200)
+    base = port_range(c)
     c.start_server("--service-ports", "%d-%d" % (base, base + 199))
     c.start_agent("n1", "4xH100-80GB")
     c.cli("queue", "set", "inf", "--deserved", "gpu=4")
