@@ -59,9 +59,11 @@ step_tasks(const al_slurm_req_t *o, long job_tasks)
     return job_tasks > 0 ? job_tasks : 1;
 }
 
-/* The start time of process pid (in clock ticks since boot), or 0. */
+/* Field `field` (1-based, as proc(5) numbers them; 3 or more) of
+ * /proc/PID/stat as a number, or 0.  After the command name, which may
+ * hold spaces and parentheses, the k-th space begins field k + 2. */
 static long long
-started(pid_t pid)
+stat_field(pid_t pid, int field)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
@@ -72,28 +74,23 @@ started(pid_t pid)
     fclose(f);
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
-    /* Field 22; after the name come fields 3, 4, ...: the k-th space
-     * after ')' begins field k + 2. */
-    for (int field = 2; p != NULL && field < 22; field++)
+    for (int k = 2; p != NULL && k < field; k++)
         p = strchr(p + 1, ' ');
     return p != NULL ? strtoll(p + 1, NULL, 10) : 0;
+}
+
+/* The start time of process pid (in clock ticks since boot), or 0. */
+static long long
+started(pid_t pid)
+{
+    return stat_field(pid, 22);
 }
 
 /* The parent of process pid, or 0. */
 static pid_t
 parent_of(pid_t pid)
 {
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    /* ") S PPID ..." */
-    return p != NULL && strlen(p) > 4 ? (pid_t)strtol(p + 4, NULL, 10) : 0;
+    return (pid_t)stat_field(pid, 4);
 }
 
 /* Whether process pid runs in job `job` (its SLURM_JOB_ID). */
@@ -158,17 +155,18 @@ next_step(const char *job)
     /* The task's rank too: two tasks never share a count, whatever their
      * sessions turn out to be. */
     long rank = env_long("SLURM_PROCID", "RANK", 0);
+    long long since = started(sid);
     if (given != NULL && given[0] == '/')
         snprintf(path, sizeof path, "%s", given);
     else
         snprintf(path, sizeof path, "%s/allot-srun-%ld-%s.%ld-%ld-%lld",
                  tmp != NULL && tmp[0] == '/' ? tmp : "/tmp", (long)getuid(),
-                 job, rank, (long)sid, started(sid));
+                 job, rank, (long)sid, since);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0 && given == NULL && tmp != NULL) {
         /* A TMPDIR of the submitting machine that this node lacks. */
         snprintf(path, sizeof path, "/tmp/allot-srun-%ld-%s.%ld-%ld-%lld",
-                 (long)getuid(), job, rank, (long)sid, started(sid));
+                 (long)getuid(), job, rank, (long)sid, since);
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     }
     if (fd < 0)
