@@ -79,6 +79,36 @@ al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j)
     return job_doc(ctl, j, false, false);
 }
 
+char *
+al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal)
+{
+    /* The spec is kept as the compact text of an object whose members
+     * (command, cwd, env, script, image) the rest of the document never
+     * has: its members are appended as text, which is what parsing it and
+     * dumping the merged tree gave, at a fraction of the cost (a Slurm
+     * job's exported environment is most of its document, and the row is
+     * written at each change of state). */
+    json_t *doc = job_doc(ctl, j, internal, false);
+    char *text = al_json_dump(doc);
+    json_decref(doc);
+    const char *spec = j->spec;
+    size_t n = spec != NULL ? strlen(spec) : 0;
+    size_t len = strlen(text);
+    if (n <= 2 || spec[0] != '{' || spec[n - 1] != '}' || len < 2 ||
+        text[len - 1] != '}')
+        return text; /* no members (or unreadable, shown as none) */
+    bool empty = len == 2;
+    char *out = al_xmalloc(len + n);
+    memcpy(out, text, len - 1);
+    size_t at = len - 1;
+    if (!empty)
+        out[at++] = ',';
+    memcpy(out + at, spec + 1, n - 1); /* its members and the closing } */
+    out[at + n - 1] = '\0';
+    free(text);
+    return out;
+}
+
 static json_t *
 job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
 {

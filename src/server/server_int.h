@@ -984,6 +984,8 @@ json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
  * image): a list's rows for tools that read the rest (GET /v1/jobs?spec=0,
  * squeue's), without parsing and sending every job's environment. */
 json_t *al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j);
+/* al__job_json's document as compact text (the store's row). */
+char *al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal);
 /* Loads a job from its internal JSON; NULL if malformed. */
 al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
 json_t *al__queue_json(const al__queue_t *q, bool with_share);

@@ -101,9 +101,7 @@ al__store_rollback(al_ctl_t *ctl)
 int
 al__store_put_job(al_ctl_t *ctl, const al__job_t *j)
 {
-    json_t *doc = al__job_json(ctl, j, true);
-    char *text = al_json_dump(doc);
-    json_decref(doc);
+    char *text = al__job_text(ctl, j, true);
     int rc = wrote(
         ctl, ctl->store_ops->put_job(ctl, j, al__jstate_names[j->state], text));
     free(text);
