@@ -26,7 +26,8 @@ al__env_entry(const char *k, const char *v)
     char *e = al_xmalloc(kn + vn + 2);
     memcpy(e, k, kn);
     e[kn] = '=';
-    memcpy(e + kn + 1, v, vn + 1);
+    memcpy(e + kn + 1, v, vn);
+    e[kn + 1 + vn] = '\0';
     return e;
 }
 

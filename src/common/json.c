@@ -107,14 +107,30 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
         const char *key;
         json_t *x;
         bool first = true;
+        size_t klen;
         al_buf_putc(b, '{');
         /* Insertion order, as jansson's dump without JSON_SORT_KEYS. */
-        json_object_foreach((json_t *)v, key, x)
+        json_object_keylen_foreach((json_t *)v, key, klen, x)
         {
+            if (klen == sizeof AL_JSON_MEMBERS - 1 &&
+                memcmp(key, AL_JSON_MEMBERS, klen) == 0) {
+                /* An object's text, its members written in place. */
+                const char *t = json_string_value(x);
+                size_t n = json_string_length(x);
+                if (t == NULL || n < 2 || t[0] != '{' || t[n - 1] != '}')
+                    return false;
+                if (n == 2)
+                    continue;
+                if (!first)
+                    al_buf_putc(b, ',');
+                first = false;
+                al_buf_append(b, t + 1, n - 2);
+                continue;
+            }
             if (!first)
                 al_buf_putc(b, ',');
             first = false;
-            dump_str(b, key, strlen(key));
+            dump_str(b, key, klen);
             al_buf_putc(b, ':');
             if (!dump_value(b, x, flags, depth + 1))
                 return false;

@@ -32,5 +32,14 @@ char *al_json_dump(const json_t *v);
  * JSON_ENCODE_ANY with or without a JSON_REAL_PRECISION.  The caller
  * frees the result. */
 char *al_json_dump_flags(const json_t *v, size_t flags);
+/* The key (with its leading NUL: jansson's parser never makes one, so no
+ * input can) of a member whose value, a string holding an object's
+ * compact text, al_json_dump_flags writes as that object's members in
+ * place: a document that embeds a stored object without parsing it and
+ * dumping it again.  Set it with json_object_setn_new(o, AL_JSON_MEMBERS,
+ * sizeof AL_JSON_MEMBERS - 1, json_stringn(text, len)); only the compact
+ * flags above honour it (other flags, and text that is not an object's,
+ * leave it to jansson, which writes it as a member of that odd name). */
+#define AL_JSON_MEMBERS "\0members"
 
 #endif /* AL_JSON_H */

@@ -315,8 +315,7 @@ static const struct desired_field {
 };
 
 json_t *
-al__desired_task_json(const al__desired_task_t *t, bool known,
-                      const json_t *spec)
+al__desired_task_json(const al__desired_task_t *t, bool known, const char *spec)
 {
     json_t *o = json_object();
     const char *base = (const char *)t;
@@ -365,21 +364,26 @@ al__desired_task_json(const al__desired_task_t *t, bool known,
         }
         json_object_set_new(o, f->key, x);
     }
+    /* command, cwd, env, script, image: the stored text's members, written
+     * in place when the answer is dumped (parsing a job's environment and
+     * dumping it again was a sixth of the controller's CPU per start). */
     if (!known && spec != NULL)
-        json_object_update(o, (json_t *)spec); /* command, cwd, env, script */
+        json_object_setn_new(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                             json_string(spec));
     return o;
 }
 
-/* The job's spec; a Slurm job's (its env has ALLOT_SLURM=1) also gets
- * its nodes as Slurm names them, for the agent's SLURM_JOB_NODELIST,
- * SLURM_NODEID and SLURM_TASKS_PER_NODE. */
+/* For a Slurm job (its env has ALLOT_SLURM=1), its nodes as Slurm names
+ * them, for the agent's SLURM_JOB_NODELIST, SLURM_NODEID and
+ * SLURM_TASKS_PER_NODE: {"slurm_nodelist", "slurm_tasks_per_node"}; else
+ * NULL.  The spec is compact JSON that allot wrote, where that setting
+ * reads as below; a look-alike elsewhere (a key ending in a quote) only
+ * adds two members that the agent ignores for a job that is not Slurm's. */
 static json_t *
-slurm_spec(const al_ctl_t *ctl, const al__job_t *j)
+slurm_nodes(const al_ctl_t *ctl, const al__job_t *j)
 {
-    json_t *spec = al__job_spec(j);
-    json_t *env = json_object_get(spec, "env");
-    if (strcmp(al_json_str(env, "ALLOT_SLURM", ""), "1") != 0)
-        return spec;
+    if (j->spec == NULL || strstr(j->spec, "\"ALLOT_SLURM\":\"1\"") == NULL)
+        return NULL;
     const char **names = al_xcalloc((size_t)j->ntasks + 1, sizeof *names);
     for (int t = 0; t < j->ntasks; t++) {
         int ni = j->tasks[t].node;
@@ -387,12 +391,12 @@ slurm_spec(const al_ctl_t *ctl, const al__job_t *j)
     }
     char *list = NULL;
     char *per = al_hostlist_tasks_per_node(names, (size_t)j->ntasks, &list);
-    json_object_set_new(spec, "slurm_nodelist", json_string(list));
-    json_object_set_new(spec, "slurm_tasks_per_node", json_string(per));
+    json_t *o = json_pack("{s:s, s:s}", "slurm_nodelist", list,
+                          "slurm_tasks_per_node", per);
     free(list);
     free(per);
     free(names);
-    return spec;
+    return o;
 }
 
 json_t *
@@ -415,7 +419,8 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
         if (n0 >= 0 && n0 < ctl->nnodes)
             master = ctl->nodes[n0].addr;
         int local = 0;
-        json_t *spec = NULL;
+        json_t *slurm = NULL;
+        bool slurm_known = false;
         for (int t = 0; t < j->ntasks; t++) {
             const al__task_t *tk = &j->tasks[t];
             if (tk->node != n)
@@ -441,8 +446,10 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
                 continue;
             }
             nlacking++;
-            if (spec == NULL)
-                spec = slurm_spec(ctl, j);
+            if (!slurm_known) {
+                slurm = slurm_nodes(ctl, j);
+                slurm_known = true;
+            }
             d.cpu_milli = j->cpu_milli;
             d.mem_bytes = j->mem_bytes;
             d.rank = t;
@@ -456,7 +463,9 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
             d.job_token = al__jobtok_text(j, &made);
             if (made) /* its hash stored before the agent has it */
                 al__ctl_dirty(ctl, j);
-            json_t *entry = al__desired_task_json(&d, false, spec);
+            json_t *entry = al__desired_task_json(&d, false, j->spec);
+            if (slurm != NULL)
+                json_object_update(entry, slurm);
             /* The GPU memory it holds on a shared GPU (its MPS limit),
              * named only when there is some. */
             if (tk->gpu_mem > 0)
@@ -464,7 +473,7 @@ al__proto_desired(al_ctl_t *ctl, int n, int *lacking)
                                     json_integer((json_int_t)tk->gpu_mem));
             json_array_append_new(tasks, entry);
         }
-        json_decref(spec);
+        json_decref(slurm);
     }
     node->nruns = kept;
     if (lacking != NULL)

@@ -83,9 +83,10 @@ typedef struct al__desired_task {
 /* The JSON of desired task t: when `known`, the agent has the task and
  * its spec, and only job, task, restart and a fraction (gpu_milli > 0) are
  * named; else every member of t, in the struct's order, then the members
- * of spec (may be NULL). */
+ * of spec (a job's stored spec text, may be NULL), which al_json_dump
+ * writes in place (AL_JSON_MEMBERS). */
 json_t *al__desired_task_json(const al__desired_task_t *t, bool known,
-                              const json_t *spec);
+                              const char *spec);
 /* Builds the reply to an agent's sync for node n.  When lacking is not
  * NULL it is set to the number of tasks in the reply that the node's last
  * sync did not report (tasks it has to start). */

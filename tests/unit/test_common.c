@@ -780,6 +780,45 @@ dump_same(const json_t *v, size_t f)
     free(want);
 }
 
+/* A member under AL_JSON_MEMBERS is written as its object's members, in
+ * its place; the rest of the document is as jansson writes it. */
+static void
+json_dump_members(void)
+{
+    json_t *o = json_pack("{s:i}", "job", 7);
+    const char *spec = "{\"command\":[\"true\"],\"env\":{\"A\":\"1\"}}";
+    json_object_setn_new(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                         json_string(spec));
+    json_object_set_new(o, "extra", json_string("x"));
+    json_t *a = json_pack("{s:[o]}", "tasks", o);
+    char *t = al_json_dump(a);
+    ASSERT_STR_EQ(t, "{\"tasks\":[{\"job\":7,\"command\":[\"true\"],"
+                     "\"env\":{\"A\":\"1\"},\"extra\":\"x\"}]}");
+    free(t);
+    /* An empty object adds nothing, first or not. */
+    json_t *e = json_object();
+    json_object_setn_new(e, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                         json_string("{}"));
+    json_object_set_new(e, "k", json_true());
+    json_object_setn_new(e, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                         json_string("{}"));
+    t = al_json_dump(e);
+    ASSERT_STR_EQ(t, "{\"k\":true}");
+    free(t);
+    json_t *only = json_object();
+    json_object_setn_new(only, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                         json_string("{\"a\":1}"));
+    t = al_json_dump(only);
+    ASSERT_STR_EQ(t, "{\"a\":1}");
+    free(t);
+    /* No input makes such a key: jansson's parser refuses a NUL in one. */
+    json_t *in = json_loads("{\"\\u0000members\":\"{}\"}", 0, NULL);
+    ASSERT(in == NULL);
+    json_decref(only);
+    json_decref(e);
+    json_decref(a);
+}
+
 static void
 json_dump_is_janssons(void)
 {
@@ -840,6 +879,7 @@ json_dump_is_janssons(void)
 
 const al_test_t test_common[] = {
     { "json_dump_is_janssons", json_dump_is_janssons },
+    { "json_dump_members", json_dump_members },
     { "buf_basics", buf_basics },
     { "buf_reserve", buf_reserve },
     { "fs_files", fs_files },

@@ -851,8 +851,9 @@ desired_task_encoding(void)
         .log_off = 77,
         .user = "alice",
     };
-    json_t *spec = parse("{\"command\": [\"x\"], \"env\": {\"A\": \"1\"}}");
-    ASSERT_JSON(al__desired_task_json(&d, false, spec),
+    const char *spec_text = "{\"command\":[\"x\"],\"env\":{\"A\":\"1\"}}";
+    json_t *spec = parse(spec_text);
+    ASSERT_JSON(al__desired_task_json(&d, false, spec_text),
                 "{\"job\":12,\"task\":1,\"restart\":2,\"gpus\":[1,2],"
                 "\"gpu_milli\":0,\"cpu_milli\":2000,\"mem_bytes\":4096,"
                 "\"rank\":1,\"world_size\":2,\"local_rank\":0,"
@@ -860,7 +861,7 @@ desired_task_encoding(void)
                 "\"log_off\":77,\"user\":\"alice\",\"command\":[\"x\"],"
                 "\"env\":{\"A\":\"1\"}}");
     /* A task the agent has: named only, its fraction when it has one. */
-    ASSERT_JSON(al__desired_task_json(&d, true, spec),
+    ASSERT_JSON(al__desired_task_json(&d, true, spec_text),
                 "{\"job\":12,\"task\":1,\"restart\":2}");
     d.gpu_milli = 250;
     ASSERT_JSON(al__desired_task_json(&d, true, NULL),
@@ -881,7 +882,7 @@ desired_task_encoding(void)
         d.user);
     json_object_update(want, spec);
     char *w = al_json_dump(want);
-    ASSERT_JSON(al__desired_task_json(&d, false, spec), w);
+    ASSERT_JSON(al__desired_task_json(&d, false, spec_text), w);
     free(w);
     json_decref(want);
     json_decref(spec);
