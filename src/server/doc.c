@@ -82,31 +82,10 @@ al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j)
 char *
 al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal)
 {
-    /* The spec is kept as the compact text of an object whose members
-     * (command, cwd, env, script, image) the rest of the document never
-     * has: its members are appended as text, which is what parsing it and
-     * dumping the merged tree gave, at a fraction of the cost (a Slurm
-     * job's exported environment is most of its document, and the row is
-     * written at each change of state). */
-    json_t *doc = job_doc(ctl, j, internal, false);
+    json_t *doc = job_doc(ctl, j, internal, true);
     char *text = al_json_dump(doc);
     json_decref(doc);
-    const char *spec = j->spec;
-    size_t n = spec != NULL ? strlen(spec) : 0;
-    size_t len = strlen(text);
-    if (n <= 2 || spec[0] != '{' || spec[n - 1] != '}' || len < 2 ||
-        text[len - 1] != '}')
-        return text; /* no members (or unreadable, shown as none) */
-    bool empty = len == 2;
-    char *out = al_xmalloc(len + n);
-    memcpy(out, text, len - 1);
-    size_t at = len - 1;
-    if (!empty)
-        out[at++] = ',';
-    memcpy(out + at, spec + 1, n - 1); /* its members and the closing } */
-    out[at + n - 1] = '\0';
-    free(text);
-    return out;
+    return text;
 }
 
 static json_t *
@@ -162,11 +141,13 @@ job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
         json_object_set_new(o, "array_index",
                             json_integer((json_int_t)j->array_index));
     }
-    if (spec) {
-        json_t *s = al__job_spec(j);
-        json_object_update(o, s); /* command, cwd, env, script, image */
-        json_decref(s);
-    }
+    /* command, cwd, env, script, image: the stored text's members,
+     * written in place by the dump (AL_JSON_MEMBERS) rather than parsed
+     * and dumped again: a job's environment is most of its document, and
+     * the document is written at each change of its state. */
+    if (spec && j->spec != NULL)
+        json_object_setn_new(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                             json_string(j->spec));
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
     if (reason != NULL)
@@ -246,16 +227,24 @@ al__job_from_json(al_ctl_t *ctl, const json_t *o)
     al__elastic_read(o, j);
     al__pipeline_read(o, j);
     al__lifecycle_read(o, j);
-    json_t *spec = json_object();
-    static const char *const spec_keys[] = { "command", "cwd", "env", "script",
-                                             "image" };
-    for (size_t k = 0; k < sizeof spec_keys / sizeof spec_keys[0]; k++) {
-        json_t *v = json_object_get(o, spec_keys[k]);
-        if (v != NULL && !json_is_null(v))
-            json_object_set(spec, spec_keys[k], v);
+    /* A document built in memory (al__job_json()) holds the spec's text;
+     * a stored one, read back, its members. */
+    json_t *text =
+        json_object_getn(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1);
+    if (json_is_string(text)) {
+        j->spec = al_xstrdup(json_string_value(text));
+    } else {
+        json_t *spec = json_object();
+        static const char *const spec_keys[] = { "command", "cwd", "env",
+                                                 "script", "image" };
+        for (size_t k = 0; k < sizeof spec_keys / sizeof spec_keys[0]; k++) {
+            json_t *v = json_object_get(o, spec_keys[k]);
+            if (v != NULL && !json_is_null(v))
+                json_object_set(spec, spec_keys[k], v);
+        }
+        j->spec = al_json_dump(spec);
+        json_decref(spec);
     }
-    j->spec = al_json_dump(spec);
-    json_decref(spec);
     json_t *after = json_object_get(o, "after");
     j->nafter = (int)json_array_size(after);
     j->after = al_xcalloc((size_t)j->nafter + 1, sizeof *j->after);

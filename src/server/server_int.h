@@ -979,6 +979,10 @@ const char *al__unknown_member(const json_t *o, const char *const *known,
                                size_t n);
 /* The job's spec as a new JSON object (an empty one if unreadable). */
 json_t *al__job_spec(const al__job_t *j);
+/* Job j's document (internal: the store's form, else the API's).  Its
+ * spec's members (command, cwd, env, script, image) are the stored text
+ * under AL_JSON_MEMBERS, which al_json_dump writes in place; read them
+ * from the dumped text (al__job_from_json() takes either form). */
 json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
 /* The same shown form without what runs (command, cwd, env, script,
  * image): a list's rows for tools that read the rest (GET /v1/jobs?spec=0,

@@ -410,24 +410,25 @@ job_doc_round_trip(void)
     ASSERT_STR_EQ(text2, text);
     free(text2);
     json_decref(doc2);
-    /* The store's text (the spec's members appended as text) is the same
-     * document, and so is a job with no spec members. */
+    /* The store's text is the same document; a job with no spec members
+     * has none. */
     char *row = al__job_text(&ctl, back, true);
+    ASSERT_STR_EQ(row, text);
     json_t *rowdoc = json_loads(row, 0, NULL);
     ASSERT(rowdoc != NULL);
-    ASSERT(json_equal(rowdoc, doc));
-    ASSERT(strstr(row, "\"command\":[\"/bin/train\"],\"env\":{\"A\":\"1\"}}") !=
-           NULL);
+    /* Read back from the stored text (its members, not the text). */
+    al__job_t *stored_back = al__job_from_json(&ctl, rowdoc);
+    ASSERT(stored_back != NULL);
+    ASSERT_STR_EQ(stored_back->spec, j->spec);
+    al__job_free(stored_back);
     json_decref(rowdoc);
     free(row);
     free(back->spec);
     back->spec = strdup("{}");
     row = al__job_text(&ctl, back, true);
     rowdoc = json_loads(row, 0, NULL);
-    json_t *nospec = al__job_json(&ctl, back, true);
     ASSERT(rowdoc != NULL && json_object_get(rowdoc, "command") == NULL);
-    ASSERT(json_equal(rowdoc, nospec));
-    json_decref(nospec);
+    ASSERT(json_object_get(rowdoc, "signal") != NULL);
     json_decref(rowdoc);
     free(row);
     al__job_free(back);
