@@ -172,6 +172,8 @@ al_report_summary(const al_sim_result_t *r, al_sim_summary_t *s)
     s->share_hours = r->share_hours;
     s->max_guarantee_wait = r->max_guarantee_wait_s;
     s->guarantee_wait_hours = r->guarantee_wait_s / 3600;
+    s->max_guarantee_wait_gpu_only = r->max_guarantee_wait_gpu_only_s;
+    s->guarantee_wait_gpu_only_hours = r->guarantee_wait_gpu_only_s / 3600;
     s->sim_wall_s = r->wall_s;
     s->cycles = r->cycles;
     s->avg_cycle_ms = r->cycles ? r->core_ms / (double)r->cycles : 0;
@@ -240,6 +242,10 @@ al_report_json(FILE *f, const al_sim_result_t *r)
             (long long)s.share_hours, s.max_guarantee_wait,
             s.guarantee_wait_hours, (long long)r->restart_overhead,
             (long long)r->checkpoint);
+    fprintf(f,
+            ",\"max_guarantee_wait_gpu_only_s\":%.0f,"
+            "\"guarantee_wait_gpu_only_hours\":%.3f",
+            s.max_guarantee_wait_gpu_only, s.guarantee_wait_gpu_only_hours);
     fprintf(f, ",\"capacity_gpus\":%.3f", (double)r->capacity / AL_GPU_MILLI);
     if (r->npipelines > 0)
         fprintf(f,

@@ -11,8 +11,9 @@
  *     GPU-time, as a relative error, for every queue-hour with demand; the
  *     run's figure is their 95th percentile;
  *   - the waits for a guarantee: a queue waits for it while it has a
- *     pending job that would fit in its deserved GPUs on top of what it
- *     runs; the longest such wait and their sum.
+ *     pending job that would fit in its deserved quota on top of what it
+ *     runs, in GPUs and in CPUs; the longest such wait and their sum; and
+ *     the same judged on GPUs alone (a job without GPUs always fitting).
  *
  * May call: report.c's comparison of doubles, src/common's allocation,
  * libc and libm.
@@ -38,8 +39,10 @@ al__shares_init(sim_t *s)
     s->fair_f = al_xcalloc(n, sizeof(double));
     s->gw_since = al_xcalloc(n, sizeof(int64_t));
     s->gw_min = al_xcalloc(n, sizeof(int64_t));
+    s->gg_since = al_xcalloc(n, sizeof(int64_t));
+    s->gw_cpu = al_xcalloc(n, sizeof(int64_t));
     for (int q = 0; q < s->nmq; q++)
-        s->gw_since[q] = -1;
+        s->gw_since[q] = s->gg_since[q] = -1;
 }
 
 void
@@ -54,6 +57,8 @@ al__shares_free(sim_t *s)
     free(s->share_err);
     free(s->gw_since);
     free(s->gw_min);
+    free(s->gg_since);
+    free(s->gw_cpu);
 }
 
 /* Water-filling over the claims with a positive weight in `use`: each gets
@@ -174,31 +179,60 @@ al__shares_advance(sim_t *s, int64_t from, int64_t to)
     }
 }
 
+/* One queue's wait for its guarantee: starts when `waits` first holds,
+ * ends (and is counted) when it first no longer does. */
+static void
+wait_step(int64_t *since, bool waits, int64_t now, double *sum, double *max)
+{
+    if (waits && *since < 0) {
+        *since = now;
+    } else if (!waits && *since >= 0) {
+        double w = (double)(now - *since);
+        *sum += w;
+        if (w > *max)
+            *max = w;
+        *since = -1;
+    }
+}
+
 void
 al__shares_after(sim_t *s, int64_t now)
 {
-    for (int q = 0; q < s->nmq; q++)
+    for (int q = 0; q < s->nmq; q++) {
         s->gw_min[q] = INT64_MAX;
+        s->gw_cpu[q] = 0;
+    }
     for (int a = 0; a < s->nact; a++) {
         const sjob_t *j = &s->jobs[s->act[a]];
         if (j->state == S_PENDING && j->total < s->gw_min[j->mq])
             s->gw_min[j->mq] = j->total;
+        if (j->state == S_RUNNING)
+            s->gw_cpu[j->mq] += (int64_t)j->ntasks * j->cpu;
     }
+    al_sim_result_t *r = s->r;
+    double gpus = (double)s->tot[AL_RES_GPU] / AL_GPU_MILLI;
     for (int q = 0; q < s->nmq; q++) {
         /* Deserved GPUs to milli-GPUs, rounded: a share of 1/3 GPU is
-         * 333 milli-GPUs as the core counts it. */
+         * 333 milli-GPUs as the core counts it.  A queue deserves the
+         * same fraction of the CPUs as of the GPUs. */
         int64_t deserved = llround(s->mq_deserved[q] * AL_GPU_MILLI);
-        bool waits = s->gw_min[q] != INT64_MAX &&
-                     s->mq_alloc[q] + s->gw_min[q] <= deserved;
-        if (waits && s->gw_since[q] < 0) {
-            s->gw_since[q] = now;
-        } else if (!waits && s->gw_since[q] >= 0) {
-            double w = (double)(now - s->gw_since[q]);
-            s->r->guarantee_wait_s += w;
-            if (w > s->r->max_guarantee_wait_s)
-                s->r->max_guarantee_wait_s = w;
-            s->gw_since[q] = -1;
+        int64_t des_cpu =
+            gpus > 0
+                ? llround((double)s->tot[AL_RES_CPU] * s->mq_deserved[q] / gpus)
+                : 0;
+        bool gpu_only = s->gw_min[q] != INT64_MAX &&
+                        s->mq_alloc[q] + s->gw_min[q] <= deserved;
+        bool waits = false;
+        for (int a = 0; gpu_only && !waits && a < s->nact; a++) {
+            const sjob_t *j = &s->jobs[s->act[a]];
+            waits = j->state == S_PENDING && j->mq == q &&
+                    s->mq_alloc[q] + j->total <= deserved &&
+                    s->gw_cpu[q] + (int64_t)j->ntasks * j->cpu <= des_cpu;
         }
+        wait_step(&s->gw_since[q], waits, now, &r->guarantee_wait_s,
+                  &r->max_guarantee_wait_s);
+        wait_step(&s->gg_since[q], gpu_only, now, &r->guarantee_wait_gpu_only_s,
+                  &r->max_guarantee_wait_gpu_only_s);
     }
 }
 
@@ -206,14 +240,15 @@ void
 al__shares_finish(sim_t *s, int64_t end)
 {
     al_sim_result_t *r = s->r;
-    for (int q = 0; q < s->nmq; q++)
-        if (s->gw_since[q] >= 0 && end > s->gw_since[q]) {
-            double w = (double)(end - s->gw_since[q]);
-            r->guarantee_wait_s += w;
-            if (w > r->max_guarantee_wait_s)
-                r->max_guarantee_wait_s = w;
-            s->gw_since[q] = -1;
-        }
+    for (int q = 0; q < s->nmq; q++) {
+        if (end > s->gw_since[q])
+            wait_step(&s->gw_since[q], false, end, &r->guarantee_wait_s,
+                      &r->max_guarantee_wait_s);
+        if (end > s->gg_since[q])
+            wait_step(&s->gg_since[q], false, end,
+                      &r->guarantee_wait_gpu_only_s,
+                      &r->max_guarantee_wait_gpu_only_s);
+    }
     close_hour(s);
     r->share_hours = s->nshare_err;
     if (s->nshare_err > 0) {

@@ -357,6 +357,10 @@ typedef struct al_sim_result {
     int64_t restart_overhead, checkpoint; /* the run's settings, seconds */
     double max_guarantee_wait_s;
     double guarantee_wait_s;
+    /* The same waits judged on GPUs alone: a job without GPUs, or one
+     * whose CPUs exceed what the queue deserves, counted as fitting. */
+    double max_guarantee_wait_gpu_only_s;
+    double guarantee_wait_gpu_only_s;
     int64_t cycles;
     double core_ms;                /* time inside al_sched_run */
     double wall_s;                 /* whole replay */
@@ -402,6 +406,7 @@ typedef struct al_sim_summary {
     /* preemptions per schedulable job; lost work plus restart overhead */
     double preemptions_per_job, restart_gpu_hours, gpu_hours_lost_to_preemption;
     double share_error_p95, max_guarantee_wait, guarantee_wait_hours;
+    double max_guarantee_wait_gpu_only, guarantee_wait_gpu_only_hours;
     int64_t share_hours;
     int64_t cycles;
     double avg_cycle_ms;

@@ -220,6 +220,9 @@ typedef struct sim {
     int64_t nshare_err, capshare_err;
     int64_t *gw_since;
     int64_t *gw_min; /* scratch: smallest pending job per queue */
+    /* the same counting GPUs only (the figure before CPU was counted) */
+    int64_t *gg_since;
+    int64_t *gw_cpu; /* scratch: millicores each queue runs */
 } sim_t;
 
 /* policy.c */

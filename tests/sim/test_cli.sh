@@ -69,6 +69,7 @@ for f in jobs completed unschedulable avg_jct_s p50_jct_s p95_jct_s p99_jct_s \
     sim_wall_s cycles avg_cycle_ms per_queue per_size preemptions_per_job \
     restart_gpu_hours gpu_hours_lost_to_preemption share_error_p95 \
     share_hours max_guarantee_wait_s guarantee_wait_hours \
+    max_guarantee_wait_gpu_only_s guarantee_wait_gpu_only_hours \
     restart_overhead_s checkpoint_interval_s; do
     grep -q "\"$f\":" "$TMP/a.json" || { echo "  missing field $f"; fail=$((fail + 1)); }
 done

@@ -407,6 +407,30 @@ test_reclaim_checkpoint(void)
 }
 
 /*
+ * A wait for a guarantee counts CPUs too.  One node, 2 GPUs, 96 CPUs;
+ * queues qa and qb each deserve 1 GPU and 48 CPUs.  a1 (qa): t=0, no GPU,
+ * 96 CPUs, 10000 s.  b1 (qb): t=1000, no GPU, 60 CPUs, 100 s: it asks more
+ * CPUs than qb deserves, so qb does not wait for its guarantee although
+ * it holds nothing; judged on GPUs alone it waits until a1 ends, 9000 s.
+ */
+static void
+test_guarantee_cpu(void)
+{
+    const char *t = HEADER "a1,0,10000,0,96,,qa,\nb1,1000,100,0,60,,qb,\n";
+    const char *qf = "queue name=qa deserved=1\nqueue name=qb deserved=1\n";
+    al_sim_summary_t s;
+    al_sim_result_t *r = run(t, 1, 2, AL_POLICY_FIFO, qf, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 1), ==, 9100);
+        ASSERT_NEAR(s.max_guarantee_wait, 0, 1e-9);
+        ASSERT_NEAR(s.guarantee_wait_hours, 0, 1e-9);
+        ASSERT_NEAR(s.max_guarantee_wait_gpu_only, 9000, 1e-9);
+        ASSERT_NEAR(s.guarantee_wait_gpu_only_hours, 9000.0 / 3600, 1e-9);
+        done(r);
+    }
+}
+
+/*
  * Elastic jobs (max_gpus).  One node of 8 GPUs.  e: 2..8 GPUs, 800 s at
  * its least size, alone: it starts with all 8 (tasks of 2 GPUs, 1..4 of
  * them), four times the pace, and ends at 200.  With queues: qa deserves
@@ -983,6 +1007,7 @@ static const struct test {
     { "service_levels", test_service_levels },
     { "backfill", test_backfill },
     { "reclaim_checkpoint", test_reclaim_checkpoint },
+    { "guarantee_cpu", test_guarantee_cpu },
     { "elastic", test_elastic },
     { "tiresias", test_tiresias },
     { "preemption_cost", test_preemption_cost },
