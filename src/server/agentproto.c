@@ -366,10 +366,11 @@ al__desired_task_json(const al__desired_task_t *t, bool known, const char *spec)
     }
     /* command, cwd, env, script, image: the stored text's members, written
      * in place when the answer is dumped (parsing a job's environment and
-     * dumping it again was a sixth of the controller's CPU per start). */
+     * dumping it again was a sixth of the controller's CPU per start; the
+     * text is allot's own dump of valid JSON: no UTF-8 check again). */
     if (!known && spec != NULL)
         json_object_setn_new(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
-                             json_string(spec));
+                             json_string_nocheck(spec));
     return o;
 }
 
