@@ -26,6 +26,19 @@
 
 #define HOUR 3600
 
+/* One hour's relative error of a queue, and how many hours had it. */
+struct share_err {
+    double err;
+    int64_t hours;
+};
+
+static int
+cmp_err(const void *a, const void *b)
+{
+    return al__cmp_dbl(&((const struct share_err *)a)->err,
+                       &((const struct share_err *)b)->err);
+}
+
 void
 al__shares_init(sim_t *s)
 {
@@ -124,9 +137,10 @@ al__waterfill(int n, const double *w, const double *d, double cap, double *f)
 }
 
 /* The relative errors of the hour just integrated, one per queue with
- * demand in it; the hour's sums are reset. */
+ * demand in it, each counted `hours` times (the hours after it in a stretch
+ * where nothing changed had the same sums); the hour's sums are reset. */
 static void
-close_hour(sim_t *s)
+close_hour(sim_t *s, int64_t hours)
 {
     double ta = 0, tf = 0;
     for (int q = 0; q < s->nmq; q++) {
@@ -139,12 +153,27 @@ close_hour(sim_t *s)
             double got = ta > 0 ? s->hr_alloc[q] / ta : 0;
             if (s->nshare_err == s->capshare_err) {
                 s->capshare_err = s->capshare_err ? 2 * s->capshare_err : 1024;
-                s->share_err = al_xrealloc(
-                    s->share_err, (size_t)s->capshare_err * sizeof(double));
+                s->share_err =
+                    al_xrealloc(s->share_err, (size_t)s->capshare_err *
+                                                  sizeof(struct share_err));
             }
-            s->share_err[s->nshare_err++] = fabs(got - fair) / fair;
+            s->share_err[s->nshare_err++] =
+                (struct share_err){ fabs(got - fair) / fair, hours };
+            s->share_hours += hours;
         }
         s->hr_alloc[q] = s->hr_fair[q] = s->hr_dem[q] = 0;
+    }
+}
+
+/* Adds [from, end) to the hour being integrated, at this moment's rates. */
+static void
+integrate(sim_t *s, int64_t from, int64_t end)
+{
+    double dt = (double)(end - from) / AL_GPU_MILLI;
+    for (int q = 0; q < s->nmq; q++) {
+        s->hr_alloc[q] += (double)s->mq_alloc[q] * dt;
+        s->hr_fair[q] += s->fair_f[q] * dt;
+        s->hr_dem[q] += s->fair_d[q] * dt;
     }
 }
 
@@ -160,23 +189,27 @@ al__shares_advance(sim_t *s, int64_t from, int64_t to)
     al__waterfill(s->nmq, s->fair_w, s->fair_d, (double)s->r->capacity,
                   s->fair_f);
     int64_t t0 = s->r->t_first;
-    while (from < to) {
-        int64_t h = (from - t0) / HOUR;
-        if (h != s->hr_cur) {
-            close_hour(s);
-            s->hr_cur = h;
-        }
-        int64_t end = t0 + (h + 1) * HOUR;
-        if (end > to)
-            end = to;
-        double dt = (double)(end - from) / AL_GPU_MILLI;
-        for (int q = 0; q < s->nmq; q++) {
-            s->hr_alloc[q] += (double)s->mq_alloc[q] * dt;
-            s->hr_fair[q] += s->fair_f[q] * dt;
-            s->hr_dem[q] += s->fair_d[q] * dt;
-        }
-        from = end;
+    int64_t h = (from - t0) / HOUR;
+    if (h != s->hr_cur) {
+        close_hour(s, 1);
+        s->hr_cur = h;
     }
+    int64_t last = (to - t0) / HOUR; /* the hour `to` falls in */
+    if (last > h) {
+        /* The rest of hour h; then whole hours h+1 .. last-1, all alike:
+         * the first of them integrated and closed for all (a long quiet
+         * stretch costs one step, not one per hour). */
+        integrate(s, from, t0 + (h + 1) * HOUR);
+        close_hour(s, 1);
+        if (last > h + 1) {
+            integrate(s, t0 + (h + 1) * HOUR, t0 + (h + 2) * HOUR);
+            close_hour(s, last - h - 1);
+        }
+        s->hr_cur = last;
+        from = t0 + last * HOUR;
+    }
+    if (from < to)
+        integrate(s, from, to);
 }
 
 /* One queue's wait for its guarantee: starts when `waits` first holds,
@@ -249,14 +282,20 @@ al__shares_finish(sim_t *s, int64_t end)
                       &r->guarantee_wait_gpu_only_s,
                       &r->max_guarantee_wait_gpu_only_s);
     }
-    close_hour(s);
-    r->share_hours = s->nshare_err;
+    close_hour(s, 1);
+    r->share_hours = s->share_hours;
     if (s->nshare_err > 0) {
-        qsort(s->share_err, (size_t)s->nshare_err, sizeof(double), al__cmp_dbl);
-        /* Nearest rank, as every percentile of the report. */
-        int64_t k = (int64_t)ceil(0.95 * (double)s->nshare_err) - 1;
+        qsort(s->share_err, (size_t)s->nshare_err, sizeof *s->share_err,
+              cmp_err);
+        /* Nearest rank, as every percentile of the report, over the
+         * queue-hours: the entry holding the k-th of them in order. */
+        int64_t k = (int64_t)ceil(0.95 * (double)s->share_hours) - 1;
         if (k < 0)
             k = 0;
-        r->share_error_p95 = s->share_err[k];
+        int64_t i = 0;
+        for (int64_t seen = s->share_err[0].hours; seen <= k;
+             seen += s->share_err[i].hours)
+            i++;
+        r->share_error_p95 = s->share_err[i].err;
     }
 }

@@ -211,13 +211,15 @@ typedef struct sim {
     al_dep_t *sdeps;      /* the snapshot's dependencies */
     int capdeps;
     /* shares.c: the hour being integrated and its per-queue GPU-seconds
-     * (allocated, fair, demand); the errors of the hours past; since when
-     * each queue waits for its guarantee (-1: it does not) */
+     * (allocated, fair, demand); the errors of the hours past, each with
+     * the number of hours that had it (a stretch of whole hours alike is
+     * one entry); since when each queue waits for its guarantee (-1: it
+     * does not) */
     int64_t hr_cur;
     double *hr_alloc, *hr_fair, *hr_dem;
     double *fair_w, *fair_d, *fair_f; /* scratch of the fair share */
-    double *share_err;
-    int64_t nshare_err, capshare_err;
+    struct share_err *share_err;
+    int64_t nshare_err, capshare_err, share_hours;
     int64_t *gw_since;
     int64_t *gw_min; /* scratch: smallest pending job per queue */
     /* the same counting GPUs only (the figure before CPU was counted) */

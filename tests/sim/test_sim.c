@@ -626,6 +626,22 @@ test_share_error(void)
         ASSERT_NEAR(s.max_guarantee_wait, 0, 1e-9);
         done(r);
     }
+    /* Every hour counts, also in a stretch where nothing changes (which
+     * the simulator adds up in one step).  a1 (qa, 4 GPUs) runs hour 0
+     * while b1 (qb) waits: errors 1/3 (qa) and 1 (qb).  Hour 1: b1 and a2
+     * (qa, 1 GPU, 876,000 hours, the longest a trace may hold) side by
+     * side, both at their fair share: 0 and 0.  Hours 2 to 876,000: qa
+     * alone, error 0.  876,003 queue-hours; the p95 is 0, where ranking
+     * the run's six distinct steps rather than its hours would give 1. */
+    t = HEADER "a1,0,3600,4,,,qa,\nb1,0,3600,1,,,qb,\n"
+               "a2,3600,3153600000,1,,,qa,\n";
+    r = run(t, 1, 4, AL_POLICY_FIFO, qf, &s);
+    if (r) {
+        ASSERT_INT(jct(r, 1), ==, 7200);
+        ASSERT_INT(s.share_hours, ==, 876003);
+        ASSERT_NEAR(s.share_error_p95, 0, 1e-9);
+        done(r);
+    }
     /* The division itself: weights 2, 1, 1 and 0 over 8 GPUs. */
     double w[4] = { 2, 1, 1, 0 }, d[4] = { 10, 1, 10, 5 }, f[4];
     al__waterfill(4, w, d, 8, f);
