@@ -242,10 +242,14 @@ parse_numbers(parser_t *ps, const char *const *v, al_trace_job_t *j)
                 "%s:%d: field 'max_gpus': expected a whole number of GPUs "
                 "from num_gpus (a whole number) to %d, or nothing, got '%s'",
                 name, line, MAX_GPUS, v[C_MAXG]);
+    /* A refused field may hold anything (a max_gpus of 10^23): nothing
+     * is computed from the row then. */
+    if (ps->errs.n != before)
+        return false;
     j->gpu_milli = llround(g * 1000);
     j->cpu_milli = llround(cpus * 1000);
     j->max_gpu_milli = maxg > 0 && maxg * 1000 > j->gpu_milli ? maxg * 1000 : 0;
-    return ps->errs.n == before;
+    return true;
 }
 
 /* Validates one data row (in ps->fs) and keeps it if it passes the

@@ -201,6 +201,11 @@ test_trace_errors(void)
     expect_error(HEADER ",1,1,1,,,,\n", "field 'job_id': empty");
     expect_error(HEADER "a,1,1,1,lots,,,\n", "field 'num_cpus'");
     expect_error(HEADER "\"a,1,1,1,,,,\n", "unterminated quoted field");
+    /* A max_gpus far past the limit is refused, and nothing is computed
+     * from it (x 1000 would overflow: the sanitized build aborts). */
+    expect_error("job_id,submit_time_s,duration_s,num_gpus,max_gpus\n"
+                 "a,1,1,1,133333333333333333\n",
+                 "bad.csv:2: field 'max_gpus': expected a whole number");
     /* Every bad row is reported, not just the first. */
     expect_error(HEADER "a,x,1,1,,,,\nb,1,y,1,,,,\n",
                  "bad.csv:2: field 'submit_time_s'");
