@@ -3,10 +3,14 @@
 
 Usage: bench/slurm.py PATH/TO/allot [N]
 
-Starts an `allot server` with one agent (8 emulated GPUs) on loopback and,
-when the private Slurm of ../shared/slurm-peer is up (its env.sh exists and
-`sinfo` answers; start it with ./start.sh), measures on both, in the same
-run:
+Starts an `allot server` with one agent (8 emulated GPUs) on loopback,
+twice: with `--sync full` (the default: each commit is on disk before its
+effects leave the controller) and with `--sync normal` (a commit survives
+a crash of the controller but may be lost with the machine's power, which
+is still more than Slurm keeps: slurmctld answers before it saves, and
+saves its job state from a thread at most every 5 s).  When the private
+Slurm of ../shared/slurm-peer is up (its env.sh exists and `sinfo`
+answers; start it with ./start.sh), it measures it too, in the same run:
 
   sbatch_per_s   a shell loop of N `sbatch --wrap true` (default 300)
   drain_s        N one-GPU jobs (`--gres=gpu:1 --wrap true`) queued behind
@@ -27,9 +31,10 @@ the agent's start of the task, the task, the report back) and
 drain_end_to_start_ms (median, an end to the next start after it: the
 controller's part between two waves),
 
-and prints one JSON line with each figure for both and allot/slurm ratios
-(for time, slurm/allot: above 1 means allot is faster).  Without the peer,
-the allot figures alone.
+and prints one JSON line with each figure for each (`allot`,
+`allot_sync_normal`, `slurm`) and allot/slurm ratios for both of allot's
+settings (`ratio`, `ratio_sync_normal`; for time, slurm/allot: above 1
+means allot is faster).  Without the peer, the allot figures alone.
 """
 import json
 import os
@@ -159,37 +164,54 @@ def measure(side, n, cluster=None):
                 side, "salloc", "srun", "true"), 1)})
 
 
+def allot_side(allot, root, sync):
+    """A server (`--sync SYNC`) with one agent of 8 emulated GPUs, and
+    Slurm's command names linked to allot: the cluster and its side."""
+    os.makedirs(root)
+    c = e2e.Cluster(allot, root)
+    c.start_server("--sync", sync)
+    c.start_agent("node1", gpus="8xH100-80GB")
+    bindir = os.path.join(root, "bin")
+    os.makedirs(bindir)
+    c.cli("slurm-commands", bindir)
+    env = dict(c.env, PATH=bindir + ":" + os.environ.get("PATH", ""))
+    cwd = os.path.join(root, "allot")
+    os.makedirs(cwd)
+    return c, conformance.Side("allot", env, cwd)
+
+
+def ratios(a, s):
+    return {"sbatch": round(a["sbatch_per_s"] / s["sbatch_per_s"], 2),
+            "drain": round(s["drain_s"] / a["drain_s"], 2),
+            "latency": round(s["latency_ms"] / a["latency_ms"], 2),
+            "srun": round(s["srun_ms"] / a["srun_ms"], 2),
+            "salloc_srun": round(s["salloc_srun_ms"] / a["salloc_srun_ms"],
+                                 2)}
+
+
 def main():
     allot = os.path.abspath(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     root = tempfile.mkdtemp(prefix="allot-bench-slurm-")
-    c = e2e.Cluster(allot, root)
-    try:
-        c.start_server()
-        c.start_agent("node1", gpus="8xH100-80GB")
-        bindir = os.path.join(root, "bin")
-        os.makedirs(bindir)
-        c.cli("slurm-commands", bindir)
-        env = dict(c.env, PATH=bindir + ":" + os.environ.get("PATH", ""))
-        cwd = os.path.join(root, "allot")
-        os.makedirs(cwd)
-        mine = conformance.Side("allot", env, cwd)
-        peer = conformance.peer_side(root)
-        res = {"bench": "slurm", "n": n, "cpus": os.cpu_count(),
-               "allot": measure(mine, n, c)}
-        if peer is not None:
-            res["slurm"] = measure(peer, n)
-            a, s = res["allot"], res["slurm"]
-            res["ratio"] = {
-                "sbatch": round(a["sbatch_per_s"] / s["sbatch_per_s"], 2),
-                "drain": round(s["drain_s"] / a["drain_s"], 2),
-                "latency": round(s["latency_ms"] / a["latency_ms"], 2),
-                "srun": round(s["srun_ms"] / a["srun_ms"], 2),
-                "salloc_srun": round(s["salloc_srun_ms"] /
-                                     a["salloc_srun_ms"], 2)}
-        print(json.dumps(res))
-    finally:
-        c.stop()
+    res = {"bench": "slurm", "n": n, "cpus": os.cpu_count()}
+    # allot as it starts by default (--sync full: each commit on disk
+    # before anything leaves the controller), and at --sync normal (a
+    # commit survives a crash of the controller, not of the machine),
+    # which is still more than slurmctld keeps: it acknowledges before it
+    # saves, and saves its job state at most every few seconds.
+    for sync, key in (("full", "allot"), ("normal", "allot_sync_normal")):
+        c, side = allot_side(allot, os.path.join(root, sync), sync)
+        try:
+            res[key] = measure(side, n, c)
+        finally:
+            c.stop()
+    peer = conformance.peer_side(root)
+    if peer is not None:
+        res["slurm"] = measure(peer, n)
+        res["ratio"] = ratios(res["allot"], res["slurm"])
+        res["ratio_sync_normal"] = ratios(res["allot_sync_normal"],
+                                          res["slurm"])
+    print(json.dumps(res))
     return 0
 
 
