@@ -31,7 +31,9 @@ the agent's start of the task, the task, the report back) and
 drain_end_to_start_ms (median, an end to the next start after it: the
 controller's part between two waves),
 
-and prints one JSON line with each figure for each (`allot`,
+and the disk's own time for a flush (`fdatasync_ms`, median of 50 after a
+4 KiB write beside the server's state: what each of `--sync full`'s
+commits waits for), and prints one JSON line with each figure for each (`allot`,
 `allot_sync_normal`, `slurm`) and allot/slurm ratios for both of allot's
 settings (`ratio`, `ratio_sync_normal`; for time, slurm/allot: above 1
 means allot is faster).  Without the peer, the allot figures alone.
@@ -164,6 +166,25 @@ def measure(side, n, cluster=None):
                 side, "salloc", "srun", "true"), 1)})
 
 
+def flush_ms(where, reps=50):
+    """The disk's own time for one durable commit, measured in the same
+    run: median of reps fdatasync() calls after a 4 KiB write in the
+    directory where the server keeps its state."""
+    path = os.path.join(where, "flush-probe")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        out = []
+        for k in range(reps):
+            os.pwrite(fd, b"x" * 4096, 4096 * (k % 8))
+            t0 = time.perf_counter()
+            os.fdatasync(fd)
+            out.append((time.perf_counter() - t0) * 1000)
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return statistics.median(out)
+
+
 def allot_side(allot, root, sync):
     """A server (`--sync SYNC`) with one agent of 8 emulated GPUs, and
     Slurm's command names linked to allot: the cluster and its side."""
@@ -193,7 +214,8 @@ def main():
     allot = os.path.abspath(sys.argv[1])
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 300
     root = tempfile.mkdtemp(prefix="allot-bench-slurm-")
-    res = {"bench": "slurm", "n": n, "cpus": os.cpu_count()}
+    res = {"bench": "slurm", "n": n, "cpus": os.cpu_count(),
+           "fdatasync_ms": round(flush_ms(root), 2)}
     # allot as it starts by default (--sync full: each commit on disk
     # before anything leaves the controller), and at --sync normal (a
     # commit survives a crash of the controller, not of the machine),
