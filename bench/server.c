@@ -346,6 +346,27 @@ main(int argc, char **argv)
         json_decref(j);
     }
     double report_ms = median(t, reps);
+    /* A job's store row, as the loop writes it at each change of state:
+     * written directly (jobtext.c), and, for reference, as the tree the
+     * API builds, dumped.  Per job, over every job. */
+    double *tt = al_xcalloc((size_t)reps, sizeof *tt);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_ms();
+        for (uint64_t i = 0; i < ctl.njobs; i++)
+            if (ctl.jobs[i] != NULL)
+                free(al__job_text(&ctl, ctl.jobs[i], true));
+        t[r] = (now_ms() - t0) * 1000 / (double)njobs;
+        t0 = now_ms();
+        for (uint64_t i = 0; i < ctl.njobs; i++)
+            if (ctl.jobs[i] != NULL) {
+                json_t *d = al__job_json(&ctl, ctl.jobs[i], true);
+                free(al_json_dump(d));
+                json_decref(d);
+            }
+        tt[r] = (now_ms() - t0) * 1000 / (double)njobs;
+    }
+    double row_us = median(t, reps), row_tree_us = median(tt, reps);
+    free(tt);
     al__store_close(&ctl);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -364,11 +385,13 @@ main(int argc, char **argv)
            "\"usage_year_hourly_one_queue_cpu_ms\":%.3f,"
            "\"usage_year_hourly_by_model_ms\":%.3f,"
            "\"usage_year_hourly_all_queues_ms\":%.3f,"
-           "\"report_year_ms\":%.3f}\n",
+           "\"report_year_ms\":%.3f,\"job_row_us\":%.3f,"
+           "\"job_row_tree_us\":%.3f}\n",
            nnodes, njobs, nqueues, reps, metrics_ms, metrics_cpu_ms, bytes,
            metrics_ref_ms, waste_ms, waste_queue_ms, sample_ms,
            sample_ms / 60000.0, sample_cpu_ms, sample_cpu_ms / 60000.0,
            median(q_queue, reps), median(q_queue_cpu, reps),
-           median(q_model, reps), median(q_all, reps), report_ms);
+           median(q_model, reps), median(q_all, reps), report_ms, row_us,
+           row_tree_us);
     return 0;
 }

@@ -51,8 +51,8 @@ al_json_parse(const char *data, size_t len, char **cause)
 /* A string or key as jansson's dump writes it without JSON_ENSURE_ASCII
  * or JSON_ESCAPE_SLASH: quote, backslash and control characters escaped,
  * the rest (valid UTF-8, as jansson keeps it) as it is. */
-static void
-dump_str(al_buf_t *b, const char *s, size_t len)
+void
+al_json_put_str(al_buf_t *b, const char *s, size_t len)
 {
     al_buf_putc(b, '"');
     const char *run = s, *end = s + len;
@@ -94,6 +94,62 @@ dump_str(al_buf_t *b, const char *s, size_t len)
     al_buf_putc(b, '"');
 }
 
+bool
+al_json_utf8_ok(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        unsigned c = *p++;
+        if (c < 0x80)
+            continue;
+        int more;
+        unsigned min;
+        if (c >= 0xC2 && c <= 0xDF) {
+            more = 1;
+            min = 0x80;
+            c &= 0x1F;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            more = 2;
+            min = 0x800;
+            c &= 0x0F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            more = 3;
+            min = 0x10000;
+            c &= 0x07;
+        } else {
+            return false; /* a continuation byte first, 0xC0, 0xC1, 0xF5.. */
+        }
+        if (end - p < more)
+            return false;
+        for (int k = 0; k < more; k++) {
+            if ((p[k] & 0xC0) != 0x80)
+                return false;
+            c = (c << 6) | (p[k] & 0x3F);
+        }
+        p += more;
+        if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+            return false;
+    }
+    return true;
+}
+
+void
+al_json_put_int(al_buf_t *b, long long x)
+{
+    /* "%lld" by hand: printf's machinery cost as much as the rest. */
+    unsigned long long u =
+        x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+    char digits[24];
+    size_t at = sizeof digits;
+    do {
+        digits[--at] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u != 0);
+    if (x < 0)
+        digits[--at] = '-';
+    al_buf_append(b, digits + at, sizeof digits - at);
+}
+
 /* v into b as json_dumps(v, flags) would write it, flags being
  * JSON_COMPACT | JSON_ENCODE_ANY and perhaps a JSON_REAL_PRECISION; false
  * where jansson would fail (nesting too deep). */
@@ -130,7 +186,7 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
             if (!first)
                 al_buf_putc(b, ',');
             first = false;
-            dump_str(b, key, klen);
+            al_json_put_str(b, key, klen);
             al_buf_putc(b, ':');
             if (!dump_value(b, x, flags, depth + 1))
                 return false;
@@ -151,24 +207,11 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
         return true;
     }
     case JSON_STRING:
-        dump_str(b, json_string_value(v), json_string_length(v));
+        al_json_put_str(b, json_string_value(v), json_string_length(v));
         return true;
-    case JSON_INTEGER: {
-        /* "%lld" by hand: printf's machinery cost as much as the rest. */
-        json_int_t x = json_integer_value(v);
-        unsigned long long u =
-            x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
-        char digits[24];
-        size_t at = sizeof digits;
-        do {
-            digits[--at] = (char)('0' + u % 10);
-            u /= 10;
-        } while (u != 0);
-        if (x < 0)
-            digits[--at] = '-';
-        al_buf_append(b, digits + at, sizeof digits - at);
+    case JSON_INTEGER:
+        al_json_put_int(b, (long long)json_integer_value(v));
         return true;
-    }
     case JSON_REAL: {
         /* Rare: jansson's own formatting of the number, for its bytes. */
         char *t = json_dumps(v, flags);
@@ -188,6 +231,12 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
         al_buf_append(b, "null", 4);
         return true;
     }
+}
+
+bool
+al_json_put_value(al_buf_t *b, const json_t *v)
+{
+    return dump_value(b, v, JSON_COMPACT | JSON_ENCODE_ANY, 0);
 }
 
 char *

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "b64.h"
+#include "buf.h"
 
 /* Member `key` of obj as an integer, or def when absent or not an integer. */
 int64_t al_json_int(const json_t *obj, const char *key, int64_t def);
@@ -41,5 +42,16 @@ char *al_json_dump_flags(const json_t *v, size_t flags);
  * flags above honour it (other flags, and text that is not an object's,
  * leave it to jansson, which writes it as a member of that odd name). */
 #define AL_JSON_MEMBERS "\0members"
+
+/* For writers of JSON text without a tree (the controller's job document):
+ * a string as al_json_dump writes it (quoted, escaped like jansson), an
+ * integer, and any value compactly (false where jansson's dump would fail:
+ * nesting too deep). */
+void al_json_put_str(al_buf_t *b, const char *s, size_t len);
+/* Whether s[0..len) is UTF-8 as jansson takes it (json_string() gives NULL
+ * otherwise): no overlong form, surrogate or code point past U+10FFFF. */
+bool al_json_utf8_ok(const char *s, size_t len);
+void al_json_put_int(al_buf_t *b, long long x);
+bool al_json_put_value(al_buf_t *b, const json_t *v);
 
 #endif /* AL_JSON_H */

@@ -79,15 +79,6 @@ al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j)
     return job_doc(ctl, j, false, false);
 }
 
-char *
-al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal)
-{
-    json_t *doc = job_doc(ctl, j, internal, true);
-    char *text = al_json_dump(doc);
-    json_decref(doc);
-    return text;
-}
-
 static json_t *
 job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
 {

@@ -96,6 +96,7 @@
 #include <sys/types.h>
 
 #include "arrayspec.h"
+#include "buf.h"
 #include "core/core.h"
 #include "depspec.h"
 #include "server.h"
@@ -988,8 +989,12 @@ json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
  * image): a list's rows for tools that read the rest (GET /v1/jobs?spec=0,
  * squeue's), without parsing and sending every job's environment. */
 json_t *al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j);
-/* al__job_json's document as compact text (the store's row). */
+/* jobtext.c: al__job_json's document as compact text (the store's row),
+ * written without the tree, byte for byte al_json_dump's; _buf appends
+ * it to b, with the spec's members or without them. */
 char *al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal);
+void al__job_text_buf(const al_ctl_t *ctl, const al__job_t *j, bool internal,
+                      bool spec, al_buf_t *b);
 /* Loads a job from its internal JSON; NULL if malformed. */
 al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
 json_t *al__queue_json(const al__queue_t *q, bool with_share);

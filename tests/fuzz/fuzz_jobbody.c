@@ -9,8 +9,10 @@
  *   - an accepted job is within the bounds of docs/server.md and says what
  *     the body said (queue, class, sizes, after, hold, retries, a
  *     gpu_fraction that is there becomes a fraction);
- *   - it can be written as JSON (both forms) and its stored form loads back
- *     (al__job_from_json) into the same job, as the store does at restart.
+ *   - it can be written as JSON (both forms), the direct writer of the
+ *     store's row (jobtext.c) giving the tree's bytes, and its stored form
+ *     loads back (al__job_from_json) into the same job, as the store does
+ *     at restart.
  * Corpus: tests/fuzz/corpus/jobbody.
  */
 #include <stdbool.h>
@@ -111,6 +113,12 @@ round_trip(al__job_t *j)
     json_t *pub = al__job_json(&ctl0, j, false);
     CHECK(pub != NULL);
     char *text = al_json_dump(pub);
+    /* The direct writer (jobtext.c) gives the tree's bytes. */
+    al_buf_t b;
+    al_buf_init(&b);
+    al__job_text_buf(&ctl0, j, false, true, &b);
+    CHECK(strcmp(al_buf_cstr(&b), text) == 0);
+    al_buf_fini(&b);
     free(text);
     json_decref(pub);
     json_t *doc = al__job_json(&ctl0, j, true);
@@ -118,6 +126,9 @@ round_trip(al__job_t *j)
     /* Through text, as the store keeps it. */
     text = al_json_dump(doc);
     json_decref(doc);
+    char *row = al__job_text(&ctl0, j, true);
+    CHECK(strcmp(row, text) == 0);
+    free(row);
     doc = al_json_parse(text, strlen(text), NULL);
     free(text);
     CHECK(doc != NULL);

@@ -438,6 +438,114 @@ job_doc_round_trip(void)
     ctl_fini(&ctl);
 }
 
+/* The store's row written directly is the tree's dump, byte for byte, in
+ * each of the three forms (stored; the API's; the API's without spec). */
+static void
+text_same(al_ctl_t *ctl, const al__job_t *j)
+{
+    for (int form = 0; form < 3; form++) {
+        json_t *doc = form == 2 ? al__job_json_nospec(ctl, j)
+                                : al__job_json(ctl, j, form == 0);
+        char *want = al_json_dump(doc);
+        al_buf_t b;
+        al_buf_init(&b);
+        al__job_text_buf(ctl, j, form == 0, form != 2, &b);
+        ASSERT_STR_EQ(al_buf_cstr(&b), want);
+        json_t *back = json_loads(al_buf_cstr(&b), 0, NULL);
+        ASSERT(back != NULL);
+        json_decref(back);
+        al_buf_fini(&b);
+        free(want);
+        json_decref(doc);
+    }
+    char *row = al__job_text(ctl, j, true);
+    json_t *doc = al__job_json(ctl, j, true);
+    char *want = al_json_dump(doc);
+    ASSERT_STR_EQ(row, want);
+    free(want);
+    json_decref(doc);
+    free(row);
+}
+
+static void
+job_text_same(void)
+{
+    al_ctl_t ctl;
+    memset(&ctl, 0, sizeof ctl);
+    add_node(&ctl, "{\"name\": \"n1\"}");
+    add_node(&ctl, "{\"name\": \"n2\"}");
+    static const char *const bodies[] = {
+        "{\"command\": [\"x\"]}",
+        "{\"command\": [\"/bin/t\"], \"name\": \"a \\\"q\\\" \\u00e9\\n\", "
+        "\"queue\": \"team\", \"class\": \"build\", \"tasks\": 2, "
+        "\"gpus\": 2, \"after\": [3, 4], \"env\": {\"A\": \"1\"}, "
+        "\"time_limit\": 600, \"gpu_model\": \"H100\", "
+        "\"pool\": \"p\", \"constraint\": \"c\", \"nvlink\": \"required\", "
+        "\"topology\": \"required\", \"retries\": 2, "
+        "\"dependency\": \"afterok:3\", \"cwd\": \"/w\"}",
+        "{\"command\": [\"x\"], \"gpus\": 1, \"max_tasks\": 4, "
+        "\"checkpointing\": true, \"array\": \"0-9%2\"}",
+        "{\"command\": [\"x\"], \"gpu_fraction\": 0.25, \"hold\": true}",
+        "{\"command\": [\"x\"], \"gpu_mem\": 5000000, \"image\": \"i\"}",
+    };
+    for (size_t i = 0; i < sizeof bodies / sizeof *bodies; i++) {
+        al__job_t *j = NULL;
+        char *cause = NULL;
+        int rc = job_parse(bodies[i], "alice", false, &j, &cause);
+        if (rc != 0)
+            fprintf(stderr, "  body %zu: %s\n", i, cause ? cause : "?");
+        free(cause);
+        ASSERT_EQ(rc, 0);
+        j->id = 40 + i;
+        j->submit_ms = j->eligible_ms = 1000;
+        text_same(&ctl, j);
+        /* Every optional member at once, then running with a placement. */
+        j->nice = -3;
+        j->prio_fixed = true;
+        j->prio_value = 77;
+        j->num_nodes = 2;
+        j->attained = 12.5;
+        j->used_known = true;
+        j->used = 0.1;
+        j->pipeline = 1;
+        free(j->stage);
+        j->stage = strdup("prep");
+        j->retry_at_ms = 99;
+        j->suspended = true;
+        j->master_port = 29600;
+        j->array_job = 39;
+        j->array_index = 1;
+        free(j->reason);
+        j->reason = strdup("cut short \xc3");
+        text_same(&ctl, j);
+        free(j->reason);
+        j->reason = strdup("held: \"why\" \xc3\xa9");
+        text_same(&ctl, j);
+        j->state = JS_RUNNING;
+        j->start_ms = 2000;
+        j->tasks = calloc((size_t)j->ntasks, sizeof *j->tasks);
+        for (int t = 0; t < j->ntasks; t++)
+            j->tasks[t] = (al__task_t){ .node = t % 3 == 2 ? 7 : t % 2,
+                                        .devices = 5 + (uint64_t)t,
+                                        .gpu_mem = 9,
+                                        .done = t == 1,
+                                        .exit_code = t,
+                                        .signal = 0,
+                                        .has_usage = true,
+                                        .cpu_usec = 123,
+                                        .mem_used = t == 0 ? -1 : 4,
+                                        .mem_peak = 8 };
+        bool made = false;
+        ASSERT(al__jobtok_text(j, &made) != NULL);
+        text_same(&ctl, j);
+        free(j->spec);
+        j->spec = strdup("{}");
+        text_same(&ctl, j);
+        al__job_free(j);
+    }
+    ctl_fini(&ctl);
+}
+
 static void
 job_doc_lost_node(void)
 {
@@ -1549,6 +1657,7 @@ const al_test_t test_server[] = {
     { "job_body_fraction", job_body_fraction },
     { "job_body_refused", job_body_refused },
     { "job_doc_round_trip", job_doc_round_trip },
+    { "job_text_same", job_text_same },
     { "job_doc_lost_node", job_doc_lost_node },
     { "queue_doc", queue_doc },
     { "queue_doc_refused", queue_doc_refused },
