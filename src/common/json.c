@@ -234,9 +234,9 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
 }
 
 bool
-al_json_put_value(al_buf_t *b, const json_t *v)
+al_json_put_value(al_buf_t *b, const json_t *v, size_t flags)
 {
-    return dump_value(b, v, JSON_COMPACT | JSON_ENCODE_ANY, 0);
+    return dump_value(b, v, flags, 0);
 }
 
 char *

@@ -45,13 +45,14 @@ char *al_json_dump_flags(const json_t *v, size_t flags);
 
 /* For writers of JSON text without a tree (the controller's job document):
  * a string as al_json_dump writes it (quoted, escaped like jansson), an
- * integer, and any value compactly (false where jansson's dump would fail:
- * nesting too deep). */
+ * integer, and any value as al_json_dump_flags(v, flags) would (flags as
+ * there: JSON_COMPACT | JSON_ENCODE_ANY, perhaps a JSON_REAL_PRECISION;
+ * false where jansson's dump would fail: nesting too deep). */
 void al_json_put_str(al_buf_t *b, const char *s, size_t len);
 /* Whether s[0..len) is UTF-8 as jansson takes it (json_string() gives NULL
  * otherwise): no overlong form, surrogate or code point past U+10FFFF. */
 bool al_json_utf8_ok(const char *s, size_t len);
 void al_json_put_int(al_buf_t *b, long long x);
-bool al_json_put_value(al_buf_t *b, const json_t *v);
+bool al_json_put_value(al_buf_t *b, const json_t *v, size_t flags);
 
 #endif /* AL_JSON_H */

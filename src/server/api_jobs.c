@@ -116,6 +116,33 @@ job_json_spec(al_ctl_t *ctl, const al__job_t *j, bool spec)
     return o;
 }
 
+/* job_json_spec's document for a list, written as text (jobtext.c) and
+ * embedded as an object's members (AL_JSON_MEMBERS), which the reply's
+ * dump writes in place: the same bytes without a tree per job, for the
+ * lists tools poll (squeue's).  An array's parent, whose shown state is
+ * worked out, goes the tree's way. */
+static json_t *
+job_list_entry(al_ctl_t *ctl, const al__job_t *j, bool spec)
+{
+    if (j->array != NULL)
+        return job_json_spec(ctl, j, spec);
+    al_buf_t b;
+    al_buf_init(&b);
+    al__job_text_buf(ctl, j, false, spec, AL__REPLY_FLAGS, &b);
+    int64_t minrt = al__job_min_runtime(ctl, j);
+    if (minrt > 0) {
+        b.len--; /* the closing brace, written again below */
+        al_buf_puts(&b, ",\"min_runtime\":");
+        al_json_put_int(&b, (long long)minrt);
+        al_buf_putc(&b, '}');
+    }
+    json_t *o = json_object();
+    json_object_setn_new_nocheck(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                                 json_stringn_nocheck(b.data, b.len));
+    al_buf_fini(&b);
+    return o;
+}
+
 static json_t *
 job_json(al_ctl_t *ctl, const al__job_t *j)
 {
@@ -372,7 +399,7 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
         json_array_append_new(
             jobs, j == owner ? al__array_pending_json(ctl, owner,
                                                       (int64_t)(id - j->id - 1))
-                             : job_json_spec(ctl, j, spec));
+                             : job_list_entry(ctl, j, spec));
         last = id;
     }
     json_t *o = json_pack("{s:o}", "jobs", jobs);

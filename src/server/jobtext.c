@@ -3,7 +3,9 @@
  * building its tree: the store's row at every change of a job's state.
  *
  * The bytes are exactly those of al_json_dump(al__job_json(ctl, j, true))
- * (doc.c's job_doc, member by member in the same order); the unit test
+ * (doc.c's job_doc, member by member in the same order), or of another
+ * form of it dumped with other flags (a list's answer: its reals in 15
+ * digits, as the server's replies write them); the unit test
  * job_text_same and the fuzz harness fuzz_jobbody compare the two for
  * every job they make.  A member added to job_doc must be added here in
  * the same place.  Building the tree (a hash table, a key copy and a value
@@ -51,11 +53,11 @@ member_str(al_buf_t *b, const char *k, const char *v)
 
 /* The members of object o (which the call takes), in place. */
 static void
-members_of(al_buf_t *b, json_t *o)
+members_of(al_buf_t *b, json_t *o, size_t flags)
 {
     if (json_object_size(o) > 0) {
         size_t at = b->len;
-        al_json_put_value(b, o);
+        al_json_put_value(b, o, flags);
         /* {"a":1} -> ,"a":1 */
         b->data[at] = ',';
         b->len--;
@@ -116,7 +118,7 @@ placement(al_buf_t *b, const al_ctl_t *ctl, const al__job_t *j, bool internal)
 
 void
 al__job_text_buf(const al_ctl_t *ctl, const al__job_t *j, bool internal,
-                 bool spec, al_buf_t *b)
+                 bool spec, size_t flags, al_buf_t *b)
 {
     al_buf_puts(b, "{\"id\":");
     al_json_put_int(b, (long long)j->id);
@@ -167,13 +169,13 @@ al__job_text_buf(const al_ctl_t *ctl, const al__job_t *j, bool internal,
     al__elastic_doc(j, o);
     al__pipeline_doc(j, o);
     al__lifecycle_doc(j, o);
-    members_of(b, o);
+    members_of(b, o, flags);
     if (j->master_port != 0)
         member_int(b, "master_port", j->master_port);
     if (j->array != NULL) {
         key(b, "array");
         json_t *a = al__array_doc(j->array);
-        al_json_put_value(b, a);
+        al_json_put_value(b, a, flags);
         json_decref(a);
     }
     if (j->ndeps > 0) {
@@ -217,6 +219,7 @@ al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal)
     al_buf_t b;
     al_buf_init(&b);
     al_buf_reserve(&b, 512 + (j->spec != NULL ? strlen(j->spec) : 0));
-    al__job_text_buf(ctl, j, internal, true, &b);
+    al__job_text_buf(ctl, j, internal, true, JSON_COMPACT | JSON_ENCODE_ANY,
+                     &b);
     return al_buf_steal(&b);
 }

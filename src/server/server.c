@@ -114,10 +114,7 @@ send_reply(struct MHD_Connection *c, int status, const char *ctype, char *data,
 static enum MHD_Result
 send_json(struct MHD_Connection *c, int status, json_t *body)
 {
-    /* Numbers in 15 digits: 0.003, not 0.0030000000000000001 (a reply is
-     * read by people and tools; the store keeps 17). */
-    char *text = al_json_dump_flags(body, JSON_COMPACT | JSON_ENCODE_ANY |
-                                              JSON_REAL_PRECISION(15));
+    char *text = al_json_dump_flags(body, AL__REPLY_FLAGS);
     size_t len = strlen(text);
     /* Newline-terminated for people using curl. */
     text = al_xrealloc(text, len + 2);

@@ -991,10 +991,11 @@ json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
 json_t *al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j);
 /* jobtext.c: al__job_json's document as compact text (the store's row),
  * written without the tree, byte for byte al_json_dump's; _buf appends
- * it to b, with the spec's members or without them. */
+ * it to b, with the spec's members or without them, as
+ * al_json_dump_flags(doc, flags) would write it. */
 char *al__job_text(const al_ctl_t *ctl, const al__job_t *j, bool internal);
 void al__job_text_buf(const al_ctl_t *ctl, const al__job_t *j, bool internal,
-                      bool spec, al_buf_t *b);
+                      bool spec, size_t flags, al_buf_t *b);
 /* Loads a job from its internal JSON; NULL if malformed. */
 al__job_t *al__job_from_json(al_ctl_t *ctl, const json_t *o);
 json_t *al__queue_json(const al__queue_t *q, bool with_share);
@@ -1151,6 +1152,11 @@ void al__reply_error(al__req_t *req, int status, const char *code,
                      const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Sets req's reply to body (taking it). */
+/* How a reply's JSON is written: compact, numbers in 15 digits (0.003,
+ * not 0.0030000000000000001: a reply is read by people and tools; the
+ * store keeps 17). */
+#define AL__REPLY_FLAGS                                                        \
+    (JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15))
 void al__reply(al__req_t *req, int status, json_t *body);
 /* The query argument key, or NULL. */
 const char *al__req_arg(const al__req_t *req, const char *key);

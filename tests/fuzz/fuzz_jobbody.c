@@ -116,7 +116,7 @@ round_trip(al__job_t *j)
     /* The direct writer (jobtext.c) gives the tree's bytes. */
     al_buf_t b;
     al_buf_init(&b);
-    al__job_text_buf(&ctl0, j, false, true, &b);
+    al__job_text_buf(&ctl0, j, false, true, JSON_COMPACT | JSON_ENCODE_ANY, &b);
     CHECK(strcmp(al_buf_cstr(&b), text) == 0);
     al_buf_fini(&b);
     free(text);

@@ -439,17 +439,21 @@ job_doc_round_trip(void)
 }
 
 /* The store's row written directly is the tree's dump, byte for byte, in
- * each of the three forms (stored; the API's; the API's without spec). */
+ * each of the three forms (stored; the API's; the API's without spec) and
+ * with a reply's flags too (reals in 15 digits). */
 static void
 text_same(al_ctl_t *ctl, const al__job_t *j)
 {
-    for (int form = 0; form < 3; form++) {
-        json_t *doc = form == 2 ? al__job_json_nospec(ctl, j)
-                                : al__job_json(ctl, j, form == 0);
-        char *want = al_json_dump(doc);
+    static const size_t flags[2] = { JSON_COMPACT | JSON_ENCODE_ANY,
+                                     AL__REPLY_FLAGS };
+    for (int form = 0; form < 6; form++) {
+        json_t *doc = form % 3 == 2 ? al__job_json_nospec(ctl, j)
+                                    : al__job_json(ctl, j, form % 3 == 0);
+        char *want = al_json_dump_flags(doc, flags[form / 3]);
         al_buf_t b;
         al_buf_init(&b);
-        al__job_text_buf(ctl, j, form == 0, form != 2, &b);
+        al__job_text_buf(ctl, j, form % 3 == 0, form % 3 != 2, flags[form / 3],
+                         &b);
         ASSERT_STR_EQ(al_buf_cstr(&b), want);
         json_t *back = json_loads(al_buf_cstr(&b), 0, NULL);
         ASSERT(back != NULL);
