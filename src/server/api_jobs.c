@@ -116,13 +116,14 @@ job_json_spec(al_ctl_t *ctl, const al__job_t *j, bool spec)
     return o;
 }
 
-/* job_json_spec's document for a list, written as text (jobtext.c) and
+/* job_json_spec's document for a reply, written as text (jobtext.c) and
  * embedded as an object's members (AL_JSON_MEMBERS), which the reply's
  * dump writes in place: the same bytes without a tree per job, for the
- * lists tools poll (squeue's).  An array's parent, whose shown state is
- * worked out, goes the tree's way. */
+ * lists tools poll (squeue's) and each submission's answer.  An array's
+ * parent, whose shown state is worked out, goes the tree's way.  Only for
+ * a reply that is sent as it is: nothing can read the members. */
 static json_t *
-job_list_entry(al_ctl_t *ctl, const al__job_t *j, bool spec)
+job_reply_entry(al_ctl_t *ctl, const al__job_t *j, bool spec)
 {
     if (j->array != NULL)
         return job_json_spec(ctl, j, spec);
@@ -248,7 +249,7 @@ al__api_job_submit(al_ctl_t *ctl, al__req_t *req)
     al__store_event(ctl, j->id, j->submit_ms, "submitted", NULL);
     al__ctl_touch(ctl);
     req->mutating = true;
-    al__reply(req, 201, job_json(ctl, j));
+    al__reply(req, 201, job_reply_entry(ctl, j, true));
 }
 
 /* The list's ?state= into want[]; false after a 400 reply. */
@@ -399,7 +400,7 @@ al__api_job_list(al_ctl_t *ctl, al__req_t *req)
         json_array_append_new(
             jobs, j == owner ? al__array_pending_json(ctl, owner,
                                                       (int64_t)(id - j->id - 1))
-                             : job_list_entry(ctl, j, spec));
+                             : job_reply_entry(ctl, j, spec));
         last = id;
     }
     json_t *o = json_pack("{s:o}", "jobs", jobs);
