@@ -79,6 +79,21 @@ al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j)
     return job_doc(ctl, j, false, false);
 }
 
+void
+al__job_doc_kept(const al__job_t *j, bool internal, json_t *o)
+{
+    if (internal)
+        al__jobtok_doc(j, o);
+    if (j->attained > 0)
+        json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
+    if (j->used_known)
+        json_object_set_new(o, "used_gpu_s", json_real(j->used));
+    al__pools_job_doc(j, o);
+    al__elastic_doc(j, o);
+    al__pipeline_doc(j, o);
+    al__lifecycle_doc(j, o);
+}
+
 static json_t *
 job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
 {
@@ -107,16 +122,7 @@ job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
                             json_integer((json_int_t)j->prio_value));
     if (j->num_nodes > 0)
         json_object_set_new(o, "num_nodes", json_integer(j->num_nodes));
-    if (internal)
-        al__jobtok_doc(j, o);
-    if (j->attained > 0)
-        json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
-    if (j->used_known)
-        json_object_set_new(o, "used_gpu_s", json_real(j->used));
-    al__pools_job_doc(j, o);
-    al__elastic_doc(j, o);
-    al__pipeline_doc(j, o);
-    al__lifecycle_doc(j, o);
+    al__job_doc_kept(j, internal, o);
     if (j->master_port != 0)
         json_object_set_new(o, "master_port", json_integer(j->master_port));
     if (j->array != NULL)

@@ -157,18 +157,9 @@ al__job_text_buf(const al_ctl_t *ctl, const al__job_t *j, bool internal,
     if (j->num_nodes > 0)
         member_int(b, "num_nodes", j->num_nodes);
     /* The members other files keep, and the two reals (jansson's own
-     * formatting of a double), as job_doc adds them. */
+     * formatting of a double): the same function job_doc calls. */
     json_t *o = json_object();
-    if (internal)
-        al__jobtok_doc(j, o);
-    if (j->attained > 0)
-        json_object_set_new(o, "attained_gpu_s", json_real(j->attained));
-    if (j->used_known)
-        json_object_set_new(o, "used_gpu_s", json_real(j->used));
-    al__pools_job_doc(j, o);
-    al__elastic_doc(j, o);
-    al__pipeline_doc(j, o);
-    al__lifecycle_doc(j, o);
+    al__job_doc_kept(j, internal, o);
     members_of(b, o, flags);
     if (j->master_port != 0)
         member_int(b, "master_port", j->master_port);

@@ -989,6 +989,11 @@ json_t *al__job_json(const al_ctl_t *ctl, const al__job_t *j, bool internal);
  * image): a list's rows for tools that read the rest (GET /v1/jobs?spec=0,
  * squeue's), without parsing and sending every job's environment. */
 json_t *al__job_json_nospec(const al_ctl_t *ctl, const al__job_t *j);
+/* The members of a job's document that other files keep (its token when
+ * internal, its attained and used GPU-seconds, pools, elastic sizes,
+ * pipeline, retries), added to o in their order: job_doc's and
+ * jobtext.c's alike. */
+void al__job_doc_kept(const al__job_t *j, bool internal, json_t *o);
 /* jobtext.c: al__job_json's document as compact text (the store's row),
  * written without the tree, byte for byte al_json_dump's; _buf appends
  * it to b, with the spec's members or without them, as
