@@ -150,6 +150,27 @@ al_json_put_int(al_buf_t *b, long long x)
     al_buf_append(b, digits + at, sizeof digits - at);
 }
 
+void
+al_json_set_members(json_t *o, const char *text, size_t len)
+{
+    json_object_setn_new_nocheck(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
+                                 json_stringn_nocheck(text, len));
+}
+
+bool
+al_json_put_members(al_buf_t *b, const char *t, size_t n, bool *first)
+{
+    if (n < 2 || t[0] != '{' || t[n - 1] != '}')
+        return false;
+    if (n == 2)
+        return true;
+    if (!*first)
+        al_buf_putc(b, ',');
+    *first = false;
+    al_buf_append(b, t + 1, n - 2);
+    return true;
+}
+
 /* v into b as json_dumps(v, flags) would write it, flags being
  * JSON_COMPACT | JSON_ENCODE_ANY and perhaps a JSON_REAL_PRECISION; false
  * where jansson would fail (nesting too deep). */
@@ -170,17 +191,10 @@ dump_value(al_buf_t *b, const json_t *v, size_t flags, int depth)
         {
             if (klen == sizeof AL_JSON_MEMBERS - 1 &&
                 memcmp(key, AL_JSON_MEMBERS, klen) == 0) {
-                /* An object's text, its members written in place. */
                 const char *t = json_string_value(x);
-                size_t n = json_string_length(x);
-                if (t == NULL || n < 2 || t[0] != '{' || t[n - 1] != '}')
+                if (t == NULL ||
+                    !al_json_put_members(b, t, json_string_length(x), &first))
                     return false;
-                if (n == 2)
-                    continue;
-                if (!first)
-                    al_buf_putc(b, ',');
-                first = false;
-                al_buf_append(b, t + 1, n - 2);
                 continue;
             }
             if (!first)

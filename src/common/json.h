@@ -37,11 +37,14 @@ char *al_json_dump_flags(const json_t *v, size_t flags);
  * input can) of a member whose value, a string holding an object's
  * compact text, al_json_dump_flags writes as that object's members in
  * place: a document that embeds a stored object without parsing it and
- * dumping it again.  Set it with json_object_setn_new(o, AL_JSON_MEMBERS,
- * sizeof AL_JSON_MEMBERS - 1, json_stringn(text, len)); only the compact
+ * dumping it again.  Set it with al_json_set_members(); only the compact
  * flags above honour it (other flags, and text that is not an object's,
  * leave it to jansson, which writes it as a member of that odd name). */
 #define AL_JSON_MEMBERS "\0members"
+
+/* Sets o's AL_JSON_MEMBERS to text[0..len), an object's compact text that
+ * allot wrote itself (valid UTF-8: not checked again). */
+void al_json_set_members(json_t *o, const char *text, size_t len);
 
 /* For writers of JSON text without a tree (the controller's job document):
  * a string as al_json_dump writes it (quoted, escaped like jansson), an
@@ -54,5 +57,10 @@ void al_json_put_str(al_buf_t *b, const char *s, size_t len);
 bool al_json_utf8_ok(const char *s, size_t len);
 void al_json_put_int(al_buf_t *b, long long x);
 bool al_json_put_value(al_buf_t *b, const json_t *v, size_t flags);
+/* The members of an object's compact text t[0..n) ("{...}") written in
+ * place, as the dump writes AL_JSON_MEMBERS: nothing for "{}", else a
+ * comma first unless *first, which it then clears; false when t is not an
+ * object's text. */
+bool al_json_put_members(al_buf_t *b, const char *t, size_t n, bool *first);
 
 #endif /* AL_JSON_H */

@@ -369,8 +369,7 @@ al__desired_task_json(const al__desired_task_t *t, bool known, const char *spec)
      * dumping it again was a sixth of the controller's CPU per start; the
      * text is allot's own dump of valid JSON: no UTF-8 check again). */
     if (!known && spec != NULL)
-        json_object_setn_new(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
-                             json_string_nocheck(spec));
+        al_json_set_members(o, spec, strlen(spec));
     return o;
 }
 

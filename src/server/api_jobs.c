@@ -138,8 +138,7 @@ job_reply_entry(al_ctl_t *ctl, const al__job_t *j, bool spec)
         al_buf_putc(&b, '}');
     }
     json_t *o = json_object();
-    json_object_setn_new_nocheck(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
-                                 json_stringn_nocheck(b.data, b.len));
+    al_json_set_members(o, b.data, b.len);
     al_buf_fini(&b);
     return o;
 }

@@ -144,8 +144,7 @@ job_doc(const al_ctl_t *ctl, const al__job_t *j, bool internal, bool spec)
      * the document is written at each change of its state.  The text is
      * allot's own dump of valid JSON: no UTF-8 check again. */
     if (spec && j->spec != NULL)
-        json_object_setn_new(o, AL_JSON_MEMBERS, sizeof AL_JSON_MEMBERS - 1,
-                             json_string_nocheck(j->spec));
+        al_json_set_members(o, j->spec, strlen(j->spec));
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
     if (reason != NULL)

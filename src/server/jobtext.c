@@ -180,11 +180,8 @@ al__job_text_buf(const al_ctl_t *ctl, const al__job_t *j, bool internal,
     }
     /* command, cwd, env, script, image: the stored text's members. */
     if (spec && j->spec != NULL) {
-        size_t n = strlen(j->spec);
-        if (n > 2) {
-            al_buf_putc(b, ',');
-            al_buf_append(b, j->spec + 1, n - 2);
-        }
+        bool first = false; /* after "id" */
+        al_json_put_members(b, j->spec, strlen(j->spec), &first);
     }
     char buf[256];
     const char *reason = al__job_reason(ctl, j, buf, sizeof buf);
